@@ -1,0 +1,1 @@
+//! Host adapter: drives verifi-mcp-core over smol / async-io TCP and rustls.

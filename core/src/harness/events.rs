@@ -1,0 +1,1 @@
+//! `events`: see the module contract (filled in by its own change).

@@ -1,0 +1,1 @@
+//! `exec`: see the module contract (filled in by its own change).

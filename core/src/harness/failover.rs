@@ -1,0 +1,1 @@
+//! `failover`: see the module contract (filled in by its own change).

@@ -1,0 +1,1 @@
+//! `meter`: see the module contract (filled in by its own change).

@@ -1,0 +1,11 @@
+//! The seed's run rules as plain data and pure decisions: redaction, failover, metering,
+//! the run timeline, slot resolution and the `run_command` helpers.
+//!
+//! Built on `crate::wire` values only; no I/O, no clock, no allocation.
+
+pub mod events;
+pub mod exec;
+pub mod failover;
+pub mod meter;
+pub mod redact;
+pub mod slots;

@@ -1,0 +1,1 @@
+//! `redact`: see the module contract (filled in by its own change).

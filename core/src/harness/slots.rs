@@ -1,0 +1,1 @@
+//! `slots`: see the module contract (filled in by its own change).

@@ -1,0 +1,1 @@
+//! `content`: see the module contract (filled in by its own change).

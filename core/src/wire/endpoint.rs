@@ -1,0 +1,1 @@
+//! `endpoint`: see the module contract (filled in by its own change).

@@ -1,0 +1,1 @@
+//! `http`: see the module contract (filled in by its own change).

@@ -1,0 +1,1 @@
+//! `json`: see the module contract (filled in by its own change).

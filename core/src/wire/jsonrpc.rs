@@ -1,0 +1,1 @@
+//! `jsonrpc`: see the module contract (filled in by its own change).

@@ -1,0 +1,10 @@
+//! The protocol: everything between a request to make and the bytes on the wire.
+//!
+//! Nothing here knows the harness rules (`crate::harness`) or any adapter.
+
+pub mod content;
+pub mod endpoint;
+pub mod http;
+pub mod json;
+pub mod jsonrpc;
+pub mod sse;

@@ -1,0 +1,1 @@
+//! `sse`: see the module contract (filled in by its own change).

@@ -1,0 +1,1 @@
+//! Runnable harnesses: the demo sweep, the `mcp` command line.

@@ -1,0 +1,1 @@
+//! Workspace-level interop, fault-matrix and soak tests against real MCP servers.
