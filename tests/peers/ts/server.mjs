@@ -1,0 +1,166 @@
+// Interop peer: a small MCP server on the official TypeScript SDK (`McpServer` +
+// `StreamableHTTPServerTransport` on plain node http), for the verifi-mcp-tests interop suite.
+// Plain ES module JavaScript, so it runs on node with no compile step.
+//
+// usage: node server.mjs MODE PORT
+//   MODE  stateful (sessions, SSE replies) | json (sessions, application/json replies)
+//   PORT  a TCP port on 127.0.0.1; 0 picks a free one. The chosen port is printed on stdout
+//         (one line) once the server listens.
+//
+// Tools: echo, run_command (formats a result, never runs anything), fail (isError), mixed
+// (text + image), big {bytes}, slow {ms, steps} (progress per step when a progressToken is
+// given; notices cancellation), peer_stats (what this process has seen, as JSON text).
+
+import http from 'node:http';
+import { randomUUID } from 'node:crypto';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+
+const BIG_MAX_BYTES = 64 * 1024 * 1024;
+const MAX_BODY_BYTES = 4 * 1024 * 1024;
+
+const [mode, portArg] = process.argv.slice(2);
+if (!['stateful', 'json'].includes(mode) || portArg === undefined || !/^\d+$/.test(portArg)) {
+  process.stderr.write('usage: node server.mjs stateful|json PORT\n');
+  process.exit(2);
+}
+
+const stats = {
+  connections: 0,
+  initializes: 0,
+  tool_calls: 0,
+  cancelled: 0,
+  slow_interrupted: 0,
+  slow_completed: 0,
+  progress_sent: 0,
+};
+
+// The number after the last `exit ` in the command, else 0 (as the rmcp test server).
+function exitCodeOf(command) {
+  const re = /exit (-?\d+)/g;
+  let code = 0;
+  for (const m of command.matchAll(re)) code = Number(m[1]);
+  return code;
+}
+
+const text = (t) => ({ content: [{ type: 'text', text: t }] });
+
+function buildServer() {
+  const server = new McpServer({ name: 'verifi-peer-ts', version: '0.1.0' });
+  server.registerTool('echo', { description: 'Returns its text argument', inputSchema: { text: z.string() } },
+    async ({ text: t }) => { stats.tool_calls++; return text(t); });
+  server.registerTool('run_command', {
+    description: 'Formats a command result as a Kali box would, without running anything',
+    inputSchema: { command: z.string(), timeout: z.number().optional(), workspace: z.string().optional() },
+  }, async ({ command, timeout, workspace }) => {
+    stats.tool_calls++;
+    return text(`$ ${command}\n(exit ${exitCodeOf(command)})\n` +
+      `workspace=${workspace ?? ''} timeout=${JSON.stringify(timeout ?? null)}\nran: ${command}`);
+  });
+  server.registerTool('fail', { description: 'Always reports a tool-level error', inputSchema: {} },
+    async () => { stats.tool_calls++; return { ...text('fail: this tool always fails'), isError: true }; });
+  server.registerTool('mixed', { description: 'A text block and an image block', inputSchema: {} },
+    async () => {
+      stats.tool_calls++;
+      return { content: [{ type: 'text', text: 'mixed: text part' }, { type: 'image', data: 'iVBORw0KGgo=', mimeType: 'image/png' }] };
+    });
+  server.registerTool('big', { description: 'One text block of N bytes', inputSchema: { bytes: z.number().int() } },
+    async ({ bytes }) => { stats.tool_calls++; return text('x'.repeat(Math.max(0, Math.min(bytes, BIG_MAX_BYTES)))); });
+  server.registerTool('slow', {
+    description: 'Sleeps ms in steps, sending progress when asked',
+    inputSchema: { ms: z.number().int().optional(), steps: z.number().int().optional() },
+  }, async ({ ms = 1000, steps = 1 }, extra) => {
+    stats.tool_calls++;
+    ms = Math.max(0, Math.min(ms, 600000));
+    steps = Math.max(1, Math.min(steps, 10000));
+    const token = extra._meta?.progressToken;
+    for (let step = 1; step <= steps; step++) {
+      const aborted = await new Promise((resolve) => {
+        if (extra.signal.aborted) return resolve(true);
+        const t = setTimeout(() => { extra.signal.removeEventListener('abort', onAbort); resolve(false); }, ms / steps);
+        const onAbort = () => { clearTimeout(t); resolve(true); };
+        extra.signal.addEventListener('abort', onAbort, { once: true });
+      });
+      if (aborted) {
+        stats.cancelled++;
+        stats.slow_interrupted++;
+        throw new Error('slow: cancelled');
+      }
+      if (token !== undefined) {
+        await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: step, total: steps } });
+        stats.progress_sent++;
+      }
+    }
+    stats.slow_completed++;
+    return text(`slept ${ms} ms in ${steps} steps`);
+  });
+  server.registerTool('peer_stats', { description: 'What this server process has seen, as JSON', inputSchema: {} },
+    async () => text(JSON.stringify(stats, Object.keys(stats).sort())));
+  return server;
+}
+
+const sessions = new Map();
+
+function reply(res, status, body) {
+  res.writeHead(status, { 'content-type': 'application/json' });
+  res.end(JSON.stringify(body));
+}
+
+function readBody(req) {
+  return new Promise((resolve, reject) => {
+    const parts = [];
+    let size = 0;
+    req.on('data', (c) => {
+      size += c.length;
+      if (size > MAX_BODY_BYTES) { reject(new Error('body too large')); req.destroy(); return; }
+      parts.push(c);
+    });
+    req.on('end', () => resolve(Buffer.concat(parts)));
+    req.on('error', reject);
+  });
+}
+
+async function handle(req, res) {
+  const url = new URL(req.url, 'http://127.0.0.1');
+  if (url.pathname !== '/mcp') return reply(res, 404, { error: 'not found' });
+  const sid = req.headers['mcp-session-id'];
+  let parsed;
+  if (req.method === 'POST') {
+    const raw = await readBody(req);
+    try { parsed = JSON.parse(raw.toString('utf8')); } catch {
+      return reply(res, 400, { jsonrpc: '2.0', error: { code: -32700, message: 'Parse error' }, id: null });
+    }
+  }
+  if (sid !== undefined) {
+    const transport = sessions.get(sid);
+    if (!transport) return reply(res, 404, { jsonrpc: '2.0', error: { code: -32001, message: 'Session not found' }, id: null });
+    return transport.handleRequest(req, res, parsed);
+  }
+  if (req.method === 'POST' && isInitializeRequest(parsed)) {
+    stats.initializes++;
+    const transport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      enableJsonResponse: mode === 'json',
+      onsessioninitialized: (id) => { sessions.set(id, transport); },
+    });
+    transport.onclose = () => { if (transport.sessionId) sessions.delete(transport.sessionId); };
+    await buildServer().connect(transport);
+    return transport.handleRequest(req, res, parsed);
+  }
+  return reply(res, 400, { jsonrpc: '2.0', error: { code: -32000, message: 'Bad Request: No valid session ID provided' }, id: null });
+}
+
+const httpServer = http.createServer((req, res) => {
+  handle(req, res).catch((e) => {
+    if (!res.headersSent) reply(res, 500, { jsonrpc: '2.0', error: { code: -32603, message: String(e) }, id: null });
+    else res.destroy();
+  });
+});
+httpServer.keepAliveTimeout = 30000;
+httpServer.on('connection', (sock) => { stats.connections++; sock.setNoDelay(true); });
+httpServer.listen(Number(portArg), '127.0.0.1', () => {
+  process.stdout.write(`${httpServer.address().port}\n`);
+});
+for (const sig of ['SIGTERM', 'SIGINT']) process.on(sig, () => process.exit(0));
