@@ -9,6 +9,7 @@
 pub mod buf;
 pub mod context;
 pub mod net;
+pub mod result;
 pub mod shared;
 pub mod slot;
 
@@ -17,5 +18,6 @@ pub use context::{
     ContextError, HarnessContext, LedgerTotals, Options, SlotNotFilledError, TimelineEntry,
 };
 pub use net::{ConnectFailure, FailureKind, HostNet, PoolKey, RootCert};
+pub use result::{ListToolsError, ToolResult};
 pub use shared::HostShared;
 pub use slot::{SlotHandle, SlotSpec};
