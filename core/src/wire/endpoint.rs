@@ -75,6 +75,8 @@ impl fmt::Display for EndpointError {
     }
 }
 
+impl core::error::Error for EndpointError {}
+
 /// A checked server address. Borrowed from the string it was parsed from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]

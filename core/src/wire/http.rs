@@ -83,6 +83,8 @@ impl fmt::Display for RequestError {
     }
 }
 
+impl core::error::Error for RequestError {}
+
 /// An HTTP token character (RFC 9110 `tchar`).
 fn is_tchar(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
@@ -367,6 +369,8 @@ impl fmt::Display for HttpError {
     }
 }
 
+impl core::error::Error for HttpError {}
+
 /// Header lines kept per head by the decoder.
 pub const MAX_HEADERS: usize = 64;
 /// The longest chunk size line (size, extensions, line end).
@@ -414,6 +418,9 @@ pub struct ResponseDecoder<'h> {
     max_body: u64,
     state: State,
     body: u64,
+    /// Head bytes scanned and heads parsed, for the linear-work test.
+    #[cfg(test)]
+    work: (usize, usize),
 }
 
 impl<'h> ResponseDecoder<'h> {
@@ -426,6 +433,8 @@ impl<'h> ResponseDecoder<'h> {
             max_body: limits.max_body_bytes,
             state: State::Head { len: 0, nl: 0 },
             body: 0,
+            #[cfg(test)]
+            work: (0, 0),
         }
     }
 
@@ -483,6 +492,10 @@ impl<'h> ResponseDecoder<'h> {
                 }
                 State::Head { len, nl } => {
                     let (n, end) = find_head_end(rest, nl);
+                    #[cfg(test)]
+                    {
+                        self.work.0 += n;
+                    }
                     let total = len.saturating_add(n);
                     if total > self.max_head {
                         return Err(HttpError::HeadTooLarge {
@@ -500,6 +513,10 @@ impl<'h> ResponseDecoder<'h> {
                             return Ok((used, Decoded::NeedMore));
                         }
                         Ok(()) => {
+                            #[cfg(test)]
+                            {
+                                self.work.1 += 1;
+                            }
                             let head = self.storage.get(..total).unwrap_or(&[]);
                             match parse_head(head)? {
                                 None => self.state = State::Head { len: 0, nl: 0 },

@@ -61,6 +61,8 @@ impl fmt::Display for SseError {
     }
 }
 
+impl core::error::Error for SseError {}
+
 /// The longest `id` kept; a longer one makes [`SseDecoder::last_event_id`] `None`.
 pub const MAX_EVENT_ID: usize = 128;
 
@@ -120,6 +122,8 @@ pub struct SseDecoder {
     /// The value of the current event/id/retry line (values are short; longer ones overflow).
     value: heapless::Vec<u8, MAX_EVENT_ID>,
     value_over: bool,
+    /// The current line's value had a NUL (an `id` with one is ignored, however long).
+    value_nul: bool,
     /// The current event: a data line was seen; data bytes written; its type.
     has_data: bool,
     event_len: usize,
@@ -145,6 +149,7 @@ impl SseDecoder {
             name: [0; 5],
             value: heapless::Vec::new(),
             value_over: false,
+            value_nul: false,
             has_data: false,
             event_len: 0,
             kind: EventKind::Message,
@@ -189,6 +194,7 @@ impl SseDecoder {
         self.line = Line::Start;
         self.value.clear();
         self.value_over = false;
+        self.value_nul = false;
         self.has_data = false;
         self.event_len = 0;
         self.kind = EventKind::Message;
@@ -387,6 +393,9 @@ impl SseDecoder {
         match field {
             Field::Data => self.put_data(seg, data),
             Field::Event | Field::Id | Field::Retry => {
+                if field == Field::Id && !self.value_nul {
+                    self.value_nul = memchr::memchr(0, seg).is_some();
+                }
                 if !self.value_over {
                     self.value_over = self.value.extend_from_slice(seg).is_err();
                 }
@@ -407,8 +416,9 @@ impl SseDecoder {
                     EventKind::Other
                 };
             }
+            Field::Id if self.value_nul => {}
             Field::Id if self.value_over => self.id_buffer = Id::Unusable,
-            Field::Id if !value.contains(&0) => {
+            Field::Id => {
                 self.id_buffer = core::str::from_utf8(value)
                     .ok()
                     .and_then(|s| heapless::String::try_from(s).ok())
@@ -431,6 +441,7 @@ impl SseDecoder {
         }
         self.value.clear();
         self.value_over = false;
+        self.value_nul = false;
         self.line = Line::Start;
     }
 

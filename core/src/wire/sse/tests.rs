@@ -182,6 +182,9 @@ fn ids_are_sticky_and_nul_ids_are_ignored() {
     let long = std::format!("id: {}\ndata: a\n\n", "9".repeat(MAX_EVENT_ID + 1));
     let o = run(long.as_bytes());
     assert_eq!((o.last_id, o.saw_id), (None, true));
+    // A NUL past the kept length still makes the id ignored.
+    let nul = std::format!("id: 1\ndata: a\n\nid: {}\0\ndata: b\n\n", "9".repeat(200));
+    assert_eq!(run(nul.as_bytes()).last_id.as_deref(), Some("1"));
     let max = std::format!("id: {}\ndata: a\n\n", "9".repeat(MAX_EVENT_ID));
     assert_eq!(
         run(max.as_bytes()).last_id.map(|s| s.len()),
