@@ -856,6 +856,12 @@ impl<'a> JsonStr<'a> {
         Ok(())
     }
 
+    /// Writes the string as a canonical JSON literal, quotes included (escaped as
+    /// [`Value::write_compact`] does): for echoing a server's string (a cursor) back to it.
+    pub fn write_literal(&self, out: &mut impl Sink) -> Result<(), Overflow> {
+        write_json_str(out, *self)
+    }
+
     /// True when the unescaped string equals `s` (no allocation). A lone surrogate compares as
     /// U+FFFD.
     pub fn eq_str(&self, s: &str) -> bool {
