@@ -553,7 +553,7 @@ fn contains_ignore_case(haystack: &[u8], needle: &[u8]) -> bool {
 ///
 /// What the official servers send for an unknown tool (captures of 2026-12, and their sources):
 /// rmcp answers JSON-RPC `-32602 "tool not found"`; the TypeScript SDK's newer line answers
-/// `-32602` "Tool <name> not found" (1.32 still returns it as an `isError: true` *result* with
+/// `-32602` `Tool <name> not found` (1.32 still returns it as an `isError: true` *result* with
 /// text `MCP error -32602: Tool <name> not found`); the Python SDK returns an `isError: true`
 /// result `Unknown tool: <name>`. So the -32602 test is: the message (ASCII case-insensitive)
 /// contains `unknown tool`, or contains both `tool` and `not found`. Results with `isError`
