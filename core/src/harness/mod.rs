@@ -8,4 +8,5 @@ pub mod exec;
 pub mod failover;
 pub mod meter;
 pub mod redact;
+pub mod result;
 pub mod slots;
