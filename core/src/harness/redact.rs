@@ -420,10 +420,18 @@ impl<'s, S: AsRef<[u8]>> Patterns<'s, S> {
     fn longest_at(&self, text: &Split<'_>, at: usize) -> usize {
         #[cfg(test)]
         tests::EXAMINED.with(|c| c.set(c.get() + 1));
+        // Patterns have at least MIN_SECRET_LEN bytes: compare the first two bytes and the
+        // last one before the whole pattern, which rejects most candidates cheaply.
         let first = text.byte(at);
+        let second = text.byte(at + 1);
         let mut best = 0;
         self.for_each(|p| {
-            if p.len() > best && p.first().copied() == first && text.eq_at(at, p) {
+            if p.len() > best
+                && p.first().copied() == first
+                && p.get(1).copied() == second
+                && p.last().copied() == text.byte(at + p.len() - 1)
+                && text.eq_at(at, p)
+            {
                 best = p.len();
             }
         });
@@ -629,20 +637,21 @@ impl<'s, S: AsRef<[u8]>, const HOLD: usize> Redactor<'s, S, HOLD> {
         let limit = total - keep;
         scan(&self.pats, &self.firsts, &text, limit, &mut self.run, out)?;
         self.run.end = self.run.end.saturating_sub(limit);
-        // Keep bytes limit..total: first the tail of the hold, then of the chunk.
+        // Keep bytes limit..total: the tail of the hold (moved to its front), then of the chunk.
         let h = self.hold.len();
-        let from_hold = h.saturating_sub(limit);
         let chunk_from = limit.saturating_sub(h);
-        let mut kept: heapless::Vec<u8, HOLD> = heapless::Vec::new();
-        let overflow = Overflow {
-            limit: HOLD,
-            needed: keep,
-        };
-        kept.extend_from_slice(self.hold.get(h - from_hold..).unwrap_or(&[]))
-            .map_err(|_| overflow)?;
-        kept.extend_from_slice(chunk.get(chunk_from..).unwrap_or(&[]))
-            .map_err(|_| overflow)?;
-        self.hold = kept;
+        if limit >= h {
+            self.hold.clear();
+        } else if limit > 0 {
+            self.hold.copy_within(limit..h, 0);
+            self.hold.truncate(h - limit);
+        }
+        self.hold
+            .extend_from_slice(chunk.get(chunk_from..).unwrap_or(&[]))
+            .map_err(|_| Overflow {
+                limit: HOLD,
+                needed: keep,
+            })?;
         Ok(())
     }
 }
@@ -752,6 +761,9 @@ mod tests {
             ("SSH_PRIVATE_KEY", "-----BEGIN OPENSSH PRIVATE KEY-----"),
             ("SESSION_TOKEN", "st-1234567890"),
             ("github-token", "lowercase-dashes"),
+            ("AWS_SESSION_TOKEN", "FwoGZXIvYXdzEBAaDH"),
+            ("DOCKER_AUTH_CONFIG", "{\"auths\":{}}"),
+            ("SLACK_WEBHOOK_SECRET", "whsec_abcdef"),
         ];
         for (k, v) in collected {
             assert!(is_secret_var(k, v), "{k} should be collected");
@@ -771,6 +783,11 @@ mod tests {
             ("DB_PASSWORD", "  NULL  "),
             ("DB_PASSWORD", "changeme"),
             ("API_TOKEN", ""),
+            ("GIT_ASKPASS", "/usr/lib/git-core/git-gui--askpass"),
+            ("KEYBOARD_LAYOUT", "us-intl"),
+            ("SSH_PRIVATE_KEY_PATH", "/root/.ssh/id_ed25519"),
+            ("AUTH_TOKEN_URL", "https://auth.example/token"),
+            ("LANG", "C.UTF-8"),
         ];
         for (k, v) in left {
             assert!(!is_secret_var(k, v), "{k}={v} should be left alone");
@@ -985,6 +1002,27 @@ mod tests {
             let mut cuts = cuts;
             cuts.sort_unstable();
             prop_assert_eq!(streamed::<16>(&text, &secrets, &cuts), text);
+        }
+
+        #[test]
+        fn oversized_secrets_never_survive(
+            text in text_strategy(),
+            secrets in proptest::collection::vec(
+                proptest::collection::vec(proptest::sample::select(b"abcxyz01".to_vec()), 4..14), 1..4),
+            cuts in proptest::collection::vec(0usize..250, 0..8),
+        ) {
+            // HOLD = 4: every secret over 5 bytes is matched in pieces.
+            let mut text = text;
+            for (i, s) in secrets.iter().enumerate() {
+                let at = (i * 53) % (text.len() + 1);
+                text.splice(at..at, s.iter().copied());
+            }
+            let mut cuts = cuts;
+            cuts.sort_unstable();
+            let got = streamed::<4>(&text, &secrets, &cuts);
+            for s in &secrets {
+                prop_assert!(!got.windows(s.len()).any(|w| w == s.as_slice()));
+            }
         }
 
         #[test]
