@@ -132,6 +132,7 @@ impl Timeline for CountingTimeline {
 mod tests {
     use super::*;
     use crate::buf::{Buf, SliceBuf};
+    use proptest::prelude::*;
     use std::string::String;
 
     fn json(e: &TimelineEvent<'_>) -> String {
@@ -249,5 +250,23 @@ mod tests {
                 no_healthy_tool: 1
             }
         );
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        #[test]
+        fn json_form_parses_back(slot in any::<String>(), tool in any::<String>(), a in any::<String>(), b in any::<String>()) {
+            let e = TimelineEvent::FallbackUsed { slot: &slot, tool: &tool, primary: &a, fallback: &b };
+            let mut storage = std::vec![0u8; 8 * (slot.len() + tool.len() + a.len() + b.len()) + 128];
+            let mut out = SliceBuf::new(&mut storage);
+            e.write_json(&mut out).unwrap();
+            let v = crate::wire::json::Value::parse(out.bytes(), Default::default()).unwrap();
+            let names: std::vec::Vec<&[u8]> = v.members().map(|(k, _)| k.raw()).collect();
+            prop_assert_eq!(names, [&b"kind"[..], b"slot", b"tool", b"primary", b"fallback"]);
+            for (k, want) in [("kind", "mcp.fallback_used"), ("slot", &slot), ("tool", &tool), ("primary", &a), ("fallback", &b)] {
+                prop_assert!(v.get(k).unwrap().as_str().unwrap().eq_str(want));
+            }
+        }
     }
 }

@@ -106,6 +106,7 @@ pub fn exec_outcome<'a>(call_ok: bool, text: &'a str, error: Option<&'a str>) ->
 mod tests {
     use super::*;
     use crate::buf::{Buf, SliceBuf};
+    use proptest::prelude::*;
 
     #[test]
     fn clamp() {
@@ -227,5 +228,38 @@ mod tests {
                 exit_code: Some(0)
             }
         );
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        #[test]
+        fn wrapped_output_round_trips(cmd in "[^\n]*", code in any::<i64>(), output in any::<String>()) {
+            let text = std::format!("$ {cmd}\n(exit {code})\n{output}");
+            prop_assert_eq!(unwrap_run_command(&text), Some((code, output.as_str())));
+            let o = exec_outcome(false, "", Some(&text));
+            prop_assert_eq!(o.ok, code == 0);
+        }
+
+        #[test]
+        fn anything_else_passes_through(text in any::<String>()) {
+            // Never panics; when it unwraps, the output is a suffix of the text.
+            let o = exec_outcome(true, &text, None);
+            match unwrap_run_command(&text) {
+                Some((_, out)) => prop_assert!(text.ends_with(out) && text.starts_with("$ ")),
+                None => prop_assert_eq!(o, ExecOutcome { output: text.as_str(), ok: true, exit_code: None }),
+            }
+        }
+
+        #[test]
+        fn args_are_valid_json(cmd in any::<String>(), t in any::<u32>(), ws in any::<String>()) {
+            let mut storage = std::vec![0u8; 8 * (cmd.len() + ws.len()) + 64];
+            let mut b = SliceBuf::new(&mut storage);
+            encode_run_command_args(&mut b, &cmd, t, &ws).unwrap();
+            let v = crate::wire::json::Value::parse(b.bytes(), Default::default()).unwrap();
+            prop_assert!(v.get("command").unwrap().as_str().unwrap().eq_str(&cmd));
+            prop_assert_eq!(v.get("timeout").unwrap().as_u64(), Some(u64::from(t)));
+            prop_assert!(v.get("workspace").unwrap().as_str().unwrap().eq_str(&ws));
+        }
     }
 }

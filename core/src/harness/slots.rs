@@ -447,6 +447,7 @@ impl core::error::Error for SlotNotFilledError<'_, '_> {}
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
     use std::string::{String, ToString};
     use std::vec::Vec;
 
@@ -596,5 +597,72 @@ mod tests {
             e.to_string().starts_with("manifest is not valid JSON: "),
             "{e}"
         );
+    }
+
+    fn manifest_strategy() -> impl Strategy<Value = (Vec<(String, u8)>, Vec<String>)> {
+        let name = "[a-z_]{1,6}";
+        (
+            proptest::collection::vec((name, 0u8..4), 0..6),
+            proptest::collection::vec(name, 0..6),
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+            match Manifest::parse(&bytes) {
+                Ok(m) => {
+                    let _ = std::format!("{m:?}");
+                    if let Err(e) = m.resolve("kali") {
+                        prop_assert!(e.to_string().starts_with("slot 'kali' has no endpoint"));
+                    }
+                }
+                Err(e) => prop_assert!(e.to_string().starts_with("manifest ")),
+            }
+        }
+
+        #[test]
+        fn resolution_follows_the_maps((fills, flat) in manifest_strategy(), probe in "[a-z_]{1,6}") {
+            // Build slotFills entries of several shapes and a flat endpoints map.
+            let mut j = String::from("{\"slotFills\":{");
+            for (i, (name, shape)) in fills.iter().enumerate() {
+                if i > 0 { j.push(','); }
+                let v = match shape {
+                    0 => std::format!("\"http://f-{name}\""),
+                    1 => std::format!("{{\"endpoint\":\"http://f-{name}\"}}"),
+                    2 => std::format!("{{\"endpoint\":\"http://f-{name}\",\"fallback\":\"http://b-{name}\"}}"),
+                    _ => std::format!("{{\"endpoint\":\"http://f-{name}\",\"headers\":{{\"authorization\":\"Bearer x\"}}}}"),
+                };
+                j.push_str(&std::format!("\"{name}\":{v}"));
+            }
+            j.push_str("},\"endpoints\":{");
+            for (i, name) in flat.iter().enumerate() {
+                if i > 0 { j.push(','); }
+                j.push_str(&std::format!("\"{name}\":\"http://e-{name}\""));
+            }
+            j.push_str("}}");
+            let m = Manifest::parse(j.as_bytes()).unwrap();
+            let in_fills = fills.iter().find(|(n, _)| *n == probe);
+            let in_flat = flat.contains(&probe);
+            match m.resolve(&probe) {
+                Ok(f) => {
+                    let want = if in_fills.is_some() { std::format!("http://f-{probe}") } else { std::format!("http://e-{probe}") };
+                    prop_assert!(in_fills.is_some() || in_flat);
+                    prop_assert_eq!(s(&f.endpoint), want);
+                    prop_assert_eq!(f.fallback.is_some(), matches!(in_fills, Some((_, 2))));
+                }
+                Err(e) => {
+                    prop_assert!(in_fills.is_none() && !in_flat);
+                    let mut names: Vec<String> = fills.iter().map(|(n, _)| n.clone()).chain(flat.iter().cloned()).collect();
+                    names.sort();
+                    names.dedup();
+                    let list = if names.is_empty() { String::from("(none)") } else { names.join(", ") };
+                    let want = std::format!("slot '{probe}' has no endpoint in this run's manifest.\nFilled slots: {list}. The Service composition");
+                    prop_assert!(e.to_string().starts_with(&want), "{}", e);
+                }
+            }
+        }
     }
 }
