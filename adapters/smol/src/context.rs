@@ -10,6 +10,11 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
+use verifi_mcp_core::buf::Buf;
+use verifi_mcp_core::harness::redact::{collect_run_secrets, redact};
+use verifi_mcp_core::harness::slots::Manifest;
+
+use crate::buf::VecBuf;
 
 use crate::buf::DEFAULT_REPLY_CAP;
 use crate::net::{DEFAULT_CONNECTION_LIMIT, HostNet, RootCert, TlsConfigError, tls_config};
@@ -72,29 +77,20 @@ impl fmt::Display for ContextError {
 
 impl std::error::Error for ContextError {}
 
-/// `ctx.mcp(slot)` for a slot the manifest does not fill.
+/// `ctx.mcp(slot)` for a slot the manifest does not fill (owned copy of the core's error).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SlotNotFilledError {
     /// The slot asked for.
     pub slot: String,
     /// The slots the manifest does fill, sorted.
     pub filled: Vec<String>,
+    /// The seed's message, naming the slot and the filled slots.
+    pub message: String,
 }
 
 impl fmt::Display for SlotNotFilledError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "slot '{}' has no endpoint in this run's manifest.\nFilled slots: {}. The Service \
-             composition binds an MCP to every required slot; a missing one is a provisioning \
-             fault, not something to work around.",
-            self.slot,
-            if self.filled.is_empty() {
-                "(none)".to_owned()
-            } else {
-                self.filled.join(", ")
-            }
-        )
+        f.write_str(&self.message)
     }
 }
 
@@ -135,6 +131,14 @@ pub(crate) struct Records {
     pub(crate) log: Mutex<Vec<String>>,
 }
 
+/// `text` with every secret replaced by `[REDACTED]` (the core's rule).
+pub(crate) fn redact_string(text: &str, secrets: &[String]) -> String {
+    let mut out = VecBuf::with_limit(usize::MAX);
+    // An unbounded VecBuf never overflows.
+    let _ = redact(text.as_bytes(), secrets, &mut out);
+    String::from_utf8_lossy(out.bytes()).into_owned()
+}
+
 pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -143,7 +147,6 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 pub(crate) struct Run {
     pub(crate) run_id: String,
     pub(crate) options: Options,
-    #[allow(dead_code)] // read by the slot calls, wired to the core's driver
     pub(crate) secrets: Vec<String>,
     #[allow(dead_code)] // read by the slot calls, wired to the core's driver
     pub(crate) net: HostNet,
@@ -154,7 +157,7 @@ pub(crate) struct Run {
 #[derive(Clone)]
 pub struct HarnessContext {
     run: Arc<Run>,
-    manifest: Arc<Value>,
+    manifest: Arc<str>,
     slots: Arc<Mutex<HashMap<String, SlotHandle>>>,
 }
 
@@ -194,15 +197,13 @@ impl HarnessContext {
         run_id: impl Into<String>,
         options: Options,
     ) -> Result<Self, ContextError> {
-        if !manifest.is_object() {
-            return Err(ContextError::Manifest(
-                "the manifest is not a JSON object".into(),
-            ));
-        }
+        let text = manifest.to_string();
+        Manifest::parse(text.as_bytes()).map_err(|e| ContextError::Manifest(e.to_string()))?;
         let tls = tls_config(&options.root_certs).map_err(ContextError::Tls)?;
-        // INTEGRATION: `None` becomes `collect_run_secrets(std::env::vars())` from the core's
-        // `harness::redact` once it is on main.
-        let secrets = options.secrets.clone().unwrap_or_default();
+        let secrets = match &options.secrets {
+            Some(s) => s.clone(),
+            None => collect_run_secrets(std::env::vars()).collect(),
+        };
         let net = HostNet::new(options.connection_limit, tls);
         Ok(HarnessContext {
             run: Arc::new(Run {
@@ -212,7 +213,7 @@ impl HarnessContext {
                 net,
                 records: Records::default(),
             }),
-            manifest: Arc::new(manifest),
+            manifest: Arc::from(text),
             slots: Arc::default(),
         })
     }
@@ -240,9 +241,10 @@ impl HarnessContext {
         Ok(handle)
     }
 
-    /// Adds a line to the run log.
+    /// Adds a line to the run log, with the run's secrets redacted.
     pub fn log(&self, line: impl AsRef<str>) {
-        lock(&self.run.records.log).push(line.as_ref().to_owned());
+        let clean = redact_string(line.as_ref(), &self.run.secrets);
+        lock(&self.run.records.log).push(clean);
     }
 
     /// The run log so far.
@@ -297,6 +299,20 @@ mod tests {
         assert!(ctx.timeline().is_empty());
         ctx.log("hello");
         assert_eq!(ctx.log_lines(), vec!["hello".to_owned()]);
+        let with_secret = HarnessContext::from_manifest_str(
+            "{}",
+            "r",
+            Options {
+                secrets: Some(vec!["hunter2-secret".into()]),
+                ..Options::default()
+            },
+        )
+        .unwrap();
+        with_secret.log("token=hunter2-secret ok");
+        assert_eq!(
+            with_secret.log_lines(),
+            vec!["token=[REDACTED] ok".to_owned()]
+        );
         assert_eq!(ctx.options().timeout_ms, 300_000);
     }
 

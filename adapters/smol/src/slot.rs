@@ -7,7 +7,11 @@
 use std::fmt;
 use std::sync::Arc;
 
-use serde_json::Value;
+use verifi_mcp_core::buf::Buf;
+use verifi_mcp_core::harness::slots::Manifest;
+use verifi_mcp_core::wire::json::JsonStr;
+
+use crate::buf::VecBuf;
 
 use crate::context::{Run, SlotNotFilledError};
 
@@ -24,64 +28,45 @@ pub struct SlotSpec {
     pub headers: Vec<(String, String)>,
 }
 
-fn endpoint_of(v: &Value) -> Option<String> {
-    match v {
-        Value::String(s) => Some(s.clone()),
-        Value::Object(o) => ["endpoint", "url", "primary"]
-            .iter()
-            .find_map(|k| o.get(*k))
-            .and_then(endpoint_of),
-        _ => None,
-    }
-}
-
-fn filled_slots(manifest: &Value) -> Vec<String> {
-    let mut names: Vec<String> = ["slotFills", "endpoints"]
-        .iter()
-        .filter_map(|k| manifest.get(*k)?.as_object())
-        .flat_map(|o| {
-            o.iter()
-                .filter(|(_, v)| endpoint_of(v).is_some())
-                .map(|(k, _)| k.clone())
-        })
-        .collect();
-    names.sort();
-    names.dedup();
-    names
+fn owned(j: &JsonStr<'_>) -> String {
+    let mut b = VecBuf::with_limit(usize::MAX);
+    // An unbounded VecBuf never overflows.
+    let _ = j.unescape_into(&mut b);
+    String::from_utf8_lossy(b.bytes()).into_owned()
 }
 
 impl SlotSpec {
-    /// `manifest.slotFills[slot]` first, then the older flat `manifest.endpoints[slot]`. A fill
-    /// is an endpoint string, or an object with `endpoint` (or `url`/`primary`), an optional
-    /// `fallback` (string or object) and optional `headers` (an object of strings).
-    pub fn resolve(manifest: &Value, slot: &str) -> Result<SlotSpec, SlotNotFilledError> {
-        let fill = ["slotFills", "endpoints"]
-            .iter()
-            .filter_map(|k| manifest.get(*k)?.get(slot))
-            .find(|v| endpoint_of(v).is_some());
-        let Some(fill) = fill else {
-            return Err(SlotNotFilledError {
-                slot: slot.to_owned(),
-                filled: filled_slots(manifest),
-            });
+    /// Resolves `slot` in the manifest JSON with the core's rules (`slotFills[slot]` first, then
+    /// the flat `endpoints[slot]`), copied out into owned strings.
+    pub fn resolve(manifest_json: &str, slot: &str) -> Result<SlotSpec, SlotNotFilledError> {
+        let manifest = match Manifest::parse(manifest_json.as_bytes()) {
+            Ok(m) => m,
+            // Validated when the context was built; a failure here still names the slot.
+            Err(e) => {
+                return Err(SlotNotFilledError {
+                    slot: slot.to_owned(),
+                    filled: Vec::new(),
+                    message: format!("slot '{slot}' cannot be resolved: {e}"),
+                });
+            }
         };
-        let primary = endpoint_of(fill).unwrap_or_default();
-        let fallback = fill.get("fallback").and_then(endpoint_of);
-        let headers = fill
-            .get("headers")
-            .and_then(Value::as_object)
-            .map(|h| {
-                h.iter()
-                    .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
-                    .collect()
-            })
-            .unwrap_or_default();
-        Ok(SlotSpec {
-            slot: slot.to_owned(),
-            primary,
-            fallback,
-            headers,
-        })
+        match manifest.resolve(slot) {
+            Ok(fill) => Ok(SlotSpec {
+                slot: slot.to_owned(),
+                primary: owned(&fill.endpoint),
+                fallback: fill.fallback.as_ref().map(owned),
+                headers: fill
+                    .headers
+                    .iter()
+                    .map(|(k, v)| (owned(&k), owned(&v)))
+                    .collect(),
+            }),
+            Err(e) => Err(SlotNotFilledError {
+                slot: slot.to_owned(),
+                filled: e.filled_slots().map(|s| owned(&s)).collect(),
+                message: e.to_string(),
+            }),
+        }
     }
 }
 
@@ -133,21 +118,21 @@ impl SlotHandle {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn slot_fills_win_over_endpoints_and_misses_name_the_filled_slots() {
-        let m = json!({
+        let m = r#"{
             "slotFills": { "kali": { "endpoint": "http://a", "fallback": "http://b",
                                      "headers": { "authorization": "Bearer x" } } },
             "endpoints": { "kali": "http://old", "recon": "http://r", "web_proxy": "http://w" }
-        });
-        let s = SlotSpec::resolve(&m, "kali").unwrap();
+        }"#;
+        let s = SlotSpec::resolve(m, "kali").unwrap();
         assert_eq!(s.primary, "http://a");
         assert_eq!(s.fallback.as_deref(), Some("http://b"));
         assert_eq!(s.headers, vec![("authorization".into(), "Bearer x".into())]);
-        assert_eq!(SlotSpec::resolve(&m, "recon").unwrap().primary, "http://r");
-        let err = SlotSpec::resolve(&m, "burp").unwrap_err();
+        assert_eq!(SlotSpec::resolve(m, "recon").unwrap().primary, "http://r");
+        let err = SlotSpec::resolve(m, "burp").unwrap_err();
+        assert_eq!(err.filled, vec!["kali", "recon", "web_proxy"]);
         assert_eq!(
             err.to_string(),
             "slot 'burp' has no endpoint in this run's manifest.\nFilled slots: kali, recon, \
