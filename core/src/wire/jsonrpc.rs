@@ -118,12 +118,12 @@ pub fn encode_initialized(out: &mut impl Sink) -> Result<(), Overflow> {
 pub fn encode_tools_list(
     out: &mut impl Sink,
     id: u64,
-    cursor: Option<JsonStr<'_>>,
+    cursor: Option<&str>,
 ) -> Result<(), Overflow> {
     put_request_head(out, id, "tools/list")?;
     if let Some(c) = cursor {
         out.put(b",\"params\":{\"cursor\":")?;
-        c.write_literal(out)?;
+        write_str_literal(out, c)?;
         out.put(b"}")?;
     }
     out.put(b"}")
