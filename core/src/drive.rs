@@ -43,6 +43,9 @@ const MAX_RESUMES: u32 = 3;
 const MAX_CURSOR: usize = 1_024;
 
 /// What an adapter supplies: connections and time. Nothing about the protocol.
+// `async fn` in a public trait: the futures carry no `Send` bound here, but each adapter is
+// a concrete type, so its futures are `Send` exactly when its connections and state are (the
+// host's are; the edge runs on one executor and needs no `Send`).
 #[allow(async_fn_in_trait)]
 pub trait Net {
     /// A connection (TCP, or TLS over TCP).
@@ -63,7 +66,8 @@ pub trait Net {
 }
 
 /// Where a slot's state lives: a lock on the host, a cell on the edge.
-#[allow(async_fn_in_trait)]
+#[allow(async_fn_in_trait)] // as for `Net`
+
 pub trait Shared<T> {
     /// Runs `f` on the state; never held across an await.
     fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R;
