@@ -3,11 +3,12 @@
 //! The host adapter: drives `verifi-mcp-core` over smol / async-io TCP and rustls. Only
 //! sockets, TLS, time and memory live here; every protocol decision is the core's.
 //!
-//! Modules: [`context`] (`HarnessContext`, `ctx.mcp(slot)`), [`slot`] (slot handles), [`net`] (connections, pool, TLS, clock), [`buf`] (capped `Vec` buffers),
+//! Modules: [`context`] (`HarnessContext`, `ctx.mcp(slot)`), [`slot`] (slot handles), [`exec`] (`run_command` on a shared box), [`net`] (connections, pool, TLS, clock), [`buf`] (capped `Vec` buffers),
 //! [`shared`] (a slot's state behind a lock with wake-ups).
 
 pub mod buf;
 pub mod context;
+pub mod exec;
 pub mod net;
 pub mod result;
 pub mod shared;
@@ -17,6 +18,7 @@ pub use buf::VecBuf;
 pub use context::{
     ContextError, HarnessContext, LedgerTotals, Options, SlotNotFilledError, TimelineEntry,
 };
+pub use exec::{Exec, ExecResult};
 pub use net::{ConnectFailure, FailureKind, HostNet, PoolKey, RootCert};
 pub use result::{ListToolsError, ToolResult};
 pub use shared::HostShared;
