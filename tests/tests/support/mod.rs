@@ -1,0 +1,407 @@
+//! Shared by the interop, fault and soak tests: the peer servers (official TypeScript and
+//! Python SDK servers of ours as child processes, the rmcp kit in-process), a context builder,
+//! and small assertion helpers.
+//!
+//! Owns: starting a peer (with a startup deadline, its port read from stdout, killed on drop),
+//! the missing-peer policy (`VERIFI_REQUIRE_PEERS`, `VERIFI_ALLOW_NO_PEERS`), and reading what a
+//! peer has seen (`peer_stats`).
+
+#![allow(dead_code)] // each test file uses its own part of this module
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use verifi_mcp_smol::{HarnessContext, Options, SlotHandle};
+use verifi_mcp_tests::{Mode, TestServer};
+
+/// How long a peer process may take to print its port.
+pub const PEER_STARTUP: Duration = Duration::from_secs(30);
+
+/// Every server a test list runs against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PeerKind {
+    /// TypeScript SDK, sessions, SSE replies.
+    TsStateful,
+    /// TypeScript SDK, sessions, `application/json` replies (`enableJsonResponse`).
+    TsJson,
+    /// Python SDK (MCPServer, formerly FastMCP), sessions, SSE replies.
+    PyStateful,
+    /// Python SDK, `stateless_http=True`, SSE replies.
+    PyStateless,
+    /// Python SDK, sessions, `json_response=True`.
+    PyJson,
+    /// The rmcp kit, sessions, SSE with a priming event.
+    RmcpStateful,
+    /// The rmcp kit, no sessions, SSE.
+    RmcpStateless,
+    /// The rmcp kit, no sessions, JSON replies.
+    RmcpJson,
+}
+
+/// Which SDK a peer is built on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sdk {
+    /// `@modelcontextprotocol/sdk`.
+    Ts,
+    /// `mcp` (Python).
+    Py,
+    /// `rmcp`.
+    Rmcp,
+}
+
+impl PeerKind {
+    /// The SDK behind it.
+    pub fn sdk(self) -> Sdk {
+        match self {
+            PeerKind::TsStateful | PeerKind::TsJson => Sdk::Ts,
+            PeerKind::PyStateful | PeerKind::PyStateless | PeerKind::PyJson => Sdk::Py,
+            _ => Sdk::Rmcp,
+        }
+    }
+    /// The server keeps sessions (`mcp-session-id`).
+    pub fn stateful(self) -> bool {
+        matches!(
+            self,
+            PeerKind::TsStateful
+                | PeerKind::TsJson
+                | PeerKind::PyStateful
+                | PeerKind::PyJson
+                | PeerKind::RmcpStateful
+        )
+    }
+    /// Replies are `application/json` (TS and Python then drop progress notifications).
+    pub fn json_replies(self) -> bool {
+        matches!(
+            self,
+            PeerKind::TsJson | PeerKind::PyJson | PeerKind::RmcpJson
+        )
+    }
+    fn mode_arg(self) -> &'static str {
+        match self {
+            PeerKind::TsStateful | PeerKind::PyStateful | PeerKind::RmcpStateful => "stateful",
+            PeerKind::TsJson | PeerKind::PyJson | PeerKind::RmcpJson => "json",
+            PeerKind::PyStateless | PeerKind::RmcpStateless => "stateless",
+        }
+    }
+}
+
+/// The workspace root (the tests crate's parent).
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from(".."))
+}
+
+fn ts_dir() -> PathBuf {
+    workspace_root().join("tests/peers/ts")
+}
+
+fn py_venv() -> PathBuf {
+    std::env::var_os("VERIFI_PEERS_VENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target/peers/venv"))
+}
+
+/// Why an SDK's peer cannot run here, if it cannot.
+pub fn missing(sdk: Sdk) -> Option<String> {
+    match sdk {
+        Sdk::Rmcp => None,
+        Sdk::Ts => {
+            let sdk_pkg = ts_dir().join("node_modules/@modelcontextprotocol/sdk/package.json");
+            if !sdk_pkg.exists() {
+                return Some(format!("{} is missing", sdk_pkg.display()));
+            }
+            match Command::new("node").arg("--version").output() {
+                Ok(o) if o.status.success() => None,
+                _ => Some("node is not on PATH".into()),
+            }
+        }
+        Sdk::Py => {
+            let python = py_venv().join("bin/python");
+            if python.exists() {
+                None
+            } else {
+                Some(format!("{} is missing", python.display()))
+            }
+        }
+    }
+}
+
+/// What to do when a peer is not installed: `true` = the caller returns early (loudly), only
+/// when `VERIFI_ALLOW_NO_PEERS=1` and not `VERIFI_REQUIRE_PEERS=1`; otherwise this panics, so
+/// the test fails and says what to run.
+pub fn peer_unavailable(kind: PeerKind) -> bool {
+    let Some(why) = missing(kind.sdk()) else {
+        return false;
+    };
+    let flag = |n: &str| std::env::var(n).is_ok_and(|v| v == "1");
+    let msg = format!(
+        "interop peer {kind:?} is not installed ({why}): run scripts/peers.sh \
+         (VERIFI_ALLOW_NO_PEERS=1 turns this failure into a printed skip)"
+    );
+    if flag("VERIFI_REQUIRE_PEERS") || !flag("VERIFI_ALLOW_NO_PEERS") {
+        panic!("{msg}");
+    }
+    eprintln!("NOT RUN (VERIFI_ALLOW_NO_PEERS=1): {msg}");
+    true
+}
+
+/// A running peer server. Dropping it kills the child process (or stops the rmcp server).
+pub struct Peer {
+    /// Which server.
+    pub kind: PeerKind,
+    base_url: String,
+    child: Option<Child>,
+    rmcp: Option<TestServer>,
+    stderr_tail: Option<std::thread::JoinHandle<String>>,
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Peer {
+    /// Starts `kind` on 127.0.0.1 (a free port). Panics (the test fails) with the reason when it
+    /// cannot; callers check [`peer_unavailable`] first.
+    pub fn start(kind: PeerKind) -> Peer {
+        let (program, args, dir): (PathBuf, Vec<String>, PathBuf) = match kind.sdk() {
+            Sdk::Rmcp => {
+                let mode = Mode::parse(kind.mode_arg()).expect("rmcp mode");
+                let server = TestServer::start(mode).expect("start the rmcp test server");
+                return Peer {
+                    kind,
+                    base_url: server.base_url(),
+                    child: None,
+                    rmcp: Some(server),
+                    stderr_tail: None,
+                };
+            }
+            Sdk::Ts => (
+                PathBuf::from("node"),
+                vec!["server.mjs".into(), kind.mode_arg().into(), "0".into()],
+                ts_dir(),
+            ),
+            Sdk::Py => (
+                py_venv().join("bin/python"),
+                vec![
+                    workspace_root()
+                        .join("tests/peers/py/server.py")
+                        .display()
+                        .to_string(),
+                    kind.mode_arg().into(),
+                    "0".into(),
+                ],
+                workspace_root(),
+            ),
+        };
+        let mut child = Command::new(&program)
+            .args(&args)
+            .current_dir(&dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!(
+                    "cannot start {kind:?} ({}): {e}; run scripts/peers.sh",
+                    program.display()
+                )
+            });
+        let stdout = child.stdout.take().expect("piped stdout");
+        let stderr = child.stderr.take().expect("piped stderr");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let mut reader = BufReader::new(stdout);
+            let _ = reader.read_line(&mut line);
+            let _ = tx.send(line);
+            // Keep draining so the child never blocks on a full pipe.
+            let _ = std::io::copy(&mut reader, &mut std::io::sink());
+        });
+        // The last few KiB of stderr, for the failure message.
+        let stderr_tail = std::thread::spawn(move || {
+            let mut tail = Vec::new();
+            let mut r = BufReader::new(stderr);
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = std::io::Read::read(&mut r, &mut buf) {
+                if n == 0 {
+                    break;
+                }
+                tail.extend_from_slice(&buf[..n]);
+                if tail.len() > 8192 {
+                    tail.drain(..tail.len() - 8192);
+                }
+            }
+            String::from_utf8_lossy(&tail).into_owned()
+        });
+        let mut peer = Peer {
+            kind,
+            base_url: String::new(),
+            child: Some(child),
+            rmcp: None,
+            stderr_tail: Some(stderr_tail),
+        };
+        let port: u16 = match rx.recv_timeout(PEER_STARTUP) {
+            Ok(line) => match line.trim().parse() {
+                Ok(p) => p,
+                Err(_) => {
+                    let err = peer.kill_and_stderr();
+                    panic!("{kind:?} printed {line:?} instead of its port; stderr:\n{err}")
+                }
+            },
+            Err(_) => {
+                let err = peer.kill_and_stderr();
+                panic!("{kind:?} did not print its port within {PEER_STARTUP:?}; stderr:\n{err}")
+            }
+        };
+        peer.base_url = format!("http://127.0.0.1:{port}");
+        peer
+    }
+
+    fn kill_and_stderr(&mut self) -> String {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        self.stderr_tail
+            .take()
+            .and_then(|t| t.join().ok())
+            .unwrap_or_default()
+    }
+
+    /// `http://127.0.0.1:PORT` (MCP is at `/mcp` below it).
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    /// The in-process rmcp server, for rmcp peers.
+    pub fn rmcp(&self) -> Option<&TestServer> {
+        self.rmcp.as_ref()
+    }
+
+    /// Kills the peer now (a server that goes away mid-run).
+    pub fn kill(&mut self) {
+        if let Some(s) = &self.rmcp {
+            s.stop();
+        }
+        let _ = self.kill_and_stderr();
+    }
+}
+
+/// What a peer has seen, the same counters for every SDK.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PeerStats {
+    /// `initialize` requests received.
+    pub initializes: u64,
+    /// TCP connections accepted.
+    pub connections: u64,
+    /// `slow` calls that stopped before their end.
+    pub slow_interrupted: u64,
+    /// `slow` calls that ran to their end.
+    pub slow_completed: u64,
+    /// Progress notifications sent.
+    pub progress_sent: u64,
+}
+
+/// Reads a peer's counters: the rmcp kit's `Stats`, or the `peer_stats` tool of our TS and
+/// Python servers called through `slot` (so it adds no handshake of its own).
+pub async fn peer_stats(peer: &Peer, slot: &SlotHandle) -> PeerStats {
+    if let Some(s) = peer.rmcp() {
+        let st = s.stats();
+        return PeerStats {
+            initializes: st.initializes(),
+            connections: st.connections(),
+            slow_interrupted: st.slow_interrupted(),
+            slow_completed: st.slow_completed(),
+            progress_sent: st.progress_sent(),
+        };
+    }
+    let r = slot.call("peer_stats", json!({})).await;
+    assert!(r.ok, "peer_stats failed on {:?}: {r:?}", peer.kind);
+    let v: Value = serde_json::from_str(&r.text).expect("peer_stats is JSON");
+    let n = |k: &str| v.get(k).and_then(Value::as_u64).unwrap_or(u64::MAX);
+    PeerStats {
+        initializes: n("initializes"),
+        connections: n("connections"),
+        slow_interrupted: n("slow_interrupted"),
+        slow_completed: n("slow_completed"),
+        progress_sent: n("progress_sent"),
+    }
+}
+
+/// A context whose slot `kali` is `base_url`, with `opts` (secrets empty unless given).
+pub fn context(base_url: &str, run_id: &str, opts: Options) -> HarnessContext {
+    context_with(json!({ "slotFills": { "kali": base_url } }), run_id, opts)
+}
+
+/// A context from a manifest value.
+pub fn context_with(manifest: Value, run_id: &str, mut opts: Options) -> HarnessContext {
+    if opts.secrets.is_none() {
+        opts.secrets = Some(Vec::new());
+    }
+    HarnessContext::from_manifest_value(manifest, run_id, opts).expect("context builds")
+}
+
+/// Options with a per-call timeout.
+pub fn with_timeout(ms: u64) -> Options {
+    Options {
+        timeout_ms: ms,
+        ..Options::default()
+    }
+}
+
+/// Runs `fut` on smol, failing the test if it takes longer than `bound` (nothing hangs).
+pub fn run_bounded<T>(bound: Duration, fut: impl std::future::Future<Output = T>) -> T {
+    smol::block_on(async {
+        let timer = async {
+            async_io_timer(bound).await;
+            None
+        };
+        match futures_or(async { Some(fut.await) }, timer).await {
+            Some(v) => v,
+            None => panic!("did not settle within {bound:?}"),
+        }
+    })
+}
+
+async fn async_io_timer(d: Duration) {
+    smol::Timer::after(d).await;
+}
+
+async fn futures_or<T>(
+    a: impl std::future::Future<Output = T>,
+    b: impl std::future::Future<Output = T>,
+) -> T {
+    smol::future::or(a, b).await
+}
+
+/// Measures how long `fut` takes.
+pub async fn timed<T>(fut: impl std::future::Future<Output = T>) -> (T, Duration) {
+    let t0 = Instant::now();
+    let v = fut.await;
+    (v, t0.elapsed())
+}
+
+/// Waits (polling, bounded) until `pred` holds; returns whether it did.
+pub async fn eventually(within: Duration, mut pred: impl AsyncFnMut() -> bool) -> bool {
+    let end = Instant::now() + within;
+    loop {
+        if pred().await {
+            return true;
+        }
+        if Instant::now() >= end {
+            return false;
+        }
+        smol::Timer::after(Duration::from_millis(20)).await;
+    }
+}
