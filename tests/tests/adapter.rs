@@ -464,3 +464,66 @@ fn close_deletes_the_session() {
         "session still alive after DELETE"
     );
 }
+
+#[test]
+fn a_pooled_connection_the_server_closed_is_retried_on_a_fresh_one() {
+    use verifi_mcp_tests::hostile::{HostileServer, Step, minimal_mcp};
+    let mcp = minimal_mcp("pong");
+    let server = HostileServer::start(move |n| {
+        let answer = || vec![Step::ReadRequest, Step::SendWith(mcp.clone())];
+        let mut steps = Vec::new();
+        if n == 0 {
+            // initialize, notifications/initialized, one call; then the server closes
+            // the kept-alive connection without a word.
+            for _ in 0..3 {
+                steps.extend(answer());
+            }
+        } else {
+            for _ in 0..4 {
+                steps.extend(answer());
+            }
+        }
+        steps.push(Step::Close);
+        steps
+    })
+    .unwrap();
+    let ctx = ctx(&[("kali", &server.base_url(), None)], quiet());
+    let kali = ctx.mcp("kali").unwrap();
+    smol::block_on(async {
+        let r = kali.call("echo", json!({ "text": "a" })).await;
+        assert!(r.ok, "{r:?}");
+        assert_eq!(r.text, "pong");
+        // Let the server's close reach us before the next call takes the pooled connection.
+        smol::Timer::after(Duration::from_millis(100)).await;
+        let r = kali.call("echo", json!({ "text": "b" })).await;
+        assert!(r.ok, "{r:?}");
+    });
+    assert_eq!(server.connections(), 2);
+    let methods: Vec<String> = server
+        .requests()
+        .iter()
+        .map(|r| r.method().unwrap_or_default())
+        .collect();
+    assert_eq!(
+        methods,
+        [
+            "initialize",
+            "notifications/initialized",
+            "tools/call",
+            "tools/call"
+        ]
+    );
+    assert_eq!(
+        ctx.ledger().tool_calls,
+        2,
+        "the silent resend is one attempt"
+    );
+}
+
+#[test]
+fn slot_handles_and_contexts_are_send_and_sync() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<verifi_mcp_smol::SlotHandle>();
+    assert_send_sync::<HarnessContext>();
+    assert_send_sync::<Exec>();
+}
