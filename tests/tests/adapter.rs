@@ -527,3 +527,38 @@ fn slot_handles_and_contexts_are_send_and_sync() {
     assert_send_sync::<HarnessContext>();
     assert_send_sync::<Exec>();
 }
+
+#[test]
+fn the_test_server_binary_prints_its_url_and_serves_each_mode() {
+    use std::io::BufRead;
+    use std::process::{Command, Stdio};
+    for mode in Mode::ALL {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_verifi-test-server"))
+            .args(["--mode", mode.name(), "--bind", "127.0.0.1:0"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("the verifi-test-server binary runs");
+        let mut line = String::new();
+        let read = std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line);
+        let url = line.trim().to_owned();
+        let result = read.map(|_| {
+            let ctx = ctx(&[("kali", &url, None)], quiet());
+            smol::block_on(
+                ctx.mcp("kali")
+                    .unwrap()
+                    .call("echo", json!({ "text": "bin" })),
+            )
+        });
+        let _ = child.kill();
+        let _ = child.wait();
+        let r = result.unwrap();
+        assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+        assert!(r.ok && r.text == "bin", "{mode:?}: {r:?}");
+    }
+    let bad = Command::new(env!("CARGO_BIN_EXE_verifi-test-server"))
+        .args(["--mode", "nope"])
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert_eq!(bad.code(), Some(2));
+}
