@@ -464,3 +464,101 @@ fn close_deletes_the_session() {
         "session still alive after DELETE"
     );
 }
+
+#[test]
+fn a_pooled_connection_the_server_closed_is_retried_on_a_fresh_one() {
+    use verifi_mcp_tests::hostile::{HostileServer, Step, minimal_mcp};
+    let mcp = minimal_mcp("pong");
+    let server = HostileServer::start(move |n| {
+        let answer = || vec![Step::ReadRequest, Step::SendWith(mcp.clone())];
+        let mut steps = Vec::new();
+        if n == 0 {
+            // initialize, notifications/initialized, one call; then the server closes
+            // the kept-alive connection without a word.
+            for _ in 0..3 {
+                steps.extend(answer());
+            }
+        } else {
+            for _ in 0..4 {
+                steps.extend(answer());
+            }
+        }
+        steps.push(Step::Close);
+        steps
+    })
+    .unwrap();
+    let ctx = ctx(&[("kali", &server.base_url(), None)], quiet());
+    let kali = ctx.mcp("kali").unwrap();
+    smol::block_on(async {
+        let r = kali.call("echo", json!({ "text": "a" })).await;
+        assert!(r.ok, "{r:?}");
+        assert_eq!(r.text, "pong");
+        // Let the server's close reach us before the next call takes the pooled connection.
+        smol::Timer::after(Duration::from_millis(100)).await;
+        let r = kali.call("echo", json!({ "text": "b" })).await;
+        assert!(r.ok, "{r:?}");
+    });
+    assert_eq!(server.connections(), 2);
+    let methods: Vec<String> = server
+        .requests()
+        .iter()
+        .map(|r| r.method().unwrap_or_default())
+        .collect();
+    assert_eq!(
+        methods,
+        [
+            "initialize",
+            "notifications/initialized",
+            "tools/call",
+            "tools/call"
+        ]
+    );
+    assert_eq!(
+        ctx.ledger().tool_calls,
+        2,
+        "the silent resend is one attempt"
+    );
+}
+
+#[test]
+fn slot_handles_and_contexts_are_send_and_sync() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<verifi_mcp_smol::SlotHandle>();
+    assert_send_sync::<HarnessContext>();
+    assert_send_sync::<Exec>();
+}
+
+#[test]
+fn the_test_server_binary_prints_its_url_and_serves_each_mode() {
+    use std::io::BufRead;
+    use std::process::{Command, Stdio};
+    for mode in Mode::ALL {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_verifi-test-server"))
+            .args(["--mode", mode.name(), "--bind", "127.0.0.1:0"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("the verifi-test-server binary runs");
+        let mut line = String::new();
+        let read = std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line);
+        let url = line.trim().to_owned();
+        let result = read.map(|_| {
+            let ctx = ctx(&[("kali", &url, None)], quiet());
+            smol::block_on(
+                ctx.mcp("kali")
+                    .unwrap()
+                    .call("echo", json!({ "text": "bin" })),
+            )
+        });
+        let _ = child.kill();
+        let _ = child.wait();
+        let r = result.unwrap();
+        assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+        assert!(r.ok && r.text == "bin", "{mode:?}: {r:?}");
+    }
+    let bad = Command::new(env!("CARGO_BIN_EXE_verifi-test-server"))
+        .args(["--mode", "nope"])
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert_eq!(bad.code(), Some(2));
+}

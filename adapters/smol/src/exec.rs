@@ -53,7 +53,13 @@ impl Exec {
 
     /// Runs `command` with `timeout_ms` (sent as whole seconds, clamped to 1..=285).
     pub async fn exec(&self, command: &str, timeout_ms: u64) -> ExecResult {
-        let mut args = VecBuf::with_limit(command.len().saturating_add(self.run_id.len()) * 6 + 64);
+        let mut args = VecBuf::with_limit(
+            command
+                .len()
+                .saturating_add(self.run_id.len())
+                .saturating_mul(6)
+                .saturating_add(64),
+        );
         let call = match encode_run_command_args(
             &mut args,
             command,
