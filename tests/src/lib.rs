@@ -1,1 +1,13 @@
 //! Workspace-level interop, fault-matrix and soak tests against real MCP servers.
+//!
+//! The library holds what the tests share: [`servers`], real rmcp servers started in-process
+//! (also as the `verifi-test-server` binary), and [`hostile`], a byte-level scripted server
+//! for fault cases, and [`tls`], a TLS-terminating proxy with an `rcgen` root. The tests themselves live in `tests/`.
+
+pub mod hostile;
+pub mod servers;
+pub mod tls;
+
+pub use hostile::{HostileServer, Request, Step};
+pub use servers::{Mode, ServerOptions, Stats, TestServer};
+pub use tls::TlsProxy;

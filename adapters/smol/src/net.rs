@@ -1,0 +1,412 @@
+//! Connections and time for the core's driver: `async-io` TCP (with `TCP_NODELAY`, and
+//! `TCP_QUICKACK` on Linux), DNS through the blocking resolver on `blocking`'s thread pool,
+//! `https` through rustls (ring, webpki roots plus an optional custom root), a keep-alive pool
+//! per endpoint bounded by a connection limit, and `async_io::Timer` for time.
+//!
+//! Owns: sockets, TLS, the pool, the clock. Does not own any protocol decision: whether a
+//! connection may be reused and when to retry are the driver's.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::io;
+use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use async_io::{Async, Timer};
+use async_lock::{Semaphore, SemaphoreGuardArc};
+use embedded_io_adapters::futures_03::FromFutures;
+use futures_lite::io::{AsyncRead, AsyncWrite};
+use futures_rustls::TlsConnector;
+use futures_rustls::client::TlsStream;
+use futures_rustls::rustls::{self, ClientConfig, RootCertStore};
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, ServerName};
+
+/// Default number of connections one slot endpoint may have open at once.
+pub const DEFAULT_CONNECTION_LIMIT: usize = 64;
+
+/// Which endpoint a connection belongs to (the pool's key).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct PoolKey {
+    /// `https` (TLS) or `http`.
+    pub tls: bool,
+    /// Host name or IP literal (IPv6 without brackets).
+    pub host: String,
+    /// TCP port.
+    pub port: u16,
+}
+
+/// Why a connection could not be opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailureKind {
+    /// The name did not resolve.
+    Dns,
+    /// The peer refused the connection.
+    Refused,
+    /// No route, network down, or similar.
+    Unreachable,
+    /// The TLS handshake failed.
+    Tls,
+    /// Any other I/O error.
+    Io,
+}
+
+/// A connection that could not be opened, with what happened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnectFailure {
+    /// The kind of failure.
+    pub kind: FailureKind,
+    /// What the OS or TLS said.
+    pub detail: String,
+}
+
+impl fmt::Display for ConnectFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let what = match self.kind {
+            FailureKind::Dns => "name resolution failed",
+            FailureKind::Refused => "connection refused",
+            FailureKind::Unreachable => "host unreachable",
+            FailureKind::Tls => "TLS handshake failed",
+            FailureKind::Io => "connect failed",
+        };
+        write!(f, "{what}: {}", self.detail)
+    }
+}
+
+impl std::error::Error for ConnectFailure {}
+
+fn io_failure(e: &io::Error) -> ConnectFailure {
+    let kind = match e.kind() {
+        io::ErrorKind::ConnectionRefused => FailureKind::Refused,
+        io::ErrorKind::HostUnreachable | io::ErrorKind::NetworkUnreachable => {
+            FailureKind::Unreachable
+        }
+        _ => FailureKind::Io,
+    };
+    ConnectFailure {
+        kind,
+        detail: e.to_string(),
+    }
+}
+
+/// A root certificate to trust in addition to the webpki roots.
+#[derive(Debug, Clone)]
+pub enum RootCert {
+    /// PEM text (one or more `CERTIFICATE` blocks).
+    Pem(Vec<u8>),
+    /// One DER certificate.
+    Der(Vec<u8>),
+}
+
+/// A TLS configuration could not be built.
+#[derive(Debug)]
+pub struct TlsConfigError(String);
+
+impl fmt::Display for TlsConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "TLS configuration: {}", self.0)
+    }
+}
+
+impl std::error::Error for TlsConfigError {}
+
+/// The rustls client configuration: ring, the webpki roots and `extra` roots, ALPN http/1.1.
+pub fn tls_config(extra: &[RootCert]) -> Result<Arc<ClientConfig>, TlsConfigError> {
+    let mut roots = RootCertStore::empty();
+    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    for root in extra {
+        let certs: Vec<CertificateDer<'static>> = match root {
+            RootCert::Der(der) => vec![CertificateDer::from(der.clone())],
+            RootCert::Pem(pem) => CertificateDer::pem_slice_iter(pem)
+                .collect::<Result<_, _>>()
+                .map_err(|e| TlsConfigError(format!("bad PEM root: {e}")))?,
+        };
+        if certs.is_empty() {
+            return Err(TlsConfigError("PEM root holds no certificate".into()));
+        }
+        for c in certs {
+            roots
+                .add(c)
+                .map_err(|e| TlsConfigError(format!("bad root certificate: {e}")))?;
+        }
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut cfg = ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| TlsConfigError(e.to_string()))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(Arc::new(cfg))
+}
+
+/// A TCP or TLS byte stream (futures-io traits).
+pub enum Stream {
+    /// Plain TCP.
+    Plain(Async<TcpStream>),
+    /// TLS over TCP.
+    Tls(Box<TlsStream<Async<TcpStream>>>),
+}
+
+impl Stream {
+    fn tcp(&self) -> &Async<TcpStream> {
+        match self {
+            Stream::Plain(s) => s,
+            Stream::Tls(s) => s.get_ref().0,
+        }
+    }
+}
+
+impl AsyncRead for Stream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut [u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Stream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+        }
+    }
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_flush(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+    fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_close(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_close(cx),
+        }
+    }
+}
+
+/// One open connection as the driver sees it (`embedded_io_async::{Read, Write}`). It holds a
+/// permit of its endpoint's connection limit until dropped.
+pub struct Conn {
+    io: FromFutures<Stream>,
+    key: PoolKey,
+    _permit: SemaphoreGuardArc,
+}
+
+impl Conn {
+    /// The endpoint this connection goes to.
+    pub fn key(&self) -> &PoolKey {
+        &self.key
+    }
+    /// The local address (tests use it to tell connections apart).
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.io.inner().tcp().get_ref().local_addr()
+    }
+}
+
+impl embedded_io_async::ErrorType for Conn {
+    type Error = io::Error;
+}
+
+impl embedded_io_async::Read for Conn {
+    async fn read(&mut self, buf: &mut [u8]) -> Result<usize, io::Error> {
+        let n = self.io.read(buf).await?;
+        // Linux clears quick-ACK mode by itself; re-arm it so the reply to our next request is
+        // ACKed at once instead of after the delayed-ACK timer.
+        quickack(self.io.inner().tcp());
+        Ok(n)
+    }
+}
+
+impl embedded_io_async::Write for Conn {
+    async fn write(&mut self, buf: &[u8]) -> Result<usize, io::Error> {
+        self.io.write(buf).await
+    }
+    async fn flush(&mut self) -> Result<(), io::Error> {
+        self.io.flush().await
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn quickack(s: &Async<TcpStream>) {
+    let _ = socket2::SockRef::from(s.get_ref()).set_tcp_quickack(true);
+}
+
+#[cfg(not(target_os = "linux"))]
+fn quickack(_s: &Async<TcpStream>) {}
+
+struct Pool {
+    idle: Vec<Conn>,
+    permits: Arc<Semaphore>,
+}
+
+struct NetInner {
+    pools: Mutex<HashMap<PoolKey, Pool>>,
+    limit: usize,
+    tls: Arc<ClientConfig>,
+    epoch: Instant,
+}
+
+/// Connections and time for one context (shared by its slots; cheap to clone).
+#[derive(Clone)]
+pub struct HostNet {
+    inner: Arc<NetInner>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl HostNet {
+    /// A pool with at most `limit` connections per endpoint (at least 1), TLS as `tls`.
+    pub fn new(limit: usize, tls: Arc<ClientConfig>) -> Self {
+        HostNet {
+            inner: Arc::new(NetInner {
+                pools: Mutex::new(HashMap::new()),
+                limit: limit.max(1),
+                tls,
+                epoch: Instant::now(),
+            }),
+        }
+    }
+
+    /// The connection limit per endpoint.
+    pub fn limit(&self) -> usize {
+        self.inner.limit
+    }
+
+    /// Idle pooled connections to `key`.
+    pub fn idle(&self, key: &PoolKey) -> usize {
+        lock(&self.inner.pools).get(key).map_or(0, |p| p.idle.len())
+    }
+
+    fn permits(&self, key: &PoolKey) -> Arc<Semaphore> {
+        let mut pools = lock(&self.inner.pools);
+        pools
+            .entry(key.clone())
+            .or_insert_with(|| Pool {
+                idle: Vec::new(),
+                permits: Arc::new(Semaphore::new(self.inner.limit)),
+            })
+            .permits
+            .clone()
+    }
+
+    fn take_idle(&self, key: &PoolKey) -> Option<Conn> {
+        lock(&self.inner.pools).get_mut(key)?.idle.pop()
+    }
+
+    /// A pooled connection to `key` (`true`: reused) unless `fresh`, else a new one. Waits for
+    /// a permit when the endpoint is at its limit (closing an idle one first if there is one).
+    pub async fn open(&self, key: &PoolKey, fresh: bool) -> Result<(Conn, bool), ConnectFailure> {
+        if !fresh && let Some(conn) = self.take_idle(key) {
+            return Ok((conn, true));
+        }
+        let permits = self.permits(key);
+        let permit = loop {
+            if let Some(p) = permits.try_acquire_arc() {
+                break p;
+            }
+            match self.take_idle(key) {
+                Some(idle) => drop(idle),
+                None => break permits.acquire_arc().await,
+            }
+        };
+        let stream = self.dial(key).await?;
+        Ok((
+            Conn {
+                io: FromFutures::new(stream),
+                key: key.clone(),
+                _permit: permit,
+            },
+            false,
+        ))
+    }
+
+    async fn dial(&self, key: &PoolKey) -> Result<Stream, ConnectFailure> {
+        let addrs: Vec<SocketAddr> = match key.host.parse::<IpAddr>() {
+            Ok(ip) => vec![SocketAddr::new(ip, key.port)],
+            Err(_) => {
+                let (host, port) = (key.host.clone(), key.port);
+                blocking::unblock(move || (host.as_str(), port).to_socket_addrs())
+                    .await
+                    .map_err(|e| ConnectFailure {
+                        kind: FailureKind::Dns,
+                        detail: format!("{}: {e}", key.host),
+                    })?
+                    .collect()
+            }
+        };
+        let mut last = ConnectFailure {
+            kind: FailureKind::Dns,
+            detail: format!("{}: no address", key.host),
+        };
+        for addr in addrs {
+            match Async::<TcpStream>::connect(addr).await {
+                Ok(tcp) => {
+                    let _ = tcp.get_ref().set_nodelay(true);
+                    quickack(&tcp);
+                    return self.secure(key, tcp).await;
+                }
+                Err(e) => last = io_failure(&e),
+            }
+        }
+        Err(last)
+    }
+
+    async fn secure(&self, key: &PoolKey, tcp: Async<TcpStream>) -> Result<Stream, ConnectFailure> {
+        if !key.tls {
+            return Ok(Stream::Plain(tcp));
+        }
+        let name = ServerName::try_from(key.host.clone()).map_err(|e| ConnectFailure {
+            kind: FailureKind::Tls,
+            detail: format!("bad server name {:?}: {e}", key.host),
+        })?;
+        TlsConnector::from(self.inner.tls.clone())
+            .connect(name, tcp)
+            .await
+            .map(|s| Stream::Tls(Box::new(s)))
+            .map_err(|e| ConnectFailure {
+                kind: FailureKind::Tls,
+                detail: e.to_string(),
+            })
+    }
+
+    /// Puts back a connection whose response ended cleanly and may be kept alive.
+    pub fn recycle(&self, conn: Conn) {
+        let mut pools = lock(&self.inner.pools);
+        if let Some(pool) = pools.get_mut(&conn.key) {
+            pool.idle.push(conn);
+        }
+    }
+
+    /// Drops every idle connection.
+    pub fn clear_idle(&self) {
+        for pool in lock(&self.inner.pools).values_mut() {
+            pool.idle.clear();
+        }
+    }
+
+    /// Milliseconds since this pool was made (a monotonic clock).
+    pub fn now_ms(&self) -> u64 {
+        u64::try_from(self.inner.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// Sleeps until [`HostNet::now_ms`] reaches `at`.
+    pub async fn sleep_until_ms(&self, at: u64) {
+        Timer::at(self.inner.epoch + Duration::from_millis(at)).await;
+    }
+}
