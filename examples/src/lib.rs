@@ -2,7 +2,9 @@
 //! servers.
 //!
 //! Modules: [`allowlist`] (the demo box's command policy and runner), [`kali`] (the demo box, a
-//! real rmcp streamable-HTTP server on loopback).
+//! real rmcp streamable-HTTP server on loopback), [`common`] (manifests from flags, input checks,
+//! scrubbing and rendering shared by the binaries).
 
 pub mod allowlist;
+pub mod common;
 pub mod kali;
