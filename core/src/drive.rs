@@ -43,6 +43,9 @@ const MAX_RESUMES: u32 = 3;
 const MAX_CURSOR: usize = 1_024;
 
 /// What an adapter supplies: connections and time. Nothing about the protocol.
+// `async fn` in a public trait: the futures carry no `Send` bound here, but each adapter is
+// a concrete type, so its futures are `Send` exactly when its connections and state are (the
+// host's are; the edge runs on one executor and needs no `Send`).
 #[allow(async_fn_in_trait)]
 pub trait Net {
     /// A connection (TCP, or TLS over TCP).
@@ -63,7 +66,8 @@ pub trait Net {
 }
 
 /// Where a slot's state lives: a lock on the host, a cell on the edge.
-#[allow(async_fn_in_trait)]
+#[allow(async_fn_in_trait)] // as for `Net`
+
 pub trait Shared<T> {
     /// Runs `f` on the state; never held across an await.
     fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R;
@@ -302,33 +306,102 @@ impl Body<'_> {
     }
 }
 
-/// Writes head and body into `out`, so the adapter sends them in one write.
-fn build_request<B: Buf>(
-    out: &mut B,
+/// One request to one server: what to send, and what reply completes it.
+struct Trip<'x> {
+    ep: &'x Endpoint<'x>,
     method: Method,
-    ep: &Endpoint<'_>,
+    snap: Option<&'x Snapshot>,
+    last_event_id: Option<&'x str>,
+    body: Body<'x>,
+    expect: Expect,
+}
+
+impl<'x> Trip<'x> {
+    /// A POST of `body` in the session `snap` (none before the handshake).
+    fn post(ep: &'x Endpoint<'x>, snap: Option<&'x Snapshot>, body: Body<'x>) -> Self {
+        let expect = match body {
+            Body::Initialized | Body::Cancelled { .. } => Expect::Accepted,
+            _ => Expect::Response,
+        };
+        Trip {
+            ep,
+            method: Method::Post,
+            snap,
+            last_event_id: None,
+            body,
+            expect,
+        }
+    }
+
+    /// Writes head and body into `out`, so the adapter sends them in one write.
+    fn write<B: Buf>(&self, out: &mut B, cfg: &SlotConfig<'_>) -> Result<(), Failure> {
+        out.clear();
+        let mut count = crate::buf::CountingSink::default();
+        self.body
+            .write(&mut count)
+            .map_err(|o| Failure::TooLarge(BufferName::Request, o))?;
+        let head = RequestHead {
+            method: self.method,
+            endpoint: self.ep,
+            accept_json_and_sse: self.method != Method::Get,
+            session_id: self.snap.and_then(|s| s.id()),
+            protocol_version: self.snap.and_then(|s| s.version_header()),
+            last_event_id: self.last_event_id,
+            extra_headers: cfg.headers,
+            content_length: (self.method == Method::Post).then_some(count.count),
+        };
+        write_request_head(&head, out).map_err(Failure::Request)?;
+        self.body
+            .write(out)
+            .map_err(|o| Failure::TooLarge(BufferName::Request, o))
+    }
+}
+
+/// The buffers a round trip moves bytes through (borrowed apart from the output buffers,
+/// which the handler writes into at the same time).
+struct Wire<'x, B: Buf> {
+    request: &'x mut B,
+    head: &'x mut [u8],
+    read: &'x mut [u8],
+    reply: &'x mut B,
+}
+
+/// The buffers a tool call's result is written into.
+struct Out<'x, B: Buf> {
+    text: &'x mut B,
+    error: &'x mut B,
+    raw: &'x mut B,
+}
+
+impl<B: Buf> CallBuffers<'_, B> {
+    fn split(&mut self) -> (Wire<'_, B>, Out<'_, B>) {
+        (
+            Wire {
+                request: &mut self.request,
+                head: &mut *self.head,
+                read: &mut *self.read,
+                reply: &mut self.reply,
+            },
+            Out {
+                text: &mut self.text,
+                error: &mut self.error,
+                raw: &mut self.raw,
+            },
+        )
+    }
+}
+
+/// Writes `trip`'s request and runs the round trip.
+async fn send<N: Net, B: Buf, H: OnMessage + Progressing>(
+    net: &N,
     cfg: &SlotConfig<'_>,
-    snap: Option<&Snapshot>,
-    last_event_id: Option<&str>,
-    body: &Body<'_>,
-) -> Result<(), Failure> {
-    out.clear();
-    let mut count = crate::buf::CountingSink::default();
-    body.write(&mut count)
-        .map_err(|o| Failure::TooLarge(BufferName::Request, o))?;
-    let head = RequestHead {
-        method,
-        endpoint: ep,
-        accept_json_and_sse: method != Method::Get,
-        session_id: snap.and_then(|s| s.id()),
-        protocol_version: snap.and_then(|s| s.version_header()),
-        last_event_id,
-        extra_headers: cfg.headers,
-        content_length: matches!(method, Method::Post).then_some(count.count),
-    };
-    write_request_head(&head, out).map_err(Failure::Request)?;
-    body.write(out)
-        .map_err(|o| Failure::TooLarge(BufferName::Request, o))
+    trip: &Trip<'_>,
+    wire: &mut Wire<'_, B>,
+    deadline: &mut Deadline,
+    handler: &mut H,
+) -> Result<RoundTrip, Failure> {
+    trip.write(wire.request, cfg)?;
+    round_trip(net, cfg, trip, wire, deadline, handler).await
 }
 
 /// What one round trip came to, beyond what its handler saw.
@@ -341,29 +414,32 @@ struct RoundTrip {
     resume: Option<(String<MAX_EVENT_ID>, Option<u32>)>,
 }
 
-/// Sends `bufs.request` to `ep` and feeds the reply to `handler` until it has its response.
-/// A pooled connection that fails before any reply byte is retried once on a fresh one.
-#[allow(clippy::too_many_arguments)]
+/// Sends the request in `wire` to the trip's endpoint and feeds the reply to `handler` until
+/// it has its response. A pooled connection that fails before any reply byte is retried once
+/// on a fresh one.
 async fn round_trip<N: Net, B: Buf, H: OnMessage + Progressing>(
     net: &N,
-    ep: &Endpoint<'_>,
-    expect: Expect,
-    sent_session_id: bool,
-    limits: ReplyLimits,
+    cfg: &SlotConfig<'_>,
+    trip: &Trip<'_>,
+    wire: &mut Wire<'_, B>,
     deadline: &mut Deadline,
-    request: &B,
-    head: &mut [u8],
-    read: &mut [u8],
-    reply: &mut B,
     handler: &mut H,
 ) -> Result<RoundTrip, Failure> {
+    let ep = trip.ep;
+    let sent_session_id = trip.snap.is_some_and(|s| s.session_id.is_some());
+    let Wire {
+        request,
+        head,
+        read,
+        reply,
+    } = wire;
     let mut fresh = false;
     loop {
         let (mut conn, reused) = before(net, deadline.at, net.connect(ep, fresh))
             .await?
             .map_err(Failure::Connect)?;
         reply.clear();
-        let mut exchange = Exchange::new(&mut *head, expect, sent_session_id, limits);
+        let mut exchange = Exchange::new(head, trip.expect, sent_session_id, cfg.limits);
         let sent = before(net, deadline.at, async {
             conn.write_all(request.bytes()).await?;
             conn.flush().await
@@ -378,7 +454,7 @@ async fn round_trip<N: Net, B: Buf, H: OnMessage + Progressing>(
         }
         let mut progress_seen = handler.progress_seen();
         let step = loop {
-            let n = match before(net, deadline.at, conn.read(&mut *read)).await? {
+            let n = match before(net, deadline.at, conn.read(read)).await? {
                 Ok(n) => n,
                 Err(_) => {
                     if reused && !fresh && !exchange.received_any() {
@@ -556,66 +632,24 @@ async fn handshake<N: Net, S: Shared<SlotState>, B: Buf>(
 ) -> Result<Snapshot, Failure> {
     let ep = cfg.endpoint(target).ok_or(Failure::NoResponse)?;
     let id = state.with(|s| s.next_id());
-    build_request(
-        &mut bufs.request,
-        Method::Post,
+    let (mut wire, _) = bufs.split();
+    let init = Trip::post(
         ep,
-        cfg,
         None,
-        None,
-        &Body::Initialize {
+        Body::Initialize {
             id,
             version: cfg.version,
         },
-    )?;
+    );
     let mut handler = InitHandler { id, version: None };
-    let rt = round_trip(
-        net,
-        ep,
-        Expect::Response,
-        false,
-        cfg.limits,
-        deadline,
-        &bufs.request,
-        bufs.head,
-        bufs.read,
-        &mut bufs.reply,
-        &mut handler,
-    )
-    .await?;
-    let version = match handler.version {
-        Some(v) => v?,
-        None => {
-            return Err(Failure::NoResponse);
-        }
-    };
+    let rt = send(net, cfg, &init, &mut wire, deadline, &mut handler).await?;
+    let version = handler.version.ok_or(Failure::NoResponse)??;
     let snap = Snapshot {
         session_id: rt.session_id,
         version,
     };
-    build_request(
-        &mut bufs.request,
-        Method::Post,
-        ep,
-        cfg,
-        Some(&snap),
-        None,
-        &Body::Initialized,
-    )?;
-    round_trip(
-        net,
-        ep,
-        Expect::Accepted,
-        snap.session_id.is_some(),
-        cfg.limits,
-        deadline,
-        &bufs.request,
-        bufs.head,
-        bufs.read,
-        &mut bufs.reply,
-        &mut Accept,
-    )
-    .await?;
+    let initialized = Trip::post(ep, Some(&snap), Body::Initialized);
+    send(net, cfg, &initialized, &mut wire, deadline, &mut Accept).await?;
     Ok(snap)
 }
 
@@ -746,47 +780,24 @@ async fn attempt_call<N: Net, S: Shared<SlotState>, B: Buf, Sec: AsRef<[u8]>>(
         let snap = ready(net, cfg, state, target, &mut deadline, bufs).await?;
         let id = state.with(|s| s.next_id());
         let progress = cfg.progress_extends_to_ms.map(|_| id);
-        build_request(
-            &mut bufs.request,
-            Method::Post,
-            ep,
-            cfg,
-            Some(&snap),
-            None,
-            &Body::ToolsCall {
-                id,
-                tool,
-                args,
-                progress,
-            },
-        )?;
+        let (mut wire, out) = bufs.split();
         let mut handler = CallHandler {
             id,
             secrets,
-            text: &mut bufs.text,
-            error: &mut bufs.error,
-            raw: if cfg.keep_raw {
-                Some(&mut bufs.raw)
-            } else {
-                None
-            },
+            text: out.text,
+            error: out.error,
+            raw: cfg.keep_raw.then_some(out.raw),
             answer: None,
             progress: 0,
         };
-        let mut rt = round_trip(
-            net,
-            ep,
-            Expect::Response,
-            snap.session_id.is_some(),
-            cfg.limits,
-            &mut deadline,
-            &bufs.request,
-            bufs.head,
-            bufs.read,
-            &mut bufs.reply,
-            &mut handler,
-        )
-        .await;
+        let body = Body::ToolsCall {
+            id,
+            tool,
+            args,
+            progress,
+        };
+        let call = Trip::post(ep, Some(&snap), body);
+        let mut rt = send(net, cfg, &call, &mut wire, &mut deadline, &mut handler).await;
         // A reply stream that ended without the response, from a server that gave event
         // ids: resume with GET and Last-Event-ID after its retry delay (bounded).
         let mut resumes = 0;
@@ -807,99 +818,55 @@ async fn attempt_call<N: Net, S: Shared<SlotState>, B: Buf, Sec: AsRef<[u8]>>(
             }
             net.sleep_until(wake).await;
             let last_id = last_id.clone();
-            if let Err(f) = build_request(
-                &mut bufs.request,
-                Method::Get,
-                ep,
-                cfg,
-                Some(&snap),
-                Some(last_id.as_str()),
-                &Body::None,
-            ) {
-                rt = Err(f);
-                break;
-            }
-            rt = round_trip(
-                net,
-                ep,
-                Expect::Response,
-                snap.session_id.is_some(),
-                cfg.limits,
-                &mut deadline,
-                &bufs.request,
-                bufs.head,
-                bufs.read,
-                &mut bufs.reply,
-                &mut handler,
-            )
-            .await;
+            let resume = Trip {
+                method: Method::Get,
+                last_event_id: Some(last_id.as_str()),
+                body: Body::None,
+                ..Trip::post(ep, Some(&snap), Body::None)
+            };
+            rt = send(net, cfg, &resume, &mut wire, &mut deadline, &mut handler).await;
         }
         let answer = handler.answer.take();
         match rt {
             Err(Failure::SessionExpired) if !retried_404 => {
                 retried_404 = true;
-                if let Some(old) = snap.id() {
-                    state.with(|s| s.session_mut(target).map(|x| x.session_gone(old)));
-                }
+                forget_session(state, target, &snap);
                 continue;
             }
             Err(Failure::TimedOut) => {
-                cancel(net, cfg, ep, &snap, id, bufs).await;
+                let cancel = Trip::post(ep, Some(&snap), Body::Cancelled { id });
+                courtesy(net, cfg, &cancel, &mut wire).await;
                 return Err(Failure::TimedOut);
             }
             Err(f) => return Err(f),
-            Ok(_) => {
-                return match answer {
-                    Some(a) => a,
-                    None => Err(Failure::NoResponse),
-                };
-            }
+            Ok(_) => return answer.unwrap_or(Err(Failure::NoResponse)),
         }
     }
 }
 
-/// Best-effort `notifications/cancelled` for a request whose deadline passed.
-async fn cancel<N: Net, B: Buf>(
+/// The server answered 404 to a request in `snap`'s session: forget that session so the
+/// retry re-initializes without it.
+fn forget_session<S: Shared<SlotState>>(state: &S, target: Target, snap: &Snapshot) {
+    if let Some(old) = snap.id() {
+        state.with(|s| s.session_mut(target).map(|x| x.session_gone(old)));
+    }
+}
+
+/// A best-effort request on its own short deadline (`notifications/cancelled`, `DELETE`):
+/// its outcome changes nothing.
+async fn courtesy<N: Net, B: Buf>(
     net: &N,
     cfg: &SlotConfig<'_>,
-    ep: &Endpoint<'_>,
-    snap: &Snapshot,
-    id: u64,
-    bufs: &mut CallBuffers<'_, B>,
+    trip: &Trip<'_>,
+    wire: &mut Wire<'_, B>,
 ) {
-    if build_request(
-        &mut bufs.request,
-        Method::Post,
-        ep,
-        cfg,
-        Some(snap),
-        None,
-        &Body::Cancelled { id },
-    )
-    .is_err()
-    {
-        return;
-    }
-    let now = net.now();
+    let at = net.now().saturating_add(COURTESY_MS);
     let mut deadline = Deadline {
-        at: now.saturating_add(COURTESY_MS),
-        hard: now.saturating_add(COURTESY_MS),
+        at,
+        hard: at,
         step: COURTESY_MS,
     };
-    let _ = round_trip(
-        net,
-        ep,
-        Expect::Accepted,
-        snap.session_id.is_some(),
-        cfg.limits,
-        &mut deadline,
-        &bufs.request,
-        bufs.head,
-        bufs.read,
-        &mut bufs.reply,
-        &mut Accept,
-    )
-    .await;
+    let _ = send(net, cfg, trip, wire, &mut deadline, &mut Accept).await;
 }
 
 fn as_text<B: Buf>(b: &B) -> &str {
@@ -1088,16 +1055,6 @@ async fn attempt_list<N: Net, S: Shared<SlotState>, B: Buf, F: FnMut(&str)>(
             id,
             cursor: (pages > 0).then_some(cursor.as_str()),
         };
-        build_request(
-            &mut bufs.request,
-            Method::Post,
-            ep,
-            cfg,
-            Some(&snap),
-            None,
-            &body,
-        )
-        .map_err(ListError::Unreachable)?;
         let mut next: String<MAX_CURSOR> = String::new();
         let mut handler = ListHandler {
             id,
@@ -1106,28 +1063,15 @@ async fn attempt_list<N: Net, S: Shared<SlotState>, B: Buf, F: FnMut(&str)>(
             has_next: false,
             answer: None,
         };
-        let rt = round_trip(
-            net,
-            ep,
-            Expect::Response,
-            snap.session_id.is_some(),
-            cfg.limits,
-            &mut deadline,
-            &bufs.request,
-            bufs.head,
-            bufs.read,
-            &mut bufs.reply,
-            &mut handler,
-        )
-        .await;
+        let (mut wire, _) = bufs.split();
+        let list = Trip::post(ep, Some(&snap), body);
+        let rt = send(net, cfg, &list, &mut wire, &mut deadline, &mut handler).await;
         let has_next = handler.has_next;
         let answer = handler.answer.take();
         match rt {
             Err(Failure::SessionExpired) if !retried_404 => {
                 retried_404 = true;
-                if let Some(old) = snap.id() {
-                    state.with(|s| s.session_mut(target).map(|x| x.session_gone(old)));
-                }
+                forget_session(state, target, &snap);
                 continue;
             }
             Err(f) => return Err(ListError::Unreachable(f)),
@@ -1212,38 +1156,12 @@ pub async fn close<N: Net, S: Shared<SlotState>, B: Buf>(
         if snap.session_id.is_none() {
             continue;
         }
-        if build_request(
-            &mut bufs.request,
-            Method::Delete,
-            ep,
-            cfg,
-            Some(&snap),
-            None,
-            &Body::None,
-        )
-        .is_err()
-        {
-            continue;
-        }
-        let now = net.now();
-        let mut deadline = Deadline {
-            at: now.saturating_add(COURTESY_MS),
-            hard: now.saturating_add(COURTESY_MS),
-            step: COURTESY_MS,
+        let delete = Trip {
+            method: Method::Delete,
+            expect: Expect::Accepted,
+            ..Trip::post(ep, Some(&snap), Body::None)
         };
-        let _ = round_trip(
-            net,
-            ep,
-            Expect::Accepted,
-            true,
-            cfg.limits,
-            &mut deadline,
-            &bufs.request,
-            bufs.head,
-            bufs.read,
-            &mut bufs.reply,
-            &mut Accept,
-        )
-        .await;
+        let (mut wire, _) = bufs.split();
+        courtesy(net, cfg, &delete, &mut wire).await;
     }
 }

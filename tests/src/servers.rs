@@ -16,6 +16,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
 use hyper_util::rt::TokioIo;
 use hyper_util::service::TowerToHyperService;
 use rmcp::ServerHandler;
@@ -70,6 +72,9 @@ impl Mode {
 #[derive(Debug, Default)]
 pub struct Stats {
     connections: AtomicU64,
+    open_connections: AtomicU64,
+    max_open_connections: AtomicU64,
+    cancelled_in_session: AtomicU64,
     http_requests: AtomicU64,
     http_deletes: AtomicU64,
     initializes: AtomicU64,
@@ -109,6 +114,15 @@ impl Stats {
     pub fn connections(&self) -> u64 {
         self.connections.load(Ordering::SeqCst)
     }
+    /// The most TCP connections that were open at the same time.
+    pub fn max_open_connections(&self) -> u64 {
+        self.max_open_connections.load(Ordering::SeqCst)
+    }
+    /// `notifications/cancelled` that reached the handler through a session (stateful mode;
+    /// rmcp's stateless mode answers notifications with 202 and drops them).
+    pub fn cancelled_in_session(&self) -> u64 {
+        self.cancelled_in_session.load(Ordering::SeqCst)
+    }
     /// HTTP requests received (any method).
     pub fn http_requests(&self) -> u64 {
         self.http_requests.load(Ordering::SeqCst)
@@ -145,7 +159,8 @@ impl Stats {
     pub fn progress_sent(&self) -> u64 {
         self.progress_sent.load(Ordering::SeqCst)
     }
-    /// Every `notifications/cancelled` received, in order.
+    /// Every `notifications/cancelled` POSTed to the server, in order (seen at the HTTP
+    /// layer, so in every mode).
     pub fn cancelled(&self) -> Vec<Cancelled> {
         lock(&self.cancelled).clone()
     }
@@ -170,6 +185,43 @@ impl Stats {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Largest request body the server reads (as rmcp's own default order of magnitude).
+const MAX_REQUEST_BODY: usize = 16 * 1024 * 1024;
+
+/// Counts a connection as open until dropped.
+struct OpenConnection<'a>(&'a Stats);
+
+impl Drop for OpenConnection<'_> {
+    fn drop(&mut self) {
+        self.0.open_connections.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Records a `notifications/cancelled` body (single message or in a batch).
+fn note_cancellation(stats: &Stats, body: &[u8]) {
+    let Ok(v) = serde_json::from_slice::<Value>(body) else {
+        return;
+    };
+    let messages = match v {
+        Value::Array(a) => a,
+        other => vec![other],
+    };
+    for m in messages {
+        if m.get("method").and_then(Value::as_str) == Some("notifications/cancelled") {
+            let params = m.get("params");
+            lock(&stats.cancelled).push(Cancelled {
+                request_id: params
+                    .and_then(|p| p.get("requestId"))
+                    .map(Value::to_string),
+                reason: params
+                    .and_then(|p| p.get("reason"))
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+            });
+        }
+    }
 }
 
 /// Counts a tool call as running until dropped.
@@ -414,13 +466,10 @@ impl ServerHandler for Tools {
         notification: CancelledNotificationParam,
         _context: NotificationContext<RoleServer>,
     ) {
-        lock(&self.stats.cancelled).push(Cancelled {
-            request_id: notification
-                .request_id
-                .as_ref()
-                .and_then(|id| serde_json::to_string(id).ok()),
-            reason: notification.reason.clone(),
-        });
+        let _ = notification;
+        self.stats
+            .cancelled_in_session
+            .fetch_add(1, Ordering::SeqCst);
     }
 }
 
@@ -519,14 +568,30 @@ impl TestServer {
                 let req_stats = accept_stats.clone();
                 let counted =
                     tower_service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
-                        req_stats.http_requests.fetch_add(1, Ordering::SeqCst);
-                        if req.method() == hyper::Method::DELETE {
-                            req_stats.http_deletes.fetch_add(1, Ordering::SeqCst);
-                        }
+                        let stats = req_stats.clone();
                         let mut svc = svc.clone();
-                        tower_service::Service::call(&mut svc, req)
+                        async move {
+                            stats.http_requests.fetch_add(1, Ordering::SeqCst);
+                            if req.method() == hyper::Method::DELETE {
+                                stats.http_deletes.fetch_add(1, Ordering::SeqCst);
+                            }
+                            let (parts, body) = req.into_parts();
+                            let bytes = match Limited::new(body, MAX_REQUEST_BODY).collect().await {
+                                Ok(c) => c.to_bytes(),
+                                Err(_) => Bytes::new(),
+                            };
+                            note_cancellation(&stats, &bytes);
+                            let req = hyper::Request::from_parts(parts, Full::new(bytes));
+                            tower_service::Service::call(&mut svc, req).await
+                        }
                     });
+                let open_stats = accept_stats.clone();
                 let task = tokio::spawn(async move {
+                    let now = open_stats.open_connections.fetch_add(1, Ordering::SeqCst) + 1;
+                    open_stats
+                        .max_open_connections
+                        .fetch_max(now, Ordering::SeqCst);
+                    let _open = OpenConnection(&open_stats);
                     let _ = hyper::server::conn::http1::Builder::new()
                         .keep_alive(true)
                         .serve_connection(TokioIo::new(stream), TowerToHyperService::new(counted))

@@ -77,6 +77,15 @@ fn a_recycled_connection_is_reused_and_fresh_forbids_the_pool() {
         assert!(!reused, "fresh never hands out a pooled connection");
         assert_ne!(c.local_addr().unwrap(), first);
     });
+    // The server counts a connection when its accept loop gets to it: wait for it.
+    assert!(
+        server
+            .stats()
+            .wait_until(Duration::from_secs(5), |s| s.connections() == 2),
+        "{} connections",
+        server.stats().connections()
+    );
+    std::thread::sleep(Duration::from_millis(50));
     assert_eq!(server.stats().connections(), 2);
 }
 

@@ -39,6 +39,9 @@ pub struct Options {
     pub root_certs: Vec<RootCert>,
     /// Largest reply (and flattened text) a call may hold (default 16 MiB).
     pub reply_cap: usize,
+    /// Keep the redacted JSON-RPC reply in `ToolResult::raw` (default false: it doubles the
+    /// memory of a big reply).
+    pub keep_raw: bool,
 }
 
 impl Default for Options {
@@ -50,6 +53,7 @@ impl Default for Options {
             progress_extends_to_ms: None,
             root_certs: Vec::new(),
             reply_cap: DEFAULT_REPLY_CAP,
+            keep_raw: false,
         }
     }
 }
@@ -148,7 +152,6 @@ pub(crate) struct Run {
     pub(crate) run_id: String,
     pub(crate) options: Options,
     pub(crate) secrets: Vec<String>,
-    #[allow(dead_code)] // read by the slot calls, wired to the core's driver
     pub(crate) net: HostNet,
     pub(crate) records: Records,
 }
@@ -269,6 +272,16 @@ impl HarnessContext {
             .filter(|e| e.kind == kind)
             .cloned()
             .collect()
+    }
+
+    /// Ends the run's sessions (HTTP DELETE of each open session; 405 is fine) and closes the
+    /// pooled connections.
+    pub async fn close(&self) {
+        let handles: Vec<SlotHandle> = lock(&self.slots).values().cloned().collect();
+        for h in handles {
+            h.close().await;
+        }
+        self.run.net.clear_idle();
     }
 }
 

@@ -24,6 +24,9 @@ use futures_rustls::client::TlsStream;
 use futures_rustls::rustls::{self, ClientConfig, RootCertStore};
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, ServerName};
+use verifi_mcp_core::drive::{Millis, Net};
+use verifi_mcp_core::wire::endpoint::{Endpoint, Scheme};
+use verifi_mcp_core::wire::failure::{ConnectError, ConnectErrorKind};
 
 /// Default number of connections one slot endpoint may have open at once.
 pub const DEFAULT_CONNECTION_LIMIT: usize = 64;
@@ -408,5 +411,49 @@ impl HostNet {
     /// Sleeps until [`HostNet::now_ms`] reaches `at`.
     pub async fn sleep_until_ms(&self, at: u64) {
         Timer::at(self.inner.epoch + Duration::from_millis(at)).await;
+    }
+}
+
+impl From<&ConnectFailure> for ConnectError {
+    fn from(f: &ConnectFailure) -> Self {
+        let kind = match f.kind {
+            FailureKind::Dns => ConnectErrorKind::Dns,
+            FailureKind::Refused => ConnectErrorKind::Refused,
+            FailureKind::Unreachable => ConnectErrorKind::Unreachable,
+            FailureKind::Tls => ConnectErrorKind::Tls,
+            FailureKind::Io => ConnectErrorKind::Io,
+        };
+        ConnectError::new(kind, &f.detail)
+    }
+}
+
+/// The pool key of a parsed endpoint.
+pub fn key_of(ep: &Endpoint<'_>) -> PoolKey {
+    PoolKey {
+        tls: ep.scheme() == Scheme::Https,
+        host: ep.host().to_owned(),
+        port: ep.port(),
+    }
+}
+
+impl Net for HostNet {
+    type Conn = Conn;
+
+    async fn connect(&self, ep: &Endpoint<'_>, fresh: bool) -> Result<(Conn, bool), ConnectError> {
+        self.open(&key_of(ep), fresh)
+            .await
+            .map_err(|f| ConnectError::from(&f))
+    }
+
+    fn recycle(&self, _ep: &Endpoint<'_>, conn: Conn) {
+        HostNet::recycle(self, conn);
+    }
+
+    fn now(&self) -> Millis {
+        self.now_ms()
+    }
+
+    async fn sleep_until(&self, at: Millis) {
+        self.sleep_until_ms(at).await;
     }
 }

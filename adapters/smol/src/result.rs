@@ -43,13 +43,13 @@ impl ToolResult {
 /// `list_tools()` failed (every server that was tried). Reads `tools/list failed: …`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ListToolsError {
-    /// What went wrong (already redacted).
-    pub reason: String,
+    /// The whole message, `tools/list failed: …` (the core's wording, redacted).
+    pub message: String,
 }
 
 impl fmt::Display for ListToolsError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "tools/list failed: {}", self.reason)
+        f.write_str(&self.message)
     }
 }
 
@@ -73,9 +73,9 @@ mod tests {
             serde_json::to_string(&r).unwrap(),
             r#"{"ok":false,"text":"t","isError":true,"latencyMs":12,"error":"e"}"#
         );
-        assert_eq!(
-            ListToolsError { reason: "x".into() }.to_string(),
-            "tools/list failed: x"
-        );
+        let e = ListToolsError {
+            message: "tools/list failed: x".into(),
+        };
+        assert_eq!(e.to_string(), "tools/list failed: x");
     }
 }

@@ -2,19 +2,15 @@
 //! `event-listener` `Event` for "it changed".
 //!
 //! Owns: the lock and the wake-ups. The lock is never held across an await (the closure API
-//! makes that impossible). A notify that lands between a waiter's check and its `changed()`
-//! would be lost with a bare event, so every notify bumps a generation and `changed()` also
-//! returns after a short poll interval: a lost wake-up costs at most [`POLL_INTERVAL`], never a
-//! hang.
+//! makes that impossible). Every notify bumps a generation; `changed(since)` returns once the
+//! generation differs from `since`, so a notify between a waiter's check and its wait is never
+//! lost.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
 
 use event_listener::Event;
-
-/// The longest `changed()` waits without a notify (spurious wake-ups are allowed).
-pub const POLL_INTERVAL: Duration = Duration::from_millis(25);
+use verifi_mcp_core::drive::Shared;
 
 /// State shared by every task using one slot.
 #[derive(Debug)]
@@ -33,28 +29,32 @@ impl<T> HostShared<T> {
             generation: AtomicU64::new(0),
         }
     }
+}
 
-    /// Runs `f` with the state locked.
-    pub fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
+impl<T> Shared<T> for HostShared<T> {
+    fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
         let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
         f(&mut guard)
     }
 
-    /// Waits for a notify (or [`POLL_INTERVAL`]).
-    pub async fn changed(&self) {
-        let seen = self.generation.load(Ordering::SeqCst);
-        let listener = self.event.listen();
-        if self.generation.load(Ordering::SeqCst) != seen {
-            return;
-        }
-        futures_lite::future::or(listener, async {
-            async_io::Timer::after(POLL_INTERVAL).await;
-        })
-        .await;
+    fn generation(&self) -> u64 {
+        self.generation.load(Ordering::SeqCst)
     }
 
-    /// Wakes every waiter.
-    pub fn notify(&self) {
+    async fn changed(&self, since: u64) {
+        loop {
+            if self.generation.load(Ordering::SeqCst) != since {
+                return;
+            }
+            let listener = self.event.listen();
+            if self.generation.load(Ordering::SeqCst) != since {
+                return;
+            }
+            listener.await;
+        }
+    }
+
+    fn notify(&self) {
         self.generation.fetch_add(1, Ordering::SeqCst);
         self.event.notify(usize::MAX);
     }
@@ -64,7 +64,7 @@ impl<T> HostShared<T> {
 mod tests {
     use super::*;
     use std::sync::Arc;
-    use std::time::Instant;
+    use std::time::{Duration, Instant};
 
     #[test]
     fn notify_wakes_a_waiter_and_with_mutates() {
@@ -77,9 +77,13 @@ mod tests {
         });
         smol::block_on(async {
             let end = Instant::now() + Duration::from_secs(5);
-            while s.with(|v| *v) != 7 {
+            loop {
+                let since = s.generation();
+                if s.with(|v| *v) == 7 {
+                    break;
+                }
                 assert!(Instant::now() < end, "never saw the change");
-                s.changed().await;
+                s.changed(since).await;
             }
         });
         t.join().unwrap();

@@ -13,7 +13,17 @@ use verifi_mcp_core::wire::json::JsonStr;
 
 use crate::buf::VecBuf;
 
-use crate::context::{Run, SlotNotFilledError};
+use serde::Serialize;
+use verifi_mcp_core::drive::{self, CallBuffers, SlotConfig, SlotState};
+use verifi_mcp_core::harness::events::{Timeline, TimelineEvent};
+use verifi_mcp_core::harness::meter::{Ledger, LedgerRecord};
+use verifi_mcp_core::wire::endpoint::Endpoint;
+use verifi_mcp_core::wire::json::{JsonLimits, Value};
+use verifi_mcp_core::wire::jsonrpc::ProtocolVersion;
+
+use crate::context::{Records, Run, SlotNotFilledError, TimelineEntry, lock};
+use crate::result::{ListToolsError, ToolResult};
+use crate::shared::HostShared;
 
 /// What the manifest says about one slot.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,9 +81,11 @@ impl SlotSpec {
 }
 
 pub(crate) struct SlotInner {
-    #[allow(dead_code)] // read by the slot calls, wired to the core's driver
     pub(crate) run: Arc<Run>,
     pub(crate) spec: SlotSpec,
+    /// The run's secrets plus this slot's header values (the core says both are redacted).
+    secrets: Vec<String>,
+    state: HostShared<SlotState>,
 }
 
 /// A slot of the run. Clones share one session and one failover state.
@@ -92,10 +104,69 @@ impl fmt::Debug for SlotHandle {
     }
 }
 
+/// Head storage and one socket read, per call.
+const HEAD_BYTES: usize = 16 * 1024;
+const READ_BYTES: usize = 16 * 1024;
+/// Cap of an error message.
+const ERROR_BYTES: usize = 4 * 1024;
+
+/// Adds each attempt to the run's totals.
+struct RunLedger<'a>(&'a Records);
+
+impl Ledger for RunLedger<'_> {
+    fn record(&mut self, r: LedgerRecord) {
+        let mut t = lock(&self.0.ledger);
+        t.tool_calls = t.tool_calls.saturating_add(u64::from(r.tool_calls));
+        t.evidence_bytes = t
+            .evidence_bytes
+            .saturating_add(r.evidence_bytes.unwrap_or(0));
+    }
+}
+
+/// Copies each event into the run's timeline.
+struct RunTimeline<'a>(&'a Records);
+
+impl Timeline for RunTimeline<'_> {
+    fn emit(&mut self, e: &TimelineEvent<'_>) {
+        let mut json = VecBuf::with_limit(usize::MAX);
+        let _ = e.write_json(&mut json);
+        lock(&self.0.timeline).push(TimelineEntry {
+            kind: e.kind().to_owned(),
+            json: String::from_utf8_lossy(json.bytes()).into_owned(),
+        });
+    }
+}
+
+/// Owned per-call buffers.
+struct Scratch {
+    head: Vec<u8>,
+    read: Vec<u8>,
+}
+
+impl Scratch {
+    fn new() -> Self {
+        Scratch {
+            head: vec![0; HEAD_BYTES],
+            read: vec![0; READ_BYTES],
+        }
+    }
+}
+
 impl SlotHandle {
     pub(crate) fn new(run: Arc<Run>, spec: SlotSpec) -> Self {
+        let mut secrets = run.secrets.clone();
+        secrets.extend(spec.headers.iter().map(|(_, v)| v.clone()));
+        let state = HostShared::new(SlotState::new(
+            ProtocolVersion::DEFAULT,
+            spec.fallback.is_some(),
+        ));
         SlotHandle {
-            inner: Arc::new(SlotInner { run, spec }),
+            inner: Arc::new(SlotInner {
+                run,
+                spec,
+                secrets,
+                state,
+            }),
         }
     }
 
@@ -112,6 +183,152 @@ impl SlotHandle {
     /// The fallback endpoint, if the manifest gives one.
     pub fn fallback(&self) -> Option<&str> {
         self.inner.spec.fallback.as_deref()
+    }
+
+    fn bufs<'s>(&self, scratch: &'s mut Scratch) -> CallBuffers<'s, VecBuf> {
+        let o = &self.inner.run.options;
+        CallBuffers {
+            request: VecBuf::with_limit(o.reply_cap),
+            head: &mut scratch.head,
+            read: &mut scratch.read,
+            reply: VecBuf::with_limit(o.reply_cap),
+            text: VecBuf::with_limit(o.reply_cap),
+            error: VecBuf::with_limit(ERROR_BYTES),
+            raw: VecBuf::with_limit(if o.keep_raw { o.reply_cap } else { 0 }),
+        }
+    }
+
+    /// The slot's endpoints parsed, or why the manifest's endpoints cannot be used.
+    fn endpoints(&self) -> Result<(Endpoint<'_>, Option<Endpoint<'_>>), String> {
+        let spec = &self.inner.spec;
+        let primary = Endpoint::parse_base(&spec.primary)
+            .map_err(|e| format!("slot '{}': bad endpoint {:?}: {e}", spec.slot, spec.primary))?;
+        let fallback = match &spec.fallback {
+            Some(f) => Some(
+                Endpoint::parse_base(f)
+                    .map_err(|e| format!("slot '{}': bad fallback {f:?}: {e}", spec.slot))?,
+            ),
+            None => None,
+        };
+        Ok((primary, fallback))
+    }
+
+    fn headers(&self) -> Vec<(&str, &str)> {
+        self.inner
+            .spec
+            .headers
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect()
+    }
+
+    /// The driver's config for this slot.
+    fn config<'a>(
+        &'a self,
+        (primary, fallback): (Endpoint<'a>, Option<Endpoint<'a>>),
+        headers: &'a [(&'a str, &'a str)],
+    ) -> SlotConfig<'a> {
+        let spec = &self.inner.spec;
+        let o = &self.inner.run.options;
+        let mut cfg = SlotConfig::new(&spec.slot, primary, &spec.primary);
+        cfg.fallback = fallback;
+        cfg.fallback_label = spec.fallback.as_deref().unwrap_or("");
+        cfg.headers = headers;
+        cfg.timeout_ms = o.timeout_ms;
+        cfg.progress_extends_to_ms = o.progress_extends_to_ms;
+        cfg.limits.max_body_bytes = o.reply_cap as u64;
+        cfg.limits.max_event_bytes = o.reply_cap;
+        cfg.keep_raw = o.keep_raw;
+        cfg
+    }
+
+    /// Calls `tool` with `args` (anything that serializes to a JSON object; `()` or `null`
+    /// for none). Never panics and never fails: every outcome is a [`ToolResult`], metered and,
+    /// when not ok, on the timeline.
+    pub async fn call(&self, tool: &str, args: impl Serialize) -> ToolResult {
+        // Arguments that do not serialize are sent to the core as a non-object, which it
+        // reports (and meters) as bad arguments, the same as any non-object arguments.
+        let json = serde_json::to_vec(&args).unwrap_or_else(|_| b"false".to_vec());
+        self.call_json(tool, &json).await
+    }
+
+    /// Calls `tool` with arguments already encoded as JSON.
+    pub(crate) async fn call_json(&self, tool: &str, json: &[u8]) -> ToolResult {
+        let args = match Value::parse(json, JsonLimits::default()) {
+            Ok(v) if v.is_null() => None,
+            Ok(v) => Some(v),
+            Err(e) => return ToolResult::local_failure(format!("arguments are not JSON: {e:?}")),
+        };
+        let endpoints = match self.endpoints() {
+            Ok(e) => e,
+            Err(e) => return ToolResult::local_failure(e),
+        };
+        let headers = self.headers();
+        let cfg = self.config(endpoints, &headers);
+        let run = &self.inner.run;
+        let mut scratch = Scratch::new();
+        let mut bufs = self.bufs(&mut scratch);
+        let mut ledger = RunLedger(&run.records);
+        let mut timeline = RunTimeline(&run.records);
+        let r = drive::call(
+            &run.net,
+            &cfg,
+            &self.inner.state,
+            tool,
+            args,
+            &self.inner.secrets,
+            &mut ledger,
+            &mut timeline,
+            &mut bufs,
+        )
+        .await;
+        ToolResult {
+            ok: r.ok,
+            text: r.text.to_owned(),
+            is_error: r.is_error,
+            latency_ms: r.latency_ms,
+            error: r.error.map(str::to_owned),
+            raw: r.raw.map(|b| String::from_utf8_lossy(b).into_owned()),
+        }
+    }
+
+    /// The names of the slot's tools (every page). Fails over like a call; a failure of the
+    /// last server tried is returned, reading `tools/list failed: …`.
+    pub async fn list_tools(&self) -> Result<Vec<String>, ListToolsError> {
+        let endpoints = self.endpoints().map_err(|e| ListToolsError {
+            message: format!("tools/list failed: {e}"),
+        })?;
+        let headers = self.headers();
+        let cfg = self.config(endpoints, &headers);
+        let run = &self.inner.run;
+        let mut scratch = Scratch::new();
+        let mut bufs = self.bufs(&mut scratch);
+        let mut names = Vec::new();
+        drive::list_tools(
+            &run.net,
+            &cfg,
+            &self.inner.state,
+            &self.inner.secrets,
+            &mut bufs,
+            |name: &str| names.push(name.to_owned()),
+        )
+        .await
+        .map_err(|e| ListToolsError {
+            message: e.to_string(),
+        })?;
+        Ok(names)
+    }
+
+    /// Ends this slot's sessions (best-effort HTTP DELETE; 405 is fine).
+    pub async fn close(&self) {
+        let Ok(endpoints) = self.endpoints() else {
+            return;
+        };
+        let headers = self.headers();
+        let cfg = self.config(endpoints, &headers);
+        let mut scratch = Scratch::new();
+        let mut bufs = self.bufs(&mut scratch);
+        drive::close(&self.inner.run.net, &cfg, &self.inner.state, &mut bufs).await;
     }
 }
 
