@@ -11,6 +11,7 @@
 //! - `nikto {target}`: a scanner that is not installed on this box, so it always reports a
 //!   tool-level error (`isError: true`);
 //! - `echo {text}`: returns its text (what `mcp bench` calls by default);
+//! - `session_info {}`: what the last `initialize` offered (client info, protocol version);
 //! - `headers {}`: the request's HTTP headers, one `name: value` a line (to show redaction of
 //!   the client's own header values).
 //!
@@ -27,8 +28,8 @@ use hyper_util::service::TowerToHyperService;
 use rmcp::ServerHandler;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
-    InitializeResult, JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities,
-    ServerConfig, Tool,
+    InitializeRequestParams, InitializeResult, JsonObject, ListToolsResult, PaginatedRequestParams,
+    ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -48,6 +49,8 @@ struct Box_ {
     name: Arc<str>,
     root: Arc<PathBuf>,
     calls: Arc<AtomicU64>,
+    /// What the last `initialize` said: `clientInfo` and the offered `protocolVersion`.
+    hello: Arc<Mutex<String>>,
 }
 
 fn schema(props: Value, required: &[&str]) -> JsonObject {
@@ -86,6 +89,11 @@ fn tool_list() -> Vec<Tool> {
             "echo",
             "Returns its text argument",
             schema(json!({ "text": { "type": "string" } }), &[]),
+        ),
+        Tool::new(
+            "session_info",
+            "What the last initialize offered: client name, version and protocol version",
+            schema(json!({}), &[]),
         ),
         Tool::new(
             "headers",
@@ -232,6 +240,19 @@ impl ServerHandler for Box_ {
         info
     }
 
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        *lock(&self.hello) = format!(
+            "client: {} {}\nprotocolVersion: {}",
+            request.client_info.name, request.client_info.version, request.protocol_version
+        );
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
@@ -266,6 +287,7 @@ impl ServerHandler for Box_ {
                     .and_then(Value::as_str)
                     .unwrap_or_default(),
             )),
+            "session_info" => Ok(text(lock(&self.hello).clone())),
             "headers" => {
                 let lines: Vec<String> = context
                     .extensions
@@ -347,6 +369,7 @@ impl KaliServer {
             name: Arc::from(name),
             root: Arc::new(root.clone()),
             calls: calls.clone(),
+            hello: Arc::default(),
         };
         let service = StreamableHttpService::new(
             move || Ok(tools.clone()),

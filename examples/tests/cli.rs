@@ -144,6 +144,38 @@ fn call_prints_the_tool_result_and_exits_0_when_ok() {
 }
 
 #[test]
+fn the_handshake_offers_the_seeds_client_info_and_version() {
+    let s = server();
+    let o = mcp(&[
+        "call",
+        &s.base_url(),
+        "session_info",
+        "--protocol-version",
+        "2024-11-05",
+    ]);
+    assert_eq!(code(&o), 0, "{}", describe(&o));
+    let v = json_line(stdout(&o).trim());
+    assert_eq!(
+        v["text"],
+        json!("client: verifi-harness-sdk 1.0.0\nprotocolVersion: 2024-11-05"),
+        "{v}"
+    );
+    let o = mcp(&[
+        "call",
+        &s.base_url(),
+        "session_info",
+        "--protocol-version",
+        "1999-01-01",
+    ]);
+    assert_eq!(
+        code(&o),
+        2,
+        "an unknown version is bad input: {}",
+        describe(&o)
+    );
+}
+
+#[test]
 fn call_tool_error_is_ok_false_is_error_true_exit_1_and_a_tool_error_event() {
     let s = server();
     let o = mcp(&["call", &s.base_url(), "nikto", r#"{"target":"x"}"#]);
