@@ -107,7 +107,13 @@ impl Sweep<'_> {
             Some(code) => format!("exit {code}  {}", first_line(&r.output)),
             None => format!("failed: {}", first_line(&r.output)),
         };
-        self.record(format!("exec {command}"), ms, r.ok, outcome, Some(r.call));
+        let asked_s = timeout_ms.div_ceil(1000);
+        let what = if asked_s > 285 {
+            format!("exec {command} [timeout {asked_s} s, sent 285 s]")
+        } else {
+            format!("exec {command}")
+        };
+        self.record(what, ms, r.ok, outcome, Some(r.call));
         r.ok
     }
 
@@ -118,7 +124,13 @@ impl Sweep<'_> {
         } else if r.is_error {
             format!("tool error  {}", first_line(&r.text))
         } else {
-            format!("refused/unreachable  {}", r.error.as_deref().unwrap_or(""))
+            let error = r.error.as_deref().unwrap_or("");
+            let shape = if error.starts_with("JSON-RPC error") {
+                "refused"
+            } else {
+                "unreachable"
+            };
+            format!("{shape}  {error}")
         };
         self.record(
             format!("call {tool}"),
@@ -216,7 +228,7 @@ async fn run(out: &mut Out) -> Result<Vec<String>, String> {
 
     out.line(
         &format!(
-            "verifi-mcp demo: an ASM-style sweep through ctx.mcp(\"kali\")\n  primary  {}\n  fallback {}\n  run id   {run_id} (the workspace of every run_command)\n  manifest {}\n\n  #  step                                             latency  outcome",
+            "verifi-mcp demo: an ASM-style sweep through ctx.mcp(\"kali\")\n  primary  {}\n  fallback {}\n  run id   {run_id} (the workspace of every run_command)\n  manifest {} (read, then removed)\n\n  #  step                                             latency  outcome",
             primary.base_url(),
             fallback.base_url(),
             manifest_path.display()
@@ -284,7 +296,7 @@ async fn run(out: &mut Out) -> Result<Vec<String>, String> {
     let ledger = ctx.ledger();
     out.line(
         &format!(
-            "\nledger: {} tool calls metered, {} evidence bytes",
+            "\nledger: {} tool calls metered, {} evidence bytes (every attempt counts, a failed-over one too)",
             ledger.tool_calls, ledger.evidence_bytes
         ),
         json!({ "type": "ledger", "ledger": ledger_json(&ledger) }),

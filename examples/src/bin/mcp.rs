@@ -80,7 +80,7 @@ enum Cmd {
     },
     /// Call a tool and print its ToolResult JSON: `mcp call ENDPOINT TOOL [JSON_ARGS]`.
     Call {
-        /// ENDPOINT TOOL [JSON_ARGS] (ENDPOINT omitted with --manifest).
+        /// `ENDPOINT TOOL [JSON_ARGS]` (ENDPOINT omitted with --manifest).
         #[arg(value_name = "ENDPOINT TOOL [JSON_ARGS]", required = true)]
         pos: Vec<String>,
         #[command(flatten)]
