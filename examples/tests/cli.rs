@@ -540,3 +540,38 @@ fn demo_secret_from_the_environment_never_appears_in_output() {
     );
     assert!(stdout(&o).contains("[REDACTED]"), "{}", describe(&o));
 }
+
+#[test]
+fn demo_serve_prints_a_url_that_mcp_can_use_and_stops_when_stdin_closes() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_demo"))
+        .args(["--serve", "60"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn demo --serve");
+    let mut out = child.stdout.take().expect("stdout");
+    let mut url = Vec::new();
+    let mut byte = [0u8; 1];
+    while url.len() < 200 && out.read(&mut byte).unwrap_or(0) == 1 && byte[0] != b'\n' {
+        url.push(byte[0]);
+    }
+    let url = String::from_utf8_lossy(&url).into_owned();
+    assert!(url.starts_with("http://127.0.0.1:"), "{url:?}");
+    let o = mcp(&["exec", &url, "echo served"]);
+    assert_eq!(code(&o), 0, "{}", describe(&o));
+    assert_eq!(stdout(&o), "served\n");
+    drop(child.stdin.take());
+    let end = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        assert!(
+            Instant::now() < end,
+            "demo --serve did not stop when stdin closed"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status:?}");
+}

@@ -6,7 +6,8 @@
 //!
 //! Prints each step with its latency and outcome, the run timeline and the ledger totals
 //! (`--json`: the same as JSON lines). Exit status 0 only when the sweep behaved as designed;
-//! otherwise 1, naming each check that failed.
+//! otherwise 1, naming each check that failed. `demo --serve [SECS]` only starts one box and
+//! prints its URL, for trying `mcp` against it.
 
 use std::io::Write as _;
 use std::process::ExitCode;
@@ -143,10 +144,45 @@ impl Sweep<'_> {
     }
 }
 
+/// `demo --serve [SECS]`: only start one demo box, print its base URL, and serve it until
+/// stdin closes or SECS (default 3600) pass, for trying `mcp` against it.
+fn serve(secs: Option<&str>) -> ExitCode {
+    let secs = match secs.map(str::parse::<u64>) {
+        None => 3600,
+        Some(Ok(s)) if (1..=86_400).contains(&s) => s,
+        Some(_) => {
+            eprintln!("demo: --serve takes a number of seconds, 1..=86400");
+            return ExitCode::from(2);
+        }
+    };
+    let server = match KaliServer::start("serve") {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("demo: cannot start the box: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    println!("{}", server.base_url());
+    let _ = std::io::stdout().flush();
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        let mut sink = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut sink);
+        let _ = tx.send(());
+    });
+    let _ = rx.recv_timeout(std::time::Duration::from_secs(secs));
+    drop(server);
+    ExitCode::SUCCESS
+}
+
 fn main() -> ExitCode {
-    let json = std::env::args().skip(1).any(|a| a == "--json");
-    if let Some(bad) = std::env::args().skip(1).find(|a| a != "--json") {
-        eprintln!("demo: unknown argument {bad:?} (the only flag is --json)");
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("--serve") && args.len() <= 2 {
+        return serve(args.get(1).map(String::as_str));
+    }
+    let json = args.iter().any(|a| a == "--json");
+    if let Some(bad) = args.iter().find(|a| *a != "--json") {
+        eprintln!("demo: unknown argument {bad:?} (flags: --json, or --serve [SECS])");
         return ExitCode::from(2);
     }
     // The secret must be in the process environment, where `collect_run_secrets` and the box's
