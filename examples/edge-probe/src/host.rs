@@ -1,0 +1,2 @@
+//! Linux build of the probe over a TAP device.
+pub fn main() {}

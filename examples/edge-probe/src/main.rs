@@ -1,0 +1,13 @@
+//! Edge-probe: DHCP on the board's Ethernet, then a periodic MCP probe.
+#![cfg_attr(target_os = "none", no_std)]
+#![cfg_attr(target_os = "none", no_main)]
+
+#[cfg(target_os = "none")]
+mod board;
+#[cfg(not(target_os = "none"))]
+mod host;
+
+#[cfg(not(target_os = "none"))]
+fn main() {
+    host::main();
+}
