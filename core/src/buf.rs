@@ -146,7 +146,13 @@ mod tests {
         let mut storage = [0u8; 4];
         let mut b = SliceBuf::new(&mut storage);
         assert_eq!(b.put(b"abc"), Ok(()));
-        assert_eq!(b.put(b"de"), Err(Overflow { limit: 4, needed: 5 }));
+        assert_eq!(
+            b.put(b"de"),
+            Err(Overflow {
+                limit: 4,
+                needed: 5
+            })
+        );
         assert_eq!(b.bytes(), b"abc");
         b.truncate(1);
         assert_eq!(b.bytes(), b"a");
@@ -158,7 +164,10 @@ mod tests {
             let mut storage = [0u8; 20];
             let mut b = SliceBuf::new(&mut storage);
             put_u64(&mut b, n).unwrap();
-            assert_eq!(core::str::from_utf8(b.bytes()).unwrap(), std::format!("{n}"));
+            assert_eq!(
+                core::str::from_utf8(b.bytes()).unwrap(),
+                std::format!("{n}")
+            );
         }
     }
 }

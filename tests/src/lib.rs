@@ -1,1 +1,11 @@
 //! Workspace-level interop, fault-matrix and soak tests against real MCP servers.
+//!
+//! The library holds what the tests share: [`servers`], real rmcp servers started in-process
+//! (also as the `verifi-test-server` binary), and [`hostile`], a byte-level scripted server
+//! for fault cases. The tests themselves live in `tests/`.
+
+pub mod hostile;
+pub mod servers;
+
+pub use hostile::{HostileServer, Request, Step};
+pub use servers::{Mode, ServerOptions, Stats, TestServer};
