@@ -74,7 +74,8 @@ async fn main(spawner: Spawner) -> ! {
     );
 
     let net_config = embassy_net::Config::dhcpv4(Default::default());
-    static RESOURCES: StaticCell<StackResources<4>> = StaticCell::new();
+    // The client's sockets, plus DHCP and DNS.
+    static RESOURCES: StaticCell<StackResources<{ crate::probe::SOCKETS + 2 }>> = StaticCell::new();
     let (stack, runner) = embassy_net::new(device, net_config, RESOURCES.init(StackResources::new()), seed);
     spawner.spawn(net_task(runner).expect("net task"));
 
@@ -82,7 +83,47 @@ async fn main(spawner: Spawner) -> ! {
     if let Some(c) = stack.config_v4() {
         defmt::info!("edge-probe: DHCP address {}", c.address);
     }
+    match crate::probe::run(stack, &PROBE).await {
+        Ok(good) => defmt::info!("edge-probe: done, {} probes answered", good),
+        Err(why) => defmt::error!("edge-probe: {}", why),
+    }
     loop {
-        embassy_time::Timer::after_secs(60).await;
+        embassy_time::Timer::after_secs(3600).await;
     }
 }
+
+/// The probe, fixed at build time: `EDGE_PROBE_PRIMARY`, `EDGE_PROBE_FALLBACK`,
+/// `EDGE_PROBE_COMMAND` and `EDGE_PROBE_TOKEN` (a bearer token, also redacted from all output).
+static PROBE: crate::probe::ProbeConfig = crate::probe::ProbeConfig {
+    slot: "kali",
+    primary: match option_env!("EDGE_PROBE_PRIMARY") {
+        Some(u) => u,
+        None => "http://mcp-tools.local:8080",
+    },
+    fallback: option_env!("EDGE_PROBE_FALLBACK"),
+    command: match option_env!("EDGE_PROBE_COMMAND") {
+        Some(c) => c,
+        None => "uname -a",
+    },
+    period_s: 60,
+    count: None,
+    run_id: "edge-probe",
+    headers: match AUTH {
+        Some(h) => core::slice::from_ref(h),
+        None => &[],
+    },
+    secrets: match TOKEN {
+        Some(t) => core::slice::from_ref(t),
+        None => &[],
+    },
+};
+
+const TOKEN_STR: Option<&str> = option_env!("EDGE_PROBE_TOKEN");
+static TOKEN: Option<&[u8]> = match TOKEN_STR {
+    Some(t) => Some(t.as_bytes()),
+    None => None,
+};
+static AUTH: Option<(&str, &str)> = match option_env!("EDGE_PROBE_AUTHORIZATION") {
+    Some(v) => Some(("authorization", v)),
+    None => None,
+};

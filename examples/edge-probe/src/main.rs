@@ -4,6 +4,7 @@
 
 #[cfg(target_os = "none")]
 mod board;
+mod probe;
 #[cfg(not(target_os = "none"))]
 mod host;
 
