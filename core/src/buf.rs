@@ -61,6 +61,21 @@ impl<T: Sink + ?Sized> Sink for &mut T {
     }
 }
 
+impl<T: Buf + ?Sized> Buf for &mut T {
+    fn bytes(&self) -> &[u8] {
+        (**self).bytes()
+    }
+    fn clear(&mut self) {
+        (**self).clear()
+    }
+    fn truncate(&mut self, len: usize) {
+        (**self).truncate(len)
+    }
+    fn limit(&self) -> usize {
+        (**self).limit()
+    }
+}
+
 /// A [`Buf`] over a borrowed slice: the edge's storage, and the tests'.
 pub struct SliceBuf<'a> {
     storage: &'a mut [u8],

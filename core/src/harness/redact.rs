@@ -1,1 +1,1034 @@
-//! `redact`: see the module contract (filled in by its own change).
+//! Redaction: which environment values are secrets of the run, and scrubbing them out of every
+//! text the harness sees (tool text, error, raw reply) before it is metered or returned.
+//!
+//! This module owns the *rule* ([`is_secret_var`]), the collection ([`collect_run_secrets`]),
+//! the one-shot [`redact`] and the streaming [`Redactor`] / [`RedactingSink`]. It does not read
+//! the environment (the host hands it the variables) and it never allocates.
+//!
+//! # Which variables are secrets
+//!
+//! A variable's name is split into tokens on `_` and `-`, compared ASCII case-insensitively.
+//! Its value is a secret when all of these hold:
+//!
+//! 1. **A token looks like a secret**: it is exactly one of `KEY`, `SECRET`, `SECRETS`, `TOKEN`,
+//!    `PASSWORD`, `PASSWD`, `PASS`, `PWD`, `PASSPHRASE`, `CREDENTIAL`, `CREDENTIALS`, `PRIVATE`,
+//!    `AUTH`, `APIKEY`, `COOKIE`; or it *ends* with one of the unambiguous words `PASSWORD`,
+//!    `PASSWD`, `PASSPHRASE`, `SECRET`, `TOKEN`, `APIKEY`, `CREDENTIALS` (so `PGPASSWORD` and
+//!    `GITHUBTOKEN` count, while `MONKEY`, `BYPASS` and `TOKENIZERS` do not).
+//! 2. **The name does not end in an identifier**: the last token is none of `ID`, `IDS`, `URL`,
+//!    `URI`, `ENDPOINT`, `HOST`, `HOSTNAME`, `PORT`, `ADDR`, `ADDRESS`, `DOMAIN`, `NAME`,
+//!    `USER`, `USERNAME`, `EMAIL`, `ACCOUNT`, `FILE`, `PATH`, `DIR`, `SOCK`, `SOCKET`,
+//!    `REGION`, `ARN`, `TYPE`, `MODE`, `METHOD`, `ALGORITHM`, `VERSION`, `ENABLED`,
+//!    `DISABLED`, `TIMEOUT`, `TTL`, `EXPIRY`, `LENGTH`, `SIZE`, `COUNT`, `LIMIT`, `SCOPE`,
+//!    `ISSUER`, `AUDIENCE`, `PROFILE`, `PROVIDER`, `FINGERPRINT` (so `AWS_ACCESS_KEY_ID`,
+//!    `KB_ENDPOINT_URL`, `KEY_ID`, `PASSWORD_FILE` and `SSH_AUTH_SOCK` are left alone).
+//! 3. **It is not public**: no token is `PUBLIC` or `PUBLISHABLE` (`SSH_PUBLIC_KEY`).
+//! 4. **It is not the shell's working directory**: the names `PWD` and `OLDPWD` hold paths.
+//! 5. **The value is real**: trimmed, it has at least 4 characters and is not a placeholder
+//!    (case-insensitive): `disabled`, `enabled`, `none`, `null`, `nil`, `undefined`, `unset`,
+//!    `false`, `true`, `yes`, `no`, `on`, `off`, `0`, `1`, `empty`, `changeme`, `password`,
+//!    `secret`, `token`, `placeholder`, `dummy`, `example`, `redacted`, `n/a`.
+//!
+//! `SESSION` is deliberately *not* a secret word: `XDG_SESSION_TYPE=wayland` or
+//! `XDG_SESSION_DESKTOP=ubuntu` would otherwise turn ordinary words of tool output into
+//! `[REDACTED]`. Real session secrets carry a secret word anyway (`SESSION_TOKEN`,
+//! `SESSION_SECRET`, `SESSION_KEY`, `SESSION_COOKIE`). The same reasoning keeps common words
+//! (`password`, `changeme`) out as values: redaction must never scrub evidence, and a default
+//! credential showing up in a tool's output *is* evidence.
+//!
+//! # How text is redacted
+//!
+//! Every byte covered by any occurrence of any secret is removed, and each maximal run of
+//! covered bytes becomes one `[REDACTED]`. This is at least as strong as replacing "longest
+//! first": overlapping or adjacent occurrences (`abcd` and `cdef` in `abcdef`) merge into one
+//! marker instead of leaving a tail behind. Secrets shorter than [`MIN_SECRET_LEN`] bytes are
+//! skipped, as the seed says; redaction is a last-chance scrub, not a design.
+//!
+//! The streaming [`Redactor`] holds back only `longest - 1` bytes between writes, so a secret
+//! split across any chunk boundary is still caught. Candidate positions are found with `memchr`
+//! on the secrets' first bytes; every input position is examined once.
+
+use crate::buf::{Overflow, Sink};
+use core::fmt;
+
+/// What replaces each maximal run of secret bytes.
+pub const MARKER: &str = "[REDACTED]";
+
+/// Secrets shorter than this many bytes are never redacted (the seed's rule).
+pub const MIN_SECRET_LEN: usize = 4;
+
+/// Bytes a [`Redactor`] made by [`Redactor::new`] can hold back between writes.
+///
+/// Secrets up to `DEFAULT_HOLD + 1` bytes (an RSA-4096 PEM key fits) are matched whole; longer
+/// ones are matched as consecutive pieces of that length, which still removes every byte of
+/// every whole occurrence (see [`Redactor::with_hold`]).
+pub const DEFAULT_HOLD: usize = 4096;
+
+const SECRET_WORDS: &[&str] = &[
+    "KEY",
+    "SECRET",
+    "SECRETS",
+    "TOKEN",
+    "PASSWORD",
+    "PASSWD",
+    "PASS",
+    "PWD",
+    "PASSPHRASE",
+    "CREDENTIAL",
+    "CREDENTIALS",
+    "PRIVATE",
+    "AUTH",
+    "APIKEY",
+    "COOKIE",
+];
+
+const SECRET_SUFFIXES: &[&str] = &[
+    "PASSWORD",
+    "PASSWD",
+    "PASSPHRASE",
+    "SECRET",
+    "TOKEN",
+    "APIKEY",
+    "CREDENTIALS",
+];
+
+const IDENTIFIER_SUFFIXES: &[&str] = &[
+    "ID",
+    "IDS",
+    "URL",
+    "URI",
+    "ENDPOINT",
+    "HOST",
+    "HOSTNAME",
+    "PORT",
+    "ADDR",
+    "ADDRESS",
+    "DOMAIN",
+    "NAME",
+    "USER",
+    "USERNAME",
+    "EMAIL",
+    "ACCOUNT",
+    "FILE",
+    "PATH",
+    "DIR",
+    "SOCK",
+    "SOCKET",
+    "REGION",
+    "ARN",
+    "TYPE",
+    "MODE",
+    "METHOD",
+    "ALGORITHM",
+    "VERSION",
+    "ENABLED",
+    "DISABLED",
+    "TIMEOUT",
+    "TTL",
+    "EXPIRY",
+    "LENGTH",
+    "SIZE",
+    "COUNT",
+    "LIMIT",
+    "SCOPE",
+    "ISSUER",
+    "AUDIENCE",
+    "PROFILE",
+    "PROVIDER",
+    "FINGERPRINT",
+];
+
+const PUBLIC_WORDS: &[&str] = &["PUBLIC", "PUBLISHABLE"];
+
+const PLACEHOLDERS: &[&str] = &[
+    "disabled",
+    "enabled",
+    "none",
+    "null",
+    "nil",
+    "undefined",
+    "unset",
+    "false",
+    "true",
+    "yes",
+    "no",
+    "on",
+    "off",
+    "0",
+    "1",
+    "empty",
+    "changeme",
+    "password",
+    "secret",
+    "token",
+    "placeholder",
+    "dummy",
+    "example",
+    "redacted",
+    "n/a",
+];
+
+fn tokens(name: &str) -> impl Iterator<Item = &str> {
+    name.split(['_', '-']).filter(|t| !t.is_empty())
+}
+
+fn in_list(token: &str, list: &[&str]) -> bool {
+    list.iter().any(|w| w.eq_ignore_ascii_case(token))
+}
+
+fn ends_with_ci(token: &str, suffix: &str) -> bool {
+    let (t, s) = (token.as_bytes(), suffix.as_bytes());
+    t.len() >= s.len()
+        && t.get(t.len() - s.len()..)
+            .is_some_and(|tail| tail.eq_ignore_ascii_case(s))
+}
+
+fn is_secret_token(token: &str) -> bool {
+    in_list(token, SECRET_WORDS) || SECRET_SUFFIXES.iter().any(|s| ends_with_ci(token, s))
+}
+
+/// True when the variable `name=value` holds a secret of the run, by the rule in the module
+/// docs: a secret-like name token, no identifier suffix, not public, and a real value of at
+/// least 4 characters that is not a placeholder.
+pub fn is_secret_var(name: &str, value: &str) -> bool {
+    if name.eq_ignore_ascii_case("PWD") || name.eq_ignore_ascii_case("OLDPWD") {
+        return false;
+    }
+    if !tokens(name).any(is_secret_token) {
+        return false;
+    }
+    if tokens(name).any(|t| in_list(t, PUBLIC_WORDS)) {
+        return false;
+    }
+    if tokens(name)
+        .last()
+        .is_some_and(|t| in_list(t, IDENTIFIER_SUFFIXES))
+    {
+        return false;
+    }
+    let v = value.trim();
+    if v.chars().count() < MIN_SECRET_LEN {
+        return false;
+    }
+    !in_list(v, PLACEHOLDERS)
+}
+
+/// The values among `(name, value)` pairs that are secrets of the run ([`is_secret_var`]).
+///
+/// An iterator adaptor, so the core allocates nothing: a host writes
+/// `collect_run_secrets(std::env::vars()).collect::<Vec<String>>()`. Values are yielded as
+/// given (not trimmed).
+pub fn collect_run_secrets<I, K, V>(vars: I) -> RunSecrets<I::IntoIter>
+where
+    I: IntoIterator<Item = (K, V)>,
+    K: AsRef<str>,
+    V: AsRef<str>,
+{
+    RunSecrets {
+        inner: vars.into_iter(),
+    }
+}
+
+/// Iterator returned by [`collect_run_secrets`]: yields each secret value.
+#[derive(Debug, Clone)]
+pub struct RunSecrets<I> {
+    inner: I,
+}
+
+impl<I, K, V> Iterator for RunSecrets<I>
+where
+    I: Iterator<Item = (K, V)>,
+    K: AsRef<str>,
+    V: AsRef<str>,
+{
+    type Item = V;
+    fn next(&mut self) -> Option<V> {
+        self.inner
+            .by_ref()
+            .find(|(k, v)| is_secret_var(k.as_ref(), v.as_ref()))
+            .map(|(_, v)| v)
+    }
+}
+
+/// Prints `[REDACTED]` in `Debug` and `Display`: wrap header values and session ids in it
+/// wherever a type holding them derives or implements `Debug`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct Redacted<'a>(pub &'a str);
+
+impl fmt::Debug for Redacted<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(MARKER)
+    }
+}
+
+impl fmt::Display for Redacted<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(MARKER)
+    }
+}
+
+/// The distinct first bytes of the patterns, searched with the fastest `memchr` that fits.
+#[derive(Clone)]
+struct FirstBytes {
+    few: [u8; 3],
+    count: usize,
+    table: [bool; 256],
+}
+
+impl FirstBytes {
+    fn new() -> Self {
+        FirstBytes {
+            few: [0; 3],
+            count: 0,
+            table: [false; 256],
+        }
+    }
+
+    fn add(&mut self, b: u8) {
+        if let Some(seen) = self.table.get_mut(usize::from(b))
+            && !*seen
+        {
+            *seen = true;
+            if let Some(slot) = self.few.get_mut(self.count) {
+                *slot = b;
+            }
+            self.count += 1;
+        }
+    }
+
+    /// The first index of `hay` holding a first byte.
+    fn find(&self, hay: &[u8]) -> Option<usize> {
+        let [a, b, c] = self.few;
+        match self.count {
+            0 => None,
+            1 => memchr::memchr(a, hay),
+            2 => memchr::memchr2(a, b, hay),
+            3 => memchr::memchr3(a, b, c, hay),
+            _ => hay
+                .iter()
+                .position(|&x| self.table.get(usize::from(x)).copied().unwrap_or(false)),
+        }
+    }
+}
+
+/// The text as two parts: held-back bytes then the new chunk.
+#[derive(Clone, Copy)]
+struct Split<'a> {
+    head: &'a [u8],
+    tail: &'a [u8],
+}
+
+impl<'a> Split<'a> {
+    fn len(&self) -> usize {
+        self.head.len() + self.tail.len()
+    }
+
+    fn byte(&self, i: usize) -> Option<u8> {
+        match i.checked_sub(self.head.len()) {
+            None => self.head.get(i).copied(),
+            Some(j) => self.tail.get(j).copied(),
+        }
+    }
+
+    /// True when `pat` occurs at `at`.
+    fn eq_at(&self, at: usize, pat: &[u8]) -> bool {
+        let end = at.saturating_add(pat.len());
+        if end > self.len() {
+            return false;
+        }
+        let h = self.head.len();
+        let in_head = self.head.get(at.min(h)..end.min(h)).unwrap_or(&[]);
+        let in_tail = self
+            .tail
+            .get(at.saturating_sub(h)..end.saturating_sub(h))
+            .unwrap_or(&[]);
+        match pat.split_at_checked(in_head.len()) {
+            Some((p1, p2)) => p1 == in_head && p2 == in_tail,
+            None => false,
+        }
+    }
+
+    /// Puts bytes `a..b` (possibly spanning both parts).
+    fn put(&self, a: usize, b: usize, out: &mut impl Sink) -> Result<(), Overflow> {
+        if a >= b {
+            return Ok(());
+        }
+        let h = self.head.len();
+        let p1 = self.head.get(a.min(h)..b.min(h)).unwrap_or(&[]);
+        let p2 = self
+            .tail
+            .get(a.saturating_sub(h)..b.saturating_sub(h))
+            .unwrap_or(&[]);
+        if !p1.is_empty() {
+            out.put(p1)?;
+        }
+        if !p2.is_empty() {
+            out.put(p2)?;
+        }
+        Ok(())
+    }
+
+    /// The next candidate position at or after `from`, below `limit`.
+    fn next_candidate(&self, firsts: &FirstBytes, from: usize, limit: usize) -> Option<usize> {
+        let h = self.head.len();
+        if from < h {
+            let part = self.head.get(from..limit.min(h)).unwrap_or(&[]);
+            if let Some(i) = firsts.find(part) {
+                return Some(from + i);
+            }
+        }
+        let start = from.max(h);
+        if start >= limit {
+            return None;
+        }
+        let part = self.tail.get(start - h..limit - h).unwrap_or(&[]);
+        firsts.find(part).map(|i| start + i)
+    }
+}
+
+/// The patterns of a secret set: each secret of at least [`MIN_SECRET_LEN`] bytes, and a secret
+/// longer than `piece` as consecutive `piece`-byte pieces (the last one aligned to its end).
+#[derive(Clone, Copy)]
+struct Patterns<'s, S> {
+    secrets: &'s [S],
+    piece: usize,
+}
+
+impl<'s, S: AsRef<[u8]>> Patterns<'s, S> {
+    fn for_each(&self, mut f: impl FnMut(&'s [u8])) {
+        for s in self.secrets {
+            let s = s.as_ref();
+            if s.len() < MIN_SECRET_LEN {
+                continue;
+            }
+            if s.len() <= self.piece {
+                f(s);
+                continue;
+            }
+            let mut i = 0;
+            while i < s.len() {
+                let start = i.min(s.len() - self.piece);
+                if let Some(p) = s.get(start..start + self.piece) {
+                    f(p);
+                }
+                i += self.piece;
+            }
+        }
+    }
+
+    /// The longest pattern occurring at `at`, 0 when none.
+    fn longest_at(&self, text: &Split<'_>, at: usize) -> usize {
+        #[cfg(test)]
+        tests::EXAMINED.with(|c| c.set(c.get() + 1));
+        // Patterns have at least MIN_SECRET_LEN bytes: compare the first two bytes and the
+        // last one before the whole pattern, which rejects most candidates cheaply.
+        let first = text.byte(at);
+        let second = text.byte(at + 1);
+        let mut best = 0;
+        self.for_each(|p| {
+            if p.len() > best
+                && p.first().copied() == first
+                && p.get(1).copied() == second
+                && p.last().copied() == text.byte(at + p.len() - 1)
+                && text.eq_at(at, p)
+            {
+                best = p.len();
+            }
+        });
+        best
+    }
+}
+
+/// The covered run reaching the end of what was decided so far.
+#[derive(Clone, Copy, Default)]
+struct Run {
+    /// A marker was written and covered bytes may still continue it.
+    open: bool,
+    /// End of the run, in the coordinates of the current text.
+    end: usize,
+}
+
+/// Decides positions `0..limit` of `text`: writes uncovered bytes and markers, leaves the run
+/// state for what follows. Matches may extend past `limit` (into bytes kept back).
+fn scan<S: AsRef<[u8]>>(
+    pats: &Patterns<'_, S>,
+    firsts: &FirstBytes,
+    text: &Split<'_>,
+    limit: usize,
+    run: &mut Run,
+    out: &mut impl Sink,
+) -> Result<(), Overflow> {
+    // All bytes before `pos` are written or known covered.
+    let mut pos = 0;
+    let mut from = 0;
+    while let Some(c) = text.next_candidate(firsts, from, limit) {
+        from = c + 1;
+        let m = pats.longest_at(text, c);
+        if m == 0 {
+            continue;
+        }
+        if run.open && c <= run.end {
+            run.end = run.end.max(c + m);
+            continue;
+        }
+        let uncovered_from = if run.open { run.end.max(pos) } else { pos };
+        text.put(uncovered_from, c, out)?;
+        out.put(MARKER.as_bytes())?;
+        *run = Run {
+            open: true,
+            end: c + m,
+        };
+        pos = c;
+    }
+    if run.open {
+        if run.end < limit {
+            text.put(run.end.max(pos), limit, out)?;
+            run.open = false;
+        }
+    } else {
+        text.put(pos, limit, out)?;
+    }
+    Ok(())
+}
+
+fn first_bytes<S: AsRef<[u8]>>(pats: &Patterns<'_, S>) -> (FirstBytes, usize) {
+    let mut firsts = FirstBytes::new();
+    let mut longest = 0;
+    pats.for_each(|p| {
+        if let Some(&b) = p.first() {
+            firsts.add(b);
+        }
+        longest = longest.max(p.len());
+    });
+    (firsts, longest)
+}
+
+/// Writes `text` to `out` with every secret removed (see the module docs for the exact rule).
+///
+/// One-shot; for text that arrives in pieces use [`Redactor`].
+pub fn redact<S: AsRef<[u8]>>(
+    text: &[u8],
+    secrets: &[S],
+    out: &mut impl Sink,
+) -> Result<(), Overflow> {
+    let pats = Patterns {
+        secrets,
+        piece: usize::MAX,
+    };
+    let (firsts, _) = first_bytes(&pats);
+    let whole = Split {
+        head: &[],
+        tail: text,
+    };
+    scan(
+        &pats,
+        &firsts,
+        &whole,
+        whole.len(),
+        &mut Run::default(),
+        out,
+    )
+}
+
+/// A streaming redactor: feed text in any chunking with [`write`](Self::write), then
+/// [`finish`](Self::finish); the output equals [`redact`] of the whole text.
+///
+/// It keeps back at most `longest secret - 1` bytes between writes (in its own `HOLD`-byte
+/// array, no allocation). After an [`Overflow`] from the output sink it is poisoned: every later
+/// call reports the same overflow, so a truncated text can never be stitched into one that
+/// leaks a secret.
+pub struct Redactor<'s, S, const HOLD: usize = DEFAULT_HOLD> {
+    pats: Patterns<'s, S>,
+    firsts: FirstBytes,
+    longest: usize,
+    hold: heapless::Vec<u8, HOLD>,
+    run: Run,
+    failed: Option<Overflow>,
+}
+
+impl<'s, S: AsRef<[u8]>> Redactor<'s, S, DEFAULT_HOLD> {
+    /// A redactor for `secrets` (those under [`MIN_SECRET_LEN`] bytes are ignored) with the
+    /// default hold-back capacity [`DEFAULT_HOLD`].
+    pub fn new(secrets: &'s [S]) -> Self {
+        Self::with_hold(secrets)
+    }
+}
+
+impl<'s, S: AsRef<[u8]>, const HOLD: usize> Redactor<'s, S, HOLD> {
+    /// A redactor keeping back at most `HOLD` bytes (pick a small `HOLD` on the edge).
+    ///
+    /// A secret longer than `HOLD + 1` bytes is matched as consecutive pieces of `HOLD + 1`
+    /// bytes: every byte of every whole occurrence is still removed, and a lone piece of such a
+    /// secret (itself `HOLD + 1` bytes of secret material) is removed too.
+    pub fn with_hold(secrets: &'s [S]) -> Self {
+        let pats = Patterns {
+            secrets,
+            piece: HOLD.saturating_add(1).max(MIN_SECRET_LEN),
+        };
+        let (firsts, longest) = first_bytes(&pats);
+        Redactor {
+            pats,
+            firsts,
+            longest,
+            hold: heapless::Vec::new(),
+            run: Run::default(),
+            failed: None,
+        }
+    }
+
+    /// Bytes currently held back (at most `longest secret - 1`).
+    pub fn held(&self) -> usize {
+        self.hold.len()
+    }
+
+    /// Forgets any held bytes and error, ready for the next text.
+    pub fn reset(&mut self) {
+        self.hold.clear();
+        self.run = Run::default();
+        self.failed = None;
+    }
+
+    /// Redacts the next `chunk` of text into `out`, keeping back only what a secret split at
+    /// the end of `chunk` needs.
+    pub fn write(&mut self, chunk: &[u8], out: &mut impl Sink) -> Result<(), Overflow> {
+        if let Some(e) = self.failed {
+            return Err(e);
+        }
+        let r = self.step(chunk, out, false);
+        if let Err(e) = r {
+            self.failed = Some(e);
+        }
+        r
+    }
+
+    /// Ends the text: writes what was held back, redacted.
+    pub fn finish(&mut self, out: &mut impl Sink) -> Result<(), Overflow> {
+        if let Some(e) = self.failed {
+            return Err(e);
+        }
+        let r = self.step(&[], out, true);
+        match r {
+            Ok(()) => self.reset(),
+            Err(e) => self.failed = Some(e),
+        }
+        r
+    }
+
+    /// Wraps `out` so that everything put into the wrapper is redacted on its way to `out`
+    /// (e.g. for `content::flatten`). Call [`RedactingSink::finish`] at the end.
+    pub fn sink<O: Sink>(&mut self, out: O) -> RedactingSink<'_, 's, S, O, HOLD> {
+        RedactingSink {
+            redactor: self,
+            out,
+        }
+    }
+
+    fn step(&mut self, chunk: &[u8], out: &mut impl Sink, end: bool) -> Result<(), Overflow> {
+        let text = Split {
+            head: &self.hold,
+            tail: chunk,
+        };
+        let total = text.len();
+        let keep = if end {
+            0
+        } else {
+            self.longest.saturating_sub(1).min(total)
+        };
+        let limit = total - keep;
+        scan(&self.pats, &self.firsts, &text, limit, &mut self.run, out)?;
+        self.run.end = self.run.end.saturating_sub(limit);
+        // Keep bytes limit..total: the tail of the hold (moved to its front), then of the chunk.
+        let h = self.hold.len();
+        let chunk_from = limit.saturating_sub(h);
+        if limit >= h {
+            self.hold.clear();
+        } else if limit > 0 {
+            self.hold.copy_within(limit..h, 0);
+            self.hold.truncate(h - limit);
+        }
+        self.hold
+            .extend_from_slice(chunk.get(chunk_from..).unwrap_or(&[]))
+            .map_err(|_| Overflow {
+                limit: HOLD,
+                needed: keep,
+            })?;
+        Ok(())
+    }
+}
+
+/// A [`Sink`] that redacts everything put into it on the way to the wrapped sink.
+pub struct RedactingSink<'r, 's, S, O, const HOLD: usize = DEFAULT_HOLD> {
+    redactor: &'r mut Redactor<'s, S, HOLD>,
+    out: O,
+}
+
+impl<S: AsRef<[u8]>, O: Sink, const HOLD: usize> RedactingSink<'_, '_, S, O, HOLD> {
+    /// Flushes the held-back bytes (redacted) and gives the wrapped sink back.
+    pub fn finish(mut self) -> Result<O, Overflow> {
+        self.redactor.finish(&mut self.out)?;
+        Ok(self.out)
+    }
+}
+
+impl<S: AsRef<[u8]>, O: Sink, const HOLD: usize> Sink for RedactingSink<'_, '_, S, O, HOLD> {
+    fn put(&mut self, bytes: &[u8]) -> Result<(), Overflow> {
+        self.redactor.write(bytes, &mut self.out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::buf::{Buf, SliceBuf};
+    use proptest::prelude::*;
+    use std::string::String;
+    use std::vec::Vec;
+
+    /// An uncapped sink for tests.
+    #[derive(Default)]
+    struct Out(Vec<u8>);
+    impl Sink for Out {
+        fn put(&mut self, bytes: &[u8]) -> Result<(), Overflow> {
+            self.0.extend_from_slice(bytes);
+            Ok(())
+        }
+    }
+
+    fn once(text: &str, secrets: &[&str]) -> String {
+        let mut out = Out::default();
+        redact(text.as_bytes(), secrets, &mut out).unwrap();
+        String::from_utf8(out.0).unwrap()
+    }
+
+    /// The reference: mark covered bytes, then collapse runs.
+    fn reference(text: &[u8], secrets: &[Vec<u8>]) -> Vec<u8> {
+        let mut covered = std::vec![false; text.len()];
+        for s in secrets.iter().filter(|s| s.len() >= MIN_SECRET_LEN) {
+            for i in 0..text.len() {
+                if text[i..].starts_with(s) {
+                    for c in &mut covered[i..i + s.len()] {
+                        *c = true;
+                    }
+                }
+            }
+        }
+        let mut out = Vec::new();
+        for i in 0..text.len() {
+            if !covered[i] {
+                out.push(text[i]);
+            } else if i == 0 || !covered[i - 1] {
+                out.extend_from_slice(MARKER.as_bytes());
+            }
+        }
+        out
+    }
+
+    fn streamed<const H: usize>(text: &[u8], secrets: &[Vec<u8>], cuts: &[usize]) -> Vec<u8> {
+        let mut r: Redactor<'_, Vec<u8>, H> = Redactor::with_hold(secrets);
+        let mut out = Out::default();
+        let mut at = 0;
+        for &c in cuts {
+            let c = c.min(text.len()).max(at);
+            r.write(&text[at..c], &mut out).unwrap();
+            at = c;
+        }
+        r.write(&text[at..], &mut out).unwrap();
+        r.finish(&mut out).unwrap();
+        out.0
+    }
+
+    #[test]
+    fn seed_cases_exactly_as_written() {
+        let env = [
+            ("MY_API_KEY", "sk-live-9f8e7d6c5b4a"),
+            ("DB_PASSWORD", "hunter2-correct-horse"),
+            ("AWS_ACCESS_KEY_ID", "AKIAIOSFODNN7EXAMPLE"),
+            ("KB_ENDPOINT_URL", "https://kb.internal.example/api"),
+            ("SHORT_TOKEN", "abc"),
+            ("NVIDIA_API_KEY", "disabled"),
+        ];
+        let got: Vec<&str> = collect_run_secrets(env).collect();
+        assert_eq!(got, ["sk-live-9f8e7d6c5b4a", "hunter2-correct-horse"]);
+    }
+
+    #[test]
+    fn real_environment_cases() {
+        let collected = [
+            ("GITHUB_TOKEN", "ghp_abcdefghijklmnop"),
+            ("OPENAI_API_KEY", "sk-proj-abcdef123456"),
+            ("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI/K7MDENG"),
+            ("PGPASSWORD", "pg-secret-value"),
+            ("SSH_PRIVATE_KEY", "-----BEGIN OPENSSH PRIVATE KEY-----"),
+            ("SESSION_TOKEN", "st-1234567890"),
+            ("github-token", "lowercase-dashes"),
+            ("AWS_SESSION_TOKEN", "FwoGZXIvYXdzEBAaDH"),
+            ("DOCKER_AUTH_CONFIG", "{\"auths\":{}}"),
+            ("SLACK_WEBHOOK_SECRET", "whsec_abcdef"),
+        ];
+        for (k, v) in collected {
+            assert!(is_secret_var(k, v), "{k} should be collected");
+        }
+        let left = [
+            ("PATH", "/usr/local/bin:/usr/bin"),
+            ("HOME", "/root"),
+            ("TOKENIZERS_PARALLELISM", "false"),
+            ("KEY_ID", "key-1234567"),
+            ("PASSWORD_FILE", "/run/secrets/db"),
+            ("PWD", "/work/wt/harness"),
+            ("OLDPWD", "/work"),
+            ("SSH_AUTH_SOCK", "/tmp/ssh-XXXX/agent.1"),
+            ("SSH_PUBLIC_KEY", "ssh-ed25519 AAAAC3Nz"),
+            ("XDG_SESSION_DESKTOP", "ubuntu"),
+            ("MONKEY", "banana-bread"),
+            ("DB_PASSWORD", "  NULL  "),
+            ("DB_PASSWORD", "changeme"),
+            ("API_TOKEN", ""),
+            ("GIT_ASKPASS", "/usr/lib/git-core/git-gui--askpass"),
+            ("KEYBOARD_LAYOUT", "us-intl"),
+            ("SSH_PRIVATE_KEY_PATH", "/root/.ssh/id_ed25519"),
+            ("AUTH_TOKEN_URL", "https://auth.example/token"),
+            ("LANG", "C.UTF-8"),
+        ];
+        for (k, v) in left {
+            assert!(!is_secret_var(k, v), "{k}={v} should be left alone");
+        }
+        let mut all: Vec<(&str, &str)> = collected.to_vec();
+        all.extend(left);
+        assert_eq!(collect_run_secrets(all).count(), collected.len());
+    }
+
+    #[test]
+    fn collects_owned_strings() {
+        let env: Vec<(String, String)> = std::vec![
+            ("A_SECRET".into(), "s3cr3t-value".into()),
+            ("LANG".into(), "C.UTF-8".into()),
+        ];
+        let got: Vec<String> = collect_run_secrets(env).collect();
+        assert_eq!(got, ["s3cr3t-value"]);
+    }
+
+    #[test]
+    fn ordinary_words_in_output_stay() {
+        let env = [
+            ("XDG_SESSION_TYPE", "wayland"),
+            ("NVIDIA_API_KEY", "disabled"),
+            ("DB_PASSWORD", "password"),
+            ("USER", "root"),
+        ];
+        let secrets: Vec<&str> = collect_run_secrets(env).collect();
+        let text = "22/tcp open ssh root login: password disabled on wayland";
+        assert_eq!(once(text, &secrets), text);
+    }
+
+    #[test]
+    fn replaces_and_merges() {
+        assert_eq!(once("x=hunter22;", &["hunter22"]), "x=[REDACTED];");
+        assert_eq!(once("hunter22hunter22", &["hunter22"]), "[REDACTED]");
+        assert_eq!(once("abcdef!", &["abcd", "cdef"]), "[REDACTED]!");
+        assert_eq!(once("abcdXabcd", &["abcd"]), "[REDACTED]X[REDACTED]");
+        assert_eq!(once("key abc here", &["abc"]), "key abc here");
+        assert_eq!(once("", &["abcd"]), "");
+        assert_eq!(once("abcd", &[] as &[&str]), "abcd");
+        // Longest first: the shorter secret inside a longer one leaves no tail.
+        assert_eq!(
+            once("tok-ABCDEFGH.", &["ABCD", "ABCDEFGH"]),
+            "tok-[REDACTED]."
+        );
+    }
+
+    #[test]
+    fn split_across_every_boundary() {
+        let secrets = [b"s3cr3t-v4lue".to_vec(), b"zz99".to_vec()];
+        let text = b"before s3cr3t-v4lue mid zz99zz99 after s3cr3t-v4l";
+        let want = reference(text, &secrets);
+        for i in 0..=text.len() {
+            for j in i..=text.len() {
+                assert_eq!(
+                    streamed::<64>(text, &secrets, &[i, j]),
+                    want,
+                    "cuts {i},{j}"
+                );
+            }
+        }
+        // Byte by byte.
+        let cuts: Vec<usize> = (0..text.len()).collect();
+        assert_eq!(streamed::<64>(text, &secrets, &cuts), want);
+    }
+
+    #[test]
+    fn holds_back_only_longest_minus_one() {
+        let secrets = ["0123456789"];
+        let mut r = Redactor::new(&secrets);
+        let mut out = Out::default();
+        r.write(b"hello world, a long line of text", &mut out)
+            .unwrap();
+        assert_eq!(r.held(), 9);
+        r.finish(&mut out).unwrap();
+        assert_eq!(r.held(), 0);
+        assert_eq!(out.0, b"hello world, a long line of text");
+    }
+
+    #[test]
+    fn oversized_secret_is_matched_in_pieces() {
+        let secret = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ".to_vec(); // 26 > HOLD + 1 = 9
+        let secrets = [secret.clone()];
+        let mut text = b"pre ".to_vec();
+        text.extend_from_slice(&secret);
+        text.extend_from_slice(b" post");
+        for cut in 0..=text.len() {
+            let got = streamed::<8>(&text, &secrets, &[cut]);
+            assert_eq!(got, b"pre [REDACTED] post", "cut {cut}");
+        }
+        let cuts: Vec<usize> = (0..text.len()).collect();
+        assert_eq!(
+            streamed::<8>(&text, &secrets, &cuts),
+            b"pre [REDACTED] post"
+        );
+    }
+
+    #[test]
+    fn redacting_sink_writes_through() {
+        let secrets = ["tok_ABCDEFGH"];
+        let mut r = Redactor::new(&secrets);
+        let mut storage = [0u8; 64];
+        let mut buf = SliceBuf::new(&mut storage);
+        {
+            let mut s = r.sink(&mut buf);
+            s.put(b"auth: tok_AB").unwrap();
+            s.put(b"CDEFGH done").unwrap();
+            s.finish().unwrap();
+        }
+        assert_eq!(buf.bytes(), b"auth: [REDACTED] done");
+    }
+
+    #[test]
+    fn overflow_poisons() {
+        let secrets = ["abcd"];
+        let mut r = Redactor::new(&secrets);
+        let mut storage = [0u8; 4];
+        let mut buf = SliceBuf::new(&mut storage);
+        assert!(r.write(b"0123456789", &mut buf).is_err());
+        assert!(r.write(b"x", &mut buf).is_err());
+        assert!(r.finish(&mut buf).is_err());
+        r.reset();
+        let mut out = Out::default();
+        r.write(b"ok", &mut out).unwrap();
+        r.finish(&mut out).unwrap();
+        assert_eq!(out.0, b"ok");
+    }
+
+    #[test]
+    fn redacted_debug_and_display() {
+        let v = Redacted("Bearer abc.def");
+        assert_eq!(std::format!("{v:?} {v}"), "[REDACTED] [REDACTED]");
+    }
+
+    #[test]
+    fn many_first_bytes_use_the_table() {
+        let secrets = ["aaaa1", "bbbb2", "cccc3", "dddd4", "eeee5"];
+        assert_eq!(
+            once("x aaaa1 bbbb2 cccc3 dddd4 eeee5 y", &secrets),
+            "x [REDACTED] [REDACTED] [REDACTED] [REDACTED] [REDACTED] y"
+        );
+    }
+
+    std::thread_local! {
+        pub(super) static EXAMINED: core::cell::Cell<usize> = const { core::cell::Cell::new(0) };
+    }
+
+    #[test]
+    fn every_position_is_examined_once() {
+        // Every byte is a candidate (first byte of the secret); fed byte by byte, each position
+        // must still be matched exactly once, not once per write.
+        let secrets = [b"aaaaaaab".to_vec()];
+        let text = std::vec![b'a'; 5_000];
+        EXAMINED.with(|c| c.set(0));
+        let cuts: Vec<usize> = (0..text.len()).collect();
+        assert_eq!(streamed::<16>(&text, &secrets, &cuts), text);
+        assert_eq!(EXAMINED.with(|c| c.get()), text.len());
+        // No first byte occurs: memchr skips everything, nothing is examined.
+        EXAMINED.with(|c| c.set(0));
+        let plain = "b".repeat(100_000);
+        assert_eq!(once(&plain, &["zzzzzz", "yyyyyy"]), plain);
+        assert_eq!(EXAMINED.with(|c| c.get()), 0);
+    }
+
+    // Alphabet disjoint from the marker's characters `[REDACT]`.
+    fn text_strategy() -> impl Strategy<Value = Vec<u8>> {
+        proptest::collection::vec(proptest::sample::select(b"abcxyz01 \n".to_vec()), 0..200)
+    }
+    fn secret_strategy() -> impl Strategy<Value = Vec<Vec<u8>>> {
+        proptest::collection::vec(
+            proptest::collection::vec(proptest::sample::select(b"abcxyz01".to_vec()), 1..9),
+            0..5,
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4000))]
+
+        #[test]
+        fn streaming_equals_reference(
+            text in text_strategy(),
+            secrets in secret_strategy(),
+            cuts in proptest::collection::vec(0usize..200, 0..8),
+        ) {
+            // Plant secrets so matches are common.
+            let mut text = text;
+            for (i, s) in secrets.iter().enumerate() {
+                let at = (i * 37) % (text.len() + 1);
+                text.splice(at..at, s.iter().copied());
+            }
+            let mut cuts = cuts;
+            cuts.sort_unstable();
+            let want = reference(&text, &secrets);
+            let mut whole = Out::default();
+            redact(&text, &secrets, &mut whole).unwrap();
+            prop_assert_eq!(&whole.0, &want);
+            let got = streamed::<16>(&text, &secrets, &cuts);
+            prop_assert_eq!(&got, &want);
+            for s in secrets.iter().filter(|s| s.len() >= MIN_SECRET_LEN) {
+                prop_assert!(!got.windows(s.len()).any(|w| w == s.as_slice()));
+            }
+        }
+
+        #[test]
+        fn text_without_secrets_is_unchanged(
+            text in proptest::collection::vec(proptest::sample::select(b"abc \n".to_vec()), 0..300),
+            secrets in proptest::collection::vec(
+                proptest::collection::vec(proptest::sample::select(b"xyz01".to_vec()), 4..9), 0..4),
+            cuts in proptest::collection::vec(0usize..300, 0..8),
+        ) {
+            let mut cuts = cuts;
+            cuts.sort_unstable();
+            prop_assert_eq!(streamed::<16>(&text, &secrets, &cuts), text);
+        }
+
+        #[test]
+        fn oversized_secrets_never_survive(
+            text in text_strategy(),
+            secrets in proptest::collection::vec(
+                proptest::collection::vec(proptest::sample::select(b"abcxyz01".to_vec()), 4..14), 1..4),
+            cuts in proptest::collection::vec(0usize..250, 0..8),
+        ) {
+            // HOLD = 4: every secret over 5 bytes is matched in pieces.
+            let mut text = text;
+            for (i, s) in secrets.iter().enumerate() {
+                let at = (i * 53) % (text.len() + 1);
+                text.splice(at..at, s.iter().copied());
+            }
+            let mut cuts = cuts;
+            cuts.sort_unstable();
+            let got = streamed::<4>(&text, &secrets, &cuts);
+            for s in &secrets {
+                prop_assert!(!got.windows(s.len()).any(|w| w == s.as_slice()));
+            }
+        }
+
+        #[test]
+        fn byte_by_byte_equals_reference(text in text_strategy(), secrets in secret_strategy()) {
+            let cuts: Vec<usize> = (0..text.len()).collect();
+            prop_assert_eq!(streamed::<16>(&text, &secrets, &cuts), reference(&text, &secrets));
+        }
+    }
+}

@@ -1,1 +1,279 @@
-//! `content`: see the module contract (filled in by its own change).
+//! Flattening a `tools/call` result into the one text a harness sees, as the seed SDK does.
+//!
+//! Owns: the rule `text` block → its text, any other block → its `JSON.stringify` (compact
+//! JSON), blocks joined with `\n`; `isError`; the `structuredContent` fallback.
+//! Does not own: redaction or metering (the [`Sink`] given here is usually the redactor's
+//! input), nor finding the result in a reply (`wire::jsonrpc`).
+
+use core::fmt;
+
+use crate::buf::{Overflow, Sink};
+use crate::wire::json::{Kind, Value};
+
+/// What [`flatten`] found besides the text it wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Flattened {
+    /// `isError: true` was set: the tool itself reported a failure.
+    pub is_error: bool,
+    /// Blocks written: the length of `content`, or 1 for the `structuredContent` fallback,
+    /// or 0 when the result had neither.
+    pub blocks: usize,
+}
+
+/// Why a result could not be flattened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum ContentError {
+    /// The text did not fit the output buffer.
+    Overflow(Overflow),
+    /// `result.content` is present but not an array (nor `null`).
+    ContentNotArray,
+    /// The `tools/call` result is not a JSON object.
+    ResultNotObject,
+}
+
+impl From<Overflow> for ContentError {
+    fn from(o: Overflow) -> Self {
+        ContentError::Overflow(o)
+    }
+}
+
+impl fmt::Display for ContentError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ContentError::Overflow(o) => write!(f, "tool result text too large: {o}"),
+            ContentError::ContentNotArray => {
+                f.write_str("tools/call result \"content\" is not an array")
+            }
+            ContentError::ResultNotObject => f.write_str("tools/call result is not a JSON object"),
+        }
+    }
+}
+
+impl core::error::Error for ContentError {}
+
+/// result.content: text blocks give their unescaped text, any other block its compact JSON,
+/// joined with "\n"; `isError: true` sets is_error. No content but `structuredContent` => its
+/// compact JSON. Writes into `out` (the redactor sits behind it).
+///
+/// Details: a block counts as text when it is an object whose `type` is `"text"` and whose
+/// `text` is a string; anything else (including a malformed text block) is written as compact
+/// JSON, which is exactly `JSON.stringify` of it except that numbers keep their source form
+/// (see [`Value::write_compact`]). `content: null` is treated as absent. On overflow, `out`
+/// may hold a prefix of the text.
+pub fn flatten(result: Value<'_>, out: &mut impl Sink) -> Result<Flattened, ContentError> {
+    if result.kind() != Kind::Object {
+        return Err(ContentError::ResultNotObject);
+    }
+    let is_error = result.get("isError").and_then(|v| v.as_bool()) == Some(true);
+    let content = result.get("content").filter(|c| !c.is_null());
+    let mut blocks = 0usize;
+    match content {
+        Some(c) if c.kind() == Kind::Array => {
+            for block in c.elements() {
+                if blocks > 0 {
+                    out.put(b"\n")?;
+                }
+                blocks += 1;
+                let text = block
+                    .get("type")
+                    .and_then(|t| t.as_str())
+                    .filter(|t| t.eq_str("text"))
+                    .and_then(|_| block.get("text"))
+                    .and_then(|t| t.as_str());
+                match text {
+                    Some(t) => t.unescape_into(out)?,
+                    None => block.write_compact(out)?,
+                }
+            }
+        }
+        Some(_) => return Err(ContentError::ContentNotArray),
+        None => {
+            if let Some(s) = result.get("structuredContent") {
+                s.write_compact(out)?;
+                blocks = 1;
+            }
+        }
+    }
+    Ok(Flattened { is_error, blocks })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::string::String;
+
+    use super::*;
+    use crate::buf::{Buf, SliceBuf};
+    use crate::wire::json::JsonLimits;
+    use crate::wire::jsonrpc::{Found, Outcome, find_response};
+
+    const IMAGE: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+
+    fn run(src: &[u8]) -> (Result<Flattened, ContentError>, String) {
+        let v = Value::parse(src, JsonLimits::default()).unwrap();
+        let mut storage = [0u8; 4096];
+        let mut b = SliceBuf::new(&mut storage);
+        let r = flatten(v, &mut b);
+        (r, String::from_utf8(b.bytes().to_vec()).unwrap())
+    }
+
+    fn result_of(reply: &[u8], id: u64) -> Value<'_> {
+        let v = Value::parse(reply, JsonLimits::default()).unwrap();
+        match find_response(v, id).unwrap() {
+            Found::Match(Outcome::Result(r)) => r,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn mixed_text_and_image_from_each_sdk() {
+        let ts = std::format!(
+            "here is an image\n{{\"type\":\"image\",\"data\":\"{IMAGE}\",\"mimeType\":\"image/png\"}}"
+        );
+        // Python orders the block's members differently; JSON.stringify keeps source order.
+        let py = std::format!(
+            "here is an image\n{{\"data\":\"{IMAGE}\",\"mimeType\":\"image/png\",\"type\":\"image\"}}"
+        );
+        for (reply, want) in [
+            (
+                &include_bytes!("../../tests/data/ts-call-mixed.json")[..],
+                &ts,
+            ),
+            (include_bytes!("../../tests/data/py-call-mixed.json"), &py),
+            (include_bytes!("../../tests/data/rmcp-call-mixed.json"), &ts),
+        ] {
+            let r = result_of(reply, 6);
+            let mut storage = [0u8; 4096];
+            let mut b = SliceBuf::new(&mut storage);
+            let f = flatten(r, &mut b).unwrap();
+            assert_eq!(
+                f,
+                Flattened {
+                    is_error: false,
+                    blocks: 2
+                }
+            );
+            assert_eq!(core::str::from_utf8(b.bytes()).unwrap(), want.as_str());
+        }
+    }
+
+    #[test]
+    fn is_error_from_each_sdk() {
+        for reply in [
+            &include_bytes!("../../tests/data/ts-call-fail.json")[..],
+            include_bytes!("../../tests/data/py-call-fail.json"),
+            include_bytes!("../../tests/data/rmcp-call-fail.json"),
+        ] {
+            let r = result_of(reply, 5);
+            let mut storage = [0u8; 64];
+            let mut b = SliceBuf::new(&mut storage);
+            let f = flatten(r, &mut b).unwrap();
+            assert!(f.is_error);
+            assert_eq!(b.bytes(), b"boom");
+        }
+    }
+
+    #[test]
+    fn non_text_blocks_print_as_json_stringify() {
+        // Whitespace dropped, escapes canonical, key order and numbers as sent.
+        let (r, text) = run(br#"{"content":[
+            {"type":"text","text":"$ ls\n(exit 0)\n\u00e9\ud83d\ude00"},
+            { "type" : "resource" , "resource" : { "uri" : "file:\/\/a b" , "text" : "x\u0001\"" } },
+            {"type":"text","text":5},
+            {"type":"audio","n":[1.5e3, -0, true, null]},
+            "odd"
+        ],"isError":false}"#);
+        assert_eq!(
+            r.unwrap(),
+            Flattened {
+                is_error: false,
+                blocks: 5
+            }
+        );
+        assert_eq!(
+            text,
+            "$ ls\n(exit 0)\né😀\n\
+             {\"type\":\"resource\",\"resource\":{\"uri\":\"file://a b\",\"text\":\"x\\u0001\\\"\"}}\n\
+             {\"type\":\"text\",\"text\":5}\n\
+             {\"type\":\"audio\",\"n\":[1.5e3,-0,true,null]}\n\
+             \"odd\""
+        );
+    }
+
+    #[test]
+    fn structured_content_fallback_and_empty() {
+        let (r, text) = run(br#"{"structuredContent": { "a" : [1, "b"] }, "isError": true}"#);
+        assert_eq!(
+            r.unwrap(),
+            Flattened {
+                is_error: true,
+                blocks: 1
+            }
+        );
+        assert_eq!(text, r#"{"a":[1,"b"]}"#);
+        // content wins over structuredContent.
+        let (_, text) = run(br#"{"content":[{"type":"text","text":"t"}],"structuredContent":{}}"#);
+        assert_eq!(text, "t");
+        let (r, text) = run(br#"{"content":null}"#);
+        assert_eq!(r.unwrap().blocks, 0);
+        assert_eq!(text, "");
+        let (r, text) = run(br#"{"content":[]}"#);
+        assert_eq!(r.unwrap().blocks, 0);
+        assert_eq!(text, "");
+        // isError must be the boolean true.
+        assert!(
+            !run(br#"{"content":[],"isError":"true"}"#)
+                .0
+                .unwrap()
+                .is_error
+        );
+    }
+
+    #[test]
+    fn malformed_results_are_typed_errors() {
+        assert_eq!(
+            run(br#"{"content":{"type":"text"}}"#).0,
+            Err(ContentError::ContentNotArray)
+        );
+        assert_eq!(
+            run(br#"{"content":"text"}"#).0,
+            Err(ContentError::ContentNotArray)
+        );
+        assert_eq!(run(b"[1]").0, Err(ContentError::ResultNotObject));
+        assert_eq!(
+            std::format!("{}", ContentError::ContentNotArray),
+            "tools/call result \"content\" is not an array"
+        );
+    }
+
+    #[test]
+    fn overflow_is_a_typed_error_at_every_cap() {
+        let src = br#"{"content":[{"type":"text","text":"hello\nworld"},{"type":"image","data":"AAAA"}]}"#;
+        let v = Value::parse(src, JsonLimits::default()).unwrap();
+        let full = "hello\nworld\n{\"type\":\"image\",\"data\":\"AAAA\"}";
+        for cap in 0..full.len() {
+            let mut storage = std::vec![0u8; cap];
+            let mut b = SliceBuf::new(&mut storage);
+            match flatten(v, &mut b) {
+                Err(ContentError::Overflow(o)) => {
+                    assert_eq!(o.limit, cap);
+                    assert!(full.as_bytes().starts_with(b.bytes()));
+                }
+                other => panic!("cap {cap}: {other:?}"),
+            }
+        }
+        let mut storage = std::vec![0u8; full.len()];
+        let mut b = SliceBuf::new(&mut storage);
+        assert_eq!(flatten(v, &mut b).unwrap().blocks, 2);
+        assert_eq!(b.bytes(), full.as_bytes());
+        let shown = std::format!(
+            "{}",
+            ContentError::Overflow(Overflow {
+                limit: 4,
+                needed: 9
+            })
+        );
+        assert!(shown.contains("cap of 4"), "{shown}");
+    }
+}

@@ -1,1 +1,363 @@
-//! `endpoint`: see the module contract (filled in by its own change).
+//! `endpoint`: parsing a server address `http(s)://host[:port][/path][?query]`.
+//!
+//! Owns: checking the URL once, up front (scheme, host, port, no userinfo, no fragment, no bytes
+//! that could break a request line), and writing the request target and the `host` header.
+//! Does not own: name resolution, connecting, TLS, or percent-decoding (paths are sent as given).
+
+use core::fmt;
+
+use crate::buf::{Overflow, Sink, put_u64};
+
+/// The URL scheme: plain TCP or TLS.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Scheme {
+    /// `http://`, default port 80.
+    Http,
+    /// `https://`, default port 443.
+    Https,
+}
+
+impl Scheme {
+    /// The port used when the URL names none.
+    pub fn default_port(self) -> u16 {
+        match self {
+            Scheme::Http => 80,
+            Scheme::Https => 443,
+        }
+    }
+}
+
+/// Why a URL was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum EndpointError {
+    /// No `scheme://` prefix.
+    MissingScheme,
+    /// A scheme other than `http` or `https`.
+    UnsupportedScheme,
+    /// Nothing between `://` and the path.
+    EmptyHost,
+    /// A port that is empty, not decimal, 0 or above 65535.
+    BadPort,
+    /// A host with characters a host name or IP literal cannot hold.
+    BadHost,
+    /// `user@host`: credentials belong in headers, not in the URL.
+    Userinfo,
+    /// `#fragment`: a fragment is never sent, so it is refused rather than dropped.
+    Fragment,
+    /// A path or query with spaces, control or non-ASCII characters.
+    BadPath,
+}
+
+impl fmt::Display for EndpointError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            EndpointError::MissingScheme => {
+                "endpoint URL has no scheme; write it as http://host[:port]/path"
+            }
+            EndpointError::UnsupportedScheme => {
+                "endpoint URL scheme is not supported; use http:// or https://"
+            }
+            EndpointError::EmptyHost => "endpoint URL has an empty host",
+            EndpointError::BadPort => "endpoint URL port must be a decimal number in 1..=65535",
+            EndpointError::BadHost => {
+                "endpoint URL host has characters a host name or IP address cannot hold"
+            }
+            EndpointError::Userinfo => {
+                "endpoint URL carries user@ credentials; put credentials in headers instead"
+            }
+            EndpointError::Fragment => "endpoint URL has a #fragment; remove it",
+            EndpointError::BadPath => {
+                "endpoint URL path or query has spaces, control or non-ASCII characters"
+            }
+        })
+    }
+}
+
+impl core::error::Error for EndpointError {}
+
+/// A checked server address. Borrowed from the string it was parsed from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Endpoint<'a> {
+    scheme: Scheme,
+    host: &'a str,
+    ipv6: bool,
+    port: u16,
+    path: &'a str,
+    query: Option<&'a str>,
+    append_mcp: bool,
+}
+
+impl<'a> Endpoint<'a> {
+    /// A manifest endpoint: `http(s)://host[:port][/base][?query]`; the MCP URL is base + "/mcp"
+    /// (no doubled slash: "http://h/" and "http://h" give "/mcp"; "http://h/api/" gives "/api/mcp").
+    pub fn parse_base(s: &'a str) -> Result<Self, EndpointError> {
+        Self::parse(s, true)
+    }
+
+    /// An exact MCP URL, used as given (servers mounted elsewhere); an empty path is `/`.
+    pub fn parse_exact(s: &'a str) -> Result<Self, EndpointError> {
+        Self::parse(s, false)
+    }
+
+    fn parse(s: &'a str, append_mcp: bool) -> Result<Self, EndpointError> {
+        let (scheme_str, rest) = s.split_once("://").ok_or(EndpointError::MissingScheme)?;
+        if scheme_str.is_empty() {
+            return Err(EndpointError::MissingScheme);
+        }
+        let scheme = if scheme_str.eq_ignore_ascii_case("http") {
+            Scheme::Http
+        } else if scheme_str.eq_ignore_ascii_case("https") {
+            Scheme::Https
+        } else {
+            return Err(EndpointError::UnsupportedScheme);
+        };
+        if rest.contains('#') {
+            return Err(EndpointError::Fragment);
+        }
+        let auth_end = rest.find(['/', '?']).unwrap_or(rest.len());
+        let (authority, tail) = rest.split_at_checked(auth_end).unwrap_or((rest, ""));
+        if authority.contains('@') {
+            return Err(EndpointError::Userinfo);
+        }
+        let (path, query) = match tail.split_once('?') {
+            Some((p, q)) => (p, Some(q)),
+            None => (tail, None),
+        };
+        let path_ok = |t: &str| t.bytes().all(|b| b.is_ascii_graphic());
+        if !path_ok(path) || !query.is_none_or(path_ok) {
+            return Err(EndpointError::BadPath);
+        }
+        if authority.is_empty() {
+            return Err(EndpointError::EmptyHost);
+        }
+        let (host, ipv6, port_str) = if let Some(inner) = authority.strip_prefix('[') {
+            let (h, after) = inner.split_once(']').ok_or(EndpointError::BadHost)?;
+            let ok = !h.is_empty()
+                && h.contains(':')
+                && h.bytes()
+                    .all(|b| b.is_ascii_hexdigit() || b == b':' || b == b'.');
+            if !ok {
+                return Err(EndpointError::BadHost);
+            }
+            let port = match after {
+                "" => None,
+                a => Some(a.strip_prefix(':').ok_or(EndpointError::BadHost)?),
+            };
+            (h, true, port)
+        } else {
+            let (h, port) = match authority.split_once(':') {
+                Some((h, p)) => (h, Some(p)),
+                None => (authority, None),
+            };
+            if h.is_empty() {
+                return Err(EndpointError::EmptyHost);
+            }
+            let ok = h
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~'));
+            if !ok {
+                return Err(EndpointError::BadHost);
+            }
+            (h, false, port)
+        };
+        let port = match port_str {
+            None => scheme.default_port(),
+            Some(p) => parse_port(p)?,
+        };
+        Ok(Endpoint {
+            scheme,
+            host,
+            ipv6,
+            port,
+            path,
+            query,
+            append_mcp,
+        })
+    }
+
+    /// `http` or `https`.
+    pub fn scheme(&self) -> Scheme {
+        self.scheme
+    }
+
+    /// The host as used for connecting, DNS and TLS SNI (IPv6 without brackets).
+    pub fn host(&self) -> &'a str {
+        self.host
+    }
+
+    /// The port: as written, else 80 for `http` and 443 for `https`.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Writes the request target, e.g. `/api/mcp?x=1`.
+    pub fn write_target(&self, out: &mut impl Sink) -> Result<(), Overflow> {
+        if self.append_mcp {
+            out.put(self.path.trim_end_matches('/').as_bytes())?;
+            out.put(b"/mcp")?;
+        } else if self.path.is_empty() {
+            out.put(b"/")?;
+        } else {
+            out.put(self.path.as_bytes())?;
+        }
+        if let Some(q) = self.query {
+            out.put(b"?")?;
+            out.put(q.as_bytes())?;
+        }
+        Ok(())
+    }
+
+    /// Writes the `host` header value, always with the port: `h:8080`, `[::1]:80`.
+    pub fn write_host_header(&self, out: &mut impl Sink) -> Result<(), Overflow> {
+        if self.ipv6 {
+            out.put(b"[")?;
+            out.put(self.host.as_bytes())?;
+            out.put(b"]")?;
+        } else {
+            out.put(self.host.as_bytes())?;
+        }
+        out.put(b":")?;
+        put_u64(out, u64::from(self.port))
+    }
+}
+
+fn parse_port(p: &str) -> Result<u16, EndpointError> {
+    if p.is_empty() || p.len() > 5 || !p.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(EndpointError::BadPort);
+    }
+    match p.parse::<u16>() {
+        Ok(0) | Err(_) => Err(EndpointError::BadPort),
+        Ok(n) => Ok(n),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::buf::SliceBuf;
+    use std::string::String;
+
+    fn target(e: &Endpoint<'_>) -> String {
+        let mut s = [0u8; 256];
+        let mut b = SliceBuf::new(&mut s);
+        e.write_target(&mut b).unwrap();
+        String::from_utf8(crate::buf::Buf::bytes(&b).to_vec()).unwrap()
+    }
+
+    fn host_header(e: &Endpoint<'_>) -> String {
+        let mut s = [0u8; 256];
+        let mut b = SliceBuf::new(&mut s);
+        e.write_host_header(&mut b).unwrap();
+        String::from_utf8(crate::buf::Buf::bytes(&b).to_vec()).unwrap()
+    }
+
+    #[test]
+    fn base_urls_append_mcp_without_doubled_slash() {
+        for (url, t) in [
+            ("http://h", "/mcp"),
+            ("http://h/", "/mcp"),
+            ("http://h/api", "/api/mcp"),
+            ("http://h/api/", "/api/mcp"),
+            ("http://h?x=1", "/mcp?x=1"),
+            ("http://h/api/?x=1&y=2", "/api/mcp?x=1&y=2"),
+        ] {
+            let e = Endpoint::parse_base(url).unwrap();
+            assert_eq!(target(&e), t, "{url}");
+        }
+    }
+
+    #[test]
+    fn exact_urls_are_used_as_given() {
+        for (url, t) in [
+            ("http://h", "/"),
+            ("http://h/", "/"),
+            ("http://h/custom/rpc", "/custom/rpc"),
+            ("http://h/custom/rpc/", "/custom/rpc/"),
+            ("http://h?q", "/?q"),
+        ] {
+            let e = Endpoint::parse_exact(url).unwrap();
+            assert_eq!(target(&e), t, "{url}");
+        }
+    }
+
+    #[test]
+    fn hosts_ports_and_schemes() {
+        let e = Endpoint::parse_base("http://127.0.0.1:8080/").unwrap();
+        assert_eq!(
+            (e.scheme(), e.host(), e.port()),
+            (Scheme::Http, "127.0.0.1", 8080)
+        );
+        assert_eq!(host_header(&e), "127.0.0.1:8080");
+
+        let e = Endpoint::parse_base("HTTPS://Example.com").unwrap();
+        assert_eq!(
+            (e.scheme(), e.host(), e.port()),
+            (Scheme::Https, "Example.com", 443)
+        );
+        assert_eq!(host_header(&e), "Example.com:443");
+
+        let e = Endpoint::parse_base("http://[::1]/x").unwrap();
+        assert_eq!((e.host(), e.port()), ("::1", 80));
+        assert_eq!(host_header(&e), "[::1]:80");
+
+        let e = Endpoint::parse_exact("http://[fe80::1:2]:65535?a").unwrap();
+        assert_eq!((e.host(), e.port()), ("fe80::1:2", 65535));
+        assert_eq!(host_header(&e), "[fe80::1:2]:65535");
+        assert_eq!(target(&e), "/?a");
+
+        let e = Endpoint::parse_base("http://[::ffff:127.0.0.1]:1").unwrap();
+        assert_eq!((e.host(), e.port()), ("::ffff:127.0.0.1", 1));
+    }
+
+    #[test]
+    fn bad_urls_give_typed_errors() {
+        use EndpointError::*;
+        for (url, err) in [
+            ("", MissingScheme),
+            ("127.0.0.1:8080/mcp", MissingScheme),
+            ("://h", MissingScheme),
+            ("ftp://h", UnsupportedScheme),
+            ("ws://h/mcp", UnsupportedScheme),
+            ("http://", EmptyHost),
+            ("http:///mcp", EmptyHost),
+            ("http://:80/", EmptyHost),
+            ("http://h:", BadPort),
+            ("http://h:0", BadPort),
+            ("http://h:65536", BadPort),
+            ("http://h:99999999999", BadPort),
+            ("http://h:8a", BadPort),
+            ("http://h:+80", BadPort),
+            ("http://[::1]:", BadPort),
+            ("http://h:80:81", BadPort),
+            ("http://ho st/", BadHost),
+            ("http://h\r\n/", BadHost),
+            ("http://hé/", BadHost),
+            ("http://[::1/", BadHost),
+            ("http://[]/", BadHost),
+            ("http://[zz::1]/", BadHost),
+            ("http://[::1]x/", BadHost),
+            ("http://user@h/", Userinfo),
+            ("http://user:pw@h:80/", Userinfo),
+            ("http://h/mcp#frag", Fragment),
+            ("http://h#", Fragment),
+            ("http://h/a b", BadPath),
+            ("http://h/a\r\nx: y", BadPath),
+            ("http://h/?q=a b", BadPath),
+            ("http://h/ü", BadPath),
+        ] {
+            assert_eq!(Endpoint::parse_base(url), Err(err), "{url:?}");
+            assert_eq!(Endpoint::parse_exact(url), Err(err), "{url:?}");
+        }
+    }
+
+    #[test]
+    fn errors_display_something_actionable() {
+        let s = std::format!("{}", EndpointError::Userinfo);
+        assert!(s.contains("headers"), "{s}");
+        let s = std::format!("{}", EndpointError::BadPort);
+        assert!(s.contains("65535"), "{s}");
+    }
+}

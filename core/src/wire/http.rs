@@ -1,1 +1,882 @@
-//! `http`: see the module contract (filled in by its own change).
+//! `http`: the HTTP/1.1 bytes of one exchange.
+//!
+//! Owns: writing a request head ([`write_request_head`]) and decoding a response as a push
+//! parser ([`ResponseDecoder`]): the head (via `httparse`, 1xx skipped), then the body under
+//! `Content-Length`, `chunked` or close-delimited framing, with caps on head and body size.
+//! Does not own: sockets, time, TLS, or what the body means (JSON or SSE is the caller's call,
+//! from [`ResponseHead::media_type`]).
+
+use core::fmt;
+
+use crate::buf::{Overflow, Sink, put_u64};
+use crate::wire::endpoint::Endpoint;
+
+/// The request methods an MCP client sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Method {
+    /// `POST`: every JSON-RPC message.
+    Post,
+    /// `GET`: opening or resuming a server event stream.
+    Get,
+    /// `DELETE`: ending a session.
+    Delete,
+}
+
+impl Method {
+    /// The method token as sent.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::Post => "POST",
+            Method::Get => "GET",
+            Method::Delete => "DELETE",
+        }
+    }
+}
+
+/// Everything that goes into one request head.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestHead<'a> {
+    /// The method.
+    pub method: Method,
+    /// Where the request goes (target and `host`).
+    pub endpoint: &'a Endpoint<'a>,
+    /// `true`: `accept: application/json, text/event-stream`; `false`: `accept: text/event-stream`.
+    pub accept_json_and_sse: bool,
+    /// `mcp-session-id`, when a session is open.
+    pub session_id: Option<&'a str>,
+    /// `mcp-protocol-version`, when Some.
+    pub protocol_version: Option<&'a str>,
+    /// `last-event-id`, when resuming a stream.
+    pub last_event_id: Option<&'a str>,
+    /// The slot's static headers, e.g. `authorization`; names are written in lower case.
+    pub extra_headers: &'a [(&'a str, &'a str)],
+    /// Some(n): `content-type: application/json` and `content-length: n`.
+    pub content_length: Option<usize>,
+}
+
+/// Why a request head could not be written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum RequestError {
+    /// The output buffer is too small.
+    Overflow(Overflow),
+    /// A header name that is not a token, or a value with CR, LF or NUL.
+    InvalidHeader,
+}
+
+impl From<Overflow> for RequestError {
+    fn from(o: Overflow) -> Self {
+        RequestError::Overflow(o)
+    }
+}
+
+impl fmt::Display for RequestError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RequestError::Overflow(o) => write!(f, "HTTP request head does not fit: {o}"),
+            RequestError::InvalidHeader => f.write_str(
+                "request header is invalid: names must be HTTP tokens and values must not \
+                 contain CR, LF or NUL",
+            ),
+        }
+    }
+}
+
+impl core::error::Error for RequestError {}
+
+/// An HTTP token character (RFC 9110 `tchar`).
+fn is_tchar(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+fn valid_name(name: &str) -> bool {
+    !name.is_empty() && name.bytes().all(is_tchar)
+}
+
+fn valid_value(value: &str) -> bool {
+    !value.bytes().any(|b| matches!(b, b'\r' | b'\n' | 0))
+}
+
+fn put_header(out: &mut impl Sink, name: &str, value: &str) -> Result<(), Overflow> {
+    // Lower-case the name through a small stack buffer (names are short; long ones in pieces).
+    let mut lower = [0u8; 32];
+    for piece in name.as_bytes().chunks(lower.len()) {
+        let dst = lower.get_mut(..piece.len()).unwrap_or(&mut []);
+        for (d, s) in dst.iter_mut().zip(piece) {
+            *d = s.to_ascii_lowercase();
+        }
+        out.put(dst)?;
+    }
+    out.put(b": ")?;
+    out.put(value.as_bytes())?;
+    out.put(b"\r\n")
+}
+
+/// Writes the head (request line, host, user-agent `verifi-mcp/<crate version>`, headers, blank line).
+/// The caller appends the body to the SAME sink, so head + body go out in one write.
+///
+/// Every header is checked before anything is written, so an invalid header writes nothing.
+pub fn write_request_head(head: &RequestHead<'_>, out: &mut impl Sink) -> Result<(), RequestError> {
+    let values = [head.session_id, head.protocol_version, head.last_event_id];
+    let fixed_ok = values.iter().flatten().all(|v| valid_value(v));
+    let extra_ok = head
+        .extra_headers
+        .iter()
+        .all(|(n, v)| valid_name(n) && valid_value(v));
+    if !fixed_ok || !extra_ok {
+        return Err(RequestError::InvalidHeader);
+    }
+    out.put(head.method.as_str().as_bytes())?;
+    out.put(b" ")?;
+    head.endpoint.write_target(out)?;
+    out.put(b" HTTP/1.1\r\nhost: ")?;
+    head.endpoint.write_host_header(out)?;
+    out.put(b"\r\n")?;
+    put_header(out, "user-agent", USER_AGENT)?;
+    let accept = if head.accept_json_and_sse {
+        "application/json, text/event-stream"
+    } else {
+        "text/event-stream"
+    };
+    put_header(out, "accept", accept)?;
+    if let Some(n) = head.content_length {
+        put_header(out, "content-type", "application/json")?;
+        out.put(b"content-length: ")?;
+        put_u64(out, n as u64)?;
+        out.put(b"\r\n")?;
+    }
+    if let Some(v) = head.session_id {
+        put_header(out, "mcp-session-id", v)?;
+    }
+    if let Some(v) = head.protocol_version {
+        put_header(out, "mcp-protocol-version", v)?;
+    }
+    if let Some(v) = head.last_event_id {
+        put_header(out, "last-event-id", v)?;
+    }
+    for (n, v) in head.extra_headers {
+        put_header(out, n, v)?;
+    }
+    out.put(b"\r\n")?;
+    Ok(())
+}
+
+/// The `user-agent` this crate sends.
+pub const USER_AGENT: &str = concat!("verifi-mcp/", env!("CARGO_PKG_VERSION"));
+
+/// The response's media type, parsed case-insensitively with parameters ignored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum MediaType {
+    /// `application/json`.
+    Json,
+    /// `text/event-stream`.
+    EventStream,
+    /// Any other type.
+    Other,
+    /// No `content-type` header.
+    Missing,
+}
+
+impl MediaType {
+    /// Parses a `content-type` value: `Application/JSON; charset=utf-8` is [`MediaType::Json`].
+    pub fn parse(value: &[u8]) -> Self {
+        let essence = value.split(|&b| b == b';').next().unwrap_or(&[]);
+        let essence = essence.trim_ascii();
+        if essence.eq_ignore_ascii_case(b"application/json") {
+            MediaType::Json
+        } else if essence.eq_ignore_ascii_case(b"text/event-stream") {
+            MediaType::EventStream
+        } else {
+            MediaType::Other
+        }
+    }
+}
+
+/// How the body of a response is delimited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Framing {
+    /// `content-length: n`.
+    Length(u64),
+    /// `transfer-encoding: chunked` (wins over `content-length`).
+    Chunked,
+    /// Neither: the body ends when the peer closes.
+    Close,
+    /// No body at all (204, 304).
+    Empty,
+}
+
+/// The longest `mcp-session-id` kept.
+pub const MAX_SESSION_ID: usize = 256;
+
+/// The parts of a response head a client acts on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct ResponseHead {
+    /// The status code (never 1xx: those are skipped).
+    pub status: u16,
+    /// The parsed `content-type`.
+    pub media_type: MediaType,
+    /// The raw `content-type` value, truncated to 64 bytes at a character boundary, for messages.
+    pub content_type: heapless::String<64>,
+    /// `mcp-session-id`, visible ASCII only (else [`HttpError::BadSessionId`]).
+    pub session_id: Option<heapless::String<MAX_SESSION_ID>>,
+    /// How the body is delimited.
+    pub framing: Framing,
+    /// HTTP/1.1 without `connection: close` (1.0: only with `keep-alive`); false for
+    /// close-delimited bodies and when both `transfer-encoding` and `content-length` came.
+    pub keep_alive: bool,
+}
+
+/// Caps on one response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct ResponseLimits {
+    /// The most bytes a head (and, separately, the chunked trailers) may take.
+    pub max_head_bytes: usize,
+    /// The most body bytes (after chunked framing is removed).
+    pub max_body_bytes: u64,
+}
+
+impl Default for ResponseLimits {
+    fn default() -> Self {
+        ResponseLimits {
+            max_head_bytes: 16 * 1024,
+            max_body_bytes: 16 * 1024 * 1024,
+        }
+    }
+}
+
+/// One step of decoding.
+///
+/// `Head` is large (the session id is stored inline), but it comes once per response and there
+/// is no allocator to box it into.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decoded<'i> {
+    /// All given bytes were used; give more.
+    NeedMore,
+    /// The final (non-1xx) head.
+    Head(ResponseHead),
+    /// Body bytes, a sub-slice of the input.
+    Body(&'i [u8]),
+    /// The response is complete.
+    End,
+}
+
+/// Where in the response something went wrong.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Stage {
+    /// Reading the head.
+    Head,
+    /// Reading the body.
+    Body,
+}
+
+impl fmt::Display for Stage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Stage::Head => "head",
+            Stage::Body => "body",
+        })
+    }
+}
+
+/// Why a response could not be decoded. Every error is final for the response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum HttpError {
+    /// The head did not end within the cap.
+    HeadTooLarge {
+        /// The cap in bytes.
+        limit: usize,
+    },
+    /// The head is not valid HTTP/1.x; the text says what was wrong.
+    BadHead(&'static str),
+    /// More header lines than the decoder keeps room for.
+    TooManyHeaders,
+    /// `content-length` is not a number, or two differ.
+    BadContentLength,
+    /// A chunk size line is malformed (or longer than its cap).
+    BadChunk,
+    /// A chunk size does not fit in 64 bits.
+    ChunkTooLarge,
+    /// The body is larger than its cap.
+    BodyTooLarge {
+        /// The cap in bytes.
+        limit: u64,
+    },
+    /// `mcp-session-id` is empty, longer than [`MAX_SESSION_ID`] or not visible ASCII.
+    BadSessionId,
+    /// Bytes arrived after the response had ended.
+    TrailingData,
+    /// The peer closed before the response ended.
+    UnexpectedEof(Stage),
+    /// The chunked trailers did not end within the head cap (an addition to the contract).
+    TrailersTooLarge {
+        /// The cap in bytes.
+        limit: usize,
+    },
+}
+
+impl fmt::Display for HttpError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HttpError::HeadTooLarge { limit } => {
+                write!(
+                    f,
+                    "HTTP response head is larger than its cap of {limit} bytes"
+                )
+            }
+            HttpError::BadHead(what) => write!(f, "HTTP response head is malformed: {what}"),
+            HttpError::TooManyHeaders => {
+                write!(f, "HTTP response has more than {MAX_HEADERS} header lines")
+            }
+            HttpError::BadContentLength => f.write_str(
+                "HTTP response content-length is not a decimal number, or two of them differ",
+            ),
+            HttpError::BadChunk => f.write_str("HTTP chunked body has a malformed chunk size line"),
+            HttpError::ChunkTooLarge => {
+                f.write_str("HTTP chunked body has a chunk size that does not fit in 64 bits")
+            }
+            HttpError::BodyTooLarge { limit } => {
+                write!(
+                    f,
+                    "HTTP response body is larger than its cap of {limit} bytes"
+                )
+            }
+            HttpError::BadSessionId => write!(
+                f,
+                "mcp-session-id is empty, longer than {MAX_SESSION_ID} bytes or not visible ASCII"
+            ),
+            HttpError::TrailingData => {
+                f.write_str("server sent bytes after the end of the HTTP response")
+            }
+            HttpError::UnexpectedEof(stage) => {
+                write!(
+                    f,
+                    "connection closed in the middle of the HTTP response {stage}"
+                )
+            }
+            HttpError::TrailersTooLarge { limit } => write!(
+                f,
+                "HTTP chunked trailers are larger than their cap of {limit} bytes"
+            ),
+        }
+    }
+}
+
+impl core::error::Error for HttpError {}
+
+/// Header lines kept per head by the decoder.
+pub const MAX_HEADERS: usize = 64;
+/// The longest chunk size line (size, extensions, line end).
+pub const MAX_CHUNK_LINE: u32 = 4096;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Chunk {
+    /// Reading hex digits of a size line.
+    Size { value: u64, digits: bool, line: u32 },
+    /// After the digits: whitespace and extensions up to the line end.
+    Ext { value: u64, line: u32 },
+    /// Saw CR at the end of a size line.
+    SizeLf { value: u64 },
+    /// Inside chunk data.
+    Data { left: u64 },
+    /// After chunk data: CR LF (or a bare LF).
+    DataEnd { saw_cr: bool },
+    /// Trailer lines after the last chunk; `empty` while the current line has no bytes.
+    Trailer { empty: bool, total: usize },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// Accumulating a head; `nl` is the end-of-head detector state (0, 1 = after LF, 2 = LF CR).
+    Head {
+        len: usize,
+        nl: u8,
+    },
+    Length {
+        left: u64,
+    },
+    Chunked(Chunk),
+    Close,
+    /// The body is complete; `End` not reported yet.
+    Ending,
+    Done,
+    Failed(HttpError),
+}
+
+/// A streaming HTTP/1.x response decoder; the head accumulates in caller storage.
+#[derive(Debug)]
+pub struct ResponseDecoder<'h> {
+    storage: &'h mut [u8],
+    max_head: usize,
+    max_body: u64,
+    state: State,
+    body: u64,
+    /// Head bytes scanned and heads parsed, for the linear-work test.
+    #[cfg(test)]
+    work: (usize, usize),
+}
+
+impl<'h> ResponseDecoder<'h> {
+    /// A decoder whose head cap is `min(head_storage.len(), limits.max_head_bytes)`.
+    pub fn new(head_storage: &'h mut [u8], limits: ResponseLimits) -> Self {
+        let max_head = head_storage.len().min(limits.max_head_bytes);
+        ResponseDecoder {
+            storage: head_storage,
+            max_head,
+            max_body: limits.max_body_bytes,
+            state: State::Head { len: 0, nl: 0 },
+            body: 0,
+            #[cfg(test)]
+            work: (0, 0),
+        }
+    }
+
+    /// Body bytes decoded so far (chunked framing not counted).
+    pub fn body_bytes(&self) -> u64 {
+        self.body
+    }
+
+    /// Push parser: returns how many input bytes it used and what they were. `Body` is a sub-slice
+    /// of `input` (zero copy; chunked framing removed). The caller loops until input is used up.
+    /// 1xx heads are skipped. Trailers are ignored. After `End` further input is an error.
+    /// An error is final: later calls return it again.
+    pub fn decode<'i>(&mut self, input: &'i [u8]) -> Result<(usize, Decoded<'i>), HttpError> {
+        let r = self.step(input);
+        if let Err(e) = r {
+            self.state = State::Failed(e);
+        }
+        r
+    }
+
+    /// The peer closed: `Ok(true)` when that ends a close-delimited body (`End`), `Ok(false)` when
+    /// the response had already ended, else `Err(HttpError::UnexpectedEof(stage))`.
+    /// A body that was complete but whose `End` was not yet reported also gives `Ok(true)`.
+    pub fn finish(&mut self) -> Result<bool, HttpError> {
+        let r = match self.state {
+            State::Head { .. } => Err(HttpError::UnexpectedEof(Stage::Head)),
+            State::Length { left: 0 } | State::Close | State::Ending => Ok(true),
+            State::Length { .. } | State::Chunked(_) => Err(HttpError::UnexpectedEof(Stage::Body)),
+            State::Done => Ok(false),
+            State::Failed(e) => Err(e),
+        };
+        self.state = match r {
+            Ok(_) => State::Done,
+            Err(e) => State::Failed(e),
+        };
+        r
+    }
+
+    fn step<'i>(&mut self, input: &'i [u8]) -> Result<(usize, Decoded<'i>), HttpError> {
+        let mut used = 0usize;
+        loop {
+            let rest = input.get(used..).unwrap_or(&[]);
+            match self.state {
+                State::Failed(e) => return Err(e),
+                State::Done => {
+                    return if rest.is_empty() {
+                        Ok((used, Decoded::End))
+                    } else {
+                        Err(HttpError::TrailingData)
+                    };
+                }
+                State::Ending => {
+                    self.state = State::Done;
+                    return Ok((used, Decoded::End));
+                }
+                State::Head { len, nl } => {
+                    let (n, end) = find_head_end(rest, nl);
+                    #[cfg(test)]
+                    {
+                        self.work.0 += n;
+                    }
+                    let total = len.saturating_add(n);
+                    if total > self.max_head {
+                        return Err(HttpError::HeadTooLarge {
+                            limit: self.max_head,
+                        });
+                    }
+                    let src = rest.get(..n).unwrap_or(&[]);
+                    if let Some(dst) = self.storage.get_mut(len..total) {
+                        dst.copy_from_slice(src);
+                    }
+                    used += n;
+                    match end {
+                        Err(nl) => {
+                            self.state = State::Head { len: total, nl };
+                            return Ok((used, Decoded::NeedMore));
+                        }
+                        Ok(()) => {
+                            #[cfg(test)]
+                            {
+                                self.work.1 += 1;
+                            }
+                            let head = self.storage.get(..total).unwrap_or(&[]);
+                            match parse_head(head)? {
+                                None => self.state = State::Head { len: 0, nl: 0 },
+                                Some(h) => {
+                                    self.body = 0;
+                                    self.state = match h.framing {
+                                        Framing::Length(n) => State::Length { left: n },
+                                        Framing::Chunked => State::Chunked(Chunk::Size {
+                                            value: 0,
+                                            digits: false,
+                                            line: 0,
+                                        }),
+                                        Framing::Close => State::Close,
+                                        Framing::Empty => State::Ending,
+                                    };
+                                    return Ok((used, Decoded::Head(h)));
+                                }
+                            }
+                        }
+                    }
+                }
+                State::Length { left } => {
+                    if left == 0 {
+                        self.state = State::Ending;
+                        continue;
+                    }
+                    self.check_body(left)?;
+                    if rest.is_empty() {
+                        return Ok((used, Decoded::NeedMore));
+                    }
+                    let n = take_len(rest.len(), left);
+                    let body = rest.get(..n).unwrap_or(&[]);
+                    self.body += n as u64;
+                    self.state = State::Length {
+                        left: left - n as u64,
+                    };
+                    return Ok((used + n, Decoded::Body(body)));
+                }
+                State::Close => {
+                    if rest.is_empty() {
+                        return Ok((used, Decoded::NeedMore));
+                    }
+                    self.check_body(rest.len() as u64)?;
+                    self.body += rest.len() as u64;
+                    return Ok((used + rest.len(), Decoded::Body(rest)));
+                }
+                State::Chunked(Chunk::Data { left }) => {
+                    if rest.is_empty() {
+                        return Ok((used, Decoded::NeedMore));
+                    }
+                    let n = take_len(rest.len(), left);
+                    let body = rest.get(..n).unwrap_or(&[]);
+                    self.body += n as u64;
+                    self.state = State::Chunked(if n as u64 == left {
+                        Chunk::DataEnd { saw_cr: false }
+                    } else {
+                        Chunk::Data {
+                            left: left - n as u64,
+                        }
+                    });
+                    return Ok((used + n, Decoded::Body(body)));
+                }
+                State::Chunked(c) => {
+                    let Some((&b, _)) = rest.split_first() else {
+                        return Ok((used, Decoded::NeedMore));
+                    };
+                    if let Chunk::Trailer { empty: false, .. } = c {
+                        // Skip the bulk of a trailer line at once.
+                        let skip = memchr::memchr(b'\n', rest).unwrap_or(rest.len());
+                        if skip > 0 {
+                            self.trailer_bytes(c, skip)?;
+                            used += skip;
+                            continue;
+                        }
+                    }
+                    used += 1;
+                    self.state = self.chunk_byte(c, b)?;
+                }
+            }
+        }
+    }
+
+    /// Fails when `more` body bytes would go over the cap.
+    fn check_body(&self, more: u64) -> Result<(), HttpError> {
+        if self.body.saturating_add(more) > self.max_body {
+            Err(HttpError::BodyTooLarge {
+                limit: self.max_body,
+            })
+        } else {
+            Ok(())
+        }
+    }
+
+    fn trailer_bytes(&mut self, c: Chunk, n: usize) -> Result<(), HttpError> {
+        if let Chunk::Trailer { total, .. } = c {
+            let total = total.saturating_add(n);
+            if total > self.max_head {
+                return Err(HttpError::TrailersTooLarge {
+                    limit: self.max_head,
+                });
+            }
+            self.state = State::Chunked(Chunk::Trailer {
+                empty: false,
+                total,
+            });
+        }
+        Ok(())
+    }
+
+    /// One framing byte of a chunked body: the next state.
+    fn chunk_byte(&self, c: Chunk, b: u8) -> Result<State, HttpError> {
+        let line_cap = |line: u32| {
+            if line >= MAX_CHUNK_LINE {
+                Err(HttpError::BadChunk)
+            } else {
+                Ok(line + 1)
+            }
+        };
+        Ok(State::Chunked(match c {
+            Chunk::Size {
+                value,
+                digits,
+                line,
+            } => {
+                let line = line_cap(line)?;
+                if let Some(d) = hex(b) {
+                    if value > (u64::MAX >> 4) {
+                        return Err(HttpError::ChunkTooLarge);
+                    }
+                    Chunk::Size {
+                        value: (value << 4) | u64::from(d),
+                        digits: true,
+                        line,
+                    }
+                } else if !digits {
+                    return Err(HttpError::BadChunk);
+                } else {
+                    match b {
+                        b' ' | b'\t' | b';' => Chunk::Ext { value, line },
+                        b'\r' => Chunk::SizeLf { value },
+                        b'\n' => self.chunk_start(value)?,
+                        _ => return Err(HttpError::BadChunk),
+                    }
+                }
+            }
+            Chunk::Ext { value, line } => {
+                let line = line_cap(line)?;
+                match b {
+                    b'\r' => Chunk::SizeLf { value },
+                    b'\n' => self.chunk_start(value)?,
+                    0 => return Err(HttpError::BadChunk),
+                    _ => Chunk::Ext { value, line },
+                }
+            }
+            Chunk::SizeLf { value } => match b {
+                b'\n' => self.chunk_start(value)?,
+                _ => return Err(HttpError::BadChunk),
+            },
+            Chunk::DataEnd { saw_cr } => match b {
+                b'\r' if !saw_cr => Chunk::DataEnd { saw_cr: true },
+                b'\n' => Chunk::Size {
+                    value: 0,
+                    digits: false,
+                    line: 0,
+                },
+                _ => return Err(HttpError::BadChunk),
+            },
+            Chunk::Trailer { empty, total } => {
+                let total = total.saturating_add(1);
+                if total > self.max_head {
+                    return Err(HttpError::TrailersTooLarge {
+                        limit: self.max_head,
+                    });
+                }
+                match b {
+                    b'\n' if empty => return Ok(State::Ending),
+                    b'\n' => Chunk::Trailer { empty: true, total },
+                    b'\r' => Chunk::Trailer { empty, total },
+                    _ => Chunk::Trailer {
+                        empty: false,
+                        total,
+                    },
+                }
+            }
+            Chunk::Data { .. } => c,
+        }))
+    }
+
+    /// A size line ended: data of `size` bytes follows, or the trailers when it is 0.
+    fn chunk_start(&self, size: u64) -> Result<Chunk, HttpError> {
+        if size == 0 {
+            return Ok(Chunk::Trailer {
+                empty: true,
+                total: 0,
+            });
+        }
+        self.check_body(size)?;
+        Ok(Chunk::Data { left: size })
+    }
+}
+
+/// `min(available, left)` as a usize.
+fn take_len(available: usize, left: u64) -> usize {
+    usize::try_from(left).map_or(available, |l| l.min(available))
+}
+
+fn hex(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        b'A'..=b'F' => Some(b - b'A' + 10),
+        _ => None,
+    }
+}
+
+/// Scans `input` for the end of a head (an LF, an optional CR, an LF), carrying the detector
+/// state `nl` across calls. Returns the bytes that belong to the head and `Ok` when it ended,
+/// or `Err(new_state)` when all of `input` was head and it has not ended yet.
+fn find_head_end(input: &[u8], mut nl: u8) -> (usize, Result<(), u8>) {
+    let mut i = 0;
+    while let Some(&b) = input.get(i) {
+        if nl == 0 {
+            // Nothing pending: jump straight to the next LF.
+            match memchr::memchr(b'\n', input.get(i..).unwrap_or(&[])) {
+                Some(p) => {
+                    i += p + 1;
+                    nl = 1;
+                    continue;
+                }
+                None => return (input.len(), Err(0)),
+            }
+        }
+        i += 1;
+        nl = match (b, nl) {
+            (b'\n', _) => return (i, Ok(())),
+            (b'\r', 1) => 2,
+            _ => 0,
+        };
+    }
+    (input.len(), Err(nl))
+}
+
+/// Parses a complete head. `Ok(None)` for an interim 1xx head, which is skipped.
+fn parse_head(bytes: &[u8]) -> Result<Option<ResponseHead>, HttpError> {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut resp = httparse::Response::new(&mut headers);
+    match resp.parse(bytes) {
+        Ok(httparse::Status::Complete(_)) => {}
+        Ok(httparse::Status::Partial) => return Err(HttpError::BadHead("incomplete head")),
+        Err(e) => return Err(map_httparse(e)),
+    }
+    let status = resp.code.ok_or(HttpError::BadHead("missing status code"))?;
+    if status == 101 {
+        return Err(HttpError::BadHead("unexpected 101 Switching Protocols"));
+    }
+    if (100..200).contains(&status) {
+        return Ok(None);
+    }
+    let http11 = resp.version == Some(1);
+    let mut media_type = MediaType::Missing;
+    let mut content_type = heapless::String::new();
+    let mut session_id = None;
+    let mut length: Option<u64> = None;
+    let mut chunked = false;
+    let mut close = false;
+    let mut keep = false;
+    for h in resp.headers.iter() {
+        let name = h.name.as_bytes();
+        let value = h.value.trim_ascii();
+        if name.eq_ignore_ascii_case(b"content-type") {
+            media_type = MediaType::parse(value);
+            content_type = truncated(value);
+        } else if name.eq_ignore_ascii_case(b"mcp-session-id") {
+            session_id = Some(parse_session_id(value)?);
+        } else if name.eq_ignore_ascii_case(b"content-length") {
+            let n = parse_length(value)?;
+            if length.is_some_and(|m| m != n) {
+                return Err(HttpError::BadContentLength);
+            }
+            length = Some(n);
+        } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
+            for coding in value.split(|&b| b == b',').map(<[u8]>::trim_ascii) {
+                if coding.eq_ignore_ascii_case(b"chunked") && !chunked {
+                    chunked = true;
+                } else if !coding.is_empty() {
+                    return Err(HttpError::BadHead("unsupported transfer-encoding"));
+                }
+            }
+        } else if name.eq_ignore_ascii_case(b"connection") {
+            for opt in value.split(|&b| b == b',').map(<[u8]>::trim_ascii) {
+                close |= opt.eq_ignore_ascii_case(b"close");
+                keep |= opt.eq_ignore_ascii_case(b"keep-alive");
+            }
+        }
+    }
+    let framing = if status == 204 || status == 304 {
+        Framing::Empty
+    } else if chunked {
+        Framing::Chunked
+    } else if let Some(n) = length {
+        Framing::Length(n)
+    } else {
+        Framing::Close
+    };
+    let keep_alive = (if http11 { !close } else { keep && !close })
+        && framing != Framing::Close
+        && !(chunked && length.is_some());
+    Ok(Some(ResponseHead {
+        status,
+        media_type,
+        content_type,
+        session_id,
+        framing,
+        keep_alive,
+    }))
+}
+
+fn map_httparse(e: httparse::Error) -> HttpError {
+    match e {
+        httparse::Error::TooManyHeaders => HttpError::TooManyHeaders,
+        httparse::Error::HeaderName => HttpError::BadHead("invalid header name"),
+        httparse::Error::HeaderValue => HttpError::BadHead("invalid header value"),
+        httparse::Error::NewLine => HttpError::BadHead("invalid line ending"),
+        httparse::Error::Status => HttpError::BadHead("invalid status line"),
+        httparse::Error::Version => HttpError::BadHead("not HTTP/1.0 or HTTP/1.1"),
+        httparse::Error::Token => HttpError::BadHead("invalid token"),
+    }
+}
+
+fn parse_length(v: &[u8]) -> Result<u64, HttpError> {
+    if v.is_empty() || v.len() > 19 || !v.iter().all(u8::is_ascii_digit) {
+        return Err(HttpError::BadContentLength);
+    }
+    Ok(v.iter().fold(0u64, |n, &d| n * 10 + u64::from(d - b'0')))
+}
+
+fn parse_session_id(v: &[u8]) -> Result<heapless::String<MAX_SESSION_ID>, HttpError> {
+    if v.is_empty() || !v.iter().all(|b| (0x21..=0x7e).contains(b)) {
+        return Err(HttpError::BadSessionId);
+    }
+    let s = core::str::from_utf8(v).map_err(|_| HttpError::BadSessionId)?;
+    let mut out = heapless::String::new();
+    out.push_str(s).map_err(|_| HttpError::BadSessionId)?;
+    Ok(out)
+}
+
+/// The value as text, cut to 64 bytes at a character boundary; invalid UTF-8 is cut before it.
+fn truncated(v: &[u8]) -> heapless::String<64> {
+    let text = match core::str::from_utf8(v) {
+        Ok(s) => s,
+        Err(e) => core::str::from_utf8(v.get(..e.valid_up_to()).unwrap_or(&[])).unwrap_or(""),
+    };
+    let mut out = heapless::String::new();
+    for ch in text.chars() {
+        if out.push(ch).is_err() {
+            break;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

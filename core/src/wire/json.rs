@@ -1,1 +1,963 @@
-//! `json`: see the module contract (filled in by its own change).
+//! A strict RFC 8259 JSON scanner: validation, field lookup, string unescaping and compact
+//! re-emission, over the caller's bytes, without a DOM and without allocation.
+//!
+//! [`Value::parse`] validates a whole input once, iteratively (an explicit bit stack records
+//! whether each open container is an object or an array, so nesting depth costs bits, never
+//! call-stack frames: safe on a Cortex-M stack). The [`Value`] it returns is just the exact,
+//! validated span plus its [`Kind`]; the accessors ([`Value::get`], [`Value::members`],
+//! [`Value::elements`] …) walk that span lazily without validating again, and return
+//! `None`/empty rather than panic if ever handed something odd.
+//!
+//! Owns: the JSON grammar, depth limiting, UTF-8 validation of strings, `\uXXXX` escapes with
+//! surrogate pairs, and the canonical (`JSON.stringify`-like) printing of strings and values.
+//! Does not own: what any JSON-RPC or MCP field means (`wire::jsonrpc`, `wire::content`).
+//!
+//! Speed: strings are scanned with `memchr2` for `"` and `\`, and the spans between escapes are
+//! validated with `core::str::from_utf8`; only numbers, literals and whitespace go byte by byte.
+
+use core::fmt;
+
+use memchr::{memchr, memchr2};
+
+use crate::buf::{Overflow, Sink};
+
+/// The deepest nesting [`Value::parse`] can track, whatever [`JsonLimits::max_depth`] says: the
+/// bit stack is a fixed 128 bytes so that parsing never needs more than a small, known stack.
+pub const MAX_SUPPORTED_DEPTH: usize = 1024;
+
+const STACK_WORDS: usize = MAX_SUPPORTED_DEPTH / 64;
+
+/// Limits applied while parsing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct JsonLimits {
+    /// Most containers (arrays/objects) that may be open at once; a scalar at top level has
+    /// depth 0, `[]` depth 1. Values above [`MAX_SUPPORTED_DEPTH`] act as that.
+    pub max_depth: usize,
+}
+
+impl Default for JsonLimits {
+    /// `max_depth: 128`.
+    fn default() -> Self {
+        JsonLimits { max_depth: 128 }
+    }
+}
+
+/// The type of a JSON value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Kind {
+    /// `null`.
+    Null,
+    /// `true` or `false`.
+    Bool,
+    /// A number, kept exactly as written.
+    Number,
+    /// A string.
+    String,
+    /// An array.
+    Array,
+    /// An object.
+    Object,
+}
+
+/// Why an input is not JSON, and where.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct JsonError {
+    /// What is wrong.
+    pub kind: JsonErrorKind,
+    /// Byte offset into the input where it went wrong.
+    pub offset: usize,
+}
+
+/// What is wrong with an input (see [`JsonError`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum JsonErrorKind {
+    /// The input ended inside a value (truncated reply?).
+    UnexpectedEnd,
+    /// A byte that cannot start or continue a value here.
+    UnexpectedByte(u8),
+    /// A backslash followed by something other than `" \ / b f n r t u`.
+    BadEscape,
+    /// `\u` not followed by four hex digits.
+    BadUnicodeEscape,
+    /// A string holds bytes that are not UTF-8.
+    InvalidUtf8,
+    /// A raw control character (below U+0020) inside a string; it must be escaped.
+    ControlInString,
+    /// A number outside the RFC 8259 grammar (`01`, `1.`, `-`, `1e`).
+    BadNumber,
+    /// Something starting like `true`/`false`/`null` that is not.
+    BadLiteral,
+    /// More containers open at once than the limit allows.
+    TooDeep {
+        /// The depth limit in force.
+        limit: usize,
+    },
+    /// Something other than whitespace after the one top-level value.
+    TrailingData,
+}
+
+impl fmt::Display for JsonErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            JsonErrorKind::UnexpectedEnd => f.write_str("input ended inside a value (truncated?)"),
+            JsonErrorKind::UnexpectedByte(b) if b.is_ascii_graphic() => {
+                write!(f, "unexpected byte '{}'", b as char)
+            }
+            JsonErrorKind::UnexpectedByte(b) => write!(f, "unexpected byte 0x{b:02x}"),
+            JsonErrorKind::BadEscape => f.write_str("invalid escape in string"),
+            JsonErrorKind::BadUnicodeEscape => {
+                f.write_str("\\u escape not followed by four hex digits")
+            }
+            JsonErrorKind::InvalidUtf8 => f.write_str("string is not valid UTF-8"),
+            JsonErrorKind::ControlInString => f.write_str("unescaped control character in string"),
+            JsonErrorKind::BadNumber => f.write_str("malformed number"),
+            JsonErrorKind::BadLiteral => f.write_str("malformed literal (true/false/null)"),
+            JsonErrorKind::TooDeep { limit } => {
+                write!(f, "nested deeper than the limit of {limit}")
+            }
+            JsonErrorKind::TrailingData => f.write_str("data after the JSON value"),
+        }
+    }
+}
+
+impl fmt::Display for JsonError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "invalid JSON at byte {}: {}", self.offset, self.kind)
+    }
+}
+
+impl core::error::Error for JsonError {}
+
+fn err(kind: JsonErrorKind, offset: usize) -> JsonError {
+    JsonError { kind, offset }
+}
+
+/// A validated JSON value: its exact span in the input and its kind. Only [`Value::parse`]
+/// (and the accessors of a parsed value) build one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Value<'a> {
+    raw: &'a [u8],
+    kind: Kind,
+}
+
+/// A JSON string as it appears in the input: the raw, still escaped bytes between the quotes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct JsonStr<'a> {
+    raw: &'a [u8],
+}
+
+/// One bit per open container (1 = object), up to [`MAX_SUPPORTED_DEPTH`].
+struct BitStack {
+    bits: [u64; STACK_WORDS],
+    depth: usize,
+    limit: usize,
+}
+
+impl BitStack {
+    fn new(max_depth: usize) -> Self {
+        BitStack {
+            bits: [0; STACK_WORDS],
+            depth: 0,
+            limit: max_depth.min(MAX_SUPPORTED_DEPTH),
+        }
+    }
+
+    fn push(&mut self, is_object: bool, offset: usize) -> Result<(), JsonError> {
+        if self.depth >= self.limit {
+            return Err(err(JsonErrorKind::TooDeep { limit: self.limit }, offset));
+        }
+        let mask = 1u64 << (self.depth % 64);
+        if let Some(word) = self.bits.get_mut(self.depth / 64) {
+            if is_object {
+                *word |= mask;
+            } else {
+                *word &= !mask;
+            }
+        }
+        self.depth += 1;
+        Ok(())
+    }
+
+    /// `Some(true)` inside an object, `Some(false)` inside an array, `None` at top level.
+    fn top_is_object(&self) -> Option<bool> {
+        let d = self.depth.checked_sub(1)?;
+        let word = self.bits.get(d / 64)?;
+        Some((word >> (d % 64)) & 1 == 1)
+    }
+
+    fn pop(&mut self) {
+        self.depth = self.depth.saturating_sub(1);
+    }
+}
+
+#[inline]
+fn is_ws(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+#[inline]
+fn skip_ws(input: &[u8], mut pos: usize) -> usize {
+    while let Some(&b) = input.get(pos) {
+        if !is_ws(b) {
+            break;
+        }
+        pos += 1;
+    }
+    pos
+}
+
+#[inline]
+fn skip_digits(input: &[u8], mut pos: usize) -> usize {
+    while let Some(b'0'..=b'9') = input.get(pos) {
+        pos += 1;
+    }
+    pos
+}
+
+fn hex_val(b: u8) -> Option<u16> {
+    match b {
+        b'0'..=b'9' => Some(u16::from(b - b'0')),
+        b'a'..=b'f' => Some(u16::from(b - b'a' + 10)),
+        b'A'..=b'F' => Some(u16::from(b - b'A' + 10)),
+        _ => None,
+    }
+}
+
+/// The four hex digits at `input[pos..pos+4]` as a code unit.
+fn hex4(input: &[u8], pos: usize) -> Option<u16> {
+    let digits = input.get(pos..pos.checked_add(4)?)?;
+    digits
+        .iter()
+        .try_fold(0u16, |acc, &b| Some((acc << 4) | hex_val(b)?))
+}
+
+/// Checks one run of string bytes without escapes: no raw controls, valid UTF-8.
+#[inline]
+fn check_span(span: &[u8], offset: usize) -> Result<(), JsonError> {
+    // Branch-free OR per chunk vectorises; find the exact byte only on failure.
+    let has_control = span
+        .chunks(64)
+        .any(|c| c.iter().fold(false, |acc, &b| acc | (b < 0x20)));
+    if has_control {
+        let i = span.iter().position(|&b| b < 0x20).unwrap_or(0);
+        return Err(err(JsonErrorKind::ControlInString, offset + i));
+    }
+    core::str::from_utf8(span)
+        .map(|_| ())
+        .map_err(|e| err(JsonErrorKind::InvalidUtf8, offset + e.valid_up_to()))
+}
+
+/// Validates the string whose opening quote is at `pos`; returns the offset after the closing
+/// quote.
+fn scan_string(input: &[u8], pos: usize) -> Result<usize, JsonError> {
+    let mut p = pos + 1;
+    loop {
+        let rest = input.get(p..).unwrap_or(&[]);
+        let Some(i) = memchr2(b'"', b'\\', rest) else {
+            check_span(rest, p)?;
+            return Err(err(JsonErrorKind::UnexpectedEnd, input.len()));
+        };
+        check_span(rest.get(..i).unwrap_or(&[]), p)?;
+        let q = p + i;
+        if input.get(q) == Some(&b'"') {
+            return Ok(q + 1);
+        }
+        match input.get(q + 1) {
+            Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => p = q + 2,
+            Some(b'u') => {
+                if hex4(input, q + 2).is_none() {
+                    if input.len() < q + 6
+                        && input
+                            .get(q + 2..)
+                            .is_some_and(|t| t.iter().all(|&b| hex_val(b).is_some()))
+                    {
+                        return Err(err(JsonErrorKind::UnexpectedEnd, input.len()));
+                    }
+                    return Err(err(JsonErrorKind::BadUnicodeEscape, q));
+                }
+                p = q + 6;
+            }
+            Some(_) => return Err(err(JsonErrorKind::BadEscape, q)),
+            None => return Err(err(JsonErrorKind::UnexpectedEnd, input.len())),
+        }
+    }
+}
+
+/// Validates the number starting at `pos`; returns the offset after it.
+fn scan_number(input: &[u8], pos: usize) -> Result<usize, JsonError> {
+    let bad = |at: usize| err(JsonErrorKind::BadNumber, at);
+    let mut p = pos;
+    if input.get(p) == Some(&b'-') {
+        p += 1;
+    }
+    let leading_zero = match input.get(p) {
+        Some(b'0') => {
+            p += 1;
+            true
+        }
+        Some(b'1'..=b'9') => {
+            p = skip_digits(input, p + 1);
+            false
+        }
+        _ => return Err(bad(p)),
+    };
+    if leading_zero && matches!(input.get(p), Some(b'0'..=b'9')) {
+        return Err(bad(p));
+    }
+    if input.get(p) == Some(&b'.') {
+        let q = skip_digits(input, p + 1);
+        if q == p + 1 {
+            return Err(bad(q));
+        }
+        p = q;
+    }
+    if let Some(b'e' | b'E') = input.get(p) {
+        p += 1;
+        if let Some(b'+' | b'-') = input.get(p) {
+            p += 1;
+        }
+        let q = skip_digits(input, p);
+        if q == p {
+            return Err(bad(q));
+        }
+        p = q;
+    }
+    Ok(p)
+}
+
+fn scan_literal(input: &[u8], pos: usize, lit: &[u8]) -> Result<usize, JsonError> {
+    let end = pos + lit.len();
+    match input.get(pos..end) {
+        Some(s) if s == lit => Ok(end),
+        _ => {
+            // A prefix of the literal at the end of input is a truncation, not a typo.
+            let rest = input.get(pos..).unwrap_or(&[]);
+            if rest.len() < lit.len() && lit.starts_with(rest) {
+                Err(err(JsonErrorKind::UnexpectedEnd, input.len()))
+            } else {
+                Err(err(JsonErrorKind::BadLiteral, pos))
+            }
+        }
+    }
+}
+
+/// Expects `"key"` ws `:` at `pos`; returns the offset after the colon.
+fn scan_key_colon(input: &[u8], pos: usize) -> Result<usize, JsonError> {
+    match input.get(pos) {
+        Some(b'"') => {}
+        Some(&b) => return Err(err(JsonErrorKind::UnexpectedByte(b), pos)),
+        None => return Err(err(JsonErrorKind::UnexpectedEnd, pos)),
+    }
+    let p = skip_ws(input, scan_string(input, pos)?);
+    match input.get(p) {
+        Some(b':') => Ok(p + 1),
+        Some(&b) => Err(err(JsonErrorKind::UnexpectedByte(b), p)),
+        None => Err(err(JsonErrorKind::UnexpectedEnd, p)),
+    }
+}
+
+/// Validates one value starting at `pos` (after whitespace); returns the offset after it.
+fn validate(input: &[u8], mut pos: usize, limits: JsonLimits) -> Result<usize, JsonError> {
+    let mut stack = BitStack::new(limits.max_depth);
+    'value: loop {
+        pos = skip_ws(input, pos);
+        match input.get(pos).copied() {
+            None => return Err(err(JsonErrorKind::UnexpectedEnd, pos)),
+            Some(b'{') => {
+                stack.push(true, pos)?;
+                pos = skip_ws(input, pos + 1);
+                if input.get(pos) == Some(&b'}') {
+                    stack.pop();
+                    pos += 1;
+                } else {
+                    pos = scan_key_colon(input, pos)?;
+                    continue 'value;
+                }
+            }
+            Some(b'[') => {
+                stack.push(false, pos)?;
+                pos = skip_ws(input, pos + 1);
+                if input.get(pos) == Some(&b']') {
+                    stack.pop();
+                    pos += 1;
+                } else {
+                    continue 'value;
+                }
+            }
+            Some(b'"') => pos = scan_string(input, pos)?,
+            Some(b't') => pos = scan_literal(input, pos, b"true")?,
+            Some(b'f') => pos = scan_literal(input, pos, b"false")?,
+            Some(b'n') => pos = scan_literal(input, pos, b"null")?,
+            Some(b'-' | b'0'..=b'9') => pos = scan_number(input, pos)?,
+            Some(b) => return Err(err(JsonErrorKind::UnexpectedByte(b), pos)),
+        }
+        // A value just ended: close containers until one wants another value.
+        loop {
+            let Some(in_object) = stack.top_is_object() else {
+                return Ok(pos);
+            };
+            pos = skip_ws(input, pos);
+            match input.get(pos).copied() {
+                Some(b',') => {
+                    pos += 1;
+                    if in_object {
+                        pos = scan_key_colon(input, skip_ws(input, pos))?;
+                    }
+                    continue 'value;
+                }
+                Some(b'}') if in_object => {
+                    stack.pop();
+                    pos += 1;
+                }
+                Some(b']') if !in_object => {
+                    stack.pop();
+                    pos += 1;
+                }
+                Some(b) => return Err(err(JsonErrorKind::UnexpectedByte(b), pos)),
+                None => return Err(err(JsonErrorKind::UnexpectedEnd, pos)),
+            }
+        }
+    }
+}
+
+fn kind_of(first: u8) -> Kind {
+    match first {
+        b'{' => Kind::Object,
+        b'[' => Kind::Array,
+        b'"' => Kind::String,
+        b't' | b'f' => Kind::Bool,
+        b'n' => Kind::Null,
+        _ => Kind::Number,
+    }
+}
+
+// ---- skipping inside an already validated span (no validation, never panics) ----
+
+/// Offset after the string whose opening quote is at `pos` (validated input assumed).
+fn skip_string(input: &[u8], pos: usize) -> usize {
+    let mut p = pos + 1;
+    loop {
+        let rest = input.get(p..).unwrap_or(&[]);
+        match memchr2(b'"', b'\\', rest) {
+            None => return input.len(),
+            Some(i) => {
+                let q = p + i;
+                if input.get(q) == Some(&b'"') {
+                    return q + 1;
+                }
+                p = q + 2; // `\x`; the rest of `\uXXXX` holds neither quote nor backslash
+            }
+        }
+    }
+}
+
+/// Offset after the value starting at `pos` (validated input assumed).
+fn skip_value(input: &[u8], pos: usize) -> usize {
+    match input.get(pos) {
+        Some(b'"') => skip_string(input, pos),
+        Some(b'{' | b'[') => {
+            let mut depth = 0usize;
+            let mut p = pos;
+            while let Some(&b) = input.get(p) {
+                match b {
+                    b'"' => {
+                        p = skip_string(input, p);
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth = depth.saturating_sub(1);
+                        if depth == 0 {
+                            return p + 1;
+                        }
+                    }
+                    _ => {}
+                }
+                p += 1;
+            }
+            input.len()
+        }
+        Some(_) => {
+            let mut p = pos;
+            while let Some(&b) = input.get(p) {
+                if is_ws(b) || matches!(b, b',' | b']' | b'}' | b':') {
+                    break;
+                }
+                p += 1;
+            }
+            p
+        }
+        None => pos,
+    }
+}
+
+fn value_at(input: &[u8], pos: usize) -> Option<(Value<'_>, usize)> {
+    let first = *input.get(pos)?;
+    let end = skip_value(input, pos);
+    let raw = input.get(pos..end)?;
+    Some((
+        Value {
+            raw,
+            kind: kind_of(first),
+        },
+        end,
+    ))
+}
+
+impl<'a> Value<'a> {
+    /// Parses `input` as exactly one JSON value (whitespace around it allowed), strictly per
+    /// RFC 8259, iteratively, with at most `limits.max_depth` containers open at once.
+    pub fn parse(input: &'a [u8], limits: JsonLimits) -> Result<Value<'a>, JsonError> {
+        let start = skip_ws(input, 0);
+        let end = validate(input, start, limits)?;
+        let after = skip_ws(input, end);
+        if after != input.len() {
+            return Err(err(JsonErrorKind::TrailingData, after));
+        }
+        let raw = input
+            .get(start..end)
+            .ok_or(err(JsonErrorKind::UnexpectedEnd, start))?;
+        let first = raw
+            .first()
+            .copied()
+            .ok_or(err(JsonErrorKind::UnexpectedEnd, start))?;
+        Ok(Value {
+            raw,
+            kind: kind_of(first),
+        })
+    }
+
+    /// The value's type.
+    pub fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    /// The exact bytes of the value in the input (no surrounding whitespace).
+    pub fn raw(&self) -> &'a [u8] {
+        self.raw
+    }
+
+    /// The first member named `key` (compared after unescaping), if this is an object.
+    pub fn get(&self, key: &str) -> Option<Value<'a>> {
+        self.members().find(|(k, _)| k.eq_str(key)).map(|(_, v)| v)
+    }
+
+    /// The members of an object, in order (duplicates included); empty for other kinds.
+    pub fn members(&self) -> Members<'a> {
+        Members {
+            raw: if self.kind == Kind::Object {
+                self.raw
+            } else {
+                &[]
+            },
+            pos: 1,
+        }
+    }
+
+    /// The elements of an array, in order; empty for other kinds.
+    pub fn elements(&self) -> Elements<'a> {
+        Elements {
+            raw: if self.kind == Kind::Array {
+                self.raw
+            } else {
+                &[]
+            },
+            pos: 1,
+        }
+    }
+
+    /// The string, if this is one.
+    pub fn as_str(&self) -> Option<JsonStr<'a>> {
+        if self.kind != Kind::String {
+            return None;
+        }
+        let inner = self.raw.get(1..self.raw.len().checked_sub(1)?)?;
+        Some(JsonStr { raw: inner })
+    }
+
+    /// The boolean, if this is one.
+    pub fn as_bool(&self) -> Option<bool> {
+        match self.raw {
+            b"true" => Some(true),
+            b"false" => Some(false),
+            _ => None,
+        }
+    }
+
+    /// The number as an `i64`, if it is written as an integer (no fraction, no exponent) that
+    /// fits. `-0` gives `0`.
+    pub fn as_i64(&self) -> Option<i64> {
+        if self.kind != Kind::Number {
+            return None;
+        }
+        let (neg, digits) = match self.raw.split_first() {
+            Some((b'-', rest)) => (true, rest),
+            _ => (false, self.raw),
+        };
+        let mut n: i64 = 0;
+        for &b in digits {
+            let d = match b {
+                b'0'..=b'9' => i64::from(b - b'0'),
+                _ => return None,
+            };
+            n = n.checked_mul(10)?;
+            n = if neg {
+                n.checked_sub(d)?
+            } else {
+                n.checked_add(d)?
+            };
+        }
+        Some(n)
+    }
+
+    /// The number as a `u64`, if it is written as a non-negative integer (no sign, fraction or
+    /// exponent) that fits.
+    pub fn as_u64(&self) -> Option<u64> {
+        if self.kind != Kind::Number || self.raw.is_empty() {
+            return None;
+        }
+        self.raw.iter().try_fold(0u64, |n, &b| match b {
+            b'0'..=b'9' => n.checked_mul(10)?.checked_add(u64::from(b - b'0')),
+            _ => None,
+        })
+    }
+
+    /// True for `null`.
+    pub fn is_null(&self) -> bool {
+        self.kind == Kind::Null
+    }
+
+    /// Writes the value compactly, as `JSON.stringify(JSON.parse(raw))` would print it: no
+    /// insignificant whitespace, member order and duplicates kept, strings re-escaped
+    /// canonically (only `"`, `\` and control characters escaped, with the `\b \f \n \r \t`
+    /// short forms and lowercase `\u00xx` otherwise; `\/` and other escapes become the raw
+    /// character; non-ASCII written raw; a lone surrogate, which has no UTF-8 form, stays a
+    /// lowercase `\udxxx` escape as well-formed `JSON.stringify` prints it).
+    ///
+    /// Numbers are copied as written: `JSON.stringify` would normalise `1.0` to `1` or `1e2` to
+    /// `100`; we deliberately do not, since that needs float formatting and loses nothing a
+    /// reader cares about.
+    pub fn write_compact(&self, out: &mut impl Sink) -> Result<(), Overflow> {
+        let raw = self.raw;
+        let mut p = 0;
+        while p < raw.len() {
+            // Copy the run up to the next whitespace or string start in one put.
+            let run_end = raw
+                .get(p..)
+                .and_then(|r| r.iter().position(|&b| b == b'"' || is_ws(b)))
+                .map_or(raw.len(), |i| p + i);
+            if run_end > p {
+                out.put(raw.get(p..run_end).unwrap_or(&[]))?;
+            }
+            p = run_end;
+            match raw.get(p) {
+                Some(b'"') => {
+                    let end = skip_string(raw, p);
+                    let inner = raw.get(p + 1..end.saturating_sub(1)).unwrap_or(&[]);
+                    write_json_str(out, JsonStr { raw: inner })?;
+                    p = end;
+                }
+                Some(_) => p = skip_ws(raw, p),
+                None => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Iterator over an object's members: `(key, value)` in input order. See [`Value::members`].
+#[derive(Debug, Clone)]
+pub struct Members<'a> {
+    raw: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Iterator for Members<'a> {
+    type Item = (JsonStr<'a>, Value<'a>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let raw = self.raw;
+        let mut p = skip_ws(raw, self.pos);
+        if raw.get(p) == Some(&b',') {
+            p = skip_ws(raw, p + 1);
+        }
+        if raw.get(p) != Some(&b'"') {
+            self.pos = raw.len();
+            return None;
+        }
+        let key_end = skip_string(raw, p);
+        let key = JsonStr {
+            raw: raw.get(p + 1..key_end.saturating_sub(1))?,
+        };
+        p = skip_ws(raw, key_end);
+        if raw.get(p) != Some(&b':') {
+            self.pos = raw.len();
+            return None;
+        }
+        p = skip_ws(raw, p + 1);
+        let Some((value, end)) = value_at(raw, p) else {
+            self.pos = raw.len();
+            return None;
+        };
+        self.pos = end;
+        Some((key, value))
+    }
+}
+
+/// Iterator over an array's elements in order. See [`Value::elements`].
+#[derive(Debug, Clone)]
+pub struct Elements<'a> {
+    raw: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Iterator for Elements<'a> {
+    type Item = Value<'a>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let raw = self.raw;
+        let mut p = skip_ws(raw, self.pos);
+        if raw.get(p) == Some(&b',') {
+            p = skip_ws(raw, p + 1);
+        }
+        match raw.get(p) {
+            None | Some(b']') => {
+                self.pos = raw.len();
+                return None;
+            }
+            Some(_) => {}
+        }
+        let Some((value, end)) = value_at(raw, p) else {
+            self.pos = raw.len();
+            return None;
+        };
+        self.pos = end;
+        Some(value)
+    }
+}
+
+/// One decoded piece of a string.
+enum Piece<'a> {
+    /// Bytes without escapes (valid UTF-8, no `"`, `\` or controls: validated by `parse`).
+    Span(&'a [u8]),
+    /// A character from an escape (surrogate pairs already joined).
+    Char(char),
+    /// A surrogate code unit without its partner.
+    Lone(u16),
+}
+
+/// Walks the escaped bytes of a string piece by piece.
+struct Pieces<'a> {
+    raw: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Iterator for Pieces<'a> {
+    type Item = Piece<'a>;
+
+    fn next(&mut self) -> Option<Piece<'a>> {
+        let rest = self.raw.get(self.pos..)?;
+        if rest.is_empty() {
+            return None;
+        }
+        let Some(i) = memchr(b'\\', rest) else {
+            self.pos = self.raw.len();
+            return Some(Piece::Span(rest));
+        };
+        if i > 0 {
+            self.pos += i;
+            return rest.get(..i).map(Piece::Span);
+        }
+        let esc = rest.get(1).copied();
+        self.pos += 2;
+        let c = match esc {
+            Some(b'"') => '"',
+            Some(b'\\') => '\\',
+            Some(b'/') => '/',
+            Some(b'b') => '\u{8}',
+            Some(b'f') => '\u{c}',
+            Some(b'n') => '\n',
+            Some(b'r') => '\r',
+            Some(b't') => '\t',
+            Some(b'u') => {
+                let Some(unit) = hex4(rest, 2) else {
+                    self.pos = self.raw.len();
+                    return None;
+                };
+                self.pos += 4;
+                return Some(match unit {
+                    0xD800..=0xDBFF => {
+                        let low = match (rest.get(6..8), hex4(rest, 8)) {
+                            (Some(b"\\u"), Some(lo @ 0xDC00..=0xDFFF)) => Some(lo),
+                            _ => None,
+                        };
+                        match low {
+                            Some(lo) => {
+                                self.pos += 6;
+                                let cp = 0x10000
+                                    + ((u32::from(unit) - 0xD800) << 10)
+                                    + (u32::from(lo) - 0xDC00);
+                                Piece::Char(char::from_u32(cp).unwrap_or('\u{FFFD}'))
+                            }
+                            None => Piece::Lone(unit),
+                        }
+                    }
+                    0xDC00..=0xDFFF => Piece::Lone(unit),
+                    _ => Piece::Char(char::from_u32(u32::from(unit)).unwrap_or('\u{FFFD}')),
+                });
+            }
+            _ => {
+                self.pos = self.raw.len();
+                return None;
+            }
+        };
+        Some(Piece::Char(c))
+    }
+}
+
+impl<'a> JsonStr<'a> {
+    fn pieces(&self) -> Pieces<'a> {
+        Pieces {
+            raw: self.raw,
+            pos: 0,
+        }
+    }
+
+    /// The raw bytes between the quotes, escapes as written.
+    pub fn raw(&self) -> &'a [u8] {
+        self.raw
+    }
+
+    /// The string itself, borrowed, when it holds no escapes.
+    pub fn as_plain(&self) -> Option<&'a str> {
+        if memchr(b'\\', self.raw).is_some() {
+            return None;
+        }
+        core::str::from_utf8(self.raw).ok()
+    }
+
+    /// Writes the unescaped text as UTF-8: surrogate pairs are joined, a lone surrogate
+    /// becomes U+FFFD (as a `String` in JavaScript would print it, lossy).
+    pub fn unescape_into(&self, out: &mut impl Sink) -> Result<(), Overflow> {
+        let mut utf8 = [0u8; 4];
+        for piece in self.pieces() {
+            match piece {
+                Piece::Span(s) => out.put(s)?,
+                Piece::Char(c) => out.put(c.encode_utf8(&mut utf8).as_bytes())?,
+                Piece::Lone(_) => out.put("\u{FFFD}".as_bytes())?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the string as a canonical JSON literal, quotes included (escaped as
+    /// [`Value::write_compact`] does): for echoing a server's string (a cursor) back to it.
+    pub fn write_literal(&self, out: &mut impl Sink) -> Result<(), Overflow> {
+        write_json_str(out, *self)
+    }
+
+    /// True when the unescaped string equals `s` (no allocation). A lone surrogate compares as
+    /// U+FFFD.
+    pub fn eq_str(&self, s: &str) -> bool {
+        if memchr(b'\\', self.raw).is_none() {
+            return self.raw == s.as_bytes();
+        }
+        let mut rest = s.as_bytes();
+        let mut utf8 = [0u8; 4];
+        for piece in self.pieces() {
+            let bytes: &[u8] = match piece {
+                Piece::Span(b) => b,
+                Piece::Char(c) => c.encode_utf8(&mut utf8).as_bytes(),
+                Piece::Lone(_) => "\u{FFFD}".as_bytes(),
+            };
+            match rest.strip_prefix(bytes) {
+                Some(r) => rest = r,
+                None => return false,
+            }
+        }
+        rest.is_empty()
+    }
+}
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+fn hex_digit(n: u16) -> u8 {
+    HEX.get(usize::from(n & 0xF)).copied().unwrap_or(b'0')
+}
+
+/// Writes `c` escaped canonically (or raw when no escape is needed).
+fn write_char(out: &mut impl Sink, c: char) -> Result<(), Overflow> {
+    match c {
+        '"' => out.put(b"\\\""),
+        '\\' => out.put(b"\\\\"),
+        '\u{8}' => out.put(b"\\b"),
+        '\u{c}' => out.put(b"\\f"),
+        '\n' => out.put(b"\\n"),
+        '\r' => out.put(b"\\r"),
+        '\t' => out.put(b"\\t"),
+        c if (c as u32) < 0x20 => write_u_escape(out, c as u16),
+        c => {
+            let mut utf8 = [0u8; 4];
+            out.put(c.encode_utf8(&mut utf8).as_bytes())
+        }
+    }
+}
+
+fn write_u_escape(out: &mut impl Sink, unit: u16) -> Result<(), Overflow> {
+    out.put(&[
+        b'\\',
+        b'u',
+        hex_digit(unit >> 12),
+        hex_digit(unit >> 8),
+        hex_digit(unit >> 4),
+        hex_digit(unit),
+    ])
+}
+
+/// Writes a parsed string canonically, quotes included.
+fn write_json_str(out: &mut impl Sink, s: JsonStr<'_>) -> Result<(), Overflow> {
+    out.put(b"\"")?;
+    if memchr(b'\\', s.raw).is_none() {
+        // Validated spans hold no quote, backslash or control: already canonical.
+        out.put(s.raw)?;
+    } else {
+        for piece in s.pieces() {
+            match piece {
+                Piece::Span(b) => out.put(b)?,
+                Piece::Char(c) => write_char(out, c)?,
+                Piece::Lone(u) => write_u_escape(out, u)?,
+            }
+        }
+    }
+    out.put(b"\"")
+}
+
+/// Writes `s` as a JSON string literal, quotes included, escaped canonically as
+/// [`Value::write_compact`] does (only `"`, `\` and control characters escaped).
+pub fn write_str_literal(out: &mut impl Sink, s: &str) -> Result<(), Overflow> {
+    out.put(b"\"")?;
+    let bytes = s.as_bytes();
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        if b < 0x20 || b == b'"' || b == b'\\' {
+            if i > start {
+                out.put(bytes.get(start..i).unwrap_or(&[]))?;
+            }
+            write_char(out, char::from(b))?;
+            start = i + 1;
+        }
+    }
+    if start < bytes.len() {
+        out.put(bytes.get(start..).unwrap_or(&[]))?;
+    }
+    out.put(b"\"")
+}
+
+#[cfg(test)]
+mod tests;

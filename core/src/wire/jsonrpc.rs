@@ -1,1 +1,575 @@
-//! `jsonrpc`: see the module contract (filled in by its own change).
+//! JSON-RPC 2.0 as MCP uses it: the requests this client sends, and the messages a server sends
+//! back.
+//!
+//! Owns: the exact bytes of `initialize`, `notifications/initialized`, `tools/list` (with cursor
+//! paging), `tools/call` (with an optional progress token) and `notifications/cancelled`; the
+//! MCP protocol versions this client can speak; classifying a received message (response,
+//! server request, notification), finding the response to a request id (also inside a batch
+//! array), and reading the `initialize` and `tools/list` results.
+//! Does not own: JSON syntax (`wire::json`), the content of a `tools/call` result
+//! (`wire::content`), HTTP/SSE framing, or what the harness does with an error.
+//!
+//! Every encoder writes compact JSON through a [`Sink`]; overflow is a value.
+
+use core::fmt;
+
+use crate::buf::{Overflow, Sink, put_u64};
+use crate::wire::json::{Elements, JsonStr, Kind, Value, write_str_literal};
+
+/// The `clientInfo.version` this client announces in the handshake. It is the handshake
+/// string of the seed SDK (`SDK_VERSION = '1.0.0'`), deliberately separate from this crate's
+/// version: servers log it, and harness operators match on it.
+pub const SDK_VERSION: &str = "1.0.0";
+
+/// The `clientInfo.name` this client announces in the handshake.
+pub const CLIENT_NAME: &str = "verifi-harness-sdk";
+
+/// An MCP protocol revision this client can ask for in `initialize`.
+///
+/// All of these belong to the session-based era (an `initialize` handshake, then
+/// `mcp-session-id`). The stateless revision (2026-07-28: `server/discover`, per-request
+/// `_meta` envelope) is a different protocol shape and would be a new variant family with its
+/// own encoders; it is not built yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum ProtocolVersion {
+    /// `2024-11-05`, the seed SDK's choice and our default.
+    V2024_11_05,
+    /// `2025-03-26`.
+    V2025_03_26,
+    /// `2025-06-18`: the first that requires the `MCP-Protocol-Version` header.
+    V2025_06_18,
+    /// `2025-11-25`.
+    V2025_11_25,
+}
+
+impl ProtocolVersion {
+    /// The version the seed SDK sends: `2024-11-05`.
+    pub const DEFAULT: Self = ProtocolVersion::V2024_11_05;
+
+    /// Every supported version, oldest first.
+    pub const ALL: [Self; 4] = [
+        ProtocolVersion::V2024_11_05,
+        ProtocolVersion::V2025_03_26,
+        ProtocolVersion::V2025_06_18,
+        ProtocolVersion::V2025_11_25,
+    ];
+
+    /// The wire form, e.g. `"2024-11-05"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProtocolVersion::V2024_11_05 => "2024-11-05",
+            ProtocolVersion::V2025_03_26 => "2025-03-26",
+            ProtocolVersion::V2025_06_18 => "2025-06-18",
+            ProtocolVersion::V2025_11_25 => "2025-11-25",
+        }
+    }
+
+    /// The version named by `s` exactly, if we support it.
+    pub fn parse(s: &[u8]) -> Option<Self> {
+        Self::ALL.into_iter().find(|v| v.as_str().as_bytes() == s)
+    }
+
+    /// True when requests after the handshake must carry `MCP-Protocol-Version` (2025-06-18
+    /// and later).
+    pub fn sends_version_header(self) -> bool {
+        self >= ProtocolVersion::V2025_06_18
+    }
+}
+
+impl fmt::Display for ProtocolVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+fn put_request_head(out: &mut impl Sink, id: u64, method: &str) -> Result<(), Overflow> {
+    out.put(b"{\"jsonrpc\":\"2.0\",\"id\":")?;
+    put_u64(out, id)?;
+    out.put(b",\"method\":\"")?;
+    out.put(method.as_bytes())?;
+    out.put(b"\"")
+}
+
+/// Writes the `initialize` request, e.g.
+/// `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2024-11-05","capabilities":{},"clientInfo":{"name":"verifi-harness-sdk","version":"1.0.0"}}}`.
+pub fn encode_initialize(
+    out: &mut impl Sink,
+    id: u64,
+    version: ProtocolVersion,
+) -> Result<(), Overflow> {
+    put_request_head(out, id, "initialize")?;
+    out.put(b",\"params\":{\"protocolVersion\":\"")?;
+    out.put(version.as_str().as_bytes())?;
+    out.put(b"\",\"capabilities\":{},\"clientInfo\":{\"name\":")?;
+    write_str_literal(out, CLIENT_NAME)?;
+    out.put(b",\"version\":")?;
+    write_str_literal(out, SDK_VERSION)?;
+    out.put(b"}}}")
+}
+
+/// Writes the `notifications/initialized` notification (no id, no reply expected).
+pub fn encode_initialized(out: &mut impl Sink) -> Result<(), Overflow> {
+    out.put(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}")
+}
+
+/// Writes a `tools/list` request; with `cursor` (a previous page's `nextCursor`, echoed
+/// canonically) it asks for the next page: `…,"params":{"cursor":"…"}}`.
+pub fn encode_tools_list(
+    out: &mut impl Sink,
+    id: u64,
+    cursor: Option<&str>,
+) -> Result<(), Overflow> {
+    put_request_head(out, id, "tools/list")?;
+    if let Some(c) = cursor {
+        out.put(b",\"params\":{\"cursor\":")?;
+        write_str_literal(out, c)?;
+        out.put(b"}")?;
+    }
+    out.put(b"}")
+}
+
+/// Writes a `tools/call` request:
+/// `{"jsonrpc":"2.0","id":N,"method":"tools/call","params":{"name":…,"arguments":{…}}}`, with
+/// `,"_meta":{"progressToken":T}` inside `params` when `progress_token` is given.
+///
+/// `arguments` is re-emitted compactly ([`Value::write_compact`]); `None` sends `{}`. MCP
+/// requires an object: passing any other kind is the caller's error, and is not checked here
+/// (the signature is the shared contract's, whose only error is overflow). It is written as
+/// given, so the server refuses it with its own JSON-RPC error (-32602), which the caller sees
+/// as a refused call; check [`Value::kind`] first to refuse it locally.
+pub fn encode_tools_call(
+    out: &mut impl Sink,
+    id: u64,
+    name: &str,
+    arguments: Option<Value<'_>>,
+    progress_token: Option<u64>,
+) -> Result<(), Overflow> {
+    put_request_head(out, id, "tools/call")?;
+    out.put(b",\"params\":{\"name\":")?;
+    write_str_literal(out, name)?;
+    out.put(b",\"arguments\":")?;
+    match arguments {
+        Some(args) => args.write_compact(out)?,
+        None => out.put(b"{}")?,
+    }
+    if let Some(token) = progress_token {
+        out.put(b",\"_meta\":{\"progressToken\":")?;
+        put_u64(out, token)?;
+        out.put(b"}")?;
+    }
+    out.put(b"}}")
+}
+
+/// Writes `notifications/cancelled` for the request `request_id`, with a reason for the
+/// server's log: `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":N,"reason":"…"}}`.
+pub fn encode_cancelled(
+    out: &mut impl Sink,
+    request_id: u64,
+    reason: &str,
+) -> Result<(), Overflow> {
+    out.put(
+        b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":",
+    )?;
+    put_u64(out, request_id)?;
+    out.put(b",\"reason\":")?;
+    write_str_literal(out, reason)?;
+    out.put(b"}}")
+}
+
+/// A JSON-RPC id as the server sent it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Id<'a> {
+    /// A number (kept as written; our requests use non-negative integers).
+    Number(Value<'a>),
+    /// A string.
+    String(JsonStr<'a>),
+    /// `null`, or (in a response) no id at all: servers answer that way when they could not
+    /// read the request's id.
+    Null,
+}
+
+/// A JSON-RPC error object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct RpcError<'a> {
+    /// The error code (`-32601` method not found, `-32602` invalid params, …).
+    pub code: i64,
+    /// The human-readable message, still escaped.
+    pub message: JsonStr<'a>,
+    /// The optional `data` member.
+    pub data: Option<Value<'a>>,
+}
+
+/// What a response carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Outcome<'a> {
+    /// `result`.
+    Result(Value<'a>),
+    /// `error`.
+    Error(RpcError<'a>),
+}
+
+/// One JSON-RPC message from a server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Message<'a> {
+    /// A response to a request (ours, if the id matches).
+    Response {
+        /// The id it answers.
+        id: Id<'a>,
+        /// Result or error.
+        outcome: Outcome<'a>,
+    },
+    /// A request from the server to this client (ping, roots/list, sampling …).
+    Request {
+        /// The id to answer with.
+        id: Id<'a>,
+        /// The method name.
+        method: JsonStr<'a>,
+        /// The params, if present.
+        params: Option<Value<'a>>,
+    },
+    /// A notification (no id), e.g. `notifications/progress`.
+    Notification {
+        /// The method name.
+        method: JsonStr<'a>,
+        /// The params, if present.
+        params: Option<Value<'a>>,
+    },
+}
+
+/// Why a JSON value is not a usable JSON-RPC message or MCP result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum RpcDecodeError {
+    /// The message (or result) is not a JSON object.
+    NotAnObject,
+    /// `jsonrpc` is missing or not `"2.0"`.
+    BadVersion,
+    /// The id is not a number, string or null.
+    BadId,
+    /// `error` is not an object with an integer `code` and a string `message`.
+    BadError,
+    /// A response carries both `result` and `error`.
+    BothResultAndError,
+    /// A response carries neither `result` nor `error`.
+    NeitherResultNorError,
+    /// `method` is not a string.
+    BadMethod,
+    /// A batch array with no messages in it.
+    EmptyBatch,
+    /// A result lacks a required member, or a member has the wrong type (the name says which,
+    /// e.g. `"protocolVersion"`, `"tools"`, `"nextCursor"`). An addition to the contract's
+    /// variants, for the result readers.
+    BadField(&'static str),
+}
+
+impl fmt::Display for RpcDecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RpcDecodeError::NotAnObject => f.write_str("JSON-RPC message is not a JSON object"),
+            RpcDecodeError::BadVersion => f.write_str("JSON-RPC message lacks \"jsonrpc\":\"2.0\""),
+            RpcDecodeError::BadId => f.write_str("JSON-RPC id is not a number, string or null"),
+            RpcDecodeError::BadError => f.write_str(
+                "JSON-RPC error is not an object with an integer code and a string message",
+            ),
+            RpcDecodeError::BothResultAndError => {
+                f.write_str("JSON-RPC response has both result and error")
+            }
+            RpcDecodeError::NeitherResultNorError => {
+                f.write_str("JSON-RPC response has neither result nor error")
+            }
+            RpcDecodeError::BadMethod => f.write_str("JSON-RPC method is not a string"),
+            RpcDecodeError::EmptyBatch => f.write_str("JSON-RPC batch array is empty"),
+            RpcDecodeError::BadField(name) => {
+                write!(
+                    f,
+                    "result member \"{name}\" is missing or has the wrong type"
+                )
+            }
+        }
+    }
+}
+
+impl core::error::Error for RpcDecodeError {}
+
+fn decode_id(v: Value<'_>) -> Result<Id<'_>, RpcDecodeError> {
+    match v.kind() {
+        Kind::Number => Ok(Id::Number(v)),
+        Kind::String => v.as_str().map(Id::String).ok_or(RpcDecodeError::BadId),
+        Kind::Null => Ok(Id::Null),
+        _ => Err(RpcDecodeError::BadId),
+    }
+}
+
+fn decode_error(v: Value<'_>) -> Result<RpcError<'_>, RpcDecodeError> {
+    let mut code = None;
+    let mut message = None;
+    let mut data = None;
+    if v.kind() != Kind::Object {
+        return Err(RpcDecodeError::BadError);
+    }
+    for (k, m) in v.members() {
+        if code.is_none() && k.eq_str("code") {
+            code = Some(m.as_i64().ok_or(RpcDecodeError::BadError)?);
+        } else if message.is_none() && k.eq_str("message") {
+            message = Some(m.as_str().ok_or(RpcDecodeError::BadError)?);
+        } else if data.is_none() && k.eq_str("data") {
+            data = Some(m);
+        }
+    }
+    match (code, message) {
+        (Some(code), Some(message)) => Ok(RpcError {
+            code,
+            message,
+            data,
+        }),
+        _ => Err(RpcDecodeError::BadError),
+    }
+}
+
+/// Classifies one JSON-RPC message (one pass over its members; the first of duplicate members
+/// counts). A response without an `id` member gets [`Id::Null`], as servers send for errors
+/// about unreadable requests.
+pub fn decode_message(v: Value<'_>) -> Result<Message<'_>, RpcDecodeError> {
+    if v.kind() != Kind::Object {
+        return Err(RpcDecodeError::NotAnObject);
+    }
+    let (mut version, mut id, mut method, mut params, mut result, mut error) =
+        (None, None, None, None, None, None);
+    for (k, m) in v.members() {
+        let slot = if k.eq_str("jsonrpc") {
+            &mut version
+        } else if k.eq_str("id") {
+            &mut id
+        } else if k.eq_str("method") {
+            &mut method
+        } else if k.eq_str("params") {
+            &mut params
+        } else if k.eq_str("result") {
+            &mut result
+        } else if k.eq_str("error") {
+            &mut error
+        } else {
+            continue;
+        };
+        if slot.is_none() {
+            *slot = Some(m);
+        }
+    }
+    if !version
+        .and_then(|v| v.as_str())
+        .is_some_and(|s| s.eq_str("2.0"))
+    {
+        return Err(RpcDecodeError::BadVersion);
+    }
+    if let Some(m) = method {
+        let method = m.as_str().ok_or(RpcDecodeError::BadMethod)?;
+        return Ok(match id {
+            Some(id) => Message::Request {
+                id: decode_id(id)?,
+                method,
+                params,
+            },
+            None => Message::Notification { method, params },
+        });
+    }
+    let id = match id {
+        Some(id) => decode_id(id)?,
+        None => Id::Null,
+    };
+    let outcome = match (result, error) {
+        (Some(_), Some(_)) => return Err(RpcDecodeError::BothResultAndError),
+        (None, None) => return Err(RpcDecodeError::NeitherResultNorError),
+        (Some(r), None) => Outcome::Result(r),
+        (None, Some(e)) => Outcome::Error(decode_error(e)?),
+    };
+    Ok(Message::Response { id, outcome })
+}
+
+/// Whether a message (or batch) held the response being waited for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Found<'a> {
+    /// The response to the expected id.
+    Match(Outcome<'a>),
+    /// Not it: a notification, a server request, or a response to another id (including
+    /// `id: null` errors; decode those with [`decode_message`] to show them).
+    NoMatch,
+}
+
+fn match_one(v: Value<'_>, expected: u64) -> Result<Found<'_>, RpcDecodeError> {
+    match decode_message(v)? {
+        Message::Response {
+            id: Id::Number(n),
+            outcome,
+        } if n.as_u64() == Some(expected) => Ok(Found::Match(outcome)),
+        _ => Ok(Found::NoMatch),
+    }
+}
+
+/// Looks for the response to numeric request id `expected` in one message or a batch array.
+/// String ids never match a numeric request; ids of another type are `BadId`. In a batch, the
+/// first matching response wins, and any malformed element is an error.
+pub fn find_response(v: Value<'_>, expected: u64) -> Result<Found<'_>, RpcDecodeError> {
+    if v.kind() != Kind::Array {
+        return match_one(v, expected);
+    }
+    let mut any = false;
+    for element in v.elements() {
+        any = true;
+        if let Found::Match(outcome) = match_one(element, expected)? {
+            return Ok(Found::Match(outcome));
+        }
+    }
+    if any {
+        Ok(Found::NoMatch)
+    } else {
+        Err(RpcDecodeError::EmptyBatch)
+    }
+}
+
+/// A `notifications/progress` notification's params.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Progress<'a> {
+    /// `progressToken` (number or string, as sent).
+    pub token: Value<'a>,
+    /// `progress` (a number; Python sends `1.0`, TypeScript `1`).
+    pub progress: Value<'a>,
+    /// `total`, if given.
+    pub total: Option<Value<'a>>,
+    /// `message`, if given.
+    pub message: Option<JsonStr<'a>>,
+}
+
+/// The progress report in `m`, if it is a well-formed `notifications/progress`.
+pub fn as_progress<'a>(m: &Message<'a>) -> Option<Progress<'a>> {
+    let Message::Notification {
+        method,
+        params: Some(params),
+    } = m
+    else {
+        return None;
+    };
+    if !method.eq_str("notifications/progress") {
+        return None;
+    }
+    let token = params.get("progressToken")?;
+    if !matches!(token.kind(), Kind::Number | Kind::String) {
+        return None;
+    }
+    let progress = params.get("progress")?;
+    if progress.kind() != Kind::Number {
+        return None;
+    }
+    let total = params.get("total").filter(|t| t.kind() == Kind::Number);
+    let message = params.get("message").and_then(|s| s.as_str());
+    Some(Progress {
+        token,
+        progress,
+        total,
+        message,
+    })
+}
+
+/// What an `initialize` result says about the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct InitializeResult<'a> {
+    /// The negotiated `protocolVersion` (may be one we do not know; see
+    /// [`ProtocolVersion::parse`]).
+    pub protocol_version: JsonStr<'a>,
+    /// `serverInfo.name`, if given.
+    pub server_name: Option<JsonStr<'a>>,
+    /// `serverInfo.version`, if given.
+    pub server_version: Option<JsonStr<'a>>,
+}
+
+/// Reads an `initialize` result: `protocolVersion` is required, `serverInfo` optional.
+pub fn parse_initialize_result(result: Value<'_>) -> Result<InitializeResult<'_>, RpcDecodeError> {
+    if result.kind() != Kind::Object {
+        return Err(RpcDecodeError::NotAnObject);
+    }
+    let protocol_version = result
+        .get("protocolVersion")
+        .and_then(|v| v.as_str())
+        .ok_or(RpcDecodeError::BadField("protocolVersion"))?;
+    let info = result.get("serverInfo");
+    let field = |name: &str| info.and_then(|i| i.get(name)).and_then(|v| v.as_str());
+    Ok(InitializeResult {
+        protocol_version,
+        server_name: field("name"),
+        server_version: field("version"),
+    })
+}
+
+/// One page of a `tools/list` result.
+#[derive(Debug, Clone)]
+pub struct ToolsPage<'a> {
+    /// The tool objects of this page (read each name with [`tool_name`]).
+    pub tools: Elements<'a>,
+    /// `nextCursor`, when there is another page (`null` or absent: last page).
+    pub next_cursor: Option<JsonStr<'a>>,
+}
+
+/// Reads a `tools/list` result: `tools` must be an array; `nextCursor` a string, null or
+/// absent.
+pub fn parse_tools_page(result: Value<'_>) -> Result<ToolsPage<'_>, RpcDecodeError> {
+    if result.kind() != Kind::Object {
+        return Err(RpcDecodeError::NotAnObject);
+    }
+    let tools = result
+        .get("tools")
+        .filter(|t| t.kind() == Kind::Array)
+        .ok_or(RpcDecodeError::BadField("tools"))?;
+    let next_cursor = match result.get("nextCursor") {
+        None => None,
+        Some(c) if c.is_null() => None,
+        Some(c) => Some(c.as_str().ok_or(RpcDecodeError::BadField("nextCursor"))?),
+    };
+    Ok(ToolsPage {
+        tools: tools.elements(),
+        next_cursor,
+    })
+}
+
+/// A tool object's `name`, if it has a string one.
+pub fn tool_name(tool: Value<'_>) -> Option<JsonStr<'_>> {
+    tool.get("name").and_then(|n| n.as_str())
+}
+
+fn contains_ignore_case(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack
+        .windows(needle.len())
+        .any(|w| w.eq_ignore_ascii_case(needle))
+}
+
+/// True when a JSON-RPC error to tools/call says the tool does not exist on that server
+/// (-32601; -32602 whose message says unknown/not found), so failover may try the fallback.
+///
+/// What the official servers send for an unknown tool (captures of 2026-12, and their sources):
+/// rmcp answers JSON-RPC `-32602 "tool not found"`; the TypeScript SDK's newer line answers
+/// `-32602` `Tool <name> not found` (1.32 still returns it as an `isError: true` *result* with
+/// text `MCP error -32602: Tool <name> not found`); the Python SDK returns an `isError: true`
+/// result `Unknown tool: <name>`. So the -32602 test is: the message (ASCII case-insensitive)
+/// contains `unknown tool`, or contains both `tool` and `not found`. Results with `isError`
+/// are not JSON-RPC errors and are not judged here. The message is matched as sent (escapes not
+/// decoded), which is enough for these ASCII phrases.
+pub fn is_unknown_tool(err: &RpcError<'_>) -> bool {
+    match err.code {
+        -32601 => true,
+        -32602 => {
+            let m = err.message.raw();
+            contains_ignore_case(m, b"unknown tool")
+                || (contains_ignore_case(m, b"tool") && contains_ignore_case(m, b"not found"))
+        }
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests;

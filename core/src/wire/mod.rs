@@ -4,7 +4,10 @@
 
 pub mod content;
 pub mod endpoint;
+pub mod exchange;
+pub mod failure;
 pub mod http;
 pub mod json;
 pub mod jsonrpc;
+pub mod session;
 pub mod sse;

@@ -1,0 +1,1167 @@
+//! The generic async driver: one loop that both adapters share.
+//!
+//! It sequences the pure parts of the core over any `embedded_io_async::{Read, Write}`
+//! connection: the lazy handshake ([`Session`]), one request per [`Exchange`], the 404
+//! re-initialization, failover ([`FailoverState`]), redaction, metering and timeline events.
+//! An adapter supplies only [`Net`] (open a connection, give back a kept-alive one, tell the
+//! time, sleep) and [`Shared`] (where a slot's state lives), and owns the buffers.
+//!
+//! Every wait is raced against the call's deadline; every buffer is the caller's and capped.
+
+use core::fmt::Write as _;
+
+use embassy_futures::select::{Either, select};
+use embedded_io_async::{Read, Write};
+use heapless::String;
+
+use crate::buf::{Buf, Sink};
+use crate::harness::events::{Timeline, TimelineEvent};
+use crate::harness::failover::{AttemptOutcome, FailoverState, Target};
+use crate::harness::meter::{Ledger, LedgerRecord};
+use crate::harness::redact::Redactor;
+use crate::harness::result::ToolResult;
+use crate::wire::content;
+use crate::wire::endpoint::Endpoint;
+use crate::wire::exchange::{Exchange, Expect, OnMessage, ReplyLimits, Step, Verdict};
+use crate::wire::failure::{BufferName, ConnectError, Failure, HandshakeError, StrSink, truncated};
+use crate::wire::http::{MAX_SESSION_ID, Method, RequestHead, write_request_head};
+use crate::wire::json::{JsonLimits, Value};
+use crate::wire::jsonrpc::{self, Found, Message, Outcome, ProtocolVersion};
+use crate::wire::session::{Begin, Phase, Session, Snapshot};
+use crate::wire::sse::MAX_EVENT_ID;
+
+/// Milliseconds on the adapter's monotonic clock.
+pub type Millis = u64;
+
+/// How long a best-effort `notifications/cancelled` or `DELETE` may take.
+const COURTESY_MS: Millis = 1_000;
+/// Most tools/list pages followed.
+const MAX_PAGES: u32 = 1_000;
+/// Most GET resumptions of one SSE reply that ended without its response.
+const MAX_RESUMES: u32 = 3;
+/// Longest tools/list cursor kept between pages.
+const MAX_CURSOR: usize = 1_024;
+
+/// What an adapter supplies: connections and time. Nothing about the protocol.
+// `async fn` in a public trait: the futures carry no `Send` bound here, but each adapter is
+// a concrete type, so its futures are `Send` exactly when its connections and state are (the
+// host's are; the edge runs on one executor and needs no `Send`).
+#[allow(async_fn_in_trait)]
+pub trait Net {
+    /// A connection (TCP, or TLS over TCP).
+    type Conn: Read + Write;
+    /// Opens a connection to `ep` (TLS for `https`, SNI = its host), or hands out a pooled
+    /// kept-alive one to the same endpoint (then the `bool` is true). `fresh` forbids the pool.
+    async fn connect(
+        &self,
+        ep: &Endpoint<'_>,
+        fresh: bool,
+    ) -> Result<(Self::Conn, bool), ConnectError>;
+    /// Takes back a connection whose response ended cleanly and may be kept alive.
+    fn recycle(&self, ep: &Endpoint<'_>, conn: Self::Conn);
+    /// Now, on a monotonic clock.
+    fn now(&self) -> Millis;
+    /// Sleeps until `at` on the same clock.
+    async fn sleep_until(&self, at: Millis);
+}
+
+/// Where a slot's state lives: a lock on the host, a cell on the edge.
+#[allow(async_fn_in_trait)] // as for `Net`
+
+pub trait Shared<T> {
+    /// Runs `f` on the state; never held across an await.
+    fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R;
+    /// A counter that [`notify`](Self::notify) increases.
+    fn generation(&self) -> u64;
+    /// Returns once the generation differs from `since` (no lost wake-ups).
+    async fn changed(&self, since: u64);
+    /// Increases the generation and wakes every waiter.
+    fn notify(&self);
+}
+
+/// The state of one slot for the whole run: a session per server, failover, request ids.
+#[derive(Debug)]
+pub struct SlotState {
+    primary: Session,
+    fallback: Option<Session>,
+    failover: FailoverState,
+    next_id: u64,
+}
+
+impl SlotState {
+    /// Fresh state for a slot that offers `version` and has a fallback or not.
+    pub fn new(version: ProtocolVersion, has_fallback: bool) -> Self {
+        SlotState {
+            primary: Session::new(version),
+            fallback: has_fallback.then(|| Session::new(version)),
+            failover: FailoverState::new(has_fallback),
+            next_id: 1,
+        }
+    }
+
+    /// The session of one server of the slot.
+    pub fn session(&self, target: Target) -> Option<&Session> {
+        match target {
+            Target::Primary => Some(&self.primary),
+            Target::Fallback => self.fallback.as_ref(),
+        }
+    }
+
+    fn session_mut(&mut self, target: Target) -> Option<&mut Session> {
+        match target {
+            Target::Primary => Some(&mut self.primary),
+            Target::Fallback => self.fallback.as_mut(),
+        }
+    }
+
+    /// The failover state.
+    pub fn failover(&self) -> &FailoverState {
+        &self.failover
+    }
+
+    fn next_id(&mut self) -> u64 {
+        let id = self.next_id;
+        self.next_id = self.next_id.wrapping_add(1).max(1);
+        id
+    }
+}
+
+/// How a slot is reached and what a call may take.
+#[derive(Debug, Clone)]
+pub struct SlotConfig<'a> {
+    /// The slot's name (for events).
+    pub slot: &'a str,
+    /// The primary server.
+    pub primary: Endpoint<'a>,
+    /// The primary's endpoint as written in the manifest (for events).
+    pub primary_label: &'a str,
+    /// The fallback server, if any.
+    pub fallback: Option<Endpoint<'a>>,
+    /// The fallback's endpoint as written in the manifest (for events).
+    pub fallback_label: &'a str,
+    /// Static headers sent on every request (e.g. `authorization`). Their values are secrets
+    /// of the run: adapters put them in the redaction set (see [`SlotConfig::header_values`]).
+    pub headers: &'a [(&'a str, &'a str)],
+    /// Offered in `initialize` (the seed's `2024-11-05` by default).
+    pub version: ProtocolVersion,
+    /// The per-call deadline: connect, handshake and reply (the seed's 300 000 ms by default).
+    pub timeout_ms: u64,
+    /// When set, progress notifications for a call reset its timer, up to this hard maximum.
+    pub progress_extends_to_ms: Option<u64>,
+    /// Caps on the reply.
+    pub limits: ReplyLimits,
+    /// Keep the redacted JSON-RPC reply as `raw`.
+    pub keep_raw: bool,
+}
+
+impl<'a> SlotConfig<'a> {
+    /// A config with the seed's defaults for everything but the slot and its servers.
+    pub fn new(slot: &'a str, primary: Endpoint<'a>, primary_label: &'a str) -> Self {
+        SlotConfig {
+            slot,
+            primary,
+            primary_label,
+            fallback: None,
+            fallback_label: "",
+            headers: &[],
+            version: ProtocolVersion::DEFAULT,
+            timeout_ms: 300_000,
+            progress_extends_to_ms: None,
+            limits: ReplyLimits::default(),
+            keep_raw: false,
+        }
+    }
+
+    /// The values of the static headers: secrets of the run.
+    pub fn header_values(&self) -> impl Iterator<Item = &'a str> + 'a {
+        self.headers.iter().map(|(_, v)| *v)
+    }
+
+    fn endpoint(&self, target: Target) -> Option<&Endpoint<'a>> {
+        match target {
+            Target::Primary => Some(&self.primary),
+            Target::Fallback => self.fallback.as_ref(),
+        }
+    }
+}
+
+/// Per-call scratch, owned by the adapter (capped `Vec`s on a host, static slices on the edge).
+pub struct CallBuffers<'b, B: Buf> {
+    /// The outgoing request, head and body (sent in one write).
+    pub request: B,
+    /// Storage for the response head.
+    pub head: &'b mut [u8],
+    /// One socket read.
+    pub read: &'b mut [u8],
+    /// The reply: a JSON body or one SSE event's data.
+    pub reply: B,
+    /// The flattened, redacted text.
+    pub text: B,
+    /// The redacted error message.
+    pub error: B,
+    /// The redacted raw reply (only with `keep_raw`; may have a zero cap otherwise).
+    pub raw: B,
+}
+
+/// Why `list_tools` gave no list. Its `Display` reads `tools/list failed: …`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ListError {
+    /// No server answered.
+    Unreachable(Failure),
+    /// The server answered tools/list with a JSON-RPC error.
+    Refused {
+        /// JSON-RPC error code.
+        code: i64,
+        /// The server's message, redacted and truncated.
+        message: String<160>,
+    },
+}
+
+impl core::fmt::Display for ListError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            ListError::Unreachable(failure) => write!(f, "tools/list failed: {failure}"),
+            ListError::Refused { code, message } => {
+                write!(f, "tools/list failed: JSON-RPC error {code}: {message}")
+            }
+        }
+    }
+}
+
+/// The call's deadline, which progress may push out up to a hard maximum.
+#[derive(Debug, Clone, Copy)]
+struct Deadline {
+    at: Millis,
+    hard: Millis,
+    step: Millis,
+}
+
+impl Deadline {
+    fn new(now: Millis, cfg: &SlotConfig<'_>) -> Self {
+        let at = now.saturating_add(cfg.timeout_ms);
+        let hard = cfg
+            .progress_extends_to_ms
+            .map_or(at, |max| now.saturating_add(max.max(cfg.timeout_ms)));
+        Deadline {
+            at,
+            hard,
+            step: cfg.timeout_ms,
+        }
+    }
+
+    fn extend(&mut self, now: Millis) {
+        self.at = now.saturating_add(self.step).min(self.hard).max(self.at);
+    }
+}
+
+async fn before<N: Net, F: core::future::Future>(
+    net: &N,
+    at: Millis,
+    f: F,
+) -> Result<F::Output, Failure> {
+    match select(f, net.sleep_until(at)).await {
+        Either::First(out) => Ok(out),
+        Either::Second(()) => Err(Failure::TimedOut),
+    }
+}
+
+/// The JSON-RPC message a request carries.
+enum Body<'x> {
+    Initialize {
+        id: u64,
+        version: ProtocolVersion,
+    },
+    Initialized,
+    ToolsList {
+        id: u64,
+        cursor: Option<&'x str>,
+    },
+    ToolsCall {
+        id: u64,
+        tool: &'x str,
+        args: Option<Value<'x>>,
+        progress: Option<u64>,
+    },
+    Cancelled {
+        id: u64,
+    },
+    None,
+}
+
+impl Body<'_> {
+    fn write(&self, out: &mut impl Sink) -> Result<(), crate::buf::Overflow> {
+        match self {
+            Body::Initialize { id, version } => jsonrpc::encode_initialize(out, *id, *version),
+            Body::Initialized => jsonrpc::encode_initialized(out),
+            Body::ToolsList { id, cursor } => jsonrpc::encode_tools_list(out, *id, *cursor),
+            Body::ToolsCall {
+                id,
+                tool,
+                args,
+                progress,
+            } => jsonrpc::encode_tools_call(out, *id, tool, *args, *progress),
+            Body::Cancelled { id } => jsonrpc::encode_cancelled(out, *id, "tool call timed out"),
+            Body::None => Ok(()),
+        }
+    }
+}
+
+/// One request to one server: what to send, and what reply completes it.
+struct Trip<'x> {
+    ep: &'x Endpoint<'x>,
+    method: Method,
+    snap: Option<&'x Snapshot>,
+    last_event_id: Option<&'x str>,
+    body: Body<'x>,
+    expect: Expect,
+}
+
+impl<'x> Trip<'x> {
+    /// A POST of `body` in the session `snap` (none before the handshake).
+    fn post(ep: &'x Endpoint<'x>, snap: Option<&'x Snapshot>, body: Body<'x>) -> Self {
+        let expect = match body {
+            Body::Initialized | Body::Cancelled { .. } => Expect::Accepted,
+            _ => Expect::Response,
+        };
+        Trip {
+            ep,
+            method: Method::Post,
+            snap,
+            last_event_id: None,
+            body,
+            expect,
+        }
+    }
+
+    /// Writes head and body into `out`, so the adapter sends them in one write.
+    fn write<B: Buf>(&self, out: &mut B, cfg: &SlotConfig<'_>) -> Result<(), Failure> {
+        out.clear();
+        let mut count = crate::buf::CountingSink::default();
+        self.body
+            .write(&mut count)
+            .map_err(|o| Failure::TooLarge(BufferName::Request, o))?;
+        let head = RequestHead {
+            method: self.method,
+            endpoint: self.ep,
+            accept_json_and_sse: self.method != Method::Get,
+            session_id: self.snap.and_then(|s| s.id()),
+            protocol_version: self.snap.and_then(|s| s.version_header()),
+            last_event_id: self.last_event_id,
+            extra_headers: cfg.headers,
+            content_length: (self.method == Method::Post).then_some(count.count),
+        };
+        write_request_head(&head, out).map_err(Failure::Request)?;
+        self.body
+            .write(out)
+            .map_err(|o| Failure::TooLarge(BufferName::Request, o))
+    }
+}
+
+/// The buffers a round trip moves bytes through (borrowed apart from the output buffers,
+/// which the handler writes into at the same time).
+struct Wire<'x, B: Buf> {
+    request: &'x mut B,
+    head: &'x mut [u8],
+    read: &'x mut [u8],
+    reply: &'x mut B,
+}
+
+/// The buffers a tool call's result is written into.
+struct Out<'x, B: Buf> {
+    text: &'x mut B,
+    error: &'x mut B,
+    raw: &'x mut B,
+}
+
+impl<B: Buf> CallBuffers<'_, B> {
+    fn split(&mut self) -> (Wire<'_, B>, Out<'_, B>) {
+        (
+            Wire {
+                request: &mut self.request,
+                head: &mut *self.head,
+                read: &mut *self.read,
+                reply: &mut self.reply,
+            },
+            Out {
+                text: &mut self.text,
+                error: &mut self.error,
+                raw: &mut self.raw,
+            },
+        )
+    }
+}
+
+/// Writes `trip`'s request and runs the round trip.
+async fn send<N: Net, B: Buf, H: OnMessage + Progressing>(
+    net: &N,
+    cfg: &SlotConfig<'_>,
+    trip: &Trip<'_>,
+    wire: &mut Wire<'_, B>,
+    deadline: &mut Deadline,
+    handler: &mut H,
+) -> Result<RoundTrip, Failure> {
+    trip.write(wire.request, cfg)?;
+    round_trip(net, cfg, trip, wire, deadline, handler).await
+}
+
+/// What one round trip came to, beyond what its handler saw.
+struct RoundTrip {
+    /// The response is in (or the notification was accepted).
+    done: bool,
+    /// The `mcp-session-id` of the reply head.
+    session_id: Option<String<MAX_SESSION_ID>>,
+    /// Where an SSE reply that ended without its response can be resumed.
+    resume: Option<(String<MAX_EVENT_ID>, Option<u32>)>,
+}
+
+/// Sends the request in `wire` to the trip's endpoint and feeds the reply to `handler` until
+/// it has its response. A pooled connection that fails before any reply byte is retried once
+/// on a fresh one.
+async fn round_trip<N: Net, B: Buf, H: OnMessage + Progressing>(
+    net: &N,
+    cfg: &SlotConfig<'_>,
+    trip: &Trip<'_>,
+    wire: &mut Wire<'_, B>,
+    deadline: &mut Deadline,
+    handler: &mut H,
+) -> Result<RoundTrip, Failure> {
+    let ep = trip.ep;
+    let sent_session_id = trip.snap.is_some_and(|s| s.session_id.is_some());
+    let Wire {
+        request,
+        head,
+        read,
+        reply,
+    } = wire;
+    let mut fresh = false;
+    loop {
+        let (mut conn, reused) = before(net, deadline.at, net.connect(ep, fresh))
+            .await?
+            .map_err(Failure::Connect)?;
+        reply.clear();
+        let mut exchange = Exchange::new(head, trip.expect, sent_session_id, cfg.limits);
+        let sent = before(net, deadline.at, async {
+            conn.write_all(request.bytes()).await?;
+            conn.flush().await
+        })
+        .await?;
+        if sent.is_err() {
+            if reused && !fresh {
+                fresh = true;
+                continue;
+            }
+            return Err(Failure::SendFailed);
+        }
+        let mut progress_seen = handler.progress_seen();
+        let step = loop {
+            let n = match before(net, deadline.at, conn.read(read)).await? {
+                Ok(n) => n,
+                Err(_) => {
+                    if reused && !fresh && !exchange.received_any() {
+                        break None;
+                    }
+                    return Err(Failure::ReadFailed);
+                }
+            };
+            if n == 0 {
+                if reused && !fresh && !exchange.received_any() {
+                    break None;
+                }
+                break Some(exchange.finish(reply, handler)?);
+            }
+            let (_, step) = exchange.feed(read.get(..n).unwrap_or(&[]), reply, handler)?;
+            if handler.progress_seen() != progress_seen {
+                progress_seen = handler.progress_seen();
+                deadline.extend(net.now());
+            }
+            if step != Step::NeedMore {
+                break Some(step);
+            }
+        };
+        let Some(step) = step else {
+            // The pooled connection had been closed by the server: once more, fresh.
+            fresh = true;
+            continue;
+        };
+        let session_id = exchange.head().and_then(|h| h.session_id.clone());
+        let resume = exchange
+            .resume_from()
+            .map(|r| (truncated::<MAX_EVENT_ID>(r.last_event_id), r.retry_ms));
+        let reusable = exchange.reusable();
+        drop(exchange);
+        if reusable {
+            net.recycle(ep, conn);
+        }
+        return Ok(RoundTrip {
+            done: step == Step::Done,
+            session_id,
+            resume,
+        });
+    }
+}
+
+/// A handler that can tell the driver a progress notification arrived.
+trait Progressing {
+    fn progress_seen(&self) -> u32 {
+        0
+    }
+}
+
+/// Accepts any 2xx (a notification's reply).
+struct Accept;
+impl OnMessage for Accept {
+    fn on_message(&mut self, _msg: &[u8], _last: bool) -> Result<Verdict, Failure> {
+        Ok(Verdict::Done)
+    }
+}
+impl Progressing for Accept {}
+
+/// Parses one message and looks for the response to `id`; `last_chance` takes any response.
+fn find<'m>(msg: &'m [u8], id: u64, last_chance: bool) -> Result<Lookup<'m>, Failure> {
+    let value = Value::parse(msg, JsonLimits::default())?;
+    match jsonrpc::find_response(value, id)? {
+        Found::Match(outcome) => Ok(Lookup::Ours(outcome)),
+        Found::NoMatch => match jsonrpc::decode_message(value) {
+            Ok(Message::Response { outcome, .. }) if last_chance => Ok(Lookup::Ours(outcome)),
+            Ok(Message::Response { .. }) => Ok(Lookup::OtherResponse),
+            Ok(m) => Ok(Lookup::Other(m)),
+            // A batch (or anything else) without our response.
+            Err(_) => Ok(Lookup::OtherResponse),
+        },
+    }
+}
+
+enum Lookup<'m> {
+    Ours(Outcome<'m>),
+    OtherResponse,
+    Other(Message<'m>),
+}
+
+/// Handles the reply to `initialize`.
+struct InitHandler {
+    id: u64,
+    version: Option<Result<ProtocolVersion, Failure>>,
+}
+impl Progressing for InitHandler {}
+impl OnMessage for InitHandler {
+    fn on_message(&mut self, msg: &[u8], last_chance: bool) -> Result<Verdict, Failure> {
+        match find(msg, self.id, last_chance)? {
+            Lookup::Ours(Outcome::Result(result)) => {
+                let parsed = jsonrpc::parse_initialize_result(result)
+                    .map_err(|_| Failure::Handshake(HandshakeError::BadResult))
+                    .and_then(|init| {
+                        let raw = init.protocol_version.raw();
+                        ProtocolVersion::parse(raw).ok_or_else(|| {
+                            let shown = core::str::from_utf8(raw).unwrap_or("?");
+                            Failure::Handshake(HandshakeError::UnsupportedVersion(truncated(shown)))
+                        })
+                    });
+                self.version = Some(parsed);
+                Ok(Verdict::Done)
+            }
+            Lookup::Ours(Outcome::Error(err)) => {
+                let mut message = StrSink::<80>::default();
+                let _ = err.message.unescape_into(&mut message);
+                self.version = Some(Err(Failure::Handshake(HandshakeError::Refused {
+                    code: err.code,
+                    message: truncated(message.as_str()),
+                })));
+                Ok(Verdict::Done)
+            }
+            Lookup::OtherResponse => Ok(Verdict::Hold),
+            Lookup::Other(_) => Ok(Verdict::Continue),
+        }
+    }
+}
+
+/// Makes sure the session of `target` is ready, starting or joining the handshake.
+async fn ready<N: Net, S: Shared<SlotState>, B: Buf>(
+    net: &N,
+    cfg: &SlotConfig<'_>,
+    state: &S,
+    target: Target,
+    deadline: &mut Deadline,
+    bufs: &mut CallBuffers<'_, B>,
+) -> Result<Snapshot, Failure> {
+    loop {
+        let generation = state.generation();
+        let begin = state.with(|s| s.session_mut(target).map(|sess| sess.begin()));
+        match begin {
+            None => return Err(Failure::NoResponse),
+            Some(Begin::Ready(snap)) => return Ok(snap),
+            Some(Begin::Start { attempt }) => {
+                let outcome = handshake(net, cfg, state, target, deadline, bufs).await;
+                state.with(|s| {
+                    if let Some(sess) = s.session_mut(target) {
+                        match &outcome {
+                            Ok(snap) => sess.handshake_succeeded(attempt, snap.id(), snap.version),
+                            Err(f) => sess.handshake_failed(attempt, f.clone()),
+                        }
+                    }
+                });
+                state.notify();
+                return outcome;
+            }
+            Some(Begin::Wait { attempt }) => {
+                let outcome = state.with(|s| s.session(target).and_then(|x| x.outcome_of(attempt)));
+                match outcome {
+                    Some(result) => return result,
+                    None => {
+                        let still = state.with(|s| {
+                            s.session(target).map(|x| x.phase().clone())
+                                == Some(Phase::Initializing { attempt })
+                        });
+                        if still {
+                            before(net, deadline.at, state.changed(generation)).await?;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `initialize`, then `notifications/initialized`.
+async fn handshake<N: Net, S: Shared<SlotState>, B: Buf>(
+    net: &N,
+    cfg: &SlotConfig<'_>,
+    state: &S,
+    target: Target,
+    deadline: &mut Deadline,
+    bufs: &mut CallBuffers<'_, B>,
+) -> Result<Snapshot, Failure> {
+    let ep = cfg.endpoint(target).ok_or(Failure::NoResponse)?;
+    let id = state.with(|s| s.next_id());
+    let (mut wire, _) = bufs.split();
+    let init = Trip::post(
+        ep,
+        None,
+        Body::Initialize {
+            id,
+            version: cfg.version,
+        },
+    );
+    let mut handler = InitHandler { id, version: None };
+    let rt = send(net, cfg, &init, &mut wire, deadline, &mut handler).await?;
+    let version = handler.version.ok_or(Failure::NoResponse)??;
+    let snap = Snapshot {
+        session_id: rt.session_id,
+        version,
+    };
+    let initialized = Trip::post(ep, Some(&snap), Body::Initialized);
+    send(net, cfg, &initialized, &mut wire, deadline, &mut Accept).await?;
+    Ok(snap)
+}
+
+/// What one server's attempt at a tool call came to.
+enum Answer {
+    Result { is_error: bool },
+    Refused { unknown_tool: bool },
+}
+
+/// Handles the reply to `tools/call`: flattens and redacts the text, or formats the refusal.
+struct CallHandler<'x, B: Buf, Sec: AsRef<[u8]>> {
+    id: u64,
+    secrets: &'x [Sec],
+    text: &'x mut B,
+    error: &'x mut B,
+    raw: Option<&'x mut B>,
+    answer: Option<Result<Answer, Failure>>,
+    progress: u32,
+}
+
+impl<B: Buf, Sec: AsRef<[u8]>> Progressing for CallHandler<'_, B, Sec> {
+    fn progress_seen(&self) -> u32 {
+        self.progress
+    }
+}
+
+impl<B: Buf, Sec: AsRef<[u8]>> OnMessage for CallHandler<'_, B, Sec> {
+    fn on_message(&mut self, msg: &[u8], last_chance: bool) -> Result<Verdict, Failure> {
+        let outcome = match find(msg, self.id, last_chance)? {
+            Lookup::Ours(outcome) => outcome,
+            Lookup::OtherResponse => return Ok(Verdict::Hold),
+            Lookup::Other(m) => {
+                if jsonrpc::as_progress(&m).is_some_and(|p| p.token.as_u64() == Some(self.id)) {
+                    self.progress = self.progress.wrapping_add(1);
+                }
+                return Ok(Verdict::Continue);
+            }
+        };
+        if let Some(raw) = self.raw.as_deref_mut() {
+            raw.clear();
+            redact_into(self.secrets, msg, raw)
+                .map_err(|o| Failure::TooLarge(BufferName::Raw, o))?;
+        }
+        self.answer = Some(match outcome {
+            Outcome::Result(result) => {
+                self.text.clear();
+                let mut redactor = Redactor::new(self.secrets);
+                let mut sink = redactor.sink(&mut *self.text);
+                let flat = content::flatten(result, &mut sink).map_err(|e| match e {
+                    content::ContentError::Overflow(o) => Failure::TooLarge(BufferName::Text, o),
+                    _ => Failure::Rpc(jsonrpc::RpcDecodeError::NotAnObject),
+                });
+                flat.and_then(|f| {
+                    sink.finish()
+                        .map_err(|o| Failure::TooLarge(BufferName::Text, o))
+                        .map(|_| Answer::Result {
+                            is_error: f.is_error,
+                        })
+                })
+            }
+            Outcome::Error(err) => {
+                self.error.clear();
+                let mut line = StrSink::<512>::default();
+                // A message longer than the line is cut; the code always fits.
+                let _ = crate::harness::result::write_rpc_error(&mut line, err.code, &err.message);
+                let _ = redact_into(self.secrets, line.as_str().as_bytes(), self.error);
+                Ok(Answer::Refused {
+                    unknown_tool: jsonrpc::is_unknown_tool(&err),
+                })
+            }
+        });
+        Ok(Verdict::Done)
+    }
+}
+
+/// Redacts `text` whole into `out`.
+fn redact_into<Sec: AsRef<[u8]>>(
+    secrets: &[Sec],
+    text: &[u8],
+    out: &mut impl Sink,
+) -> Result<(), crate::buf::Overflow> {
+    let mut r = Redactor::new(secrets);
+    r.write(text, out)?;
+    r.finish(out)
+}
+
+/// `core::fmt::Write` over a `Sink` (for the error messages).
+struct FmtSink<'s, S: Sink>(&'s mut S);
+impl<S: Sink> core::fmt::Write for FmtSink<'_, S> {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        self.0.put(s.as_bytes()).map_err(|_| core::fmt::Error)
+    }
+}
+
+/// Writes a failure's message, redacted, into `out` (cut to fit).
+fn write_failure<Sec: AsRef<[u8]>, B: Buf>(secrets: &[Sec], failure: &Failure, out: &mut B) {
+    out.clear();
+    let mut line = StrSink::<512>::default();
+    let _ = write!(FmtSink(&mut line), "{failure}");
+    if redact_into(secrets, line.as_str().as_bytes(), out).is_err() {
+        out.clear();
+        let cap = out.limit();
+        let s = line.as_str();
+        let mut end = cap.min(s.len());
+        while end > 0 && !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        let _ = out.put(s.get(..end).unwrap_or("").as_bytes());
+    }
+}
+
+/// One server's attempt at a tool call: ready the session, send, retry once after a 404.
+#[allow(clippy::too_many_arguments)]
+async fn attempt_call<N: Net, S: Shared<SlotState>, B: Buf, Sec: AsRef<[u8]>>(
+    net: &N,
+    cfg: &SlotConfig<'_>,
+    state: &S,
+    target: Target,
+    tool: &str,
+    args: Option<Value<'_>>,
+    secrets: &[Sec],
+    bufs: &mut CallBuffers<'_, B>,
+) -> Result<Answer, Failure> {
+    let ep = cfg.endpoint(target).ok_or(Failure::NoResponse)?;
+    let mut deadline = Deadline::new(net.now(), cfg);
+    let mut retried_404 = false;
+    loop {
+        let snap = ready(net, cfg, state, target, &mut deadline, bufs).await?;
+        let id = state.with(|s| s.next_id());
+        let progress = cfg.progress_extends_to_ms.map(|_| id);
+        let (mut wire, out) = bufs.split();
+        let mut handler = CallHandler {
+            id,
+            secrets,
+            text: out.text,
+            error: out.error,
+            raw: cfg.keep_raw.then_some(out.raw),
+            answer: None,
+            progress: 0,
+        };
+        let body = Body::ToolsCall {
+            id,
+            tool,
+            args,
+            progress,
+        };
+        let call = Trip::post(ep, Some(&snap), body);
+        let mut rt = send(net, cfg, &call, &mut wire, &mut deadline, &mut handler).await;
+        // A reply stream that ended without the response, from a server that gave event
+        // ids: resume with GET and Last-Event-ID after its retry delay (bounded).
+        let mut resumes = 0;
+        while let Ok(RoundTrip {
+            done: false,
+            resume: Some((last_id, retry)),
+            ..
+        }) = &rt
+        {
+            if handler.answer.is_some() || resumes >= MAX_RESUMES {
+                break;
+            }
+            resumes += 1;
+            let wake = net.now().saturating_add(u64::from(retry.unwrap_or(0)));
+            if wake >= deadline.at {
+                rt = Err(Failure::TimedOut);
+                break;
+            }
+            net.sleep_until(wake).await;
+            let last_id = last_id.clone();
+            let resume = Trip {
+                method: Method::Get,
+                last_event_id: Some(last_id.as_str()),
+                body: Body::None,
+                ..Trip::post(ep, Some(&snap), Body::None)
+            };
+            rt = send(net, cfg, &resume, &mut wire, &mut deadline, &mut handler).await;
+        }
+        let answer = handler.answer.take();
+        match rt {
+            Err(Failure::SessionExpired) if !retried_404 => {
+                retried_404 = true;
+                forget_session(state, target, &snap);
+                continue;
+            }
+            Err(Failure::TimedOut) => {
+                let cancel = Trip::post(ep, Some(&snap), Body::Cancelled { id });
+                courtesy(net, cfg, &cancel, &mut wire).await;
+                return Err(Failure::TimedOut);
+            }
+            Err(f) => return Err(f),
+            Ok(_) => return answer.unwrap_or(Err(Failure::NoResponse)),
+        }
+    }
+}
+
+/// The server answered 404 to a request in `snap`'s session: forget that session so the
+/// retry re-initializes without it.
+fn forget_session<S: Shared<SlotState>>(state: &S, target: Target, snap: &Snapshot) {
+    if let Some(old) = snap.id() {
+        state.with(|s| s.session_mut(target).map(|x| x.session_gone(old)));
+    }
+}
+
+/// A best-effort request on its own short deadline (`notifications/cancelled`, `DELETE`):
+/// its outcome changes nothing.
+async fn courtesy<N: Net, B: Buf>(
+    net: &N,
+    cfg: &SlotConfig<'_>,
+    trip: &Trip<'_>,
+    wire: &mut Wire<'_, B>,
+) {
+    let at = net.now().saturating_add(COURTESY_MS);
+    let mut deadline = Deadline {
+        at,
+        hard: at,
+        step: COURTESY_MS,
+    };
+    let _ = send(net, cfg, trip, wire, &mut deadline, &mut Accept).await;
+}
+
+fn as_text<B: Buf>(b: &B) -> &str {
+    match core::str::from_utf8(b.bytes()) {
+        Ok(s) => s,
+        Err(e) => {
+            core::str::from_utf8(b.bytes().get(..e.valid_up_to()).unwrap_or(&[])).unwrap_or("")
+        }
+    }
+}
+
+/// One tool call through the slot: handshake if needed, failover, redaction, metering and
+/// events. Never fails: every failure is an `ok: false` result borrowing `bufs`.
+///
+/// `secrets` is the run's redaction set (include the slot's header values). Each server
+/// attempt gets the full `timeout_ms`; every attempt is metered.
+#[allow(clippy::too_many_arguments)]
+pub async fn call<'b, N, S, B, Sec, L, T>(
+    net: &N,
+    cfg: &SlotConfig<'_>,
+    state: &S,
+    tool: &str,
+    args: Option<Value<'_>>,
+    secrets: &[Sec],
+    ledger: &mut L,
+    timeline: &mut T,
+    bufs: &'b mut CallBuffers<'_, B>,
+) -> ToolResult<'b>
+where
+    N: Net,
+    S: Shared<SlotState>,
+    B: Buf,
+    Sec: AsRef<[u8]>,
+    L: Ledger,
+    T: Timeline,
+{
+    let start = net.now();
+    let mut target = state.with(|s| s.failover.first_target());
+    let result = loop {
+        bufs.text.clear();
+        bufs.error.clear();
+        bufs.raw.clear();
+        let result = match args {
+            Some(a) if a.kind() != crate::wire::json::Kind::Object => Err(Failure::BadArguments),
+            _ => attempt_call(net, cfg, state, target, tool, args, secrets, bufs).await,
+        };
+        let outcome = match &result {
+            Ok(Answer::Result { is_error: false }) => AttemptOutcome::Answered,
+            Ok(Answer::Result { is_error: true }) => AttemptOutcome::ToolError,
+            Ok(Answer::Refused { unknown_tool }) => AttemptOutcome::Refused {
+                unknown_tool: *unknown_tool,
+            },
+            Err(_) => AttemptOutcome::Unreachable,
+        };
+        ledger.record(match &result {
+            Ok(_) => LedgerRecord::answered(bufs.text.len() as u64),
+            Err(_) => LedgerRecord::transport_failure(),
+        });
+        if matches!(result, Err(Failure::BadArguments)) {
+            break result;
+        }
+        let decision = state.with(|s| s.failover.after_attempt(target, outcome, tool));
+        if decision.fallback_used {
+            timeline.emit(&TimelineEvent::FallbackUsed {
+                slot: cfg.slot,
+                tool,
+                primary: cfg.primary_label,
+                fallback: cfg.fallback_label,
+            });
+        }
+        if decision.no_healthy_tool {
+            timeline.emit(&TimelineEvent::NoHealthyTool {
+                slot: cfg.slot,
+                tool,
+            });
+        }
+        match decision.next {
+            Some(next) => target = next,
+            None => break result,
+        }
+    };
+    let latency = net.now().saturating_sub(start);
+    if let Err(f) = &result {
+        write_failure(secrets, f, &mut bufs.error);
+    }
+    let keep_raw = cfg.keep_raw;
+    let bufs: &'b CallBuffers<'_, B> = bufs;
+    let raw = (keep_raw && !bufs.raw.is_empty()).then(|| bufs.raw.bytes());
+    let out = match result {
+        Ok(Answer::Result { is_error: false }) => {
+            ToolResult::answered(as_text(&bufs.text), latency, raw)
+        }
+        Ok(Answer::Result { is_error: true }) => {
+            ToolResult::tool_error(as_text(&bufs.text), latency, raw)
+        }
+        Ok(Answer::Refused { unknown_tool }) => {
+            ToolResult::refused(as_text(&bufs.error), unknown_tool, latency, raw)
+        }
+        Err(_) => ToolResult::unreachable(as_text(&bufs.error), latency),
+    };
+    if let Some(event) = out.timeline_event(cfg.slot, tool) {
+        timeline.emit(&event);
+    }
+    out
+}
+
+/// Handles one tools/list page: names to the callback, the next cursor kept.
+struct ListHandler<'x, F: FnMut(&str)> {
+    id: u64,
+    on_tool: &'x mut F,
+    cursor: &'x mut String<MAX_CURSOR>,
+    has_next: bool,
+    answer: Option<Result<(), ListError>>,
+}
+impl<F: FnMut(&str)> Progressing for ListHandler<'_, F> {}
+impl<F: FnMut(&str)> OnMessage for ListHandler<'_, F> {
+    fn on_message(&mut self, msg: &[u8], last_chance: bool) -> Result<Verdict, Failure> {
+        let outcome = match find(msg, self.id, last_chance)? {
+            Lookup::Ours(o) => o,
+            Lookup::OtherResponse => return Ok(Verdict::Hold),
+            Lookup::Other(_) => return Ok(Verdict::Continue),
+        };
+        match outcome {
+            Outcome::Result(result) => {
+                let page = jsonrpc::parse_tools_page(result)?;
+                for tool in page.tools {
+                    if let Some(name) = jsonrpc::tool_name(tool) {
+                        match name.as_plain() {
+                            Some(s) => (self.on_tool)(s),
+                            None => {
+                                let mut s = StrSink::<512>::default();
+                                let _ = name.unescape_into(&mut s);
+                                (self.on_tool)(s.as_str());
+                            }
+                        }
+                    }
+                }
+                self.cursor.clear();
+                self.has_next = false;
+                if let Some(next) = page.next_cursor {
+                    let mut s = StrSink::<MAX_CURSOR>::default();
+                    next.unescape_into(&mut s)
+                        .map_err(|o| Failure::TooLarge(BufferName::Cursor, o))?;
+                    // Fits: both are MAX_CURSOR bytes.
+                    let _ = self.cursor.push_str(s.as_str());
+                    self.has_next = true;
+                }
+                self.answer = Some(Ok(()));
+            }
+            Outcome::Error(err) => {
+                let mut message = StrSink::<160>::default();
+                let _ = err.message.unescape_into(&mut message);
+                self.answer = Some(Err(ListError::Refused {
+                    code: err.code,
+                    message: truncated(message.as_str()),
+                }));
+            }
+        }
+        Ok(Verdict::Done)
+    }
+}
+
+/// tools/list on one server, following `nextCursor` pages.
+async fn attempt_list<N: Net, S: Shared<SlotState>, B: Buf, F: FnMut(&str)>(
+    net: &N,
+    cfg: &SlotConfig<'_>,
+    state: &S,
+    target: Target,
+    bufs: &mut CallBuffers<'_, B>,
+    on_tool: &mut F,
+) -> Result<(), ListError> {
+    let ep = cfg
+        .endpoint(target)
+        .ok_or(ListError::Unreachable(Failure::NoResponse))?;
+    let mut deadline = Deadline::new(net.now(), cfg);
+    let mut cursor: String<MAX_CURSOR> = String::new();
+    let mut previous: String<MAX_CURSOR> = String::new();
+    let mut retried_404 = false;
+    let mut pages = 0u32;
+    loop {
+        let snap = ready(net, cfg, state, target, &mut deadline, bufs)
+            .await
+            .map_err(ListError::Unreachable)?;
+        let id = state.with(|s| s.next_id());
+        let body = Body::ToolsList {
+            id,
+            cursor: (pages > 0).then_some(cursor.as_str()),
+        };
+        let mut next: String<MAX_CURSOR> = String::new();
+        let mut handler = ListHandler {
+            id,
+            on_tool: &mut *on_tool,
+            cursor: &mut next,
+            has_next: false,
+            answer: None,
+        };
+        let (mut wire, _) = bufs.split();
+        let list = Trip::post(ep, Some(&snap), body);
+        let rt = send(net, cfg, &list, &mut wire, &mut deadline, &mut handler).await;
+        let has_next = handler.has_next;
+        let answer = handler.answer.take();
+        match rt {
+            Err(Failure::SessionExpired) if !retried_404 => {
+                retried_404 = true;
+                forget_session(state, target, &snap);
+                continue;
+            }
+            Err(f) => return Err(ListError::Unreachable(f)),
+            Ok(_) => match answer {
+                Some(Ok(())) if has_next => {
+                    pages += 1;
+                    if pages >= MAX_PAGES || (next == cursor && pages > 1) || next == previous {
+                        return Err(ListError::Unreachable(Failure::EndlessPaging));
+                    }
+                    previous = core::mem::replace(&mut cursor, next);
+                }
+                Some(result) => return result,
+                None => return Err(ListError::Unreachable(Failure::NoResponse)),
+            },
+        }
+    }
+}
+
+/// tools/list across pages, each name to `on_tool`. A primary failure is retried on the
+/// fallback; a fallback failure is returned (the seed's `FailoverSlot.listTools`). Listing is
+/// not a tool call: it is not metered and emits no timeline event.
+pub async fn list_tools<N, S, B, Sec, F>(
+    net: &N,
+    cfg: &SlotConfig<'_>,
+    state: &S,
+    secrets: &[Sec],
+    bufs: &mut CallBuffers<'_, B>,
+    mut on_tool: F,
+) -> Result<(), ListError>
+where
+    N: Net,
+    S: Shared<SlotState>,
+    B: Buf,
+    Sec: AsRef<[u8]>,
+    F: FnMut(&str),
+{
+    let mut target = state.with(|s| s.failover.first_target());
+    loop {
+        let result = attempt_list(net, cfg, state, target, bufs, &mut on_tool).await;
+        let outcome = match &result {
+            Ok(()) => AttemptOutcome::Answered,
+            Err(ListError::Refused { .. }) => AttemptOutcome::Refused {
+                unknown_tool: false,
+            },
+            Err(ListError::Unreachable(_)) => AttemptOutcome::Unreachable,
+        };
+        match state.with(|s| s.failover.after_list_attempt(target, outcome)) {
+            Some(next) => target = next,
+            None => return result.map_err(|e| redact_list_error(secrets, e)),
+        }
+    }
+}
+
+fn redact_list_error<Sec: AsRef<[u8]>>(secrets: &[Sec], e: ListError) -> ListError {
+    match e {
+        ListError::Refused { code, message } => {
+            let mut out = StrSink::<160>::default();
+            let _ = redact_into(secrets, message.as_bytes(), &mut out);
+            ListError::Refused {
+                code,
+                message: truncated(out.as_str()),
+            }
+        }
+        other => other,
+    }
+}
+
+/// Ends each open session with HTTP DELETE (best effort; 405 is fine) and forgets it.
+pub async fn close<N: Net, S: Shared<SlotState>, B: Buf>(
+    net: &N,
+    cfg: &SlotConfig<'_>,
+    state: &S,
+    bufs: &mut CallBuffers<'_, B>,
+) {
+    for target in [Target::Primary, Target::Fallback] {
+        let Some(ep) = cfg.endpoint(target) else {
+            continue;
+        };
+        let snap = state.with(|s| s.session(target).and_then(|x| x.snapshot().cloned()));
+        let Some(snap) = snap else { continue };
+        state.with(|s| s.session_mut(target).map(|x| x.reset()));
+        if snap.session_id.is_none() {
+            continue;
+        }
+        let delete = Trip {
+            method: Method::Delete,
+            expect: Expect::Accepted,
+            ..Trip::post(ep, Some(&snap), Body::None)
+        };
+        let (mut wire, _) = bufs.split();
+        courtesy(net, cfg, &delete, &mut wire).await;
+    }
+}

@@ -1,0 +1,462 @@
+//! One request/response: the reply bytes in, complete JSON-RPC messages out.
+//!
+//! An [`Exchange`] is fed the reply bytes as they arrive (any split). It decodes the HTTP
+//! framing, picks JSON or SSE by the parsed media type, and hands every complete JSON-RPC
+//! message (a JSON body, or the data of one `message` event) to an [`OnMessage`] handler,
+//! which says whether that was the response it waits for. It stops as soon as the handler has
+//! its response, and classifies every failure into a [`Failure`] a person can act on.
+//!
+//! It does not parse JSON-RPC itself (the handler does, once per message) and does no I/O.
+//! The seed takes "the last data line" of an SSE reply; for every conformant server that is
+//! the response whose id matches, which the handler looks for. When the stream ends and no
+//! id matched, the last response-shaped message the handler chose to hold is offered once more
+//! as a last chance (the seed's fallback).
+
+use super::failure::{BufferName, Failure};
+use super::http::{Decoded, Framing, MediaType, ResponseDecoder, ResponseHead, ResponseLimits};
+use super::sse::{EventKind, SseDecoder, SseLimits, SseStep};
+use crate::buf::{Buf, Overflow, Sink};
+
+/// Bytes of an error body kept for the failure's snippet.
+const ERROR_BODY_BYTES: usize = 512;
+
+/// What the request was, and so what reply completes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expect {
+    /// A request: a JSON-RPC response must come back.
+    Response,
+    /// A notification: any 2xx (202, 200 with or without a body) completes it.
+    Accepted,
+}
+
+/// The caps of one exchange.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReplyLimits {
+    /// Largest response head accepted.
+    pub max_head_bytes: usize,
+    /// Largest response body accepted (all events together).
+    pub max_body_bytes: u64,
+    /// Largest single SSE event's data accepted.
+    pub max_event_bytes: usize,
+}
+
+impl Default for ReplyLimits {
+    fn default() -> Self {
+        ReplyLimits {
+            max_head_bytes: 16 * 1024,
+            max_body_bytes: 64 * 1024 * 1024,
+            max_event_bytes: 16 * 1024 * 1024,
+        }
+    }
+}
+
+/// The handler's word on one message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Not the response (a notification, a server request): keep reading.
+    Continue,
+    /// A response with another id: keep reading, but keep this one as the last chance.
+    Hold,
+    /// The response is in: stop.
+    Done,
+}
+
+/// Receives each complete JSON-RPC message of a reply.
+pub trait OnMessage {
+    /// `msg` is one JSON text. `last_chance` is true when the reply has ended and no matching
+    /// response came: a response-shaped message should then be taken as the answer.
+    fn on_message(&mut self, msg: &[u8], last_chance: bool) -> Result<Verdict, Failure>;
+}
+
+/// Where an exchange stands after a feed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// Feed more bytes (or call [`Exchange::finish`] at end of stream).
+    NeedMore,
+    /// The response is in (or the notification was accepted): stop reading.
+    Done,
+    /// The reply ended without the response; see [`Exchange::resume_from`].
+    Ended,
+}
+
+/// Where an SSE reply can be resumed with GET and `Last-Event-ID`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Resume<'a> {
+    /// The last event id the server gave.
+    pub last_event_id: &'a str,
+    /// The server's `retry` delay, if it gave one.
+    pub retry_ms: Option<u32>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Head,
+    Json,
+    Sse,
+    ErrorBody(u16),
+    /// Response done: only framing is decoded, to learn whether the connection can be reused.
+    Drain,
+    Finished,
+}
+
+/// One request's reply, decoded as it arrives.
+pub struct Exchange<'h> {
+    http: ResponseDecoder<'h>,
+    sse: SseDecoder,
+    expect: Expect,
+    sent_session_id: bool,
+    mode: Mode,
+    head: Option<ResponseHead>,
+    error_body: heapless::Vec<u8, ERROR_BODY_BYTES>,
+    /// The reply buffer holds a message to keep until the next event's data begins.
+    held: bool,
+    http_ended: bool,
+    received: u64,
+}
+
+impl<'h> Exchange<'h> {
+    /// A new exchange whose response head accumulates in `head_storage`.
+    pub fn new(
+        head_storage: &'h mut [u8],
+        expect: Expect,
+        sent_session_id: bool,
+        limits: ReplyLimits,
+    ) -> Self {
+        Exchange {
+            http: ResponseDecoder::new(
+                head_storage,
+                ResponseLimits {
+                    max_head_bytes: limits.max_head_bytes,
+                    max_body_bytes: limits.max_body_bytes,
+                },
+            ),
+            sse: SseDecoder::new(SseLimits {
+                max_event_bytes: limits.max_event_bytes,
+            }),
+            expect,
+            sent_session_id,
+            mode: Mode::Head,
+            head: None,
+            error_body: heapless::Vec::new(),
+            held: false,
+            http_ended: false,
+            received: 0,
+        }
+    }
+
+    /// The response head, once it is in.
+    pub fn head(&self) -> Option<&ResponseHead> {
+        self.head.as_ref()
+    }
+
+    /// True once any reply byte arrived (a pooled connection that fails before that is retried).
+    pub fn received_any(&self) -> bool {
+        self.received > 0
+    }
+
+    /// True when the HTTP response ended cleanly and the server allows keep-alive.
+    pub fn reusable(&self) -> bool {
+        self.http_ended
+            && self
+                .head
+                .as_ref()
+                .is_some_and(|h| h.keep_alive && h.framing != Framing::Close)
+    }
+
+    /// After [`Step::Ended`]: where the stream can be resumed, when the server gave event ids.
+    pub fn resume_from(&self) -> Option<Resume<'_>> {
+        if self.mode != Mode::Finished || !self.sse.saw_event_id() {
+            return None;
+        }
+        self.sse.last_event_id().map(|id| Resume {
+            last_event_id: id,
+            retry_ms: self.sse.retry_ms(),
+        })
+    }
+
+    /// Feeds reply bytes. Returns how many were used and where the exchange stands; after
+    /// [`Step::Done`] or [`Step::Ended`] the rest of `input` is not part of this reply.
+    pub fn feed<B: Buf, H: OnMessage>(
+        &mut self,
+        input: &[u8],
+        reply: &mut B,
+        handler: &mut H,
+    ) -> Result<(usize, Step), Failure> {
+        self.received = self.received.saturating_add(input.len() as u64);
+        let mut used = 0;
+        // Decode until the decoder asks for more input: a body that ends exactly at the end
+        // of `input` reports its end on one more (empty) decode.
+        while self.mode != Mode::Finished {
+            let rest = input.get(used..).unwrap_or(&[]);
+            let (n, decoded) = self.http.decode(rest)?;
+            used += n;
+            let step = match decoded {
+                Decoded::NeedMore => break,
+                Decoded::Head(head) => self.on_head(head)?,
+                Decoded::Body(body) => self.on_body(body, reply, handler)?,
+                Decoded::End => {
+                    self.http_ended = true;
+                    self.on_end(reply, handler)?
+                }
+            };
+            if step == Step::Done && self.mode == Mode::Drain {
+                used += self.drain(input.get(used..).unwrap_or(&[]));
+                self.mode = Mode::Finished;
+                return Ok((used, Step::Done));
+            }
+            if step != Step::NeedMore {
+                return Ok((used, step));
+            }
+        }
+        Ok((used, Step::NeedMore))
+    }
+
+    /// After the response: decodes only the framing of what is already here, to learn whether
+    /// the HTTP response ends (and the connection can be reused). Returns bytes used.
+    fn drain(&mut self, input: &[u8]) -> usize {
+        let mut used = 0;
+        while !self.http_ended {
+            match self.http.decode(input.get(used..).unwrap_or(&[])) {
+                Ok((n, Decoded::End)) => {
+                    used += n;
+                    self.http_ended = true;
+                }
+                Ok((n, Decoded::Body(_) | Decoded::Head(_))) => used += n,
+                Ok((n, Decoded::NeedMore)) => {
+                    used += n;
+                    break;
+                }
+                Err(_) => break,
+            }
+        }
+        used
+    }
+
+    /// The peer closed the connection.
+    pub fn finish<B: Buf, H: OnMessage>(
+        &mut self,
+        reply: &mut B,
+        handler: &mut H,
+    ) -> Result<Step, Failure> {
+        match self.mode {
+            Mode::Finished | Mode::Drain => return Ok(Step::Done),
+            Mode::ErrorBody(code) => return Err(self.error_failure(code)),
+            _ => {}
+        }
+        match self.http.finish()? {
+            true => {
+                self.http_ended = true;
+                self.on_end(reply, handler)
+            }
+            // Already ended (we would have stopped); treat as the end of the stream.
+            false => self.on_end(reply, handler),
+        }
+    }
+
+    fn on_head(&mut self, head: ResponseHead) -> Result<Step, Failure> {
+        let status = head.status;
+        let media = head.media_type;
+        let framing = head.framing;
+        self.head = Some(head);
+        if !(200..300).contains(&status) {
+            if status == 404 && self.sent_session_id {
+                self.mode = Mode::Finished;
+                return Err(Failure::SessionExpired);
+            }
+            self.mode = Mode::ErrorBody(status);
+            if matches!(framing, Framing::Empty | Framing::Length(0)) {
+                return Err(self.error_failure(status));
+            }
+            return Ok(Step::NeedMore);
+        }
+        if self.expect == Expect::Accepted {
+            // 202, or 200 with any body (even junk): the notification is accepted.
+            self.mode = Mode::Drain;
+            return Ok(Step::Done);
+        }
+        if matches!(framing, Framing::Empty | Framing::Length(0)) {
+            self.mode = Mode::Finished;
+            return Err(Failure::EmptyReply);
+        }
+        match media {
+            MediaType::Json => self.mode = Mode::Json,
+            MediaType::EventStream => self.mode = Mode::Sse,
+            MediaType::Other | MediaType::Missing => {
+                self.mode = Mode::Finished;
+                let ct = self
+                    .head
+                    .as_ref()
+                    .map(|h| h.content_type.as_str())
+                    .unwrap_or("");
+                return Err(Failure::UnexpectedContentType(super::failure::truncated(
+                    ct,
+                )));
+            }
+        }
+        Ok(Step::NeedMore)
+    }
+
+    fn on_body<B: Buf, H: OnMessage>(
+        &mut self,
+        body: &[u8],
+        reply: &mut B,
+        handler: &mut H,
+    ) -> Result<Step, Failure> {
+        match self.mode {
+            Mode::Json => {
+                reply
+                    .put(body)
+                    .map_err(|o| Failure::TooLarge(BufferName::Reply, o))?;
+                Ok(Step::NeedMore)
+            }
+            Mode::Sse => self.on_sse_bytes(body, reply, handler),
+            Mode::ErrorBody(code) => {
+                let room = ERROR_BODY_BYTES - self.error_body.len();
+                let take = body.get(..room.min(body.len())).unwrap_or(&[]);
+                // Cannot fail: `take` fits the room left.
+                let _ = self.error_body.extend_from_slice(take);
+                if self.error_body.len() == ERROR_BODY_BYTES {
+                    // Enough to say what happened; do not wait for the rest of the body.
+                    self.mode = Mode::Finished;
+                    return Err(self.error_failure(code));
+                }
+                Ok(Step::NeedMore)
+            }
+            Mode::Drain | Mode::Head | Mode::Finished => Ok(Step::NeedMore),
+        }
+    }
+
+    fn on_sse_bytes<B: Buf, H: OnMessage>(
+        &mut self,
+        mut body: &[u8],
+        reply: &mut B,
+        handler: &mut H,
+    ) -> Result<Step, Failure> {
+        while !body.is_empty() {
+            let mut data = LazyClear::new(&mut *reply, self.held);
+            let (n, step) = self
+                .sse
+                .feed(body, &mut data)
+                .map_err(|e| match data.overflow {
+                    Some(o) => Failure::TooLarge(BufferName::Reply, o),
+                    None => Failure::Sse(e),
+                })?;
+            if !data.pending_clear {
+                self.held = false;
+            }
+            body = body.get(n..).unwrap_or(&[]);
+            if let SseStep::Event(kind) = step {
+                // Only unnamed and `message` events carry JSON-RPC.
+                let verdict = if kind == EventKind::Message {
+                    handler.on_message(reply.bytes(), false)?
+                } else {
+                    Verdict::Continue
+                };
+                match verdict {
+                    Verdict::Done => {
+                        self.mode = Mode::Drain;
+                        return Ok(Step::Done);
+                    }
+                    Verdict::Hold => self.held = true,
+                    Verdict::Continue => {
+                        reply.clear();
+                        self.held = false;
+                    }
+                }
+            } else if n == 0 {
+                break;
+            }
+        }
+        Ok(Step::NeedMore)
+    }
+
+    fn on_end<B: Buf, H: OnMessage>(
+        &mut self,
+        reply: &mut B,
+        handler: &mut H,
+    ) -> Result<Step, Failure> {
+        let mode = self.mode;
+        self.mode = Mode::Finished;
+        match mode {
+            Mode::Json => match handler.on_message(reply.bytes(), true)? {
+                Verdict::Done => Ok(Step::Done),
+                _ => Ok(Step::Ended),
+            },
+            Mode::Sse => {
+                let mut discard = LazyClear::new(&mut *reply, self.held);
+                self.sse.finish(&mut discard);
+                if self.held
+                    && discard.pending_clear
+                    && handler.on_message(reply.bytes(), true)? == Verdict::Done
+                {
+                    return Ok(Step::Done);
+                }
+                Ok(Step::Ended)
+            }
+            Mode::ErrorBody(code) => Err(self.error_failure(code)),
+            Mode::Head => Err(Failure::EmptyReply),
+            Mode::Drain | Mode::Finished => Ok(Step::Done),
+        }
+    }
+
+    fn error_failure(&self, code: u16) -> Failure {
+        if code == 404 && self.sent_session_id {
+            Failure::SessionExpired
+        } else {
+            Failure::status(code, &self.error_body)
+        }
+    }
+}
+
+/// The reply buffer seen by the SSE decoder: a held message is cleared only when the next
+/// event's data starts, so a response kept as the last chance survives to the end of the
+/// stream without a second buffer.
+struct LazyClear<'b, B: Buf> {
+    buf: &'b mut B,
+    pending_clear: bool,
+    overflow: Option<Overflow>,
+}
+
+impl<'b, B: Buf> LazyClear<'b, B> {
+    fn new(buf: &'b mut B, pending_clear: bool) -> Self {
+        LazyClear {
+            buf,
+            pending_clear,
+            overflow: None,
+        }
+    }
+}
+
+impl<B: Buf> Sink for LazyClear<'_, B> {
+    fn put(&mut self, bytes: &[u8]) -> Result<(), Overflow> {
+        if self.pending_clear {
+            self.buf.clear();
+            self.pending_clear = false;
+        }
+        self.buf
+            .put(bytes)
+            .inspect_err(|o| self.overflow = Some(*o))
+    }
+}
+
+impl<B: Buf> Buf for LazyClear<'_, B> {
+    fn bytes(&self) -> &[u8] {
+        if self.pending_clear {
+            &[]
+        } else {
+            self.buf.bytes()
+        }
+    }
+    fn clear(&mut self) {
+        self.pending_clear = false;
+        self.buf.clear();
+    }
+    fn truncate(&mut self, len: usize) {
+        if !self.pending_clear {
+            self.buf.truncate(len);
+        }
+    }
+    fn limit(&self) -> usize {
+        self.buf.limit()
+    }
+}

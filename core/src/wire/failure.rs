@@ -1,0 +1,442 @@
+//! Every way a round trip can fail before a server answered, said so a person can act on it.
+//!
+//! A `Failure` is the "unreachable" shape of DESIGN.md: connect, TLS, HTTP status, malformed
+//! reply, stream ended early, timed out. A JSON-RPC error or an `isError` result is not a
+//! failure (the server answered); those are shaped by `crate::harness::result`.
+//! Failures are small values (`Clone`, no allocation) so every waiter of a failed handshake can
+//! be handed the same one.
+
+use core::fmt;
+
+use heapless::String;
+
+use super::endpoint::EndpointError;
+use super::http::{HttpError, RequestError, Stage};
+use super::json::JsonError;
+use super::jsonrpc::RpcDecodeError;
+use super::sse::SseError;
+use crate::buf::Overflow;
+
+/// Bytes of an HTTP error body kept for the message (after trimming).
+pub const SNIPPET_BYTES: usize = 96;
+
+/// Why an adapter could not open a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum ConnectErrorKind {
+    /// The host name did not resolve.
+    Dns,
+    /// The peer refused the connection (nothing listens there).
+    Refused,
+    /// No route, network down, or the connection was reset while opening.
+    Unreachable,
+    /// The TLS handshake failed (certificate, protocol).
+    Tls,
+    /// Any other socket error.
+    Io,
+    /// The endpoint needs something this adapter does not offer (e.g. TLS on the edge).
+    Unsupported,
+}
+
+/// A connection that could not be opened: a kind, and the adapter's words for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnectError {
+    /// What kind of failure.
+    pub kind: ConnectErrorKind,
+    /// The adapter's detail (truncated to fit), e.g. the TLS alert.
+    pub detail: String<64>,
+}
+
+impl ConnectError {
+    /// A connect error with `detail` truncated to fit at a character boundary.
+    pub fn new(kind: ConnectErrorKind, detail: &str) -> Self {
+        ConnectError {
+            kind,
+            detail: truncated(detail),
+        }
+    }
+}
+
+impl fmt::Display for ConnectError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let what = match self.kind {
+            ConnectErrorKind::Dns => "host name did not resolve",
+            ConnectErrorKind::Refused => "connection refused",
+            ConnectErrorKind::Unreachable => "network unreachable",
+            ConnectErrorKind::Tls => "TLS handshake failed",
+            ConnectErrorKind::Io => "socket error",
+            ConnectErrorKind::Unsupported => "not supported by this adapter",
+        };
+        if self.detail.is_empty() {
+            f.write_str(what)
+        } else {
+            write!(f, "{what} ({})", self.detail)
+        }
+    }
+}
+
+/// Which buffer of a call was too small.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum BufferName {
+    /// The outgoing request (head and body).
+    Request,
+    /// The reply: a JSON body, or one SSE event's data.
+    Reply,
+    /// The flattened, redacted text.
+    Text,
+    /// The redacted raw reply kept for `raw`.
+    Raw,
+    /// The tools/list pagination cursor.
+    Cursor,
+}
+
+impl BufferName {
+    fn as_str(self) -> &'static str {
+        match self {
+            BufferName::Request => "request",
+            BufferName::Reply => "reply",
+            BufferName::Text => "text",
+            BufferName::Raw => "raw reply",
+            BufferName::Cursor => "tools/list cursor",
+        }
+    }
+}
+
+/// Why a handshake failed although the server answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HandshakeError {
+    /// The server chose a protocol version this client does not speak.
+    UnsupportedVersion(String<32>),
+    /// The server answered `initialize` with a JSON-RPC error.
+    Refused {
+        /// JSON-RPC error code.
+        code: i64,
+        /// The server's message (truncated).
+        message: String<80>,
+    },
+    /// The `initialize` result lacks a `protocolVersion` string.
+    BadResult,
+}
+
+impl fmt::Display for HandshakeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HandshakeError::UnsupportedVersion(v) => write!(
+                f,
+                "server chose protocol version '{v}', which this client does not speak \
+                 (it speaks 2024-11-05, 2025-03-26, 2025-06-18 and 2025-11-25)"
+            ),
+            HandshakeError::Refused { code, message } => {
+                write!(
+                    f,
+                    "server refused initialize: JSON-RPC error {code}: {message}"
+                )
+            }
+            HandshakeError::BadResult => {
+                f.write_str("initialize result has no protocolVersion string")
+            }
+        }
+    }
+}
+
+/// A round trip that did not get an answer from the server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Failure {
+    /// The endpoint of the slot is not a usable URL.
+    Endpoint(EndpointError),
+    /// The connection could not be opened.
+    Connect(ConnectError),
+    /// The call's deadline passed (the seed's exact words).
+    TimedOut,
+    /// Writing the request failed: the server closed or reset the connection.
+    SendFailed,
+    /// Reading the reply failed with a socket error.
+    ReadFailed,
+    /// The server closed the connection before the reply was complete.
+    ClosedEarly(Stage),
+    /// The reply's HTTP framing is malformed or over a cap.
+    Http(HttpError),
+    /// The server answered with a non-success HTTP status.
+    Status {
+        /// The status code.
+        code: u16,
+        /// The start of the body (or a JSON-RPC error's message in it), trimmed.
+        snippet: String<SNIPPET_BYTES>,
+    },
+    /// The session the request named is gone (404 to a request with a session id).
+    SessionExpired,
+    /// A 2xx reply that is neither JSON nor an event stream.
+    UnexpectedContentType(String<64>),
+    /// A 2xx reply to a request that carried no body at all.
+    EmptyReply,
+    /// The event stream is malformed or over a cap.
+    Sse(SseError),
+    /// The reply is not valid JSON.
+    Json(JsonError),
+    /// The reply is JSON but not a JSON-RPC response.
+    Rpc(RpcDecodeError),
+    /// The reply ended without the response to this request.
+    NoResponse,
+    /// A buffer of the call was too small.
+    TooLarge(BufferName, Overflow),
+    /// The request could not be written (a header with CR/LF, …).
+    Request(RequestError),
+    /// The handshake failed although the server answered.
+    Handshake(HandshakeError),
+    /// The tool arguments are not a JSON object.
+    BadArguments,
+    /// A tools/list server kept paging past the page cap, or repeated a cursor.
+    EndlessPaging,
+}
+
+impl Failure {
+    /// An HTTP error status, keeping a trimmed snippet of `body` (no allocation).
+    pub fn status(code: u16, body: &[u8]) -> Self {
+        Failure::Status {
+            code,
+            snippet: snippet_of(body),
+        }
+    }
+}
+
+impl From<HttpError> for Failure {
+    fn from(e: HttpError) -> Self {
+        match e {
+            HttpError::UnexpectedEof(stage) => Failure::ClosedEarly(stage),
+            other => Failure::Http(other),
+        }
+    }
+}
+
+impl From<SseError> for Failure {
+    fn from(e: SseError) -> Self {
+        Failure::Sse(e)
+    }
+}
+
+impl From<JsonError> for Failure {
+    fn from(e: JsonError) -> Self {
+        Failure::Json(e)
+    }
+}
+
+impl From<RpcDecodeError> for Failure {
+    fn from(e: RpcDecodeError) -> Self {
+        Failure::Rpc(e)
+    }
+}
+
+impl From<HandshakeError> for Failure {
+    fn from(e: HandshakeError) -> Self {
+        Failure::Handshake(e)
+    }
+}
+
+/// The standard reason phrase of an HTTP status, for messages.
+pub fn reason_phrase(code: u16) -> &'static str {
+    match code {
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        406 => "Not Acceptable",
+        408 => "Request Timeout",
+        409 => "Conflict",
+        413 => "Content Too Large",
+        415 => "Unsupported Media Type",
+        421 => "Misdirected Request",
+        422 => "Unprocessable Content",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        501 => "Not Implemented",
+        502 => "Bad Gateway",
+        503 => "Service Unavailable",
+        504 => "Gateway Timeout",
+        300..=399 => "Redirect (not followed)",
+        _ => "",
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Failure::Endpoint(e) => write!(f, "bad endpoint: {e}"),
+            Failure::Connect(e) => write!(f, "could not connect: {e}"),
+            Failure::TimedOut => f.write_str("tool call timed out"),
+            Failure::SendFailed => {
+                f.write_str("server closed the connection while the request was being sent")
+            }
+            Failure::ReadFailed => f.write_str("reading the reply failed (connection reset)"),
+            Failure::ClosedEarly(Stage::Head) => {
+                f.write_str("server closed the connection before the reply head was complete")
+            }
+            Failure::ClosedEarly(Stage::Body) => {
+                f.write_str("server closed the connection in the middle of the reply body")
+            }
+            Failure::Http(e) => write!(f, "malformed HTTP reply: {e}"),
+            Failure::Status { code, snippet } => {
+                write!(f, "HTTP {code}")?;
+                let reason = reason_phrase(*code);
+                if !reason.is_empty() {
+                    write!(f, " {reason}")?;
+                }
+                if !snippet.is_empty() {
+                    write!(f, ": {snippet}")?;
+                }
+                Ok(())
+            }
+            Failure::SessionExpired => {
+                f.write_str("HTTP 404 Not Found: the server no longer knows this session")
+            }
+            Failure::UnexpectedContentType(ct) => write!(
+                f,
+                "reply has content-type '{ct}', expected application/json or text/event-stream"
+            ),
+            Failure::EmptyReply => f.write_str("reply has no body; expected a JSON-RPC response"),
+            Failure::Sse(e) => write!(f, "malformed event stream: {e}"),
+            Failure::Json(e) => write!(f, "reply is not valid JSON: {e}"),
+            Failure::Rpc(e) => write!(f, "reply is not a JSON-RPC response: {e}"),
+            Failure::NoResponse => {
+                f.write_str("reply stream ended without a response to this request")
+            }
+            Failure::TooLarge(which, o) => write!(f, "{} buffer too small: {o}", which.as_str()),
+            Failure::Request(e) => write!(f, "could not write the request: {e}"),
+            Failure::Handshake(e) => write!(f, "handshake failed: {e}"),
+            Failure::BadArguments => f.write_str("tool arguments must be a JSON object"),
+            Failure::EndlessPaging => {
+                f.write_str("tools/list kept paging (repeated cursor or over 1000 pages)")
+            }
+        }
+    }
+}
+
+/// Copies `s` into a fixed string, cut at a character boundary.
+pub fn truncated<const N: usize>(s: &str) -> String<N> {
+    let mut out = String::new();
+    for ch in s.chars() {
+        if out.push(ch).is_err() {
+            break;
+        }
+    }
+    out
+}
+
+/// A one-line, trimmed, valid-UTF-8 start of an error body. A JSON-RPC error body gives its
+/// `error.message` (what TypeScript and Python servers put there); anything else its text.
+fn snippet_of(body: &[u8]) -> String<SNIPPET_BYTES> {
+    use super::json::{JsonLimits, Value};
+    let message = Value::parse(body, JsonLimits::default())
+        .ok()
+        .and_then(|v| v.get("error"))
+        .and_then(|e| e.get("message"))
+        .and_then(|m| m.as_str());
+    if let Some(msg) = message {
+        let mut out = StrSink::<SNIPPET_BYTES>::default();
+        // A message longer than the snippet is cut (the error then says what it could).
+        let _ = msg.unescape_into(&mut out);
+        return one_line(out.as_str());
+    }
+    let text = match core::str::from_utf8(body) {
+        Ok(s) => s,
+        Err(e) => core::str::from_utf8(body.get(..e.valid_up_to()).unwrap_or(&[])).unwrap_or(""),
+    };
+    one_line(text)
+}
+
+fn one_line<const N: usize>(s: &str) -> String<N> {
+    let mut out = String::new();
+    let mut pending_space = false;
+    for ch in s.trim().chars() {
+        if ch.is_whitespace() {
+            pending_space = !out.is_empty();
+            continue;
+        }
+        if ch.is_control() {
+            continue;
+        }
+        if pending_space && out.push(' ').is_err() {
+            break;
+        }
+        pending_space = false;
+        if out.push(ch).is_err() {
+            break;
+        }
+    }
+    out
+}
+
+/// A `Sink` into a fixed string that keeps what fits (UTF-8 boundaries respected).
+#[derive(Default)]
+pub struct StrSink<const N: usize> {
+    bytes: heapless::Vec<u8, N>,
+}
+
+impl<const N: usize> StrSink<N> {
+    /// The text kept so far (a cut in the middle of a character is dropped).
+    pub fn as_str(&self) -> &str {
+        match core::str::from_utf8(&self.bytes) {
+            Ok(s) => s,
+            Err(e) => {
+                core::str::from_utf8(self.bytes.get(..e.valid_up_to()).unwrap_or(&[])).unwrap_or("")
+            }
+        }
+    }
+}
+
+impl<const N: usize> crate::buf::Sink for StrSink<N> {
+    fn put(&mut self, bytes: &[u8]) -> Result<(), Overflow> {
+        for &b in bytes {
+            if self.bytes.push(b).is_err() {
+                return Err(Overflow {
+                    limit: N,
+                    needed: N + 1,
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::string::ToString;
+
+    #[test]
+    fn timed_out_reads_as_the_seed_says() {
+        assert_eq!(Failure::TimedOut.to_string(), "tool call timed out");
+    }
+
+    #[test]
+    fn status_keeps_the_json_rpc_message_of_the_body() {
+        let body = br#"{"jsonrpc":"2.0","id":"server-error","error":{"code":-32600,"message":"Bad Request: No valid session ID provided"}}"#;
+        assert_eq!(
+            Failure::status(400, body).to_string(),
+            "HTTP 400 Bad Request: Bad Request: No valid session ID provided"
+        );
+    }
+
+    #[test]
+    fn status_keeps_a_one_line_trimmed_text_body() {
+        let body = b"  Not Acceptable: Client must accept\r\n both types \xff\xfe";
+        assert_eq!(
+            Failure::status(406, body).to_string(),
+            "HTTP 406 Not Acceptable: Not Acceptable: Client must accept both types"
+        );
+        assert_eq!(
+            Failure::status(503, b"").to_string(),
+            "HTTP 503 Service Unavailable"
+        );
+    }
+
+    #[test]
+    fn snippets_are_capped() {
+        let body = [b'a'; 1000];
+        match Failure::status(500, &body) {
+            Failure::Status { snippet, .. } => assert_eq!(snippet.len(), SNIPPET_BYTES),
+            other => panic!("{other:?}"),
+        }
+    }
+}

@@ -1,0 +1,443 @@
+//! Tests of the JSON scanner; `serde_json` is the reference oracle (tests only).
+
+use std::string::String;
+use std::vec::Vec;
+
+use proptest::prelude::*;
+
+use super::*;
+use crate::buf::{Buf, SliceBuf};
+
+fn parse(s: &[u8]) -> Result<Value<'_>, JsonError> {
+    Value::parse(s, JsonLimits::default())
+}
+
+fn compact(v: &Value<'_>) -> Vec<u8> {
+    let mut out = VecSink(Vec::new());
+    v.write_compact(&mut out).unwrap();
+    out.0
+}
+
+fn unescaped(s: &JsonStr<'_>) -> String {
+    let mut out = VecSink(Vec::new());
+    s.unescape_into(&mut out).unwrap();
+    String::from_utf8(out.0).unwrap()
+}
+
+struct VecSink(Vec<u8>);
+impl Sink for VecSink {
+    fn put(&mut self, bytes: &[u8]) -> Result<(), Overflow> {
+        self.0.extend_from_slice(bytes);
+        Ok(())
+    }
+}
+
+fn kind_of_err(s: &[u8]) -> JsonErrorKind {
+    parse(s).unwrap_err().kind
+}
+
+#[test]
+fn numbers_follow_the_rfc_grammar() {
+    for ok in [
+        "0",
+        "-0",
+        "1e400",
+        "-1.5E+3",
+        "12.25e-7",
+        "9007199254740993",
+        "0.0",
+        "1E5",
+    ] {
+        let v = parse(ok.as_bytes()).unwrap_or_else(|e| panic!("{ok}: {e}"));
+        assert_eq!(v.kind(), Kind::Number);
+        assert_eq!(v.raw(), ok.as_bytes());
+    }
+    for (bad, offset) in [
+        ("01", 1),
+        ("-01", 2),
+        ("1.", 2),
+        ("-", 1),
+        ("1e", 2),
+        ("1e+", 3),
+        ("1.e5", 2),
+        ("-x", 1),
+    ] {
+        assert_eq!(
+            parse(bad.as_bytes()).unwrap_err(),
+            JsonError {
+                kind: JsonErrorKind::BadNumber,
+                offset
+            },
+            "{bad}"
+        );
+    }
+    assert_eq!(kind_of_err(b"+1"), JsonErrorKind::UnexpectedByte(b'+'));
+    assert_eq!(kind_of_err(b".5"), JsonErrorKind::UnexpectedByte(b'.'));
+    assert_eq!(kind_of_err(b"[1 2]"), JsonErrorKind::UnexpectedByte(b'2'));
+}
+
+#[test]
+fn literals_and_structure() {
+    assert_eq!(parse(b" true ").unwrap().as_bool(), Some(true));
+    assert_eq!(parse(b"false").unwrap().as_bool(), Some(false));
+    assert!(parse(b"null").unwrap().is_null());
+    assert_eq!(kind_of_err(b"nul"), JsonErrorKind::UnexpectedEnd);
+    assert_eq!(kind_of_err(b"nulx"), JsonErrorKind::BadLiteral);
+    assert_eq!(kind_of_err(b"True"), JsonErrorKind::UnexpectedByte(b'T'));
+    assert_eq!(kind_of_err(b"[1,]"), JsonErrorKind::UnexpectedByte(b']'));
+    assert_eq!(
+        kind_of_err(b"{\"a\":1,}"),
+        JsonErrorKind::UnexpectedByte(b'}')
+    );
+    assert_eq!(
+        kind_of_err(b"{\"a\" 1}"),
+        JsonErrorKind::UnexpectedByte(b'1')
+    );
+    assert_eq!(kind_of_err(b"{1:2}"), JsonErrorKind::UnexpectedByte(b'1'));
+    assert_eq!(kind_of_err(b"[1}"), JsonErrorKind::UnexpectedByte(b'}'));
+    assert_eq!(kind_of_err(b"[1"), JsonErrorKind::UnexpectedEnd);
+    assert_eq!(kind_of_err(b""), JsonErrorKind::UnexpectedEnd);
+    assert_eq!(kind_of_err(b"  "), JsonErrorKind::UnexpectedEnd);
+    assert_eq!(
+        parse(b"{} {}").unwrap_err(),
+        JsonError {
+            kind: JsonErrorKind::TrailingData,
+            offset: 3
+        }
+    );
+    assert_eq!(kind_of_err(b"1\x0b"), JsonErrorKind::TrailingData); // VT is not JSON whitespace
+}
+
+#[test]
+fn strings_must_be_utf8_without_raw_controls() {
+    assert_eq!(
+        parse(b"\"ab\xffc\"").unwrap_err(),
+        JsonError {
+            kind: JsonErrorKind::InvalidUtf8,
+            offset: 3
+        }
+    );
+    // Overlong NUL, a UTF-8-encoded surrogate, a truncated sequence, one after an escape.
+    assert_eq!(kind_of_err(b"\"\xc0\x80\""), JsonErrorKind::InvalidUtf8);
+    assert_eq!(kind_of_err(b"\"\xed\xa0\x80\""), JsonErrorKind::InvalidUtf8);
+    assert_eq!(kind_of_err(b"\"\xe2\x82\""), JsonErrorKind::InvalidUtf8);
+    assert_eq!(
+        parse(b"\"\\n\xf0\x9f\x98\"").unwrap_err(),
+        JsonError {
+            kind: JsonErrorKind::InvalidUtf8,
+            offset: 3
+        }
+    );
+    assert_eq!(
+        parse(b"[\"a\tb\"]").unwrap_err(),
+        JsonError {
+            kind: JsonErrorKind::ControlInString,
+            offset: 3
+        }
+    );
+    assert_eq!(kind_of_err(b"\"\\x\""), JsonErrorKind::BadEscape);
+    assert_eq!(kind_of_err(b"\"\\u12g4\""), JsonErrorKind::BadUnicodeEscape);
+    assert_eq!(kind_of_err(b"\"\\u12"), JsonErrorKind::UnexpectedEnd);
+    assert_eq!(kind_of_err(b"\"abc"), JsonErrorKind::UnexpectedEnd);
+    assert_eq!(kind_of_err(b"\"abc\\"), JsonErrorKind::UnexpectedEnd);
+    // Raw non-ASCII is fine, DEL is fine.
+    let v = parse("\"é€😀\x7f\"".as_bytes()).unwrap();
+    assert_eq!(v.as_str().unwrap().as_plain(), Some("é€😀\x7f"));
+}
+
+#[test]
+fn surrogates_join_or_become_replacement() {
+    let v = parse(br#""\ud83d\ude00 \uD83D\uDE00""#).unwrap();
+    let s = v.as_str().unwrap();
+    assert_eq!(unescaped(&s), "😀 😀");
+    assert!(s.eq_str("😀 😀"));
+    assert_eq!(compact(&v), "\"😀 😀\"".as_bytes());
+
+    for (src, text, canon) in [
+        (r#""\ud800""#, "\u{FFFD}", r#""\ud800""#),
+        (r#""\uDC00x""#, "\u{FFFD}x", r#""\udc00x""#),
+        (r#""\uD800\u0041""#, "\u{FFFD}A", r#""\ud800A""#),
+        (r#""\ud800\ud800\udc00""#, "\u{FFFD}𐀀", r#""\ud800𐀀""#),
+        (r#""a\udbff""#, "a\u{FFFD}", r#""a\udbff""#),
+    ] {
+        let v = parse(src.as_bytes()).unwrap();
+        let s = v.as_str().unwrap();
+        assert_eq!(unescaped(&s), text, "{src}");
+        assert!(s.eq_str(text), "{src}");
+        assert_eq!(String::from_utf8(compact(&v)).unwrap(), canon, "{src}");
+    }
+}
+
+#[test]
+fn write_compact_is_canonical() {
+    let src = br#" { "a" : [ 1 , 2.0 , "x\/y\u0041\u00e9\u001F\u0008\n\"\\" , true , null ] ,
+        "b\u0062" : { } , "c" : [ ] } "#;
+    let v = parse(src).unwrap();
+    assert_eq!(
+        String::from_utf8(compact(&v)).unwrap(),
+        r#"{"a":[1,2.0,"x/yAé\u001f\b\n\"\\",true,null],"bb":{},"c":[]}"#
+    );
+    // Overflow is a value, not a panic.
+    let mut storage = [0u8; 8];
+    let mut small = SliceBuf::new(&mut storage);
+    assert!(v.write_compact(&mut small).is_err());
+    assert!(small.len() <= 8);
+}
+
+#[test]
+fn write_str_literal_escapes_only_what_it_must() {
+    let mut out = VecSink(Vec::new());
+    write_str_literal(&mut out, "a\"b\\c\u{1}\u{1f}\t\u{7f}é/\u{2028}").unwrap();
+    assert_eq!(
+        String::from_utf8(out.0).unwrap(),
+        "\"a\\\"b\\\\c\\u0001\\u001f\\t\u{7f}é/\u{2028}\""
+    );
+}
+
+#[test]
+fn accessors_walk_without_revalidating() {
+    let src = br#"{"id": 7, "s":"q\"x", "arr":[1, {"k":[2,3]}, "]", -4],"id":8, "e":{}}"#;
+    let v = parse(src).unwrap();
+    assert_eq!(v.get("id").unwrap().as_u64(), Some(7)); // first of duplicates
+    assert_eq!(v.members().count(), 5);
+    let keys: Vec<_> = v.members().map(|(k, _)| k.raw().to_vec()).collect();
+    assert_eq!(keys[4], b"e");
+    let arr = v.get("arr").unwrap();
+    let els: Vec<_> = arr.elements().map(|e| e.raw().to_vec()).collect();
+    assert_eq!(
+        els,
+        [&b"1"[..], br#"{"k":[2,3]}"#, br#""]""#, b"-4"].map(|s| s.to_vec())
+    );
+    assert_eq!(arr.elements().nth(3).unwrap().as_i64(), Some(-4));
+    assert_eq!(arr.elements().nth(3).unwrap().as_u64(), None);
+    assert_eq!(v.get("s").unwrap().as_str().unwrap().as_plain(), None);
+    assert!(v.get("s").unwrap().as_str().unwrap().eq_str("q\"x"));
+    assert!(v.get("missing").is_none());
+    assert_eq!(v.get("e").unwrap().members().count(), 0);
+    // Wrong kinds give empty/None, never a panic.
+    let n = v.get("id").unwrap();
+    assert_eq!(n.members().count(), 0);
+    assert_eq!(n.elements().count(), 0);
+    assert!(n.as_str().is_none());
+    assert!(n.get("x").is_none());
+    assert_eq!(parse(b"[]").unwrap().elements().count(), 0);
+    assert_eq!(parse(b"[ ]").unwrap().elements().count(), 0);
+    // Integer edges.
+    assert_eq!(parse(b"-0").unwrap().as_i64(), Some(0));
+    assert_eq!(
+        parse(b"-9223372036854775808").unwrap().as_i64(),
+        Some(i64::MIN)
+    );
+    assert_eq!(parse(b"9223372036854775808").unwrap().as_i64(), None);
+    assert_eq!(
+        parse(b"18446744073709551615").unwrap().as_u64(),
+        Some(u64::MAX)
+    );
+    assert_eq!(parse(b"18446744073709551616").unwrap().as_u64(), None);
+    assert_eq!(parse(b"1.0").unwrap().as_u64(), None);
+    assert_eq!(parse(b"1e2").unwrap().as_i64(), None);
+}
+
+#[test]
+fn depth_limit_is_enforced_without_recursion() {
+    // A small thread stack proves no frame per level.
+    std::thread::Builder::new()
+        .stack_size(48 * 1024)
+        .spawn(|| {
+            let deep = vec![b'['; 100_000];
+            assert_eq!(
+                parse(&deep).unwrap_err(),
+                JsonError {
+                    kind: JsonErrorKind::TooDeep { limit: 128 },
+                    offset: 128
+                }
+            );
+            let mut ok = vec![b'['; 128];
+            ok.extend(vec![b']'; 128]);
+            assert_eq!(parse(&ok).unwrap().elements().count(), 1);
+            let mut over = vec![b'['; 129];
+            over.extend(vec![b']'; 129]);
+            assert_eq!(
+                parse(&over).unwrap_err().kind,
+                JsonErrorKind::TooDeep { limit: 128 }
+            );
+            let objs = "{\"a\":".repeat(50_000);
+            assert_eq!(
+                parse(objs.as_bytes()).unwrap_err().kind,
+                JsonErrorKind::TooDeep { limit: 128 }
+            );
+            // The supported maximum, and beyond it the cap applies.
+            let mut max = vec![b'['; MAX_SUPPORTED_DEPTH];
+            max.extend(vec![b']'; MAX_SUPPORTED_DEPTH]);
+            let big = JsonLimits { max_depth: 1 << 20 };
+            let v = Value::parse(&max, big).unwrap();
+            assert_eq!(compact(&v), max);
+            assert_eq!(
+                Value::parse(&deep, big).unwrap_err().kind,
+                JsonErrorKind::TooDeep {
+                    limit: MAX_SUPPORTED_DEPTH
+                }
+            );
+            // Mixed object/array nesting closes with the right bracket at every level.
+            let mut mixed = String::new();
+            for i in 0..600 {
+                mixed.push_str(if i % 3 == 0 { "{\"k\":" } else { "[" });
+            }
+            mixed.push('0');
+            for i in (0..600).rev() {
+                mixed.push(if i % 3 == 0 { '}' } else { ']' });
+            }
+            assert!(Value::parse(mixed.as_bytes(), big).is_ok());
+            assert_eq!(
+                parse(b"{\"a\":[}]").unwrap_err().kind,
+                JsonErrorKind::UnexpectedByte(b'}')
+            );
+            assert_eq!(
+                Value::parse(b"[]", JsonLimits { max_depth: 0 })
+                    .unwrap_err()
+                    .kind,
+                JsonErrorKind::TooDeep { limit: 0 }
+            );
+            assert!(Value::parse(b"1", JsonLimits { max_depth: 0 }).is_ok());
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+}
+
+#[test]
+fn errors_display_the_offset() {
+    let e = parse(b"[1,\n x]").unwrap_err();
+    let text = std::format!("{e}");
+    assert_eq!(text, "invalid JSON at byte 5: unexpected byte 'x'");
+    let e = parse(b"\"\x01\"").unwrap_err();
+    assert_eq!(
+        std::format!("{e}"),
+        "invalid JSON at byte 1: unescaped control character in string"
+    );
+}
+
+// ---- property tests against serde_json ----
+
+fn arb_json() -> impl Strategy<Value = serde_json::Value> {
+    let leaf = prop_oneof![
+        Just(serde_json::Value::Null),
+        any::<bool>().prop_map(serde_json::Value::Bool),
+        any::<i64>().prop_map(|n| serde_json::json!(n)),
+        any::<u64>().prop_map(|n| serde_json::json!(n)),
+        any::<f64>()
+            .prop_filter("finite", |f| f.is_finite())
+            .prop_map(|f| serde_json::json!(f)),
+        any::<String>().prop_map(serde_json::Value::String),
+        "[a-z\"\\\\/\u{0}-\u{1f}é😀]{0,8}".prop_map(serde_json::Value::String),
+    ];
+    leaf.prop_recursive(6, 64, 8, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..8).prop_map(serde_json::Value::Array),
+            prop::collection::vec(("[a-z\"\\\\é]{0,6}", inner), 0..8)
+                .prop_map(|kv| serde_json::Value::Object(kv.into_iter().collect())),
+        ]
+    })
+}
+
+/// Every character as a `\u` escape (UTF-16, so astral ones become surrogate pairs).
+fn escape_all(s: &str) -> String {
+    let mut out = String::from("\"");
+    for unit in s.encode_utf16() {
+        out.push_str(&std::format!("\\u{unit:04X}"));
+    }
+    out.push('"');
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    #[test]
+    fn compact_round_trips(v in arb_json(), pretty in any::<bool>()) {
+        let text = if pretty {
+            serde_json::to_string_pretty(&v).unwrap()
+        } else {
+            serde_json::to_string(&v).unwrap()
+        };
+        let ours = parse(text.as_bytes()).unwrap();
+        let out = compact(&ours);
+        let back: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        prop_assert_eq!(&back, &v);
+        // serde_json's compact printer escapes strings exactly as we do, and keeps
+        // number text; so the whole output is byte-identical.
+        prop_assert_eq!(String::from_utf8(out).unwrap(), serde_json::to_string(&v).unwrap());
+    }
+
+    #[test]
+    fn escaped_strings_unescape_and_recanonicalise(s in any::<String>()) {
+        let src = escape_all(&s);
+        let v = parse(src.as_bytes()).unwrap();
+        let js = v.as_str().unwrap();
+        prop_assert_eq!(unescaped(&js), s.clone());
+        prop_assert!(js.eq_str(&s));
+        prop_assert_eq!(String::from_utf8(compact(&v)).unwrap(), serde_json::to_string(&s).unwrap());
+        let mut lit = VecSink(Vec::new());
+        write_str_literal(&mut lit, &s).unwrap();
+        prop_assert_eq!(String::from_utf8(lit.0).unwrap(), serde_json::to_string(&s).unwrap());
+    }
+
+    /// Accept/reject agrees with serde_json on mutated documents. Where RFC 8259 and
+    /// serde_json part ways the case is set aside, never counted: serde_json rejects lone
+    /// surrogate escapes and numbers beyond f64 (`1e400`) that the RFC grammar allows, and
+    /// its recursion limit is 127 open containers where ours defaults to 128 (inputs here
+    /// stay far shallower).
+    #[test]
+    fn accept_reject_agrees_with_serde_json(
+        v in arb_json(),
+        edits in prop::collection::vec((any::<prop::sample::Index>(), 0u8..3, prop::sample::select(
+            b"{}[],:\"\\ \t\n0123456789.eE+-tfnulasr\x00\x1f\xff\xc3\xa9\xed".to_vec())), 1..4),
+    ) {
+        let mut bytes = serde_json::to_vec(&v).unwrap();
+        for (at, op, b) in edits {
+            let i = at.index(bytes.len() + 1);
+            match op {
+                0 if i < bytes.len() => bytes[i] = b,
+                1 => bytes.insert(i, b),
+                _ if i < bytes.len() => { bytes.remove(i); }
+                _ => bytes.push(b),
+            }
+        }
+        let theirs = serde_json::from_slice::<serde_json::Value>(&bytes);
+        if let Err(e) = &theirs {
+            let msg = std::format!("{e}");
+            prop_assume!(!msg.contains("surrogate") && !msg.contains("out of range"));
+        }
+        let ours = parse(&bytes);
+        prop_assert_eq!(ours.is_ok(), theirs.is_ok(), "{:?}: ours {:?}, serde {:?}",
+            String::from_utf8_lossy(&bytes), ours.err(), theirs.err());
+        if let (Ok(o), Ok(t)) = (ours, theirs) {
+            let back: serde_json::Value = serde_json::from_slice(&compact(&o)).unwrap();
+            prop_assert_eq!(back, t);
+        }
+    }
+
+    /// Accessors never panic and agree with serde_json on member/element counts.
+    #[test]
+    fn accessors_agree(v in arb_json()) {
+        let text = serde_json::to_string_pretty(&v).unwrap();
+        let ours = parse(text.as_bytes()).unwrap();
+        match &v {
+            serde_json::Value::Array(a) => {
+                prop_assert_eq!(ours.elements().count(), a.len());
+                for (o, t) in ours.elements().zip(a) {
+                    let back: serde_json::Value = serde_json::from_slice(&compact(&o)).unwrap();
+                    prop_assert_eq!(&back, t);
+                }
+            }
+            serde_json::Value::Object(m) => {
+                for (k, t) in m {
+                    let o = ours.get(k).unwrap();
+                    let back: serde_json::Value = serde_json::from_slice(&compact(&o)).unwrap();
+                    prop_assert_eq!(&back, t);
+                }
+            }
+            _ => prop_assert_eq!(ours.members().count() + ours.elements().count(), 0),
+        }
+    }
+}

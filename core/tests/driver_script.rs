@@ -1,0 +1,968 @@
+//! The generic driver against a scripted in-memory server, on a virtual clock.
+//!
+//! The server here is a byte-level script (it answers each request with exactly the bytes a
+//! case needs), so the driver's sequencing is tested at every step without sockets: lazy
+//! handshake, session reuse, the 404 re-initialization, SSE and JSON replies, failover,
+//! metering, the timeline, redaction and timeouts (the clock jumps, nothing sleeps).
+//! The same behaviours are tested against real servers over real TCP in the `tests` crate.
+
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::rc::Rc;
+
+use verifi_mcp_core::buf::{Buf, Overflow, Sink};
+use verifi_mcp_core::drive::{self, CallBuffers, Millis, Net, Shared, SlotConfig, SlotState};
+use verifi_mcp_core::harness::events::{Timeline, TimelineEvent};
+use verifi_mcp_core::harness::meter::{Ledger, LedgerRecord};
+use verifi_mcp_core::wire::endpoint::Endpoint;
+use verifi_mcp_core::wire::failure::{ConnectError, ConnectErrorKind};
+use verifi_mcp_core::wire::json::{JsonLimits, Value};
+use verifi_mcp_core::wire::jsonrpc::ProtocolVersion;
+
+/// A capped Vec buffer (what the host adapter does too).
+struct VecBuf {
+    v: Vec<u8>,
+    cap: usize,
+}
+impl VecBuf {
+    fn new(cap: usize) -> Self {
+        VecBuf { v: Vec::new(), cap }
+    }
+}
+impl Sink for VecBuf {
+    fn put(&mut self, bytes: &[u8]) -> Result<(), Overflow> {
+        let needed = self.v.len() + bytes.len();
+        if needed > self.cap {
+            return Err(Overflow {
+                limit: self.cap,
+                needed,
+            });
+        }
+        self.v.extend_from_slice(bytes);
+        Ok(())
+    }
+}
+impl Buf for VecBuf {
+    fn bytes(&self) -> &[u8] {
+        &self.v
+    }
+    fn clear(&mut self) {
+        self.v.clear()
+    }
+    fn truncate(&mut self, len: usize) {
+        self.v.truncate(len)
+    }
+    fn limit(&self) -> usize {
+        self.cap
+    }
+}
+
+/// A request as the script server saw it.
+#[derive(Debug, Clone)]
+struct Seen {
+    port: u16,
+    method: String,
+    headers: Vec<(String, String)>,
+    body: serde_json::Value,
+}
+impl Seen {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+    fn rpc_method(&self) -> &str {
+        self.body
+            .get("method")
+            .and_then(|m| m.as_str())
+            .unwrap_or("")
+    }
+    fn id(&self) -> u64 {
+        self.body.get("id").and_then(|m| m.as_u64()).unwrap_or(0)
+    }
+}
+
+/// What the server does with one request.
+enum Act {
+    /// Reply with these bytes, then keep the connection open (keep-alive).
+    Reply(Vec<u8>),
+    /// Reply with these bytes, then close.
+    ReplyClose(Vec<u8>),
+    /// Never answer.
+    Silent,
+}
+
+type Script = Box<dyn FnMut(&Seen) -> Act>;
+
+struct ScriptNet {
+    now: Cell<Millis>,
+    script: RefCell<Script>,
+    seen: RefCell<Vec<Seen>>,
+    dead_ports: RefCell<Vec<u16>>,
+    pool: RefCell<Vec<(u16, Conn)>>,
+    connects: Cell<u32>,
+    /// Bytes per read handed to the client (exercise every split).
+    chunk: usize,
+}
+
+struct Conn {
+    port: u16,
+    inbox: Vec<u8>,
+    outbox: VecDeque<u8>,
+    close_after: bool,
+    silent: bool,
+    /// Closed by the server while idle in the pool: writes are swallowed, reads see EOF.
+    dead: bool,
+    net: Rc<ScriptNet>,
+}
+
+#[derive(Debug)]
+struct IoErr;
+impl std::fmt::Display for IoErr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("reset")
+    }
+}
+impl std::error::Error for IoErr {}
+impl embedded_io_async::Error for IoErr {
+    fn kind(&self) -> embedded_io_async::ErrorKind {
+        embedded_io_async::ErrorKind::ConnectionReset
+    }
+}
+impl embedded_io_async::ErrorType for Conn {
+    type Error = IoErr;
+}
+impl embedded_io_async::Write for Conn {
+    async fn write(&mut self, buf: &[u8]) -> Result<usize, IoErr> {
+        self.inbox.extend_from_slice(buf);
+        self.serve();
+        Ok(buf.len())
+    }
+    async fn flush(&mut self) -> Result<(), IoErr> {
+        Ok(())
+    }
+}
+impl embedded_io_async::Read for Conn {
+    async fn read(&mut self, buf: &mut [u8]) -> Result<usize, IoErr> {
+        if self.dead {
+            return Ok(0);
+        }
+        if self.silent {
+            std::future::pending::<()>().await;
+        }
+        if self.outbox.is_empty() {
+            if self.close_after {
+                return Ok(0);
+            }
+            // Keep-alive and nothing to say: wait (the deadline ends it).
+            std::future::pending::<()>().await;
+        }
+        let n = buf.len().min(self.outbox.len()).min(self.net.chunk);
+        for b in buf.iter_mut().take(n) {
+            *b = self.outbox.pop_front().unwrap();
+        }
+        Ok(n)
+    }
+}
+
+impl Conn {
+    /// Once a whole request is in, ask the script what to do.
+    fn serve(&mut self) {
+        if self.dead {
+            return;
+        }
+        let Some(end) = find(&self.inbox, b"\r\n\r\n") else {
+            return;
+        };
+        let head = std::str::from_utf8(&self.inbox[..end]).unwrap().to_string();
+        let mut lines = head.split("\r\n");
+        let method = lines.next().unwrap().split(' ').next().unwrap().to_string();
+        let headers: Vec<(String, String)> = lines
+            .map(|l| {
+                let (n, v) = l.split_once(": ").unwrap();
+                (n.to_ascii_lowercase(), v.to_string())
+            })
+            .collect();
+        let len: usize = headers
+            .iter()
+            .find(|(n, _)| n == "content-length")
+            .map(|(_, v)| v.parse().unwrap())
+            .unwrap_or(0);
+        if self.inbox.len() < end + 4 + len {
+            return;
+        }
+        let body_bytes = self.inbox[end + 4..end + 4 + len].to_vec();
+        self.inbox.drain(..end + 4 + len);
+        let body = if body_bytes.is_empty() {
+            serde_json::Value::Null
+        } else {
+            serde_json::from_slice(&body_bytes).expect("client sent invalid JSON")
+        };
+        let seen = Seen {
+            port: self.port,
+            method,
+            headers,
+            body,
+        };
+        self.net.seen.borrow_mut().push(seen.clone());
+        match (self.net.script.borrow_mut())(&seen) {
+            Act::Reply(b) => self.outbox.extend(b),
+            Act::ReplyClose(b) => {
+                self.outbox.extend(b);
+                self.close_after = true;
+            }
+            Act::Silent => self.silent = true,
+        }
+    }
+}
+
+fn find(h: &[u8], n: &[u8]) -> Option<usize> {
+    h.windows(n.len()).position(|w| w == n)
+}
+
+struct NetRef(Rc<ScriptNet>);
+impl Net for NetRef {
+    type Conn = Conn;
+    async fn connect(&self, ep: &Endpoint<'_>, fresh: bool) -> Result<(Conn, bool), ConnectError> {
+        let port = ep.port();
+        if self.0.dead_ports.borrow().contains(&port) {
+            return Err(ConnectError::new(ConnectErrorKind::Refused, ""));
+        }
+        if !fresh {
+            let mut pool = self.0.pool.borrow_mut();
+            if let Some(i) = pool.iter().position(|(p, _)| *p == port) {
+                return Ok((pool.remove(i).1, true));
+            }
+        }
+        self.0.connects.set(self.0.connects.get() + 1);
+        Ok((
+            Conn {
+                port,
+                inbox: Vec::new(),
+                outbox: VecDeque::new(),
+                close_after: false,
+                silent: false,
+                dead: false,
+                net: self.0.clone(),
+            },
+            false,
+        ))
+    }
+    fn recycle(&self, ep: &Endpoint<'_>, conn: Conn) {
+        self.0.pool.borrow_mut().push((ep.port(), conn));
+    }
+    fn now(&self) -> Millis {
+        self.0.now.get()
+    }
+    async fn sleep_until(&self, at: Millis) {
+        // Virtual time: a sleep that is awaited while nothing else is ready jumps the clock.
+        if self.0.now.get() < at {
+            self.0.now.set(at);
+        }
+    }
+}
+
+struct Cellular(RefCell<SlotState>, Cell<u64>);
+impl Shared<SlotState> for Cellular {
+    fn with<R>(&self, f: impl FnOnce(&mut SlotState) -> R) -> R {
+        f(&mut self.0.borrow_mut())
+    }
+    fn generation(&self) -> u64 {
+        self.1.get()
+    }
+    async fn changed(&self, _since: u64) {}
+    fn notify(&self) {
+        self.1.set(self.1.get() + 1)
+    }
+}
+
+#[derive(Default)]
+struct Records(Vec<LedgerRecord>);
+impl Ledger for Records {
+    fn record(&mut self, r: LedgerRecord) {
+        self.0.push(r)
+    }
+}
+#[derive(Default)]
+struct Events(Vec<String>);
+impl Timeline for Events {
+    fn emit(&mut self, e: &TimelineEvent<'_>) {
+        let mut b = VecBuf::new(4096);
+        e.write_json(&mut b).unwrap();
+        self.0.push(String::from_utf8(b.v).unwrap());
+    }
+}
+
+fn http_json(status: &str, extra: &str, body: &str) -> Vec<u8> {
+    format!(
+        "HTTP/1.1 {status}\r\ncontent-type: application/json\r\n{extra}content-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
+fn http_sse(extra: &str, events: &str) -> Vec<u8> {
+    // Chunked, as the TypeScript and rmcp servers send it.
+    let mut out = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n{extra}transfer-encoding: chunked\r\n\r\n"
+    )
+    .into_bytes();
+    for piece in events.as_bytes().chunks(7) {
+        out.extend(format!("{:x}\r\n", piece.len()).into_bytes());
+        out.extend(piece);
+        out.extend(b"\r\n");
+    }
+    out.extend(b"0\r\n\r\n");
+    out
+}
+
+fn accepted() -> Vec<u8> {
+    b"HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n".to_vec()
+}
+
+fn init_result(id: u64, version: &str) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"result":{{"protocolVersion":"{version}","capabilities":{{"tools":{{}}}},"serverInfo":{{"name":"script","version":"0"}}}}}}"#
+    )
+}
+
+fn text_result(id: u64, text: &str) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":{}}}]}}}}"#,
+        serde_json::to_string(text).unwrap()
+    )
+}
+
+/// A well-behaved server: JSON replies, a session id, `echo`.
+fn good_server(session: &'static str) -> impl FnMut(&Seen) -> Act {
+    move |seen: &Seen| match seen.rpc_method() {
+        "initialize" => Act::Reply(http_json(
+            "200 OK",
+            &format!("mcp-session-id: {session}\r\n"),
+            &init_result(seen.id(), "2025-06-18"),
+        )),
+        "notifications/initialized" | "notifications/cancelled" => Act::Reply(accepted()),
+        "tools/call" => {
+            let text = seen.body["params"]["arguments"]["text"]
+                .as_str()
+                .unwrap_or("")
+                .to_string();
+            Act::Reply(http_json("200 OK", "", &text_result(seen.id(), &text)))
+        }
+        other => panic!("unexpected {other}"),
+    }
+}
+
+struct Rig {
+    net: NetRef,
+    state: Cellular,
+    ledger: Records,
+    events: Events,
+}
+
+impl Rig {
+    fn new(script: impl FnMut(&Seen) -> Act + 'static, chunk: usize, has_fallback: bool) -> Self {
+        Rig {
+            net: NetRef(Rc::new(ScriptNet {
+                now: Cell::new(1_000),
+                script: RefCell::new(Box::new(script)),
+                seen: RefCell::new(Vec::new()),
+                dead_ports: RefCell::new(Vec::new()),
+                pool: RefCell::new(Vec::new()),
+                connects: Cell::new(0),
+                chunk,
+            })),
+            state: Cellular(
+                RefCell::new(SlotState::new(ProtocolVersion::DEFAULT, has_fallback)),
+                Cell::new(0),
+            ),
+            ledger: Records::default(),
+            events: Events::default(),
+        }
+    }
+
+    fn seen(&self) -> Vec<Seen> {
+        self.net.0.seen.borrow().clone()
+    }
+
+    /// One call; returns (ok, text, is_error, error).
+    fn call(
+        &mut self,
+        cfg: &SlotConfig<'_>,
+        tool: &str,
+        args: &str,
+        secrets: &[&str],
+    ) -> (bool, String, bool, Option<String>) {
+        let mut head = vec![0u8; 16 * 1024];
+        let mut read = vec![0u8; 4096];
+        let mut bufs = CallBuffers {
+            request: VecBuf::new(64 * 1024),
+            head: &mut head,
+            read: &mut read,
+            reply: VecBuf::new(1 << 20),
+            text: VecBuf::new(1 << 20),
+            error: VecBuf::new(1024),
+            raw: VecBuf::new(0),
+        };
+        let args = Value::parse(args.as_bytes(), JsonLimits::default()).unwrap();
+        let r = embassy_futures::block_on(drive::call(
+            &self.net,
+            cfg,
+            &self.state,
+            tool,
+            Some(args),
+            secrets,
+            &mut self.ledger,
+            &mut self.events,
+            &mut bufs,
+        ));
+        (
+            r.ok,
+            r.text.to_string(),
+            r.is_error,
+            r.error.map(str::to_string),
+        )
+    }
+}
+
+fn cfg<'a>(primary: &'a Endpoint<'a>, fallback: Option<&'a Endpoint<'a>>) -> SlotConfig<'a> {
+    let mut c = SlotConfig::new("kali", *primary, "http://127.0.0.1:9001");
+    if let Some(f) = fallback {
+        c.fallback = Some(*f);
+        c.fallback_label = "http://127.0.0.1:9002";
+    }
+    c
+}
+
+#[test]
+fn lazy_handshake_then_session_reuse_at_every_read_size() {
+    for chunk in [1usize, 2, 3, 7, 64, 4096] {
+        let ep = Endpoint::parse_base("http://127.0.0.1:9001").unwrap();
+        let c = cfg(&ep, None);
+        let mut rig = Rig::new(good_server("sess-1"), chunk, false);
+        assert!(
+            rig.seen().is_empty(),
+            "nothing is sent before the first call"
+        );
+        let r = rig.call(&c, "echo", r#"{"text":"hello"}"#, &[]);
+        assert_eq!(r, (true, "hello".into(), false, None), "chunk {chunk}");
+        let r = rig.call(&c, "echo", r#"{"text":"again"}"#, &[]);
+        assert_eq!(r.1, "again");
+        let seen = rig.seen();
+        let methods: Vec<_> = seen.iter().map(|s| s.rpc_method().to_string()).collect();
+        assert_eq!(
+            methods,
+            [
+                "initialize",
+                "notifications/initialized",
+                "tools/call",
+                "tools/call"
+            ]
+        );
+        assert_eq!(seen[0].header("mcp-session-id"), None);
+        assert_eq!(seen[0].body["params"]["protocolVersion"], "2024-11-05");
+        assert_eq!(
+            seen[0].body["params"]["clientInfo"]["name"],
+            "verifi-harness-sdk"
+        );
+        assert_eq!(seen[0].body["params"]["clientInfo"]["version"], "1.0.0");
+        for s in &seen {
+            assert_eq!(s.method, "POST");
+            assert_eq!(
+                s.header("accept"),
+                Some("application/json, text/event-stream")
+            );
+        }
+        for s in &seen[1..] {
+            assert_eq!(s.header("mcp-session-id"), Some("sess-1"));
+            assert_eq!(s.header("mcp-protocol-version"), Some("2025-06-18"));
+        }
+        assert_eq!(
+            rig.net.0.connects.get(),
+            1,
+            "one kept-alive connection serves the run"
+        );
+        assert_eq!(
+            rig.ledger.0,
+            vec![LedgerRecord::answered(5), LedgerRecord::answered(5)]
+        );
+        assert!(rig.events.0.is_empty());
+    }
+}
+
+#[test]
+fn sse_reply_takes_the_matching_response_after_notifications() {
+    for chunk in [1usize, 5, 4096] {
+        let ep = Endpoint::parse_base("http://127.0.0.1:9001").unwrap();
+        let c = cfg(&ep, None);
+        let mut rig = Rig::new(
+            |seen: &Seen| match seen.rpc_method() {
+                "initialize" => Act::Reply(http_sse(
+                    "",
+                    &format!(
+                        "event: message\ndata: {}\n\n",
+                        init_result(seen.id(), "2024-11-05")
+                    ),
+                )),
+                "notifications/initialized" => Act::Reply(accepted()),
+                "tools/call" => {
+                    let id = seen.id();
+                    let events = format!(
+                        ": keep-alive\r\n\r\nid: 0\r\nretry: 3000\r\ndata:\r\n\r\n\
+                         data: {{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{{\"level\":\"info\",\"data\":\"x\"}}}}\r\n\r\n\
+                         data: {{\"jsonrpc\":\"2.0\",\"id\":\"srv-1\",\"method\":\"ping\"}}\r\n\r\n\
+                         data: {{\"jsonrpc\":\"2.0\",\"id\":{other},\"result\":{{\"content\":[]}}}}\r\n\r\n\
+                         data: {{\"jsonrpc\":\"2.0\",\"id\":{id},\r\ndata: \"result\":{{\"content\":[{{\"type\":\"text\",\"text\":\"mine\"}},{{\"type\":\"image\",\"data\":\"AA==\",\"mimeType\":\"image/png\"}}]}}}}\r\n\r\n",
+                        other = id + 100
+                    );
+                    Act::Reply(http_sse("", &events))
+                }
+                m => panic!("{m}"),
+            },
+            chunk,
+            false,
+        );
+        let r = rig.call(&c, "mixed", "{}", &[]);
+        assert_eq!(
+            r,
+            (
+                true,
+                "mine\n{\"type\":\"image\",\"data\":\"AA==\",\"mimeType\":\"image/png\"}".into(),
+                false,
+                None
+            ),
+            "chunk {chunk}"
+        );
+        // No session id was given, and none is sent.
+        assert!(
+            rig.seen()
+                .iter()
+                .all(|s| s.header("mcp-session-id").is_none())
+        );
+        assert!(
+            rig.seen()
+                .iter()
+                .all(|s| s.header("mcp-protocol-version").is_none())
+        );
+    }
+}
+
+#[test]
+fn sse_stream_without_a_matching_id_falls_back_to_the_last_response() {
+    let ep = Endpoint::parse_base("http://127.0.0.1:9001").unwrap();
+    let c = cfg(&ep, None);
+    let mut rig = Rig::new(
+        |seen: &Seen| match seen.rpc_method() {
+            "initialize" => Act::Reply(http_json(
+                "200 OK",
+                "",
+                &init_result(seen.id(), "2024-11-05"),
+            )),
+            "notifications/initialized" => Act::Reply(accepted()),
+            _ => Act::Reply(http_sse(
+                "",
+                "data: {\"jsonrpc\":\"2.0\",\"id\":null,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"last\"}]}}\n\n",
+            )),
+        },
+        3,
+        false,
+    );
+    assert_eq!(rig.call(&c, "echo", "{}", &[]).1, "last");
+}
+
+#[test]
+fn a_stream_that_ends_without_a_response_settles_at_once() {
+    let ep = Endpoint::parse_base("http://127.0.0.1:9001").unwrap();
+    let c = cfg(&ep, None);
+    let mut rig = Rig::new(
+        |seen: &Seen| match seen.rpc_method() {
+            "initialize" => Act::Reply(http_json(
+                "200 OK",
+                "",
+                &init_result(seen.id(), "2024-11-05"),
+            )),
+            "notifications/initialized" => Act::Reply(accepted()),
+            _ => Act::ReplyClose(http_sse("", ": nothing\n\n")),
+        },
+        4096,
+        false,
+    );
+    let before = rig.net.0.now.get();
+    let r = rig.call(&c, "echo", "{}", &[]);
+    assert_eq!(
+        r.3.as_deref(),
+        Some("reply stream ended without a response to this request")
+    );
+    assert_eq!(rig.net.0.now.get(), before, "no waiting for the timeout");
+    assert_eq!(rig.ledger.0, vec![LedgerRecord::transport_failure()]);
+    // No server could serve it (there is no fallback): loud, then the tool_error.
+    assert_eq!(rig.events.0.len(), 2, "{:?}", rig.events.0);
+    assert_eq!(
+        rig.events.0[0],
+        r#"{"kind":"mcp.no_healthy_tool","slot":"kali","tool":"echo"}"#
+    );
+    assert!(
+        rig.events.0[1].starts_with(r#"{"kind":"tool_error","slot":"kali","tool":"echo""#),
+        "{}",
+        rig.events.0[1]
+    );
+}
+
+#[test]
+fn a_404_with_a_session_id_reinitializes_and_retries_once() {
+    let ep = Endpoint::parse_base("http://127.0.0.1:9001").unwrap();
+    let c = cfg(&ep, None);
+    let sessions = Rc::new(Cell::new(0u32));
+    let s2 = sessions.clone();
+    let mut rig = Rig::new(
+        move |seen: &Seen| match seen.rpc_method() {
+            "initialize" => {
+                s2.set(s2.get() + 1);
+                Act::Reply(http_json(
+                    "200 OK",
+                    &format!("mcp-session-id: s{}\r\n", s2.get()),
+                    &init_result(seen.id(), "2025-03-26"),
+                ))
+            }
+            "notifications/initialized" => Act::Reply(accepted()),
+            _ if seen.header("mcp-session-id") == Some("s1") => Act::Reply(http_json(
+                "404 Not Found",
+                "",
+                r#"{"jsonrpc":"2.0","id":"server-error","error":{"code":-32001,"message":"Session not found"}}"#,
+            )),
+            _ => Act::Reply(http_json("200 OK", "", &text_result(seen.id(), "ok"))),
+        },
+        4096,
+        false,
+    );
+    let r = rig.call(&c, "echo", "{}", &[]);
+    assert_eq!(r, (true, "ok".into(), false, None));
+    assert_eq!(sessions.get(), 2);
+    let calls: Vec<_> = rig
+        .seen()
+        .into_iter()
+        .filter(|s| s.rpc_method() == "tools/call")
+        .collect();
+    assert_eq!(calls.len(), 2);
+    assert_eq!(calls[1].header("mcp-session-id"), Some("s2"));
+}
+
+#[test]
+fn a_404_that_persists_is_retried_once_not_forever() {
+    let ep = Endpoint::parse_base("http://127.0.0.1:9001").unwrap();
+    let c = cfg(&ep, None);
+    let mut rig = Rig::new(
+        |seen: &Seen| match seen.rpc_method() {
+            "initialize" => Act::Reply(http_json(
+                "200 OK",
+                "mcp-session-id: s\r\n",
+                &init_result(seen.id(), "2025-03-26"),
+            )),
+            "notifications/initialized" => Act::Reply(accepted()),
+            _ => Act::Reply(http_json("404 Not Found", "", "{}")),
+        },
+        4096,
+        false,
+    );
+    let r = rig.call(&c, "echo", "{}", &[]);
+    assert!(!r.0);
+    assert_eq!(
+        r.3.as_deref(),
+        Some("HTTP 404 Not Found: the server no longer knows this session")
+    );
+    let inits = rig
+        .seen()
+        .iter()
+        .filter(|s| s.rpc_method() == "initialize")
+        .count();
+    assert_eq!(inits, 2);
+}
+
+#[test]
+fn a_failed_handshake_is_not_cached() {
+    let ep = Endpoint::parse_base("http://127.0.0.1:9001").unwrap();
+    let c = cfg(&ep, None);
+    let first = Rc::new(Cell::new(true));
+    let f2 = first.clone();
+    let mut rig = Rig::new(
+        move |seen: &Seen| match seen.rpc_method() {
+            "initialize" if f2.replace(false) => Act::Silent,
+            _ => good_server("s")(seen),
+        },
+        4096,
+        false,
+    );
+    let r = rig.call(&c, "echo", r#"{"text":"a"}"#, &[]);
+    assert_eq!(r.3.as_deref(), Some("tool call timed out"));
+    let r = rig.call(&c, "echo", r#"{"text":"b"}"#, &[]);
+    assert_eq!(
+        r,
+        (true, "b".into(), false, None),
+        "the next call makes a real attempt"
+    );
+}
+
+#[test]
+fn tool_errors_refusals_and_redaction() {
+    let ep = Endpoint::parse_base("http://127.0.0.1:9001").unwrap();
+    let c = cfg(&ep, None);
+    let mut rig = Rig::new(
+        |seen: &Seen| match seen.rpc_method() {
+            "tools/call" => match seen.body["params"]["name"].as_str().unwrap() {
+                "fail" => Act::Reply(http_json(
+                    "200 OK",
+                    "",
+                    &format!(
+                        r#"{{"jsonrpc":"2.0","id":{},"result":{{"content":[{{"type":"text","text":"nmap: hunter2-secret leaked"}}],"isError":true}}}}"#,
+                        seen.id()
+                    ),
+                )),
+                "nope" => Act::Reply(http_json(
+                    "200 OK",
+                    "",
+                    &format!(
+                        r#"{{"jsonrpc":"2.0","id":{},"error":{{"code":-32602,"message":"Unknown tool: nope hunter2-secret"}}}}"#,
+                        seen.id()
+                    ),
+                )),
+                _ => good_server("s")(seen),
+            },
+            _ => good_server("s")(seen),
+        },
+        4096,
+        false,
+    );
+    let r = rig.call(&c, "fail", "{}", &["hunter2-secret"]);
+    assert_eq!(
+        r,
+        (
+            false,
+            "nmap: [REDACTED] leaked".into(),
+            true,
+            Some(verifi_mcp_core::harness::result::TOOL_ERROR_MESSAGE.into())
+        )
+    );
+    let r = rig.call(&c, "nope", "{}", &["hunter2-secret"]);
+    assert_eq!(
+        r,
+        (
+            false,
+            "".into(),
+            false,
+            Some("JSON-RPC error -32602: Unknown tool: nope [REDACTED]".into())
+        )
+    );
+    let r = rig.call(
+        &c,
+        "echo",
+        r#"{"text":"key=hunter2-secret"}"#,
+        &["hunter2-secret"],
+    );
+    assert_eq!(r.1, "key=[REDACTED]");
+    assert_eq!(
+        rig.ledger.0,
+        vec![
+            LedgerRecord::answered(23),
+            LedgerRecord::answered(0),
+            LedgerRecord::answered(14)
+        ]
+    );
+    // fail: tool_error; nope (unknown everywhere): no_healthy_tool, then tool_error.
+    let kinds: Vec<_> = rig
+        .events
+        .0
+        .iter()
+        .map(|e| e.split('"').nth(3).unwrap().to_string())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["tool_error", "mcp.no_healthy_tool", "tool_error"],
+        "{:?}",
+        rig.events.0
+    );
+    assert!(rig.events.0[2].contains("[REDACTED]") && !rig.events.0[2].contains("hunter2"));
+}
+
+#[test]
+fn a_dead_primary_fails_over_loudly_once_and_is_not_paid_again() {
+    let p = Endpoint::parse_base("http://127.0.0.1:9001").unwrap();
+    let f = Endpoint::parse_base("http://127.0.0.1:9002").unwrap();
+    let c = cfg(&p, Some(&f));
+    let mut rig = Rig::new(good_server("s"), 4096, true);
+    assert!(rig.call(&c, "echo", r#"{"text":"on primary"}"#, &[]).0);
+    rig.net.0.dead_ports.borrow_mut().push(9001);
+    rig.net.0.pool.borrow_mut().clear(); // the primary died: its connections are gone
+    for i in 0..3 {
+        let r = rig.call(&c, "echo", &format!(r#"{{"text":"fb{i}"}}"#), &[]);
+        assert_eq!(r, (true, format!("fb{i}"), false, None));
+    }
+    assert_eq!(rig.events.0.len(), 1, "{:?}", rig.events.0);
+    assert_eq!(
+        rig.events.0[0],
+        r#"{"kind":"mcp.fallback_used","slot":"kali","tool":"echo","primary":"http://127.0.0.1:9001","fallback":"http://127.0.0.1:9002"}"#
+    );
+    // primary ok, then: primary refused + fallback ok, fallback ok, fallback ok.
+    assert_eq!(
+        rig.ledger.0,
+        vec![
+            LedgerRecord::answered(10),
+            LedgerRecord::transport_failure(),
+            LedgerRecord::answered(3),
+            LedgerRecord::answered(3),
+            LedgerRecord::answered(3),
+        ]
+    );
+    let to_fallback = rig
+        .seen()
+        .iter()
+        .filter(|s| s.port == 9002 && s.rpc_method() == "tools/call")
+        .count();
+    assert_eq!(to_fallback, 3);
+}
+
+#[test]
+fn no_server_serves_then_no_healthy_tool_once_per_tool() {
+    let p = Endpoint::parse_base("http://127.0.0.1:9001").unwrap();
+    let f = Endpoint::parse_base("http://127.0.0.1:9002").unwrap();
+    let c = cfg(&p, Some(&f));
+    let mut rig = Rig::new(good_server("s"), 4096, true);
+    rig.net.0.dead_ports.borrow_mut().extend([9001, 9002]);
+    for _ in 0..2 {
+        let r = rig.call(&c, "echo", "{}", &[]);
+        assert!(!r.0);
+        assert!(
+            r.3.unwrap()
+                .starts_with("could not connect: connection refused")
+        );
+    }
+    let kinds: Vec<_> = rig
+        .events
+        .0
+        .iter()
+        .map(|e| e.split('"').nth(3).unwrap().to_string())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["mcp.no_healthy_tool", "tool_error", "tool_error"],
+        "{:?}",
+        rig.events.0
+    );
+}
+
+#[test]
+fn a_pooled_connection_closed_by_the_server_is_retried_fresh_once() {
+    let ep = Endpoint::parse_base("http://127.0.0.1:9001").unwrap();
+    let c = cfg(&ep, None);
+    let mut rig = Rig::new(good_server("s"), 4096, false);
+    assert!(rig.call(&c, "echo", r#"{"text":"1"}"#, &[]).0);
+    // The server closes its idle keep-alive connection.
+    for (_, conn) in rig.net.0.pool.borrow_mut().iter_mut() {
+        conn.dead = true;
+    }
+    // The request goes out on the pooled connection, which EOFs before any reply byte.
+    let r = rig.call(&c, "echo", r#"{"text":"2"}"#, &[]);
+    assert_eq!(r.1, "2");
+    assert_eq!(rig.net.0.connects.get(), 2);
+}
+
+#[test]
+fn timeout_sends_a_best_effort_cancellation() {
+    let ep = Endpoint::parse_base("http://127.0.0.1:9001").unwrap();
+    let mut c = cfg(&ep, None);
+    c.timeout_ms = 5_000;
+    let mut rig = Rig::new(
+        |seen: &Seen| match seen.rpc_method() {
+            "tools/call" => Act::Silent,
+            _ => good_server("s")(seen),
+        },
+        4096,
+        false,
+    );
+    let t0 = rig.net.0.now.get();
+    let r = rig.call(&c, "slow", "{}", &[]);
+    assert_eq!(r.3.as_deref(), Some("tool call timed out"));
+    assert!(rig.net.0.now.get() - t0 >= 5_000);
+    let seen = rig.seen();
+    let call_id = seen
+        .iter()
+        .find(|s| s.rpc_method() == "tools/call")
+        .unwrap()
+        .id();
+    let cancel = seen
+        .iter()
+        .find(|s| s.rpc_method() == "notifications/cancelled")
+        .expect("cancel sent");
+    assert_eq!(cancel.body["params"]["requestId"], call_id);
+}
+
+#[test]
+fn http_errors_say_what_happened() {
+    let ep = Endpoint::parse_base("http://127.0.0.1:9001").unwrap();
+    let c = cfg(&ep, None);
+    for (reply, expected) in [
+        (
+            http_json(
+                "406 Not Acceptable",
+                "",
+                r#"{"jsonrpc":"2.0","id":"server-error","error":{"code":-32600,"message":"Not Acceptable: Client must accept both application/json and text/event-stream"}}"#,
+            ),
+            "HTTP 406 Not Acceptable: Not Acceptable: Client must accept both application/json and text/event-stream",
+        ),
+        (
+            b"HTTP/1.1 500 Internal Server Error\r\ncontent-length: 5\r\n\r\noops!".to_vec(),
+            "HTTP 500 Internal Server Error: oops!",
+        ),
+        (
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: 2\r\n\r\nhi".to_vec(),
+            "reply has content-type 'text/html', expected application/json or text/event-stream",
+        ),
+    ] {
+        let reply = Rc::new(reply);
+        let r2 = reply.clone();
+        let mut rig = Rig::new(
+            move |seen: &Seen| match seen.rpc_method() {
+                "initialize" => Act::ReplyClose((*r2).clone()),
+                _ => good_server("s")(seen),
+            },
+            4096,
+            false,
+        );
+        let r = rig.call(&c, "echo", "{}", &[]);
+        assert_eq!(r.3.as_deref(), Some(expected));
+        assert!(!r.0 && !r.2);
+    }
+}
+
+#[test]
+fn unsupported_protocol_version_fails_the_handshake_clearly() {
+    let ep = Endpoint::parse_base("http://127.0.0.1:9001").unwrap();
+    let c = cfg(&ep, None);
+    let mut rig = Rig::new(
+        |seen: &Seen| match seen.rpc_method() {
+            "initialize" => Act::Reply(http_json(
+                "200 OK",
+                "",
+                &init_result(seen.id(), "1999-01-01"),
+            )),
+            _ => good_server("s")(seen),
+        },
+        4096,
+        false,
+    );
+    let r = rig.call(&c, "echo", "{}", &[]);
+    assert!(
+        r.3.unwrap()
+            .starts_with("handshake failed: server chose protocol version '1999-01-01'")
+    );
+}
+
+#[test]
+fn non_object_arguments_are_an_ok_false_result() {
+    let ep = Endpoint::parse_base("http://127.0.0.1:9001").unwrap();
+    let c = cfg(&ep, None);
+    let mut rig = Rig::new(good_server("s"), 4096, false);
+    let r = rig.call(&c, "echo", "[1,2]", &[]);
+    assert_eq!(r.3.as_deref(), Some("tool arguments must be a JSON object"));
+    assert!(rig.seen().is_empty(), "nothing was sent");
+}
