@@ -27,5 +27,7 @@ pub mod slot;
 
 pub use net::{EdgeConn, EdgeNet, SocketPool};
 pub use shared::CellShared;
-pub use slot::{CallStorage, Counters, EdgeSlot, OnEvent, ProbeCallStorage};
+pub use slot::{
+    CallStorage, Counters, EdgeSlot, ExecResult, MAX_SECRETS, OnEvent, ProbeCallStorage, TooManySecrets,
+};
 pub use verifi_mcp_core;

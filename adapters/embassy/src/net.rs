@@ -14,7 +14,8 @@ use embassy_net::tcp::{self, State, TcpSocket};
 use embassy_net::{IpAddress, IpEndpoint, Stack};
 use embassy_time::{Duration, Instant, Timer};
 use heapless::{String, Vec};
-use verifi_mcp_core::drive::{ConnectError, ConnectErrorKind, Millis, Net};
+use verifi_mcp_core::drive::{Millis, Net};
+use verifi_mcp_core::wire::failure::{ConnectError, ConnectErrorKind};
 use verifi_mcp_core::wire::endpoint::{Endpoint, Scheme};
 
 /// Longest host name a kept-alive socket remembers; longer hosts are served unpooled.

@@ -8,8 +8,11 @@
 //! Does not own: any protocol or run rule; those are the core's `drive` and `harness`.
 
 use core::cell::Cell;
+use core::fmt::Write as _;
 
-use verifi_mcp_core::buf::{Buf, SliceBuf};
+use heapless::Vec;
+
+use verifi_mcp_core::buf::{Buf, Overflow, SliceBuf};
 use verifi_mcp_core::drive::{self, CallBuffers, ListError, Net, SlotConfig, SlotState};
 use verifi_mcp_core::harness::events::{Timeline, TimelineEvent};
 use verifi_mcp_core::harness::exec;
@@ -31,6 +34,29 @@ pub struct Counters {
     pub tool_errors: u32,
 }
 
+/// Most secrets (given ones plus static header values) one slot redacts.
+pub const MAX_SECRETS: usize = 16;
+
+/// More secrets than [`MAX_SECRETS`] were given to one slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct TooManySecrets {
+    /// [`MAX_SECRETS`].
+    pub limit: usize,
+    /// Secrets plus static headers given.
+    pub given: usize,
+}
+
+impl core::fmt::Display for TooManySecrets {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "{} secrets and header values for one slot, more than the {} it can redact",
+            self.given, self.limit
+        )
+    }
+}
+
 /// A timeline callback: sees every event of this slot as it is emitted.
 pub type OnEvent<'a> = &'a dyn Fn(&TimelineEvent<'_>);
 
@@ -39,25 +65,38 @@ pub struct EdgeSlot<'a> {
     config: SlotConfig<'a>,
     state: CellShared<SlotState>,
     run_id: &'a str,
-    secrets: &'a [&'a [u8]],
+    secrets: Vec<&'a [u8], MAX_SECRETS>,
     counters: Cell<Counters>,
     on_event: Option<OnEvent<'a>>,
 }
 
 impl<'a> EdgeSlot<'a> {
     /// A slot for `config`, in run `run_id` (the workspace of `exec`), redacting `secrets`
-    /// (given at build or boot time; every occurrence becomes `[REDACTED]` before anything is
-    /// metered, logged or returned).
-    pub fn new(config: SlotConfig<'a>, run_id: &'a str, secrets: &'a [&'a [u8]]) -> Self {
-        let has_fallback = config.fallback.is_some();
-        EdgeSlot {
+    /// (given at build or boot time) and the values of the slot's static headers: every
+    /// occurrence becomes `[REDACTED]` before anything is metered, logged or returned.
+    /// More than [`MAX_SECRETS`] in all is an error, not a secret silently left out.
+    pub fn new(
+        config: SlotConfig<'a>,
+        run_id: &'a str,
+        secrets: &'a [&'a [u8]],
+    ) -> Result<Self, TooManySecrets> {
+        let mut all = Vec::new();
+        let headers = config.header_values().map(str::as_bytes);
+        for s in secrets.iter().copied().chain(headers) {
+            all.push(s).map_err(|_| TooManySecrets {
+                limit: MAX_SECRETS,
+                given: secrets.len() + config.headers.len(),
+            })?;
+        }
+        let state = CellShared::new(SlotState::new(config.version, config.fallback.is_some()));
+        Ok(EdgeSlot {
             config,
-            state: CellShared::new(SlotState::new(config.version, has_fallback)),
+            state,
             run_id,
-            secrets,
+            secrets: all,
             counters: Cell::new(Counters::default()),
             on_event: None,
-        }
+        })
     }
 
     /// Calls `f` with every timeline event of this slot (after defmt logging, when enabled).
@@ -93,7 +132,7 @@ impl<'a> EdgeSlot<'a> {
             &self.state,
             tool,
             args,
-            self.secrets,
+            &self.secrets,
             &mut ledger,
             &mut timeline,
             bufs,
@@ -113,52 +152,60 @@ impl<'a> EdgeSlot<'a> {
         bufs: &mut CallBuffers<'_, B>,
         on_tool: impl FnMut(&str),
     ) -> Result<(), ListError> {
-        let (_, mut timeline) = self.sinks();
-        drive::list_tools(
-            net,
-            &self.config,
-            &self.state,
-            self.secrets,
-            &mut timeline,
-            bufs,
-            on_tool,
-        )
-        .await
+        drive::list_tools(net, &self.config, &self.state, &self.secrets, bufs, on_tool).await
     }
 
-    /// Runs `command` on the slot's `run_command` tool: the timeout is clamped to the seed's
-    /// 1..=285 s, the workspace is the run id, and the reply is unwrapped into the tool's own
-    /// exit code and output. `args` is scratch for the request's arguments (the command plus
-    /// about 64 bytes); too small is an `ok: false` result that says so.
+    /// Runs `command` on the slot's `run_command` tool: `timeout_ms` becomes the tool's
+    /// `timeout` in seconds, clamped to 1..=285; the workspace is the run id; the reply is
+    /// unwrapped into the tool's own exit code and output (`harness::exec`). `args` is scratch
+    /// for the arguments (the command plus about 64 bytes); too small gives `ok: false` with
+    /// an error that names the buffer and says by how much.
     pub async fn exec<'b, N: Net, B: Buf>(
         &self,
         net: &N,
         command: &str,
-        timeout_s: u32,
+        timeout_ms: u64,
         args: &mut [u8],
         bufs: &'b mut CallBuffers<'_, B>,
-    ) -> exec::ExecResult<'b> {
+    ) -> ExecResult<'b> {
+        let limit = args.len();
         let mut sink = SliceBuf::new(args);
-        let timeout = exec::clamp_timeout(timeout_s);
-        if let Err(over) = exec::encode_args(&mut sink, command, timeout, self.run_id) {
-            return exec::ExecResult::arguments_overflow(over);
+        let timeout_s = exec::clamp_timeout_s(timeout_ms);
+        if let Err(over) = exec::encode_run_command_args(&mut sink, command, timeout_s, self.run_id) {
+            return self.args_overflow(over, limit, bufs);
         }
-        let len = sink.len();
-        let Some(raw) = args.get(..len) else {
-            return exec::ExecResult::arguments_overflow(verifi_mcp_core::buf::Overflow {
-                limit: args.len(),
-                needed: len,
-            });
-        };
-        let value = match Value::parse(raw, JsonLimits::default()) {
+        let value = match Value::parse(sink.bytes(), JsonLimits::default()) {
             Ok(v) => v,
-            Err(_) => return exec::ExecResult::arguments_overflow(verifi_mcp_core::buf::Overflow {
-                limit: args.len(),
-                needed: len,
-            }),
+            // Cannot happen for what encode_run_command_args writes; reported, not assumed.
+            Err(_) => return self.args_overflow(Overflow { limit, needed: limit }, limit, bufs),
         };
-        let result = self.call(net, exec::RUN_COMMAND, Some(value), bufs).await;
-        exec::ExecResult::from_tool_result(result)
+        let call = self.call(net, exec::RUN_COMMAND, Some(value), bufs).await;
+        ExecResult::of(call)
+    }
+
+    fn args_overflow<'b, B: Buf>(
+        &self,
+        over: Overflow,
+        limit: usize,
+        bufs: &'b mut CallBuffers<'_, B>,
+    ) -> ExecResult<'b> {
+        bufs.error.clear();
+        let mut w = BufWriter(&mut bufs.error);
+        let _ = write!(
+            w,
+            "the exec arguments buffer is too small: {} bytes, needs at least {} ({} more)",
+            limit,
+            over.needed,
+            over.needed.saturating_sub(limit)
+        );
+        let error = core::str::from_utf8(bufs.error.bytes()).unwrap_or("the exec arguments buffer is too small");
+        let (_, mut timeline) = self.sinks();
+        timeline.emit(&TimelineEvent::ToolError {
+            slot: self.config.slot,
+            tool: exec::RUN_COMMAND,
+            error,
+        });
+        ExecResult::of(ToolResult::unreachable(error, 0))
     }
 
     /// Best-effort DELETE of the slot's open sessions (end of run).
@@ -174,6 +221,45 @@ impl<'a> EdgeSlot<'a> {
                 on_event: self.on_event,
             },
         )
+    }
+}
+
+/// What [`EdgeSlot::exec`] gives: the tool's verdict and the call under it.
+#[derive(Debug, Clone, Copy)]
+pub struct ExecResult<'b> {
+    /// The tool's exit code was 0 (without an exit code: the MCP call's own success).
+    pub ok: bool,
+    /// The tool's exit code, when the reply had the `run_command` form.
+    pub exit_code: Option<i64>,
+    /// The tool's output (unwrapped), or the raw text or error when it did not unwrap.
+    pub output: &'b str,
+    /// The MCP call itself: its shape, error, latency and raw reply.
+    pub call: ToolResult<'b>,
+}
+
+impl<'b> ExecResult<'b> {
+    fn of(call: ToolResult<'b>) -> Self {
+        let o = exec::exec_outcome(call.ok, call.text, call.error);
+        ExecResult {
+            ok: o.ok,
+            exit_code: o.exit_code,
+            output: o.output,
+            call,
+        }
+    }
+}
+
+/// `core::fmt` into a capped buffer (text past the cap is dropped).
+struct BufWriter<'x, B: Buf>(&'x mut B);
+
+impl<B: Buf> core::fmt::Write for BufWriter<'_, B> {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        let room = self.0.limit().saturating_sub(self.0.len());
+        let mut end = s.len().min(room);
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        self.0.put(s.as_bytes().get(..end).unwrap_or(&[])).map_err(|_| core::fmt::Error)
     }
 }
 

@@ -83,7 +83,13 @@ async fn main(spawner: Spawner) -> ! {
     if let Some(c) = stack.config_v4() {
         defmt::info!("edge-probe: DHCP address {}", c.address);
     }
-    match crate::probe::run(stack, &PROBE).await {
+    #[cfg(feature = "size-baseline")]
+    let outcome = crate::size::baseline(stack, &PROBE).await;
+    #[cfg(feature = "size-parse")]
+    let outcome = crate::size::parse_only(stack, &PROBE).await;
+    #[cfg(not(any(feature = "size-baseline", feature = "size-parse")))]
+    let outcome = crate::probe::run(stack, &PROBE).await;
+    match outcome {
         Ok(good) => defmt::info!("edge-probe: done, {} probes answered", good),
         Err(why) => defmt::error!("edge-probe: {}", why),
     }
@@ -108,11 +114,11 @@ static PROBE: crate::probe::ProbeConfig = crate::probe::ProbeConfig {
     period_s: 60,
     count: None,
     run_id: "edge-probe",
-    headers: match AUTH {
+    headers: match &AUTH {
         Some(h) => core::slice::from_ref(h),
         None => &[],
     },
-    secrets: match TOKEN {
+    secrets: match &TOKEN {
         Some(t) => core::slice::from_ref(t),
         None => &[],
     },

@@ -5,6 +5,8 @@
 #[cfg(target_os = "none")]
 mod board;
 mod probe;
+#[cfg(all(target_os = "none", any(feature = "size-baseline", feature = "size-parse")))]
+mod size;
 #[cfg(not(target_os = "none"))]
 mod host;
 

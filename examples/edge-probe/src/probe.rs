@@ -13,8 +13,8 @@ use verifi_mcp_embassy::{EdgeNet, EdgeSlot, ProbeCallStorage, SocketPool};
 
 /// Sockets of the client (the embassy-net stack needs this many plus DHCP and DNS).
 pub const SOCKETS: usize = 2;
-const SOCKET_RX: usize = 4096;
-const SOCKET_TX: usize = 1536;
+pub(crate) const SOCKET_RX: usize = 4096;
+pub(crate) const SOCKET_TX: usize = 1536;
 
 /// What the probe does.
 pub struct ProbeConfig {
@@ -48,11 +48,11 @@ macro_rules! report {
     }};
 }
 
-static RX: ConstStaticCell<[[u8; SOCKET_RX]; SOCKETS]> = ConstStaticCell::new([[0; SOCKET_RX]; SOCKETS]);
-static TX: ConstStaticCell<[[u8; SOCKET_TX]; SOCKETS]> = ConstStaticCell::new([[0; SOCKET_TX]; SOCKETS]);
+pub(crate) static RX: ConstStaticCell<[[u8; SOCKET_RX]; SOCKETS]> = ConstStaticCell::new([[0; SOCKET_RX]; SOCKETS]);
+pub(crate) static TX: ConstStaticCell<[[u8; SOCKET_TX]; SOCKETS]> = ConstStaticCell::new([[0; SOCKET_TX]; SOCKETS]);
 static POOL: StaticCell<SocketPool<'static, SOCKETS>> = StaticCell::new();
-static CALL: ConstStaticCell<ProbeCallStorage> = ConstStaticCell::new(ProbeCallStorage::new());
-static ARGS: ConstStaticCell<[u8; 512]> = ConstStaticCell::new([0; 512]);
+pub(crate) static CALL: ConstStaticCell<ProbeCallStorage> = ConstStaticCell::new(ProbeCallStorage::new());
+pub(crate) static ARGS: ConstStaticCell<[u8; 512]> = ConstStaticCell::new([0; 512]);
 
 /// Runs the probe on `stack` (already configured) until `count` probes are done.
 /// Returns how many probes succeeded; `Err` when an endpoint does not parse.
@@ -73,25 +73,25 @@ pub async fn run(stack: Stack<'static>, cfg: &'static ProbeConfig) -> Result<u32
     config.headers = cfg.headers;
     config.timeout_ms = 60_000;
     // One slot, kept for the whole run: one session, and failover state that lasts.
-    let slot = EdgeSlot::new(config, cfg.run_id, cfg.secrets);
+    let slot = EdgeSlot::new(config, cfg.run_id, cfg.secrets).map_err(|_| "too many secrets for one slot")?;
 
     let mut done = 0u32;
     let mut good = 0u32;
     loop {
         done += 1;
         let mut bufs = call.buffers();
-        let x = slot.exec(&net, cfg.command, 30, &mut scratch[..], &mut bufs).await;
-        if x.ok {
+        let x = slot.exec(&net, cfg.command, 30_000, &mut scratch[..], &mut bufs).await;
+        if x.call.ok {
             good += 1;
             report!(
                 "probe {}: exit {} in {} ms: {}",
                 done,
                 x.exit_code.unwrap_or(-1),
-                x.latency_ms,
+                x.call.latency_ms,
                 first_line(x.output)
             );
         } else {
-            report!("probe {}: failed: {}", done, x.error.unwrap_or("unknown error"));
+            report!("probe {}: failed: {}", done, x.call.error.unwrap_or(x.output));
         }
         let c = slot.counters();
         report!(
