@@ -40,17 +40,28 @@ struct Netns {
 
 impl Drop for Netns {
     fn drop(&mut self) {
-        for (_, child) in self.servers.lock().unwrap_or_else(|p| p.into_inner()).iter_mut() {
+        for (_, child) in self
+            .servers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter_mut()
+        {
             let _ = child.kill();
             let _ = child.wait();
         }
-        let _ = Command::new("ip").args(["netns", "del", &self.name]).status();
+        let _ = Command::new("ip")
+            .args(["netns", "del", &self.name])
+            .status();
     }
 }
 
 fn ip(args: &[&str]) {
     let out = Command::new("ip").args(args).output().expect("run ip");
-    assert!(out.status.success(), "ip {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "ip {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// True when the test can run; panics with the reason when it cannot and may not skip.
@@ -68,13 +79,20 @@ fn can_run() -> bool {
             eprintln!("edge_tap DID NOT RUN ({why}); allowed by VERIFI_ALLOW_NO_NETNS=1");
             false
         }
-        Some(why) => panic!("edge_tap cannot run: {why}. Run as root, or set VERIFI_ALLOW_NO_NETNS=1 to allow this."),
+        Some(why) => panic!(
+            "edge_tap cannot run: {why}. Run as root, or set VERIFI_ALLOW_NO_NETNS=1 to allow this."
+        ),
     }
 }
 
 fn start_server(ns: &str, servers: &Mutex<Vec<(u16, Child)>>, mode: &str, port: u16) {
     let child = Command::new("ip")
-        .args(["netns", "exec", ns, env!("CARGO_BIN_EXE_verifi-test-server")])
+        .args([
+            "netns",
+            "exec",
+            ns,
+            env!("CARGO_BIN_EXE_verifi-test-server"),
+        ])
         .args(["--mode", mode, "--bind", &format!("{SERVER}:{port}")])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -95,8 +113,16 @@ fn kill_server(servers: &Mutex<Vec<(u16, Child)>>, port: u16) {
 /// Waits (bounded) until something accepts on `port`; this thread is inside the namespace.
 fn wait_listening(port: u16) {
     let start = Instant::now();
-    while TcpStream::connect_timeout(&format!("{SERVER}:{port}").parse().unwrap(), Duration::from_millis(200)).is_err() {
-        assert!(start.elapsed() < Duration::from_secs(20), "server on {port} did not come up");
+    while TcpStream::connect_timeout(
+        &format!("{SERVER}:{port}").parse().unwrap(),
+        Duration::from_millis(200),
+    )
+    .is_err()
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "server on {port} did not come up"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -143,7 +169,15 @@ fn edge_tap_real_rmcp_server_in_own_namespace() {
         let rc = unsafe { libc::setns(ns_file.as_raw_fd(), libc::CLONE_NEWNET) };
         assert_eq!(rc, 0, "setns: {}", std::io::Error::last_os_error());
         let device = embassy_net_tuntap::TunTapDevice::new(TAP).expect("create TAP device");
-        ip(&["-n", &name, "addr", "add", &format!("{SERVER}/24"), "dev", TAP]);
+        ip(&[
+            "-n",
+            &name,
+            "addr",
+            "add",
+            &format!("{SERVER}/24"),
+            "dev",
+            TAP,
+        ]);
         ip(&["-n", &name, "link", "set", TAP, "up"]);
         start_server(&name, &servers, "stateful", STATEFUL);
         start_server(&name, &servers, "json", JSON);
@@ -151,7 +185,8 @@ fn edge_tap_real_rmcp_server_in_own_namespace() {
         for port in [STATEFUL, JSON, DYING] {
             wait_listening(port);
         }
-        let (stack, mut runner) = edge_support::stack(device, edge_support::static_v4([192, 0, 2, 2]), 7);
+        let (stack, mut runner) =
+            edge_support::stack(device, edge_support::static_v4([192, 0, 2, 2]), 7);
         edge_support::run_bounded(Duration::from_secs(120), async move {
             select(runner.run(), scenario(stack, &servers)).await;
         });
@@ -170,29 +205,35 @@ async fn scenario(stack: embassy_net::Stack<'static>, servers: &Mutex<Vec<(u16, 
     let st: &mut ProbeCallStorage = Box::leak(Box::new(ProbeCallStorage::new()));
     let events = RefCell::new(Vec::<String>::new());
     let on_event = |e: &TimelineEvent<'_>| {
-        events.borrow_mut().push(
-            match e {
-                TimelineEvent::ToolError { tool, .. } => format!("tool_error:{tool}"),
-                TimelineEvent::FallbackUsed { tool, .. } => format!("fallback_used:{tool}"),
-                TimelineEvent::NoHealthyTool { tool, .. } => format!("no_healthy_tool:{tool}"),
-            },
-        )
+        events.borrow_mut().push(match e {
+            TimelineEvent::ToolError { tool, .. } => format!("tool_error:{tool}"),
+            TimelineEvent::FallbackUsed { tool, .. } => format!("fallback_used:{tool}"),
+            TimelineEvent::NoHealthyTool { tool, .. } => format!("no_healthy_tool:{tool}"),
+        })
     };
 
     // SSE replies, sessions.
-    let sse = EdgeSlot::new(config("kali", STATEFUL, None), "run-tap", &[]).with_timeline(&on_event);
+    let sse = EdgeSlot::new(config("kali", STATEFUL, None), "run-tap", &[])
+        .unwrap()
+        .with_timeline(&on_event);
     let mut names = Vec::new();
-    sse.list_tools(&net, &mut st.buffers(), |n| names.push(n.to_string())).await.expect("tools/list");
+    sse.list_tools(&net, &mut st.buffers(), |n| names.push(n.to_string()))
+        .await
+        .expect("tools/list");
     for want in ["echo", "fail", "run_command", "slow"] {
         assert!(names.iter().any(|n| n == want), "{want} not in {names:?}");
     }
     let mut b = st.buffers();
-    let r = sse.call(&net, "echo", args(r#"{"text":"over the tap"}"#), &mut b).await;
+    let r = sse
+        .call(&net, "echo", args(r#"{"text":"over the tap"}"#), &mut b)
+        .await;
     assert!(r.ok, "echo: {:?}", r.error);
     assert_eq!(r.text, "over the tap");
     drop(b);
     let mut b = st.buffers();
-    let r = sse.call(&net, "fail", args(r#"{"message":"boom"}"#), &mut b).await;
+    let r = sse
+        .call(&net, "fail", args(r#"{"message":"boom"}"#), &mut b)
+        .await;
     assert!(!r.ok && r.is_error, "tool error shape");
     drop(b);
     let mut b = st.buffers();
@@ -201,43 +242,71 @@ async fn scenario(stack: embassy_net::Stack<'static>, servers: &Mutex<Vec<(u16, 
     drop(b);
     let mut scratch = [0u8; 256];
     let mut b = st.buffers();
-    let x = sse.exec(&net, "id; exit 3", 9999, &mut scratch, &mut b).await;
-    assert!(x.ok, "exec: {:?}", x.error);
-    assert_eq!(x.exit_code, Some(3), "the tool's exit code, not the call's success");
+    let x = sse
+        .exec(&net, "id; exit 3", 9_999_000, &mut scratch, &mut b)
+        .await;
+    assert!(x.call.ok, "exec: {:?}", x.call.error);
+    assert!(
+        !x.ok,
+        "exit 3 is a failed command although the call succeeded"
+    );
+    assert_eq!(
+        x.exit_code,
+        Some(3),
+        "the tool's exit code, not the call's success"
+    );
+    eprintln!("edge_tap: exec exit {:?}: {:?}", x.exit_code, x.output);
     assert!(x.output.contains("workspace=run-tap"), "{}", x.output);
-    assert!(x.output.contains("timeout=285"), "clamped to 285 s: {}", x.output);
+    assert!(
+        x.output.contains("timeout=285"),
+        "clamped to 285 s: {}",
+        x.output
+    );
     drop(b);
 
     // JSON replies.
-    let json = EdgeSlot::new(config("json", JSON, None), "run-tap", &[]);
+    let json = EdgeSlot::new(config("json", JSON, None), "run-tap", &[]).unwrap();
     let mut b = st.buffers();
-    let r = json.call(&net, "echo", args(r#"{"text":"json reply"}"#), &mut b).await;
+    let r = json
+        .call(&net, "echo", args(r#"{"text":"json reply"}"#), &mut b)
+        .await;
     assert!(r.ok, "json echo: {:?}", r.error);
     assert_eq!(r.text, "json reply");
     drop(b);
 
     // Unreachable: nothing listens (the namespace's kernel answers RST).
-    let dead = EdgeSlot::new(config("dead", NOTHING, None), "run-tap", &[]);
+    let dead = EdgeSlot::new(config("dead", NOTHING, None), "run-tap", &[]).unwrap();
     let mut b = st.buffers();
-    let r = dead.call(&net, "echo", args(r#"{"text":"x"}"#), &mut b).await;
+    let r = dead
+        .call(&net, "echo", args(r#"{"text":"x"}"#), &mut b)
+        .await;
     assert!(!r.ok && !r.is_error, "unreachable shape");
+    eprintln!("edge_tap: nothing listening: {:?}", r.error);
     assert!(r.error.unwrap_or("").contains("refused"), "{:?}", r.error);
     drop(b);
 
     // Failover: the dead primary, then the JSON server; the second call goes straight there.
-    let fo = EdgeSlot::new(config("fo", NOTHING, Some(JSON)), "run-tap", &[]).with_timeline(&on_event);
+    let fo = EdgeSlot::new(config("fo", NOTHING, Some(JSON)), "run-tap", &[])
+        .unwrap()
+        .with_timeline(&on_event);
     let mut b = st.buffers();
-    let r = fo.call(&net, "echo", args(r#"{"text":"via fallback"}"#), &mut b).await;
+    let r = fo
+        .call(&net, "echo", args(r#"{"text":"via fallback"}"#), &mut b)
+        .await;
     assert!(r.ok, "failover: {:?}", r.error);
     assert_eq!(r.text, "via fallback");
     drop(b);
     let mut b = st.buffers();
-    assert!(fo.call(&net, "echo", args(r#"{"text":"again"}"#), &mut b).await.ok);
+    assert!(
+        fo.call(&net, "echo", args(r#"{"text":"again"}"#), &mut b)
+            .await
+            .ok
+    );
     drop(b);
     assert_eq!(fo.counters().tool_calls, 3, "primary once, fallback twice");
 
     // A server killed mid-reply: `slow` streams progress for 5 s; the process dies at 600 ms.
-    let dying = EdgeSlot::new(config("dying", DYING, None), "run-tap", &[]);
+    let dying = EdgeSlot::new(config("dying", DYING, None), "run-tap", &[]).unwrap();
     let mut b = st.buffers();
     let started = Instant::now();
     let call = dying.call(&net, "slow", args(r#"{"ms":5000,"steps":10}"#), &mut b);
@@ -248,13 +317,31 @@ async fn scenario(stack: embassy_net::Stack<'static>, servers: &Mutex<Vec<(u16, 
     };
     let r = match select(call, killer).await {
         embassy_futures::select::Either::First(r) => r,
-        embassy_futures::select::Either::Second(()) => panic!("call did not end after its server died"),
+        embassy_futures::select::Either::Second(()) => {
+            panic!("call did not end after its server died")
+        }
     };
-    assert!(!r.ok && !r.is_error, "a server dying mid-reply is unreachable: {:?}", r.error);
-    assert!(started.elapsed() < Duration::from_secs(5), "ended by the dead server, not by the deadline");
+    eprintln!(
+        "edge_tap: server killed mid-reply after {:?}: {:?}",
+        started.elapsed(),
+        r.error
+    );
+    assert!(
+        !r.ok && !r.is_error,
+        "a server dying mid-reply is unreachable: {:?}",
+        r.error
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "ended by the dead server, not by the deadline"
+    );
     drop(b);
 
     let ev = events.borrow();
-    assert_eq!(ev.iter().filter(|e| e.starts_with("fallback_used")).count(), 1, "{ev:?}");
+    assert_eq!(
+        ev.iter().filter(|e| e.starts_with("fallback_used")).count(),
+        1,
+        "{ev:?}"
+    );
     assert!(ev.contains(&"tool_error:fail".to_string()), "{ev:?}");
 }

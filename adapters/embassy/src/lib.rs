@@ -17,7 +17,7 @@
 //! Layers, top to bottom: [`slot`] (a slot's counters, timeline and `exec`), the core's
 //! `drive` (handshake, failover, redaction, metering), [`net`] (sockets, DNS, time) and
 //! [`shared`] (the slot state's cell). There is no TLS on the edge yet: an `https://`
-//! endpoint gives `ok: false` with "TLS is not available on the edge adapter".
+//! endpoint gives `ok: false` with "no TLS on the edge adapter; use http://".
 #![no_std]
 
 mod log;
@@ -28,6 +28,7 @@ pub mod slot;
 pub use net::{EdgeConn, EdgeNet, SocketPool};
 pub use shared::CellShared;
 pub use slot::{
-    CallStorage, Counters, EdgeSlot, ExecResult, MAX_SECRETS, OnEvent, ProbeCallStorage, TooManySecrets,
+    CallStorage, Counters, EdgeSlot, ExecResult, MAX_SECRETS, OnEvent, ProbeCallStorage,
+    TooManySecrets,
 };
 pub use verifi_mcp_core;

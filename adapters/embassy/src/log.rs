@@ -3,6 +3,8 @@
 #[cfg(feature = "defmt")]
 macro_rules! log_debug { ($($t:tt)*) => { defmt::debug!($($t)*) }; }
 #[cfg(not(feature = "defmt"))]
-macro_rules! log_debug { ($($t:tt)*) => {{ }}; }
+macro_rules! log_debug {
+    ($($t:tt)*) => {{}};
+}
 
 pub(crate) use log_debug;

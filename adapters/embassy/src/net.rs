@@ -15,8 +15,8 @@ use embassy_net::{IpAddress, IpEndpoint, Stack};
 use embassy_time::{Duration, Instant, Timer};
 use heapless::{String, Vec};
 use verifi_mcp_core::drive::{Millis, Net};
-use verifi_mcp_core::wire::failure::{ConnectError, ConnectErrorKind};
 use verifi_mcp_core::wire::endpoint::{Endpoint, Scheme};
+use verifi_mcp_core::wire::failure::{ConnectError, ConnectErrorKind};
 
 /// Longest host name a kept-alive socket remembers; longer hosts are served unpooled.
 pub const MAX_POOLED_HOST: usize = 64;
@@ -179,9 +179,10 @@ fn connect_error(e: tcp::ConnectError) -> ConnectError {
         tcp::ConnectError::ConnectionReset => {
             ConnectError::new(ConnectErrorKind::Refused, "peer answered the SYN with RST")
         }
-        tcp::ConnectError::TimedOut => {
-            ConnectError::new(ConnectErrorKind::Unreachable, "no answer to SYN (timed out)")
-        }
+        tcp::ConnectError::TimedOut => ConnectError::new(
+            ConnectErrorKind::Unreachable,
+            "no answer to SYN (timed out)",
+        ),
         tcp::ConnectError::NoRoute => {
             ConnectError::new(ConnectErrorKind::Unreachable, "no route to host")
         }
@@ -202,7 +203,7 @@ impl<'p, 's, const N: usize> Net for EdgeNet<'p, 's, N> {
         if ep.scheme() == Scheme::Https {
             return Err(ConnectError::new(
                 ConnectErrorKind::Unsupported,
-                "TLS is not available on the edge adapter; use an http:// endpoint",
+                "no TLS on the edge adapter; use http://",
             ));
         }
         let key = PoolKey::of(ep);

@@ -139,7 +139,12 @@ impl<'a> EdgeSlot<'a> {
         )
         .await;
         if result.ok {
-            crate::log::log_debug!("mcp {=str}/{=str}: ok in {=u64} ms", self.config.slot, tool, result.latency_ms);
+            crate::log::log_debug!(
+                "mcp {=str}/{=str}: ok in {=u64} ms",
+                self.config.slot,
+                tool,
+                result.latency_ms
+            );
         }
         result
     }
@@ -171,13 +176,23 @@ impl<'a> EdgeSlot<'a> {
         let limit = args.len();
         let mut sink = SliceBuf::new(args);
         let timeout_s = exec::clamp_timeout_s(timeout_ms);
-        if let Err(over) = exec::encode_run_command_args(&mut sink, command, timeout_s, self.run_id) {
+        if let Err(over) = exec::encode_run_command_args(&mut sink, command, timeout_s, self.run_id)
+        {
             return self.args_overflow(over, limit, bufs);
         }
         let value = match Value::parse(sink.bytes(), JsonLimits::default()) {
             Ok(v) => v,
             // Cannot happen for what encode_run_command_args writes; reported, not assumed.
-            Err(_) => return self.args_overflow(Overflow { limit, needed: limit }, limit, bufs),
+            Err(_) => {
+                return self.args_overflow(
+                    Overflow {
+                        limit,
+                        needed: limit,
+                    },
+                    limit,
+                    bufs,
+                );
+            }
         };
         let call = self.call(net, exec::RUN_COMMAND, Some(value), bufs).await;
         ExecResult::of(call)
@@ -198,7 +213,8 @@ impl<'a> EdgeSlot<'a> {
             over.needed,
             over.needed.saturating_sub(limit)
         );
-        let error = core::str::from_utf8(bufs.error.bytes()).unwrap_or("the exec arguments buffer is too small");
+        let error = core::str::from_utf8(bufs.error.bytes())
+            .unwrap_or("the exec arguments buffer is too small");
         let (_, mut timeline) = self.sinks();
         timeline.emit(&TimelineEvent::ToolError {
             slot: self.config.slot,
@@ -259,7 +275,9 @@ impl<B: Buf> core::fmt::Write for BufWriter<'_, B> {
         while !s.is_char_boundary(end) {
             end -= 1;
         }
-        self.0.put(s.as_bytes().get(..end).unwrap_or(&[])).map_err(|_| core::fmt::Error)
+        self.0
+            .put(s.as_bytes().get(..end).unwrap_or(&[]))
+            .map_err(|_| core::fmt::Error)
     }
 }
 
@@ -270,7 +288,9 @@ impl Ledger for SlotLedger<'_> {
     fn record(&mut self, r: LedgerRecord) {
         let mut c = self.0.get();
         c.tool_calls = c.tool_calls.saturating_add(r.tool_calls);
-        c.evidence_bytes = c.evidence_bytes.saturating_add(r.evidence_bytes.unwrap_or(0));
+        c.evidence_bytes = c
+            .evidence_bytes
+            .saturating_add(r.evidence_bytes.unwrap_or(0));
         self.0.set(c);
     }
 }

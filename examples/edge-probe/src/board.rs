@@ -76,7 +76,12 @@ async fn main(spawner: Spawner) -> ! {
     let net_config = embassy_net::Config::dhcpv4(Default::default());
     // The client's sockets, plus DHCP and DNS.
     static RESOURCES: StaticCell<StackResources<{ crate::probe::SOCKETS + 2 }>> = StaticCell::new();
-    let (stack, runner) = embassy_net::new(device, net_config, RESOURCES.init(StackResources::new()), seed);
+    let (stack, runner) = embassy_net::new(
+        device,
+        net_config,
+        RESOURCES.init(StackResources::new()),
+        seed,
+    );
     spawner.spawn(net_task(runner).expect("net task"));
 
     stack.wait_config_up().await;

@@ -23,7 +23,8 @@ fn leak(s: String) -> &'static str {
 }
 
 fn ipv4(s: &str) -> Ipv4Address {
-    s.parse().unwrap_or_else(|_| fail(&format!("not an IPv4 address: {s}")))
+    s.parse()
+        .unwrap_or_else(|_| fail(&format!("not an IPv4 address: {s}")))
 }
 
 fn fail(why: &str) -> ! {
@@ -42,16 +43,22 @@ fn parse_args() -> Args {
     let mut net = None;
     let mut gateway = None;
     let mut dns: heapless::Vec<Ipv4Address, 3> = heapless::Vec::new();
-    let (mut primary, mut fallback, mut command, mut period, mut count) = (None, None, None, 60u64, None);
+    let (mut primary, mut fallback, mut command, mut period, mut count) =
+        (None, None, None, 60u64, None);
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
-        let mut value = || it.next().unwrap_or_else(|| fail(&format!("{flag} needs a value")));
+        let mut value = || {
+            it.next()
+                .unwrap_or_else(|| fail(&format!("{flag} needs a value")))
+        };
         match flag.as_str() {
             "--tap" => tap = Some(value()),
             "--dhcp" => net = Some(Config::dhcpv4(Default::default())),
             "--ip" => {
                 let v = value();
-                let (a, n) = v.split_once('/').unwrap_or_else(|| fail("--ip wants A.B.C.D/N"));
+                let (a, n) = v
+                    .split_once('/')
+                    .unwrap_or_else(|| fail("--ip wants A.B.C.D/N"));
                 let n: u8 = n.parse().unwrap_or_else(|_| fail("bad prefix length"));
                 net = Some(Config::ipv4_static(StaticConfigV4 {
                     address: Ipv4Cidr::new(ipv4(a), n),
@@ -80,8 +87,13 @@ fn parse_args() -> Args {
         v4.gateway = gateway;
         v4.dns_servers = dns;
     }
-    let token = std::env::var("EDGE_PROBE_TOKEN").ok().filter(|t| !t.is_empty());
-    let (headers, secrets): (&'static [(&'static str, &'static str)], &'static [&'static [u8]]) = match token {
+    let token = std::env::var("EDGE_PROBE_TOKEN")
+        .ok()
+        .filter(|t| !t.is_empty());
+    let (headers, secrets): (
+        &'static [(&'static str, &'static str)],
+        &'static [&'static [u8]],
+    ) = match token {
         Some(t) => {
             let t = leak(t);
             let bearer = leak(format!("Bearer {t}"));
@@ -133,12 +145,18 @@ async fn probe_task(stack: embassy_net::Stack<'static>, cfg: &'static ProbeConfi
 }
 
 async fn start(spawner: Spawner, args: Args) {
-    let device = TunTapDevice::new(&args.tap).unwrap_or_else(|e| fail(&format!("open TAP {}: {e}", args.tap)));
+    let device = TunTapDevice::new(&args.tap)
+        .unwrap_or_else(|e| fail(&format!("open TAP {}: {e}", args.tap)));
     static RESOURCES: StaticCell<StackResources<{ probe::SOCKETS + 2 }>> = StaticCell::new();
     let seed = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(1, |d| d.as_nanos() as u64);
-    let (stack, runner) = embassy_net::new(device, args.net, RESOURCES.init(StackResources::new()), seed);
+    let (stack, runner) = embassy_net::new(
+        device,
+        args.net,
+        RESOURCES.init(StackResources::new()),
+        seed,
+    );
     spawner.spawn(net_task(runner).expect("net task"));
     spawner.spawn(probe_task(stack, args.probe).expect("probe task"));
 }

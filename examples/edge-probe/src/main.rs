@@ -4,11 +4,14 @@
 
 #[cfg(target_os = "none")]
 mod board;
-mod probe;
-#[cfg(all(target_os = "none", any(feature = "size-baseline", feature = "size-parse")))]
-mod size;
 #[cfg(not(target_os = "none"))]
 mod host;
+mod probe;
+#[cfg(all(
+    target_os = "none",
+    any(feature = "size-baseline", feature = "size-parse")
+))]
+mod size;
 
 #[cfg(not(target_os = "none"))]
 fn main() {

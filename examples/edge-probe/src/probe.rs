@@ -48,10 +48,13 @@ macro_rules! report {
     }};
 }
 
-pub(crate) static RX: ConstStaticCell<[[u8; SOCKET_RX]; SOCKETS]> = ConstStaticCell::new([[0; SOCKET_RX]; SOCKETS]);
-pub(crate) static TX: ConstStaticCell<[[u8; SOCKET_TX]; SOCKETS]> = ConstStaticCell::new([[0; SOCKET_TX]; SOCKETS]);
+pub(crate) static RX: ConstStaticCell<[[u8; SOCKET_RX]; SOCKETS]> =
+    ConstStaticCell::new([[0; SOCKET_RX]; SOCKETS]);
+pub(crate) static TX: ConstStaticCell<[[u8; SOCKET_TX]; SOCKETS]> =
+    ConstStaticCell::new([[0; SOCKET_TX]; SOCKETS]);
 static POOL: StaticCell<SocketPool<'static, SOCKETS>> = StaticCell::new();
-pub(crate) static CALL: ConstStaticCell<ProbeCallStorage> = ConstStaticCell::new(ProbeCallStorage::new());
+pub(crate) static CALL: ConstStaticCell<ProbeCallStorage> =
+    ConstStaticCell::new(ProbeCallStorage::new());
 pub(crate) static ARGS: ConstStaticCell<[u8; 512]> = ConstStaticCell::new([0; 512]);
 
 /// Runs the probe on `stack` (already configured) until `count` probes are done.
@@ -59,28 +62,36 @@ pub(crate) static ARGS: ConstStaticCell<[u8; 512]> = ConstStaticCell::new([0; 51
 pub async fn run(stack: Stack<'static>, cfg: &'static ProbeConfig) -> Result<u32, &'static str> {
     let [rx0, rx1] = RX.take();
     let [tx0, tx1] = TX.take();
-    let pool = POOL.init(SocketPool::new(stack, [(&mut rx0[..], &mut tx0[..]), (&mut rx1[..], &mut tx1[..])]));
+    let pool = POOL.init(SocketPool::new(
+        stack,
+        [(&mut rx0[..], &mut tx0[..]), (&mut rx1[..], &mut tx1[..])],
+    ));
     let net = EdgeNet::new(pool);
     let call = CALL.take();
     let scratch = ARGS.take();
 
-    let primary = Endpoint::parse_base(cfg.primary).map_err(|_| "the primary endpoint does not parse")?;
+    let primary =
+        Endpoint::parse_base(cfg.primary).map_err(|_| "the primary endpoint does not parse")?;
     let mut config = SlotConfig::new(cfg.slot, primary, cfg.primary);
     if let Some(f) = cfg.fallback {
-        config.fallback = Some(Endpoint::parse_base(f).map_err(|_| "the fallback endpoint does not parse")?);
+        config.fallback =
+            Some(Endpoint::parse_base(f).map_err(|_| "the fallback endpoint does not parse")?);
         config.fallback_label = f;
     }
     config.headers = cfg.headers;
     config.timeout_ms = 60_000;
     // One slot, kept for the whole run: one session, and failover state that lasts.
-    let slot = EdgeSlot::new(config, cfg.run_id, cfg.secrets).map_err(|_| "too many secrets for one slot")?;
+    let slot = EdgeSlot::new(config, cfg.run_id, cfg.secrets)
+        .map_err(|_| "too many secrets for one slot")?;
 
     let mut done = 0u32;
     let mut good = 0u32;
     loop {
         done += 1;
         let mut bufs = call.buffers();
-        let x = slot.exec(&net, cfg.command, 30_000, &mut scratch[..], &mut bufs).await;
+        let x = slot
+            .exec(&net, cfg.command, 30_000, &mut scratch[..], &mut bufs)
+            .await;
         if x.call.ok {
             good += 1;
             report!(
@@ -91,7 +102,11 @@ pub async fn run(stack: Stack<'static>, cfg: &'static ProbeConfig) -> Result<u32
                 first_line(x.output)
             );
         } else {
-            report!("probe {}: failed: {}", done, x.call.error.unwrap_or(x.output));
+            report!(
+                "probe {}: failed: {}",
+                done,
+                x.call.error.unwrap_or(x.output)
+            );
         }
         let c = slot.counters();
         report!(

@@ -18,21 +18,36 @@ static CALL_BYTES: ConstStaticCell<[u8; core::mem::size_of::<ProbeCallStorage>()
 
 /// Opens a socket to the primary with the probe's buffers, sends the argument scratch and
 /// reads into the call storage's bytes; hands each read to `consume`.
-async fn raw_probe(stack: Stack<'static>, cfg: &'static ProbeConfig, mut consume: impl FnMut(&[u8], &mut [u8]) -> usize) -> Result<u32, &'static str> {
+async fn raw_probe(
+    stack: Stack<'static>,
+    cfg: &'static ProbeConfig,
+    mut consume: impl FnMut(&[u8], &mut [u8]) -> usize,
+) -> Result<u32, &'static str> {
     let [rx0, _] = RX.take();
     let [tx0, _] = TX.take();
     let call = CALL_BYTES.take();
     let args = ARGS.take();
     let mut socket = TcpSocket::new(stack, &mut rx0[..], &mut tx0[..]);
-    let host = cfg.primary.trim_start_matches("http://").split([':', '/']).next().unwrap_or("");
-    let addr = stack.dns_query(host, DnsQueryType::A).await.map_err(|_| "dns")?;
+    let host = cfg
+        .primary
+        .trim_start_matches("http://")
+        .split([':', '/'])
+        .next()
+        .unwrap_or("");
+    let addr = stack
+        .dns_query(host, DnsQueryType::A)
+        .await
+        .map_err(|_| "dns")?;
     let addr = *addr.first().ok_or("dns")?;
     let mut good = 0;
     loop {
         if socket.connect((addr, 80)).await.is_ok() {
             let n = args.len().min(cfg.command.len());
             args[..n].copy_from_slice(&cfg.command.as_bytes()[..n]);
-            if embedded_io_async::Write::write_all(&mut socket, &args[..n]).await.is_ok() {
+            if embedded_io_async::Write::write_all(&mut socket, &args[..n])
+                .await
+                .is_ok()
+            {
                 let (read, out) = call.split_at_mut(1024);
                 while let Ok(k) = socket.read(read).await {
                     if k == 0 {
@@ -49,7 +64,10 @@ async fn raw_probe(stack: Stack<'static>, cfg: &'static ProbeConfig, mut consume
 }
 
 /// Everything but the client.
-pub async fn baseline(stack: Stack<'static>, cfg: &'static ProbeConfig) -> Result<u32, &'static str> {
+pub async fn baseline(
+    stack: Stack<'static>,
+    cfg: &'static ProbeConfig,
+) -> Result<u32, &'static str> {
     raw_probe(stack, cfg, |bytes, out| {
         let n = bytes.len().min(out.len());
         out[..n].copy_from_slice(&bytes[..n]);
@@ -59,6 +77,9 @@ pub async fn baseline(stack: Stack<'static>, cfg: &'static ProbeConfig) -> Resul
 }
 
 /// The baseline plus the core's parse path alone.
-pub async fn parse_only(stack: Stack<'static>, cfg: &'static ProbeConfig) -> Result<u32, &'static str> {
+pub async fn parse_only(
+    stack: Stack<'static>,
+    cfg: &'static ProbeConfig,
+) -> Result<u32, &'static str> {
     raw_probe(stack, cfg, crate::size_parse::feed).await
 }

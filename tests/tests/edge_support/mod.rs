@@ -31,12 +31,17 @@ pub fn stack<D: embassy_net::driver::Driver>(
     config: Config,
     seed: u64,
 ) -> (Stack<'static>, Runner<'static, D>) {
-    let resources: &'static mut StackResources<SOCKETS> = Box::leak(Box::new(StackResources::new()));
+    let resources: &'static mut StackResources<SOCKETS> =
+        Box::leak(Box::new(StackResources::new()));
     embassy_net::new(device, config, resources, seed)
 }
 
 /// A client socket pool of `N` sockets, each with `rx`/`tx` bytes of leaked buffers.
-pub fn pool<const N: usize>(stack: Stack<'static>, rx: usize, tx: usize) -> &'static SocketPool<'static, N> {
+pub fn pool<const N: usize>(
+    stack: Stack<'static>,
+    rx: usize,
+    tx: usize,
+) -> &'static SocketPool<'static, N> {
     let buffers = std::array::from_fn(|_| {
         let r: &'static mut [u8] = Box::leak(vec![0u8; rx].into_boxed_slice());
         let t: &'static mut [u8] = Box::leak(vec![0u8; tx].into_boxed_slice());
@@ -53,7 +58,8 @@ pub fn leak(n: usize) -> &'static mut [u8] {
 /// Runs `f` to completion on this thread, parking between wake-ups, and fails the test when
 /// it has not finished after `limit` (a hung client is a failure, not a stuck CI run).
 pub fn run_bounded<F: std::future::Future>(limit: StdDuration, f: F) -> F::Output {
-    let deadline = embassy_time::Timer::after(embassy_time::Duration::from_millis(limit.as_millis() as u64));
+    let deadline =
+        embassy_time::Timer::after(embassy_time::Duration::from_millis(limit.as_millis() as u64));
     futures_lite::future::block_on(async {
         match embassy_futures::select::select(f, deadline).await {
             embassy_futures::select::Either::First(out) => out,

@@ -45,13 +45,18 @@ pub struct Replay {
 impl Replay {
     /// Loads `tests/data/edge/<server>/*.http`.
     pub fn load(server: &str) -> &'static Replay {
-        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/edge").join(server);
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("data/edge")
+            .join(server);
         let mut replies = HashMap::new();
         for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
             let path = entry.unwrap().path();
             let name = path.file_stem().unwrap().to_string_lossy().to_string();
             // "06-call-echo" -> "call-echo"
-            let key = name.split_once('-').map(|(_, k)| k.to_string()).unwrap_or(name);
+            let key = name
+                .split_once('-')
+                .map(|(_, k)| k.to_string())
+                .unwrap_or(name);
             replies.insert(key, std::fs::read(&path).unwrap());
         }
         assert!(replies.len() >= 10, "replies missing in {}", dir.display());
@@ -108,7 +113,10 @@ fn first_id(s: &str) -> Option<(usize, usize)> {
 
 /// The recorded reply with the request's id, framed for the wire: (head, body frames).
 fn render(recorded: &[u8], request_id: Option<&str>) -> (Vec<u8>, Vec<u8>) {
-    let split = recorded.windows(4).position(|w| w == b"\r\n\r\n").expect("recorded head");
+    let split = recorded
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("recorded head");
     let head = std::str::from_utf8(&recorded[..split]).unwrap();
     let mut body = recorded[split + 4..].to_vec();
     if let (Some(id), Ok(text)) = (request_id, std::str::from_utf8(&body)) {
@@ -119,7 +127,9 @@ fn render(recorded: &[u8], request_id: Option<&str>) -> (Vec<u8>, Vec<u8>) {
             body = b.into_bytes();
         }
     }
-    let chunked = head.to_ascii_lowercase().contains("transfer-encoding: chunked");
+    let chunked = head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked");
     let mut out = String::new();
     for line in head.split("\r\n") {
         if line.to_ascii_lowercase().starts_with("content-length:") {
@@ -202,7 +212,11 @@ async fn serve(sock: &mut TcpSocket<'_>, replay: &Replay) {
     while let Some(seen) = read_request(sock, &mut pending).await {
         let id = first_id(&seen.body).map(|(at, len)| seen.body[at..at + len].to_string());
         let (head, body) = render(replay.pick(&seen), id.as_deref());
-        let cut = if seen.rpc == "tools/call" { replay.cut_next_call_at.take() } else { None };
+        let cut = if seen.rpc == "tools/call" {
+            replay.cut_next_call_at.take()
+        } else {
+            None
+        };
         replay.seen.borrow_mut().push(seen);
         if sock.write_all(&head).await.is_err() {
             return;
