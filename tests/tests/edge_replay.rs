@@ -144,13 +144,11 @@ fn edge_replay_rmcp_sessions_every_result_shape() {
         assert!(r.ok, "echo: {:?}", r.error);
         assert!(!r.is_error);
         assert_eq!(r.text, "hello wire");
-        drop(b);
 
         let mut b = st.buffers();
         let r = slot.call(&net, "fail", None, &mut b).await;
         assert!(!r.ok && r.is_error, "fail gives a tool error");
         assert!(!r.text.is_empty(), "the tool's own text is kept");
-        drop(b);
 
         let mut b = st.buffers();
         let r = slot.call(&net, "no_such_tool", None, &mut b).await;
@@ -160,7 +158,6 @@ fn edge_replay_rmcp_sessions_every_result_shape() {
         );
         let e = r.error.expect("refusal message");
         assert!(e.contains("-32602") && e.contains("tool not found"), "{e}");
-        drop(b);
 
         let mut b = st.buffers();
         let r = slot.call(&net, "mixed", None, &mut b).await;
@@ -171,7 +168,6 @@ fn edge_replay_rmcp_sessions_every_result_shape() {
             second.starts_with('{') && second.contains("\"type\":\"image\""),
             "{second}"
         );
-        drop(b);
 
         let mut scratch = [0u8; 256];
         let mut b = st.buffers();
@@ -181,7 +177,6 @@ fn edge_replay_rmcp_sessions_every_result_shape() {
         assert!(x.call.ok && x.ok, "exec: {:?}", x.call.error);
         assert_eq!(x.exit_code, Some(0));
         assert_eq!(x.output, "ran in workspace run-042");
-        drop(b);
         let sent = server.seen.borrow().last().unwrap().body.clone();
         assert!(
             sent.contains(r#""workspace":"run-042""#) && sent.contains(r#""timeout":30"#),
@@ -235,7 +230,6 @@ fn edge_replay_every_server_flavour_sse_and_json() {
                 .await;
             assert!(r.ok, "{flavour}: {:?}", r.error);
             assert_eq!(r.text, "hello wire", "{flavour}");
-            drop(b);
             let mut b = st.buffers();
             let r = slot.call(&net, "fail", None, &mut b).await;
             assert!(!r.ok && r.is_error, "{flavour}: fail is a tool error");
@@ -263,7 +257,6 @@ fn edge_replay_failover_to_second_server_and_stays_there() {
             .await;
         assert!(r.ok, "served by the fallback: {:?}", r.error);
         assert_eq!(r.text, "hello wire");
-        drop(b);
         assert_eq!(
             slot.counters().tool_calls,
             2,
@@ -274,7 +267,6 @@ fn edge_replay_failover_to_second_server_and_stays_there() {
             .call(&net, "echo", args(r#"{"text":"hello wire"}"#), &mut b)
             .await;
         assert!(r.ok);
-        drop(b);
         assert_eq!(
             slot.counters().tool_calls,
             3,
@@ -305,7 +297,6 @@ fn edge_replay_reply_cut_short_then_next_call_works() {
         assert!(!r.ok && !r.is_error, "a reply cut short is unreachable");
         eprintln!("cut short: {:?}", r.error);
         assert!(!r.error.unwrap_or("").is_empty());
-        drop(b);
         let mut b = st.buffers();
         let r = slot
             .call(&net, "echo", args(r#"{"text":"hello wire"}"#), &mut b)

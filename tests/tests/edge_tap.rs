@@ -229,17 +229,14 @@ async fn scenario(stack: embassy_net::Stack<'static>, servers: &Mutex<Vec<(u16, 
         .await;
     assert!(r.ok, "echo: {:?}", r.error);
     assert_eq!(r.text, "over the tap");
-    drop(b);
     let mut b = st.buffers();
     let r = sse
         .call(&net, "fail", args(r#"{"message":"boom"}"#), &mut b)
         .await;
     assert!(!r.ok && r.is_error, "tool error shape");
-    drop(b);
     let mut b = st.buffers();
     let r = sse.call(&net, "no_such_tool", None, &mut b).await;
     assert!(!r.ok && !r.is_error && r.error.is_some(), "refused shape");
-    drop(b);
     let mut scratch = [0u8; 256];
     let mut b = st.buffers();
     let x = sse
@@ -262,7 +259,6 @@ async fn scenario(stack: embassy_net::Stack<'static>, servers: &Mutex<Vec<(u16, 
         "clamped to 285 s: {}",
         x.output
     );
-    drop(b);
 
     // JSON replies.
     let json = EdgeSlot::new(config("json", JSON, None), "run-tap", &[]).unwrap();
@@ -272,7 +268,6 @@ async fn scenario(stack: embassy_net::Stack<'static>, servers: &Mutex<Vec<(u16, 
         .await;
     assert!(r.ok, "json echo: {:?}", r.error);
     assert_eq!(r.text, "json reply");
-    drop(b);
 
     // Unreachable: nothing listens (the namespace's kernel answers RST).
     let dead = EdgeSlot::new(config("dead", NOTHING, None), "run-tap", &[]).unwrap();
@@ -283,7 +278,6 @@ async fn scenario(stack: embassy_net::Stack<'static>, servers: &Mutex<Vec<(u16, 
     assert!(!r.ok && !r.is_error, "unreachable shape");
     eprintln!("edge_tap: nothing listening: {:?}", r.error);
     assert!(r.error.unwrap_or("").contains("refused"), "{:?}", r.error);
-    drop(b);
 
     // Failover: the dead primary, then the JSON server; the second call goes straight there.
     let fo = EdgeSlot::new(config("fo", NOTHING, Some(JSON)), "run-tap", &[])
@@ -295,14 +289,12 @@ async fn scenario(stack: embassy_net::Stack<'static>, servers: &Mutex<Vec<(u16, 
         .await;
     assert!(r.ok, "failover: {:?}", r.error);
     assert_eq!(r.text, "via fallback");
-    drop(b);
     let mut b = st.buffers();
     assert!(
         fo.call(&net, "echo", args(r#"{"text":"again"}"#), &mut b)
             .await
             .ok
     );
-    drop(b);
     assert_eq!(fo.counters().tool_calls, 3, "primary once, fallback twice");
 
     // A server killed mid-reply: `slow` streams progress for 5 s; the process dies at 600 ms.
@@ -335,7 +327,6 @@ async fn scenario(stack: embassy_net::Stack<'static>, servers: &Mutex<Vec<(u16, 
         started.elapsed() < Duration::from_secs(5),
         "ended by the dead server, not by the deadline"
     );
-    drop(b);
 
     let ev = events.borrow();
     assert_eq!(

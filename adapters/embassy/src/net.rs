@@ -207,11 +207,11 @@ impl<'p, 's, const N: usize> Net for EdgeNet<'p, 's, N> {
             ));
         }
         let key = PoolKey::of(ep);
-        if !fresh {
-            if let Some(socket) = key.as_ref().and_then(|k| self.pool.take_kept(k)) {
-                crate::log::log_debug!("mcp: reusing a kept-alive connection");
-                return Ok((EdgeConn::new(self.pool, socket), true));
-            }
+        if !fresh
+            && let Some(socket) = key.as_ref().and_then(|k| self.pool.take_kept(k))
+        {
+            crate::log::log_debug!("mcp: reusing a kept-alive connection");
+            return Ok((EdgeConn::new(self.pool, socket), true));
         }
         let addr = self.resolve(ep).await?;
         let Some(socket) = self.pool.take_any() else {

@@ -115,7 +115,6 @@ pub async fn run(stack: Stack<'static>, cfg: &'static ProbeConfig) -> Result<u32
             c.evidence_bytes,
             c.tool_errors
         );
-        drop(bufs);
         if cfg.count.is_some_and(|n| done >= n) {
             let mut bufs = call.buffers();
             slot.close(&net, &mut bufs).await;

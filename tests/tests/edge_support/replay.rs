@@ -119,13 +119,13 @@ fn render(recorded: &[u8], request_id: Option<&str>) -> (Vec<u8>, Vec<u8>) {
         .expect("recorded head");
     let head = std::str::from_utf8(&recorded[..split]).unwrap();
     let mut body = recorded[split + 4..].to_vec();
-    if let (Some(id), Ok(text)) = (request_id, std::str::from_utf8(&body)) {
-        if let Some((at, len)) = first_id(text) {
-            let mut b = text[..at].to_string();
-            b.push_str(id);
-            b.push_str(&text[at + len..]);
-            body = b.into_bytes();
-        }
+    if let (Some(id), Ok(text)) = (request_id, std::str::from_utf8(&body))
+        && let Some((at, len)) = first_id(text)
+    {
+        let mut b = text[..at].to_string();
+        b.push_str(id);
+        b.push_str(&text[at + len..]);
+        body = b.into_bytes();
     }
     let chunked = head
         .to_ascii_lowercase()
