@@ -197,6 +197,14 @@ fn edge_replay_rmcp_sessions_every_result_shape() {
         }
         drop(seen);
 
+        // Kept-alive sockets of the pool were reused: fewer connections than requests.
+        let (requests, connections) = (server.seen.borrow().len(), server.connections.get());
+        eprintln!("{requests} requests over {connections} connections");
+        assert!(
+            connections < requests,
+            "{requests} requests over {connections} connections"
+        );
+
         let c = slot.counters();
         assert_eq!(c.tool_calls, 5, "echo, fail, unknown, mixed, run_command");
         assert!(c.evidence_bytes > 0);

@@ -207,9 +207,7 @@ impl<'p, 's, const N: usize> Net for EdgeNet<'p, 's, N> {
             ));
         }
         let key = PoolKey::of(ep);
-        if !fresh
-            && let Some(socket) = key.as_ref().and_then(|k| self.pool.take_kept(k))
-        {
+        if !fresh && let Some(socket) = key.as_ref().and_then(|k| self.pool.take_kept(k)) {
             crate::log::log_debug!("mcp: reusing a kept-alive connection");
             return Ok((EdgeConn::new(self.pool, socket), true));
         }

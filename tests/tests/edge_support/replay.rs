@@ -40,6 +40,8 @@ pub struct Replay {
     pub cut_next_call_at: Cell<Option<usize>>,
     /// Every request, in order.
     pub seen: RefCell<Vec<Seen>>,
+    /// Connections accepted.
+    pub connections: Cell<usize>,
 }
 
 impl Replay {
@@ -64,6 +66,7 @@ impl Replay {
             replies,
             cut_next_call_at: Cell::new(None),
             seen: RefCell::new(Vec::new()),
+            connections: Cell::new(0),
         }))
     }
 
@@ -241,6 +244,7 @@ pub async fn acceptor(stack: Stack<'static>, port: u16, replay: &'static Replay)
             Timer::after(Duration::from_millis(5)).await;
             continue;
         }
+        replay.connections.set(replay.connections.get() + 1);
         serve(&mut sock, replay).await;
         sock.close();
         let _ = select(sock.flush(), Timer::after(Duration::from_millis(500))).await;
