@@ -334,6 +334,22 @@ fn edge_replay_small_text_buffer_is_named_with_its_cap() {
             e.contains("text buffer too small") && e.contains("cap of 8"),
             "names the buffer and its cap: {e}"
         );
+
+        // The exec argument scratch is the caller's too: 8 bytes cannot hold the arguments.
+        let mut tiny = [0u8; 8];
+        let mut b = st.buffers();
+        let x = slot.exec(&net, "ls", 1_000, &mut tiny, &mut b).await;
+        assert!(!x.ok && !x.call.ok);
+        let e = x.call.error.expect("overflow message");
+        assert!(
+            e.contains("exec arguments buffer is too small: 8 bytes"),
+            "{e}"
+        );
+        assert_eq!(
+            slot.counters().tool_calls,
+            1,
+            "nothing was sent for the exec"
+        );
     });
 }
 
