@@ -17,7 +17,8 @@
 # task (the client's future lives in the executor's static task arena), so it is all the RAM
 # the client needs beyond the caller's buffers, stack use of non-async code aside.
 #
-# Needs: the thumbv7em-none-eabihf target and an llvm-size (or arm-none-eabi-size); installs
+# Needs: the thumbv7em-none-eabihf target and a Berkeley-format size tool: llvm-size, else
+# arm-none-eabi-size, else binutils' own `size` (it reads the ARM ELF the same); installs
 # whichever is missing where it can (rustup target, apt-get llvm).
 set -euo pipefail
 
@@ -32,7 +33,7 @@ rustup target list --installed 2>/dev/null | grep -qx "$target" || rustup target
 find_size() {
   local sysroot
   sysroot="$(rustc --print sysroot)"
-  for c in llvm-size "$sysroot"/lib/rustlib/*/bin/llvm-size llvm-size-19 llvm-size-18 llvm-size-17 llvm-size-16 arm-none-eabi-size; do
+  for c in llvm-size "$sysroot"/lib/rustlib/*/bin/llvm-size llvm-size-19 llvm-size-18 llvm-size-17 llvm-size-16 arm-none-eabi-size size; do
     if command -v "$c" >/dev/null 2>&1; then command -v "$c"; return 0; fi
   done
   return 1
