@@ -39,6 +39,10 @@ const COURTESY_MS: Millis = 1_000;
 const MAX_PAGES: u32 = 1_000;
 /// Most GET resumptions of one SSE reply that ended without its response.
 const MAX_RESUMES: u32 = 3;
+/// How long the driver keeps reading after the response for the end of its framing.
+const TAIL_MS: Millis = 10;
+/// Most bytes read after the response while waiting for the end of its framing.
+const MAX_TAIL_BYTES: usize = 64 * 1024;
 /// Longest tools/list cursor kept between pages.
 const MAX_CURSOR: usize = 1_024;
 
@@ -67,7 +71,6 @@ pub trait Net {
 
 /// Where a slot's state lives: a lock on the host, a cell on the edge.
 #[allow(async_fn_in_trait)] // as for `Net`
-
 pub trait Shared<T> {
     /// Runs `f` on the state; never held across an await.
     fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R;
@@ -483,6 +486,20 @@ async fn round_trip<N: Net, B: Buf, H: OnMessage + Progressing>(
             fresh = true;
             continue;
         };
+        if step == Step::Done && exchange.awaits_end() {
+            // Read the rest of the framing for a moment, so the connection can be reused.
+            let until = net.now().saturating_add(TAIL_MS).min(deadline.at);
+            let mut tail = 0usize;
+            while exchange.awaits_end() && tail < MAX_TAIL_BYTES {
+                match before(net, until, conn.read(read)).await {
+                    Ok(Ok(n)) if n > 0 => {
+                        tail += n;
+                        exchange.drain_tail(read.get(..n).unwrap_or(&[]));
+                    }
+                    _ => break,
+                }
+            }
+        }
         let session_id = exchange.head().and_then(|h| h.session_id.clone());
         let resume = exchange
             .resume_from()

@@ -534,6 +534,15 @@ fn sse_reply_takes_the_matching_response_after_notifications() {
             ),
             "chunk {chunk}"
         );
+        // The chunked terminator came after the response event (in later reads at small
+        // read sizes): the driver read it, so the second call reuses the connection.
+        let again = rig.call(&c, "mixed", "{}", &[]);
+        assert!(again.0, "chunk {chunk}");
+        assert_eq!(
+            rig.net.0.connects.get(),
+            1,
+            "chunk {chunk}: the SSE connection is reused"
+        );
         // No session id was given, and none is sent.
         assert!(
             rig.seen()

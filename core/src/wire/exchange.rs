@@ -163,6 +163,26 @@ impl<'h> Exchange<'h> {
                 .is_some_and(|h| h.keep_alive && h.framing != Framing::Close)
     }
 
+    /// After [`Step::Done`]: true while the HTTP response has not ended but may still end on
+    /// this connection (kept alive, length or chunked framing). An SSE reply's chunked
+    /// terminator often arrives in a read after the response event; feeding it through
+    /// [`drain_tail`](Self::drain_tail) lets the connection be reused instead of dropped.
+    pub fn awaits_end(&self) -> bool {
+        self.mode == Mode::Finished
+            && !self.http_ended
+            && self.head.as_ref().is_some_and(|h| {
+                h.keep_alive && matches!(h.framing, Framing::Length(_) | Framing::Chunked)
+            })
+    }
+
+    /// Feeds bytes that follow the response through the HTTP framing only (they are not part
+    /// of the answer). Returns true once the HTTP response has ended.
+    pub fn drain_tail(&mut self, input: &[u8]) -> bool {
+        self.received = self.received.saturating_add(input.len() as u64);
+        self.drain(input);
+        self.http_ended
+    }
+
     /// After [`Step::Ended`]: where the stream can be resumed, when the server gave event ids.
     pub fn resume_from(&self) -> Option<Resume<'_>> {
         if self.mode != Mode::Finished || !self.sse.saw_event_id() {
