@@ -232,6 +232,19 @@ fn bad_input_is_one_line_on_stderr_and_exit_2() {
         ],
         vec!["bench".into(), s.base_url(), "--calls".into(), "0".into()],
         vec!["tools".into(), s.base_url(), "--bogus-flag".into()],
+        vec![
+            "tools".into(),
+            s.base_url(),
+            "--timeout-ms".into(),
+            "0".into(),
+        ],
+        vec![
+            "call".into(),
+            s.base_url(),
+            "echo".into(),
+            "--max-reply-bytes".into(),
+            "10".into(),
+        ],
     ];
     for args in cases {
         let a: Vec<&str> = args.iter().map(String::as_str).collect();

@@ -188,6 +188,12 @@ fn build(common: &Common, pos: &mut Vec<String>, run_id: &str) -> Result<Run, Fa
             .into());
         }
     }
+    if common.timeout_ms == Some(0) {
+        return Err(UsageError("--timeout-ms must be at least 1".into()).into());
+    }
+    if common.max_reply_bytes < 1024 {
+        return Err(UsageError("--max-reply-bytes must be at least 1024".into()).into());
+    }
     let fallback = match &common.fallback {
         Some(f) => Some(endpoint_base(f, common.exact_url)?),
         None => None,
