@@ -1,1 +1,10 @@
-//! Runnable harnesses: the demo sweep, the `mcp` command line.
+//! Runnable harnesses: the demo sweep and the `mcp` command line, with the demo's own MCP
+//! servers.
+//!
+//! Modules: [`allowlist`] (the demo box's command policy and runner), [`kali`] (the demo box, a
+//! real rmcp streamable-HTTP server on loopback), [`common`] (manifests from flags, input checks,
+//! scrubbing and rendering shared by the binaries).
+
+pub mod allowlist;
+pub mod common;
+pub mod kali;

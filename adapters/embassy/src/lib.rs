@@ -1,2 +1,38 @@
+//! # verifi-mcp-embassy
+//!
+//! The edge adapter of the verifi MCP client: the core's protocol driver over
+//! [`embassy_net`] TCP sockets and [`embassy_time`], `#![no_std]` and without an allocator.
+//! Every byte of storage is the caller's: socket RX/TX buffers go into a [`SocketPool`] at
+//! boot, and each call borrows a [`CallStorage`] (or any `CallBuffers`).
+//!
+//! The shape of a probe (the whole, compiled program is `examples/edge-probe/src/probe.rs`,
+//! which CI builds for the board and for Linux; this sketch needs a running stack, so it is
+//! not a doctest):
+//!
+//! ```text
+//! // At boot (buffers in statics):
+//! let pool = SocketPool::new(stack, [(&mut RX0[..], &mut TX0[..]), (&mut RX1[..], &mut TX1[..])]);
+//! let net = EdgeNet::new(&pool);
+//! let slot = EdgeSlot::new(config, RUN_ID, SECRETS);          // one per slot, kept for the run
+//! // Each probe:
+//! let r = slot.exec(&net, "uname -a", 30, &mut args, &mut storage.buffers()).await;
+//! ```
+//!
+//! Layers, top to bottom: [`slot`] (a slot's counters, timeline and `exec`), the core's
+//! `drive` (handshake, failover, redaction, metering), [`net`] (sockets, DNS, time) and
+//! [`shared`] (the slot state's cell). There is no TLS on the edge yet: an `https://`
+//! endpoint gives `ok: false` with "no TLS on the edge adapter; use http://".
 #![no_std]
-//! Edge adapter: drives verifi-mcp-core over embassy-net on Cortex-M, without an allocator.
+
+mod log;
+pub mod net;
+pub mod shared;
+pub mod slot;
+
+pub use net::{EdgeConn, EdgeNet, SocketPool};
+pub use shared::CellShared;
+pub use slot::{
+    CallStorage, Counters, EdgeSlot, ExecResult, MAX_SECRETS, OnEvent, ProbeCallStorage,
+    TooManySecrets,
+};
+pub use verifi_mcp_core;

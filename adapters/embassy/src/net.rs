@@ -1,0 +1,318 @@
+//! Connections and time for the driver: [`EdgeNet`] implements the core's `Net` over
+//! `embassy_net::tcp::TcpSocket`, with the stack's DNS and `embassy-time`.
+//!
+//! Owns: a fixed pool of TCP sockets built once from the caller's RX/TX buffers (a socket and
+//! its buffers are never freed: a used socket goes back to the pool, idle or kept alive for its
+//! endpoint), name resolution, and the mapping of socket errors to `ConnectError`.
+//! Does not own: anything about HTTP or MCP (that is the core's driver). No TLS: an `https`
+//! endpoint is refused with `ConnectErrorKind::Unsupported` before any packet is sent.
+
+use core::cell::RefCell;
+
+use embassy_net::dns::DnsQueryType;
+use embassy_net::tcp::{self, State, TcpSocket};
+use embassy_net::{IpAddress, IpEndpoint, Stack};
+use embassy_time::{Duration, Instant, Timer};
+use heapless::{String, Vec};
+use verifi_mcp_core::drive::{Millis, Net};
+use verifi_mcp_core::wire::endpoint::{Endpoint, Scheme};
+use verifi_mcp_core::wire::failure::{ConnectError, ConnectErrorKind};
+
+/// Longest host name a kept-alive socket remembers; longer hosts are served unpooled.
+pub const MAX_POOLED_HOST: usize = 64;
+
+/// Connect timeout applied to each TCP socket's SYN retransmissions (the driver's call
+/// deadline still bounds the whole call).
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The endpoint a kept-alive socket is connected to.
+#[derive(Clone, PartialEq, Eq)]
+struct PoolKey {
+    host: String<MAX_POOLED_HOST>,
+    port: u16,
+}
+
+impl PoolKey {
+    fn of(ep: &Endpoint<'_>) -> Option<Self> {
+        let mut host = String::new();
+        host.push_str(ep.host()).ok()?;
+        Some(PoolKey {
+            host,
+            port: ep.port(),
+        })
+    }
+}
+
+/// One socket of the pool, and the endpoint it is still connected to, if any.
+struct Pooled<'s> {
+    socket: TcpSocket<'s>,
+    kept: Option<PoolKey>,
+}
+
+/// The caller's sockets: `N` TCP sockets over the caller's RX/TX buffers, made once at boot.
+///
+/// The embassy-net `StackResources` must have room for these `N` sockets besides DHCP and DNS.
+pub struct SocketPool<'s, const N: usize> {
+    idle: RefCell<Vec<Pooled<'s>, N>>,
+    stack: Stack<'s>,
+}
+
+impl<'s, const N: usize> SocketPool<'s, N> {
+    /// Builds the pool from `N` pairs of (RX, TX) buffers. Each buffer should hold at least one
+    /// TCP segment (1460 bytes); the RX buffer is the TCP receive window.
+    pub fn new(stack: Stack<'s>, buffers: [(&'s mut [u8], &'s mut [u8]); N]) -> Self {
+        let mut idle = Vec::new();
+        for (rx, tx) in buffers {
+            // Cannot fail: there are exactly N buffer pairs for N places.
+            let _ = idle.push(Pooled {
+                socket: TcpSocket::new(stack, rx, tx),
+                kept: None,
+            });
+        }
+        SocketPool {
+            idle: RefCell::new(idle),
+            stack,
+        }
+    }
+
+    /// Sockets not lent out right now (idle or kept alive).
+    pub fn available(&self) -> usize {
+        self.idle.borrow().len()
+    }
+
+    fn take_kept(&self, key: &PoolKey) -> Option<TcpSocket<'s>> {
+        let mut idle = self.idle.borrow_mut();
+        let at = idle.iter().position(|p| p.kept.as_ref() == Some(key))?;
+        let pooled = idle.swap_remove(at);
+        drop(idle);
+        let mut socket = pooled.socket;
+        // A kept socket is only good while established with nothing unread: a byte waiting
+        // there would be the start of a reply nobody asked for.
+        if socket.state() == State::Established && !socket.can_recv() && socket.may_send() {
+            Some(socket)
+        } else {
+            socket.abort();
+            self.put_back(socket, None);
+            None
+        }
+    }
+
+    fn take_any(&self) -> Option<TcpSocket<'s>> {
+        let mut idle = self.idle.borrow_mut();
+        // Prefer a socket that keeps nothing alive; else evict the oldest kept one.
+        let at = idle
+            .iter()
+            .position(|p| p.kept.is_none())
+            .or(if idle.is_empty() { None } else { Some(0) })?;
+        let mut socket = idle.swap_remove(at).socket;
+        if socket.state() != State::Closed {
+            socket.abort();
+        }
+        Some(socket)
+    }
+
+    fn put_back(&self, socket: TcpSocket<'s>, kept: Option<PoolKey>) {
+        // Cannot overflow: only the N sockets made in `new` ever come back.
+        let _ = self.idle.borrow_mut().push(Pooled { socket, kept });
+    }
+}
+
+/// The adapter's `Net`: connects through a [`SocketPool`], resolves through the stack's DNS,
+/// and tells time with `embassy-time` (milliseconds since boot).
+pub struct EdgeNet<'p, 's, const N: usize> {
+    pool: &'p SocketPool<'s, N>,
+    connect_timeout: Duration,
+}
+
+impl<'p, 's, const N: usize> EdgeNet<'p, 's, N> {
+    /// A `Net` over `pool`, with [`DEFAULT_CONNECT_TIMEOUT`].
+    pub fn new(pool: &'p SocketPool<'s, N>) -> Self {
+        EdgeNet {
+            pool,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+        }
+    }
+
+    /// Changes the per-socket connect timeout.
+    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    async fn resolve(&self, ep: &Endpoint<'_>) -> Result<IpAddress, ConnectError> {
+        let host = ep.host();
+        #[cfg(feature = "proto-ipv6")]
+        if host.contains(':') {
+            return match host.parse::<core::net::Ipv6Addr>() {
+                Ok(a) => Ok(IpAddress::Ipv6(a)),
+                Err(_) => Err(ConnectError::new(ConnectErrorKind::Dns, "bad IPv6 literal")),
+            };
+        }
+        #[cfg(not(feature = "proto-ipv6"))]
+        if host.contains(':') {
+            return Err(ConnectError::new(
+                ConnectErrorKind::Unsupported,
+                "IPv6 is not enabled in this build (feature proto-ipv6)",
+            ));
+        }
+        // dns_query answers IP literals itself, without a packet.
+        match self.pool.stack.dns_query(host, DnsQueryType::A).await {
+            Ok(addrs) => match addrs.first() {
+                Some(a) => Ok(*a),
+                None => Err(ConnectError::new(ConnectErrorKind::Dns, "no A record")),
+            },
+            Err(e) => Err(ConnectError::new(ConnectErrorKind::Dns, dns_error_text(e))),
+        }
+    }
+}
+
+fn dns_error_text(e: embassy_net::dns::Error) -> &'static str {
+    match e {
+        embassy_net::dns::Error::InvalidName => "invalid host name",
+        embassy_net::dns::Error::NameTooLong => "host name too long",
+        embassy_net::dns::Error::Failed => "lookup failed (no DNS server answered or no such name)",
+    }
+}
+
+fn connect_error(e: tcp::ConnectError) -> ConnectError {
+    match e {
+        tcp::ConnectError::ConnectionReset => {
+            ConnectError::new(ConnectErrorKind::Refused, "peer answered the SYN with RST")
+        }
+        tcp::ConnectError::TimedOut => ConnectError::new(
+            ConnectErrorKind::Unreachable,
+            "no answer to SYN (timed out)",
+        ),
+        tcp::ConnectError::NoRoute => {
+            ConnectError::new(ConnectErrorKind::Unreachable, "no route to host")
+        }
+        tcp::ConnectError::InvalidState => {
+            ConnectError::new(ConnectErrorKind::Io, "socket in an invalid state")
+        }
+    }
+}
+
+impl<'p, 's, const N: usize> Net for EdgeNet<'p, 's, N> {
+    type Conn = EdgeConn<'p, 's, N>;
+
+    async fn connect(
+        &self,
+        ep: &Endpoint<'_>,
+        fresh: bool,
+    ) -> Result<(Self::Conn, bool), ConnectError> {
+        if ep.scheme() == Scheme::Https {
+            return Err(ConnectError::new(
+                ConnectErrorKind::Unsupported,
+                "no TLS on the edge adapter; use http://",
+            ));
+        }
+        let key = PoolKey::of(ep);
+        if !fresh && let Some(socket) = key.as_ref().and_then(|k| self.pool.take_kept(k)) {
+            crate::log::log_debug!("mcp: reusing a kept-alive connection");
+            return Ok((EdgeConn::new(self.pool, socket), true));
+        }
+        let addr = self.resolve(ep).await?;
+        let Some(socket) = self.pool.take_any() else {
+            return Err(ConnectError::new(
+                ConnectErrorKind::Io,
+                "every socket of the pool is in use",
+            ));
+        };
+        // From here on the socket goes back to the pool whatever happens (EdgeConn's Drop).
+        let mut conn = EdgeConn::new(self.pool, socket);
+        let s = conn.socket_mut();
+        s.set_timeout(Some(self.connect_timeout));
+        s.set_keep_alive(None);
+        s.set_nagle_enabled(false);
+        s.connect(IpEndpoint::new(addr, ep.port()))
+            .await
+            .map_err(connect_error)?;
+        // Established: no idle timeout (the driver's deadline bounds every wait).
+        conn.socket_mut().set_timeout(None);
+        Ok((conn, false))
+    }
+
+    fn recycle(&self, ep: &Endpoint<'_>, mut conn: Self::Conn) {
+        if let Some(socket) = conn.socket.take() {
+            let key = PoolKey::of(ep);
+            if key.is_some() && socket.state() == State::Established {
+                self.pool.put_back(socket, key);
+            } else {
+                let mut socket = socket;
+                socket.abort();
+                self.pool.put_back(socket, None);
+            }
+        }
+    }
+
+    fn now(&self) -> Millis {
+        Instant::now().as_millis()
+    }
+
+    async fn sleep_until(&self, at: Millis) {
+        Timer::at(Instant::from_millis(at)).await
+    }
+}
+
+/// One lent-out TCP connection. Dropping it aborts the connection (RST) and returns the
+/// socket and its buffers to the pool.
+pub struct EdgeConn<'p, 's, const N: usize> {
+    pool: &'p SocketPool<'s, N>,
+    socket: Option<TcpSocket<'s>>,
+}
+
+impl<'p, 's, const N: usize> EdgeConn<'p, 's, N> {
+    fn new(pool: &'p SocketPool<'s, N>, socket: TcpSocket<'s>) -> Self {
+        EdgeConn {
+            pool,
+            socket: Some(socket),
+        }
+    }
+
+    fn socket_mut(&mut self) -> &mut TcpSocket<'s> {
+        // `socket` is only None inside `recycle`/`drop`, after which self is gone.
+        match &mut self.socket {
+            Some(s) => s,
+            None => unreachable_socket(),
+        }
+    }
+}
+
+#[cold]
+fn unreachable_socket() -> ! {
+    // EdgeConn's socket is taken only by recycle/drop, which consume the connection.
+    loop {
+        core::hint::spin_loop();
+    }
+}
+
+impl<const N: usize> Drop for EdgeConn<'_, '_, N> {
+    fn drop(&mut self) {
+        if let Some(mut socket) = self.socket.take() {
+            if socket.state() != State::Closed {
+                socket.abort();
+            }
+            self.pool.put_back(socket, None);
+        }
+    }
+}
+
+impl<const N: usize> embedded_io_async::ErrorType for EdgeConn<'_, '_, N> {
+    type Error = tcp::Error;
+}
+
+impl<const N: usize> embedded_io_async::Read for EdgeConn<'_, '_, N> {
+    async fn read(&mut self, buf: &mut [u8]) -> Result<usize, Self::Error> {
+        self.socket_mut().read(buf).await
+    }
+}
+
+impl<const N: usize> embedded_io_async::Write for EdgeConn<'_, '_, N> {
+    async fn write(&mut self, buf: &[u8]) -> Result<usize, Self::Error> {
+        self.socket_mut().write(buf).await
+    }
+
+    async fn flush(&mut self) -> Result<(), Self::Error> {
+        self.socket_mut().flush().await
+    }
+}

@@ -1,0 +1,413 @@
+//! One MCP slot on the edge: [`EdgeSlot`] holds the slot's configuration, its session and
+//! failover state, its ledger counters and its timeline callback, and runs calls through the
+//! core's driver. The caller makes one per slot at boot and keeps it (that is the memo: one
+//! session per slot, failover state that lasts the run).
+//!
+//! Owns: counters, the callback, defmt logging of timeline events, the `exec` wrapper for
+//! `run_command`, and [`CallStorage`] (fixed arrays for a call's buffers).
+//! Does not own: any protocol or run rule; those are the core's `drive` and `harness`.
+
+use core::cell::Cell;
+use core::fmt::Write as _;
+
+use heapless::Vec;
+
+use verifi_mcp_core::buf::{Buf, Overflow, SliceBuf};
+use verifi_mcp_core::drive::{self, CallBuffers, ListError, Net, SlotConfig, SlotState};
+use verifi_mcp_core::harness::events::{Timeline, TimelineEvent};
+use verifi_mcp_core::harness::exec;
+use verifi_mcp_core::harness::meter::{Ledger, LedgerRecord};
+use verifi_mcp_core::harness::result::ToolResult;
+use verifi_mcp_core::wire::json::{JsonLimits, Value};
+
+use crate::shared::CellShared;
+
+/// What a slot has spent so far in this run (the ledger's counters).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Counters {
+    /// Tool calls paid for, one per attempt (a failed-over call counts both round trips).
+    pub tool_calls: u32,
+    /// Bytes of redacted tool text metered as evidence.
+    pub evidence_bytes: u64,
+    /// `tool_error` events emitted (every `ok: false`).
+    pub tool_errors: u32,
+}
+
+/// Most secrets (given ones plus static header values) one slot redacts.
+pub const MAX_SECRETS: usize = 16;
+
+/// More secrets than [`MAX_SECRETS`] were given to one slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct TooManySecrets {
+    /// [`MAX_SECRETS`].
+    pub limit: usize,
+    /// Secrets plus static headers given.
+    pub given: usize,
+}
+
+impl core::fmt::Display for TooManySecrets {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "{} secrets and header values for one slot, more than the {} it can redact",
+            self.given, self.limit
+        )
+    }
+}
+
+/// A timeline callback: sees every event of this slot as it is emitted.
+pub type OnEvent<'a> = &'a dyn Fn(&TimelineEvent<'_>);
+
+/// One slot of the run: primary and optional fallback endpoint, session, failover, counters.
+pub struct EdgeSlot<'a> {
+    config: SlotConfig<'a>,
+    state: CellShared<SlotState>,
+    run_id: &'a str,
+    secrets: Vec<&'a [u8], MAX_SECRETS>,
+    counters: Cell<Counters>,
+    on_event: Option<OnEvent<'a>>,
+}
+
+impl<'a> EdgeSlot<'a> {
+    /// A slot for `config`, in run `run_id` (the workspace of `exec`), redacting `secrets`
+    /// (given at build or boot time) and the values of the slot's static headers: every
+    /// occurrence becomes `[REDACTED]` before anything is metered, logged or returned.
+    /// More than [`MAX_SECRETS`] in all is an error, not a secret silently left out.
+    pub fn new(
+        config: SlotConfig<'a>,
+        run_id: &'a str,
+        secrets: &'a [&'a [u8]],
+    ) -> Result<Self, TooManySecrets> {
+        let mut all = Vec::new();
+        let headers = config.header_values().map(str::as_bytes);
+        for s in secrets.iter().copied().chain(headers) {
+            all.push(s).map_err(|_| TooManySecrets {
+                limit: MAX_SECRETS,
+                given: secrets.len() + config.headers.len(),
+            })?;
+        }
+        let state = CellShared::new(SlotState::new(config.version, config.fallback.is_some()));
+        Ok(EdgeSlot {
+            config,
+            state,
+            run_id,
+            secrets: all,
+            counters: Cell::new(Counters::default()),
+            on_event: None,
+        })
+    }
+
+    /// Calls `f` with every timeline event of this slot (after defmt logging, when enabled).
+    pub fn with_timeline(mut self, f: OnEvent<'a>) -> Self {
+        self.on_event = Some(f);
+        self
+    }
+
+    /// The slot's name.
+    pub fn name(&self) -> &'a str {
+        self.config.slot
+    }
+
+    /// The counters so far.
+    pub fn counters(&self) -> Counters {
+        self.counters.get()
+    }
+
+    /// Calls `tool` with `args` (`None` sends `{}`). Never fails: every failure is an
+    /// `ok: false` result, whose text and error live in `bufs`. A buffer that is too small is
+    /// reported by name with its cap and the size it needed at least.
+    pub async fn call<'b, N: Net, B: Buf>(
+        &self,
+        net: &N,
+        tool: &str,
+        args: Option<Value<'_>>,
+        bufs: &'b mut CallBuffers<'_, B>,
+    ) -> ToolResult<'b> {
+        let (mut ledger, mut timeline) = self.sinks();
+        let result = drive::call(
+            net,
+            &self.config,
+            &self.state,
+            tool,
+            args,
+            &self.secrets,
+            &mut ledger,
+            &mut timeline,
+            bufs,
+        )
+        .await;
+        if result.ok {
+            crate::log::log_debug!(
+                "mcp {=str}/{=str}: ok in {=u64} ms",
+                self.config.slot,
+                tool,
+                result.latency_ms
+            );
+        }
+        result
+    }
+
+    /// Lists the tools of the slot (every page, failing over on a primary failure); each
+    /// name goes to `on_tool`.
+    pub async fn list_tools<N: Net, B: Buf>(
+        &self,
+        net: &N,
+        bufs: &mut CallBuffers<'_, B>,
+        on_tool: impl FnMut(&str),
+    ) -> Result<(), ListError> {
+        drive::list_tools(net, &self.config, &self.state, &self.secrets, bufs, on_tool).await
+    }
+
+    /// Runs `command` on the slot's `run_command` tool: `timeout_ms` becomes the tool's
+    /// `timeout` in seconds, clamped to 1..=285; the workspace is the run id; the reply is
+    /// unwrapped into the tool's own exit code and output (`harness::exec`). `args` is scratch
+    /// for the arguments (the command plus about 64 bytes); too small gives `ok: false` with
+    /// an error that names the buffer and says by how much.
+    pub async fn exec<'b, N: Net, B: Buf>(
+        &self,
+        net: &N,
+        command: &str,
+        timeout_ms: u64,
+        args: &mut [u8],
+        bufs: &'b mut CallBuffers<'_, B>,
+    ) -> ExecResult<'b> {
+        let limit = args.len();
+        let mut sink = SliceBuf::new(args);
+        let timeout_s = exec::clamp_timeout_s(timeout_ms);
+        if let Err(over) = exec::encode_run_command_args(&mut sink, command, timeout_s, self.run_id)
+        {
+            return self.args_overflow(over, limit, bufs);
+        }
+        let value = match Value::parse(sink.bytes(), JsonLimits::default()) {
+            Ok(v) => v,
+            // Cannot happen for what encode_run_command_args writes; reported, not assumed.
+            Err(_) => {
+                return self.args_overflow(
+                    Overflow {
+                        limit,
+                        needed: limit,
+                    },
+                    limit,
+                    bufs,
+                );
+            }
+        };
+        let call = self.call(net, exec::RUN_COMMAND, Some(value), bufs).await;
+        ExecResult::of(call)
+    }
+
+    fn args_overflow<'b, B: Buf>(
+        &self,
+        over: Overflow,
+        limit: usize,
+        bufs: &'b mut CallBuffers<'_, B>,
+    ) -> ExecResult<'b> {
+        bufs.error.clear();
+        let mut w = BufWriter(&mut bufs.error);
+        let _ = write!(
+            w,
+            "the exec arguments buffer is too small: {} bytes, needs at least {} ({} more)",
+            limit,
+            over.needed,
+            over.needed.saturating_sub(limit)
+        );
+        let error = core::str::from_utf8(bufs.error.bytes())
+            .unwrap_or("the exec arguments buffer is too small");
+        let (_, mut timeline) = self.sinks();
+        timeline.emit(&TimelineEvent::ToolError {
+            slot: self.config.slot,
+            tool: exec::RUN_COMMAND,
+            error,
+        });
+        ExecResult::of(ToolResult::unreachable(error, 0))
+    }
+
+    /// Best-effort DELETE of the slot's open sessions (end of run).
+    pub async fn close<N: Net, B: Buf>(&self, net: &N, bufs: &mut CallBuffers<'_, B>) {
+        drive::close(net, &self.config, &self.state, bufs).await
+    }
+
+    fn sinks(&self) -> (SlotLedger<'_>, SlotTimeline<'_>) {
+        (
+            SlotLedger(&self.counters),
+            SlotTimeline {
+                counters: &self.counters,
+                on_event: self.on_event,
+            },
+        )
+    }
+}
+
+/// What [`EdgeSlot::exec`] gives: the tool's verdict and the call under it.
+#[derive(Debug, Clone, Copy)]
+pub struct ExecResult<'b> {
+    /// The tool's exit code was 0 (without an exit code: the MCP call's own success).
+    pub ok: bool,
+    /// The tool's exit code, when the reply had the `run_command` form.
+    pub exit_code: Option<i64>,
+    /// The tool's output (unwrapped), or the raw text or error when it did not unwrap.
+    pub output: &'b str,
+    /// The MCP call itself: its shape, error, latency and raw reply.
+    pub call: ToolResult<'b>,
+}
+
+impl<'b> ExecResult<'b> {
+    fn of(call: ToolResult<'b>) -> Self {
+        let o = exec::exec_outcome(call.ok, call.text, call.error);
+        ExecResult {
+            ok: o.ok,
+            exit_code: o.exit_code,
+            output: o.output,
+            call,
+        }
+    }
+}
+
+/// `core::fmt` into a capped buffer (text past the cap is dropped).
+struct BufWriter<'x, B: Buf>(&'x mut B);
+
+impl<B: Buf> core::fmt::Write for BufWriter<'_, B> {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        let room = self.0.limit().saturating_sub(self.0.len());
+        let mut end = s.len().min(room);
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        self.0
+            .put(s.as_bytes().get(..end).unwrap_or(&[]))
+            .map_err(|_| core::fmt::Error)
+    }
+}
+
+/// The ledger of one slot: adds each record to the counters.
+struct SlotLedger<'x>(&'x Cell<Counters>);
+
+impl Ledger for SlotLedger<'_> {
+    fn record(&mut self, r: LedgerRecord) {
+        let mut c = self.0.get();
+        c.tool_calls = c.tool_calls.saturating_add(r.tool_calls);
+        c.evidence_bytes = c
+            .evidence_bytes
+            .saturating_add(r.evidence_bytes.unwrap_or(0));
+        self.0.set(c);
+    }
+}
+
+/// The timeline of one slot: counts tool errors, logs through defmt, calls the callback.
+struct SlotTimeline<'x> {
+    counters: &'x Cell<Counters>,
+    on_event: Option<OnEvent<'x>>,
+}
+
+impl Timeline for SlotTimeline<'_> {
+    fn emit(&mut self, event: &TimelineEvent<'_>) {
+        if let TimelineEvent::ToolError { .. } = event {
+            let mut c = self.counters.get();
+            c.tool_errors = c.tool_errors.saturating_add(1);
+            self.counters.set(c);
+        }
+        log_event(event);
+        if let Some(f) = self.on_event {
+            f(event);
+        }
+    }
+}
+
+#[cfg(feature = "defmt")]
+fn log_event(event: &TimelineEvent<'_>) {
+    match event {
+        TimelineEvent::ToolError { slot, tool, error } => {
+            defmt::warn!("mcp.tool_error {=str}/{=str}: {=str}", slot, tool, error)
+        }
+        TimelineEvent::FallbackUsed { slot, tool, .. } => {
+            defmt::warn!("mcp.fallback_used {=str}/{=str}", slot, tool)
+        }
+        TimelineEvent::NoHealthyTool { slot, tool } => {
+            defmt::error!("mcp.no_healthy_tool {=str}/{=str}", slot, tool)
+        }
+    }
+}
+
+#[cfg(not(feature = "defmt"))]
+fn log_event(_: &TimelineEvent<'_>) {}
+
+/// Fixed storage for one call's buffers, sized by const generics: `REQUEST` (request head and
+/// body), `HEAD` (a response head), `READ` (socket reads), `REPLY` (one JSON-RPC reply or SSE
+/// event), `TEXT` (the flattened, redacted tool text), `ERROR` (the error message), `RAW` (the
+/// redacted raw reply, kept only with `SlotConfig::keep_raw`; may be 0).
+/// Place it in a `static` (e.g. `static_cell::ConstStaticCell`) and lend it to each call.
+pub struct CallStorage<
+    const REQUEST: usize,
+    const HEAD: usize,
+    const READ: usize,
+    const REPLY: usize,
+    const TEXT: usize,
+    const ERROR: usize,
+    const RAW: usize,
+> {
+    request: [u8; REQUEST],
+    head: [u8; HEAD],
+    read: [u8; READ],
+    reply: [u8; REPLY],
+    text: [u8; TEXT],
+    error: [u8; ERROR],
+    raw: [u8; RAW],
+}
+
+impl<
+    const REQUEST: usize,
+    const HEAD: usize,
+    const READ: usize,
+    const REPLY: usize,
+    const TEXT: usize,
+    const ERROR: usize,
+    const RAW: usize,
+> CallStorage<REQUEST, HEAD, READ, REPLY, TEXT, ERROR, RAW>
+{
+    /// Zeroed storage (const, so it can live in `.bss`).
+    pub const fn new() -> Self {
+        CallStorage {
+            request: [0; REQUEST],
+            head: [0; HEAD],
+            read: [0; READ],
+            reply: [0; REPLY],
+            text: [0; TEXT],
+            error: [0; ERROR],
+            raw: [0; RAW],
+        }
+    }
+
+    /// The driver's view of this storage, for one call.
+    pub fn buffers(&mut self) -> CallBuffers<'_, SliceBuf<'_>> {
+        CallBuffers {
+            request: SliceBuf::new(&mut self.request),
+            head: &mut self.head,
+            read: &mut self.read,
+            reply: SliceBuf::new(&mut self.reply),
+            text: SliceBuf::new(&mut self.text),
+            error: SliceBuf::new(&mut self.error),
+            raw: SliceBuf::new(&mut self.raw),
+        }
+    }
+}
+
+impl<
+    const REQUEST: usize,
+    const HEAD: usize,
+    const READ: usize,
+    const REPLY: usize,
+    const TEXT: usize,
+    const ERROR: usize,
+    const RAW: usize,
+> Default for CallStorage<REQUEST, HEAD, READ, REPLY, TEXT, ERROR, RAW>
+{
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Storage that fits the probe's calls: 1 KiB request, 1 KiB head, 1 KiB reads, 8 KiB reply,
+/// 4 KiB text, 256 B error, no raw copy (15.25 KiB).
+pub type ProbeCallStorage = CallStorage<1024, 1024, 1024, 8192, 4096, 256, 0>;

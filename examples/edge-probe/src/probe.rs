@@ -1,0 +1,129 @@
+//! The probe itself, the same on the board and on Linux: one MCP slot (a primary and an
+//! optional fallback server), and every `period` a `run_command` through it, reported with the
+//! tool's exit code, the latency and the slot's ledger counters.
+//!
+//! All storage is static: the socket buffers, the call buffers and the argument scratch.
+
+use embassy_net::Stack;
+use embassy_time::{Duration, Timer};
+use static_cell::{ConstStaticCell, StaticCell};
+use verifi_mcp_embassy::verifi_mcp_core::drive::SlotConfig;
+use verifi_mcp_embassy::verifi_mcp_core::wire::endpoint::Endpoint;
+use verifi_mcp_embassy::{EdgeNet, EdgeSlot, ProbeCallStorage, SocketPool};
+
+/// Sockets of the client (the embassy-net stack needs this many plus DHCP and DNS).
+pub const SOCKETS: usize = 2;
+pub(crate) const SOCKET_RX: usize = 4096;
+pub(crate) const SOCKET_TX: usize = 1536;
+
+/// What the probe does.
+pub struct ProbeConfig {
+    /// The slot's name, for events.
+    pub slot: &'static str,
+    /// The primary server's base URL (`http://host[:port]`; `/mcp` is appended).
+    pub primary: &'static str,
+    /// The fallback server, if any.
+    pub fallback: Option<&'static str>,
+    /// The command `run_command` runs.
+    pub command: &'static str,
+    /// Seconds between probes.
+    pub period_s: u64,
+    /// Probes before returning (`None`: forever).
+    pub count: Option<u32>,
+    /// The run id (the workspace on the tool box).
+    pub run_id: &'static str,
+    /// Static headers, e.g. `authorization` (their values are redacted from everything).
+    pub headers: &'static [(&'static str, &'static str)],
+    /// Secrets of the run, given at build or boot time.
+    pub secrets: &'static [&'static [u8]],
+}
+
+/// Logs on the device through defmt, on Linux to stdout.
+macro_rules! report {
+    ($($t:tt)*) => {{
+        #[cfg(target_os = "none")]
+        defmt::info!($($t)*);
+        #[cfg(not(target_os = "none"))]
+        println!($($t)*);
+    }};
+}
+
+pub(crate) static RX: ConstStaticCell<[[u8; SOCKET_RX]; SOCKETS]> =
+    ConstStaticCell::new([[0; SOCKET_RX]; SOCKETS]);
+pub(crate) static TX: ConstStaticCell<[[u8; SOCKET_TX]; SOCKETS]> =
+    ConstStaticCell::new([[0; SOCKET_TX]; SOCKETS]);
+static POOL: StaticCell<SocketPool<'static, SOCKETS>> = StaticCell::new();
+pub(crate) static CALL: ConstStaticCell<ProbeCallStorage> =
+    ConstStaticCell::new(ProbeCallStorage::new());
+pub(crate) static ARGS: ConstStaticCell<[u8; 512]> = ConstStaticCell::new([0; 512]);
+
+/// Runs the probe on `stack` (already configured) until `count` probes are done.
+/// Returns how many probes succeeded; `Err` when an endpoint does not parse.
+pub async fn run(stack: Stack<'static>, cfg: &'static ProbeConfig) -> Result<u32, &'static str> {
+    let [rx0, rx1] = RX.take();
+    let [tx0, tx1] = TX.take();
+    let pool = POOL.init(SocketPool::new(
+        stack,
+        [(&mut rx0[..], &mut tx0[..]), (&mut rx1[..], &mut tx1[..])],
+    ));
+    let net = EdgeNet::new(pool);
+    let call = CALL.take();
+    let scratch = ARGS.take();
+
+    let primary =
+        Endpoint::parse_base(cfg.primary).map_err(|_| "the primary endpoint does not parse")?;
+    let mut config = SlotConfig::new(cfg.slot, primary, cfg.primary);
+    if let Some(f) = cfg.fallback {
+        config.fallback =
+            Some(Endpoint::parse_base(f).map_err(|_| "the fallback endpoint does not parse")?);
+        config.fallback_label = f;
+    }
+    config.headers = cfg.headers;
+    config.timeout_ms = 60_000;
+    // One slot, kept for the whole run: one session, and failover state that lasts.
+    let slot = EdgeSlot::new(config, cfg.run_id, cfg.secrets)
+        .map_err(|_| "too many secrets for one slot")?;
+
+    let mut done = 0u32;
+    let mut good = 0u32;
+    loop {
+        done += 1;
+        let mut bufs = call.buffers();
+        let x = slot
+            .exec(&net, cfg.command, 30_000, &mut scratch[..], &mut bufs)
+            .await;
+        if x.call.ok {
+            good += 1;
+            report!(
+                "probe {}: exit {} in {} ms: {}",
+                done,
+                x.exit_code.unwrap_or(-1),
+                x.call.latency_ms,
+                first_line(x.output)
+            );
+        } else {
+            report!(
+                "probe {}: failed: {}",
+                done,
+                x.call.error.unwrap_or(x.output)
+            );
+        }
+        let c = slot.counters();
+        report!(
+            "ledger: {} tool calls, {} evidence bytes, {} tool errors",
+            c.tool_calls,
+            c.evidence_bytes,
+            c.tool_errors
+        );
+        if cfg.count.is_some_and(|n| done >= n) {
+            let mut bufs = call.buffers();
+            slot.close(&net, &mut bufs).await;
+            return Ok(good);
+        }
+        Timer::after(Duration::from_secs(cfg.period_s)).await;
+    }
+}
+
+fn first_line(s: &str) -> &str {
+    s.split('\n').next().unwrap_or("")
+}
