@@ -959,3 +959,86 @@ fn primary_killed_mid_call_fails_over_once() {
         assert!(ctx.events_of("mcp.no_healthy_tool").is_empty());
     });
 }
+
+// ---- tools/list paging (no peer SDK pages by default, so the pages are scripted) -------------
+
+fn paged_tools(req: &Request, ctl: &Ctl, endless: bool) -> Vec<Op> {
+    if req.method().as_deref() != Some("tools/list") {
+        return well_behaved(req, ctl);
+    }
+    let cursor = req.json().and_then(|v| {
+        v.pointer("/params/cursor")
+            .and_then(|c| c.as_str())
+            .map(str::to_owned)
+    });
+    let (tools, next) = match (cursor.as_deref(), endless) {
+        (_, true) => (
+            r#"[{"name":"loop","inputSchema":{"type":"object"}}]"#,
+            Some("same"),
+        ),
+        (None, _) => (
+            r#"[{"name":"a1","inputSchema":{"type":"object"}},{"name":"a2","inputSchema":{"type":"object"}}]"#,
+            Some("p2"),
+        ),
+        (Some("p2"), _) => (
+            r#"[{"name":"b1","inputSchema":{"type":"object"}}]"#,
+            Some("p3"),
+        ),
+        (Some("p3"), _) => (r#"[{"name":"c1","inputSchema":{"type":"object"}}]"#, None),
+        _ => {
+            return vec![Op::Send(json_response(&format!(
+                r#"{{"jsonrpc":"2.0","id":{},"error":{{"code":-32602,"message":"bad cursor"}}}}"#,
+                req.id_json().unwrap_or_default()
+            )))];
+        }
+    };
+    let result = match next {
+        Some(c) => format!(r#"{{"tools":{tools},"nextCursor":"{c}"}}"#),
+        None => format!(r#"{{"tools":{tools}}}"#),
+    };
+    vec![Op::Send(json_response(&rpc_result(req, &result)))]
+}
+
+#[test]
+fn list_tools_follows_every_page() {
+    let server = Faulty::start(false, |req: &Request, ctl: &Ctl| {
+        paged_tools(req, ctl, false)
+    });
+    let ctx = ctx_for(&server);
+    let names = run_bounded(CASE_BOUND, ctx.mcp("kali").unwrap().list_tools()).expect("tools/list");
+    assert_eq!(names, vec!["a1", "a2", "b1", "c1"]);
+    let cursors: Vec<_> = server
+        .requests()
+        .iter()
+        .filter(|r| r.method().as_deref() == Some("tools/list"))
+        .map(|r| r.json().and_then(|v| v.pointer("/params/cursor").cloned()))
+        .collect();
+    assert_eq!(cursors, vec![None, Some(json!("p2")), Some(json!("p3"))]);
+}
+
+#[test]
+fn list_tools_stops_a_server_that_repeats_its_cursor() {
+    let server = Faulty::start(false, |req: &Request, ctl: &Ctl| {
+        paged_tools(req, ctl, true)
+    });
+    let ctx = ctx_for(&server);
+    let (r, took) = run_bounded(CASE_BOUND, timed(ctx.mcp("kali").unwrap().list_tools()));
+    let err = r.expect_err("endless paging is an error");
+    assert_eq!(
+        err.to_string(),
+        "tools/list failed: tools/list kept paging (repeated cursor or over 1000 pages)"
+    );
+    assert!(took < SETTLE, "{took:?}");
+    let pages = server
+        .requests()
+        .iter()
+        .filter(|r| r.method().as_deref() == Some("tools/list"))
+        .count();
+    assert!(pages <= 3, "stopped at the repeat, after {pages} pages");
+    // Still usable.
+    let r = run_bounded(
+        CASE_BOUND,
+        ctx.mcp("kali").unwrap().call("echo", json!({"text": "hi"})),
+    );
+    assert!(r.ok && r.text == "hi", "{r:?}");
+}
