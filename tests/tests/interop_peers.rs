@@ -337,7 +337,7 @@ async fn ten_mib_reply(p: &Peer) {
 /// notification precedes the reply, so progress reaches the client there too.
 async fn progress_during_slow(p: &Peer) {
     let opts = Options {
-        timeout_ms: 800,
+        timeout_ms: 1200,
         progress_extends_to_ms: Some(20_000),
         ..Options::default()
     };
@@ -345,22 +345,22 @@ async fn progress_during_slow(p: &Peer) {
     let kali = ctx.mcp("kali").unwrap();
     let stats_ctx = context(p.base_url(), "run-progress-stats", Options::default());
     let before = peer_stats(p, &stats_ctx.mcp("kali").unwrap()).await;
-    let (r, took) = timed(kali.call("slow", json!({"ms": 2400, "steps": 8}))).await;
+    let (r, took) = timed(kali.call("slow", json!({"ms": 3000, "steps": 12}))).await;
     let progress_reaches_client = !(p.kind.json_replies() && p.kind.sdk() != Sdk::Rmcp);
     if progress_reaches_client {
         assert!(r.ok, "{r:?} after {took:?}");
-        assert_eq!(r.text, "slept 2400 ms in 8 steps");
-        assert!(took >= Duration::from_millis(2400), "{took:?}");
+        assert_eq!(r.text, "slept 3000 ms in 12 steps");
+        assert!(took >= Duration::from_millis(3000), "{took:?}");
         let after = peer_stats(p, &stats_ctx.mcp("kali").unwrap()).await;
         assert_eq!(
             after.progress_sent - before.progress_sent,
-            8,
+            12,
             "{before:?} {after:?}"
         );
     } else {
         assert!(!r.ok && !r.is_error, "{r:?}");
         assert_eq!(r.error.as_deref(), Some("tool call timed out"));
-        assert!(took < Duration::from_millis(2400), "timed out at {took:?}");
+        assert!(took < Duration::from_millis(3000), "timed out at {took:?}");
     }
 }
 
