@@ -175,6 +175,10 @@ fn cli_py_json() {
     run(PeerKind::PyJson);
 }
 #[test]
+fn cli_py_stateless_json() {
+    run(PeerKind::PyStatelessJson);
+}
+#[test]
 fn cli_rmcp_stateful() {
     run(PeerKind::RmcpStateful);
 }

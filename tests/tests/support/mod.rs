@@ -34,6 +34,8 @@ pub enum PeerKind {
     PyStateless,
     /// Python SDK, sessions, `json_response=True`.
     PyJson,
+    /// Python SDK, `stateless_http=True` and `json_response=True`.
+    PyStatelessJson,
     /// The rmcp kit, sessions, SSE with a priming event.
     RmcpStateful,
     /// The rmcp kit, no sessions, SSE.
@@ -58,7 +60,10 @@ impl PeerKind {
     pub fn sdk(self) -> Sdk {
         match self {
             PeerKind::TsStateful | PeerKind::TsJson => Sdk::Ts,
-            PeerKind::PyStateful | PeerKind::PyStateless | PeerKind::PyJson => Sdk::Py,
+            PeerKind::PyStateful
+            | PeerKind::PyStateless
+            | PeerKind::PyJson
+            | PeerKind::PyStatelessJson => Sdk::Py,
             _ => Sdk::Rmcp,
         }
     }
@@ -77,7 +82,7 @@ impl PeerKind {
     pub fn json_replies(self) -> bool {
         matches!(
             self,
-            PeerKind::TsJson | PeerKind::PyJson | PeerKind::RmcpJson
+            PeerKind::TsJson | PeerKind::PyJson | PeerKind::PyStatelessJson | PeerKind::RmcpJson
         )
     }
     fn mode_arg(self) -> &'static str {
@@ -85,6 +90,7 @@ impl PeerKind {
             PeerKind::TsStateful | PeerKind::PyStateful | PeerKind::RmcpStateful => "stateful",
             PeerKind::TsJson | PeerKind::PyJson | PeerKind::RmcpJson => "json",
             PeerKind::PyStateless | PeerKind::RmcpStateless => "stateless",
+            PeerKind::PyStatelessJson => "stateless-json",
         }
     }
 }
