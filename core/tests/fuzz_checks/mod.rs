@@ -1142,11 +1142,23 @@ pub fn manifest(data: &[u8]) {
         }
     };
     let _ = format!("{m:?}");
-    let names: Vec<Vec<u8>> = m.filled_slots().map(unescape).collect();
-    for w in names.windows(2) {
+    let slots: Vec<JsonStr<'_>> = m.filled_slots().collect();
+    let names: Vec<Vec<u8>> = slots.iter().map(|s| unescape(*s)).collect();
+    // The documented order: plain names by bytes; a name with escapes by its first 256
+    // unescaped bytes.
+    let key = |i: usize| -> &[u8] {
+        if slots[i].as_plain().is_some() {
+            &names[i]
+        } else {
+            &names[i][..names[i].len().min(256)]
+        }
+    };
+    for i in 1..slots.len() {
         assert!(
-            w[0] < w[1],
-            "filled slots not strictly ascending: {names:?}"
+            key(i - 1) < key(i),
+            "filled slots not strictly ascending: {:?} then {:?}",
+            String::from_utf8_lossy(&names[i - 1]),
+            String::from_utf8_lossy(&names[i])
         );
     }
     for name in &names {
