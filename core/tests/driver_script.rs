@@ -980,7 +980,7 @@ fn non_object_arguments_are_an_ok_false_result() {
 fn list_tools_follows_pages_and_hands_over_redacted_descriptions() {
     let ep = Endpoint::parse_base("http://127.0.0.1:9001").unwrap();
     let c = cfg(&ep, None);
-    let mut rig = Rig::new(
+    let rig = Rig::new(
         |seen: &Seen| match seen.rpc_method() {
             "tools/list" => {
                 let id = seen.id();
