@@ -991,15 +991,18 @@ where
 }
 
 /// Handles one tools/list page: names to the callback, the next cursor kept.
-struct ListHandler<'x, F: FnMut(&str)> {
+struct ListHandler<'x, F: FnMut(&str, &[u8]), B: Buf, Sec: AsRef<[u8]>> {
     id: u64,
     on_tool: &'x mut F,
+    /// Scratch for each tool's redacted JSON.
+    text: &'x mut B,
+    secrets: &'x [Sec],
     cursor: &'x mut String<MAX_CURSOR>,
     has_next: bool,
     answer: Option<Result<(), ListError>>,
 }
-impl<F: FnMut(&str)> Progressing for ListHandler<'_, F> {}
-impl<F: FnMut(&str)> OnMessage for ListHandler<'_, F> {
+impl<F: FnMut(&str, &[u8]), B: Buf, Sec: AsRef<[u8]>> Progressing for ListHandler<'_, F, B, Sec> {}
+impl<F: FnMut(&str, &[u8]), B: Buf, Sec: AsRef<[u8]>> OnMessage for ListHandler<'_, F, B, Sec> {
     fn on_message(&mut self, msg: &[u8], last_chance: bool) -> Result<Verdict, Failure> {
         let outcome = match find(msg, self.id, last_chance)? {
             Lookup::Ours(o) => o,
@@ -1010,14 +1013,19 @@ impl<F: FnMut(&str)> OnMessage for ListHandler<'_, F> {
             Outcome::Result(result) => {
                 let page = jsonrpc::parse_tools_page(result)?;
                 for tool in page.tools {
-                    if let Some(name) = jsonrpc::tool_name(tool) {
-                        match name.as_plain() {
-                            Some(s) => (self.on_tool)(s),
-                            None => {
-                                let mut s = StrSink::<512>::default();
-                                let _ = name.unescape_into(&mut s);
-                                (self.on_tool)(s.as_str());
-                            }
+                    let Some(name) = jsonrpc::tool_name(tool) else {
+                        continue;
+                    };
+                    // The description and schema are returned too, so they are redacted.
+                    self.text.clear();
+                    redact_into(self.secrets, tool.raw(), &mut *self.text)
+                        .map_err(|o| Failure::TooLarge(BufferName::Text, o))?;
+                    match name.as_plain() {
+                        Some(s) => (self.on_tool)(s, self.text.bytes()),
+                        None => {
+                            let mut s = StrSink::<512>::default();
+                            let _ = name.unescape_into(&mut s);
+                            (self.on_tool)(s.as_str(), self.text.bytes());
                         }
                     }
                 }
@@ -1047,14 +1055,22 @@ impl<F: FnMut(&str)> OnMessage for ListHandler<'_, F> {
 }
 
 /// tools/list on one server, following `nextCursor` pages.
-async fn attempt_list<N: Net, S: Shared<SlotState>, B: Buf, F: FnMut(&str)>(
+async fn attempt_list<N, S, B, Sec, F>(
     net: &N,
     cfg: &SlotConfig<'_>,
     state: &S,
     target: Target,
+    secrets: &[Sec],
     bufs: &mut CallBuffers<'_, B>,
     on_tool: &mut F,
-) -> Result<(), ListError> {
+) -> Result<(), ListError>
+where
+    N: Net,
+    S: Shared<SlotState>,
+    B: Buf,
+    Sec: AsRef<[u8]>,
+    F: FnMut(&str, &[u8]),
+{
     let ep = cfg
         .endpoint(target)
         .ok_or(ListError::Unreachable(Failure::NoResponse))?;
@@ -1073,14 +1089,16 @@ async fn attempt_list<N: Net, S: Shared<SlotState>, B: Buf, F: FnMut(&str)>(
             cursor: (pages > 0).then_some(cursor.as_str()),
         };
         let mut next: String<MAX_CURSOR> = String::new();
+        let (mut wire, out) = bufs.split();
         let mut handler = ListHandler {
             id,
             on_tool: &mut *on_tool,
+            text: out.text,
+            secrets,
             cursor: &mut next,
             has_next: false,
             answer: None,
         };
-        let (mut wire, _) = bufs.split();
         let list = Trip::post(ep, Some(&snap), body);
         let rt = send(net, cfg, &list, &mut wire, &mut deadline, &mut handler).await;
         let has_next = handler.has_next;
@@ -1125,9 +1143,29 @@ where
     Sec: AsRef<[u8]>,
     F: FnMut(&str),
 {
+    list_tools_described(net, cfg, state, secrets, bufs, |name, _| on_tool(name)).await
+}
+
+/// [`list_tools`], also handing over each tool's whole description (its JSON text as the
+/// server sent it, `description` and `inputSchema` included), redacted, via `bufs.text`.
+pub async fn list_tools_described<N, S, B, Sec, F>(
+    net: &N,
+    cfg: &SlotConfig<'_>,
+    state: &S,
+    secrets: &[Sec],
+    bufs: &mut CallBuffers<'_, B>,
+    mut on_tool: F,
+) -> Result<(), ListError>
+where
+    N: Net,
+    S: Shared<SlotState>,
+    B: Buf,
+    Sec: AsRef<[u8]>,
+    F: FnMut(&str, &[u8]),
+{
     let mut target = state.with(|s| s.failover.first_target());
     loop {
-        let result = attempt_list(net, cfg, state, target, bufs, &mut on_tool).await;
+        let result = attempt_list(net, cfg, state, target, secrets, bufs, &mut on_tool).await;
         let outcome = match &result {
             Ok(()) => AttemptOutcome::Answered,
             Err(ListError::Refused { .. }) => AttemptOutcome::Refused {

@@ -975,3 +975,64 @@ fn non_object_arguments_are_an_ok_false_result() {
     assert_eq!(r.3.as_deref(), Some("tool arguments must be a JSON object"));
     assert!(rig.seen().is_empty(), "nothing was sent");
 }
+
+#[test]
+fn list_tools_follows_pages_and_hands_over_redacted_descriptions() {
+    let ep = Endpoint::parse_base("http://127.0.0.1:9001").unwrap();
+    let c = cfg(&ep, None);
+    let rig = Rig::new(
+        |seen: &Seen| match seen.rpc_method() {
+            "tools/list" => {
+                let id = seen.id();
+                let body = match seen.body["params"]["cursor"].as_str() {
+                    None => format!(
+                        r#"{{"jsonrpc":"2.0","id":{id},"result":{{"tools":[{{"name":"echo","description":"uses hunter2-secret","inputSchema":{{"type":"object"}}}}],"nextCursor":"p\/2"}}}}"#
+                    ),
+                    Some("p/2") => format!(
+                        r#"{{"jsonrpc":"2.0","id":{id},"result":{{"tools":[{{"name":"r\u00e9sum\u00e9","inputSchema":{{"type":"object"}}}}]}}}}"#
+                    ),
+                    Some(other) => panic!("cursor {other}"),
+                };
+                Act::Reply(http_json("200 OK", "", &body))
+            }
+            _ => good_server("s")(seen),
+        },
+        3,
+        false,
+    );
+    let mut head = vec![0u8; 16 * 1024];
+    let mut read = vec![0u8; 4096];
+    let mut bufs = CallBuffers {
+        request: VecBuf::new(64 * 1024),
+        head: &mut head,
+        read: &mut read,
+        reply: VecBuf::new(1 << 20),
+        text: VecBuf::new(1 << 20),
+        error: VecBuf::new(1024),
+        raw: VecBuf::new(0),
+    };
+    let mut tools = Vec::new();
+    embassy_futures::block_on(drive::list_tools_described(
+        &rig.net,
+        &c,
+        &rig.state,
+        &["hunter2-secret"],
+        &mut bufs,
+        |name, json| tools.push((name.to_string(), String::from_utf8(json.to_vec()).unwrap())),
+    ))
+    .unwrap();
+    assert_eq!(
+        tools,
+        [
+            (
+                "echo".to_string(),
+                r#"{"name":"echo","description":"uses [REDACTED]","inputSchema":{"type":"object"}}"#.to_string()
+            ),
+            (
+                "résumé".to_string(),
+                r#"{"name":"r\u00e9sum\u00e9","inputSchema":{"type":"object"}}"#.to_string()
+            ),
+        ]
+    );
+    assert!(rig.ledger.0.is_empty(), "listing is not metered");
+}

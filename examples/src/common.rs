@@ -29,38 +29,19 @@ fn usage<T>(msg: impl Into<String>) -> Result<T, UsageError> {
     Err(UsageError(msg.into()))
 }
 
-/// Turns an ENDPOINT argument into the manifest's base endpoint. Without `exact`, `arg` is a
-/// base URL (MCP is at `/mcp` below it). With `exact`, `arg` is the full MCP URL; the manifest
-/// form of it is the URL without its trailing `/mcp` (see [`exact_url_base`]).
+/// Checks an ENDPOINT argument for the manifest. Without `exact`, `arg` is a base URL (MCP is
+/// at `/mcp` below it); with `exact`, it is the full MCP URL, and the context is built with
+/// `Options::exact_mcp_urls` so it is used as given.
 pub fn endpoint_base(arg: &str, exact: bool) -> Result<String, UsageError> {
-    if exact {
-        if let Err(e) = Endpoint::parse_exact(arg) {
-            return usage(format!("bad MCP URL {arg:?}: {e}"));
-        }
-        exact_url_base(arg)
+    let parsed = if exact {
+        Endpoint::parse_exact(arg)
     } else {
-        match Endpoint::parse_base(arg) {
-            Ok(_) => Ok(arg.to_owned()),
-            Err(e) => usage(format!("bad endpoint URL {arg:?}: {e}")),
-        }
-    }
-}
-
-/// The base endpoint whose `/mcp` is `url`. The adapter takes manifest endpoints as base URLs
-/// only, so an exact URL must end in `/mcp` (e.g. `http://h:1/tools/mcp`); any other path is
-/// refused with the reason.
-pub fn exact_url_base(url: &str) -> Result<String, UsageError> {
-    let trimmed = url.split(['?', '#']).next().unwrap_or(url);
-    if url.len() != trimmed.len() {
-        return usage(format!(
-            "--exact-url {url:?}: a query or fragment cannot be sent as an MCP URL"
-        ));
-    }
-    match trimmed.strip_suffix("/mcp") {
-        Some(base) if !base.ends_with(':') && !base.ends_with('/') => Ok(base.to_owned()),
-        _ => usage(format!(
-            "--exact-url {url:?}: the host adapter (verifi-mcp-smol) only accepts endpoints whose MCP URL ends in /mcp; it has no option for another path yet"
-        )),
+        Endpoint::parse_base(arg)
+    };
+    match parsed {
+        Ok(_) => Ok(arg.to_owned()),
+        Err(e) if exact => usage(format!("bad MCP URL {arg:?}: {e}")),
+        Err(e) => usage(format!("bad endpoint URL {arg:?}: {e}")),
     }
 }
 
@@ -286,9 +267,10 @@ mod tests {
 
     #[test]
     fn exact_urls_map_to_base_endpoints() {
-        assert_eq!(exact_url_base("http://h:1/x/mcp").unwrap(), "http://h:1/x");
-        assert_eq!(exact_url_base("http://h:1/mcp").unwrap(), "http://h:1");
-        assert!(exact_url_base("http://h:1/rpc").is_err());
+        assert_eq!(
+            endpoint_base("http://h:1/rpc", true).unwrap(),
+            "http://h:1/rpc"
+        );
         assert!(endpoint_base("ftp://x", false).is_err());
         assert!(endpoint_base("not a url", true).is_err());
     }

@@ -13,6 +13,7 @@ use serde_json::Value;
 use verifi_mcp_core::buf::Buf;
 use verifi_mcp_core::harness::redact::{collect_run_secrets, redact};
 use verifi_mcp_core::harness::slots::Manifest;
+use verifi_mcp_core::wire::jsonrpc::ProtocolVersion;
 
 use crate::buf::VecBuf;
 
@@ -42,6 +43,12 @@ pub struct Options {
     /// Keep the redacted JSON-RPC reply in `ToolResult::raw` (default false: it doubles the
     /// memory of a big reply).
     pub keep_raw: bool,
+    /// The protocol version offered in `initialize` (default the seed's `2024-11-05`); the
+    /// server's choice among the versions the core speaks is then followed.
+    pub protocol_version: ProtocolVersion,
+    /// Take the manifest's endpoints as exact MCP URLs, used as given, instead of base URLs
+    /// with `/mcp` appended (default false, as the seed): for servers mounted elsewhere.
+    pub exact_mcp_urls: bool,
 }
 
 impl Default for Options {
@@ -54,6 +61,8 @@ impl Default for Options {
             root_certs: Vec::new(),
             reply_cap: DEFAULT_REPLY_CAP,
             keep_raw: false,
+            protocol_version: ProtocolVersion::DEFAULT,
+            exact_mcp_urls: false,
         }
     }
 }

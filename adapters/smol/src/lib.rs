@@ -45,3 +45,4 @@ pub use net::{ConnectFailure, FailureKind, HostNet, PoolKey, RootCert};
 pub use result::{ListToolsError, ToolResult};
 pub use shared::HostShared;
 pub use slot::{SlotHandle, SlotSpec};
+pub use verifi_mcp_core::wire::jsonrpc::ProtocolVersion;

@@ -19,7 +19,6 @@ use verifi_mcp_core::harness::events::{Timeline, TimelineEvent};
 use verifi_mcp_core::harness::meter::{Ledger, LedgerRecord};
 use verifi_mcp_core::wire::endpoint::Endpoint;
 use verifi_mcp_core::wire::json::{JsonLimits, Value};
-use verifi_mcp_core::wire::jsonrpc::ProtocolVersion;
 
 use crate::context::{Records, Run, SlotNotFilledError, TimelineEntry, lock};
 use crate::result::{ListToolsError, ToolResult};
@@ -157,7 +156,7 @@ impl SlotHandle {
         let mut secrets = run.secrets.clone();
         secrets.extend(spec.headers.iter().map(|(_, v)| v.clone()));
         let state = HostShared::new(SlotState::new(
-            ProtocolVersion::DEFAULT,
+            run.options.protocol_version,
             spec.fallback.is_some(),
         ));
         SlotHandle {
@@ -201,12 +200,16 @@ impl SlotHandle {
     /// The slot's endpoints parsed, or why the manifest's endpoints cannot be used.
     fn endpoints(&self) -> Result<(Endpoint<'_>, Option<Endpoint<'_>>), String> {
         let spec = &self.inner.spec;
-        let primary = Endpoint::parse_base(&spec.primary)
+        let parse = if self.inner.run.options.exact_mcp_urls {
+            Endpoint::parse_exact
+        } else {
+            Endpoint::parse_base
+        };
+        let primary = parse(&spec.primary)
             .map_err(|e| format!("slot '{}': bad endpoint {:?}: {e}", spec.slot, spec.primary))?;
         let fallback = match &spec.fallback {
             Some(f) => Some(
-                Endpoint::parse_base(f)
-                    .map_err(|e| format!("slot '{}': bad fallback {f:?}: {e}", spec.slot))?,
+                parse(f).map_err(|e| format!("slot '{}': bad fallback {f:?}: {e}", spec.slot))?,
             ),
             None => None,
         };
@@ -239,6 +242,7 @@ impl SlotHandle {
         cfg.limits.max_body_bytes = o.reply_cap as u64;
         cfg.limits.max_event_bytes = o.reply_cap;
         cfg.keep_raw = o.keep_raw;
+        cfg.version = o.protocol_version;
         cfg
     }
 
@@ -317,6 +321,37 @@ impl SlotHandle {
             message: e.to_string(),
         })?;
         Ok(names)
+    }
+
+    /// The slot's tools with their whole descriptions (each as the server sent it: `name`,
+    /// `description`, `inputSchema` …, redacted), every page. Fails over like
+    /// [`list_tools`](Self::list_tools).
+    pub async fn list_tools_described(&self) -> Result<Vec<serde_json::Value>, ListToolsError> {
+        let endpoints = self.endpoints().map_err(|e| ListToolsError {
+            message: format!("tools/list failed: {e}"),
+        })?;
+        let headers = self.headers();
+        let cfg = self.config(endpoints, &headers);
+        let run = &self.inner.run;
+        let mut scratch = Scratch::new();
+        let mut bufs = self.bufs(&mut scratch);
+        let mut tools = Vec::new();
+        drive::list_tools_described(
+            &run.net,
+            &cfg,
+            &self.inner.state,
+            &self.inner.secrets,
+            &mut bufs,
+            // The core validated each tool's JSON; it parses.
+            |_name: &str, json: &[u8]| {
+                tools.push(serde_json::from_slice(json).unwrap_or(serde_json::Value::Null))
+            },
+        )
+        .await
+        .map_err(|e| ListToolsError {
+            message: e.to_string(),
+        })?;
+        Ok(tools)
     }
 
     /// Ends this slot's sessions (best-effort HTTP DELETE; 405 is fine).

@@ -304,12 +304,31 @@ fn cmp_names(a: &JsonStr<'_>, b: &JsonStr<'_>) -> Ordering {
     }
     let mut sa = [0u8; MAX_ESCAPED_NAME];
     let mut sb = [0u8; MAX_ESCAPED_NAME];
-    let mut ba = SliceBuf::new(&mut sa);
-    let mut bb = SliceBuf::new(&mut sb);
-    // On overflow the buffer keeps the pieces that fitted.
+    let mut ba = Prefix(SliceBuf::new(&mut sa));
+    let mut bb = Prefix(SliceBuf::new(&mut sb));
+    // On overflow the buffer keeps the first MAX_ESCAPED_NAME bytes.
     let _ = a.unescape_into(&mut ba);
     let _ = b.unescape_into(&mut bb);
-    ba.bytes().cmp(bb.bytes())
+    ba.0.bytes().cmp(bb.0.bytes())
+}
+
+/// A sink that keeps as much of every piece as fits (a plain `SliceBuf` drops a whole piece
+/// that does not fit, which would leave a long name's prefix empty).
+struct Prefix<'s>(SliceBuf<'s>);
+
+impl Sink for Prefix<'_> {
+    fn put(&mut self, bytes: &[u8]) -> Result<(), Overflow> {
+        let room = self.0.limit().saturating_sub(self.0.len());
+        let (fits, _) = bytes.split_at_checked(room).unwrap_or((bytes, &[]));
+        self.0.put(fits)?;
+        if fits.len() < bytes.len() {
+            return Err(Overflow {
+                limit: self.0.limit(),
+                needed: self.0.len().saturating_add(bytes.len() - fits.len()),
+            });
+        }
+        Ok(())
+    }
 }
 
 /// Iterator over the filled slot names, sorted and deduplicated. See [`Manifest::filled_slots`].

@@ -769,6 +769,10 @@ fn parse_head(bytes: &[u8]) -> Result<Option<ResponseHead>, HttpError> {
         Err(e) => return Err(map_httparse(e)),
     }
     let status = resp.code.ok_or(HttpError::BadHead("missing status code"))?;
+    // httparse takes any three digits; RFC 9110 §15: valid codes are 100..=599.
+    if !(100..=599).contains(&status) {
+        return Err(HttpError::BadHead("status code outside 100..=599"));
+    }
     if status == 101 {
         return Err(HttpError::BadHead("unexpected 101 Switching Protocols"));
     }

@@ -16,7 +16,7 @@ use verifi_mcp_examples::common::{
     self, CLI_SLOT, UsageError, amend_manifest, endpoint_base, event_line, ledger_json,
     one_slot_manifest, parse_args, parse_header, result_json, run_secrets, scrub, timeline_json,
 };
-use verifi_mcp_smol::{Exec, HarnessContext, Options, SlotHandle};
+use verifi_mcp_smol::{Exec, HarnessContext, Options, ProtocolVersion, SlotHandle};
 
 /// Longest stdin line `batch` accepts.
 const MAX_BATCH_LINE: usize = 4 * 1024 * 1024;
@@ -172,22 +172,16 @@ fn build(common: &Common, pos: &mut Vec<String>, run_id: &str) -> Result<Run, Fa
         .iter()
         .map(|h| parse_header(h))
         .collect::<Result<Vec<_>, _>>()?;
-    if let Some(v) = &common.protocol_version {
-        let known = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
-        if !known.contains(&v.as_str()) {
-            return Err(UsageError(format!(
+    let protocol_version = match &common.protocol_version {
+        None => ProtocolVersion::DEFAULT,
+        Some(v) => ProtocolVersion::parse(v.as_bytes()).ok_or_else(|| {
+            let known: Vec<&str> = ProtocolVersion::ALL.iter().map(|p| p.as_str()).collect();
+            UsageError(format!(
                 "--protocol-version {v:?} is not one of {}",
                 known.join(", ")
             ))
-            .into());
-        }
-        if v != "2024-11-05" {
-            return Err(UsageError(format!(
-                "--protocol-version {v}: the host adapter (verifi-mcp-smol) has no option to offer a version other than 2024-11-05 yet"
-            ))
-            .into());
-        }
-    }
+        })?,
+    };
     if common.timeout_ms == Some(0) {
         return Err(UsageError("--timeout-ms must be at least 1".into()).into());
     }
@@ -225,6 +219,8 @@ fn build(common: &Common, pos: &mut Vec<String>, run_id: &str) -> Result<Run, Fa
     let options = Options {
         timeout_ms: common.timeout_ms.unwrap_or(Options::default().timeout_ms),
         reply_cap: common.max_reply_bytes,
+        protocol_version,
+        exact_mcp_urls: common.exact_url,
         ..Options::default()
     };
     let ctx = HarnessContext::from_manifest_value(manifest, run_id, options)
@@ -449,12 +445,21 @@ async fn finish(run: &Run, code: u8) -> ExitCode {
 }
 
 async fn tools(run: &Run, json: bool) -> u8 {
+    if json {
+        return match with_elapsed("tools/list", run.slot.list_tools_described()).await {
+            Ok(tools) => {
+                run.out(&json!({ "tools": tools }));
+                0
+            }
+            Err(e) => {
+                run.err(&format!("mcp: {e}"));
+                1
+            }
+        };
+    }
     match with_elapsed("tools/list", run.slot.list_tools()).await {
         Ok(names) => {
-            if json {
-                let tools: Vec<Value> = names.iter().map(|n| json!({ "name": n })).collect();
-                run.out(&json!({ "tools": tools }));
-            } else {
+            {
                 let mut o = std::io::stdout().lock();
                 for n in &names {
                     let _ = writeln!(o, "{}", scrub(n, &run.secrets));
