@@ -533,13 +533,19 @@ impl OnMessage for Accept {
 }
 impl Progressing for Accept {}
 
-/// Parses one message and looks for the response to `id`; `last_chance` takes any response.
+/// Parses one message and looks for the response to `id`; `last_chance` also takes a
+/// response whose id is `null`.
 fn find<'m>(msg: &'m [u8], id: u64, last_chance: bool) -> Result<Lookup<'m>, Failure> {
     let value = Value::parse(msg, JsonLimits::default())?;
     match jsonrpc::find_response(value, id)? {
         Found::Match(outcome) => Ok(Lookup::Ours(outcome)),
         Found::NoMatch => match jsonrpc::decode_message(value) {
-            Ok(Message::Response { outcome, .. }) if last_chance => Ok(Lookup::Ours(outcome)),
+            // The seed's "last data line": a response that names no request (`id: null`) is
+            // taken as ours when nothing matched. One that names another request never is.
+            Ok(Message::Response {
+                id: jsonrpc::Id::Null,
+                outcome,
+            }) if last_chance => Ok(Lookup::Ours(outcome)),
             Ok(Message::Response { .. }) => Ok(Lookup::OtherResponse),
             Ok(m) => Ok(Lookup::Other(m)),
             // A batch (or anything else) without our response.

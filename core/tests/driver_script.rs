@@ -1036,3 +1036,40 @@ fn list_tools_follows_pages_and_hands_over_redacted_descriptions() {
     );
     assert!(rig.ledger.0.is_empty(), "listing is not metered");
 }
+
+#[test]
+fn a_response_to_another_request_is_never_taken_as_ours() {
+    for sse in [false, true] {
+        let ep = Endpoint::parse_base("http://127.0.0.1:9001").unwrap();
+        let c = cfg(&ep, None);
+        let mut rig = Rig::new(
+            move |seen: &Seen| match seen.rpc_method() {
+                "tools/call" => {
+                    let other = format!(
+                        r#"{{"jsonrpc":"2.0","id":{},"result":{{"content":[{{"type":"text","text":"another run's output"}}]}}}}"#,
+                        seen.id() + 1
+                    );
+                    Act::Reply(if sse {
+                        http_sse("", &format!("data: {other}\n\n"))
+                    } else {
+                        http_json("200 OK", "", &other)
+                    })
+                }
+                _ => good_server("s")(seen),
+            },
+            4096,
+            false,
+        );
+        let r = rig.call(&c, "echo", "{}", &[]);
+        assert_eq!(
+            r,
+            (
+                false,
+                String::new(),
+                false,
+                Some("reply stream ended without a response to this request".into())
+            ),
+            "sse {sse}"
+        );
+    }
+}

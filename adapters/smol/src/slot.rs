@@ -239,7 +239,10 @@ impl SlotHandle {
         cfg.headers = headers;
         cfg.timeout_ms = o.timeout_ms;
         cfg.progress_extends_to_ms = o.progress_extends_to_ms;
-        cfg.limits.max_body_bytes = o.reply_cap as u64;
+        // Memory is bounded by the reply buffer (a JSON body) and the per-event cap (SSE);
+        // time by the deadline. A whole-body cap on top would stop a long SSE stream of small
+        // progress events, and would pre-empt the event cap's clearer error.
+        cfg.limits.max_body_bytes = u64::MAX;
         cfg.limits.max_event_bytes = o.reply_cap;
         cfg.keep_raw = o.keep_raw;
         cfg.version = o.protocol_version;

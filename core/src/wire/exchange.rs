@@ -10,7 +10,7 @@
 //! The seed takes "the last data line" of an SSE reply; for every conformant server that is
 //! the response whose id matches, which the handler looks for. When the stream ends and no
 //! id matched, the last response-shaped message the handler chose to hold is offered once more
-//! as a last chance (the seed's fallback).
+//! as a last chance (the seed's fallback; the driver takes it only when its id is `null`).
 
 use super::failure::{BufferName, Failure};
 use super::http::{Decoded, Framing, MediaType, ResponseDecoder, ResponseHead, ResponseLimits};

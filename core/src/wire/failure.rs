@@ -275,6 +275,12 @@ impl fmt::Display for Failure {
             Failure::ClosedEarly(Stage::Body) => {
                 f.write_str("server closed the connection in the middle of the reply body")
             }
+            // A cap is a limit, not a malformation: say only what was too large.
+            Failure::Http(
+                e @ (HttpError::HeadTooLarge { .. }
+                | HttpError::BodyTooLarge { .. }
+                | HttpError::TrailersTooLarge { .. }),
+            ) => write!(f, "{e}"),
             Failure::Http(e) => write!(f, "malformed HTTP reply: {e}"),
             Failure::Status { code, snippet } => {
                 write!(f, "HTTP {code}")?;
@@ -295,7 +301,8 @@ impl fmt::Display for Failure {
                 "reply has content-type '{ct}', expected application/json or text/event-stream"
             ),
             Failure::EmptyReply => f.write_str("reply has no body; expected a JSON-RPC response"),
-            Failure::Sse(e) => write!(f, "malformed event stream: {e}"),
+            // The decoder's only error is its event cap: a limit, said as such.
+            Failure::Sse(e) => write!(f, "{e}"),
             Failure::Json(e) => write!(f, "reply is not valid JSON: {e}"),
             Failure::Rpc(e) => write!(f, "reply is not a JSON-RPC response: {e}"),
             Failure::NoResponse => {
