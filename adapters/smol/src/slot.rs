@@ -302,27 +302,9 @@ impl SlotHandle {
     /// The names of the slot's tools (every page). Fails over like a call; a failure of the
     /// last server tried is returned, reading `tools/list failed: …`.
     pub async fn list_tools(&self) -> Result<Vec<String>, ListToolsError> {
-        let endpoints = self.endpoints().map_err(|e| ListToolsError {
-            message: format!("tools/list failed: {e}"),
-        })?;
-        let headers = self.headers();
-        let cfg = self.config(endpoints, &headers);
-        let run = &self.inner.run;
-        let mut scratch = Scratch::new();
-        let mut bufs = self.bufs(&mut scratch);
         let mut names = Vec::new();
-        drive::list_tools(
-            &run.net,
-            &cfg,
-            &self.inner.state,
-            &self.inner.secrets,
-            &mut bufs,
-            |name: &str| names.push(name.to_owned()),
-        )
-        .await
-        .map_err(|e| ListToolsError {
-            message: e.to_string(),
-        })?;
+        self.each_tool(|name, _| names.push(name.to_owned()))
+            .await?;
         Ok(names)
     }
 
@@ -330,6 +312,17 @@ impl SlotHandle {
     /// `description`, `inputSchema` …, redacted), every page. Fails over like
     /// [`list_tools`](Self::list_tools).
     pub async fn list_tools_described(&self) -> Result<Vec<serde_json::Value>, ListToolsError> {
+        let mut tools = Vec::new();
+        // The core validated each tool's JSON, so it parses.
+        self.each_tool(|_, json| {
+            tools.push(serde_json::from_slice(json).unwrap_or(serde_json::Value::Null))
+        })
+        .await?;
+        Ok(tools)
+    }
+
+    /// tools/list through the driver, each tool's name and redacted JSON to `on_tool`.
+    async fn each_tool(&self, on_tool: impl FnMut(&str, &[u8])) -> Result<(), ListToolsError> {
         let endpoints = self.endpoints().map_err(|e| ListToolsError {
             message: format!("tools/list failed: {e}"),
         })?;
@@ -338,23 +331,18 @@ impl SlotHandle {
         let run = &self.inner.run;
         let mut scratch = Scratch::new();
         let mut bufs = self.bufs(&mut scratch);
-        let mut tools = Vec::new();
         drive::list_tools_described(
             &run.net,
             &cfg,
             &self.inner.state,
             &self.inner.secrets,
             &mut bufs,
-            // The core validated each tool's JSON; it parses.
-            |_name: &str, json: &[u8]| {
-                tools.push(serde_json::from_slice(json).unwrap_or(serde_json::Value::Null))
-            },
+            on_tool,
         )
         .await
         .map_err(|e| ListToolsError {
             message: e.to_string(),
-        })?;
-        Ok(tools)
+        })
     }
 
     /// Ends this slot's sessions (best-effort HTTP DELETE; 405 is fine).
