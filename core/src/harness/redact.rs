@@ -273,6 +273,10 @@ impl fmt::Display for Redacted<'_> {
 const ANCHOR_WINDOW: usize = 16;
 /// `memchr3` groups of anchor values; more distinct values fall back to a table scan.
 const GROUPS: usize = 4;
+/// Distinct leading byte pairs searched a block at a time; more patterns use the anchors.
+const PAIRS: usize = 16;
+/// Positions tested at once for a leading pair (the compare loop vectorises).
+const BLOCK: usize = 32;
 
 /// How common a byte is in tool output (lower is rarer): anchors are the rarest bytes.
 fn commonness(b: u8) -> u8 {
@@ -306,6 +310,12 @@ struct Anchors {
     groups: [[u8; 3]; GROUPS],
     /// Distinct anchor values.
     count: usize,
+    /// The distinct first two bytes of the patterns (unused slots repeat the first).
+    pairs: [[u8; 2]; PAIRS],
+    /// Distinct pairs seen; over [`PAIRS`] the anchors are used instead.
+    npairs: usize,
+    /// Bit `b % 64` of word `b / 64`: some pattern starts with byte `b`.
+    first: [u64; 4],
 }
 
 impl Anchors {
@@ -314,10 +324,27 @@ impl Anchors {
             offsets: [0; 256],
             groups: [[0; 3]; GROUPS],
             count: 0,
+            pairs: [[0; 2]; PAIRS],
+            npairs: 0,
+            first: [0; 4],
         }
     }
 
     fn add(&mut self, pattern: &[u8]) {
+        if let [x, y, ..] = *pattern {
+            if let Some(w) = self.first.get_mut(usize::from(x >> 6)) {
+                *w |= 1 << (x & 63);
+            }
+            let known = self.pairs.iter().take(self.npairs).any(|&p| p == [x, y]);
+            if !known {
+                if self.npairs == 0 {
+                    self.pairs = [[x, y]; PAIRS];
+                } else if let Some(slot) = self.pairs.get_mut(self.npairs) {
+                    *slot = [x, y];
+                }
+                self.npairs += 1;
+            }
+        }
         let Some((o, b)) = anchor_of(pattern) else {
             return;
         };
@@ -334,6 +361,42 @@ impl Anchors {
                 self.count += 1;
             }
             *bits |= 1 << o;
+        }
+    }
+
+    /// True when the leading pairs are few enough to search by blocks.
+    fn by_pairs(&self) -> bool {
+        self.npairs <= PAIRS
+    }
+
+    /// True when some position `j < BLOCK` of `win` starts a leading pair.
+    #[inline]
+    fn block_has_pair(&self, win: &[u8; BLOCK + 1]) -> bool {
+        let (l, r) = (win.split_at(BLOCK).0, win.split_at(1).1);
+        // One lane per position, OR-ed over the pairs: the compares vectorise.
+        let mut acc = [0u8; BLOCK];
+        for &[x, y] in self.pairs.iter().take(self.npairs) {
+            for ((a, &p), &q) in acc.iter_mut().zip(l).zip(r) {
+                *a |= u8::from(p == x) & u8::from(q == y);
+            }
+        }
+        acc.iter().fold(0, |h, &a| h | a) != 0
+    }
+
+    fn pair_at(&self, text: &Split<'_>, at: usize) -> bool {
+        let Some(a) = text.byte(at) else {
+            return false;
+        };
+        let starts = self
+            .first
+            .get(usize::from(a >> 6))
+            .is_some_and(|w| w & (1 << (a & 63)) != 0);
+        if !starts {
+            return false;
+        }
+        match (Some(a), text.byte(at + 1)) {
+            (Some(a), Some(b)) => self.pairs.iter().take(self.npairs).any(|&p| p == [a, b]),
+            _ => false,
         }
     }
 
@@ -427,7 +490,37 @@ impl Candidates {
         best
     }
 
+    /// The next start holding a leading pair: whole blocks of the tail without one are skipped.
+    fn next_by_pairs(&mut self, anchors: &Anchors, text: &Split<'_>) -> Option<usize> {
+        let h = text.head.len();
+        let mut s = self.scanned;
+        while s < self.limit {
+            if s >= h && s + BLOCK <= self.limit {
+                let win = text
+                    .tail
+                    .get(s - h..s - h + BLOCK + 1)
+                    .and_then(|w| <&[u8; BLOCK + 1]>::try_from(w).ok());
+                if let Some(win) = win
+                    && !anchors.block_has_pair(win)
+                {
+                    s += BLOCK;
+                    continue;
+                }
+            }
+            if anchors.pair_at(text, s) {
+                self.scanned = s + 1;
+                return Some(s);
+            }
+            s += 1;
+        }
+        self.scanned = s;
+        None
+    }
+
     fn next(&mut self, anchors: &Anchors, text: &Split<'_>) -> Option<usize> {
+        if anchors.by_pairs() {
+            return self.next_by_pairs(anchors, text);
+        }
         loop {
             if self.ahead.is_none()
                 && let Some(h) = self.find_hit(anchors, text)
@@ -778,6 +871,7 @@ impl<'s, S: AsRef<[u8]>, const HOLD: usize> Redactor<'s, S, HOLD> {
         RedactingSink {
             redactor: self,
             out,
+            stage: heapless::Vec::new(),
         }
     }
 
@@ -814,22 +908,51 @@ impl<'s, S: AsRef<[u8]>, const HOLD: usize> Redactor<'s, S, HOLD> {
     }
 }
 
+/// Bytes a [`RedactingSink`] gathers from small puts before redacting them in one write.
+pub const STAGE: usize = 2048;
+
 /// A [`Sink`] that redacts everything put into it on the way to the wrapped sink.
+///
+/// Small puts (an unescaper's pieces between escapes) are gathered into a [`STAGE`]-byte
+/// array and redacted together, so the per-write cost is paid per stage, not per piece. An
+/// overflow of the wrapped sink may therefore surface on a later put or on
+/// [`finish`](Self::finish).
 pub struct RedactingSink<'r, 's, S, O, const HOLD: usize = DEFAULT_HOLD> {
     redactor: &'r mut Redactor<'s, S, HOLD>,
     out: O,
+    stage: heapless::Vec<u8, STAGE>,
 }
 
 impl<S: AsRef<[u8]>, O: Sink, const HOLD: usize> RedactingSink<'_, '_, S, O, HOLD> {
-    /// Flushes the held-back bytes (redacted) and gives the wrapped sink back.
+    /// Flushes the staged and held-back bytes (redacted) and gives the wrapped sink back.
     pub fn finish(mut self) -> Result<O, Overflow> {
+        self.flush()?;
         self.redactor.finish(&mut self.out)?;
         Ok(self.out)
+    }
+
+    fn flush(&mut self) -> Result<(), Overflow> {
+        if self.stage.is_empty() {
+            return Ok(());
+        }
+        let r = self.redactor.write(&self.stage, &mut self.out);
+        self.stage.clear();
+        r
     }
 }
 
 impl<S: AsRef<[u8]>, O: Sink, const HOLD: usize> Sink for RedactingSink<'_, '_, S, O, HOLD> {
     fn put(&mut self, bytes: &[u8]) -> Result<(), Overflow> {
+        if self.stage.len() + bytes.len() <= STAGE {
+            // Cannot fail: it fits.
+            let _ = self.stage.extend_from_slice(bytes);
+            return Ok(());
+        }
+        self.flush()?;
+        if bytes.len() < STAGE {
+            let _ = self.stage.extend_from_slice(bytes);
+            return Ok(());
+        }
         self.redactor.write(bytes, &mut self.out)
     }
 }
@@ -1091,20 +1214,72 @@ mod tests {
     }
 
     #[test]
+    fn sink_stages_small_puts_and_passes_large_ones() {
+        // Puts of 1, 7, STAGE - 1, STAGE and 3 * STAGE bytes, in turn, with secrets across
+        // every kind of boundary: the output equals the one-shot rule.
+        let secrets = [b"ghp_secretTOKEN1".to_vec(), b"pass-word-22".to_vec()];
+        let mut text = Vec::new();
+        for i in 0..400 {
+            text.extend_from_slice(format!("line {i} of output ").as_bytes());
+            if i % 9 == 0 {
+                text.extend_from_slice(&secrets[i % 2]);
+            }
+        }
+        let mut want = Out::default();
+        redact(&text, &secrets, &mut want).unwrap();
+        let mut r = Redactor::new(&secrets);
+        let mut sink = r.sink(Out::default());
+        let sizes = [1, 7, STAGE - 1, STAGE, 3 * STAGE];
+        let mut at = 0;
+        for n in sizes.iter().cycle() {
+            if at >= text.len() {
+                break;
+            }
+            let end = (at + n).min(text.len());
+            sink.put(&text[at..end]).unwrap();
+            at = end;
+        }
+        assert_eq!(sink.finish().unwrap().0, want.0);
+        // An overflow behind staged bytes is reported at the latest by `finish`.
+        let mut storage = [0u8; 16];
+        let mut r = Redactor::new(&secrets);
+        let mut sink = r.sink(SliceBuf::new(&mut storage));
+        let _ = sink.put(&text[..100]);
+        assert!(sink.finish().is_err());
+    }
+
+    #[test]
     fn anchors_deep_in_the_secret_and_many_anchor_values() {
         // Anchors at offsets 0..15 (the rare byte is placed at each), and then more distinct
         // anchor values than the memchr3 groups hold (the table scan): whole, streamed byte by
         // byte, and cut every 7 bytes, the output equals the one-shot naive rule.
-        let rare = b"#!@$%^&*~|;?<>[]{}";
-        for count in [1usize, 4, 12, 13, 18] {
+        let many = b"#!@$%^&*~|;?<>[]{}";
+        // 1..=16 leading pairs take the pair search; 17 and 18 the anchors: 17 or 18 distinct
+        // anchor values (the table scan), or two (memchr3 groups).
+        for (count, rare) in [
+            (1usize, &many[..]),
+            (4, many),
+            (13, many),
+            (16, many),
+            (17, many),
+            (18, many),
+            (18, b"#!"),
+        ] {
             let secrets: Vec<Vec<u8>> = (0..count)
                 .map(|i| {
-                    let mut s = b"secretvalue_xyz0".to_vec();
-                    s[i % ANCHOR_WINDOW] = rare[i];
+                    let mut s = b"aKcretvalue_xyz0".to_vec();
+                    s[0] = b'a' + i as u8;
+                    s[i % ANCHOR_WINDOW] = rare[i % rare.len()];
                     s.extend_from_slice(format!("{i:02}").as_bytes());
                     s
                 })
                 .collect();
+            let a = first_bytes(&Patterns {
+                secrets: &secrets,
+                piece: usize::MAX,
+            })
+            .0;
+            assert_eq!(a.by_pairs(), count <= PAIRS, "{count} secrets");
             let mut text = b"lead ".to_vec();
             for (i, s) in secrets.iter().enumerate() {
                 text.extend_from_slice(b"words ");
@@ -1146,7 +1321,9 @@ mod tests {
         EXAMINED.with(|c| c.set(0));
         let cuts: Vec<usize> = (0..text.len()).collect();
         assert_eq!(streamed::<16>(&text, &secrets, &cuts), text);
-        assert_eq!(EXAMINED.with(|c| c.get()), text.len());
+        // The last byte has no second byte after it, so it cannot start a secret: every other
+        // position is examined, once.
+        assert_eq!(EXAMINED.with(|c| c.get()), text.len() - 1);
         // No first byte occurs: memchr skips everything, nothing is examined.
         EXAMINED.with(|c| c.set(0));
         let plain = "b".repeat(100_000);
