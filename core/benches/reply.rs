@@ -60,7 +60,44 @@ fn reply(c: &mut Criterion) {
             );
         }
         g.finish();
+        if size >= 8 << 20 {
+            stages(c, &json, &text);
+        }
     }
+}
+
+/// Where our time goes on the big reply: each stage alone, over the JSON message.
+fn stages(c: &mut Criterion, json: &[u8], text: &str) {
+    use verifi_mcp_core::buf::CountingSink;
+    use verifi_mcp_core::harness::redact::Redactor;
+    use verifi_mcp_core::wire::json::{JsonLimits, Value};
+    let mut g = c.benchmark_group("stages/8MiB");
+    g.throughput(Throughput::Bytes(json.len() as u64))
+        .sample_size(20)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3));
+    g.bench_function("json-parse", |b| {
+        b.iter(|| Value::parse(black_box(json), JsonLimits::default()).map(|v| v.kind()))
+    });
+    let v = Value::parse(json, JsonLimits::default()).expect("valid");
+    g.bench_function("flatten-unredacted", |b| {
+        b.iter(|| {
+            let r = v.get("result").expect("result");
+            let mut n = CountingSink::default();
+            verifi_mcp_core::wire::content::flatten(r, &mut n).map(|_| n.count)
+        })
+    });
+    g.bench_function("redact-2KiB-writes", |b| {
+        b.iter(|| {
+            let mut r = Redactor::new(&SECRETS);
+            let mut n = CountingSink::default();
+            for c in text.as_bytes().chunks(2048) {
+                r.write(c, &mut n).expect("counting");
+            }
+            r.finish(&mut n).map(|_| n.count)
+        })
+    });
+    g.finish();
 }
 
 criterion_group!(benches, reply);
