@@ -345,6 +345,10 @@ impl Anchors {
                 self.npairs += 1;
             }
         }
+    }
+
+    /// Adds the pattern's anchor (only needed when there are too many leading pairs).
+    fn add_anchor(&mut self, pattern: &[u8]) {
         let Some((o, b)) = anchor_of(pattern) else {
             return;
         };
@@ -751,6 +755,9 @@ fn first_bytes<S: AsRef<[u8]>>(pats: &Patterns<'_, S>) -> (Anchors, usize) {
         anchors.add(p);
         longest = longest.max(p.len());
     });
+    if !anchors.by_pairs() {
+        pats.for_each(|p| anchors.add_anchor(p));
+    }
     (anchors, longest)
 }
 
