@@ -124,6 +124,13 @@ impl Sink for VecBuf {
         self.v.extend_from_slice(bytes);
         Ok(())
     }
+    fn reserve(&mut self, additional: usize) {
+        // Sized once from the core's hint, never past the cap.
+        let want = self.v.len().saturating_add(additional).min(self.cap);
+        if want > self.v.capacity() {
+            self.v.reserve_exact(want - self.v.len());
+        }
+    }
 }
 
 impl Buf for VecBuf {

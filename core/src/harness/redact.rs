@@ -962,6 +962,10 @@ impl<S: AsRef<[u8]>, O: Sink, const HOLD: usize> Sink for RedactingSink<'_, '_, 
         }
         self.redactor.write(bytes, &mut self.out)
     }
+    fn reserve(&mut self, additional: usize) {
+        // Redaction changes the length little: pass the hint on.
+        self.out.reserve(additional)
+    }
 }
 
 #[cfg(test)]
