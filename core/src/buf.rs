@@ -33,6 +33,13 @@ impl fmt::Display for Overflow {
 pub trait Sink {
     /// Appends `bytes` whole, or appends nothing and reports the overflow.
     fn put(&mut self, bytes: &[u8]) -> Result<(), Overflow>;
+
+    /// A hint that about `additional` more bytes are coming (the rest of an HTTP chunk, the raw
+    /// length of a string). A growable sink may size its storage once instead of growing in
+    /// steps; it must still never go past its cap. Ignoring the hint is always correct.
+    fn reserve(&mut self, additional: usize) {
+        let _ = additional;
+    }
 }
 
 /// A growable byte buffer with a cap that the caller owns.
@@ -58,6 +65,9 @@ pub trait Buf: Sink {
 impl<T: Sink + ?Sized> Sink for &mut T {
     fn put(&mut self, bytes: &[u8]) -> Result<(), Overflow> {
         (**self).put(bytes)
+    }
+    fn reserve(&mut self, additional: usize) {
+        (**self).reserve(additional)
     }
 }
 

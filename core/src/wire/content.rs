@@ -83,7 +83,11 @@ pub fn flatten(result: Value<'_>, out: &mut impl Sink) -> Result<Flattened, Cont
                     .and_then(|_| block.get("text"))
                     .and_then(|t| t.as_str());
                 match text {
-                    Some(t) => t.unescape_into(out)?,
+                    Some(t) => {
+                        // Unescaped text is never longer than its raw form.
+                        out.reserve(t.raw().len());
+                        t.unescape_into(out)?
+                    }
                     None => block.write_compact(out)?,
                 }
             }
@@ -275,5 +279,25 @@ mod tests {
             })
         );
         assert!(shown.contains("cap of 4"), "{shown}");
+    }
+
+    #[test]
+    fn text_buffer_is_told_the_raw_text_length() {
+        struct Hint(usize, usize);
+        impl Sink for Hint {
+            fn put(&mut self, bytes: &[u8]) -> Result<(), Overflow> {
+                self.0 += bytes.len();
+                Ok(())
+            }
+            fn reserve(&mut self, additional: usize) {
+                self.1 = self.1.max(self.0 + additional);
+            }
+        }
+        let src = br#"{"content":[{"type":"text","text":"a\nb\u00e9c"}]}"#;
+        let v = Value::parse(src, JsonLimits::default()).unwrap();
+        let mut h = Hint(0, 0);
+        flatten(v, &mut h).unwrap();
+        // Raw `a\nb\u00e9c` is 11 bytes (two escapes); the text is 6.
+        assert_eq!((h.0, h.1), (6, 11));
     }
 }

@@ -213,7 +213,15 @@ impl<'h> Exchange<'h> {
             let step = match decoded {
                 Decoded::NeedMore => break,
                 Decoded::Head(head) => self.on_head(head)?,
-                Decoded::Body(body) => self.on_body(body, reply, handler)?,
+                Decoded::Body(body) => {
+                    if matches!(self.mode, Mode::Json | Mode::Sse) {
+                        // Size the reply buffer for what the framing says is coming.
+                        let left =
+                            usize::try_from(self.http.body_left_hint()).unwrap_or(usize::MAX);
+                        reply.reserve(body.len().saturating_add(left));
+                    }
+                    self.on_body(body, reply, handler)?
+                }
                 Decoded::End => {
                     self.http_ended = true;
                     self.on_end(reply, handler)?
@@ -457,6 +465,9 @@ impl<B: Buf> Sink for LazyClear<'_, B> {
             .put(bytes)
             .inspect_err(|o| self.overflow = Some(*o))
     }
+    fn reserve(&mut self, additional: usize) {
+        self.buf.reserve(additional)
+    }
 }
 
 impl<B: Buf> Buf for LazyClear<'_, B> {
@@ -478,5 +489,94 @@ impl<B: Buf> Buf for LazyClear<'_, B> {
     }
     fn limit(&self) -> usize {
         self.buf.limit()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::vec::Vec;
+
+    /// A buffer that records the largest size hint it was given.
+    #[derive(Default)]
+    struct Hinted {
+        v: Vec<u8>,
+        hint: usize,
+    }
+    impl Sink for Hinted {
+        fn put(&mut self, bytes: &[u8]) -> Result<(), Overflow> {
+            self.v.extend_from_slice(bytes);
+            Ok(())
+        }
+        fn reserve(&mut self, additional: usize) {
+            self.hint = self.hint.max(self.v.len() + additional);
+        }
+    }
+    impl Buf for Hinted {
+        fn bytes(&self) -> &[u8] {
+            &self.v
+        }
+        fn clear(&mut self) {
+            self.v.clear()
+        }
+        fn truncate(&mut self, len: usize) {
+            self.v.truncate(len)
+        }
+        fn limit(&self) -> usize {
+            usize::MAX
+        }
+    }
+
+    struct Take;
+    impl OnMessage for Take {
+        fn on_message(&mut self, _msg: &[u8], _last: bool) -> Result<Verdict, Failure> {
+            Ok(Verdict::Done)
+        }
+    }
+
+    fn run(reply: &[u8], read: usize) -> Hinted {
+        let mut head = [0u8; 1024];
+        let mut ex = Exchange::new(&mut head, Expect::Response, false, ReplyLimits::default());
+        let mut buf = Hinted::default();
+        for c in reply.chunks(read) {
+            let (_, step) = ex.feed(c, &mut buf, &mut Take).unwrap();
+            if step == Step::Done {
+                break;
+            }
+        }
+        buf
+    }
+
+    #[test]
+    fn reply_buffer_is_told_the_framed_size_up_front() {
+        let msg = br#"{"jsonrpc":"2.0","id":1,"result":{}}"#;
+        // Content-Length JSON: the hint is the whole body at the first byte of it.
+        let mut json = std::format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+            msg.len()
+        )
+        .into_bytes();
+        json.extend_from_slice(msg);
+        for read in [1, 7, json.len()] {
+            let b = run(&json, read);
+            assert_eq!(b.v, msg);
+            assert_eq!(b.hint, msg.len(), "read {read}");
+        }
+        // Chunked SSE: the hint is the chunk (the event with its field names), not more.
+        let event = std::format!("data: {}\n\n", std::str::from_utf8(msg).unwrap());
+        let sse = std::format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n{:x}\r\n{event}\r\n0\r\n\r\n",
+            event.len()
+        )
+        .into_bytes();
+        for read in [1, 7, sse.len()] {
+            let b = run(&sse, read);
+            assert_eq!(b.v, msg);
+            assert!(
+                b.hint >= msg.len() && b.hint <= event.len(),
+                "read {read}: {}",
+                b.hint
+            );
+        }
     }
 }

@@ -443,6 +443,15 @@ impl<'h> ResponseDecoder<'h> {
         self.body
     }
 
+    /// Body bytes the framing says are still to come in the current `Content-Length` body or
+    /// chunk (0 when unknown): a sizing hint, as the server states it, never a promise.
+    pub fn body_left_hint(&self) -> u64 {
+        match self.state {
+            State::Length { left } | State::Chunked(Chunk::Data { left }) => left,
+            _ => 0,
+        }
+    }
+
     /// Push parser: returns how many input bytes it used and what they were. `Body` is a sub-slice
     /// of `input` (zero copy; chunked framing removed). The caller loops until input is used up.
     /// 1xx heads are skipped. Trailers are ignored. After `End` further input is an error.

@@ -441,3 +441,27 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn skipping_strings_counts_the_backslashes_before_a_quote() {
+    // Keys and values ending in runs of backslashes, with escaped quotes among them: skipping
+    // (by quote and backslash parity) must land exactly where the strict parser does.
+    for n in 0..6 {
+        let run = "\\\\".repeat(n);
+        let src = std::format!(
+            r#"{{"k{run}":"v\"{run}\"{run}","x":["{run}",{{"{run}\"":"\n{run}"}}],"id":{n}}}"#
+        );
+        let v = parse(src.as_bytes()).unwrap();
+        assert_eq!(
+            v.get("id").and_then(|i| i.as_u64()),
+            Some(n as u64),
+            "{src}"
+        );
+        assert_eq!(v.members().count(), 3, "{src}");
+        let x = v.get("x").unwrap();
+        assert_eq!(x.elements().count(), 2, "{src}");
+        let theirs: serde_json::Value = serde_json::from_str(&src).unwrap();
+        let back: serde_json::Value = serde_json::from_slice(&compact(&v)).unwrap();
+        assert_eq!(back, theirs, "{src}");
+    }
+}

@@ -1,0 +1,273 @@
+//! Shared by the reply benches: the reply a real server sends, our reply path (the same public
+//! pieces `drive`'s call handler uses), and the pipelines a user of the peers gets.
+#![allow(dead_code)]
+
+use bytes::Bytes;
+use futures_util::StreamExt;
+use verifi_mcp_core::buf::{Buf, Overflow, Sink};
+use verifi_mcp_core::harness::redact::Redactor;
+use verifi_mcp_core::wire::content;
+use verifi_mcp_core::wire::exchange::{Exchange, Expect, OnMessage, ReplyLimits, Step, Verdict};
+use verifi_mcp_core::wire::failure::{BufferName, Failure};
+use verifi_mcp_core::wire::json::{JsonLimits, Value};
+use verifi_mcp_core::wire::jsonrpc::{self, Found, Outcome};
+
+/// Bytes per socket read, as the issue says (one Ethernet MTU's worth).
+pub const CHUNK: usize = 1500;
+/// The request id the reply answers.
+pub const ID: u64 = 7;
+
+/// Ten secrets of the run: API tokens, a password, a cookie; two of them occur in the text.
+pub const SECRETS: [&str; 10] = [
+    "ghp_R2d2C3poBb8WqLx0Zk7TfYv1Nm4Hs9Je",
+    "sk-live-51HcQe2LkYz9Ab3Xc4Vd5Ef6Gh7Ij8Kl",
+    "AKIAQWERTYUIOPASDF12wJalrXUtnFEMIK7MDENGbPxRfiCY",
+    "xoxb-1234567890-0987654321-AbCdEfGhIjKlMnOpQrStUvWx",
+    "Zu8#p!Lm2@qR",
+    "eyJhbGciOiJIUzI1NiJ9.c2Vzc2lvbg.T0tFTg",
+    "hunter2-but-longer",
+    "Bearer-7f3a9c1e5b2d4f6a8c0e",
+    "d41d8cd98f00b204e9800998ecf8427e",
+    "postgres://admin:S3cr3tPassw0rd@db",
+];
+
+/// One line group of nmap-like output: quotes, a tab, non-ASCII, and sometimes a secret.
+fn nmap_block(i: usize) -> String {
+    let host = i % 250 + 1;
+    let mut s = format!(
+        "Nmap scan report for host-{i}.lab.example (10.0.{}.{host})\nHost is up (0.00{}s latency).\nPORT     STATE SERVICE VERSION\n22/tcp   open  ssh     OpenSSH 9.6p1 Ubuntu 3ubuntu13 (Ubuntu Linux; protocol 2.0)\n| ssh-hostkey: \n|   256 3f:a1:9c:0d:77:2e:b4:41 (ECDSA)\n80/tcp   open  http    nginx 1.24.0\n|_http-title: \"Bienvenue — café résumé\" \u{1F512}\n443/tcp  open  ssl/https\n| ssl-cert: Subject: commonName=*.lab.example/organizationName=Ünïcødé GmbH\n|\tNot valid after:  2027-01-01T00:00:00\n",
+        i % 256,
+        i % 10
+    );
+    if i % 97 == 5 {
+        s.push_str("|_http-auth: leaked token ");
+        s.push_str(SECRETS[i % 2]);
+        s.push('\n');
+    }
+    s
+}
+
+/// The JSON-RPC response to `tools/call` whose text makes the message about `size` bytes.
+pub fn reply_json(size: usize) -> (Vec<u8>, String) {
+    let escaped = |s: &str| serde_json::to_string(s).map_or(0, |e| e.len() - 2);
+    let overhead = 120;
+    let mut text = String::new();
+    let mut len = overhead;
+    for i in 0.. {
+        let block = nmap_block(i);
+        let n = escaped(&block);
+        if len + n > size {
+            break;
+        }
+        text.push_str(&block);
+        len += n;
+    }
+    // Pad with plain ASCII to hit the size closely.
+    text.push_str(&"x".repeat(size.saturating_sub(len)));
+    let msg = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": ID,
+        "result": {
+            "content": [ { "type": "text", "text": text } ],
+            "isError": false
+        }
+    });
+    (serde_json::to_vec(&msg).expect("serialises"), text)
+}
+
+/// The whole reply as the TypeScript SDK server sends it: HTTP head, one chunk holding the
+/// `message` event (id, data line), the last chunk. Returns (wire bytes, de-chunked body).
+pub fn wire_reply(json: &[u8]) -> (Vec<u8>, Vec<u8>) {
+    let mut body = Vec::new();
+    body.extend_from_slice(b"event: message\nid: 1f0c6a3e_0\ndata: ");
+    body.extend_from_slice(json);
+    body.extend_from_slice(b"\n\n");
+    let mut wire = Vec::new();
+    wire.extend_from_slice(
+        b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n\
+connection: keep-alive\r\nmcp-session-id: 0b0f4cde-8a34-4b9e-9a9e-2f1c5d3e7a10\r\n\
+date: Wed, 02 Dec 2026 13:48:33 GMT\r\ntransfer-encoding: chunked\r\n\r\n",
+    );
+    wire.extend_from_slice(format!("{:x}\r\n", body.len()).as_bytes());
+    wire.extend_from_slice(&body);
+    wire.extend_from_slice(b"\r\n0\r\n\r\n");
+    (wire, body)
+}
+
+/// A capped `Vec`-backed [`Buf`] as a host adapter would keep it: storage grows on demand by
+/// a sixteenth (not doubled), so capacity stays within ~6 % of what is held.
+pub struct VecBuf {
+    v: Vec<u8>,
+    cap: usize,
+}
+
+impl VecBuf {
+    /// An empty buffer that will hold at most `cap` bytes.
+    pub fn new(cap: usize) -> Self {
+        VecBuf { v: Vec::new(), cap }
+    }
+}
+
+impl Sink for VecBuf {
+    fn put(&mut self, bytes: &[u8]) -> Result<(), Overflow> {
+        let needed = self.v.len() + bytes.len();
+        if needed > self.cap {
+            return Err(Overflow {
+                limit: self.cap,
+                needed,
+            });
+        }
+        if needed > self.v.capacity() {
+            let grown = (self.v.len() + self.v.len() / 16).max(needed).max(4096);
+            self.v.reserve_exact(grown.min(self.cap) - self.v.len());
+        }
+        self.v.extend_from_slice(bytes);
+        Ok(())
+    }
+    fn reserve(&mut self, additional: usize) {
+        // Sized once from the core's hint, never past the cap.
+        let want = self.v.len().saturating_add(additional).min(self.cap);
+        if want > self.v.capacity() {
+            self.v.reserve_exact(want - self.v.len());
+        }
+    }
+}
+
+impl Buf for VecBuf {
+    fn bytes(&self) -> &[u8] {
+        &self.v
+    }
+    fn clear(&mut self) {
+        self.v.clear()
+    }
+    fn truncate(&mut self, len: usize) {
+        self.v.truncate(len)
+    }
+    fn limit(&self) -> usize {
+        self.cap
+    }
+}
+
+/// What `drive`'s call handler does with each message: parse, find our response, flatten its
+/// content through the streaming redactor into the text buffer.
+pub struct Handler<'x, B: Buf> {
+    pub secrets: &'x [&'x str],
+    pub text: &'x mut B,
+    pub done: bool,
+}
+
+impl<B: Buf> OnMessage for Handler<'_, B> {
+    fn on_message(&mut self, msg: &[u8], _last_chance: bool) -> Result<Verdict, Failure> {
+        let value = Value::parse(msg, JsonLimits::default())?;
+        let Found::Match(Outcome::Result(result)) = jsonrpc::find_response(value, ID)? else {
+            return Ok(Verdict::Continue);
+        };
+        self.text.clear();
+        let mut redactor = Redactor::new(self.secrets);
+        let mut sink = redactor.sink(&mut *self.text);
+        content::flatten(result, &mut sink).map_err(|e| match e {
+            content::ContentError::Overflow(o) => Failure::TooLarge(BufferName::Text, o),
+            _ => Failure::Rpc(jsonrpc::RpcDecodeError::NotAnObject),
+        })?;
+        sink.finish()
+            .map_err(|o| Failure::TooLarge(BufferName::Text, o))?;
+        self.done = true;
+        Ok(Verdict::Done)
+    }
+}
+
+/// Our whole reply path over `wire`, fed in [`CHUNK`]-byte reads. Returns the text length.
+pub fn ours(wire: &[u8], head: &mut [u8], reply: &mut VecBuf, text: &mut VecBuf) -> usize {
+    reply.clear();
+    let mut ex = Exchange::new(head, Expect::Response, true, ReplyLimits::default());
+    let mut handler = Handler {
+        secrets: &SECRETS,
+        text,
+        done: false,
+    };
+    for chunk in wire.chunks(CHUNK) {
+        let (_, step) = ex.feed(chunk, reply, &mut handler).expect("valid reply");
+        if step != Step::NeedMore {
+            break;
+        }
+    }
+    assert!(handler.done, "the response came");
+    handler.text.len()
+}
+
+/// The floor: `memchr` over the same reads.
+pub fn floor(wire: &[u8]) -> usize {
+    wire.chunks(CHUNK)
+        .map(|c| memchr::memchr(0, c).unwrap_or(c.len()))
+        .sum()
+}
+
+/// The body as a peer's HTTP client hands it on (framing already removed by hyper): the
+/// same read grid, zero-copy slices of one `Bytes`.
+pub fn body_stream(
+    body: &Bytes,
+) -> impl futures_util::Stream<Item = Result<Bytes, std::io::Error>> + '_ {
+    let n = body.len();
+    futures_util::stream::iter(
+        (0..n)
+            .step_by(CHUNK)
+            .map(move |a| Ok(body.slice(a..(a + CHUNK).min(n)))),
+    )
+}
+
+/// What a user of the peers writes after getting the event's data: `serde_json` to a
+/// `Value`, our response by id, the text blocks joined, each secret `replace`d.
+pub fn flatten_serde(data: &str) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_str(data).ok()?;
+    if v.get("id")?.as_u64()? != ID {
+        return None;
+    }
+    let blocks = v.get("result")?.get("content")?.as_array()?;
+    let mut text = blocks
+        .iter()
+        .filter_map(|b| b.get("text").and_then(|t| t.as_str()))
+        .collect::<Vec<_>>()
+        .join("\n");
+    for s in SECRETS {
+        text = text.replace(s, "[REDACTED]");
+    }
+    Some(text)
+}
+
+/// rmcp's transport pieces: `sse-stream` over the body, then [`flatten_serde`].
+pub fn rmcp_style(body: &Bytes) -> usize {
+    embassy_futures::block_on(async {
+        let mut events = sse_stream::SseStream::from_bytes_stream(body_stream(body));
+        while let Some(ev) = events.next().await {
+            let ev = ev.expect("valid event stream");
+            if let Some(text) = ev.data.as_deref().and_then(flatten_serde) {
+                return text.len();
+            }
+        }
+        panic!("no response in the stream")
+    })
+}
+
+/// `eventsource-stream` over the body, then [`flatten_serde`].
+pub fn eventsource_style(body: &Bytes) -> usize {
+    use eventsource_stream::Eventsource;
+    embassy_futures::block_on(async {
+        let mut events = body_stream(body).eventsource();
+        while let Some(ev) = events.next().await {
+            let ev = ev.expect("valid event stream");
+            if let Some(text) = flatten_serde(&ev.data) {
+                return text.len();
+            }
+        }
+        panic!("no response in the stream")
+    })
+}
+
+/// Every pipeline must produce the same text (checked once before measuring).
+pub fn expected_text(text: &str) -> String {
+    let mut t = text.to_owned();
+    for s in SECRETS {
+        t = t.replace(s, "[REDACTED]");
+    }
+    t
+}
