@@ -395,13 +395,13 @@ impl<B: Buf> CallBuffers<'_, B> {
 }
 
 /// Writes `trip`'s request and runs the round trip.
-async fn send<N: Net, B: Buf, H: OnMessage + Progressing>(
+async fn send<N: Net, B: Buf>(
     net: &N,
     cfg: &SlotConfig<'_>,
     trip: &Trip<'_>,
     wire: &mut Wire<'_, B>,
     deadline: &mut Deadline,
-    handler: &mut H,
+    handler: &mut dyn OnMessage,
 ) -> Result<RoundTrip, Failure> {
     trip.write(wire.request, cfg)?;
     round_trip(net, cfg, trip, wire, deadline, handler).await
@@ -420,13 +420,13 @@ struct RoundTrip {
 /// Sends the request in `wire` to the trip's endpoint and feeds the reply to `handler` until
 /// it has its response. A pooled connection that fails before any reply byte is retried once
 /// on a fresh one.
-async fn round_trip<N: Net, B: Buf, H: OnMessage + Progressing>(
+async fn round_trip<N: Net, B: Buf>(
     net: &N,
     cfg: &SlotConfig<'_>,
     trip: &Trip<'_>,
     wire: &mut Wire<'_, B>,
     deadline: &mut Deadline,
-    handler: &mut H,
+    handler: &mut dyn OnMessage,
 ) -> Result<RoundTrip, Failure> {
     let ep = trip.ep;
     let sent_session_id = trip.snap.is_some_and(|s| s.session_id.is_some());
@@ -517,13 +517,6 @@ async fn round_trip<N: Net, B: Buf, H: OnMessage + Progressing>(
     }
 }
 
-/// A handler that can tell the driver a progress notification arrived.
-trait Progressing {
-    fn progress_seen(&self) -> u32 {
-        0
-    }
-}
-
 /// Accepts any 2xx (a notification's reply).
 struct Accept;
 impl OnMessage for Accept {
@@ -531,7 +524,6 @@ impl OnMessage for Accept {
         Ok(Verdict::Done)
     }
 }
-impl Progressing for Accept {}
 
 /// Parses one message and looks for the response to `id`; `last_chance` takes any response.
 fn find<'m>(msg: &'m [u8], id: u64, last_chance: bool) -> Result<Lookup<'m>, Failure> {
@@ -559,7 +551,6 @@ struct InitHandler {
     id: u64,
     version: Option<Result<ProtocolVersion, Failure>>,
 }
-impl Progressing for InitHandler {}
 impl OnMessage for InitHandler {
     fn on_message(&mut self, msg: &[u8], last_chance: bool) -> Result<Verdict, Failure> {
         match find(msg, self.id, last_chance)? {
@@ -687,13 +678,11 @@ struct CallHandler<'x, B: Buf, Sec: AsRef<[u8]>> {
     progress: u32,
 }
 
-impl<B: Buf, Sec: AsRef<[u8]>> Progressing for CallHandler<'_, B, Sec> {
+impl<B: Buf, Sec: AsRef<[u8]>> OnMessage for CallHandler<'_, B, Sec> {
     fn progress_seen(&self) -> u32 {
         self.progress
     }
-}
 
-impl<B: Buf, Sec: AsRef<[u8]>> OnMessage for CallHandler<'_, B, Sec> {
     fn on_message(&mut self, msg: &[u8], last_chance: bool) -> Result<Verdict, Failure> {
         let outcome = match find(msg, self.id, last_chance)? {
             Lookup::Ours(outcome) => outcome,
@@ -998,7 +987,6 @@ struct ListHandler<'x, F: FnMut(&str)> {
     has_next: bool,
     answer: Option<Result<(), ListError>>,
 }
-impl<F: FnMut(&str)> Progressing for ListHandler<'_, F> {}
 impl<F: FnMut(&str)> OnMessage for ListHandler<'_, F> {
     fn on_message(&mut self, msg: &[u8], last_chance: bool) -> Result<Verdict, Failure> {
         let outcome = match find(msg, self.id, last_chance)? {

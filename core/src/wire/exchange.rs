@@ -66,6 +66,13 @@ pub trait OnMessage {
     /// `msg` is one JSON text. `last_chance` is true when the reply has ended and no matching
     /// response came: a response-shaped message should then be taken as the answer.
     fn on_message(&mut self, msg: &[u8], last_chance: bool) -> Result<Verdict, Failure>;
+
+    /// How many progress notifications for the request this handler has seen so far; the
+    /// driver extends the deadline when it changes. Handlers that do not track progress keep
+    /// the default (always 0).
+    fn progress_seen(&self) -> u32 {
+        0
+    }
 }
 
 /// Where an exchange stands after a feed.
@@ -196,7 +203,7 @@ impl<'h> Exchange<'h> {
 
     /// Feeds reply bytes. Returns how many were used and where the exchange stands; after
     /// [`Step::Done`] or [`Step::Ended`] the rest of `input` is not part of this reply.
-    pub fn feed<B: Buf, H: OnMessage>(
+    pub fn feed<B: Buf, H: OnMessage + ?Sized>(
         &mut self,
         input: &[u8],
         reply: &mut B,
@@ -253,7 +260,7 @@ impl<'h> Exchange<'h> {
     }
 
     /// The peer closed the connection.
-    pub fn finish<B: Buf, H: OnMessage>(
+    pub fn finish<B: Buf, H: OnMessage + ?Sized>(
         &mut self,
         reply: &mut B,
         handler: &mut H,
@@ -316,7 +323,7 @@ impl<'h> Exchange<'h> {
         Ok(Step::NeedMore)
     }
 
-    fn on_body<B: Buf, H: OnMessage>(
+    fn on_body<B: Buf, H: OnMessage + ?Sized>(
         &mut self,
         body: &[u8],
         reply: &mut B,
@@ -346,7 +353,7 @@ impl<'h> Exchange<'h> {
         }
     }
 
-    fn on_sse_bytes<B: Buf, H: OnMessage>(
+    fn on_sse_bytes<B: Buf, H: OnMessage + ?Sized>(
         &mut self,
         mut body: &[u8],
         reply: &mut B,
@@ -390,7 +397,7 @@ impl<'h> Exchange<'h> {
         Ok(Step::NeedMore)
     }
 
-    fn on_end<B: Buf, H: OnMessage>(
+    fn on_end<B: Buf, H: OnMessage + ?Sized>(
         &mut self,
         reply: &mut B,
         handler: &mut H,
