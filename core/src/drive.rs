@@ -417,6 +417,13 @@ struct RoundTrip {
     resume: Option<(String<MAX_EVENT_ID>, Option<u32>)>,
 }
 
+impl RoundTrip {
+    /// Where to resume a reply stream that ended without its response (none once done).
+    fn resumable(self) -> Option<(String<MAX_EVENT_ID>, Option<u32>)> {
+        if self.done { None } else { self.resume }
+    }
+}
+
 /// Sends the request in `wire` to the trip's endpoint and feeds the reply to `handler` until
 /// it has its response. A pooled connection that fails before any reply byte is retried once
 /// on a fresh one.
@@ -593,11 +600,16 @@ async fn ready<N: Net, S: Shared<SlotState>, B: Buf>(
 ) -> Result<Snapshot, Failure> {
     loop {
         let generation = state.generation();
+        // `begin` (which may hold a snapshot) is not kept across the awaits below.
         let begin = state.with(|s| s.session_mut(target).map(|sess| sess.begin()));
-        match begin {
+        let (start, attempt) = match begin {
             None => return Err(Failure::NoResponse),
             Some(Begin::Ready(snap)) => return Ok(snap),
-            Some(Begin::Start { attempt }) => {
+            Some(Begin::Start { attempt }) => (true, attempt),
+            Some(Begin::Wait { attempt }) => (false, attempt),
+        };
+        match start {
+            true => {
                 let outcome = handshake(net, cfg, state, target, deadline, bufs).await;
                 state.with(|s| {
                     if let Some(sess) = s.session_mut(target) {
@@ -610,19 +622,18 @@ async fn ready<N: Net, S: Shared<SlotState>, B: Buf>(
                 state.notify();
                 return outcome;
             }
-            Some(Begin::Wait { attempt }) => {
-                let outcome = state.with(|s| s.session(target).and_then(|x| x.outcome_of(attempt)));
-                match outcome {
-                    Some(result) => return result,
-                    None => {
-                        let still = state.with(|s| {
-                            s.session(target).map(|x| x.phase().clone())
-                                == Some(Phase::Initializing { attempt })
-                        });
-                        if still {
-                            before(net, deadline.at, state.changed(generation)).await?;
-                        }
-                    }
+            false => {
+                if let Some(result) =
+                    state.with(|s| s.session(target).and_then(|x| x.outcome_of(attempt)))
+                {
+                    return result;
+                }
+                let still = state.with(|s| {
+                    s.session(target).map(|x| x.phase().clone())
+                        == Some(Phase::Initializing { attempt })
+                });
+                if still {
+                    before(net, deadline.at, state.changed(generation)).await?;
                 }
             }
         }
@@ -650,10 +661,13 @@ async fn handshake<N: Net, S: Shared<SlotState>, B: Buf>(
         },
     );
     let mut handler = InitHandler { id, version: None };
-    let rt = send(net, cfg, &init, &mut wire, deadline, &mut handler).await?;
+    // Only the session id is kept (the rest of the round trip's outcome would otherwise be
+    // held across the next await).
+    let RoundTrip { session_id, .. } =
+        send(net, cfg, &init, &mut wire, deadline, &mut handler).await?;
     let version = handler.version.ok_or(Failure::NoResponse)??;
     let snap = Snapshot {
-        session_id: rt.session_id,
+        session_id,
         version,
     };
     let initialized = Trip::post(ep, Some(&snap), Body::Initialized);
@@ -803,19 +817,22 @@ async fn attempt_call<N: Net, S: Shared<SlotState>, B: Buf, Sec: AsRef<[u8]>>(
             progress,
         };
         let call = Trip::post(ep, Some(&snap), body);
-        let mut rt = send(net, cfg, &call, &mut wire, &mut deadline, &mut handler).await;
+        // Only where the reply can be resumed outlives the round trip (not its session id):
+        // this future stays small.
+        let mut rt = send(net, cfg, &call, &mut wire, &mut deadline, &mut handler)
+            .await
+            .map(RoundTrip::resumable);
         // A reply stream that ended without the response, from a server that gave event
         // ids: resume with GET and Last-Event-ID after its retry delay (bounded).
         let mut resumes = 0;
-        while let Ok(RoundTrip {
-            done: false,
-            resume: Some((last_id, retry)),
-            ..
-        }) = &rt
-        {
-            if handler.answer.is_some() || resumes >= MAX_RESUMES {
-                break;
-            }
+        loop {
+            let (last_id, retry) = match rt {
+                Ok(Some(r)) if handler.answer.is_none() && resumes < MAX_RESUMES => r,
+                other => {
+                    rt = other;
+                    break;
+                }
+            };
             resumes += 1;
             let wake = net.now().saturating_add(u64::from(retry.unwrap_or(0)));
             if wake >= deadline.at {
@@ -823,14 +840,15 @@ async fn attempt_call<N: Net, S: Shared<SlotState>, B: Buf, Sec: AsRef<[u8]>>(
                 break;
             }
             net.sleep_until(wake).await;
-            let last_id = last_id.clone();
             let resume = Trip {
                 method: Method::Get,
                 last_event_id: Some(last_id.as_str()),
                 body: Body::None,
                 ..Trip::post(ep, Some(&snap), Body::None)
             };
-            rt = send(net, cfg, &resume, &mut wire, &mut deadline, &mut handler).await;
+            rt = send(net, cfg, &resume, &mut wire, &mut deadline, &mut handler)
+                .await
+                .map(RoundTrip::resumable);
         }
         let answer = handler.answer.take();
         match rt {
