@@ -10,6 +10,8 @@
 
 use core::fmt::Write as _;
 
+use core::pin::pin;
+
 use embassy_futures::select::{Either, select};
 use embedded_io_async::{Read, Write};
 use heapless::String;
@@ -401,7 +403,7 @@ async fn send<N: Net, B: Buf>(
     trip: &Trip<'_>,
     wire: &mut Wire<'_, B>,
     deadline: &mut Deadline,
-    handler: &mut dyn OnMessage,
+    handler: &mut (dyn OnMessage + Send),
 ) -> Result<RoundTrip, Failure> {
     trip.write(wire.request, cfg)?;
     round_trip(net, cfg, trip, wire, deadline, handler).await
@@ -427,14 +429,53 @@ impl RoundTrip {
 /// Sends the request in `wire` to the trip's endpoint and feeds the reply to `handler` until
 /// it has its response. A pooled connection that fails before any reply byte is retried once
 /// on a fresh one.
+///
+/// Connecting and exchanging are separate futures awaited in turn, so the connect future and
+/// the exchange's decoder state share the same bytes of this future.
 async fn round_trip<N: Net, B: Buf>(
     net: &N,
     cfg: &SlotConfig<'_>,
     trip: &Trip<'_>,
     wire: &mut Wire<'_, B>,
     deadline: &mut Deadline,
-    handler: &mut dyn OnMessage,
+    handler: &mut (dyn OnMessage + Send),
 ) -> Result<RoundTrip, Failure> {
+    let mut fresh = false;
+    loop {
+        let (conn, reused) = open(net, trip.ep, fresh, deadline.at).await?;
+        let retry_fresh = reused && !fresh;
+        match exchange(net, cfg, trip, wire, conn, retry_fresh, deadline, handler).await? {
+            Some(rt) => return Ok(rt),
+            // The pooled connection had been closed by the server: once more, fresh.
+            None => fresh = true,
+        }
+    }
+}
+
+/// Opens (or takes from the pool) a connection to `ep` before `at`.
+async fn open<N: Net>(
+    net: &N,
+    ep: &Endpoint<'_>,
+    fresh: bool,
+    at: Millis,
+) -> Result<(N::Conn, bool), Failure> {
+    let connect = pin!(net.connect(ep, fresh));
+    before(net, at, connect).await?.map_err(Failure::Connect)
+}
+
+/// Writes the request on `conn` and reads the reply. `Ok(None)`: the connection failed before
+/// any reply byte and `retry_fresh` allows one more try on a fresh connection.
+#[allow(clippy::too_many_arguments)]
+async fn exchange<N: Net, B: Buf>(
+    net: &N,
+    cfg: &SlotConfig<'_>,
+    trip: &Trip<'_>,
+    wire: &mut Wire<'_, B>,
+    mut conn: N::Conn,
+    retry_fresh: bool,
+    deadline: &mut Deadline,
+    handler: &mut (dyn OnMessage + Send),
+) -> Result<Option<RoundTrip>, Failure> {
     let ep = trip.ep;
     let sent_session_id = trip.snap.is_some_and(|s| s.session_id.is_some());
     let Wire {
@@ -443,85 +484,83 @@ async fn round_trip<N: Net, B: Buf>(
         read,
         reply,
     } = wire;
-    let mut fresh = false;
-    loop {
-        let (mut conn, reused) = before(net, deadline.at, net.connect(ep, fresh))
-            .await?
-            .map_err(Failure::Connect)?;
-        reply.clear();
-        let mut exchange = Exchange::new(head, trip.expect, sent_session_id, cfg.limits);
-        let sent = before(net, deadline.at, async {
+    reply.clear();
+    let mut exchange = Exchange::new(head, trip.expect, sent_session_id, cfg.limits);
+    let sent = {
+        let send = pin!(async {
             conn.write_all(request.bytes()).await?;
             conn.flush().await
-        })
-        .await?;
-        if sent.is_err() {
-            if reused && !fresh {
-                fresh = true;
-                continue;
-            }
-            return Err(Failure::SendFailed);
-        }
-        let mut progress_seen = handler.progress_seen();
-        let step = loop {
-            let n = match before(net, deadline.at, conn.read(read)).await? {
-                Ok(n) => n,
-                Err(_) => {
-                    if reused && !fresh && !exchange.received_any() {
-                        break None;
-                    }
-                    return Err(Failure::ReadFailed);
-                }
-            };
-            if n == 0 {
-                if reused && !fresh && !exchange.received_any() {
-                    break None;
-                }
-                break Some(exchange.finish(reply, handler)?);
-            }
-            let (_, step) = exchange.feed(read.get(..n).unwrap_or(&[]), reply, handler)?;
-            if handler.progress_seen() != progress_seen {
-                progress_seen = handler.progress_seen();
-                deadline.extend(net.now());
-            }
-            if step != Step::NeedMore {
-                break Some(step);
-            }
-        };
-        let Some(step) = step else {
-            // The pooled connection had been closed by the server: once more, fresh.
-            fresh = true;
-            continue;
-        };
-        if step == Step::Done && exchange.awaits_end() {
-            // Read the rest of the framing for a moment, so the connection can be reused.
-            let until = net.now().saturating_add(TAIL_MS).min(deadline.at);
-            let mut tail = 0usize;
-            while exchange.awaits_end() && tail < MAX_TAIL_BYTES {
-                match before(net, until, conn.read(read)).await {
-                    Ok(Ok(n)) if n > 0 => {
-                        tail += n;
-                        exchange.drain_tail(read.get(..n).unwrap_or(&[]));
-                    }
-                    _ => break,
-                }
-            }
-        }
-        let session_id = exchange.head().and_then(|h| h.session_id.clone());
-        let resume = exchange
-            .resume_from()
-            .map(|r| (truncated::<MAX_EVENT_ID>(r.last_event_id), r.retry_ms));
-        let reusable = exchange.reusable();
-        drop(exchange);
-        if reusable {
-            net.recycle(ep, conn);
-        }
-        return Ok(RoundTrip {
-            done: step == Step::Done,
-            session_id,
-            resume,
         });
+        before(net, deadline.at, send).await?
+    };
+    if sent.is_err() {
+        if retry_fresh {
+            return Ok(None);
+        }
+        return Err(Failure::SendFailed);
     }
+    let mut progress_seen = handler.progress_seen();
+    let step = loop {
+        let got = {
+            let r = pin!(conn.read(read));
+            before(net, deadline.at, r).await?
+        };
+        let n = match got {
+            Ok(n) => n,
+            Err(_) => {
+                if retry_fresh && !exchange.received_any() {
+                    return Ok(None);
+                }
+                return Err(Failure::ReadFailed);
+            }
+        };
+        if n == 0 {
+            if retry_fresh && !exchange.received_any() {
+                return Ok(None);
+            }
+            break exchange.finish(reply, handler)?;
+        }
+        let (_, step) = exchange.feed(read.get(..n).unwrap_or(&[]), reply, handler)?;
+        if handler.progress_seen() != progress_seen {
+            progress_seen = handler.progress_seen();
+            deadline.extend(net.now());
+        }
+        if step != Step::NeedMore {
+            break step;
+        }
+    };
+    if step == Step::Done && exchange.awaits_end() {
+        // Read the rest of the framing for a moment, so the connection can be reused.
+        let until = net.now().saturating_add(TAIL_MS).min(deadline.at);
+        let mut tail = 0usize;
+        while exchange.awaits_end() && tail < MAX_TAIL_BYTES {
+            let got = {
+                let r = pin!(conn.read(read));
+                before(net, until, r).await
+            };
+            match got {
+                Ok(Ok(n)) if n > 0 => {
+                    tail += n;
+                    exchange.drain_tail(read.get(..n).unwrap_or(&[]));
+                }
+                _ => break,
+            }
+        }
+    }
+    let session_id = exchange.head().and_then(|h| h.session_id.clone());
+    let resume = exchange
+        .resume_from()
+        .map(|r| (truncated::<MAX_EVENT_ID>(r.last_event_id), r.retry_ms));
+    let reusable = exchange.reusable();
+    drop(exchange);
+    if reusable {
+        net.recycle(ep, conn);
+    }
+    Ok(Some(RoundTrip {
+        done: step == Step::Done,
+        session_id,
+        resume,
+    }))
 }
 
 /// Accepts any 2xx (a notification's reply).
@@ -633,7 +672,8 @@ async fn ready<N: Net, S: Shared<SlotState>, B: Buf>(
                         == Some(Phase::Initializing { attempt })
                 });
                 if still {
-                    before(net, deadline.at, state.changed(generation)).await?;
+                    let changed = pin!(state.changed(generation));
+                    before(net, deadline.at, changed).await?;
                 }
             }
         }
@@ -783,7 +823,7 @@ fn write_failure<Sec: AsRef<[u8]>, B: Buf>(secrets: &[Sec], failure: &Failure, o
 
 /// One server's attempt at a tool call: ready the session, send, retry once after a 404.
 #[allow(clippy::too_many_arguments)]
-async fn attempt_call<N: Net, S: Shared<SlotState>, B: Buf, Sec: AsRef<[u8]>>(
+async fn attempt_call<N: Net, S: Shared<SlotState>, B: Buf + Send, Sec: AsRef<[u8]> + Sync>(
     net: &N,
     cfg: &SlotConfig<'_>,
     state: &S,
@@ -797,74 +837,110 @@ async fn attempt_call<N: Net, S: Shared<SlotState>, B: Buf, Sec: AsRef<[u8]>>(
     let mut deadline = Deadline::new(net.now(), cfg);
     let mut retried_404 = false;
     loop {
+        // The handshake and the call are separate futures awaited in turn (they share bytes).
         let snap = ready(net, cfg, state, target, &mut deadline, bufs).await?;
-        let id = state.with(|s| s.next_id());
-        let progress = cfg.progress_extends_to_ms.map(|_| id);
-        let (mut wire, out) = bufs.split();
-        let mut handler = CallHandler {
-            id,
-            secrets,
-            text: out.text,
-            error: out.error,
-            raw: cfg.keep_raw.then_some(out.raw),
-            answer: None,
-            progress: 0,
-        };
-        let body = Body::ToolsCall {
-            id,
+        let call = CallIn {
+            ep,
+            snap: &snap,
             tool,
             args,
-            progress,
         };
-        let call = Trip::post(ep, Some(&snap), body);
-        // Only where the reply can be resumed outlives the round trip (not its session id):
-        // this future stays small.
-        let mut rt = send(net, cfg, &call, &mut wire, &mut deadline, &mut handler)
-            .await
-            .map(RoundTrip::resumable);
-        // A reply stream that ended without the response, from a server that gave event
-        // ids: resume with GET and Last-Event-ID after its retry delay (bounded).
-        let mut resumes = 0;
-        loop {
-            let (last_id, retry) = match rt {
-                Ok(Some(r)) if handler.answer.is_none() && resumes < MAX_RESUMES => r,
-                other => {
-                    rt = other;
-                    break;
-                }
-            };
-            resumes += 1;
-            let wake = net.now().saturating_add(u64::from(retry.unwrap_or(0)));
-            if wake >= deadline.at {
-                rt = Err(Failure::TimedOut);
-                break;
-            }
-            net.sleep_until(wake).await;
-            let resume = Trip {
-                method: Method::Get,
-                last_event_id: Some(last_id.as_str()),
-                body: Body::None,
-                ..Trip::post(ep, Some(&snap), Body::None)
-            };
-            rt = send(net, cfg, &resume, &mut wire, &mut deadline, &mut handler)
-                .await
-                .map(RoundTrip::resumable);
-        }
-        let answer = handler.answer.take();
-        match rt {
+        match call_in_session(net, cfg, state, &call, secrets, &mut deadline, bufs).await {
             Err(Failure::SessionExpired) if !retried_404 => {
                 retried_404 = true;
                 forget_session(state, target, &snap);
-                continue;
             }
-            Err(Failure::TimedOut) => {
-                let cancel = Trip::post(ep, Some(&snap), Body::Cancelled { id });
-                courtesy(net, cfg, &cancel, &mut wire).await;
-                return Err(Failure::TimedOut);
-            }
-            Err(f) => return Err(f),
-            Ok(_) => return answer.unwrap_or(Err(Failure::NoResponse)),
+            other => return other,
         }
+    }
+}
+
+/// A tool call in one ready session.
+struct CallIn<'x> {
+    ep: &'x Endpoint<'x>,
+    snap: &'x Snapshot,
+    tool: &'x str,
+    args: Option<Value<'x>>,
+}
+
+/// Sends the tool call in its session, resumes a reply stream that ended early, and cancels
+/// on timeout.
+async fn call_in_session<N: Net, S: Shared<SlotState>, B: Buf + Send, Sec: AsRef<[u8]> + Sync>(
+    net: &N,
+    cfg: &SlotConfig<'_>,
+    state: &S,
+    call: &CallIn<'_>,
+    secrets: &[Sec],
+    deadline: &mut Deadline,
+    bufs: &mut CallBuffers<'_, B>,
+) -> Result<Answer, Failure> {
+    let CallIn {
+        ep,
+        snap,
+        tool,
+        args,
+    } = *call;
+    let id = state.with(|s| s.next_id());
+    let progress = cfg.progress_extends_to_ms.map(|_| id);
+    let (mut wire, out) = bufs.split();
+    let mut handler = CallHandler {
+        id,
+        secrets,
+        text: out.text,
+        error: out.error,
+        raw: cfg.keep_raw.then_some(out.raw),
+        answer: None,
+        progress: 0,
+    };
+    let body = Body::ToolsCall {
+        id,
+        tool,
+        args,
+        progress,
+    };
+    let call = Trip::post(ep, Some(snap), body);
+    // Only where the reply can be resumed outlives the round trip (not its session id):
+    // this future stays small.
+    let mut rt = send(net, cfg, &call, &mut wire, deadline, &mut handler)
+        .await
+        .map(RoundTrip::resumable);
+    // A reply stream that ended without the response, from a server that gave event
+    // ids: resume with GET and Last-Event-ID after its retry delay (bounded).
+    let mut resumes = 0;
+    loop {
+        let (last_id, retry) = match rt {
+            Ok(Some(r)) if handler.answer.is_none() && resumes < MAX_RESUMES => r,
+            other => {
+                rt = other;
+                break;
+            }
+        };
+        resumes += 1;
+        let wake = net.now().saturating_add(u64::from(retry.unwrap_or(0)));
+        if wake >= deadline.at {
+            rt = Err(Failure::TimedOut);
+            break;
+        }
+        net.sleep_until(wake).await;
+        let resume = Trip {
+            method: Method::Get,
+            last_event_id: Some(last_id.as_str()),
+            body: Body::None,
+            ..Trip::post(ep, Some(snap), Body::None)
+        };
+        rt = send(net, cfg, &resume, &mut wire, deadline, &mut handler)
+            .await
+            .map(RoundTrip::resumable);
+    }
+    let answer = handler.answer.take();
+    match rt {
+        Err(Failure::TimedOut) => {
+            let cancel = Trip::post(ep, Some(snap), Body::Cancelled { id });
+            courtesy(net, cfg, &cancel, &mut wire).await;
+            Err(Failure::TimedOut)
+        }
+        Err(f) => Err(f),
+        Ok(_) => answer.unwrap_or(Err(Failure::NoResponse)),
     }
 }
 
@@ -922,8 +998,8 @@ pub async fn call<'b, N, S, B, Sec, L, T>(
 where
     N: Net,
     S: Shared<SlotState>,
-    B: Buf,
-    Sec: AsRef<[u8]>,
+    B: Buf + Send,
+    Sec: AsRef<[u8]> + Sync,
     L: Ledger,
     T: Timeline,
 {
@@ -1053,7 +1129,7 @@ impl<F: FnMut(&str)> OnMessage for ListHandler<'_, F> {
 }
 
 /// tools/list on one server, following `nextCursor` pages.
-async fn attempt_list<N: Net, S: Shared<SlotState>, B: Buf, F: FnMut(&str)>(
+async fn attempt_list<N: Net, S: Shared<SlotState>, B: Buf, F: FnMut(&str) + Send>(
     net: &N,
     cfg: &SlotConfig<'_>,
     state: &S,
@@ -1129,7 +1205,7 @@ where
     S: Shared<SlotState>,
     B: Buf,
     Sec: AsRef<[u8]>,
-    F: FnMut(&str),
+    F: FnMut(&str) + Send,
 {
     let mut target = state.with(|s| s.failover.first_target());
     loop {
