@@ -294,7 +294,10 @@ enum Body<'x> {
 }
 
 impl Body<'_> {
-    fn write(&self, out: &mut impl Sink) -> Result<(), crate::buf::Overflow> {
+    /// Through `dyn Sink`: it runs twice per request (to count, then to write), and the
+    /// encoders exist once in the binary instead of once per sink type.
+    fn write(&self, out: &mut dyn Sink) -> Result<(), crate::buf::Overflow> {
+        let out = &mut &mut *out;
         match self {
             Body::Initialize { id, version } => jsonrpc::encode_initialize(out, *id, *version),
             Body::Initialized => jsonrpc::encode_initialized(out),
