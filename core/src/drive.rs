@@ -642,13 +642,16 @@ async fn ready<N: Net, S: Shared<SlotState>, B: Buf>(
 ) -> Result<Snapshot, Failure> {
     loop {
         let generation = state.generation();
-        // `begin` (which may hold a snapshot) is not kept across the awaits below.
-        let begin = state.with(|s| s.session_mut(target).map(|sess| sess.begin()));
-        let (start, attempt) = match begin {
-            None => return Err(Failure::NoResponse),
-            Some(Begin::Ready(snap)) => return Ok(snap),
-            Some(Begin::Start { attempt }) => (true, attempt),
-            Some(Begin::Wait { attempt }) => (false, attempt),
+        // `begin` (which may hold a snapshot) ends in this block: it is not kept across the
+        // awaits below.
+        let (start, attempt) = {
+            let begin = state.with(|s| s.session_mut(target).map(|sess| sess.begin()));
+            match begin {
+                None => return Err(Failure::NoResponse),
+                Some(Begin::Ready(snap)) => return Ok(snap),
+                Some(Begin::Start { attempt }) => (true, attempt),
+                Some(Begin::Wait { attempt }) => (false, attempt),
+            }
         };
         match start {
             true => {
@@ -695,20 +698,22 @@ async fn handshake<N: Net, S: Shared<SlotState>, B: Buf>(
     let ep = cfg.endpoint(target).ok_or(Failure::NoResponse)?;
     let id = state.with(|s| s.next_id());
     let (mut wire, _) = bufs.split();
-    let init = Trip::post(
-        ep,
-        None,
-        Body::Initialize {
-            id,
-            version: cfg.version,
-        },
-    );
-    let mut handler = InitHandler { id, version: None };
-    // Only the session id is kept (the rest of the round trip's outcome would otherwise be
-    // held across the next await).
-    let RoundTrip { session_id, .. } =
-        send(net, cfg, &init, &mut wire, deadline, &mut handler).await?;
-    let version = handler.version.ok_or(Failure::NoResponse)??;
+    // The initialize request and its handler end in this block (not kept across the
+    // notification's await); only the session id and the version are.
+    let (session_id, version) = {
+        let init = Trip::post(
+            ep,
+            None,
+            Body::Initialize {
+                id,
+                version: cfg.version,
+            },
+        );
+        let mut handler = InitHandler { id, version: None };
+        let RoundTrip { session_id, .. } =
+            send(net, cfg, &init, &mut wire, deadline, &mut handler).await?;
+        (session_id, handler.version.ok_or(Failure::NoResponse)??)
+    };
     let snap = Snapshot {
         session_id,
         version,
@@ -901,12 +906,14 @@ async fn call_in_session<N: Net, S: Shared<SlotState>, B: Buf + Send, Sec: AsRef
         args,
         progress,
     };
-    let call = Trip::post(ep, Some(snap), body);
-    // Only where the reply can be resumed outlives the round trip (not its session id):
-    // this future stays small.
-    let mut rt = send(net, cfg, &call, &mut wire, deadline, &mut handler)
-        .await
-        .map(RoundTrip::resumable);
+    // Only where the reply can be resumed outlives the round trip (not its session id, nor
+    // the request): this future stays small.
+    let mut rt = {
+        let call = Trip::post(ep, Some(snap), body);
+        send(net, cfg, &call, &mut wire, deadline, &mut handler)
+            .await
+            .map(RoundTrip::resumable)
+    };
     // A reply stream that ended without the response, from a server that gave event
     // ids: resume with GET and Last-Event-ID after its retry delay (bounded).
     let mut resumes = 0;
