@@ -729,6 +729,25 @@ enum Answer {
     Refused { unknown_tool: bool },
 }
 
+/// Why a tool call's result could not be taken. Small on purpose: the handler holding it
+/// lives in the call future across every read (a whole [`Failure`] would be ~100 bytes).
+#[derive(Debug, Clone, Copy)]
+enum Untaken {
+    /// The flattened text did not fit the text buffer.
+    TextTooLarge(crate::buf::Overflow),
+    /// The result is not a tool result object.
+    NotAnObject,
+}
+
+impl From<Untaken> for Failure {
+    fn from(u: Untaken) -> Self {
+        match u {
+            Untaken::TextTooLarge(o) => Failure::TooLarge(BufferName::Text, o),
+            Untaken::NotAnObject => Failure::Rpc(jsonrpc::RpcDecodeError::NotAnObject),
+        }
+    }
+}
+
 /// Handles the reply to `tools/call`: flattens and redacts the text, or formats the refusal.
 struct CallHandler<'x, B: Buf, Sec: AsRef<[u8]>> {
     id: u64,
@@ -736,7 +755,7 @@ struct CallHandler<'x, B: Buf, Sec: AsRef<[u8]>> {
     text: &'x mut B,
     error: &'x mut B,
     raw: Option<&'x mut B>,
-    answer: Option<Result<Answer, Failure>>,
+    answer: Option<Result<Answer, Untaken>>,
     progress: u32,
 }
 
@@ -767,12 +786,12 @@ impl<B: Buf, Sec: AsRef<[u8]>> OnMessage for CallHandler<'_, B, Sec> {
                 let mut redactor = Redactor::new(self.secrets);
                 let mut sink = redactor.sink(&mut *self.text);
                 let flat = content::flatten(result, &mut sink).map_err(|e| match e {
-                    content::ContentError::Overflow(o) => Failure::TooLarge(BufferName::Text, o),
-                    _ => Failure::Rpc(jsonrpc::RpcDecodeError::NotAnObject),
+                    content::ContentError::Overflow(o) => Untaken::TextTooLarge(o),
+                    _ => Untaken::NotAnObject,
                 });
                 flat.and_then(|f| {
                     sink.finish()
-                        .map_err(|o| Failure::TooLarge(BufferName::Text, o))
+                        .map_err(Untaken::TextTooLarge)
                         .map(|_| Answer::Result {
                             is_error: f.is_error,
                         })
@@ -950,7 +969,10 @@ async fn call_in_session<N: Net, S: Shared<SlotState>, B: Buf + Send, Sec: AsRef
             Err(Failure::TimedOut)
         }
         Err(f) => Err(f),
-        Ok(_) => answer.unwrap_or(Err(Failure::NoResponse)),
+        Ok(_) => match answer {
+            Some(a) => a.map_err(Failure::from),
+            None => Err(Failure::NoResponse),
+        },
     }
 }
 

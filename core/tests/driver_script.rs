@@ -1011,8 +1011,8 @@ fn the_call_future_stays_small() {
     let size = core::mem::size_of_val(&fut);
     println!("drive::call future: {size} bytes");
     assert!(
-        size <= 3584,
-        "drive::call future is {size} bytes, over its 3.5 KiB cap"
+        size <= 3 * 1024 + 128,
+        "drive::call future is {size} bytes, over its cap of 3200 bytes"
     );
     let r = embassy_futures::block_on(fut);
     assert!(r.ok, "the measured future also runs: {:?}", r.error);
