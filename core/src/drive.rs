@@ -10,6 +10,8 @@
 
 use core::fmt::Write as _;
 
+use core::pin::pin;
+
 use embassy_futures::select::{Either, select};
 use embedded_io_async::{Read, Write};
 use heapless::String;
@@ -292,7 +294,10 @@ enum Body<'x> {
 }
 
 impl Body<'_> {
-    fn write(&self, out: &mut impl Sink) -> Result<(), crate::buf::Overflow> {
+    /// Through `dyn Sink`: it runs twice per request (to count, then to write), and the
+    /// encoders exist once in the binary instead of once per sink type.
+    fn write(&self, out: &mut dyn Sink) -> Result<(), crate::buf::Overflow> {
+        let out = &mut &mut *out;
         match self {
             Body::Initialize { id, version } => jsonrpc::encode_initialize(out, *id, *version),
             Body::Initialized => jsonrpc::encode_initialized(out),
@@ -395,13 +400,13 @@ impl<B: Buf> CallBuffers<'_, B> {
 }
 
 /// Writes `trip`'s request and runs the round trip.
-async fn send<N: Net, B: Buf, H: OnMessage + Progressing>(
+async fn send<N: Net, B: Buf>(
     net: &N,
     cfg: &SlotConfig<'_>,
     trip: &Trip<'_>,
     wire: &mut Wire<'_, B>,
     deadline: &mut Deadline,
-    handler: &mut H,
+    handler: &mut (dyn OnMessage + Send),
 ) -> Result<RoundTrip, Failure> {
     trip.write(wire.request, cfg)?;
     round_trip(net, cfg, trip, wire, deadline, handler).await
@@ -417,17 +422,63 @@ struct RoundTrip {
     resume: Option<(String<MAX_EVENT_ID>, Option<u32>)>,
 }
 
+impl RoundTrip {
+    /// Where to resume a reply stream that ended without its response (none once done).
+    fn resumable(self) -> Option<(String<MAX_EVENT_ID>, Option<u32>)> {
+        if self.done { None } else { self.resume }
+    }
+}
+
 /// Sends the request in `wire` to the trip's endpoint and feeds the reply to `handler` until
 /// it has its response. A pooled connection that fails before any reply byte is retried once
 /// on a fresh one.
-async fn round_trip<N: Net, B: Buf, H: OnMessage + Progressing>(
+///
+/// Connecting and exchanging are separate futures awaited in turn, so the connect future and
+/// the exchange's decoder state share the same bytes of this future.
+async fn round_trip<N: Net, B: Buf>(
     net: &N,
     cfg: &SlotConfig<'_>,
     trip: &Trip<'_>,
     wire: &mut Wire<'_, B>,
     deadline: &mut Deadline,
-    handler: &mut H,
+    handler: &mut (dyn OnMessage + Send),
 ) -> Result<RoundTrip, Failure> {
+    let mut fresh = false;
+    loop {
+        let (conn, reused) = open(net, trip.ep, fresh, deadline.at).await?;
+        let retry_fresh = reused && !fresh;
+        match exchange(net, cfg, trip, wire, conn, retry_fresh, deadline, handler).await? {
+            Some(rt) => return Ok(rt),
+            // The pooled connection had been closed by the server: once more, fresh.
+            None => fresh = true,
+        }
+    }
+}
+
+/// Opens (or takes from the pool) a connection to `ep` before `at`.
+async fn open<N: Net>(
+    net: &N,
+    ep: &Endpoint<'_>,
+    fresh: bool,
+    at: Millis,
+) -> Result<(N::Conn, bool), Failure> {
+    let connect = pin!(net.connect(ep, fresh));
+    before(net, at, connect).await?.map_err(Failure::Connect)
+}
+
+/// Writes the request on `conn` and reads the reply. `Ok(None)`: the connection failed before
+/// any reply byte and `retry_fresh` allows one more try on a fresh connection.
+#[allow(clippy::too_many_arguments)]
+async fn exchange<N: Net, B: Buf>(
+    net: &N,
+    cfg: &SlotConfig<'_>,
+    trip: &Trip<'_>,
+    wire: &mut Wire<'_, B>,
+    mut conn: N::Conn,
+    retry_fresh: bool,
+    deadline: &mut Deadline,
+    handler: &mut (dyn OnMessage + Send),
+) -> Result<Option<RoundTrip>, Failure> {
     let ep = trip.ep;
     let sent_session_id = trip.snap.is_some_and(|s| s.session_id.is_some());
     let Wire {
@@ -436,92 +487,83 @@ async fn round_trip<N: Net, B: Buf, H: OnMessage + Progressing>(
         read,
         reply,
     } = wire;
-    let mut fresh = false;
-    loop {
-        let (mut conn, reused) = before(net, deadline.at, net.connect(ep, fresh))
-            .await?
-            .map_err(Failure::Connect)?;
-        reply.clear();
-        let mut exchange = Exchange::new(head, trip.expect, sent_session_id, cfg.limits);
-        let sent = before(net, deadline.at, async {
+    reply.clear();
+    let mut exchange = Exchange::new(head, trip.expect, sent_session_id, cfg.limits);
+    let sent = {
+        let send = pin!(async {
             conn.write_all(request.bytes()).await?;
             conn.flush().await
-        })
-        .await?;
-        if sent.is_err() {
-            if reused && !fresh {
-                fresh = true;
-                continue;
-            }
-            return Err(Failure::SendFailed);
-        }
-        let mut progress_seen = handler.progress_seen();
-        let step = loop {
-            let n = match before(net, deadline.at, conn.read(read)).await? {
-                Ok(n) => n,
-                Err(_) => {
-                    if reused && !fresh && !exchange.received_any() {
-                        break None;
-                    }
-                    return Err(Failure::ReadFailed);
-                }
-            };
-            if n == 0 {
-                if reused && !fresh && !exchange.received_any() {
-                    break None;
-                }
-                break Some(exchange.finish(reply, handler)?);
-            }
-            let (_, step) = exchange.feed(read.get(..n).unwrap_or(&[]), reply, handler)?;
-            if handler.progress_seen() != progress_seen {
-                progress_seen = handler.progress_seen();
-                deadline.extend(net.now());
-            }
-            if step != Step::NeedMore {
-                break Some(step);
-            }
-        };
-        let Some(step) = step else {
-            // The pooled connection had been closed by the server: once more, fresh.
-            fresh = true;
-            continue;
-        };
-        if step == Step::Done && exchange.awaits_end() {
-            // Read the rest of the framing for a moment, so the connection can be reused.
-            let until = net.now().saturating_add(TAIL_MS).min(deadline.at);
-            let mut tail = 0usize;
-            while exchange.awaits_end() && tail < MAX_TAIL_BYTES {
-                match before(net, until, conn.read(read)).await {
-                    Ok(Ok(n)) if n > 0 => {
-                        tail += n;
-                        exchange.drain_tail(read.get(..n).unwrap_or(&[]));
-                    }
-                    _ => break,
-                }
-            }
-        }
-        let session_id = exchange.head().and_then(|h| h.session_id.clone());
-        let resume = exchange
-            .resume_from()
-            .map(|r| (truncated::<MAX_EVENT_ID>(r.last_event_id), r.retry_ms));
-        let reusable = exchange.reusable();
-        drop(exchange);
-        if reusable {
-            net.recycle(ep, conn);
-        }
-        return Ok(RoundTrip {
-            done: step == Step::Done,
-            session_id,
-            resume,
         });
+        before(net, deadline.at, send).await?
+    };
+    if sent.is_err() {
+        if retry_fresh {
+            return Ok(None);
+        }
+        return Err(Failure::SendFailed);
     }
-}
-
-/// A handler that can tell the driver a progress notification arrived.
-trait Progressing {
-    fn progress_seen(&self) -> u32 {
-        0
+    let mut progress_seen = handler.progress_seen();
+    let step = loop {
+        let got = {
+            let r = pin!(conn.read(read));
+            before(net, deadline.at, r).await?
+        };
+        let n = match got {
+            Ok(n) => n,
+            Err(_) => {
+                if retry_fresh && !exchange.received_any() {
+                    return Ok(None);
+                }
+                return Err(Failure::ReadFailed);
+            }
+        };
+        if n == 0 {
+            if retry_fresh && !exchange.received_any() {
+                return Ok(None);
+            }
+            break exchange.finish(reply, handler)?;
+        }
+        let (_, step) = exchange.feed(read.get(..n).unwrap_or(&[]), reply, handler)?;
+        if handler.progress_seen() != progress_seen {
+            progress_seen = handler.progress_seen();
+            deadline.extend(net.now());
+        }
+        if step != Step::NeedMore {
+            break step;
+        }
+    };
+    if step == Step::Done && exchange.awaits_end() {
+        // Read the rest of the framing for a moment, so the connection can be reused.
+        let until = net.now().saturating_add(TAIL_MS).min(deadline.at);
+        let mut tail = 0usize;
+        while exchange.awaits_end() && tail < MAX_TAIL_BYTES {
+            let got = {
+                let r = pin!(conn.read(read));
+                before(net, until, r).await
+            };
+            match got {
+                Ok(Ok(n)) if n > 0 => {
+                    tail += n;
+                    exchange.drain_tail(read.get(..n).unwrap_or(&[]));
+                }
+                _ => break,
+            }
+        }
     }
+    let session_id = exchange.head().and_then(|h| h.session_id.clone());
+    let resume = exchange
+        .resume_from()
+        .map(|r| (truncated::<MAX_EVENT_ID>(r.last_event_id), r.retry_ms));
+    let reusable = exchange.reusable();
+    drop(exchange);
+    if reusable {
+        net.recycle(ep, conn);
+    }
+    Ok(Some(RoundTrip {
+        done: step == Step::Done,
+        session_id,
+        resume,
+    }))
 }
 
 /// Accepts any 2xx (a notification's reply).
@@ -531,7 +573,6 @@ impl OnMessage for Accept {
         Ok(Verdict::Done)
     }
 }
-impl Progressing for Accept {}
 
 /// Parses one message and looks for the response to `id`; `last_chance` also takes a
 /// response whose id is `null`.
@@ -565,7 +606,6 @@ struct InitHandler {
     id: u64,
     version: Option<Result<ProtocolVersion, Failure>>,
 }
-impl Progressing for InitHandler {}
 impl OnMessage for InitHandler {
     fn on_message(&mut self, msg: &[u8], last_chance: bool) -> Result<Verdict, Failure> {
         match find(msg, self.id, last_chance)? {
@@ -608,11 +648,19 @@ async fn ready<N: Net, S: Shared<SlotState>, B: Buf>(
 ) -> Result<Snapshot, Failure> {
     loop {
         let generation = state.generation();
-        let begin = state.with(|s| s.session_mut(target).map(|sess| sess.begin()));
-        match begin {
-            None => return Err(Failure::NoResponse),
-            Some(Begin::Ready(snap)) => return Ok(snap),
-            Some(Begin::Start { attempt }) => {
+        // `begin` (which may hold a snapshot) ends in this block: it is not kept across the
+        // awaits below.
+        let (start, attempt) = {
+            let begin = state.with(|s| s.session_mut(target).map(|sess| sess.begin()));
+            match begin {
+                None => return Err(Failure::NoResponse),
+                Some(Begin::Ready(snap)) => return Ok(snap),
+                Some(Begin::Start { attempt }) => (true, attempt),
+                Some(Begin::Wait { attempt }) => (false, attempt),
+            }
+        };
+        match start {
+            true => {
                 let outcome = handshake(net, cfg, state, target, deadline, bufs).await;
                 state.with(|s| {
                     if let Some(sess) = s.session_mut(target) {
@@ -625,19 +673,19 @@ async fn ready<N: Net, S: Shared<SlotState>, B: Buf>(
                 state.notify();
                 return outcome;
             }
-            Some(Begin::Wait { attempt }) => {
-                let outcome = state.with(|s| s.session(target).and_then(|x| x.outcome_of(attempt)));
-                match outcome {
-                    Some(result) => return result,
-                    None => {
-                        let still = state.with(|s| {
-                            s.session(target).map(|x| x.phase().clone())
-                                == Some(Phase::Initializing { attempt })
-                        });
-                        if still {
-                            before(net, deadline.at, state.changed(generation)).await?;
-                        }
-                    }
+            false => {
+                if let Some(result) =
+                    state.with(|s| s.session(target).and_then(|x| x.outcome_of(attempt)))
+                {
+                    return result;
+                }
+                let still = state.with(|s| {
+                    s.session(target).map(|x| x.phase().clone())
+                        == Some(Phase::Initializing { attempt })
+                });
+                if still {
+                    let changed = pin!(state.changed(generation));
+                    before(net, deadline.at, changed).await?;
                 }
             }
         }
@@ -656,19 +704,24 @@ async fn handshake<N: Net, S: Shared<SlotState>, B: Buf>(
     let ep = cfg.endpoint(target).ok_or(Failure::NoResponse)?;
     let id = state.with(|s| s.next_id());
     let (mut wire, _) = bufs.split();
-    let init = Trip::post(
-        ep,
-        None,
-        Body::Initialize {
-            id,
-            version: cfg.version,
-        },
-    );
-    let mut handler = InitHandler { id, version: None };
-    let rt = send(net, cfg, &init, &mut wire, deadline, &mut handler).await?;
-    let version = handler.version.ok_or(Failure::NoResponse)??;
+    // The initialize request and its handler end in this block (not kept across the
+    // notification's await); only the session id and the version are.
+    let (session_id, version) = {
+        let init = Trip::post(
+            ep,
+            None,
+            Body::Initialize {
+                id,
+                version: cfg.version,
+            },
+        );
+        let mut handler = InitHandler { id, version: None };
+        let RoundTrip { session_id, .. } =
+            send(net, cfg, &init, &mut wire, deadline, &mut handler).await?;
+        (session_id, handler.version.ok_or(Failure::NoResponse)??)
+    };
     let snap = Snapshot {
-        session_id: rt.session_id,
+        session_id,
         version,
     };
     let initialized = Trip::post(ep, Some(&snap), Body::Initialized);
@@ -682,6 +735,25 @@ enum Answer {
     Refused { unknown_tool: bool },
 }
 
+/// Why a tool call's result could not be taken. Small on purpose: the handler holding it
+/// lives in the call future across every read (a whole [`Failure`] would be ~100 bytes).
+#[derive(Debug, Clone, Copy)]
+enum Untaken {
+    /// The flattened text did not fit the text buffer.
+    TextTooLarge(crate::buf::Overflow),
+    /// The result is not a tool result object.
+    NotAnObject,
+}
+
+impl From<Untaken> for Failure {
+    fn from(u: Untaken) -> Self {
+        match u {
+            Untaken::TextTooLarge(o) => Failure::TooLarge(BufferName::Text, o),
+            Untaken::NotAnObject => Failure::Rpc(jsonrpc::RpcDecodeError::NotAnObject),
+        }
+    }
+}
+
 /// Handles the reply to `tools/call`: flattens and redacts the text, or formats the refusal.
 struct CallHandler<'x, B: Buf, Sec: AsRef<[u8]>> {
     id: u64,
@@ -689,17 +761,15 @@ struct CallHandler<'x, B: Buf, Sec: AsRef<[u8]>> {
     text: &'x mut B,
     error: &'x mut B,
     raw: Option<&'x mut B>,
-    answer: Option<Result<Answer, Failure>>,
+    answer: Option<Result<Answer, Untaken>>,
     progress: u32,
 }
 
-impl<B: Buf, Sec: AsRef<[u8]>> Progressing for CallHandler<'_, B, Sec> {
+impl<B: Buf, Sec: AsRef<[u8]>> OnMessage for CallHandler<'_, B, Sec> {
     fn progress_seen(&self) -> u32 {
         self.progress
     }
-}
 
-impl<B: Buf, Sec: AsRef<[u8]>> OnMessage for CallHandler<'_, B, Sec> {
     fn on_message(&mut self, msg: &[u8], last_chance: bool) -> Result<Verdict, Failure> {
         let outcome = match find(msg, self.id, last_chance)? {
             Lookup::Ours(outcome) => outcome,
@@ -722,12 +792,12 @@ impl<B: Buf, Sec: AsRef<[u8]>> OnMessage for CallHandler<'_, B, Sec> {
                 let mut redactor = Redactor::new(self.secrets);
                 let mut sink = redactor.sink(&mut *self.text);
                 let flat = content::flatten(result, &mut sink).map_err(|e| match e {
-                    content::ContentError::Overflow(o) => Failure::TooLarge(BufferName::Text, o),
-                    _ => Failure::Rpc(jsonrpc::RpcDecodeError::NotAnObject),
+                    content::ContentError::Overflow(o) => Untaken::TextTooLarge(o),
+                    _ => Untaken::NotAnObject,
                 });
                 flat.and_then(|f| {
                     sink.finish()
-                        .map_err(|o| Failure::TooLarge(BufferName::Text, o))
+                        .map_err(Untaken::TextTooLarge)
                         .map(|_| Answer::Result {
                             is_error: f.is_error,
                         })
@@ -786,7 +856,7 @@ fn write_failure<Sec: AsRef<[u8]>, B: Buf>(secrets: &[Sec], failure: &Failure, o
 
 /// One server's attempt at a tool call: ready the session, send, retry once after a 404.
 #[allow(clippy::too_many_arguments)]
-async fn attempt_call<N: Net, S: Shared<SlotState>, B: Buf, Sec: AsRef<[u8]>>(
+async fn attempt_call<N: Net, S: Shared<SlotState>, B: Buf + Send, Sec: AsRef<[u8]> + Sync>(
     net: &N,
     cfg: &SlotConfig<'_>,
     state: &S,
@@ -800,70 +870,115 @@ async fn attempt_call<N: Net, S: Shared<SlotState>, B: Buf, Sec: AsRef<[u8]>>(
     let mut deadline = Deadline::new(net.now(), cfg);
     let mut retried_404 = false;
     loop {
+        // The handshake and the call are separate futures awaited in turn (they share bytes).
         let snap = ready(net, cfg, state, target, &mut deadline, bufs).await?;
-        let id = state.with(|s| s.next_id());
-        let progress = cfg.progress_extends_to_ms.map(|_| id);
-        let (mut wire, out) = bufs.split();
-        let mut handler = CallHandler {
-            id,
-            secrets,
-            text: out.text,
-            error: out.error,
-            raw: cfg.keep_raw.then_some(out.raw),
-            answer: None,
-            progress: 0,
-        };
-        let body = Body::ToolsCall {
-            id,
+        let call = CallIn {
+            ep,
+            snap: &snap,
             tool,
             args,
-            progress,
         };
-        let call = Trip::post(ep, Some(&snap), body);
-        let mut rt = send(net, cfg, &call, &mut wire, &mut deadline, &mut handler).await;
-        // A reply stream that ended without the response, from a server that gave event
-        // ids: resume with GET and Last-Event-ID after its retry delay (bounded).
-        let mut resumes = 0;
-        while let Ok(RoundTrip {
-            done: false,
-            resume: Some((last_id, retry)),
-            ..
-        }) = &rt
-        {
-            if handler.answer.is_some() || resumes >= MAX_RESUMES {
-                break;
-            }
-            resumes += 1;
-            let wake = net.now().saturating_add(u64::from(retry.unwrap_or(0)));
-            if wake >= deadline.at {
-                rt = Err(Failure::TimedOut);
-                break;
-            }
-            net.sleep_until(wake).await;
-            let last_id = last_id.clone();
-            let resume = Trip {
-                method: Method::Get,
-                last_event_id: Some(last_id.as_str()),
-                body: Body::None,
-                ..Trip::post(ep, Some(&snap), Body::None)
-            };
-            rt = send(net, cfg, &resume, &mut wire, &mut deadline, &mut handler).await;
-        }
-        let answer = handler.answer.take();
-        match rt {
+        match call_in_session(net, cfg, state, &call, secrets, &mut deadline, bufs).await {
             Err(Failure::SessionExpired) if !retried_404 => {
                 retried_404 = true;
                 forget_session(state, target, &snap);
-                continue;
             }
-            Err(Failure::TimedOut) => {
-                let cancel = Trip::post(ep, Some(&snap), Body::Cancelled { id });
-                courtesy(net, cfg, &cancel, &mut wire).await;
-                return Err(Failure::TimedOut);
-            }
-            Err(f) => return Err(f),
-            Ok(_) => return answer.unwrap_or(Err(Failure::NoResponse)),
+            other => return other,
         }
+    }
+}
+
+/// A tool call in one ready session.
+struct CallIn<'x> {
+    ep: &'x Endpoint<'x>,
+    snap: &'x Snapshot,
+    tool: &'x str,
+    args: Option<Value<'x>>,
+}
+
+/// Sends the tool call in its session, resumes a reply stream that ended early, and cancels
+/// on timeout.
+async fn call_in_session<N: Net, S: Shared<SlotState>, B: Buf + Send, Sec: AsRef<[u8]> + Sync>(
+    net: &N,
+    cfg: &SlotConfig<'_>,
+    state: &S,
+    call: &CallIn<'_>,
+    secrets: &[Sec],
+    deadline: &mut Deadline,
+    bufs: &mut CallBuffers<'_, B>,
+) -> Result<Answer, Failure> {
+    let CallIn {
+        ep,
+        snap,
+        tool,
+        args,
+    } = *call;
+    let id = state.with(|s| s.next_id());
+    let progress = cfg.progress_extends_to_ms.map(|_| id);
+    let (mut wire, out) = bufs.split();
+    let mut handler = CallHandler {
+        id,
+        secrets,
+        text: out.text,
+        error: out.error,
+        raw: cfg.keep_raw.then_some(out.raw),
+        answer: None,
+        progress: 0,
+    };
+    let body = Body::ToolsCall {
+        id,
+        tool,
+        args,
+        progress,
+    };
+    // Only where the reply can be resumed outlives the round trip (not its session id, nor
+    // the request): this future stays small.
+    let mut rt = {
+        let call = Trip::post(ep, Some(snap), body);
+        send(net, cfg, &call, &mut wire, deadline, &mut handler)
+            .await
+            .map(RoundTrip::resumable)
+    };
+    // A reply stream that ended without the response, from a server that gave event
+    // ids: resume with GET and Last-Event-ID after its retry delay (bounded).
+    let mut resumes = 0;
+    loop {
+        let (last_id, retry) = match rt {
+            Ok(Some(r)) if handler.answer.is_none() && resumes < MAX_RESUMES => r,
+            other => {
+                rt = other;
+                break;
+            }
+        };
+        resumes += 1;
+        let wake = net.now().saturating_add(u64::from(retry.unwrap_or(0)));
+        if wake >= deadline.at {
+            rt = Err(Failure::TimedOut);
+            break;
+        }
+        net.sleep_until(wake).await;
+        let resume = Trip {
+            method: Method::Get,
+            last_event_id: Some(last_id.as_str()),
+            body: Body::None,
+            ..Trip::post(ep, Some(snap), Body::None)
+        };
+        rt = send(net, cfg, &resume, &mut wire, deadline, &mut handler)
+            .await
+            .map(RoundTrip::resumable);
+    }
+    let answer = handler.answer.take();
+    match rt {
+        Err(Failure::TimedOut) => {
+            let cancel = Trip::post(ep, Some(snap), Body::Cancelled { id });
+            courtesy(net, cfg, &cancel, &mut wire).await;
+            Err(Failure::TimedOut)
+        }
+        Err(f) => Err(f),
+        Ok(_) => match answer {
+            Some(a) => a.map_err(Failure::from),
+            None => Err(Failure::NoResponse),
+        },
     }
 }
 
@@ -921,8 +1036,8 @@ pub async fn call<'b, N, S, B, Sec, L, T>(
 where
     N: Net,
     S: Shared<SlotState>,
-    B: Buf,
-    Sec: AsRef<[u8]>,
+    B: Buf + Send,
+    Sec: AsRef<[u8]> + Sync,
     L: Ledger,
     T: Timeline,
 {
@@ -1007,7 +1122,6 @@ struct ListHandler<'x, F: FnMut(&str, &[u8]), B: Buf, Sec: AsRef<[u8]>> {
     has_next: bool,
     answer: Option<Result<(), ListError>>,
 }
-impl<F: FnMut(&str, &[u8]), B: Buf, Sec: AsRef<[u8]>> Progressing for ListHandler<'_, F, B, Sec> {}
 impl<F: FnMut(&str, &[u8]), B: Buf, Sec: AsRef<[u8]>> OnMessage for ListHandler<'_, F, B, Sec> {
     fn on_message(&mut self, msg: &[u8], last_chance: bool) -> Result<Verdict, Failure> {
         let outcome = match find(msg, self.id, last_chance)? {
@@ -1073,9 +1187,9 @@ async fn attempt_list<N, S, B, Sec, F>(
 where
     N: Net,
     S: Shared<SlotState>,
-    B: Buf,
-    Sec: AsRef<[u8]>,
-    F: FnMut(&str, &[u8]),
+    B: Buf + Send,
+    Sec: AsRef<[u8]> + Sync,
+    F: FnMut(&str, &[u8]) + Send,
 {
     let ep = cfg
         .endpoint(target)
@@ -1145,9 +1259,9 @@ pub async fn list_tools<N, S, B, Sec, F>(
 where
     N: Net,
     S: Shared<SlotState>,
-    B: Buf,
-    Sec: AsRef<[u8]>,
-    F: FnMut(&str),
+    B: Buf + Send,
+    Sec: AsRef<[u8]> + Sync,
+    F: FnMut(&str) + Send,
 {
     list_tools_described(net, cfg, state, secrets, bufs, |name, _| on_tool(name)).await
 }
@@ -1165,9 +1279,9 @@ pub async fn list_tools_described<N, S, B, Sec, F>(
 where
     N: Net,
     S: Shared<SlotState>,
-    B: Buf,
-    Sec: AsRef<[u8]>,
-    F: FnMut(&str, &[u8]),
+    B: Buf + Send,
+    Sec: AsRef<[u8]> + Sync,
+    F: FnMut(&str, &[u8]) + Send,
 {
     let mut target = state.with(|s| s.failover.first_target());
     loop {

@@ -1073,3 +1073,45 @@ fn a_response_to_another_request_is_never_taken_as_ours() {
         );
     }
 }
+
+/// The call future is what an edge executor keeps in its static task arena: its size is the
+/// client's static RAM there. Printed (run with `--nocapture`), and held under a cap so a
+/// large local kept across an await does not creep back in. The figure is for this host
+/// (64-bit pointers); on the 32-bit edge target the same future is smaller.
+#[test]
+fn the_call_future_stays_small() {
+    let ep = Endpoint::parse_base("http://127.0.0.1:9001").unwrap();
+    let c = cfg(&ep, None);
+    let mut rig = Rig::new(good_server("sess-1"), 4096, false);
+    let mut head = vec![0u8; 1024];
+    let mut read = vec![0u8; 1024];
+    let mut bufs = CallBuffers {
+        request: VecBuf::new(1024),
+        head: &mut head,
+        read: &mut read,
+        reply: VecBuf::new(8192),
+        text: VecBuf::new(4096),
+        error: VecBuf::new(256),
+        raw: VecBuf::new(0),
+    };
+    let secrets: &[&str] = &[];
+    let fut = drive::call(
+        &rig.net,
+        &c,
+        &rig.state,
+        "echo",
+        None,
+        secrets,
+        &mut rig.ledger,
+        &mut rig.events,
+        &mut bufs,
+    );
+    let size = core::mem::size_of_val(&fut);
+    println!("drive::call future: {size} bytes");
+    assert!(
+        size <= 3 * 1024 + 128,
+        "drive::call future is {size} bytes, over its cap of 3200 bytes"
+    );
+    let r = embassy_futures::block_on(fut);
+    assert!(r.ok, "the measured future also runs: {:?}", r.error);
+}

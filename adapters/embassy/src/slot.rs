@@ -118,7 +118,7 @@ impl<'a> EdgeSlot<'a> {
     /// Calls `tool` with `args` (`None` sends `{}`). Never fails: every failure is an
     /// `ok: false` result, whose text and error live in `bufs`. A buffer that is too small is
     /// reported by name with its cap and the size it needed at least.
-    pub async fn call<'b, N: Net, B: Buf>(
+    pub async fn call<'b, N: Net, B: Buf + Send>(
         &self,
         net: &N,
         tool: &str,
@@ -151,11 +151,11 @@ impl<'a> EdgeSlot<'a> {
 
     /// Lists the tools of the slot (every page, failing over on a primary failure); each
     /// name goes to `on_tool`.
-    pub async fn list_tools<N: Net, B: Buf>(
+    pub async fn list_tools<N: Net, B: Buf + Send>(
         &self,
         net: &N,
         bufs: &mut CallBuffers<'_, B>,
-        on_tool: impl FnMut(&str),
+        on_tool: impl FnMut(&str) + Send,
     ) -> Result<(), ListError> {
         drive::list_tools(net, &self.config, &self.state, &self.secrets, bufs, on_tool).await
     }
@@ -165,7 +165,7 @@ impl<'a> EdgeSlot<'a> {
     /// unwrapped into the tool's own exit code and output (`harness::exec`). `args` is scratch
     /// for the arguments (the command plus about 64 bytes); too small gives `ok: false` with
     /// an error that names the buffer and says by how much.
-    pub async fn exec<'b, N: Net, B: Buf>(
+    pub async fn exec<'b, N: Net, B: Buf + Send>(
         &self,
         net: &N,
         command: &str,

@@ -322,7 +322,10 @@ impl SlotHandle {
     }
 
     /// tools/list through the driver, each tool's name and redacted JSON to `on_tool`.
-    async fn each_tool(&self, on_tool: impl FnMut(&str, &[u8])) -> Result<(), ListToolsError> {
+    async fn each_tool(
+        &self,
+        on_tool: impl FnMut(&str, &[u8]) + Send,
+    ) -> Result<(), ListToolsError> {
         let endpoints = self.endpoints().map_err(|e| ListToolsError {
             message: format!("tools/list failed: {e}"),
         })?;

@@ -17,7 +17,8 @@ use super::http::{Decoded, Framing, MediaType, ResponseDecoder, ResponseHead, Re
 use super::sse::{EventKind, SseDecoder, SseLimits, SseStep};
 use crate::buf::{Buf, Overflow, Sink};
 
-/// Bytes of an error body kept for the failure's snippet.
+/// Bytes of an error body kept for the failure's snippet (in the reply buffer, which an error
+/// reply does not otherwise use; a reply buffer under this cap keeps what fits).
 const ERROR_BODY_BYTES: usize = 512;
 
 /// What the request was, and so what reply completes it.
@@ -66,6 +67,13 @@ pub trait OnMessage {
     /// `msg` is one JSON text. `last_chance` is true when the reply has ended and no matching
     /// response came: a response-shaped message should then be taken as the answer.
     fn on_message(&mut self, msg: &[u8], last_chance: bool) -> Result<Verdict, Failure>;
+
+    /// How many progress notifications for the request this handler has seen so far; the
+    /// driver extends the deadline when it changes. Handlers that do not track progress keep
+    /// the default (always 0).
+    fn progress_seen(&self) -> u32 {
+        0
+    }
 }
 
 /// Where an exchange stands after a feed.
@@ -107,7 +115,6 @@ pub struct Exchange<'h> {
     sent_session_id: bool,
     mode: Mode,
     head: Option<ResponseHead>,
-    error_body: heapless::Vec<u8, ERROR_BODY_BYTES>,
     /// The reply buffer holds a message to keep until the next event's data begins.
     held: bool,
     http_ended: bool,
@@ -137,7 +144,6 @@ impl<'h> Exchange<'h> {
             sent_session_id,
             mode: Mode::Head,
             head: None,
-            error_body: heapless::Vec::new(),
             held: false,
             http_ended: false,
             received: 0,
@@ -196,7 +202,7 @@ impl<'h> Exchange<'h> {
 
     /// Feeds reply bytes. Returns how many were used and where the exchange stands; after
     /// [`Step::Done`] or [`Step::Ended`] the rest of `input` is not part of this reply.
-    pub fn feed<B: Buf, H: OnMessage>(
+    pub fn feed<B: Buf, H: OnMessage + ?Sized>(
         &mut self,
         input: &[u8],
         reply: &mut B,
@@ -212,7 +218,7 @@ impl<'h> Exchange<'h> {
             used += n;
             let step = match decoded {
                 Decoded::NeedMore => break,
-                Decoded::Head(head) => self.on_head(head)?,
+                Decoded::Head(head) => self.on_head(head, reply)?,
                 Decoded::Body(body) => {
                     if matches!(self.mode, Mode::Json | Mode::Sse) {
                         // Size the reply buffer for what the framing says is coming.
@@ -261,14 +267,14 @@ impl<'h> Exchange<'h> {
     }
 
     /// The peer closed the connection.
-    pub fn finish<B: Buf, H: OnMessage>(
+    pub fn finish<B: Buf, H: OnMessage + ?Sized>(
         &mut self,
         reply: &mut B,
         handler: &mut H,
     ) -> Result<Step, Failure> {
         match self.mode {
             Mode::Finished | Mode::Drain => return Ok(Step::Done),
-            Mode::ErrorBody(code) => return Err(self.error_failure(code)),
+            Mode::ErrorBody(code) => return Err(self.error_failure(code, reply.bytes())),
             _ => {}
         }
         match self.http.finish()? {
@@ -281,7 +287,7 @@ impl<'h> Exchange<'h> {
         }
     }
 
-    fn on_head(&mut self, head: ResponseHead) -> Result<Step, Failure> {
+    fn on_head<B: Buf>(&mut self, head: ResponseHead, reply: &mut B) -> Result<Step, Failure> {
         let status = head.status;
         let media = head.media_type;
         let framing = head.framing;
@@ -292,8 +298,10 @@ impl<'h> Exchange<'h> {
                 return Err(Failure::SessionExpired);
             }
             self.mode = Mode::ErrorBody(status);
+            // The error body's start is kept in the reply buffer.
+            reply.clear();
             if matches!(framing, Framing::Empty | Framing::Length(0)) {
-                return Err(self.error_failure(status));
+                return Err(self.error_failure(status, &[]));
             }
             return Ok(Step::NeedMore);
         }
@@ -324,7 +332,7 @@ impl<'h> Exchange<'h> {
         Ok(Step::NeedMore)
     }
 
-    fn on_body<B: Buf, H: OnMessage>(
+    fn on_body<B: Buf, H: OnMessage + ?Sized>(
         &mut self,
         body: &[u8],
         reply: &mut B,
@@ -339,14 +347,15 @@ impl<'h> Exchange<'h> {
             }
             Mode::Sse => self.on_sse_bytes(body, reply, handler),
             Mode::ErrorBody(code) => {
-                let room = ERROR_BODY_BYTES - self.error_body.len();
+                let keep = ERROR_BODY_BYTES.min(reply.limit());
+                let room = keep.saturating_sub(reply.len());
                 let take = body.get(..room.min(body.len())).unwrap_or(&[]);
                 // Cannot fail: `take` fits the room left.
-                let _ = self.error_body.extend_from_slice(take);
-                if self.error_body.len() == ERROR_BODY_BYTES {
+                let _ = reply.put(take);
+                if reply.len() >= keep {
                     // Enough to say what happened; do not wait for the rest of the body.
                     self.mode = Mode::Finished;
-                    return Err(self.error_failure(code));
+                    return Err(self.error_failure(code, reply.bytes()));
                 }
                 Ok(Step::NeedMore)
             }
@@ -354,7 +363,7 @@ impl<'h> Exchange<'h> {
         }
     }
 
-    fn on_sse_bytes<B: Buf, H: OnMessage>(
+    fn on_sse_bytes<B: Buf, H: OnMessage + ?Sized>(
         &mut self,
         mut body: &[u8],
         reply: &mut B,
@@ -398,7 +407,7 @@ impl<'h> Exchange<'h> {
         Ok(Step::NeedMore)
     }
 
-    fn on_end<B: Buf, H: OnMessage>(
+    fn on_end<B: Buf, H: OnMessage + ?Sized>(
         &mut self,
         reply: &mut B,
         handler: &mut H,
@@ -421,17 +430,17 @@ impl<'h> Exchange<'h> {
                 }
                 Ok(Step::Ended)
             }
-            Mode::ErrorBody(code) => Err(self.error_failure(code)),
+            Mode::ErrorBody(code) => Err(self.error_failure(code, reply.bytes())),
             Mode::Head => Err(Failure::EmptyReply),
             Mode::Drain | Mode::Finished => Ok(Step::Done),
         }
     }
 
-    fn error_failure(&self, code: u16) -> Failure {
+    fn error_failure(&self, code: u16, body: &[u8]) -> Failure {
         if code == 404 && self.sent_session_id {
             Failure::SessionExpired
         } else {
-            Failure::status(code, &self.error_body)
+            Failure::status(code, body)
         }
     }
 }
