@@ -49,6 +49,14 @@
 //! on each secret's *anchor*, its rarest byte among the first 16 (so a secret starting with a
 //! common letter does not make every word a candidate); every input position is examined at
 //! most once.
+//!
+//! On x86-64 (SSE2) and AArch64 (NEON) a [`Redactor`] also builds one `memchr` packed-pair
+//! finder per pattern (at most [`MAX_FINDERS`]), once: each new chunk is searched by every
+//! finder (a vectorised scan for two of the pattern's rarest bytes, then a compare), and the
+//! matches, merged in order of start, decide the covered runs. Only starts inside the held-back
+//! bytes (a pattern may continue into the chunk there) still go through the anchor search,
+//! which is also the whole search for larger pattern sets and on the edge (no extra code or
+//! RAM there). Both searches find every occurrence, so the output is the same.
 
 use crate::buf::{Overflow, Sink};
 use core::fmt;
@@ -697,6 +705,196 @@ impl<'s, S: AsRef<[u8]>> Patterns<'s, S> {
     }
 }
 
+/// The vector substring search of the target (a rare pair of the pattern's bytes, verified):
+/// AVX2 when the CPU has it (memchr detects it when its `std` feature is on), else SSE2.
+#[cfg(target_arch = "x86_64")]
+enum PairFinder {
+    Avx2(memchr::arch::x86_64::avx2::packedpair::Finder),
+    Sse2(memchr::arch::x86_64::sse2::packedpair::Finder),
+}
+
+#[cfg(target_arch = "x86_64")]
+impl PairFinder {
+    fn new(p: &[u8]) -> Option<Self> {
+        use memchr::arch::x86_64::{avx2, sse2};
+        avx2::packedpair::Finder::new(p)
+            .map(PairFinder::Avx2)
+            .or_else(|| sse2::packedpair::Finder::new(p).map(PairFinder::Sse2))
+    }
+
+    fn min_haystack_len(&self) -> usize {
+        match self {
+            PairFinder::Avx2(f) => f.min_haystack_len(),
+            PairFinder::Sse2(f) => f.min_haystack_len(),
+        }
+    }
+
+    /// The first occurrence of `p` (the finder's pattern) in `hay`, at least
+    /// [`min_haystack_len`](Self::min_haystack_len) bytes.
+    fn find(&self, hay: &[u8], p: &[u8]) -> Option<usize> {
+        match self {
+            PairFinder::Avx2(f) => f.find(hay, p),
+            PairFinder::Sse2(f) => f.find(hay, p),
+        }
+    }
+}
+
+#[cfg(target_arch = "aarch64")]
+use memchr::arch::aarch64::neon::packedpair::Finder as PairFinder;
+
+/// Patterns searched with the vector finders at most: a pattern set with more (many secrets, or long
+/// secrets cut into many pieces) uses the anchor search alone.
+pub const MAX_FINDERS: usize = 16;
+
+/// One vector searcher per pattern (memchr's packed-pair finder, the core of its `memmem`,
+/// which is cheap to build: a [`Redactor`] is made per reply), built once per redactor; `None`
+/// when the set has more than [`MAX_FINDERS`] patterns. On targets without one (the edge) it is
+/// empty and the anchor search does all the work.
+struct Finders<'s> {
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    list: Option<heapless::Vec<(PairFinder, &'s [u8]), MAX_FINDERS>>,
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    _none: core::marker::PhantomData<&'s [u8]>,
+}
+
+impl<'s> Finders<'s> {
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    fn new<S: AsRef<[u8]>>(pats: &Patterns<'s, S>) -> Self {
+        let mut list = heapless::Vec::new();
+        let mut fits = true;
+        pats.for_each(|p| {
+            fits &= PairFinder::new(p).is_some_and(|f| list.push((f, p)).is_ok());
+        });
+        Finders {
+            list: fits.then_some(list),
+        }
+    }
+
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    fn new<S: AsRef<[u8]>>(_pats: &Patterns<'s, S>) -> Self {
+        Finders {
+            _none: core::marker::PhantomData,
+        }
+    }
+
+    /// True when the chunk is searched with the finders (starts in the hold use the anchors).
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    fn active(&self) -> bool {
+        self.list.is_some()
+    }
+
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    fn active(&self) -> bool {
+        false
+    }
+
+    /// Drops the finders, so that only the anchor search runs (tests compare both).
+    #[cfg(test)]
+    fn disable(&mut self) {
+        #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+        {
+            self.list = None;
+        }
+    }
+
+    /// Covers every match starting in the chunk (`text.tail`) before `limit`, in order of start.
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    fn scan_tail(
+        &self,
+        text: &Split<'_>,
+        limit: usize,
+        pos: &mut usize,
+        run: &mut Run,
+        out: &mut impl Sink,
+    ) -> Result<(), Overflow> {
+        let Some(list) = self.list.as_ref() else {
+            return Ok(());
+        };
+        let h = text.head.len();
+        let end = limit.saturating_sub(h);
+        if end == 0 {
+            return Ok(());
+        }
+        let tail = text.tail;
+        // The first start at or after `from` and before `end` (the match may run past `end`).
+        let find = |&(ref f, p): &(PairFinder, &[u8]), from: usize| -> Option<usize> {
+            let stop = end
+                .saturating_add(p.len().saturating_sub(1))
+                .min(tail.len());
+            let hay = tail.get(from..stop)?;
+            let at = if hay.len() >= f.min_haystack_len() {
+                f.find(hay, p)
+            } else {
+                // Fewer than a vector's width of starts: compare them directly.
+                hay.windows(p.len()).position(|w| w == p)
+            };
+            at.map(|i| from + i)
+        };
+        // The next start of each finder's pattern not yet covered.
+        let mut next = [None; MAX_FINDERS];
+        for (slot, f) in next.iter_mut().zip(list) {
+            *slot = find(f, 0);
+        }
+        loop {
+            let mut best: Option<(usize, usize)> = None;
+            for (slot, (_, p)) in next.iter().zip(list) {
+                if let Some(s) = *slot {
+                    let m = p.len();
+                    if best.is_none_or(|(bs, bm)| s < bs || (s == bs && m > bm)) {
+                        best = Some((s, m));
+                    }
+                }
+            }
+            let Some((s, m)) = best else {
+                return Ok(());
+            };
+            cover(text, h + s, m, pos, run, out)?;
+            for (slot, f) in next.iter_mut().zip(list) {
+                if *slot == Some(s) {
+                    *slot = find(f, s + 1);
+                }
+            }
+        }
+    }
+
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    fn scan_tail(
+        &self,
+        _text: &Split<'_>,
+        _limit: usize,
+        _pos: &mut usize,
+        _run: &mut Run,
+        _out: &mut impl Sink,
+    ) -> Result<(), Overflow> {
+        Ok(())
+    }
+}
+
+/// Records an occurrence of `m` bytes at `c` (starts come in increasing order): extends the
+/// open run, or writes the uncovered bytes before it and a marker.
+fn cover(
+    text: &Split<'_>,
+    c: usize,
+    m: usize,
+    pos: &mut usize,
+    run: &mut Run,
+    out: &mut impl Sink,
+) -> Result<(), Overflow> {
+    if run.open && c <= run.end {
+        run.end = run.end.max(c + m);
+        return Ok(());
+    }
+    let uncovered_from = if run.open { run.end.max(*pos) } else { *pos };
+    text.put(uncovered_from, c, out)?;
+    out.put(MARKER.as_bytes())?;
+    *run = Run {
+        open: true,
+        end: c + m,
+    };
+    *pos = c;
+    Ok(())
+}
+
 /// The covered run reaching the end of what was decided so far.
 #[derive(Clone, Copy, Default)]
 struct Run {
@@ -711,6 +909,7 @@ struct Run {
 fn scan<S: AsRef<[u8]>>(
     pats: &Patterns<'_, S>,
     anchors: &Anchors,
+    finders: &Finders<'_>,
     text: &Split<'_>,
     limit: usize,
     run: &mut Run,
@@ -718,24 +917,22 @@ fn scan<S: AsRef<[u8]>>(
 ) -> Result<(), Overflow> {
     // All bytes before `pos` are written or known covered.
     let mut pos = 0;
-    let mut candidates = Candidates::new(text.len(), limit);
+    // With finders, the anchors only look for starts in the held-back bytes.
+    let anchor_limit = if finders.active() {
+        limit.min(text.head.len())
+    } else {
+        limit
+    };
+    let mut candidates = Candidates::new(text.len(), anchor_limit);
     while let Some(c) = candidates.next(anchors, text) {
         let m = pats.longest_at(text, c);
         if m == 0 {
             continue;
         }
-        if run.open && c <= run.end {
-            run.end = run.end.max(c + m);
-            continue;
-        }
-        let uncovered_from = if run.open { run.end.max(pos) } else { pos };
-        text.put(uncovered_from, c, out)?;
-        out.put(MARKER.as_bytes())?;
-        *run = Run {
-            open: true,
-            end: c + m,
-        };
-        pos = c;
+        cover(text, c, m, &mut pos, run, out)?;
+    }
+    if finders.active() {
+        finders.scan_tail(text, limit, &mut pos, run, out)?;
     }
     if run.open {
         if run.end < limit {
@@ -774,6 +971,7 @@ pub fn redact<S: AsRef<[u8]>>(
         piece: usize::MAX,
     };
     let (firsts, _) = first_bytes(&pats);
+    let finders = Finders::new(&pats);
     let whole = Split {
         head: &[],
         tail: text,
@@ -781,6 +979,7 @@ pub fn redact<S: AsRef<[u8]>>(
     scan(
         &pats,
         &firsts,
+        &finders,
         &whole,
         whole.len(),
         &mut Run::default(),
@@ -798,6 +997,7 @@ pub fn redact<S: AsRef<[u8]>>(
 pub struct Redactor<'s, S, const HOLD: usize = DEFAULT_HOLD> {
     pats: Patterns<'s, S>,
     firsts: Anchors,
+    finders: Finders<'s>,
     longest: usize,
     hold: heapless::Vec<u8, HOLD>,
     run: Run,
@@ -824,9 +1024,11 @@ impl<'s, S: AsRef<[u8]>, const HOLD: usize> Redactor<'s, S, HOLD> {
             piece: HOLD.saturating_add(1).max(MIN_SECRET_LEN),
         };
         let (firsts, longest) = first_bytes(&pats);
+        let finders = Finders::new(&pats);
         Redactor {
             pats,
             firsts,
+            finders,
             longest,
             hold: heapless::Vec::new(),
             run: Run::default(),
@@ -894,7 +1096,15 @@ impl<'s, S: AsRef<[u8]>, const HOLD: usize> Redactor<'s, S, HOLD> {
             self.longest.saturating_sub(1).min(total)
         };
         let limit = total - keep;
-        scan(&self.pats, &self.firsts, &text, limit, &mut self.run, out)?;
+        scan(
+            &self.pats,
+            &self.firsts,
+            &self.finders,
+            &text,
+            limit,
+            &mut self.run,
+            out,
+        )?;
         self.run.end = self.run.end.saturating_sub(limit);
         // Keep bytes limit..total: the tail of the hold (moved to its front), then of the chunk.
         let h = self.hold.len();
@@ -1016,7 +1226,21 @@ mod tests {
     }
 
     fn streamed<const H: usize>(text: &[u8], secrets: &[Vec<u8>], cuts: &[usize]) -> Vec<u8> {
+        streamed_by::<H>(text, secrets, cuts, true)
+    }
+
+    /// Streams with or without the `memmem` finders (without: the anchor search alone).
+    fn streamed_by<const H: usize>(
+        text: &[u8],
+        secrets: &[Vec<u8>],
+        cuts: &[usize],
+        finders: bool,
+    ) -> Vec<u8> {
         let mut r: Redactor<'_, Vec<u8>, H> = Redactor::with_hold(secrets);
+        if !finders {
+            r.finders.disable();
+            assert!(!r.finders.active());
+        }
         let mut out = Out::default();
         let mut at = 0;
         for &c in cuts {
@@ -1291,6 +1515,13 @@ mod tests {
             })
             .0;
             assert_eq!(a.by_pairs(), count <= PAIRS, "{count} secrets");
+            // Over MAX_FINDERS patterns the anchor search does all the work.
+            let f = Finders::new(&Patterns {
+                secrets: &secrets,
+                piece: usize::MAX,
+            });
+            let simd = cfg!(any(target_arch = "x86_64", target_arch = "aarch64"));
+            assert_eq!(f.active(), simd && count <= MAX_FINDERS, "{count} secrets");
             let mut text = b"lead ".to_vec();
             for (i, s) in secrets.iter().enumerate() {
                 text.extend_from_slice(b"words ");
@@ -1376,6 +1607,7 @@ mod tests {
             prop_assert_eq!(&whole.0, &want);
             let got = streamed::<16>(&text, &secrets, &cuts);
             prop_assert_eq!(&got, &want);
+            prop_assert_eq!(&streamed_by::<16>(&text, &secrets, &cuts, false), &want);
             for s in secrets.iter().filter(|s| s.len() >= MIN_SECRET_LEN) {
                 prop_assert!(!got.windows(s.len()).any(|w| w == s.as_slice()));
             }
@@ -1418,6 +1650,10 @@ mod tests {
         fn byte_by_byte_equals_reference(text in text_strategy(), secrets in secret_strategy()) {
             let cuts: Vec<usize> = (0..text.len()).collect();
             prop_assert_eq!(streamed::<16>(&text, &secrets, &cuts), reference(&text, &secrets));
+            prop_assert_eq!(
+                streamed_by::<16>(&text, &secrets, &cuts, false),
+                reference(&text, &secrets)
+            );
         }
     }
 }
