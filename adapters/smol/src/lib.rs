@@ -46,3 +46,8 @@ pub use result::{ListToolsError, ToolResult};
 pub use shared::HostShared;
 pub use slot::{SlotHandle, SlotSpec};
 pub use verifi_mcp_core::wire::jsonrpc::ProtocolVersion;
+
+/// The README's harness example, compiled as a doctest so it cannot drift from the API.
+#[doc = include_str!("../../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
