@@ -157,6 +157,32 @@ pub struct SlotConfig<'a> {
     pub limits: ReplyLimits,
     /// Keep the redacted JSON-RPC reply as `raw`.
     pub keep_raw: bool,
+    /// Told of each progress notification for a call (a progress token is sent when set).
+    pub on_progress: Option<ProgressObserver<'a>>,
+}
+
+/// One progress notification of a call, as a person would show it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProgressUpdate<'u> {
+    /// `progress`, the number as the server wrote it (`3`, `1.0`).
+    pub progress: &'u str,
+    /// `total`, if the server gave one, as written.
+    pub total: Option<&'u str>,
+    /// `message`, unescaped and redacted, cut to [`MAX_PROGRESS_MESSAGE`] bytes.
+    pub message: Option<&'u str>,
+}
+
+/// Longest progress message handed to an observer (longer ones are cut).
+pub const MAX_PROGRESS_MESSAGE: usize = 240;
+
+/// Where a slot's progress notifications go (e.g. a terminal's status line).
+#[derive(Clone, Copy)]
+pub struct ProgressObserver<'a>(pub &'a (dyn Fn(&ProgressUpdate<'_>) + Sync));
+
+impl core::fmt::Debug for ProgressObserver<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("ProgressObserver")
+    }
 }
 
 impl<'a> SlotConfig<'a> {
@@ -174,6 +200,7 @@ impl<'a> SlotConfig<'a> {
             progress_extends_to_ms: None,
             limits: ReplyLimits::default(),
             keep_raw: false,
+            on_progress: None,
         }
     }
 
@@ -763,6 +790,7 @@ struct CallHandler<'x, B: Buf, Sec: AsRef<[u8]>> {
     raw: Option<&'x mut B>,
     answer: Option<Result<Answer, Untaken>>,
     progress: u32,
+    on_progress: Option<ProgressObserver<'x>>,
 }
 
 impl<B: Buf, Sec: AsRef<[u8]>> OnMessage for CallHandler<'_, B, Sec> {
@@ -775,8 +803,13 @@ impl<B: Buf, Sec: AsRef<[u8]>> OnMessage for CallHandler<'_, B, Sec> {
             Lookup::Ours(outcome) => outcome,
             Lookup::OtherResponse => return Ok(Verdict::Hold),
             Lookup::Other(m) => {
-                if jsonrpc::as_progress(&m).is_some_and(|p| p.token.as_u64() == Some(self.id)) {
+                if let Some(p) =
+                    jsonrpc::as_progress(&m).filter(|p| p.token.as_u64() == Some(self.id))
+                {
                     self.progress = self.progress.wrapping_add(1);
+                    if let Some(observer) = self.on_progress {
+                        tell_progress(observer, &p, self.secrets);
+                    }
                 }
                 return Ok(Verdict::Continue);
             }
@@ -816,6 +849,30 @@ impl<B: Buf, Sec: AsRef<[u8]>> OnMessage for CallHandler<'_, B, Sec> {
         });
         Ok(Verdict::Done)
     }
+}
+
+/// Hands one progress notification to the observer: numbers as written, the message
+/// unescaped and redacted (cut to fit).
+fn tell_progress<Sec: AsRef<[u8]>>(
+    observer: ProgressObserver<'_>,
+    p: &jsonrpc::Progress<'_>,
+    secrets: &[Sec],
+) {
+    fn number<'v>(v: &Value<'v>) -> &'v str {
+        core::str::from_utf8(v.raw()).unwrap_or("")
+    }
+    let mut message = StrSink::<MAX_PROGRESS_MESSAGE>::default();
+    let mut clean = StrSink::<MAX_PROGRESS_MESSAGE>::default();
+    if let Some(m) = &p.message {
+        // A longer message is cut; what fits is still redacted whole.
+        let _ = m.unescape_into(&mut message);
+        let _ = redact_into(secrets, message.as_str().as_bytes(), &mut clean);
+    }
+    (observer.0)(&ProgressUpdate {
+        progress: number(&p.progress),
+        total: p.total.as_ref().map(number),
+        message: p.message.is_some().then(|| clean.as_str()),
+    });
 }
 
 /// Redacts `text` whole into `out`.
@@ -914,7 +971,8 @@ async fn call_in_session<N: Net, S: Shared<SlotState>, B: Buf + Send, Sec: AsRef
         args,
     } = *call;
     let id = state.with(|s| s.next_id());
-    let progress = cfg.progress_extends_to_ms.map(|_| id);
+    let progress =
+        (cfg.progress_extends_to_ms.is_some() || cfg.on_progress.is_some()).then_some(id);
     let (mut wire, out) = bufs.split();
     let mut handler = CallHandler {
         id,
@@ -924,6 +982,7 @@ async fn call_in_session<N: Net, S: Shared<SlotState>, B: Buf + Send, Sec: AsRef
         raw: cfg.keep_raw.then_some(out.raw),
         answer: None,
         progress: 0,
+        on_progress: cfg.on_progress,
     };
     let body = Body::ToolsCall {
         id,

@@ -1115,3 +1115,60 @@ fn the_call_future_stays_small() {
     let r = embassy_futures::block_on(fut);
     assert!(r.ok, "the measured future also runs: {:?}", r.error);
 }
+
+#[test]
+fn progress_notifications_reach_the_observer_redacted() {
+    use std::sync::Mutex;
+    let ep = Endpoint::parse_base("http://127.0.0.1:9001").unwrap();
+    type Update = (String, Option<String>, Option<String>);
+    let seen_updates: Mutex<Vec<Update>> = Mutex::new(Vec::new());
+    let observer = |u: &drive::ProgressUpdate<'_>| {
+        seen_updates.lock().unwrap().push((
+            u.progress.to_string(),
+            u.total.map(str::to_string),
+            u.message.map(str::to_string),
+        ));
+    };
+    let mut c = cfg(&ep, None);
+    c.on_progress = Some(drive::ProgressObserver(&observer));
+    let mut rig = Rig::new(
+        |seen: &Seen| match seen.rpc_method() {
+            "tools/call" => {
+                let id = seen.id();
+                assert_eq!(
+                    seen.body["params"]["_meta"]["progressToken"], id,
+                    "a token is sent"
+                );
+                let p = |token: u64, n: &str, msg: &str| {
+                    format!(
+                        "data: {{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{{\"progressToken\":{token},\"progress\":{n},\"total\":3,\"message\":\"{msg}\"}}}}\n\n"
+                    )
+                };
+                let events = format!(
+                    "{}{}{}data: {}\n\n",
+                    p(id, "1", "scanning with hunter2-secret"),
+                    p(id + 7, "9", "not ours"),
+                    p(id, "2.0", "port 443 \\u00e9"),
+                    text_result(id, "done")
+                );
+                Act::Reply(http_sse("", &events))
+            }
+            _ => good_server("s")(seen),
+        },
+        5,
+        false,
+    );
+    let r = rig.call(&c, "slow", "{}", &["hunter2-secret"]);
+    assert_eq!(r.1, "done");
+    assert_eq!(
+        *seen_updates.lock().unwrap(),
+        vec![
+            (
+                "1".into(),
+                Some("3".into()),
+                Some("scanning with [REDACTED]".into())
+            ),
+            ("2.0".into(), Some("3".into()), Some("port 443 é".into())),
+        ]
+    );
+}

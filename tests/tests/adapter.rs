@@ -235,6 +235,32 @@ fn progress_extends_the_timer_when_asked() {
 }
 
 #[test]
+fn progress_notifications_reach_the_caller() {
+    for mode in Mode::ALL {
+        let server = TestServer::start(mode).unwrap();
+        let ctx = ctx(&[("kali", &server.base_url(), None)], quiet());
+        let kali = ctx.mcp("kali").unwrap();
+        let updates = std::sync::Mutex::new(Vec::new());
+        let r = smol::block_on(kali.call_with_progress(
+            "slow",
+            json!({ "ms": 300, "steps": 3 }),
+            |u: &verifi_mcp_smol::ProgressUpdate<'_>| {
+                let n: f64 = u.progress.parse().unwrap();
+                let total: f64 = u.total.unwrap().parse().unwrap();
+                updates.lock().unwrap().push((n, total));
+            },
+        ));
+        assert!(r.ok, "{mode:?}: {r:?}");
+        assert_eq!(
+            *updates.lock().unwrap(),
+            vec![(1.0, 3.0), (2.0, 3.0), (3.0, 3.0)],
+            "{mode:?}"
+        );
+        assert_eq!(server.stats().progress_sent(), 3, "{mode:?}");
+    }
+}
+
+#[test]
 fn sixty_four_concurrent_calls_on_one_slot() {
     for mode in Mode::ALL {
         let server = TestServer::start(mode).unwrap();

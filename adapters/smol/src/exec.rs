@@ -66,7 +66,7 @@ impl Exec {
             clamp_timeout_s(timeout_ms),
             &self.run_id,
         ) {
-            Ok(()) => self.slot.call_json(RUN_COMMAND, args.bytes()).await,
+            Ok(()) => self.slot.call_json(RUN_COMMAND, args.bytes(), None).await,
             Err(e) => ToolResult::local_failure(format!("run_command arguments: {e}")),
         };
         let outcome = exec_outcome(call.ok, &call.text, call.error.as_deref());

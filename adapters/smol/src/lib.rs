@@ -45,6 +45,7 @@ pub use net::{ConnectFailure, FailureKind, HostNet, PoolKey, RootCert};
 pub use result::{ListToolsError, ToolResult};
 pub use shared::HostShared;
 pub use slot::{SlotHandle, SlotSpec};
+pub use verifi_mcp_core::drive::ProgressUpdate;
 pub use verifi_mcp_core::wire::jsonrpc::ProtocolVersion;
 
 /// The README's harness example, compiled as a doctest so it cannot drift from the API.

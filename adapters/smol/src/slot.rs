@@ -14,7 +14,9 @@ use verifi_mcp_core::wire::json::JsonStr;
 use crate::buf::VecBuf;
 
 use serde::Serialize;
-use verifi_mcp_core::drive::{self, CallBuffers, SlotConfig, SlotState};
+use verifi_mcp_core::drive::{
+    self, CallBuffers, ProgressObserver, ProgressUpdate, SlotConfig, SlotState,
+};
 use verifi_mcp_core::harness::events::{Timeline, TimelineEvent};
 use verifi_mcp_core::harness::meter::{Ledger, LedgerRecord};
 use verifi_mcp_core::wire::endpoint::Endpoint;
@@ -256,11 +258,29 @@ impl SlotHandle {
         // Arguments that do not serialize are sent to the core as a non-object, which it
         // reports (and meters) as bad arguments, the same as any non-object arguments.
         let json = serde_json::to_vec(&args).unwrap_or_else(|_| b"false".to_vec());
-        self.call_json(tool, &json).await
+        self.call_json(tool, &json, None).await
+    }
+
+    /// [`call`](Self::call), telling `on_progress` of each progress notification the server
+    /// sends for it (a progress token is sent; messages are redacted). For a status line.
+    pub async fn call_with_progress(
+        &self,
+        tool: &str,
+        args: impl Serialize,
+        on_progress: impl Fn(&ProgressUpdate<'_>) + Sync,
+    ) -> ToolResult {
+        let json = serde_json::to_vec(&args).unwrap_or_else(|_| b"false".to_vec());
+        self.call_json(tool, &json, Some(ProgressObserver(&on_progress)))
+            .await
     }
 
     /// Calls `tool` with arguments already encoded as JSON.
-    pub(crate) async fn call_json(&self, tool: &str, json: &[u8]) -> ToolResult {
+    pub(crate) async fn call_json(
+        &self,
+        tool: &str,
+        json: &[u8],
+        on_progress: Option<ProgressObserver<'_>>,
+    ) -> ToolResult {
         let args = match Value::parse(json, JsonLimits::default()) {
             Ok(v) if v.is_null() => None,
             Ok(v) => Some(v),
@@ -271,7 +291,8 @@ impl SlotHandle {
             Err(e) => return ToolResult::local_failure(e),
         };
         let headers = self.headers();
-        let cfg = self.config(endpoints, &headers);
+        let mut cfg = self.config(endpoints, &headers);
+        cfg.on_progress = on_progress;
         let run = &self.inner.run;
         let mut scratch = Scratch::new();
         let mut bufs = self.bufs(&mut scratch);

@@ -16,7 +16,7 @@ use verifi_mcp_examples::common::{
     self, CLI_SLOT, UsageError, amend_manifest, endpoint_base, event_line, ledger_json,
     one_slot_manifest, parse_args, parse_header, result_json, run_secrets, scrub, timeline_json,
 };
-use verifi_mcp_smol::{Exec, HarnessContext, Options, ProtocolVersion, SlotHandle};
+use verifi_mcp_smol::{Exec, HarnessContext, Options, ProgressUpdate, ProtocolVersion, SlotHandle};
 
 /// Longest stdin line `batch` accepts.
 const MAX_BATCH_LINE: usize = 4 * 1024 * 1024;
@@ -240,7 +240,27 @@ fn run_id() -> String {
 }
 
 /// Runs `fut`; on a terminal, shows the elapsed time on stderr while it takes over a second.
-async fn with_elapsed<T>(label: &str, fut: impl std::future::Future<Output = T>) -> T {
+/// `progress 2/3: message` (the message already redacted by the core).
+fn progress_line(u: &ProgressUpdate<'_>) -> String {
+    let mut line = format!("progress {}", u.progress);
+    if let Some(total) = u.total {
+        line.push('/');
+        line.push_str(total);
+    }
+    if let Some(m) = u.message {
+        line.push_str(": ");
+        line.push_str(m);
+    }
+    line
+}
+
+/// Runs `fut`; on a terminal, shows the elapsed time (and `status`, the latest progress)
+/// on stderr while it runs.
+async fn with_elapsed<T>(
+    label: &str,
+    status: Option<&std::sync::Mutex<String>>,
+    fut: impl std::future::Future<Output = T>,
+) -> T {
     if !std::io::stderr().is_terminal() {
         return fut.await;
     }
@@ -252,7 +272,12 @@ async fn with_elapsed<T>(label: &str, fut: impl std::future::Future<Output = T>)
             let s = start.elapsed().as_secs_f64();
             if s >= 1.0 {
                 shown.store(true, Ordering::Relaxed);
-                eprint!("\r{label}: {s:.0} s elapsed");
+                let progress = status
+                    .and_then(|m| m.lock().ok().map(|s| s.clone()))
+                    .filter(|s| !s.is_empty())
+                    .map(|s| format!(", {s}"))
+                    .unwrap_or_default();
+                eprint!("\r\x1b[K{label}: {s:.0} s elapsed{progress}");
             }
         }
     };
@@ -334,7 +359,19 @@ async fn dispatch(cmd: Cmd) -> Result<ExitCode, Fail> {
                     );
                 }
             };
-            let r = with_elapsed(&tool, run.slot.call(&tool, &args)).await;
+            // On a terminal, the status line shows the call's progress notifications too.
+            let status = std::sync::Mutex::new(String::new());
+            let on_progress = |u: &ProgressUpdate<'_>| {
+                if let Ok(mut s) = status.lock() {
+                    *s = progress_line(u);
+                }
+            };
+            let r = with_elapsed(
+                &tool,
+                Some(&status),
+                run.slot.call_with_progress(&tool, &args, on_progress),
+            )
+            .await;
             run.out(&result_json(&r));
             Ok(finish(&run, if r.ok { 0 } else { 1 }).await)
         }
@@ -370,6 +407,7 @@ async fn dispatch(cmd: Cmd) -> Result<ExitCode, Fail> {
                 Exec::new(&run.ctx, run.slot.slot()).map_err(|e| UsageError(e.to_string()))?;
             let r = with_elapsed(
                 "run_command",
+                None,
                 exec.exec(&command, cmd_timeout_ms.unwrap_or(285_000)),
             )
             .await;
@@ -446,7 +484,7 @@ async fn finish(run: &Run, code: u8) -> ExitCode {
 
 async fn tools(run: &Run, json: bool) -> u8 {
     if json {
-        return match with_elapsed("tools/list", run.slot.list_tools_described()).await {
+        return match with_elapsed("tools/list", None, run.slot.list_tools_described()).await {
             Ok(tools) => {
                 run.out(&json!({ "tools": tools }));
                 0
@@ -457,7 +495,7 @@ async fn tools(run: &Run, json: bool) -> u8 {
             }
         };
     }
-    match with_elapsed("tools/list", run.slot.list_tools()).await {
+    match with_elapsed("tools/list", None, run.slot.list_tools()).await {
         Ok(names) => {
             {
                 let mut o = std::io::stdout().lock();
