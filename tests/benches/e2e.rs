@@ -20,7 +20,8 @@
 //! time and the peak heap of the client thread during the call (a counting global allocator that
 //! counts only threads marked as the client's, so the in-process server is not counted).
 //!
-//! `cargo bench -p verifi-mcp-tests --bench e2e` (`-- quick` for a short run, for profiling).
+//! `cargo bench -p verifi-mcp-tests --bench e2e` (`-- quick` for a short run; `-- only=stateful`,
+//! `only=json` or `only=big` for one part; `-- quick ours-only` runs just our loops, for a profiler).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -478,6 +479,16 @@ fn verdict(ratio: f64, target: f64) -> &'static str {
     if ratio >= target { "met" } else { "MISSED" }
 }
 
+/// `ours-only`: just our client's loops, for a profiler.
+fn ours_only(mode: Mode, b: &Bounds) {
+    let server = TestServer::start_with(ServerOptions::new(mode)).expect("server");
+    let ours = Ours::new(&server);
+    for in_flight in [1, 16, 64] {
+        let s = ours.run(in_flight, b);
+        println!("{in_flight:>3} in flight: ours {:.0} calls/s", s.rate());
+    }
+}
+
 fn echo_cases(mode: Mode, b: &Bounds) {
     let server = TestServer::start_with(ServerOptions::new(mode)).expect("server");
     let ours = Ours::new(&server);
@@ -606,6 +617,10 @@ fn main() {
             rounds: 3,
         }
     };
+    if std::env::args().any(|a| a == "ours-only") {
+        ours_only(Mode::Stateful, &b);
+        return;
+    }
     for mode in [Mode::Stateful, Mode::Json] {
         if only.as_deref().is_none_or(|o| o == mode.name()) {
             echo_cases(mode, &b);

@@ -5,7 +5,7 @@
 //! driver's.
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use verifi_mcp_core::buf::Buf;
 use verifi_mcp_core::harness::slots::Manifest;
@@ -85,6 +85,9 @@ pub(crate) struct SlotInner {
     /// The run's secrets plus this slot's header values (the core says both are redacted).
     secrets: Vec<String>,
     state: HostShared<SlotState>,
+    /// Per-call scratch buffers put back after each call, so a call does not allocate and
+    /// zero 32 KiB of head and read buffers (at most one per connection is kept).
+    scratch: Mutex<Vec<Scratch>>,
 }
 
 /// A slot of the run. Clones share one session and one failover state.
@@ -151,6 +154,31 @@ impl Scratch {
     }
 }
 
+/// A pooled [`Scratch`], put back into its slot's pool when dropped (also when a call's future
+/// is dropped mid-way: the buffers hold no state between calls).
+struct PooledScratch<'a> {
+    scratch: Option<Scratch>,
+    pool: &'a Mutex<Vec<Scratch>>,
+    keep: usize,
+}
+
+impl PooledScratch<'_> {
+    fn get(&mut self) -> &mut Scratch {
+        self.scratch.get_or_insert_with(Scratch::new)
+    }
+}
+
+impl Drop for PooledScratch<'_> {
+    fn drop(&mut self) {
+        if let Some(s) = self.scratch.take() {
+            let mut pool = lock(self.pool);
+            if pool.len() < self.keep {
+                pool.push(s);
+            }
+        }
+    }
+}
+
 impl SlotHandle {
     pub(crate) fn new(run: Arc<Run>, spec: SlotSpec) -> Self {
         let mut secrets = run.secrets.clone();
@@ -165,6 +193,7 @@ impl SlotHandle {
                 spec,
                 secrets,
                 state,
+                scratch: Mutex::new(Vec::new()),
             }),
         }
     }
@@ -182,6 +211,16 @@ impl SlotHandle {
     /// The fallback endpoint, if the manifest gives one.
     pub fn fallback(&self) -> Option<&str> {
         self.inner.spec.fallback.as_deref()
+    }
+
+    /// Scratch buffers from the slot's pool (or new ones).
+    fn scratch(&self) -> PooledScratch<'_> {
+        let scratch = lock(&self.inner.scratch).pop();
+        PooledScratch {
+            scratch,
+            pool: &self.inner.scratch,
+            keep: self.inner.run.options.connection_limit.max(1),
+        }
     }
 
     fn bufs<'s>(&self, scratch: &'s mut Scratch) -> CallBuffers<'s, VecBuf> {
@@ -273,8 +312,8 @@ impl SlotHandle {
         let headers = self.headers();
         let cfg = self.config(endpoints, &headers);
         let run = &self.inner.run;
-        let mut scratch = Scratch::new();
-        let mut bufs = self.bufs(&mut scratch);
+        let mut scratch = self.scratch();
+        let mut bufs = self.bufs(scratch.get());
         let mut ledger = RunLedger(&run.records);
         let mut timeline = RunTimeline(&run.records);
         let r = drive::call(
@@ -308,8 +347,8 @@ impl SlotHandle {
         let headers = self.headers();
         let cfg = self.config(endpoints, &headers);
         let run = &self.inner.run;
-        let mut scratch = Scratch::new();
-        let mut bufs = self.bufs(&mut scratch);
+        let mut scratch = self.scratch();
+        let mut bufs = self.bufs(scratch.get());
         let mut names = Vec::new();
         drive::list_tools(
             &run.net,
@@ -336,8 +375,8 @@ impl SlotHandle {
         let headers = self.headers();
         let cfg = self.config(endpoints, &headers);
         let run = &self.inner.run;
-        let mut scratch = Scratch::new();
-        let mut bufs = self.bufs(&mut scratch);
+        let mut scratch = self.scratch();
+        let mut bufs = self.bufs(scratch.get());
         let mut tools = Vec::new();
         drive::list_tools_described(
             &run.net,
@@ -364,8 +403,8 @@ impl SlotHandle {
         };
         let headers = self.headers();
         let cfg = self.config(endpoints, &headers);
-        let mut scratch = Scratch::new();
-        let mut bufs = self.bufs(&mut scratch);
+        let mut scratch = self.scratch();
+        let mut bufs = self.bufs(scratch.get());
         drive::close(&self.inner.run.net, &cfg, &self.inner.state, &mut bufs).await;
     }
 }
