@@ -363,7 +363,10 @@ impl Floor {
             r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{{"protocolVersion":"{PROTOCOL}","capabilities":{{}},"clientInfo":{{"name":"floor","version":"0"}}}}}}"#
         );
         let reply = blocking_exchange(&mut c, &post(addr, None, &init));
-        assert!(reply.starts_with(b"HTTP/1.1 200"), "floor: initialize failed");
+        assert!(
+            reply.starts_with(b"HTTP/1.1 200"),
+            "floor: initialize failed"
+        );
         let session = find(&reply, b"mcp-session-id: ").map(|i| {
             let rest = &reply[i + 16..];
             let n = find(rest, b"\r\n").unwrap_or(rest.len());
@@ -377,7 +380,10 @@ impl Floor {
                 r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
             ),
         );
-        assert!(note.starts_with(b"HTTP/1.1 202"), "floor: initialized refused");
+        assert!(
+            note.starts_with(b"HTTP/1.1 202"),
+            "floor: initialized refused"
+        );
         let body = format!(
             r#"{{"jsonrpc":"2.0","id":"f00-{}","method":"tools/call","params":{{"name":"echo","arguments":{{"text":"ping"}}}}}}"#,
             "0".repeat(ID_DIGITS)

@@ -139,10 +139,17 @@ impl Timeline for RunTimeline<'_> {
     }
 }
 
+/// Storage a pooled reply buffer may keep between calls; a bigger one is given back.
+const KEEP_BYTES: usize = 64 * 1024;
+
 /// Owned per-call buffers.
 struct Scratch {
     head: Vec<u8>,
     read: Vec<u8>,
+    request: VecBuf,
+    reply: VecBuf,
+    text: VecBuf,
+    error: VecBuf,
 }
 
 impl Scratch {
@@ -150,6 +157,10 @@ impl Scratch {
         Scratch {
             head: vec![0; HEAD_BYTES],
             read: vec![0; READ_BYTES],
+            request: VecBuf::default(),
+            reply: VecBuf::default(),
+            text: VecBuf::default(),
+            error: VecBuf::default(),
         }
     }
 }
@@ -225,13 +236,17 @@ impl SlotHandle {
 
     fn bufs<'s>(&self, scratch: &'s mut Scratch) -> CallBuffers<'s, VecBuf> {
         let o = &self.inner.run.options;
+        let pooled = |b: &mut VecBuf, limit: usize| {
+            b.reuse(limit, KEEP_BYTES);
+            std::mem::take(b)
+        };
         CallBuffers {
-            request: VecBuf::with_limit(o.reply_cap),
+            request: pooled(&mut scratch.request, o.reply_cap),
+            reply: pooled(&mut scratch.reply, o.reply_cap),
+            text: pooled(&mut scratch.text, o.reply_cap),
+            error: pooled(&mut scratch.error, ERROR_BYTES),
             head: &mut scratch.head,
             read: &mut scratch.read,
-            reply: VecBuf::with_limit(o.reply_cap),
-            text: VecBuf::with_limit(o.reply_cap),
-            error: VecBuf::with_limit(ERROR_BYTES),
             raw: VecBuf::with_limit(if o.keep_raw { o.reply_cap } else { 0 }),
         }
     }
@@ -328,14 +343,29 @@ impl SlotHandle {
             &mut bufs,
         )
         .await;
-        ToolResult {
+        let owned = ToolResult {
             ok: r.ok,
             text: r.text.to_owned(),
             is_error: r.is_error,
             latency_ms: r.latency_ms,
             error: r.error.map(str::to_owned),
             raw: r.raw.map(|b| String::from_utf8_lossy(b).into_owned()),
+        };
+        // The head and read borrows end with `bufs`; the growable buffers go back to the pool,
+        // emptied, and without a big reply's storage (it is not held between calls).
+        let CallBuffers {
+            mut request,
+            mut reply,
+            mut text,
+            mut error,
+            ..
+        } = bufs;
+        for b in [&mut request, &mut reply, &mut text, &mut error] {
+            b.reuse(0, KEEP_BYTES);
         }
+        let s = scratch.get();
+        (s.request, s.reply, s.text, s.error) = (request, reply, text, error);
+        owned
     }
 
     /// The names of the slot's tools (every page). Fails over like a call; a failure of the
