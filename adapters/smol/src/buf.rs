@@ -24,6 +24,17 @@ impl VecBuf {
         }
     }
 
+    /// Empties the buffer for another use with `limit`, keeping its storage unless that grew
+    /// past `keep` bytes (a big reply's storage is given back, not pooled).
+    pub fn reuse(&mut self, limit: usize, keep: usize) {
+        if self.bytes.capacity() > keep {
+            self.bytes = Vec::new();
+        } else {
+            self.bytes.clear();
+        }
+        self.limit = limit;
+    }
+
     /// The contents, consuming the buffer.
     pub fn into_vec(self) -> Vec<u8> {
         self.bytes
@@ -82,5 +93,20 @@ mod tests {
         b.clear();
         assert!(b.is_empty());
         assert_eq!(b.limit(), 5);
+    }
+
+    #[test]
+    fn reuse_empties_sets_the_cap_and_drops_storage_past_keep() {
+        let mut b = VecBuf::with_limit(100);
+        b.put(&[1; 10]).unwrap();
+        b.reuse(4, 64);
+        assert!(b.is_empty());
+        assert_eq!(b.limit(), 4);
+        assert!(b.put(b"abcde").is_err());
+        assert!(b.bytes.capacity() >= 10, "small storage is kept");
+        let mut big = VecBuf::with_limit(1 << 20);
+        big.put(&vec![0; 1 << 16]).unwrap();
+        big.reuse(1 << 20, 1024);
+        assert_eq!(big.bytes.capacity(), 0, "large storage is given back");
     }
 }

@@ -5,7 +5,7 @@
 //! driver's.
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use verifi_mcp_core::buf::Buf;
 use verifi_mcp_core::harness::slots::Manifest;
@@ -87,6 +87,9 @@ pub(crate) struct SlotInner {
     /// The run's secrets plus this slot's header values (the core says both are redacted).
     secrets: Vec<String>,
     state: HostShared<SlotState>,
+    /// Per-call scratch buffers put back after each call, so a call does not allocate and
+    /// zero 32 KiB of head and read buffers (at most one per connection is kept).
+    scratch: Mutex<Vec<Scratch>>,
 }
 
 /// A slot of the run. Clones share one session and one failover state.
@@ -138,10 +141,17 @@ impl Timeline for RunTimeline<'_> {
     }
 }
 
+/// Storage a pooled reply buffer may keep between calls; a bigger one is given back.
+const KEEP_BYTES: usize = 64 * 1024;
+
 /// Owned per-call buffers.
 struct Scratch {
     head: Vec<u8>,
     read: Vec<u8>,
+    request: VecBuf,
+    reply: VecBuf,
+    text: VecBuf,
+    error: VecBuf,
 }
 
 impl Scratch {
@@ -149,6 +159,35 @@ impl Scratch {
         Scratch {
             head: vec![0; HEAD_BYTES],
             read: vec![0; READ_BYTES],
+            request: VecBuf::default(),
+            reply: VecBuf::default(),
+            text: VecBuf::default(),
+            error: VecBuf::default(),
+        }
+    }
+}
+
+/// A pooled [`Scratch`], put back into its slot's pool when dropped (also when a call's future
+/// is dropped mid-way: the buffers hold no state between calls).
+struct PooledScratch<'a> {
+    scratch: Option<Scratch>,
+    pool: &'a Mutex<Vec<Scratch>>,
+    keep: usize,
+}
+
+impl PooledScratch<'_> {
+    fn get(&mut self) -> &mut Scratch {
+        self.scratch.get_or_insert_with(Scratch::new)
+    }
+}
+
+impl Drop for PooledScratch<'_> {
+    fn drop(&mut self) {
+        if let Some(s) = self.scratch.take() {
+            let mut pool = lock(self.pool);
+            if pool.len() < self.keep {
+                pool.push(s);
+            }
         }
     }
 }
@@ -167,6 +206,7 @@ impl SlotHandle {
                 spec,
                 secrets,
                 state,
+                scratch: Mutex::new(Vec::new()),
             }),
         }
     }
@@ -186,15 +226,29 @@ impl SlotHandle {
         self.inner.spec.fallback.as_deref()
     }
 
+    /// Scratch buffers from the slot's pool (or new ones).
+    fn scratch(&self) -> PooledScratch<'_> {
+        let scratch = lock(&self.inner.scratch).pop();
+        PooledScratch {
+            scratch,
+            pool: &self.inner.scratch,
+            keep: self.inner.run.options.connection_limit.max(1),
+        }
+    }
+
     fn bufs<'s>(&self, scratch: &'s mut Scratch) -> CallBuffers<'s, VecBuf> {
         let o = &self.inner.run.options;
+        let pooled = |b: &mut VecBuf, limit: usize| {
+            b.reuse(limit, KEEP_BYTES);
+            std::mem::take(b)
+        };
         CallBuffers {
-            request: VecBuf::with_limit(o.reply_cap),
+            request: pooled(&mut scratch.request, o.reply_cap),
+            reply: pooled(&mut scratch.reply, o.reply_cap),
+            text: pooled(&mut scratch.text, o.reply_cap),
+            error: pooled(&mut scratch.error, ERROR_BYTES),
             head: &mut scratch.head,
             read: &mut scratch.read,
-            reply: VecBuf::with_limit(o.reply_cap),
-            text: VecBuf::with_limit(o.reply_cap),
-            error: VecBuf::with_limit(ERROR_BYTES),
             raw: VecBuf::with_limit(if o.keep_raw { o.reply_cap } else { 0 }),
         }
     }
@@ -294,8 +348,8 @@ impl SlotHandle {
         let mut cfg = self.config(endpoints, &headers);
         cfg.on_progress = on_progress;
         let run = &self.inner.run;
-        let mut scratch = Scratch::new();
-        let mut bufs = self.bufs(&mut scratch);
+        let mut scratch = self.scratch();
+        let mut bufs = self.bufs(scratch.get());
         let mut ledger = RunLedger(&run.records);
         let mut timeline = RunTimeline(&run.records);
         let r = drive::call(
@@ -310,14 +364,29 @@ impl SlotHandle {
             &mut bufs,
         )
         .await;
-        ToolResult {
+        let owned = ToolResult {
             ok: r.ok,
             text: r.text.to_owned(),
             is_error: r.is_error,
             latency_ms: r.latency_ms,
             error: r.error.map(str::to_owned),
             raw: r.raw.map(|b| String::from_utf8_lossy(b).into_owned()),
+        };
+        // The head and read borrows end with `bufs`; the growable buffers go back to the pool,
+        // emptied, and without a big reply's storage (it is not held between calls).
+        let CallBuffers {
+            mut request,
+            mut reply,
+            mut text,
+            mut error,
+            ..
+        } = bufs;
+        for b in [&mut request, &mut reply, &mut text, &mut error] {
+            b.reuse(0, KEEP_BYTES);
         }
+        let s = scratch.get();
+        (s.request, s.reply, s.text, s.error) = (request, reply, text, error);
+        owned
     }
 
     /// The names of the slot's tools (every page). Fails over like a call; a failure of the
@@ -353,8 +422,8 @@ impl SlotHandle {
         let headers = self.headers();
         let cfg = self.config(endpoints, &headers);
         let run = &self.inner.run;
-        let mut scratch = Scratch::new();
-        let mut bufs = self.bufs(&mut scratch);
+        let mut scratch = self.scratch();
+        let mut bufs = self.bufs(scratch.get());
         drive::list_tools_described(
             &run.net,
             &cfg,
@@ -376,8 +445,8 @@ impl SlotHandle {
         };
         let headers = self.headers();
         let cfg = self.config(endpoints, &headers);
-        let mut scratch = Scratch::new();
-        let mut bufs = self.bufs(&mut scratch);
+        let mut scratch = self.scratch();
+        let mut bufs = self.bufs(scratch.get());
         drive::close(&self.inner.run.net, &cfg, &self.inner.state, &mut bufs).await;
     }
 }
