@@ -1,3 +1,4 @@
+//! (Compiled only under `#[cfg(test)]`: see `mod tests;` in `http.rs`.)
 use super::*;
 use crate::buf::{Buf, SliceBuf};
 use proptest::prelude::*;

@@ -1,3 +1,4 @@
+//! (Compiled only under `#[cfg(test)]`: see `mod tests;` in `json.rs`.)
 //! Tests of the JSON scanner; `serde_json` is the reference oracle (tests only).
 
 use std::string::String;

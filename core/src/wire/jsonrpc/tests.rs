@@ -1,5 +1,6 @@
+//! (Compiled only under `#[cfg(test)]`: see `mod tests;` in `jsonrpc.rs`.)
 //! Encoder bytes, and decoding of real server replies from `core/tests/data/` (taken from
-//! /work/shared/captures; `synthetic-*` files are hand-written where no capture has the case).
+//! the shared wire captures; `synthetic-*` files are hand-written where no capture has the case).
 
 use std::string::String;
 use std::vec::Vec;

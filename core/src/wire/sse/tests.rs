@@ -1,3 +1,4 @@
+//! (Compiled only under `#[cfg(test)]`: see `mod tests;` in `sse.rs`.)
 use super::*;
 use crate::buf::SliceBuf;
 use proptest::prelude::*;
