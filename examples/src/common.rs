@@ -5,7 +5,7 @@
 
 use serde_json::{Map, Value, json};
 use verifi_mcp_core::buf::Buf;
-use verifi_mcp_core::harness::redact::{collect_run_secrets, redact};
+use verifi_mcp_core::harness::redact::redact;
 use verifi_mcp_core::wire::endpoint::Endpoint;
 use verifi_mcp_smol::{LedgerTotals, TimelineEntry, ToolResult, VecBuf};
 
@@ -176,17 +176,21 @@ pub fn amend_manifest(
     }
 }
 
-/// The run's secrets as the adapter collects them, plus extra values (header values).
-pub fn run_secrets(extra: impl IntoIterator<Item = String>) -> Vec<String> {
-    let mut s: Vec<String> = collect_run_secrets(std::env::vars())
-        .map(|v| v.to_string())
-        .collect();
-    s.extend(extra.into_iter().filter(|v| v.len() >= 4));
+/// The run's secrets as the adapter collects them (the environment read as bytes: a value
+/// that is not UTF-8 is no panic, and still a secret), plus extra values (header values).
+pub fn run_secrets(extra: impl IntoIterator<Item = String>) -> Vec<Vec<u8>> {
+    let mut s = verifi_mcp_smol::env_secrets();
+    s.extend(
+        extra
+            .into_iter()
+            .filter(|v| v.len() >= 4)
+            .map(String::into_bytes),
+    );
     s
 }
 
 /// `text` with every secret replaced by `[REDACTED]` (the core's redactor).
-pub fn scrub(text: &str, secrets: &[String]) -> String {
+pub fn scrub(text: &str, secrets: &[Vec<u8>]) -> String {
     if secrets.is_empty() {
         return text.to_owned();
     }

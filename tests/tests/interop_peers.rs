@@ -22,8 +22,8 @@ use verifi_mcp_smol::{LedgerTotals, Options};
 /// The most any single check may take (a hang fails the check, not the whole run).
 const CHECK_BOUND: Duration = Duration::from_secs(60);
 
-/// The seed's words for an `isError` result.
-const TOOL_ERROR: &str = "the tool reported an error (isError: true)";
+/// The `error` of an `isError` result: the tool's own first line.
+const TOOL_ERROR: &str = "tool error: fail: this tool always fails";
 
 type Check = fn(&Peer);
 
@@ -242,12 +242,18 @@ async fn unknown_tool(p: &Peer) {
         Sdk::Ts => {
             assert!(!r.ok && r.is_error, "{r:?}");
             assert_eq!(r.text, "MCP error -32602: Tool no_such_tool not found");
-            assert_eq!(r.error.as_deref(), Some(TOOL_ERROR));
+            assert_eq!(
+                r.error.as_deref(),
+                Some("tool error: MCP error -32602: Tool no_such_tool not found")
+            );
         }
         Sdk::Py => {
             assert!(!r.ok && r.is_error, "{r:?}");
             assert_eq!(r.text, "Unknown tool: no_such_tool");
-            assert_eq!(r.error.as_deref(), Some(TOOL_ERROR));
+            assert_eq!(
+                r.error.as_deref(),
+                Some("tool error: Unknown tool: no_such_tool")
+            );
         }
     }
     assert_eq!(ctx.ledger().tool_calls, 1);

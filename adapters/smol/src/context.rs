@@ -31,7 +31,8 @@ pub struct Options {
     pub timeout_ms: u64,
     /// Open connections per slot endpoint, in use or pooled (default 64).
     pub connection_limit: usize,
-    /// The run's secrets; `None` means `collect_run_secrets(std::env::vars())`.
+    /// The run's secrets; `None` means those of the process environment
+    /// ([`env_secrets`], read as bytes).
     pub secrets: Option<Vec<String>>,
     /// When `Some(max)`, progress notifications in a reply reset the call's timer, up to `max`
     /// ms in all (off by default).
@@ -40,6 +41,14 @@ pub struct Options {
     pub root_certs: Vec<RootCert>,
     /// Largest reply (and flattened text) a call may hold (default 16 MiB).
     pub reply_cap: usize,
+    /// Largest request (head and JSON body) a call may send (default 16 MiB); a larger one is
+    /// an `ok: false` local failure, sent nowhere.
+    pub request_cap: usize,
+    /// A reply that sends no byte for this long fails with `server stalled` (default
+    /// 60 000 ms; progress notifications and SSE comments count as bytes). `None`: only the
+    /// call's timeout applies (for servers that answer long tools in JSON and send nothing
+    /// meanwhile).
+    pub idle_timeout_ms: Option<u64>,
     /// Keep the redacted JSON-RPC reply in `ToolResult::raw` (default false: it doubles the
     /// memory of a big reply).
     pub keep_raw: bool,
@@ -60,6 +69,8 @@ impl Default for Options {
             progress_extends_to_ms: None,
             root_certs: Vec::new(),
             reply_cap: DEFAULT_REPLY_CAP,
+            request_cap: DEFAULT_REPLY_CAP,
+            idle_timeout_ms: Some(verifi_mcp_core::drive::DEFAULT_IDLE_TIMEOUT_MS),
             keep_raw: false,
             protocol_version: ProtocolVersion::DEFAULT,
             exact_mcp_urls: false,
@@ -144,8 +155,18 @@ pub(crate) struct Records {
     pub(crate) log: Mutex<Vec<String>>,
 }
 
+/// The secrets of this process's environment, by the core's rule
+/// ([`collect_run_secrets`]). Read as bytes: a value that is not UTF-8 is no panic, and still a
+/// secret to redact.
+pub fn env_secrets() -> Vec<Vec<u8>> {
+    collect_run_secrets(
+        std::env::vars_os().map(|(k, v)| (k.into_encoded_bytes(), v.into_encoded_bytes())),
+    )
+    .collect()
+}
+
 /// `text` with every secret replaced by `[REDACTED]` (the core's rule).
-pub(crate) fn redact_string(text: &str, secrets: &[String]) -> String {
+pub(crate) fn redact_string(text: &str, secrets: &[Vec<u8>]) -> String {
     let mut out = VecBuf::with_limit(usize::MAX);
     // An unbounded VecBuf never overflows.
     let _ = redact(text.as_bytes(), secrets, &mut out);
@@ -160,7 +181,7 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 pub(crate) struct Run {
     pub(crate) run_id: String,
     pub(crate) options: Options,
-    pub(crate) secrets: Vec<String>,
+    pub(crate) secrets: Vec<Vec<u8>>,
     pub(crate) net: HostNet,
     pub(crate) records: Records,
 }
@@ -213,8 +234,8 @@ impl HarnessContext {
         Manifest::parse(text.as_bytes()).map_err(|e| ContextError::Manifest(e.to_string()))?;
         let tls = tls_config(&options.root_certs).map_err(ContextError::Tls)?;
         let secrets = match &options.secrets {
-            Some(s) => s.clone(),
-            None => collect_run_secrets(std::env::vars()).collect(),
+            Some(s) => s.iter().map(|s| s.as_bytes().to_vec()).collect(),
+            None => env_secrets(),
         };
         let net = HostNet::new(options.connection_limit, tls);
         Ok(HarnessContext {

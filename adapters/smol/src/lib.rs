@@ -39,13 +39,16 @@ pub mod slot;
 pub use buf::VecBuf;
 pub use context::{
     ContextError, HarnessContext, LedgerTotals, Options, SlotNotFilledError, TimelineEntry,
+    env_secrets,
 };
 pub use exec::{Exec, ExecResult};
 pub use net::{ConnectFailure, FailureKind, HostNet, PoolKey, RootCert};
-pub use result::{ListToolsError, ToolResult};
+pub use result::{CallError, ListToolsError, ToolResult};
 pub use shared::HostShared;
 pub use slot::{SlotHandle, SlotSpec};
 pub use verifi_mcp_core::drive::ProgressUpdate;
+pub use verifi_mcp_core::harness::result::Kind;
+pub use verifi_mcp_core::wire::failure::Cause;
 pub use verifi_mcp_core::wire::jsonrpc::ProtocolVersion;
 
 /// The README's harness example, compiled as a doctest so it cannot drift from the API.

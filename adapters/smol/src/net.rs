@@ -214,6 +214,16 @@ impl Conn {
     pub fn key(&self) -> &PoolKey {
         &self.key
     }
+    /// True when nothing is waiting on the socket and the peer has not closed it: a peek
+    /// that would block. (The socket is non-blocking, so the peek never waits.)
+    fn is_idle_and_open(&self) -> bool {
+        let mut byte = [0u8; 1];
+        matches!(
+            self.io.inner().tcp().get_ref().peek(&mut byte),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock
+        )
+    }
+
     /// The local address (tests use it to tell connections apart).
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         self.io.inner().tcp().get_ref().local_addr()
@@ -308,8 +318,17 @@ impl HostNet {
             .clone()
     }
 
+    /// A pooled connection to `key` that is still usable. Each is checked before it is handed
+    /// out (a written tools/call is never re-sent, so a stale socket must not be written to):
+    /// a zero-wait peek that sees the end of the stream, an error, or bytes nobody asked for
+    /// means the server let it go, and it is dropped.
     fn take_idle(&self, key: &PoolKey) -> Option<Conn> {
-        lock(&self.inner.pools).get_mut(key)?.idle.pop()
+        loop {
+            let conn = lock(&self.inner.pools).get_mut(key)?.idle.pop()?;
+            if conn.is_idle_and_open() {
+                return Some(conn);
+            }
+        }
     }
 
     /// A pooled connection to `key` (`true`: reused) unless `fresh`, else a new one. Waits for

@@ -15,7 +15,7 @@ use crate::buf::VecBuf;
 
 use serde::Serialize;
 use verifi_mcp_core::drive::{
-    self, CallBuffers, ProgressObserver, ProgressUpdate, SlotConfig, SlotState,
+    self, CallBuffers, InFlight, ProgressObserver, ProgressUpdate, SlotConfig, SlotState,
 };
 use verifi_mcp_core::harness::events::{Timeline, TimelineEvent};
 use verifi_mcp_core::harness::meter::{Ledger, LedgerRecord};
@@ -85,7 +85,7 @@ pub(crate) struct SlotInner {
     pub(crate) run: Arc<Run>,
     pub(crate) spec: SlotSpec,
     /// The run's secrets plus this slot's header values (the core says both are redacted).
-    secrets: Vec<String>,
+    secrets: Vec<Vec<u8>>,
     state: HostShared<SlotState>,
     /// Per-call scratch buffers put back after each call, so a call does not allocate and
     /// zero 32 KiB of head and read buffers (at most one per connection is kept).
@@ -195,7 +195,7 @@ impl Drop for PooledScratch<'_> {
 impl SlotHandle {
     pub(crate) fn new(run: Arc<Run>, spec: SlotSpec) -> Self {
         let mut secrets = run.secrets.clone();
-        secrets.extend(spec.headers.iter().map(|(_, v)| v.clone()));
+        secrets.extend(spec.headers.iter().map(|(_, v)| v.as_bytes().to_vec()));
         let state = HostShared::new(SlotState::new(
             run.options.protocol_version,
             spec.fallback.is_some(),
@@ -243,7 +243,7 @@ impl SlotHandle {
             std::mem::take(b)
         };
         CallBuffers {
-            request: pooled(&mut scratch.request, o.reply_cap),
+            request: pooled(&mut scratch.request, o.request_cap),
             reply: pooled(&mut scratch.reply, o.reply_cap),
             text: pooled(&mut scratch.text, o.reply_cap),
             error: pooled(&mut scratch.error, ERROR_BYTES),
@@ -302,7 +302,23 @@ impl SlotHandle {
         cfg.limits.max_event_bytes = o.reply_cap;
         cfg.keep_raw = o.keep_raw;
         cfg.version = o.protocol_version;
+        cfg.idle_timeout_ms = o.idle_timeout_ms;
         cfg
+    }
+
+    /// A call that failed before anything was sent: the core's one rule (metered, a
+    /// `tool_error` event, no failover), as on the edge.
+    pub(crate) fn local_failure(&self, tool: &str, error: &str) -> ToolResult {
+        let run = &self.inner.run;
+        let error = crate::context::redact_string(error, &self.inner.secrets);
+        let r = drive::local_failure(
+            &self.inner.spec.slot,
+            tool,
+            &error,
+            &mut RunLedger(&run.records),
+            &mut RunTimeline(&run.records),
+        );
+        ToolResult::from_core(&r)
     }
 
     /// Calls `tool` with `args` (anything that serializes to a JSON object; `()` or `null`
@@ -338,15 +354,23 @@ impl SlotHandle {
         let args = match Value::parse(json, JsonLimits::default()) {
             Ok(v) if v.is_null() => None,
             Ok(v) => Some(v),
-            Err(e) => return ToolResult::local_failure(format!("arguments are not JSON: {e:?}")),
+            Err(e) => return self.local_failure(tool, &format!("arguments are not JSON: {e}")),
         };
         let endpoints = match self.endpoints() {
             Ok(e) => e,
-            Err(e) => return ToolResult::local_failure(e),
+            Err(e) => return self.local_failure(tool, &e),
         };
         let headers = self.headers();
         let mut cfg = self.config(endpoints, &headers);
         cfg.on_progress = on_progress;
+        // If the caller drops this call while its tools/call is on the wire, the server is
+        // told (the core meters the dropped call itself).
+        let in_flight = InFlight::new();
+        let cancel_if_dropped = CancelIfDropped {
+            slot: self,
+            in_flight: &in_flight,
+        };
+        cfg.in_flight = Some(&in_flight);
         let run = &self.inner.run;
         let mut scratch = self.scratch();
         let mut bufs = self.bufs(scratch.get());
@@ -364,14 +388,8 @@ impl SlotHandle {
             &mut bufs,
         )
         .await;
-        let owned = ToolResult {
-            ok: r.ok,
-            text: r.text.to_owned(),
-            is_error: r.is_error,
-            latency_ms: r.latency_ms,
-            error: r.error.map(str::to_owned),
-            raw: r.raw.map(|b| String::from_utf8_lossy(b).into_owned()),
-        };
+        let owned = ToolResult::from_core(&r);
+        std::mem::forget(cancel_if_dropped);
         // The head and read borrows end with `bufs`; the growable buffers go back to the pool,
         // emptied, and without a big reply's storage (it is not held between calls).
         let CallBuffers {
@@ -438,6 +456,35 @@ impl SlotHandle {
         })
     }
 
+    /// Tells the server, best effort and off the caller's task, that a dropped call's
+    /// `tools/call` is cancelled.
+    fn cancel_dropped(&self, request: (verifi_mcp_core::harness::failover::Target, u64)) {
+        let slot = self.clone();
+        // The caller's future is gone and its executor unknown: a short-lived thread sends
+        // the notification on its own 1 s deadline (the core's courtesy timeout).
+        let _ = std::thread::Builder::new()
+            .name("mcp-cancel".into())
+            .spawn(move || {
+                async_io::block_on(async {
+                    let Ok(endpoints) = slot.endpoints() else {
+                        return;
+                    };
+                    let headers = slot.headers();
+                    let cfg = slot.config(endpoints, &headers);
+                    let mut scratch = slot.scratch();
+                    let mut bufs = slot.bufs(scratch.get());
+                    drive::cancel_dropped(
+                        &slot.inner.run.net,
+                        &cfg,
+                        &slot.inner.state,
+                        request,
+                        &mut bufs,
+                    )
+                    .await;
+                })
+            });
+    }
+
     /// Ends this slot's sessions (best-effort HTTP DELETE; 405 is fine).
     pub async fn close(&self) {
         let Ok(endpoints) = self.endpoints() else {
@@ -448,6 +495,21 @@ impl SlotHandle {
         let mut scratch = self.scratch();
         let mut bufs = self.bufs(scratch.get());
         drive::close(&self.inner.run.net, &cfg, &self.inner.state, &mut bufs).await;
+    }
+}
+
+/// Armed while a call runs: when the caller drops the call's future with a `tools/call` on the
+/// wire, the server is told to cancel it. A call that ends normally disarms it (`forget`).
+struct CancelIfDropped<'s> {
+    slot: &'s SlotHandle,
+    in_flight: &'s InFlight,
+}
+
+impl Drop for CancelIfDropped<'_> {
+    fn drop(&mut self) {
+        if let Some(request) = self.in_flight.get() {
+            self.slot.cancel_dropped(request);
+        }
     }
 }
 

@@ -178,30 +178,42 @@ const PLACEHOLDERS: &[&str] = &[
     "n/a",
 ];
 
-fn tokens(name: &str) -> impl Iterator<Item = &str> {
-    name.split(['_', '-']).filter(|t| !t.is_empty())
+fn tokens(name: &[u8]) -> impl Iterator<Item = &[u8]> {
+    name.split(|&b| b == b'_' || b == b'-')
+        .filter(|t| !t.is_empty())
 }
 
-fn in_list(token: &str, list: &[&str]) -> bool {
-    list.iter().any(|w| w.eq_ignore_ascii_case(token))
+fn in_list(token: &[u8], list: &[&str]) -> bool {
+    list.iter()
+        .any(|w| w.as_bytes().eq_ignore_ascii_case(token))
 }
 
-fn ends_with_ci(token: &str, suffix: &str) -> bool {
-    let (t, s) = (token.as_bytes(), suffix.as_bytes());
+fn ends_with_ci(t: &[u8], suffix: &str) -> bool {
+    let s = suffix.as_bytes();
     t.len() >= s.len()
         && t.get(t.len() - s.len()..)
             .is_some_and(|tail| tail.eq_ignore_ascii_case(s))
 }
 
-fn is_secret_token(token: &str) -> bool {
+fn is_secret_token(token: &[u8]) -> bool {
     in_list(token, SECRET_WORDS) || SECRET_SUFFIXES.iter().any(|s| ends_with_ci(token, s))
+}
+
+/// Characters in `v`, counted leniently: every byte that does not continue a UTF-8 sequence
+/// (so a value that is not UTF-8 still has a length).
+fn char_count(v: &[u8]) -> usize {
+    v.iter().filter(|&&b| b & 0xC0 != 0x80).count()
 }
 
 /// True when the variable `name=value` holds a secret of the run, by the rule in the module
 /// docs: a secret-like name token, no identifier suffix, not public, and a real value of at
 /// least 4 characters that is not a placeholder.
-pub fn is_secret_var(name: &str, value: &str) -> bool {
-    if name.eq_ignore_ascii_case("PWD") || name.eq_ignore_ascii_case("OLDPWD") {
+///
+/// Names and values are bytes: an environment is not always UTF-8, and a value that is not
+/// is still a secret to redact (as bytes).
+pub fn is_secret_var(name: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> bool {
+    let (name, value) = (name.as_ref(), value.as_ref());
+    if name.eq_ignore_ascii_case(b"PWD") || name.eq_ignore_ascii_case(b"OLDPWD") {
         return false;
     }
     if !tokens(name).any(is_secret_token) {
@@ -216,8 +228,8 @@ pub fn is_secret_var(name: &str, value: &str) -> bool {
     {
         return false;
     }
-    let v = value.trim();
-    if v.chars().count() < MIN_SECRET_LEN {
+    let v = value.trim_ascii();
+    if char_count(v) < MIN_SECRET_LEN {
         return false;
     }
     !in_list(v, PLACEHOLDERS)
@@ -225,14 +237,15 @@ pub fn is_secret_var(name: &str, value: &str) -> bool {
 
 /// The values among `(name, value)` pairs that are secrets of the run ([`is_secret_var`]).
 ///
-/// An iterator adaptor, so the core allocates nothing: a host writes
-/// `collect_run_secrets(std::env::vars()).collect::<Vec<String>>()`. Values are yielded as
-/// given (not trimmed).
+/// An iterator adaptor, so the core allocates nothing. A host reads its environment as bytes
+/// (`std::env::vars()` panics on a value that is not UTF-8):
+/// `collect_run_secrets(std::env::vars_os().map(|(k, v)| (k.into_encoded_bytes(),
+/// v.into_encoded_bytes())))`. Values are yielded as given (not trimmed).
 pub fn collect_run_secrets<I, K, V>(vars: I) -> RunSecrets<I::IntoIter>
 where
     I: IntoIterator<Item = (K, V)>,
-    K: AsRef<str>,
-    V: AsRef<str>,
+    K: AsRef<[u8]>,
+    V: AsRef<[u8]>,
 {
     RunSecrets {
         inner: vars.into_iter(),
@@ -248,8 +261,8 @@ pub struct RunSecrets<I> {
 impl<I, K, V> Iterator for RunSecrets<I>
 where
     I: Iterator<Item = (K, V)>,
-    K: AsRef<str>,
-    V: AsRef<str>,
+    K: AsRef<[u8]>,
+    V: AsRef<[u8]>,
 {
     type Item = V;
     fn next(&mut self) -> Option<V> {
@@ -1311,6 +1324,22 @@ mod tests {
         let mut all: Vec<(&str, &str)> = collected.to_vec();
         all.extend(left);
         assert_eq!(collect_run_secrets(all).count(), collected.len());
+    }
+
+    #[test]
+    fn a_value_that_is_not_utf8_is_still_a_secret() {
+        // `FOO=$'caf\xe9'` panicked `std::env::vars()`; as bytes it is read, and a secret-named
+        // one is collected and redacted as bytes.
+        let env: Vec<(Vec<u8>, Vec<u8>)> = std::vec![
+            (b"FOO".to_vec(), b"caf\xe9".to_vec()),
+            (b"DB_PASSWORD".to_vec(), b"hunter\xff\xfe-2".to_vec()),
+            (b"API_\xffTOKEN".to_vec(), b"\xe9\xe9\xe9".to_vec()),
+        ];
+        let got: Vec<Vec<u8>> = collect_run_secrets(env).collect();
+        assert_eq!(got, [b"hunter\xff\xfe-2".to_vec()]);
+        let mut out = Out::default();
+        redact(b"pw=hunter\xff\xfe-2!", &got, &mut out).unwrap();
+        assert_eq!(out.0, b"pw=[REDACTED]!");
     }
 
     #[test]

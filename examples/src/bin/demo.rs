@@ -68,7 +68,7 @@ fn first_line(s: &str) -> String {
 
 struct Sweep<'a> {
     out: &'a mut Out,
-    secrets: Vec<String>,
+    secrets: Vec<Vec<u8>>,
     steps: Vec<Step>,
     exec: Exec,
     kali: SlotHandle,
@@ -176,7 +176,10 @@ fn serve(secs: Option<&str>) -> ExitCode {
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let args: Vec<String> = std::env::args_os()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
     if args.first().map(String::as_str) == Some("--serve") && args.len() <= 2 {
         return serve(args.get(1).map(String::as_str));
     }

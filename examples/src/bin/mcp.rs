@@ -142,7 +142,7 @@ impl From<UsageError> for Fail {
 struct Run {
     ctx: HarnessContext,
     slot: SlotHandle,
-    secrets: Vec<String>,
+    secrets: Vec<Vec<u8>>,
 }
 
 impl Run {
