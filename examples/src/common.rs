@@ -211,6 +211,8 @@ pub fn result_json(r: &ToolResult) -> Value {
         "isError": r.is_error,
         "latencyMs": r.latency_ms,
         "error": r.error,
+        // The outcome as a type (`{"type": "unreachable", "cause": "timedOut"}` …).
+        "kind": serde_json::to_value(r).ok().and_then(|v| v.get("kind").cloned()),
     })
 }
 

@@ -1,6 +1,7 @@
 //! The `mcp` command line and the demo, run as programs against the demo's real rmcp servers
 //! (started in this test process on 127.0.0.1). Each test names the behaviour it asserts.
 
+use std::ffi::OsStr;
 use std::io::{Read, Write};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -12,7 +13,7 @@ use verifi_mcp_examples::kali::KaliServer;
 const DEADLINE: Duration = Duration::from_secs(90);
 
 /// Runs `exe` with `args` and `stdin`, killed at [`DEADLINE`].
-fn run_exe(exe: &str, args: &[&str], stdin: &str, env: &[(&str, &str)]) -> Output {
+fn run_exe(exe: &str, args: &[&str], stdin: &str, env: &[(&str, &OsStr)]) -> Output {
     let mut cmd = Command::new(exe);
     cmd.args(args)
         .stdin(Stdio::piped())
@@ -543,7 +544,10 @@ fn demo_secret_from_the_environment_never_appears_in_output() {
         env!("CARGO_BIN_EXE_demo"),
         &["--json"],
         "",
-        &[("DEMO_API_KEY", secret), ("VERIFI_DEMO_CHILD", "1")],
+        &[
+            ("DEMO_API_KEY", OsStr::new(secret)),
+            ("VERIFI_DEMO_CHILD", OsStr::new("1")),
+        ],
     );
     assert_eq!(code(&o), 0, "{}", describe(&o));
     assert!(
@@ -587,4 +591,72 @@ fn demo_serve_prints_a_url_that_mcp_can_use_and_stops_when_stdin_closes() {
         std::thread::sleep(Duration::from_millis(20));
     };
     assert!(status.success(), "{status:?}");
+}
+
+// ---- issue 16: never panic, always say why ---------------------------------------------------
+
+#[test]
+fn an_environment_value_that_is_not_utf8_is_no_panic() {
+    use std::os::unix::ffi::OsStrExt;
+    let s = server();
+    // `FOO=$'caf\xe9' mcp tools URL` exited 101 in std::env::vars(); a secret-named one is
+    // read as bytes too (and redacted as bytes: the core's unit tests show it).
+    let env = [
+        ("FOO", OsStr::from_bytes(b"caf\xe9")),
+        ("DB_PASSWORD", OsStr::from_bytes(b"hunter\xff\xfe-2")),
+    ];
+    let o = run_exe(
+        env!("CARGO_BIN_EXE_mcp"),
+        &["tools", &s.base_url()],
+        "",
+        &env,
+    );
+    assert_eq!(code(&o), 0, "{}", describe(&o));
+    assert!(stdout(&o).lines().any(|l| l == "echo"), "{}", describe(&o));
+    let o = run_exe(
+        env!("CARGO_BIN_EXE_mcp"),
+        &["call", &s.base_url(), "echo", r#"{"text":"still fine"}"#],
+        "",
+        &env,
+    );
+    assert_eq!(code(&o), 0, "{}", describe(&o));
+}
+
+#[test]
+fn a_tool_error_says_the_tools_own_words() {
+    let s = server();
+    let o = mcp(&["call", &s.base_url(), "nikto", r#"{"target":"x"}"#]);
+    assert_eq!(code(&o), 1, "{}", describe(&o));
+    let v = json_line(stdout(&o).trim());
+    assert_eq!(
+        v["error"],
+        json!("tool error: nikto: scanner not installed on box test (target x)")
+    );
+    assert_eq!(v["kind"], json!({"type": "toolError"}));
+    // exec: the reason is printed, not just a failure.
+    let o = mcp(&["exec", &s.base_url(), "echo hi", "--workspace", "a b"]);
+    assert_eq!(code(&o), 1, "{}", describe(&o));
+    let all = format!("{}{}", stdout(&o), stderr(&o));
+    assert!(
+        all.contains("tool error: run_command: workspace \"a b\" is not a run id"),
+        "{}",
+        describe(&o)
+    );
+}
+
+#[test]
+fn idle_timeout_is_an_option_and_zero_turns_it_off() {
+    let s = server();
+    for ms in ["0", "5000"] {
+        let o = mcp(&[
+            "call",
+            &s.base_url(),
+            "echo",
+            r#"{"text":"idle"}"#,
+            "--idle-timeout-ms",
+            ms,
+        ]);
+        assert_eq!(code(&o), 0, "{}", describe(&o));
+        assert_eq!(json_line(stdout(&o).trim())["text"], json!("idle"));
+    }
 }

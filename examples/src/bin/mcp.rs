@@ -48,6 +48,10 @@ struct Common {
     /// command's own timeout (clamped to 1..=285 s; the call keeps the 300 s ceiling).
     #[arg(long, value_name = "MS")]
     timeout_ms: Option<u64>,
+    /// A reply that sends no byte for this long fails with `server stalled` (default 60000;
+    /// progress and keep-alive comments count; 0 turns it off, leaving only the timeout).
+    #[arg(long, value_name = "MS")]
+    idle_timeout_ms: Option<u64>,
     /// The protocol version offered in `initialize` (default 2024-11-05).
     #[arg(long, value_name = "V")]
     protocol_version: Option<String>,
@@ -219,6 +223,11 @@ fn build(common: &Common, pos: &mut Vec<String>, run_id: &str) -> Result<Run, Fa
     let options = Options {
         timeout_ms: common.timeout_ms.unwrap_or(Options::default().timeout_ms),
         reply_cap: common.max_reply_bytes,
+        idle_timeout_ms: match common.idle_timeout_ms {
+            Some(0) => None,
+            Some(ms) => Some(ms),
+            None => Options::default().idle_timeout_ms,
+        },
         protocol_version,
         exact_mcp_urls: common.exact_url,
         ..Options::default()
