@@ -391,7 +391,7 @@ async fn run(out: &mut Out) -> Result<Vec<String>, String> {
             .as_ref()
             .is_some_and(|r| r.ok && r.text.contains("[REDACTED]") && !r.text.contains(&secret)),
     ));
-    let after_ok = steps[after..].iter().all(|s| s.ok);
+    let after_ok = steps.get(after..).unwrap_or(&[]).iter().all(|s| s.ok);
     checks.push((
         "every step after the primary stopped succeeded on the fallback".to_owned(),
         after_ok,
