@@ -53,8 +53,11 @@ const MAX_CURSOR: usize = 1_024;
 /// The default idle time after which a reply that sends nothing is `server stalled`.
 pub const DEFAULT_IDLE_TIMEOUT_MS: u64 = 60_000;
 /// The slot's retry budget for 429/503 answers with `retry-after`: one retry in this many
-/// calls of the slot (and always at least one).
+/// calls of the slot (a fifth of them) …
 pub const RETRY_BUDGET_CALLS_PER_RETRY: u64 = 5;
+/// … and never fewer than this many in a run, so every call of a small run can take its one
+/// retry; a storm in a long run is capped.
+pub const RETRY_BUDGET_FLOOR: u64 = 10;
 /// The longest message of an error line built here (a JSON-RPC refusal, a failure).
 const ERROR_LINE_BYTES: usize = 2 * DETAIL_BYTES + 256;
 
@@ -126,9 +129,9 @@ impl SlotState {
     }
 
     /// Takes one `retry-after` retry from the slot's budget (one in
-    /// [`RETRY_BUDGET_CALLS_PER_RETRY`] calls, and always at least one).
+    /// [`RETRY_BUDGET_CALLS_PER_RETRY`] calls, and at least [`RETRY_BUDGET_FLOOR`]).
     fn take_retry(&mut self) -> bool {
-        let budget = (self.calls / RETRY_BUDGET_CALLS_PER_RETRY).max(1);
+        let budget = (self.calls / RETRY_BUDGET_CALLS_PER_RETRY).max(RETRY_BUDGET_FLOOR);
         let ok = self.retries < budget;
         if ok {
             self.retries += 1;

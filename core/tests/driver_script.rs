@@ -1590,3 +1590,43 @@ fn a_dropped_call_is_metered_and_says_which_request_to_cancel() {
     assert_eq!(target, verifi_mcp_core::harness::failover::Target::Primary);
     assert_eq!(id, call_id);
 }
+
+#[test]
+fn the_retry_after_budget_caps_a_storm_and_says_the_delay() {
+    let ep = Endpoint::parse_base("http://127.0.0.1:9001").unwrap();
+    let c = cfg(&ep, None);
+    let seen_texts = Rc::new(RefCell::new(std::collections::HashSet::new()));
+    let s2 = seen_texts.clone();
+    let mut rig = Rig::new(
+        move |seen: &Seen| match seen.rpc_method() {
+            // The first attempt of every call is rate-limited.
+            "tools/call" => {
+                let text = seen.body["params"]["arguments"]["text"].to_string();
+                if s2.borrow_mut().insert(text) {
+                    Act::Reply(http_json("429 Too Many Requests", "retry-after: 1\r\n", ""))
+                } else {
+                    good_server("s")(seen)
+                }
+            }
+            _ => good_server("s")(seen),
+        },
+        4096,
+        false,
+    );
+    let floor = drive::RETRY_BUDGET_FLOOR as usize;
+    let mut outcomes = Vec::new();
+    for i in 0..floor + 2 {
+        outcomes.push(rig.call(&c, "echo", &format!(r#"{{"text":"{i}"}}"#), &[]));
+    }
+    assert!(
+        outcomes[..floor].iter().all(|r| r.0),
+        "each small-run call took its retry"
+    );
+    for r in &outcomes[floor..] {
+        let error = r.3.as_deref().unwrap_or("");
+        assert!(
+            !r.0 && error.contains("429") && error.contains("retry-after: 1"),
+            "{r:?}"
+        );
+    }
+}
