@@ -236,16 +236,16 @@ impl embedded_io_async::ErrorType for Conn {
 
 impl embedded_io_async::Read for Conn {
     async fn read(&mut self, buf: &mut [u8]) -> Result<usize, io::Error> {
-        let n = self.io.read(buf).await?;
-        // Linux clears quick-ACK mode by itself; re-arm it so the reply to our next request is
-        // ACKed at once instead of after the delayed-ACK timer.
-        quickack(self.io.inner().tcp());
-        Ok(n)
+        self.io.read(buf).await
     }
 }
 
 impl embedded_io_async::Write for Conn {
     async fn write(&mut self, buf: &[u8]) -> Result<usize, io::Error> {
+        // Linux clears quick-ACK mode by itself; re-arm it once per request (the driver writes
+        // a request in one write), so the reply is ACKed at once instead of after the
+        // delayed-ACK timer. Once per request, not once per read: one setsockopt a call.
+        quickack(self.io.inner().tcp());
         self.io.write(buf).await
     }
     async fn flush(&mut self) -> Result<(), io::Error> {

@@ -71,6 +71,15 @@ impl ToolResult {
         }
     }
 
+    /// [`from_core`](Self::from_core) with an empty `text`, for a caller that moves the text
+    /// buffer in instead of copying it.
+    pub(crate) fn from_core_without_text(r: &CoreResult<'_>) -> Self {
+        ToolResult {
+            text: String::new(),
+            ..ToolResult::from_core(&CoreResult { text: "", ..*r })
+        }
+    }
+
     /// For `?`-style code: `Ok(self)` when the tool ran and answered, else a [`CallError`]
     /// with the same kind and error. `call()` itself never fails; this is the caller's choice.
     pub fn into_result(self) -> Result<ToolResult, CallError> {

@@ -388,7 +388,8 @@ impl SlotHandle {
             &mut bufs,
         )
         .await;
-        let owned = ToolResult::from_core(&r);
+        let mut owned = ToolResult::from_core_without_text(&r);
+        let text_len = r.text.len();
         std::mem::forget(cancel_if_dropped);
         // The head and read borrows end with `bufs`; the growable buffers go back to the pool,
         // emptied, and without a big reply's storage (it is not held between calls).
@@ -399,6 +400,13 @@ impl SlotHandle {
             mut error,
             ..
         } = bufs;
+        // A big text is handed over whole instead of copied (it would not be kept in the pool
+        // anyway); a small one is copied and its buffer pooled.
+        owned.text = if text_len > KEEP_BYTES {
+            text.take_utf8(text_len)
+        } else {
+            String::from_utf8_lossy(text.bytes().get(..text_len).unwrap_or(&[])).into_owned()
+        };
         for b in [&mut request, &mut reply, &mut text, &mut error] {
             b.reuse(0, KEEP_BYTES);
         }
