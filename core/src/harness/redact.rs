@@ -750,11 +750,33 @@ pub const MAX_FINDERS: usize = 16;
 /// which is cheap to build: a [`Redactor`] is made per reply), built once per redactor; `None`
 /// when the set has more than [`MAX_FINDERS`] patterns. On targets without one (the edge) it is
 /// empty and the anchor search does all the work.
+///
+/// With the `std` feature (the host) a big text is searched instead by one packed searcher for
+/// all patterns ([`Packed`]), built on the first write of at least [`PACKED_FROM`] bytes.
 struct Finders<'s> {
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     list: Option<heapless::Vec<(PairFinder, &'s [u8]), MAX_FINDERS>>,
     #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
     _none: core::marker::PhantomData<&'s [u8]>,
+    #[cfg(all(feature = "std", any(target_arch = "x86_64", target_arch = "aarch64")))]
+    packed: Packed,
+}
+
+/// Writes at least this long make a redactor build its packed searcher (`std` feature): below
+/// it, building (a few microseconds, a few allocations) would cost more than it saves.
+pub const PACKED_FROM: usize = 1024;
+
+/// aho-corasick's packed searcher (Teddy: SIMD over the first bytes of every pattern at once,
+/// then a verify), leftmost-longest: one pass over a chunk for all the secrets instead of one
+/// pass per pattern. Host only: it allocates, and picks SSSE3/AVX2 at run time through `std`.
+#[cfg(all(feature = "std", any(target_arch = "x86_64", target_arch = "aarch64")))]
+enum Packed {
+    /// Not built yet (no write was big enough).
+    Untried,
+    /// Built: the searcher and the longest pattern's length.
+    Built(aho_corasick::packed::Searcher, usize),
+    /// The set is not supported (too many patterns, no SIMD on this CPU): the finders run.
+    Unavailable,
 }
 
 impl<'s> Finders<'s> {
@@ -767,8 +789,36 @@ impl<'s> Finders<'s> {
         });
         Finders {
             list: fits.then_some(list),
+            #[cfg(feature = "std")]
+            packed: Packed::Untried,
         }
     }
+
+    /// Builds the packed searcher once a write of `len` bytes shows a big text (host only).
+    #[cfg(all(feature = "std", any(target_arch = "x86_64", target_arch = "aarch64")))]
+    fn prepare<S: AsRef<[u8]>>(&mut self, pats: &Patterns<'s, S>, len: usize) {
+        if len < PACKED_FROM || !matches!(self.packed, Packed::Untried) {
+            return;
+        }
+        use aho_corasick::packed::{Config, MatchKind};
+        let mut builder = Config::new()
+            .match_kind(MatchKind::LeftmostLongest)
+            .builder();
+        let mut longest = 0;
+        let mut any = false;
+        pats.for_each(|p| {
+            builder.add(p);
+            longest = longest.max(p.len());
+            any = true;
+        });
+        self.packed = match builder.build() {
+            Some(searcher) if any => Packed::Built(searcher, longest),
+            _ => Packed::Unavailable,
+        };
+    }
+
+    #[cfg(not(all(feature = "std", any(target_arch = "x86_64", target_arch = "aarch64"))))]
+    fn prepare<S: AsRef<[u8]>>(&mut self, _pats: &Patterns<'s, S>, _len: usize) {}
 
     #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
     fn new<S: AsRef<[u8]>>(_pats: &Patterns<'s, S>) -> Self {
@@ -780,6 +830,10 @@ impl<'s> Finders<'s> {
     /// True when the chunk is searched with the finders (starts in the hold use the anchors).
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     fn active(&self) -> bool {
+        #[cfg(feature = "std")]
+        if matches!(self.packed, Packed::Built(..)) {
+            return true;
+        }
         self.list.is_some()
     }
 
@@ -795,6 +849,19 @@ impl<'s> Finders<'s> {
         {
             self.list = None;
         }
+        #[cfg(all(feature = "std", any(target_arch = "x86_64", target_arch = "aarch64")))]
+        {
+            self.packed = Packed::Unavailable;
+        }
+    }
+
+    /// Keeps the per-pattern finders but never builds the packed searcher (tests compare).
+    #[cfg(test)]
+    fn without_packed(&mut self) {
+        #[cfg(all(feature = "std", any(target_arch = "x86_64", target_arch = "aarch64")))]
+        {
+            self.packed = Packed::Unavailable;
+        }
     }
 
     /// Covers every match starting in the chunk (`text.tail`) before `limit`, in order of start.
@@ -807,6 +874,10 @@ impl<'s> Finders<'s> {
         run: &mut Run,
         out: &mut impl Sink,
     ) -> Result<(), Overflow> {
+        #[cfg(feature = "std")]
+        if let Packed::Built(searcher, longest) = &self.packed {
+            return scan_packed(searcher, *longest, text, limit, pos, run, out);
+        }
         let Some(list) = self.list.as_ref() else {
             return Ok(());
         };
@@ -868,6 +939,44 @@ impl<'s> Finders<'s> {
     ) -> Result<(), Overflow> {
         Ok(())
     }
+}
+
+/// [`Finders::scan_tail`] with the packed searcher: every start in the chunk before `limit`
+/// that begins an occurrence, in order, each with its longest pattern (leftmost-longest, then
+/// searching again one byte on, so overlapping occurrences are all covered).
+#[cfg(all(feature = "std", any(target_arch = "x86_64", target_arch = "aarch64")))]
+fn scan_packed(
+    searcher: &aho_corasick::packed::Searcher,
+    longest: usize,
+    text: &Split<'_>,
+    limit: usize,
+    pos: &mut usize,
+    run: &mut Run,
+    out: &mut impl Sink,
+) -> Result<(), Overflow> {
+    let h = text.head.len();
+    let tail = text.tail;
+    let end = limit.saturating_sub(h).min(tail.len());
+    // A match starting before `end` may run on up to `longest - 1` bytes past it.
+    let stop = end
+        .saturating_add(longest.saturating_sub(1))
+        .min(tail.len());
+    let Some(hay) = tail.get(..stop) else {
+        return Ok(());
+    };
+    let mut from = 0;
+    while from < end {
+        // `from < end <= stop == hay.len()`: the span is inside the haystack.
+        let Some(m) = searcher.find_in(hay, aho_corasick::Span::from(from..stop)) else {
+            break;
+        };
+        if m.start() >= end {
+            break;
+        }
+        cover(text, h + m.start(), m.len(), pos, run, out)?;
+        from = m.start() + 1;
+    }
+    Ok(())
 }
 
 /// Records an occurrence of `m` bytes at `c` (starts come in increasing order): extends the
@@ -971,7 +1080,8 @@ pub fn redact<S: AsRef<[u8]>>(
         piece: usize::MAX,
     };
     let (firsts, _) = first_bytes(&pats);
-    let finders = Finders::new(&pats);
+    let mut finders = Finders::new(&pats);
+    finders.prepare(&pats, text.len());
     let whole = Split {
         head: &[],
         tail: text,
@@ -1085,6 +1195,7 @@ impl<'s, S: AsRef<[u8]>, const HOLD: usize> Redactor<'s, S, HOLD> {
     }
 
     fn step(&mut self, chunk: &[u8], out: &mut impl Sink, end: bool) -> Result<(), Overflow> {
+        self.finders.prepare(&self.pats, chunk.len());
         let text = Split {
             head: &self.hold,
             tail: chunk,
@@ -1227,6 +1338,29 @@ mod tests {
 
     fn streamed<const H: usize>(text: &[u8], secrets: &[Vec<u8>], cuts: &[usize]) -> Vec<u8> {
         streamed_by::<H>(text, secrets, cuts, true)
+    }
+
+    /// Streams with every searcher the target has; also says whether the packed one was built.
+    fn streamed_packed<const H: usize>(
+        text: &[u8],
+        secrets: &[Vec<u8>],
+        cuts: &[usize],
+    ) -> (Vec<u8>, bool) {
+        let mut r: Redactor<'_, Vec<u8>, H> = Redactor::with_hold(secrets);
+        let mut out = Out::default();
+        let mut at = 0;
+        let mut built = false;
+        for &c in cuts.iter().chain([&text.len()]) {
+            let c = c.min(text.len()).max(at);
+            r.write(&text[at..c], &mut out).unwrap();
+            #[cfg(all(feature = "std", any(target_arch = "x86_64", target_arch = "aarch64")))]
+            {
+                built |= matches!(r.finders.packed, Packed::Built(..));
+            }
+            at = c;
+        }
+        r.finish(&mut out).unwrap();
+        (out.0, built)
     }
 
     /// Streams with or without the `memmem` finders (without: the anchor search alone).
@@ -1644,6 +1778,46 @@ mod tests {
             for s in &secrets {
                 prop_assert!(!got.windows(s.len()).any(|w| w == s.as_slice()));
             }
+        }
+
+        /// Texts of a few KiB in big writes: the packed searcher (host) is built and finds
+        /// exactly what the per-pattern finders and the reference find.
+        #[test]
+        fn packed_searcher_equals_finders_and_reference(
+            text in text_strategy(),
+            repeat in 4usize..24,
+            secrets in proptest::collection::vec(
+                proptest::collection::vec(proptest::sample::select(b"abcxyz01".to_vec()), 4..12), 1..6),
+            cuts in proptest::collection::vec(0usize..8000, 0..4),
+        ) {
+            let mut big = Vec::new();
+            for i in 0..repeat {
+                big.extend_from_slice(&text);
+                let s = &secrets[i % secrets.len()];
+                // Whole, and cut short: the tail must stay.
+                big.extend_from_slice(if i % 3 == 2 { &s[..s.len() - 1] } else { s });
+            }
+            let mut cuts = cuts;
+            cuts.sort_unstable();
+            let want = reference(&big, &secrets);
+            let (got, built) = streamed_packed::<64>(&big, &secrets, &cuts);
+            prop_assert_eq!(&got, &want);
+            let mut r: Redactor<'_, Vec<u8>, 64> = Redactor::with_hold(&secrets);
+            r.finders.without_packed();
+            let mut out = Out::default();
+            r.write(&big, &mut out).unwrap();
+            r.finish(&mut out).unwrap();
+            prop_assert_eq!(&out.0, &want);
+            let mut whole = Out::default();
+            redact(&big, &secrets, &mut whole).unwrap();
+            prop_assert_eq!(&whole.0, &want);
+            // On the host the big writes did go through the packed searcher.
+            let host = cfg!(all(feature = "std", any(target_arch = "x86_64", target_arch = "aarch64")));
+            let big_write = cuts.iter().chain([&big.len()]).fold((0, false), |(at, seen), &c| {
+                let c = c.min(big.len()).max(at);
+                (c, seen || c - at >= PACKED_FROM)
+            }).1;
+            prop_assert_eq!(built, host && big_write);
         }
 
         #[test]
