@@ -756,6 +756,9 @@ pub const MAX_FINDERS: usize = 16;
 struct Finders<'s> {
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     list: Option<heapless::Vec<(PairFinder, &'s [u8]), MAX_FINDERS>>,
+    /// The list was built (or found too big) once.
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    tried: bool,
     #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
     _none: core::marker::PhantomData<&'s [u8]>,
     #[cfg(all(feature = "std", any(target_arch = "x86_64", target_arch = "aarch64")))]
@@ -765,6 +768,10 @@ struct Finders<'s> {
 /// Writes at least this long make a redactor build its packed searcher (`std` feature): below
 /// it, building (a few microseconds, a few allocations) would cost more than it saves.
 pub const PACKED_FROM: usize = 1024;
+
+/// Writes at least this long make a redactor build its per-pattern vector finders; shorter
+/// texts are searched by the anchors alone.
+pub const FINDERS_FROM: usize = 256;
 
 /// aho-corasick's packed searcher (Teddy: SIMD over the first bytes of every pattern at once,
 /// then a verify), leftmost-longest: one pass over a chunk for all the secrets instead of one
@@ -779,45 +786,65 @@ enum Packed {
     Unavailable,
 }
 
-impl<'s> Finders<'s> {
-    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-    fn new<S: AsRef<[u8]>>(pats: &Patterns<'s, S>) -> Self {
-        let mut list = heapless::Vec::new();
-        let mut fits = true;
-        pats.for_each(|p| {
-            fits &= PairFinder::new(p).is_some_and(|f| list.push((f, p)).is_ok());
-        });
-        Finders {
-            list: fits.then_some(list),
-            #[cfg(feature = "std")]
-            packed: Packed::Untried,
-        }
-    }
-
-    /// Builds the packed searcher once a write of `len` bytes shows a big text (host only).
-    #[cfg(all(feature = "std", any(target_arch = "x86_64", target_arch = "aarch64")))]
-    fn prepare<S: AsRef<[u8]>>(&mut self, pats: &Patterns<'s, S>, len: usize) {
-        if len < PACKED_FROM || !matches!(self.packed, Packed::Untried) {
-            return;
-        }
+#[cfg(all(feature = "std", any(target_arch = "x86_64", target_arch = "aarch64")))]
+impl Packed {
+    fn build<S: AsRef<[u8]>>(pats: &Patterns<'_, S>) -> Self {
         use aho_corasick::packed::{Config, MatchKind};
         let mut builder = Config::new()
             .match_kind(MatchKind::LeftmostLongest)
             .builder();
         let mut longest = 0;
-        let mut any = false;
         pats.for_each(|p| {
             builder.add(p);
             longest = longest.max(p.len());
-            any = true;
         });
-        self.packed = match builder.build() {
-            Some(searcher) if any => Packed::Built(searcher, longest),
+        match builder.build() {
+            Some(searcher) if longest > 0 => Packed::Built(searcher, longest),
             _ => Packed::Unavailable,
-        };
+        }
+    }
+}
+
+impl<'s> Finders<'s> {
+    /// No searcher yet: they are built by [`Finders::prepare`] when a write is big enough.
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    fn new<S: AsRef<[u8]>>(_pats: &Patterns<'s, S>) -> Self {
+        Finders {
+            list: None,
+            tried: false,
+            #[cfg(feature = "std")]
+            packed: Packed::Untried,
+        }
     }
 
-    #[cfg(not(all(feature = "std", any(target_arch = "x86_64", target_arch = "aarch64"))))]
+    /// Builds the searchers a write of `len` bytes is worth: the per-pattern finders from
+    /// [`FINDERS_FROM`] bytes, the packed searcher (host) from [`PACKED_FROM`]. A short text
+    /// (a small reply, an error line) is left to the anchor search, which costs nothing to
+    /// set up.
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    fn prepare<S: AsRef<[u8]>>(&mut self, pats: &Patterns<'s, S>, len: usize) {
+        #[cfg(feature = "std")]
+        {
+            if len >= PACKED_FROM && matches!(self.packed, Packed::Untried) {
+                self.packed = Packed::build(pats);
+            }
+            if matches!(self.packed, Packed::Built(..)) {
+                return;
+            }
+        }
+        if self.tried || len < FINDERS_FROM {
+            return;
+        }
+        self.tried = true;
+        let mut list = heapless::Vec::new();
+        let mut fits = true;
+        pats.for_each(|p| {
+            fits &= PairFinder::new(p).is_some_and(|f| list.push((f, p)).is_ok());
+        });
+        self.list = fits.then_some(list);
+    }
+
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
     fn prepare<S: AsRef<[u8]>>(&mut self, _pats: &Patterns<'s, S>, _len: usize) {}
 
     #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
@@ -848,6 +875,7 @@ impl<'s> Finders<'s> {
         #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
         {
             self.list = None;
+            self.tried = true;
         }
         #[cfg(all(feature = "std", any(target_arch = "x86_64", target_arch = "aarch64")))]
         {
@@ -1173,10 +1201,16 @@ impl<'s, S: AsRef<[u8]>, const HOLD: usize> Redactor<'s, S, HOLD> {
 
     /// Ends the text: writes what was held back, redacted.
     pub fn finish(&mut self, out: &mut impl Sink) -> Result<(), Overflow> {
+        self.finish_with(&[], out)
+    }
+
+    /// `write(last)` then `finish()` in one step: the held-back bytes and `last` are searched
+    /// together, with nothing kept back.
+    fn finish_with(&mut self, last: &[u8], out: &mut impl Sink) -> Result<(), Overflow> {
         if let Some(e) = self.failed {
             return Err(e);
         }
-        let r = self.step(&[], out, true);
+        let r = self.step(last, out, true);
         match r {
             Ok(()) => self.reset(),
             Err(e) => self.failed = Some(e),
@@ -1254,8 +1288,10 @@ pub struct RedactingSink<'r, 's, S, O, const HOLD: usize = DEFAULT_HOLD> {
 impl<S: AsRef<[u8]>, O: Sink, const HOLD: usize> RedactingSink<'_, '_, S, O, HOLD> {
     /// Flushes the staged and held-back bytes (redacted) and gives the wrapped sink back.
     pub fn finish(mut self) -> Result<O, Overflow> {
-        self.flush()?;
-        self.redactor.finish(&mut self.out)?;
+        // The last stage and the held-back bytes in one step (a small text is one step).
+        let r = self.redactor.finish_with(&self.stage, &mut self.out);
+        self.stage.clear();
+        r?;
         Ok(self.out)
     }
 
@@ -1371,7 +1407,14 @@ mod tests {
         finders: bool,
     ) -> Vec<u8> {
         let mut r: Redactor<'_, Vec<u8>, H> = Redactor::with_hold(secrets);
-        if !finders {
+        if finders {
+            // Build the per-pattern finders now, so that small writes use them too.
+            let pats = Patterns {
+                secrets,
+                piece: r.pats.piece,
+            };
+            r.finders.prepare(&pats, FINDERS_FROM);
+        } else {
             r.finders.disable();
             assert!(!r.finders.active());
         }
@@ -1650,10 +1693,13 @@ mod tests {
             .0;
             assert_eq!(a.by_pairs(), count <= PAIRS, "{count} secrets");
             // Over MAX_FINDERS patterns the anchor search does all the work.
-            let f = Finders::new(&Patterns {
+            let pats = Patterns {
                 secrets: &secrets,
                 piece: usize::MAX,
-            });
+            };
+            let mut f = Finders::new(&pats);
+            assert!(!f.active(), "nothing is built before a big write");
+            f.prepare(&pats, FINDERS_FROM);
             let simd = cfg!(any(target_arch = "x86_64", target_arch = "aarch64"));
             assert_eq!(f.active(), simd && count <= MAX_FINDERS, "{count} secrets");
             let mut text = b"lead ".to_vec();
