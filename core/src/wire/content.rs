@@ -8,7 +8,7 @@
 use core::fmt;
 
 use crate::buf::{Overflow, Sink};
-use crate::wire::json::{Kind, Value};
+use crate::wire::json::{Kind, Value, Walk};
 
 /// What [`flatten`] found besides the text it wrote.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,46 +66,107 @@ pub fn flatten(result: Value<'_>, out: &mut impl Sink) -> Result<Flattened, Cont
     if result.kind() != Kind::Object {
         return Err(ContentError::ResultNotObject);
     }
-    let is_error = result.get("isError").and_then(|v| v.as_bool()) == Some(true);
-    let content = result.get("content").filter(|c| !c.is_null());
+    // One walk over the members (the first of each name counts, as `Value::get` would find
+    // it), writing the content blocks as they are met: a big text is crossed once here, not
+    // once per lookup.
+    let mut is_error = false;
+    let mut content_seen = false;
+    let mut content_written = false;
+    let mut structured = None;
+    let mut seen_is_error = false;
     let mut blocks = 0usize;
-    match content {
-        Some(c) if c.kind() == Kind::Array => {
-            for block in c.elements() {
-                if blocks > 0 {
-                    out.put(b"\n")?;
-                }
-                blocks += 1;
-                let text = block
-                    .get("type")
-                    .and_then(|t| t.as_str())
-                    .filter(|t| t.eq_str("text"))
-                    .and_then(|_| block.get("text"))
-                    .and_then(|t| t.as_str());
-                match text {
-                    Some(t) => {
-                        // Unescaped text is never longer than its raw form.
-                        out.reserve(t.raw().len());
-                        t.unescape_into(out)?
-                    }
-                    None => block.write_compact(out)?,
-                }
+    let mut walk = Walk::of(result);
+    while let Some((key, at)) = walk.next_key() {
+        if !content_seen && key.eq_str("content") {
+            content_seen = true;
+            if walk.byte(at) == Some(b'[') {
+                let end = write_blocks(&walk, at, &mut blocks, out)?;
+                walk.resume(end);
+                content_written = true;
+                continue;
+            }
+            // `content: null` is treated as absent; anything else is not a content list.
+            let Some(v) = walk.take() else { break };
+            if !v.is_null() {
+                return Err(ContentError::ContentNotArray);
+            }
+            continue;
+        }
+        let Some(v) = walk.take() else { break };
+        if !seen_is_error && key.eq_str("isError") {
+            seen_is_error = true;
+            is_error = v.as_bool() == Some(true);
+        } else if structured.is_none() && key.eq_str("structuredContent") {
+            structured = Some(v);
+        }
+    }
+    if !content_written && let Some(s) = structured {
+        s.write_compact(out)?;
+        blocks = 1;
+    }
+    Ok(Flattened { is_error, blocks })
+}
+
+/// Writes the blocks of the content array whose `[` is at `at` of `outer`'s bytes, joined with
+/// `\n`; returns the offset after its `]`. A text block's members are looked at once; its text
+/// is skipped once (to find the block's end) and unescaped once.
+fn write_blocks(
+    outer: &Walk<'_>,
+    at: usize,
+    blocks: &mut usize,
+    out: &mut impl Sink,
+) -> Result<usize, ContentError> {
+    let mut list = outer.inner(at);
+    while let Some(start) = list.next_element() {
+        if *blocks > 0 {
+            out.put(b"\n")?;
+        }
+        *blocks += 1;
+        if list.byte(start) != Some(b'{') {
+            if let Some(v) = list.take() {
+                v.write_compact(out)?;
+            }
+            continue;
+        }
+        let mut members = list.inner(start);
+        let (mut kind, mut text) = (None, None);
+        while let Some((key, _)) = members.next_key() {
+            let Some(v) = members.take() else { break };
+            if kind.is_none() && key.eq_str("type") {
+                kind = Some(v);
+            } else if text.is_none() && key.eq_str("text") {
+                text = Some(v);
             }
         }
-        Some(_) => return Err(ContentError::ContentNotArray),
-        None => {
-            if let Some(s) = result.get("structuredContent") {
-                s.write_compact(out)?;
-                blocks = 1;
+        let end = members.end();
+        list.resume(end);
+        let text = kind
+            .and_then(|t| t.as_str())
+            .filter(|t| t.eq_str("text"))
+            .and(text)
+            .and_then(|t| t.as_str());
+        match text {
+            Some(t) => {
+                // Unescaped text is never longer than its raw form.
+                out.reserve(t.raw().len());
+                t.unescape_into(out)?
+            }
+            None => {
+                if let Some(block) = list.object(start, end) {
+                    block.write_compact(out)?;
+                }
             }
         }
     }
-    Ok(Flattened { is_error, blocks })
+    Ok(list.end())
 }
 
 #[cfg(test)]
 mod tests {
     use std::string::String;
+    use std::vec::Vec;
+
+    use proptest::prelude::*;
 
     use super::*;
     use crate::buf::{Buf, SliceBuf};
@@ -279,6 +340,126 @@ mod tests {
             })
         );
         assert!(shown.contains("cap of 4"), "{shown}");
+    }
+
+    /// The flatten this module had before the one-walk version: one `get` per member, as the
+    /// rules above read. The oracle of the property below.
+    fn flatten_by_lookup(
+        result: Value<'_>,
+        out: &mut impl Sink,
+    ) -> Result<Flattened, ContentError> {
+        if result.kind() != Kind::Object {
+            return Err(ContentError::ResultNotObject);
+        }
+        let is_error = result.get("isError").and_then(|v| v.as_bool()) == Some(true);
+        let content = result.get("content").filter(|c| !c.is_null());
+        let mut blocks = 0usize;
+        match content {
+            Some(c) if c.kind() == Kind::Array => {
+                for block in c.elements() {
+                    if blocks > 0 {
+                        out.put(b"\n")?;
+                    }
+                    blocks += 1;
+                    let text = block
+                        .get("type")
+                        .and_then(|t| t.as_str())
+                        .filter(|t| t.eq_str("text"))
+                        .and_then(|_| block.get("text"))
+                        .and_then(|t| t.as_str());
+                    match text {
+                        Some(t) => t.unescape_into(out)?,
+                        None => block.write_compact(out)?,
+                    }
+                }
+            }
+            Some(_) => return Err(ContentError::ContentNotArray),
+            None => {
+                if let Some(s) = result.get("structuredContent") {
+                    s.write_compact(out)?;
+                    blocks = 1;
+                }
+            }
+        }
+        Ok(Flattened { is_error, blocks })
+    }
+
+    fn lit(s: &str) -> String {
+        serde_json::to_string(s).unwrap()
+    }
+
+    /// Any JSON value, as text, from a few shapes (with whitespace).
+    fn arb_scalar() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just("null".into()),
+            Just("true".into()),
+            Just("false".into()),
+            Just(" 1.5e3 ".into()),
+            Just("\"text\"".into()),
+            any::<String>().prop_map(|s| lit(&s)),
+            "[a-z\\n\"\\\\]{0,12}".prop_map(|s| lit(&s)),
+        ]
+    }
+
+    /// A content block: an object with `type`/`text`/other members in any order (duplicates
+    /// too), or a scalar.
+    fn arb_block() -> impl Strategy<Value = String> {
+        let member = (
+            prop_oneof![Just("type"), Just("text"), Just("data"), Just("ty\\u0070e")],
+            prop_oneof![3 => arb_scalar(), 1 => Just("{\"a\": [1, {\"b\": \"c\"}]}".into())],
+        );
+        prop_oneof![
+            4 => prop::collection::vec(member, 0..4).prop_map(|ms| {
+                let body: Vec<String> =
+                    ms.iter().map(|(k, v)| std::format!("\"{k}\" : {v}")).collect();
+                std::format!("{{ {} }}", body.join(" , "))
+            }),
+            1 => arb_scalar(),
+        ]
+    }
+
+    /// A `tools/call` result: members `content` (a list, null or a scalar), `isError`,
+    /// `structuredContent` and others, in any order and possibly repeated.
+    fn arb_result() -> impl Strategy<Value = String> {
+        let content = prop_oneof![
+            4 => prop::collection::vec(arb_block(), 0..4)
+                .prop_map(|bs| std::format!("[ {} ]", bs.join(", "))),
+            1 => arb_scalar(),
+        ];
+        let member = prop_oneof![
+            3 => content.prop_map(|c| ("content", c)),
+            1 => arb_scalar().prop_map(|v| ("isError", v)),
+            1 => Just(("isError", "true".into())),
+            1 => arb_block().prop_map(|v| ("structuredContent", v)),
+            1 => arb_scalar().prop_map(|v| ("other", v)),
+        ];
+        prop::collection::vec(member, 0..5).prop_map(|ms| {
+            let body: Vec<String> = ms
+                .iter()
+                .map(|(k, v)| std::format!("\"{k}\":{v}"))
+                .collect();
+            std::format!("{{{}}}", body.join(","))
+        })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            cases: 1024, ..proptest::prelude::ProptestConfig::default()
+        })]
+        /// The one-walk flatten writes exactly what one lookup per member wrote, with the
+        /// same outcome, at every output cap.
+        #[test]
+        fn one_walk_agrees_with_lookups(src in arb_result(), cap in 0usize..64) {
+            let v = Value::parse(src.as_bytes(), JsonLimits::default()).unwrap();
+            for cap in [cap, 4096] {
+                let (mut a, mut b) = (std::vec![0u8; cap], std::vec![0u8; cap]);
+                let (mut walked, mut looked) = (SliceBuf::new(&mut a), SliceBuf::new(&mut b));
+                let ours = flatten(v, &mut walked);
+                let theirs = flatten_by_lookup(v, &mut looked);
+                proptest::prop_assert_eq!(ours, theirs, "{}", src);
+                proptest::prop_assert_eq!(walked.bytes(), looked.bytes(), "{}", src);
+            }
+        }
     }
 
     #[test]

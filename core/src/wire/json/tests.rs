@@ -466,3 +466,79 @@ fn skipping_strings_counts_the_backslashes_before_a_quote() {
         assert_eq!(back, theirs, "{src}");
     }
 }
+
+/// String bodies rich in what the 64-byte fast path must stop at: quotes, backslashes, escape
+/// letters, hex digits, surrogate halves, controls, UTF-8 lead and continuation bytes, and
+/// bytes that are never UTF-8, long enough to cross several blocks.
+fn arb_string_body() -> impl Strategy<Value = Vec<u8>> {
+    let byte = prop_oneof![
+        12 => Just(b'a'),
+        4 => Just(b'\\'),
+        1 => Just(b'"'),
+        1 => Just(b'n'),
+        1 => Just(b'/'),
+        2 => Just(b'u'),
+        1 => Just(b'0'),
+        1 => Just(b'd'),
+        1 => Just(b'8'),
+        1 => Just(b'c'),
+        1 => Just(0x01u8),
+        1 => Just(0x1fu8),
+        1 => Just(0xc3u8),
+        1 => Just(0xa9u8),
+        1 => Just(0xe2u8),
+        1 => Just(0xffu8),
+        1 => any::<u8>(),
+    ];
+    prop::collection::vec(byte, 0..400)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2048, ..ProptestConfig::default() })]
+
+    /// The block-at-a-time string scan accepts exactly what the exact scanner accepts, ends
+    /// where it ends, and leaves every error (kind and offset) to it.
+    #[test]
+    fn fast_string_scan_agrees_with_the_exact_one(
+        body in arb_string_body(),
+        close in any::<bool>(),
+        lead in 0usize..70,
+    ) {
+        let mut input = std::vec![b' '; lead];
+        input.push(b'"');
+        input.extend_from_slice(&body);
+        if close {
+            input.push(b'"');
+        }
+        let exact = scan_string_exact(&input, lead);
+        match exact {
+            Ok(end) => {
+                prop_assert_eq!(string_end(&input, lead), Some(end));
+                prop_assert_eq!(skip_string(&input, lead), end);
+                prop_assert_eq!(scan_string(&input, lead), Ok(end));
+            }
+            Err(e) => {
+                prop_assert_eq!(string_end(&input, lead), None);
+                prop_assert_eq!(scan_string(&input, lead), Err(e));
+            }
+        }
+    }
+
+}
+
+#[test]
+fn long_strings_cross_blocks_with_escapes_at_every_offset() {
+    // An escape (short, \u, a surrogate pair) straddling each position around the 64-byte
+    // block edges: parse, skip and unescape agree with serde_json.
+    for esc in ["\\n", "\\u00e9", "\\ud83d\\ude00", "\\\"", "é"] {
+        for at in 55..140 {
+            let text = std::format!("{}{esc}{}", "x".repeat(at), "y".repeat(at % 7));
+            let src = std::format!("{{\"t\":\"{text}\",\"after\":1}}");
+            let v = parse(src.as_bytes()).unwrap();
+            assert_eq!(v.get("after").and_then(|a| a.as_u64()), Some(1), "{src}");
+            let theirs: serde_json::Value = serde_json::from_str(&src).unwrap();
+            let t = v.get("t").and_then(|t| t.as_str()).unwrap();
+            assert_eq!(unescaped(&t), theirs["t"].as_str().unwrap(), "{src}");
+        }
+    }
+}
