@@ -94,12 +94,14 @@ impl<'a> Endpoint<'a> {
     /// A manifest endpoint: `http(s)://host[:port][/base][?query]`; the MCP URL is base + "/mcp"
     /// (no doubled slash: "http://h/" and "http://h" give "/mcp"; "http://h/api/" gives "/api/mcp").
     /// A base whose last path segment already is `mcp` ("http://h/mcp", "http://h/api/mcp/") is
-    /// taken as the full MCP URL and gets no second one: people paste the URL their server
+    /// taken as the full MCP URL (without a trailing slash, as for any base) and gets no second one: people paste the URL their server
     /// prints. A server really mounted at `/mcp/mcp` is reached with [`Endpoint::parse_exact`].
     pub fn parse_base(s: &'a str) -> Result<Self, EndpointError> {
         let mut e = Self::parse(s, true)?;
-        if e.path.trim_end_matches('/').ends_with("/mcp") {
+        let trimmed = e.path.trim_end_matches('/');
+        if trimmed.ends_with("/mcp") {
             e.append_mcp = false;
+            e.path = trimmed;
         }
         Ok(e)
     }
@@ -289,7 +291,8 @@ mod tests {
     fn base_urls_that_already_end_in_mcp_get_no_second_one() {
         for (url, t) in [
             ("http://h/mcp", "/mcp"),
-            ("http://h/mcp/", "/mcp/"),
+            ("http://h/mcp/", "/mcp"),
+            ("http://h/api/mcp//", "/api/mcp"),
             ("http://h:8080/api/mcp", "/api/mcp"),
             ("http://h/mcp?x=1", "/mcp?x=1"),
             ("http://h/mcp/mcp", "/mcp/mcp"),
