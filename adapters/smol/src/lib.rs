@@ -35,16 +35,21 @@ pub mod net;
 pub mod result;
 pub mod shared;
 pub mod slot;
+pub mod tool;
+pub mod trace;
 
 pub use buf::VecBuf;
 pub use context::{
-    ContextError, HarnessContext, LedgerTotals, Options, SlotNotFilledError, TimelineEntry,
+    ContextError, HarnessContext, HarnessContextBuilder, LedgerTotals, Options, SlotNotFilledError,
+    TimelineEntry,
 };
 pub use exec::{Exec, ExecResult};
 pub use net::{ConnectFailure, FailureKind, HostNet, PoolKey, RootCert};
 pub use result::{ListToolsError, ToolResult};
 pub use shared::HostShared;
 pub use slot::{SlotHandle, SlotSpec};
+pub use tool::Tool;
+pub use trace::{WireEvent, WireTrace};
 pub use verifi_mcp_core::drive::ProgressUpdate;
 pub use verifi_mcp_core::wire::jsonrpc::ProtocolVersion;
 
