@@ -302,9 +302,16 @@ fn bench_prints_its_summary_json_as_the_last_line() {
     let l = &last["latencyMs"];
     let p: Vec<f64> = ["min", "p50", "p90", "p99", "p999", "max"]
         .iter()
-        .map(|k| l[*k].as_f64().unwrap_or_else(|| panic!("{k} missing: {last}")))
+        .map(|k| {
+            l[*k]
+                .as_f64()
+                .unwrap_or_else(|| panic!("{k} missing: {last}"))
+        })
         .collect();
-    assert!(p.windows(2).all(|w| w[0] <= w[1]), "ordered percentiles: {last}");
+    assert!(
+        p.windows(2).all(|w| w[0] <= w[1]),
+        "ordered percentiles: {last}"
+    );
     assert!(
         !stderr(&o).contains("calls,"),
         "no progress line off a terminal: {}",

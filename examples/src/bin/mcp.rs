@@ -1207,7 +1207,7 @@ async fn bench(run: &Run, spec: BenchSpec) -> Result<u8, Fail> {
             return Ok(1);
         }
     };
-    if !tools.iter().any(|t| *t == tool) {
+    if !tools.contains(&tool) {
         let mut names = tools.clone();
         names.sort();
         return Err(UsageError(format!(

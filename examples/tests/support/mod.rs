@@ -97,7 +97,6 @@ pub fn server() -> KaliServer {
     KaliServer::start("test").expect("start the rmcp test box")
 }
 
-
 /// Runs `mcp` with `args`, `stdin` and extra environment.
 pub fn mcp_env(args: &[&str], stdin: &str, env: &[(&str, &str)]) -> Output {
     run_exe(env!("CARGO_BIN_EXE_mcp"), args, stdin, env)
