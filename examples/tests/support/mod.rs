@@ -15,13 +15,20 @@ pub const DEADLINE: Duration = Duration::from_secs(90);
 /// Runs `exe` with `args` and `stdin`, killed at [`DEADLINE`].
 pub fn run_exe(exe: &str, args: &[&str], stdin: &str, env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(exe);
-    cmd.args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    cmd.args(args);
     for (k, v) in env {
         cmd.env(k, v);
     }
+    run_command(cmd, stdin)
+}
+
+/// Runs `cmd` with `stdin`, killed at [`DEADLINE`].
+pub fn run_command(mut cmd: Command, stdin: &str) -> Output {
+    let exe = format!("{:?}", cmd.get_program());
+    let args: Vec<_> = cmd.get_args().map(|a| a.to_owned()).collect();
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     let mut child = cmd.spawn().expect("spawn the binary");
     let mut input = child.stdin.take().expect("stdin");
     let bytes = stdin.as_bytes().to_vec();
