@@ -554,3 +554,47 @@ fn bench_checks_the_tool_first_and_runs_for_a_duration() {
     let o = mcp(&["bench", &s.base_url(), "--duration", "10 parsecs"]);
     assert_eq!(code(&o), 2, "{}", describe(&o));
 }
+
+/// Runs `mcp ARGS` on a pseudo-terminal (util-linux `script`), stdout and stderr both on it.
+fn mcp_on_a_terminal(args: &[&str], env: &[(&str, &str)]) -> String {
+    let quoted: Vec<String> = std::iter::once(env!("CARGO_BIN_EXE_mcp"))
+        .chain(args.iter().copied())
+        .map(|a| format!("'{}'", a.replace('\'', r"'\''")))
+        .collect();
+    let mut cmd = std::process::Command::new("script");
+    cmd.args(["-qec", &quoted.join(" "), "/dev/null"]);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let o = run_command(cmd, "");
+    assert_eq!(
+        code(&o),
+        0,
+        "needs `script` (util-linux) to run mcp on a terminal: {}",
+        describe(&o)
+    );
+    stdout(&o)
+}
+
+#[test]
+fn on_a_terminal_json_is_pretty_and_colored_and_bench_draws_a_histogram() {
+    let s = server();
+    let url = s.base_url();
+    let out = mcp_on_a_terminal(&["call", &url, "echo", "text=tty"], &[("NO_COLOR", "")]);
+    assert!(
+        out.contains("\x1b[34m\"text\"\x1b[0m: \x1b[32m\"tty\"\x1b[0m"),
+        "colored keys and strings: {out:?}"
+    );
+    assert!(out.lines().count() >= 7, "one key a line: {out:?}");
+    let plain = mcp_on_a_terminal(&["call", &url, "echo", "text=tty"], &[("NO_COLOR", "1")]);
+    assert!(!plain.contains('\x1b'), "NO_COLOR: {plain:?}");
+    assert!(plain.contains("\"text\": \"tty\""), "{plain:?}");
+    let bench = mcp_on_a_terminal(
+        &[
+            "bench", &url, "--calls", "30", "--warmup", "0", "--format", "text",
+        ],
+        &[],
+    );
+    assert!(bench.contains("latency histogram (ms):"), "{bench:?}");
+    assert!(bench.contains("30 calls to echo"), "{bench:?}");
+}

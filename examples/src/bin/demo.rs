@@ -396,7 +396,8 @@ async fn run(out: &mut Out) -> Result<Vec<String>, String> {
     let ledger = ctx.ledger();
     out.line(
         &format!(
-            "\nledger: {} tool calls metered, {} evidence bytes (every attempt counts, a failed-over one too)",
+            "\nledger (the run's metering): {} tool calls, every attempt counted, a failed-over one \
+             too; {} evidence bytes, the bytes of redacted tool output received",
             ledger.tool_calls, ledger.evidence_bytes
         ),
         json!({ "type": "ledger", "ledger": ledger_json(&ledger) }),
