@@ -213,10 +213,16 @@ enum Cmd {
         common: Common,
     },
     /// Call a tool and print its result (ok, text, isError, latencyMs, error).
-    #[command(after_help = CALL_EXAMPLES)]
+    #[command(
+        after_help = CALL_EXAMPLES,
+        override_usage = "mcp call [OPTIONS] [ENDPOINT] <TOOL> [ARGS]..."
+    )]
     Call {
-        /// [ENDPOINT] TOOL [ARGS...]: ARGS is a JSON object or key=value / key:=json pairs.
-        #[arg(value_name = "TOOL", required = true)]
+        #[arg(
+            value_name = "TOOL",
+            required = true,
+            help = "[ENDPOINT] TOOL [ARGS...]: ARGS is a JSON object or key=value / key:=json pairs"
+        )]
         pos: Vec<String>,
         /// Tool arguments: JSON text, @FILE or - (stdin).
         #[arg(long, value_name = "JSON|@FILE|-")]
@@ -225,10 +231,16 @@ enum Cmd {
         common: Common,
     },
     /// Run a command on a Kali-style box (its run_command tool); exits with its exit code.
-    #[command(after_help = EXEC_EXAMPLES)]
+    #[command(
+        after_help = EXEC_EXAMPLES,
+        override_usage = "mcp exec [OPTIONS] [ENDPOINT] <COMMAND>"
+    )]
     Exec {
-        /// [ENDPOINT] COMMAND (quote the command).
-        #[arg(value_name = "COMMAND", required = true)]
+        #[arg(
+            value_name = "COMMAND",
+            required = true,
+            help = "[ENDPOINT] COMMAND (quote the command)"
+        )]
         pos: Vec<String>,
         /// The workspace folder on the box (default: a run id made for this invocation).
         #[arg(long, value_name = "NAME")]
