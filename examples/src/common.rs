@@ -231,6 +231,13 @@ pub fn config_server(text: &str, file: &str, name: &str) -> Result<ConfigServer,
             }
         ));
     };
+    let kind = entry.get("type").and_then(Value::as_str).unwrap_or("");
+    if kind.eq_ignore_ascii_case("sse") {
+        return usage(format!(
+            "server {name:?} in {file} uses the older HTTP+SSE transport (\"type\": \"sse\"); mcp \
+             speaks streamable HTTP only"
+        ));
+    }
     let url = entry
         .get("url")
         .or_else(|| entry.get("serverUrl"))
@@ -560,7 +567,8 @@ mod tests {
         let cfg = r#"{"mcpServers": {
             "kali": {"type": "http", "url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": "Bearer t0ken"}},
             "local": {"command": "npx", "args": ["-y", "some-server"]},
-            "bare": {}
+            "bare": {},
+            "old": {"type": "sse", "url": "http://127.0.0.1:9/sse"}
         }}"#;
         let s = config_server(cfg, "c.json", "kali").unwrap();
         assert_eq!(s.url, "http://127.0.0.1:9/mcp");
@@ -572,8 +580,10 @@ mod tests {
         assert!(e.0.contains("stdio"), "{e}");
         let e = config_server(cfg, "c.json", "bare").unwrap_err();
         assert!(e.0.contains("no \"url\""), "{e}");
+        let e = config_server(cfg, "c.json", "old").unwrap_err();
+        assert!(e.0.contains("older HTTP+SSE transport"), "{e}");
         let e = config_server(cfg, "c.json", "nope").unwrap_err();
-        assert!(e.0.contains("bare, kali, local"), "{e}");
+        assert!(e.0.contains("bare, kali, local, old"), "{e}");
         assert!(config_server("{}", "c.json", "x").is_err());
         assert!(config_server("{", "c.json", "x").is_err());
     }

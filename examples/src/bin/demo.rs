@@ -210,16 +210,7 @@ fn serve(secs: u64) -> ExitCode {
         .build()
         .map(|rt| {
             rt.block_on(async {
-                let mut term =
-                    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-                let term = async {
-                    match term.as_mut() {
-                        Some(t) => {
-                            t.recv().await;
-                        }
-                        None => std::future::pending().await,
-                    }
-                };
+                let term = terminated();
                 tokio::select! {
                     _ = tokio::time::sleep(std::time::Duration::from_secs(secs)) => {}
                     _ = tokio::signal::ctrl_c() => {}
@@ -233,6 +224,19 @@ fn serve(secs: u64) -> ExitCode {
     // Dropping the box stops it and removes its workspace folders.
     drop(server);
     ExitCode::SUCCESS
+}
+
+/// Returns when the process is asked to terminate (SIGTERM); never where there is no such signal.
+async fn terminated() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            term.recv().await;
+            return;
+        }
+    }
+    std::future::pending::<()>().await
 }
 
 fn main() -> ExitCode {
