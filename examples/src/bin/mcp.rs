@@ -275,7 +275,8 @@ enum Cmd {
         /// How many timed calls (default 1000; not with --duration).
         #[arg(long, value_name = "N", conflicts_with = "duration")]
         calls: Option<u64>,
-        /// Call for this long instead of a count: 10s, 500ms, 2m.
+        /// Call for this long instead of a count: 10s, 500ms, 2m (at most 1 h and 10 000 000
+        /// calls).
         #[arg(long, value_name = "TIME")]
         duration: Option<String>,
         /// Calls made first and not timed (connections and caches warm).
@@ -1252,9 +1253,13 @@ async fn bench(run: &Run, spec: BenchSpec) -> Result<u8, Fail> {
             let mut lat = Vec::new();
             let mut errors: BTreeMap<String, u64> = BTreeMap::new();
             loop {
+                // A duration run is still capped in calls, so its latencies fit in memory.
                 let go = match until {
                     Until::Count(n) => next.fetch_add(1, Ordering::Relaxed) < n,
-                    Until::Elapsed(d) => start.elapsed() < d,
+                    Until::Elapsed(d) => {
+                        start.elapsed() < d
+                            && next.fetch_add(1, Ordering::Relaxed) < MAX_BENCH_CALLS
+                    }
                 };
                 if !go {
                     break;
