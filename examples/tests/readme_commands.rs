@@ -4,7 +4,8 @@
 //! the box's URL and the files it names (`args.json`, `calls.jsonl`, `mcp.json`, `run.json`)
 //! made first in the folder it runs in. It must exit as its `# exit N` comment says (0
 //! otherwise). Only `<` and `>` redirections are understood; a README command with anything
-//! else (a pipe, `&&`) fails this test and says so.
+//! else (a pipe, `&&`) fails this test and says so. Each `demo` line is checked in its help-safe
+//! form (its arguments, then `--help`): the demo's own runs are `tests/cli.rs`'s.
 
 mod support;
 
@@ -89,6 +90,11 @@ fn shell_words(line: &str) -> Result<(Vec<String>, String), String> {
 
 /// The `mcp` commands of one README.
 fn commands_of(path: &Path) -> Vec<ReadmeCommand> {
+    commands_for(path, "mcp")
+}
+
+/// The commands of one README that run `bin` (`bin …`, or `cargo run … --bin BIN -- …`).
+fn commands_for(path: &Path, bin: &str) -> Vec<ReadmeCommand> {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
     let mut out = Vec::new();
     let mut in_sh = false;
@@ -120,17 +126,22 @@ fn commands_of(path: &Path) -> Vec<ReadmeCommand> {
                 _ => break,
             }
         }
-        // `cargo run … --bin mcp -- ARGS` is `mcp ARGS`.
+        // `cargo run … --bin BIN -- ARGS` is `BIN ARGS`.
         if words.first().map(String::as_str) == Some("cargo")
-            && words.windows(2).any(|w| w[0] == "--bin" && w[1] == "mcp")
+            && words.windows(2).any(|w| w[0] == "--bin" && w[1] == bin)
         {
-            let Some(dashes) = words.iter().position(|w| w == "--") else {
-                continue;
-            };
-            words.drain(..dashes);
-            words[0] = "mcp".into();
+            match words.iter().position(|w| w == "--") {
+                Some(dashes) => {
+                    words.drain(..dashes);
+                }
+                None => words.clear(),
+            }
+            words.insert(0, bin.into());
+            if words.get(1).map(String::as_str) == Some("--") {
+                words.remove(1);
+            }
         }
-        if words.first().map(String::as_str) != Some("mcp") {
+        if words.first().map(String::as_str) != Some(bin) {
             continue;
         }
         words.remove(0);
@@ -256,6 +267,31 @@ fn every_mcp_command_in_the_readmes_runs() {
         bash.contains("complete"),
         "mcp completions bash wrote a script"
     );
+}
+
+#[test]
+fn every_demo_command_in_the_readmes_is_accepted() {
+    // The demo's own runs are tests of tests/cli.rs; here each README line's arguments are
+    // checked by the demo itself, in their help-safe form (the arguments, then --help).
+    let root = repo_root();
+    let mut cmds = Vec::new();
+    for readme in ["README.md", "examples/README.md"] {
+        cmds.extend(commands_for(&root.join(readme), "demo"));
+    }
+    assert!(
+        cmds.len() >= 4,
+        "the READMEs show the demo ({} found)",
+        cmds.len()
+    );
+    for c in &cmds {
+        let mut args: Vec<&str> = c.args.iter().map(String::as_str).collect();
+        args.push("--help");
+        let o = run_exe(env!("CARGO_BIN_EXE_demo"), &args, "", &[]);
+        assert_eq!(code(&o), 0, "{}: demo {:?}: {}", c.at, c.args, describe(&o));
+        assert!(stdout(&o).contains("Examples:"), "{}", describe(&o));
+    }
+    let o = run_exe(env!("CARGO_BIN_EXE_demo"), &["--bogus", "--help"], "", &[]);
+    assert_eq!(code(&o), 2, "a wrong argument is caught: {}", describe(&o));
 }
 
 #[test]
