@@ -481,6 +481,9 @@ fn demo_exits_0_and_reports_fallback_used_exactly_once() {
     let last = lines.last().expect("a result line");
     assert_eq!(last["type"], json!("result"));
     assert_eq!(last["ok"], json!(true));
+    for l in &lines {
+        assert_camel(l, &[], "$");
+    }
 }
 
 #[test]

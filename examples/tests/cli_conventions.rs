@@ -20,25 +20,6 @@ fn temp_dir(name: &str) -> PathBuf {
     d
 }
 
-/// Every key of every object in `v` is camelCase (no `_`, no `-`, lower-case first letter),
-/// except under the keys in `free` (maps keyed by data, e.g. error texts).
-fn assert_camel(v: &Value, free: &[&str], at: &str) {
-    match v {
-        Value::Object(m) => {
-            for (k, x) in m {
-                let camel = k.chars().next().is_some_and(|c| c.is_ascii_lowercase())
-                    && k.chars().all(|c| c.is_ascii_alphanumeric());
-                assert!(camel, "key {k:?} at {at} is not camelCase");
-                if !free.contains(&k.as_str()) {
-                    assert_camel(x, free, &format!("{at}.{k}"));
-                }
-            }
-        }
-        Value::Array(a) => a.iter().for_each(|x| assert_camel(x, free, at)),
-        _ => {}
-    }
-}
-
 #[test]
 fn a_full_mcp_url_is_not_given_a_second_mcp() {
     let s = server();
