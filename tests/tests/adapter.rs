@@ -25,11 +25,9 @@ fn ctx(slots: &[(&str, &str, Option<&str>)], options: Options) -> HarnessContext
 }
 
 fn quiet() -> Options {
-    Options {
-        secrets: Some(Vec::new()),
-        timeout_ms: 20_000,
-        ..Options::default()
-    }
+    Options::default()
+        .secrets(Some(Vec::new()))
+        .timeout_ms(20_000)
 }
 
 fn closed_port_url() -> String {
@@ -189,10 +187,7 @@ fn each_failure_shape_is_ok_false_metered_and_on_the_timeline() {
 fn a_timeout_reads_tool_call_timed_out_and_the_server_sees_the_cancellation() {
     for mode in Mode::ALL {
         let server = TestServer::start(mode).unwrap();
-        let options = Options {
-            timeout_ms: 400,
-            ..quiet()
-        };
+        let options = quiet().timeout_ms(400);
         let ctx = ctx(&[("kali", &server.base_url(), None)], options);
         let kali = ctx.mcp("kali").unwrap();
         smol::block_on(async {
@@ -220,11 +215,7 @@ fn a_timeout_reads_tool_call_timed_out_and_the_server_sees_the_cancellation() {
 fn progress_extends_the_timer_when_asked() {
     for mode in Mode::ALL {
         let server = TestServer::start(mode).unwrap();
-        let options = Options {
-            timeout_ms: 500,
-            progress_extends_to_ms: Some(10_000),
-            ..quiet()
-        };
+        let options = quiet().timeout_ms(500).progress_extends_to_ms(Some(10_000));
         let ctx = ctx(&[("kali", &server.base_url(), None)], options);
         let kali = ctx.mcp("kali").unwrap();
         let r = smol::block_on(kali.call("slow", json!({ "ms": 1500, "steps": 10 })));
@@ -376,11 +367,9 @@ fn list_tools_names_every_tool_in_every_mode() {
 fn a_secret_the_tool_echoes_is_redacted_before_metering() {
     for mode in Mode::ALL {
         let server = TestServer::start(mode).unwrap();
-        let options = Options {
-            secrets: Some(vec!["s3cr3t-value-xyz".into()]),
-            keep_raw: true,
-            ..quiet()
-        };
+        let options = quiet()
+            .secrets(Some(vec!["s3cr3t-value-xyz".into()]))
+            .keep_raw(true);
         let ctx = ctx(&[("kali", &server.base_url(), None)], options);
         let kali = ctx.mcp("kali").unwrap();
         let r = smol::block_on(kali.call("echo", json!({ "text": "key=s3cr3t-value-xyz ok" })));
@@ -402,10 +391,7 @@ fn a_secret_the_tool_echoes_is_redacted_before_metering() {
 fn https_with_a_custom_root_and_without_it() {
     let server = TestServer::start(Mode::Stateful).unwrap();
     let proxy = TlsProxy::start(server.addr()).unwrap();
-    let trusted = Options {
-        root_certs: vec![RootCert::Pem(proxy.root_pem().as_bytes().to_vec())],
-        ..quiet()
-    };
+    let trusted = quiet().root_certs(vec![RootCert::Pem(proxy.root_pem().as_bytes().to_vec())]);
     let ctx_ok = ctx(&[("kali", &proxy.base_url(), None)], trusted);
     let r = smol::block_on(
         ctx_ok

@@ -832,11 +832,9 @@ fn oversized_event() {
             vec![Op::Send(b)]
         }),
     );
-    let opts = Options {
-        timeout_ms: TIMEOUT_MS,
-        reply_cap: 1024 * 1024,
-        ..Options::default()
-    };
+    let opts = Options::default()
+        .timeout_ms(TIMEOUT_MS)
+        .reply_cap(1024 * 1024);
     let ctx = context(&server.url(), "run-fault", opts);
     run_bounded(CASE_BOUND, async {
         expect_unreachable(

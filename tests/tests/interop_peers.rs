@@ -312,10 +312,7 @@ async fn ten_mib_reply(p: &Peer) {
             }
         );
     }
-    let opts = Options {
-        reply_cap: 32 * 1024 * 1024,
-        ..Options::default()
-    };
+    let opts = Options::default().reply_cap(32 * 1024 * 1024);
     let ctx = context(p.base_url(), "run-big", opts);
     let r = ctx
         .mcp("kali")
@@ -354,11 +351,9 @@ async fn ten_mib_reply(p: &Peer) {
 /// out (what a client of those servers really gets); rmcp's JSON mode switches to SSE when a
 /// notification precedes the reply, so progress reaches the client there too.
 async fn progress_during_slow(p: &Peer) {
-    let opts = Options {
-        timeout_ms: 1200,
-        progress_extends_to_ms: Some(20_000),
-        ..Options::default()
-    };
+    let opts = Options::default()
+        .timeout_ms(1200)
+        .progress_extends_to_ms(Some(20_000));
     let ctx = context(p.base_url(), "run-progress", opts);
     let kali = ctx.mcp("kali").unwrap();
     let stats_ctx = context(p.base_url(), "run-progress-stats", Options::default());

@@ -1,7 +1,15 @@
 //! # verifi-mcp-smol
 //!
-//! The host adapter: drives `verifi-mcp-core` over smol / async-io TCP and rustls. Only
-//! sockets, TLS, time and memory live here; every protocol decision is the core's.
+//! The host adapter: drives `verifi-mcp-core` over async-io TCP and rustls. Only sockets,
+//! TLS, time and memory live here; every protocol decision is the core's.
+//!
+//! **Any executor.** async-io brings its own reactor thread, so these futures run under tokio
+//! (tested on its current-thread and multi-thread runtimes, with calls spawned as tokio tasks),
+//! smol, or a plain `block_on`; nothing here needs a tokio runtime. [`SlotHandle`] is
+//! `Send + Sync` and cheap to clone.
+//!
+//! Build a context from a run manifest (below) or in code with [`HarnessContext::builder`];
+//! [`Options`] is `#[non_exhaustive]` with a setter per field.
 //!
 //! ```no_run
 //! use serde_json::json;
@@ -25,8 +33,11 @@
 //! # }
 //! ```
 //!
-//! Modules: [`context`] (`HarnessContext`, `ctx.mcp(slot)`), [`slot`] (slot handles), [`exec`] (`run_command` on a shared box), [`net`] (connections, pool, TLS, clock), [`buf`] (capped `Vec` buffers),
-//! [`shared`] (a slot's state behind a lock with wake-ups).
+//! Modules: [`context`] (`HarnessContext`, its builder, `Options`, `ctx.mcp(slot)`), [`slot`]
+//! (slot handles), [`tool`] (typed `Tool` from `tools/list`), [`exec`] (`run_command` on a
+//! shared box), [`net`] (connections, pool, TLS, clock), [`trace`] (a wire observer),
+//! [`result`] (owned results), [`buf`] (capped `Vec` buffers), [`shared`] (a slot's state behind
+//! a lock with wake-ups).
 
 pub mod buf;
 pub mod context;
@@ -35,17 +46,21 @@ pub mod net;
 pub mod result;
 pub mod shared;
 pub mod slot;
+pub mod tool;
+pub mod trace;
 
 pub use buf::VecBuf;
 pub use context::{
-    ContextError, HarnessContext, LedgerTotals, Options, SlotNotFilledError, TimelineEntry,
-    env_secrets,
+    ContextError, HarnessContext, HarnessContextBuilder, LedgerTotals, Options, SlotNotFilledError,
+    TimelineEntry, env_secrets,
 };
 pub use exec::{Exec, ExecResult};
 pub use net::{ConnectFailure, FailureKind, HostNet, PoolKey, RootCert};
 pub use result::{CallError, ListToolsError, ToolResult};
 pub use shared::HostShared;
 pub use slot::{SlotHandle, SlotSpec};
+pub use tool::Tool;
+pub use trace::{WireEvent, WireTrace};
 pub use verifi_mcp_core::drive::ProgressUpdate;
 pub use verifi_mcp_core::harness::result::Kind;
 pub use verifi_mcp_core::wire::failure::Cause;
@@ -55,3 +70,8 @@ pub use verifi_mcp_core::wire::jsonrpc::ProtocolVersion;
 #[doc = include_str!("../../../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
+
+/// This crate's README example, compiled as a doctest.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct CrateReadmeDoctests;

@@ -11,6 +11,7 @@ use std::fmt;
 use std::io;
 use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -27,6 +28,8 @@ use rustls_pki_types::{CertificateDer, ServerName};
 use verifi_mcp_core::drive::{Millis, Net};
 use verifi_mcp_core::wire::endpoint::{Endpoint, Scheme};
 use verifi_mcp_core::wire::failure::{ConnectError, ConnectErrorKind};
+
+use crate::trace::{WireEvent, WireTrace};
 
 /// Default number of connections one slot endpoint may have open at once.
 pub const DEFAULT_CONNECTION_LIMIT: usize = 64;
@@ -207,6 +210,8 @@ pub struct Conn {
     io: FromFutures<Stream>,
     key: PoolKey,
     _permit: SemaphoreGuardArc,
+    /// The wire observer and this connection's number, when tracing.
+    trace: Option<(WireTrace, u64)>,
 }
 
 impl Conn {
@@ -236,7 +241,14 @@ impl embedded_io_async::ErrorType for Conn {
 
 impl embedded_io_async::Read for Conn {
     async fn read(&mut self, buf: &mut [u8]) -> Result<usize, io::Error> {
-        self.io.read(buf).await
+        let n = self.io.read(buf).await?;
+        if let Some((t, conn)) = &self.trace {
+            t.emit(&WireEvent::Received {
+                conn: *conn,
+                bytes: buf.get(..n).unwrap_or_default(),
+            });
+        }
+        Ok(n)
     }
 }
 
@@ -246,7 +258,14 @@ impl embedded_io_async::Write for Conn {
         // a request in one write), so the reply is ACKed at once instead of after the
         // delayed-ACK timer. Once per request, not once per read: one setsockopt a call.
         quickack(self.io.inner().tcp());
-        self.io.write(buf).await
+        let n = self.io.write(buf).await?;
+        if let Some((t, conn)) = &self.trace {
+            t.emit(&WireEvent::Sent {
+                conn: *conn,
+                bytes: buf.get(..n).unwrap_or_default(),
+            });
+        }
+        Ok(n)
     }
     async fn flush(&mut self) -> Result<(), io::Error> {
         self.io.flush().await
@@ -271,6 +290,8 @@ struct NetInner {
     limit: usize,
     tls: Arc<ClientConfig>,
     epoch: Instant,
+    trace: Option<WireTrace>,
+    conns: AtomicU64,
 }
 
 /// Connections and time for one context (shared by its slots; cheap to clone).
@@ -286,12 +307,20 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 impl HostNet {
     /// A pool with at most `limit` connections per endpoint (at least 1), TLS as `tls`.
     pub fn new(limit: usize, tls: Arc<ClientConfig>) -> Self {
+        HostNet::with_trace(limit, tls, None)
+    }
+
+    /// [`HostNet::new`], telling `trace` of every connection opened and every byte sent and
+    /// received.
+    pub fn with_trace(limit: usize, tls: Arc<ClientConfig>, trace: Option<WireTrace>) -> Self {
         HostNet {
             inner: Arc::new(NetInner {
                 pools: Mutex::new(HashMap::new()),
                 limit: limit.max(1),
                 tls,
                 epoch: Instant::now(),
+                trace,
+                conns: AtomicU64::new(0),
             }),
         }
     }
@@ -348,11 +377,22 @@ impl HostNet {
             }
         };
         let stream = self.dial(key).await?;
+        let trace = self.inner.trace.as_ref().map(|t| {
+            let conn = self.inner.conns.fetch_add(1, Ordering::Relaxed) + 1;
+            t.emit(&WireEvent::Connected {
+                conn,
+                host: &key.host,
+                port: key.port,
+                tls: key.tls,
+            });
+            (t.clone(), conn)
+        });
         Ok((
             Conn {
                 io: FromFutures::new(stream),
                 key: key.clone(),
                 _permit: permit,
+                trace,
             },
             false,
         ))

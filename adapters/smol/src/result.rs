@@ -80,6 +80,21 @@ impl ToolResult {
         }
     }
 
+    /// An `ok: false` result for something that never became a call (e.g. a caller's own
+    /// input line that is not JSON). Not metered: a call that fails before sending goes
+    /// through the slot, which meters it.
+    pub fn local_failure(error: impl Into<String>) -> Self {
+        ToolResult {
+            ok: false,
+            text: String::new(),
+            is_error: false,
+            latency_ms: 0,
+            error: Some(error.into()),
+            raw: None,
+            kind: Kind::Unreachable(verifi_mcp_core::wire::failure::Cause::Local),
+        }
+    }
+
     /// For `?`-style code: `Ok(self)` when the tool ran and answered, else a [`CallError`]
     /// with the same kind and error. `call()` itself never fails; this is the caller's choice.
     pub fn into_result(self) -> Result<ToolResult, CallError> {
