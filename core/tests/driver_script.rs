@@ -57,6 +57,24 @@ impl Buf for VecBuf {
     }
 }
 
+/// The head and read scratch of one call (16 KiB head, 4 KiB reads).
+fn scratch() -> (Vec<u8>, Vec<u8>) {
+    (vec![0u8; 16 * 1024], vec![0u8; 4096])
+}
+
+/// Roomy call buffers over `scratch()`: 64 KiB requests, 1 MiB replies and texts.
+fn call_buffers<'b>(head: &'b mut [u8], read: &'b mut [u8]) -> CallBuffers<'b, VecBuf> {
+    CallBuffers {
+        request: VecBuf::new(64 * 1024),
+        head,
+        read,
+        reply: VecBuf::new(1 << 20),
+        text: VecBuf::new(1 << 20),
+        error: VecBuf::new(1024),
+        raw: VecBuf::new(0),
+    }
+}
+
 /// A request as the script server saw it.
 #[derive(Debug, Clone)]
 struct Seen {
@@ -408,17 +426,8 @@ impl Rig {
         args: &str,
         secrets: &[&str],
     ) -> (bool, String, bool, Option<String>) {
-        let mut head = vec![0u8; 16 * 1024];
-        let mut read = vec![0u8; 4096];
-        let mut bufs = CallBuffers {
-            request: VecBuf::new(64 * 1024),
-            head: &mut head,
-            read: &mut read,
-            reply: VecBuf::new(1 << 20),
-            text: VecBuf::new(1 << 20),
-            error: VecBuf::new(1024),
-            raw: VecBuf::new(0),
-        };
+        let (mut head, mut read) = scratch();
+        let mut bufs = call_buffers(&mut head, &mut read);
         let args = Value::parse(args.as_bytes(), JsonLimits::default()).unwrap();
         let r = embassy_futures::block_on(drive::call(
             &self.net,
@@ -1016,17 +1025,8 @@ fn list_tools_follows_pages_and_hands_over_redacted_descriptions() {
         3,
         false,
     );
-    let mut head = vec![0u8; 16 * 1024];
-    let mut read = vec![0u8; 4096];
-    let mut bufs = CallBuffers {
-        request: VecBuf::new(64 * 1024),
-        head: &mut head,
-        read: &mut read,
-        reply: VecBuf::new(1 << 20),
-        text: VecBuf::new(1 << 20),
-        error: VecBuf::new(1024),
-        raw: VecBuf::new(0),
-    };
+    let (mut head, mut read) = scratch();
+    let mut bufs = call_buffers(&mut head, &mut read);
     let mut tools = Vec::new();
     embassy_futures::block_on(drive::list_tools_described(
         &rig.net,
@@ -1261,17 +1261,8 @@ fn a_safe_request_is_re_sent_once_with_a_new_id() {
         false,
     );
     assert!(rig.call(&c, "echo", r#"{"text":"1"}"#, &[]).0);
-    let mut head = vec![0u8; 16 * 1024];
-    let mut read = vec![0u8; 4096];
-    let mut bufs = CallBuffers {
-        request: VecBuf::new(64 * 1024),
-        head: &mut head,
-        read: &mut read,
-        reply: VecBuf::new(1 << 20),
-        text: VecBuf::new(1 << 20),
-        error: VecBuf::new(1024),
-        raw: VecBuf::new(0),
-    };
+    let (mut head, mut read) = scratch();
+    let mut bufs = call_buffers(&mut head, &mut read);
     let mut names = Vec::new();
     let secrets: &[&str] = &[];
     embassy_futures::block_on(drive::list_tools(
@@ -1545,17 +1536,8 @@ fn a_dropped_call_is_metered_and_says_which_request_to_cancel() {
         false,
     );
     rig.net.0.frozen.set(true);
-    let mut head = vec![0u8; 16 * 1024];
-    let mut read = vec![0u8; 4096];
-    let mut bufs = CallBuffers {
-        request: VecBuf::new(64 * 1024),
-        head: &mut head,
-        read: &mut read,
-        reply: VecBuf::new(1 << 20),
-        text: VecBuf::new(1 << 20),
-        error: VecBuf::new(1024),
-        raw: VecBuf::new(0),
-    };
+    let (mut head, mut read) = scratch();
+    let mut bufs = call_buffers(&mut head, &mut read);
     let secrets: &[&str] = &[];
     {
         let fut = drive::call(
