@@ -1307,13 +1307,17 @@ impl<S: AsRef<[u8]>, O: Sink, const HOLD: usize> RedactingSink<'_, '_, S, O, HOL
 
 impl<S: AsRef<[u8]>, O: Sink, const HOLD: usize> Sink for RedactingSink<'_, '_, S, O, HOLD> {
     fn put(&mut self, bytes: &[u8]) -> Result<(), Overflow> {
+        if self.stage.is_empty() && bytes.len() >= STAGE / 2 {
+            // Already gathered (an unescaper's block): redact it as it is, no second copy.
+            return self.redactor.write(bytes, &mut self.out);
+        }
         if self.stage.len() + bytes.len() <= STAGE {
             // Cannot fail: it fits.
             let _ = self.stage.extend_from_slice(bytes);
             return Ok(());
         }
         self.flush()?;
-        if bytes.len() < STAGE {
+        if bytes.len() < STAGE / 2 {
             let _ = self.stage.extend_from_slice(bytes);
             return Ok(());
         }

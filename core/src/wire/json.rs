@@ -1094,7 +1094,14 @@ impl<'a> JsonStr<'a> {
 
     /// Writes the unescaped text as UTF-8: surrogate pairs are joined, a lone surrogate
     /// becomes U+FFFD (as a `String` in JavaScript would print it, lossy).
+    ///
+    /// On the host the text goes out in puts of up to [`UNESCAPE_GATHER`] bytes (gathered on
+    /// the stack, the common short escapes decoded inline), not one put per run between
+    /// escapes; the edge writes piece by piece (less code, no stack buffer).
     pub fn unescape_into(&self, out: &mut impl Sink) -> Result<(), Overflow> {
+        if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
+            return self.unescape_gathered(out);
+        }
         let mut utf8 = [0u8; 4];
         for piece in self.pieces() {
             match piece {
@@ -1104,6 +1111,49 @@ impl<'a> JsonStr<'a> {
             }
         }
         Ok(())
+    }
+
+    fn unescape_gathered(&self, out: &mut impl Sink) -> Result<(), Overflow> {
+        let raw = self.raw;
+        let mut gather = Gather::new(out);
+        let mut utf8 = [0u8; 4];
+        // Bytes before `from` are written.
+        let mut from = 0;
+        loop {
+            let rest = raw.get(from..).unwrap_or(&[]);
+            let Some(i) = find_backslash(rest) else {
+                gather.put(rest)?;
+                return gather.flush();
+            };
+            gather.put(rest.get(..i).unwrap_or(&[]))?;
+            let q = from + i;
+            let short = match raw.get(q + 1) {
+                Some(b'n') => Some(b'\n'),
+                Some(b'"') => Some(b'"'),
+                Some(b'\\') => Some(b'\\'),
+                Some(b't') => Some(b'\t'),
+                Some(b'r') => Some(b'\r'),
+                Some(b'/') => Some(b'/'),
+                Some(b'b') => Some(0x08),
+                Some(b'f') => Some(0x0c),
+                _ => None,
+            };
+            if let Some(b) = short {
+                gather.byte(b)?;
+                from = q + 2;
+                continue;
+            }
+            // `\u` (surrogate pairs joined) and anything odd: the general decoder.
+            let mut escape = Pieces { raw, pos: q };
+            match escape.next() {
+                Some(Piece::Char(c)) => gather.put(c.encode_utf8(&mut utf8).as_bytes())?,
+                Some(Piece::Lone(_)) => gather.put("\u{FFFD}".as_bytes())?,
+                Some(Piece::Span(s)) => gather.put(s)?,
+                // A malformed escape (not from `parse`): the rest is dropped, as the edge does.
+                None => return gather.flush(),
+            }
+            from = escape.pos;
+        }
     }
 
     /// Writes the string as a canonical JSON literal, quotes included (escaped as
@@ -1132,6 +1182,78 @@ impl<'a> JsonStr<'a> {
             }
         }
         rest.is_empty()
+    }
+}
+
+/// Bytes the host's [`JsonStr::unescape_into`] gathers on the stack before one put (the
+/// redactor's stage size, so a redacting sink takes each gather whole).
+pub const UNESCAPE_GATHER: usize = 2048;
+
+/// Gathers small puts (runs between escapes, escaped characters) into one.
+struct Gather<'o, O: Sink> {
+    out: &'o mut O,
+    buf: [u8; UNESCAPE_GATHER],
+    len: usize,
+}
+
+impl<'o, O: Sink> Gather<'o, O> {
+    fn new(out: &'o mut O) -> Self {
+        Gather {
+            out,
+            buf: [0; UNESCAPE_GATHER],
+            len: 0,
+        }
+    }
+
+    #[inline]
+    fn byte(&mut self, b: u8) -> Result<(), Overflow> {
+        if self.len == UNESCAPE_GATHER {
+            self.flush()?;
+        }
+        if let Some(slot) = self.buf.get_mut(self.len) {
+            *slot = b;
+            self.len += 1;
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn put(&mut self, bytes: &[u8]) -> Result<(), Overflow> {
+        let end = self.len + bytes.len();
+        if let Some(dst) = self.buf.get_mut(self.len..end) {
+            dst.copy_from_slice(bytes);
+            self.len = end;
+            return Ok(());
+        }
+        self.put_slow(bytes)
+    }
+
+    #[cold]
+    fn put_slow(&mut self, bytes: &[u8]) -> Result<(), Overflow> {
+        // Fill the gather up, hand it on, and keep the rest (a long run goes on whole).
+        let room = UNESCAPE_GATHER - self.len;
+        let (now, later) = bytes.split_at(room.min(bytes.len()));
+        if let Some(dst) = self.buf.get_mut(self.len..self.len + now.len()) {
+            dst.copy_from_slice(now);
+            self.len += now.len();
+        }
+        self.flush()?;
+        if later.len() >= UNESCAPE_GATHER {
+            return self.out.put(later);
+        }
+        if let Some(dst) = self.buf.get_mut(..later.len()) {
+            dst.copy_from_slice(later);
+            self.len = later.len();
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), Overflow> {
+        let n = core::mem::take(&mut self.len);
+        if n == 0 {
+            return Ok(());
+        }
+        self.out.put(self.buf.get(..n).unwrap_or(&[]))
     }
 }
 
