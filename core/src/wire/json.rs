@@ -319,6 +319,25 @@ fn find_backslash(hay: &[u8]) -> Option<usize> {
     memchr(b'\\', hay.get(i..)?).map(|j| i + j)
 }
 
+/// The first quote or backslash in `hay`, as [`find_backslash`] finds a backslash.
+#[inline]
+fn find_quote_or_backslash(hay: &[u8]) -> Option<usize> {
+    let mut i = 0;
+    while i < 64 {
+        let Some(word) = hay.get(i..i + 8).and_then(|w| <[u8; 8]>::try_from(w).ok()) else {
+            break;
+        };
+        let w = u64::from_le_bytes(word);
+        let hits =
+            zero_bytes(w ^ (ONES * u64::from(b'\\'))) | zero_bytes(w ^ (ONES * u64::from(b'"')));
+        if hits != 0 {
+            return Some(i + (hits.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    memchr2(b'"', b'\\', hay.get(i..)?).map(|j| i + j)
+}
+
 /// True when `bytes` are UTF-8: vectorised where the target has it (`simdutf8`), else `core`.
 #[inline]
 fn is_utf8(bytes: &[u8]) -> bool {
@@ -902,6 +921,29 @@ impl<'a> Walk<'a> {
         Some(v)
     }
 
+    /// The value where the walk stands is a string: writes it unescaped to `out` (the hint
+    /// given to [`Sink::reserve`] is the rest of the walked bytes, an upper bound) and goes on
+    /// after it, crossing it once. On the edge: skipped, then unescaped (less code).
+    pub(crate) fn unescape_string(&mut self, out: &mut impl Sink) -> Result<(), Overflow> {
+        let raw = self.raw;
+        if cfg!(any(target_arch = "x86_64", target_arch = "aarch64"))
+            && raw.get(self.pos) == Some(&b'"')
+        {
+            let body = raw.get(self.pos + 1..).unwrap_or(&[]);
+            out.reserve(body.len());
+            let end = unescape_run::<true>(body, out)?;
+            self.pos = end.map_or(raw.len(), |q| self.pos + 1 + q + 1);
+            return Ok(());
+        }
+        match self.take().and_then(|v| v.as_str()) {
+            Some(s) => {
+                out.reserve(s.raw().len());
+                s.unescape_into(out)
+            }
+            None => Ok(()),
+        }
+    }
+
     /// Goes on after a value that ended at `end` (walked by an inner walk).
     pub(crate) fn resume(&mut self, end: usize) {
         self.pos = end;
@@ -1114,46 +1156,7 @@ impl<'a> JsonStr<'a> {
     }
 
     fn unescape_gathered(&self, out: &mut impl Sink) -> Result<(), Overflow> {
-        let raw = self.raw;
-        let mut gather = Gather::new(out);
-        let mut utf8 = [0u8; 4];
-        // Bytes before `from` are written.
-        let mut from = 0;
-        loop {
-            let rest = raw.get(from..).unwrap_or(&[]);
-            let Some(i) = find_backslash(rest) else {
-                gather.put(rest)?;
-                return gather.flush();
-            };
-            gather.put(rest.get(..i).unwrap_or(&[]))?;
-            let q = from + i;
-            let short = match raw.get(q + 1) {
-                Some(b'n') => Some(b'\n'),
-                Some(b'"') => Some(b'"'),
-                Some(b'\\') => Some(b'\\'),
-                Some(b't') => Some(b'\t'),
-                Some(b'r') => Some(b'\r'),
-                Some(b'/') => Some(b'/'),
-                Some(b'b') => Some(0x08),
-                Some(b'f') => Some(0x0c),
-                _ => None,
-            };
-            if let Some(b) = short {
-                gather.byte(b)?;
-                from = q + 2;
-                continue;
-            }
-            // `\u` (surrogate pairs joined) and anything odd: the general decoder.
-            let mut escape = Pieces { raw, pos: q };
-            match escape.next() {
-                Some(Piece::Char(c)) => gather.put(c.encode_utf8(&mut utf8).as_bytes())?,
-                Some(Piece::Lone(_)) => gather.put("\u{FFFD}".as_bytes())?,
-                Some(Piece::Span(s)) => gather.put(s)?,
-                // A malformed escape (not from `parse`): the rest is dropped, as the edge does.
-                None => return gather.flush(),
-            }
-            from = escape.pos;
-        }
+        unescape_run::<false>(self.raw, out).map(|_| ())
     }
 
     /// Writes the string as a canonical JSON literal, quotes included (escaped as
@@ -1182,6 +1185,62 @@ impl<'a> JsonStr<'a> {
             }
         }
         rest.is_empty()
+    }
+}
+
+/// Unescapes `raw` (string bytes, escapes as written) into `out` through a [`Gather`]. With
+/// `TO_QUOTE`, `raw` runs on past the string and the unescaping stops at its closing quote,
+/// whose offset is returned (`None`: no closing quote, or a malformed escape).
+fn unescape_run<const TO_QUOTE: bool>(
+    raw: &[u8],
+    out: &mut impl Sink,
+) -> Result<Option<usize>, Overflow> {
+    let mut gather = Gather::new(out);
+    let mut utf8 = [0u8; 4];
+    // Bytes before `from` are written.
+    let mut from = 0;
+    loop {
+        let rest = raw.get(from..).unwrap_or(&[]);
+        let found = if TO_QUOTE {
+            find_quote_or_backslash(rest)
+        } else {
+            find_backslash(rest)
+        };
+        let Some(i) = found else {
+            gather.put(rest)?;
+            return gather.flush().map(|_| None);
+        };
+        gather.put(rest.get(..i).unwrap_or(&[]))?;
+        let q = from + i;
+        if TO_QUOTE && raw.get(q) == Some(&b'"') {
+            return gather.flush().map(|_| Some(q));
+        }
+        let short = match raw.get(q + 1) {
+            Some(b'n') => Some(b'\n'),
+            Some(b'"') => Some(b'"'),
+            Some(b'\\') => Some(b'\\'),
+            Some(b't') => Some(b'\t'),
+            Some(b'r') => Some(b'\r'),
+            Some(b'/') => Some(b'/'),
+            Some(b'b') => Some(0x08),
+            Some(b'f') => Some(0x0c),
+            _ => None,
+        };
+        if let Some(b) = short {
+            gather.byte(b)?;
+            from = q + 2;
+            continue;
+        }
+        // `\u` (surrogate pairs joined) and anything odd: the general decoder.
+        let mut escape = Pieces { raw, pos: q };
+        match escape.next() {
+            Some(Piece::Char(c)) => gather.put(c.encode_utf8(&mut utf8).as_bytes())?,
+            Some(Piece::Lone(_)) => gather.put("\u{FFFD}".as_bytes())?,
+            Some(Piece::Span(s)) => gather.put(s)?,
+            // A malformed escape (not from `parse`): the rest is dropped, as the edge does.
+            None => return gather.flush().map(|_| None),
+        }
+        from = escape.pos;
     }
 }
 
