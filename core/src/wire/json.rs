@@ -12,8 +12,12 @@
 //! surrogate pairs, and the canonical (`JSON.stringify`-like) printing of strings and values.
 //! Does not own: what any JSON-RPC or MCP field means (`wire::jsonrpc`, `wire::content`).
 //!
-//! Speed: strings are scanned with `memchr2` for `"` and `\`, and the spans between escapes are
-//! validated with `core::str::from_utf8`; only numbers, literals and whitespace go byte by byte.
+//! Speed: on the host (x86_64, aarch64) a string is validated eight bytes per word for quotes,
+//! backslashes and controls, and its UTF-8 once as a whole (`simdutf8`); unescaping finds
+//! backslashes the same way and writes 2 KiB gathers. Anything not plainly valid goes to the
+//! exact scanner (`memchr2` between escapes, each run checked on its own), which alone runs on
+//! the edge and decides every error and its offset. Only numbers, literals and whitespace go
+//! byte by byte.
 
 use core::fmt;
 
