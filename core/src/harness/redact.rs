@@ -51,12 +51,15 @@
 //! most once.
 //!
 //! On x86-64 (SSE2) and AArch64 (NEON) a [`Redactor`] also builds one `memchr` packed-pair
-//! finder per pattern (at most [`MAX_FINDERS`]), once: each new chunk is searched by every
-//! finder (a vectorised scan for two of the pattern's rarest bytes, then a compare), and the
-//! matches, merged in order of start, decide the covered runs. Only starts inside the held-back
-//! bytes (a pattern may continue into the chunk there) still go through the anchor search,
-//! which is also the whole search for larger pattern sets and on the edge (no extra code or
-//! RAM there). Both searches find every occurrence, so the output is the same.
+//! finder per pattern (at most [`MAX_FINDERS`]) on its first write of [`FINDERS_FROM`] bytes:
+//! each new chunk is searched by every finder (a vectorised scan for two of the pattern's rarest
+//! bytes, then a compare), and the matches, merged in order of start, decide the covered runs.
+//! With the `std` feature (the host) a write of [`PACKED_FROM`] bytes builds instead one
+//! packed searcher for all the patterns (aho-corasick's Teddy, leftmost-longest), so a chunk is
+//! searched once whatever the number of secrets. Only starts inside the held-back bytes (a
+//! pattern may continue into the chunk there) still go through the anchor search, which is also
+//! the whole search for short texts, larger pattern sets and on the edge (no extra code or RAM
+//! there). Every search finds every occurrence, so the output is the same.
 
 use crate::buf::{Overflow, Sink};
 use core::fmt;
@@ -1286,6 +1289,14 @@ impl<'s, S: AsRef<[u8]>, const HOLD: usize> Redactor<'s, S, HOLD> {
 /// Bytes a [`RedactingSink`] gathers from small puts before redacting them in one write.
 pub const STAGE: usize = 2048;
 
+/// Puts at least this long skip a [`RedactingSink`]'s stage (on the host, whose unescaper
+/// gathers its own 2 KiB blocks; on the edge only puts too big for the stage do).
+const DIRECT_FROM: usize = if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
+    STAGE / 2
+} else {
+    STAGE
+};
+
 /// A [`Sink`] that redacts everything put into it on the way to the wrapped sink.
 ///
 /// Small puts (an unescaper's pieces between escapes) are gathered into a [`STAGE`]-byte
@@ -1320,13 +1331,20 @@ impl<S: AsRef<[u8]>, O: Sink, const HOLD: usize> RedactingSink<'_, '_, S, O, HOL
 
 impl<S: AsRef<[u8]>, O: Sink, const HOLD: usize> Sink for RedactingSink<'_, '_, S, O, HOLD> {
     fn put(&mut self, bytes: &[u8]) -> Result<(), Overflow> {
+        if cfg!(any(target_arch = "x86_64", target_arch = "aarch64"))
+            && self.stage.is_empty()
+            && bytes.len() >= DIRECT_FROM
+        {
+            // Already gathered (the host's unescaper): redact it as it is, no second copy.
+            return self.redactor.write(bytes, &mut self.out);
+        }
         if self.stage.len() + bytes.len() <= STAGE {
             // Cannot fail: it fits.
             let _ = self.stage.extend_from_slice(bytes);
             return Ok(());
         }
         self.flush()?;
-        if bytes.len() < STAGE {
+        if bytes.len() < DIRECT_FROM {
             let _ = self.stage.extend_from_slice(bytes);
             return Ok(());
         }

@@ -526,6 +526,72 @@ proptest! {
 
 }
 
+/// What `unescape_into` writes on the edge: one put per piece.
+fn unescaped_by_pieces(s: &JsonStr<'_>) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut utf8 = [0u8; 4];
+    for piece in s.pieces() {
+        match piece {
+            Piece::Span(b) => out.extend_from_slice(b),
+            Piece::Char(c) => out.extend_from_slice(c.encode_utf8(&mut utf8).as_bytes()),
+            Piece::Lone(_) => out.extend_from_slice("\u{FFFD}".as_bytes()),
+        }
+    }
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    /// The host's gathered unescaping writes exactly what the edge's piece-by-piece one does,
+    /// over strings of several gathers, and under a cap it keeps a prefix of it.
+    #[test]
+    fn gathered_unescape_agrees_with_piece_by_piece(
+        pieces in prop::collection::vec(
+            prop_oneof![
+                8 => "[a-z ]{0,90}",
+                3 => Just("\\n".to_string()),
+                1 => Just("\\\"".to_string()),
+                1 => Just("\\\\".to_string()),
+                1 => Just("\\/".to_string()),
+                1 => Just("\\t\\r\\b\\f".to_string()),
+                1 => Just("\\u00e9\\u20AC".to_string()),
+                1 => Just("\\ud83d\\ude00".to_string()),
+                1 => Just("\\ud800x\\udc00".to_string()),
+                1 => Just("é—😀".to_string()),
+            ],
+            0..120,
+        ),
+        repeat in 1usize..12,
+        cap in 0usize..8000,
+    ) {
+        let body = pieces.concat();
+        let mut input = std::vec![b'"'];
+        for _ in 0..repeat {
+            input.extend_from_slice(body.as_bytes());
+        }
+        input.push(b'"');
+        {
+            let v = parse(&input).unwrap();
+            let s = v.as_str().unwrap();
+            let want = unescaped_by_pieces(&s);
+            let mut out = VecSink(Vec::new());
+            s.unescape_gathered(&mut out).unwrap();
+            prop_assert_eq!(&out.0, &want);
+            let mut storage = std::vec![0u8; cap];
+            let mut capped = SliceBuf::new(&mut storage);
+            match s.unescape_gathered(&mut capped) {
+                Ok(()) => prop_assert_eq!(capped.bytes(), &want[..]),
+                Err(o) => {
+                    prop_assert_eq!(o.limit, cap);
+                    prop_assert!(want.len() > cap);
+                    prop_assert!(want.starts_with(capped.bytes()));
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn long_strings_cross_blocks_with_escapes_at_every_offset() {
     // An escape (short, \u, a surrogate pair) straddling each position around the 64-byte
