@@ -18,11 +18,17 @@ use verifi_mcp_core::wire::jsonrpc::ProtocolVersion;
 use crate::buf::VecBuf;
 
 use crate::buf::DEFAULT_REPLY_CAP;
-use crate::net::{DEFAULT_CONNECTION_LIMIT, HostNet, RootCert, TlsConfigError, tls_config};
+use crate::net::{DEFAULT_CONNECTION_LIMIT, HostNet, RootCert, Route, TlsConfigError};
+use crate::proxy::{EnvProxies, ProxyError, ProxyRule};
 use crate::slot::{SlotHandle, SlotSpec};
+use crate::trust::{Trust, client_config};
 
 /// The seed's per-call timeout: 300 000 ms (5 minutes).
 pub const DEFAULT_TIMEOUT_MS: u64 = 300_000;
+
+/// The run log's first line when certificate checks are off.
+pub const INSECURE_WARNING: &str = "WARNING: TLS certificate checks are OFF (insecure): any \
+    server certificate is accepted, so anyone on the path can read and change this run's traffic";
 
 /// How a context behaves. `Options::default()` is the seed's behaviour.
 #[derive(Debug, Clone)]
@@ -36,8 +42,17 @@ pub struct Options {
     /// When `Some(max)`, progress notifications in a reply reset the call's timer, up to `max`
     /// ms in all (off by default).
     pub progress_extends_to_ms: Option<u64>,
-    /// Roots to trust for `https` besides the webpki roots.
+    /// Roots to trust for `https` besides the system's and the webpki roots (`--cacert`).
     pub root_certs: Vec<RootCert>,
+    /// Accept any server certificate (lab boxes with self-signed certificates). Off by
+    /// default; when on, the run log says so first.
+    pub insecure: bool,
+    /// A proxy for every slot (`--proxy URL`; `"none"` for direct): it wins over the
+    /// environment and applies to loopback targets too. A slot's manifest `proxy` wins over it.
+    pub proxy: Option<String>,
+    /// Read `HTTPS_PROXY` / `HTTP_PROXY` / `NO_PROXY` when no explicit proxy is set
+    /// (default true).
+    pub proxy_from_env: bool,
     /// Largest reply (and flattened text) a call may hold (default 16 MiB).
     pub reply_cap: usize,
     /// Keep the redacted JSON-RPC reply in `ToolResult::raw` (default false: it doubles the
@@ -59,6 +74,9 @@ impl Default for Options {
             secrets: None,
             progress_extends_to_ms: None,
             root_certs: Vec::new(),
+            insecure: false,
+            proxy: None,
+            proxy_from_env: true,
             reply_cap: DEFAULT_REPLY_CAP,
             keep_raw: false,
             protocol_version: ProtocolVersion::DEFAULT,
@@ -76,6 +94,8 @@ pub enum ContextError {
     Manifest(String),
     /// The TLS configuration (a custom root) is unusable.
     Tls(TlsConfigError),
+    /// The proxy (option or environment) is unusable.
+    Proxy(ProxyError),
 }
 
 impl fmt::Display for ContextError {
@@ -84,6 +104,7 @@ impl fmt::Display for ContextError {
             ContextError::Io(e) => write!(f, "cannot read the manifest: {e}"),
             ContextError::Manifest(e) => write!(f, "bad manifest: {e}"),
             ContextError::Tls(e) => write!(f, "{e}"),
+            ContextError::Proxy(e) => write!(f, "{e}"),
         }
     }
 }
@@ -211,19 +232,37 @@ impl HarnessContext {
     ) -> Result<Self, ContextError> {
         let text = manifest.to_string();
         Manifest::parse(text.as_bytes()).map_err(|e| ContextError::Manifest(e.to_string()))?;
-        let tls = tls_config(&options.root_certs).map_err(ContextError::Tls)?;
-        let secrets = match &options.secrets {
+        let tls = client_config(&Trust {
+            extra: options.root_certs.clone(),
+            no_system_roots: false,
+            insecure: options.insecure,
+        })
+        .map_err(ContextError::Tls)?;
+        let proxy = match &options.proxy {
+            Some(p) => ProxyRule::explicit(p),
+            None if options.proxy_from_env => {
+                EnvProxies::from_vars(std::env::vars()).map(|e| ProxyRule::Env(Arc::new(e)))
+            }
+            None => Ok(ProxyRule::Direct),
+        }
+        .map_err(ContextError::Proxy)?;
+        let mut secrets = match &options.secrets {
             Some(s) => s.clone(),
             None => collect_run_secrets(std::env::vars()).collect(),
         };
-        let net = HostNet::new(options.connection_limit, tls);
+        secrets.extend(proxy.secrets());
+        let net = HostNet::with_route(options.connection_limit, Route { proxy, tls });
+        let records = Records::default();
+        if options.insecure {
+            lock(&records.log).push(INSECURE_WARNING.to_owned());
+        }
         Ok(HarnessContext {
             run: Arc::new(Run {
                 run_id: run_id.into(),
                 options,
                 secrets,
                 net,
-                records: Records::default(),
+                records,
             }),
             manifest: Arc::from(text),
             slots: Arc::default(),
@@ -233,6 +272,12 @@ impl HarnessContext {
     /// The run id (the `workspace` of every `run_command`).
     pub fn run_id(&self) -> &str {
         &self.run.run_id
+    }
+
+    /// The context's pool (for the crate's own tests).
+    #[cfg(test)]
+    pub(crate) fn run_net(&self) -> HostNet {
+        self.run.net.clone()
     }
 
     /// The options this context was built with.

@@ -25,26 +25,31 @@
 //! # }
 //! ```
 //!
-//! Modules: [`context`] (`HarnessContext`, `ctx.mcp(slot)`), [`slot`] (slot handles), [`exec`] (`run_command` on a shared box), [`net`] (connections, pool, TLS, clock), [`buf`] (capped `Vec` buffers),
+//! Modules: [`context`] (`HarnessContext`, `ctx.mcp(slot)`), [`slot`] (slot handles), [`exec`] (`run_command` on a shared box), [`net`] (connections, pool, TLS, clock), [`proxy`] (forward proxies), [`trust`] (roots and certificate errors), [`buf`] (capped `Vec` buffers),
 //! [`shared`] (a slot's state behind a lock with wake-ups).
 
 pub mod buf;
 pub mod context;
 pub mod exec;
 pub mod net;
+pub mod proxy;
 pub mod result;
+mod route;
 pub mod shared;
 pub mod slot;
+pub mod trust;
 
 pub use buf::VecBuf;
 pub use context::{
     ContextError, HarnessContext, LedgerTotals, Options, SlotNotFilledError, TimelineEntry,
 };
 pub use exec::{Exec, ExecResult};
-pub use net::{ConnectFailure, FailureKind, HostNet, PoolKey, RootCert};
+pub use net::{ConnectFailure, FailureKind, HostNet, PoolKey, RootCert, Route};
+pub use proxy::{Proxy, ProxyRule};
 pub use result::{ListToolsError, ToolResult};
 pub use shared::HostShared;
 pub use slot::{SlotHandle, SlotSpec};
+pub use trust::{CertProblem, Trust};
 pub use verifi_mcp_core::drive::ProgressUpdate;
 pub use verifi_mcp_core::wire::jsonrpc::ProtocolVersion;
 

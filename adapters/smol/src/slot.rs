@@ -23,6 +23,7 @@ use verifi_mcp_core::wire::endpoint::Endpoint;
 use verifi_mcp_core::wire::json::{JsonLimits, Value};
 
 use crate::context::{Records, Run, SlotNotFilledError, TimelineEntry, lock};
+use crate::net::{Route, RoutedNet};
 use crate::result::{ListToolsError, ToolResult};
 use crate::shared::HostShared;
 
@@ -37,6 +38,10 @@ pub struct SlotSpec {
     pub fallback: Option<String>,
     /// Static headers sent on every request (e.g. `authorization`).
     pub headers: Vec<(String, String)>,
+    /// The slot's own `proxy` (a URL, or `"none"` for direct), winning over the context's.
+    pub proxy: Option<String>,
+    /// The slot's own `ca`: a PEM file path, or PEM text, trusted besides the context's roots.
+    pub ca: Option<String>,
 }
 
 fn owned(j: &JsonStr<'_>) -> String {
@@ -71,6 +76,8 @@ impl SlotSpec {
                     .iter()
                     .map(|(k, v)| (owned(&k), owned(&v)))
                     .collect(),
+                proxy: crate::route::slot_field(manifest_json, slot, "proxy"),
+                ca: crate::route::slot_field(manifest_json, slot, "ca"),
             }),
             Err(e) => Err(SlotNotFilledError {
                 slot: slot.to_owned(),
@@ -87,6 +94,8 @@ pub(crate) struct SlotInner {
     /// The run's secrets plus this slot's header values (the core says both are redacted).
     secrets: Vec<String>,
     state: HostShared<SlotState>,
+    /// The slot's proxy and trust, or why its manifest entry cannot be used.
+    route: Result<Route, String>,
     /// Per-call scratch buffers put back after each call, so a call does not allocate and
     /// zero 32 KiB of head and read buffers (at most one per connection is kept).
     scratch: Mutex<Vec<Scratch>>,
@@ -196,6 +205,10 @@ impl SlotHandle {
     pub(crate) fn new(run: Arc<Run>, spec: SlotSpec) -> Self {
         let mut secrets = run.secrets.clone();
         secrets.extend(spec.headers.iter().map(|(_, v)| v.clone()));
+        let route = crate::route::slot_route(&run.net, &run.options, &spec);
+        if let Ok(r) = &route {
+            secrets.extend(r.proxy.secrets());
+        }
         let state = HostShared::new(SlotState::new(
             run.options.protocol_version,
             spec.fallback.is_some(),
@@ -206,6 +219,7 @@ impl SlotHandle {
                 spec,
                 secrets,
                 state,
+                route,
                 scratch: Mutex::new(Vec::new()),
             }),
         }
@@ -261,6 +275,7 @@ impl SlotHandle {
         } else {
             Endpoint::parse_base
         };
+        let route = self.route()?;
         let primary = parse(&spec.primary)
             .map_err(|e| format!("slot '{}': bad endpoint {:?}: {e}", spec.slot, spec.primary))?;
         let fallback = match &spec.fallback {
@@ -269,7 +284,20 @@ impl SlotHandle {
             ),
             None => None,
         };
-        Ok((primary, fallback))
+        Ok((route.endpoint(primary), fallback.map(|f| route.endpoint(f))))
+    }
+
+    /// The slot's route (proxy and trust), or why the manifest's entry cannot be used.
+    fn route(&self) -> Result<&Route, String> {
+        self.inner.route.as_ref().map_err(Clone::clone)
+    }
+
+    /// The context's pool and clock through this slot's route.
+    fn net(&self) -> Result<RoutedNet<'_>, String> {
+        Ok(RoutedNet {
+            net: &self.inner.run.net,
+            route: self.route()?,
+        })
     }
 
     fn headers(&self) -> Vec<(&str, &str)> {
@@ -352,8 +380,11 @@ impl SlotHandle {
         let mut bufs = self.bufs(scratch.get());
         let mut ledger = RunLedger(&run.records);
         let mut timeline = RunTimeline(&run.records);
+        let Ok(net) = self.net() else {
+            return ToolResult::local_failure("slot route unavailable".to_owned());
+        };
         let r = drive::call(
-            &run.net,
+            &net,
             &cfg,
             &self.inner.state,
             tool,
@@ -421,11 +452,13 @@ impl SlotHandle {
         })?;
         let headers = self.headers();
         let cfg = self.config(endpoints, &headers);
-        let run = &self.inner.run;
+        let net = self.net().map_err(|e| ListToolsError {
+            message: format!("tools/list failed: {e}"),
+        })?;
         let mut scratch = self.scratch();
         let mut bufs = self.bufs(scratch.get());
         drive::list_tools_described(
-            &run.net,
+            &net,
             &cfg,
             &self.inner.state,
             &self.inner.secrets,
@@ -440,14 +473,14 @@ impl SlotHandle {
 
     /// Ends this slot's sessions (best-effort HTTP DELETE; 405 is fine).
     pub async fn close(&self) {
-        let Ok(endpoints) = self.endpoints() else {
+        let (Ok(endpoints), Ok(net)) = (self.endpoints(), self.net()) else {
             return;
         };
         let headers = self.headers();
         let cfg = self.config(endpoints, &headers);
         let mut scratch = self.scratch();
         let mut bufs = self.bufs(scratch.get());
-        drive::close(&self.inner.run.net, &cfg, &self.inner.state, &mut bufs).await;
+        drive::close(&net, &cfg, &self.inner.state, &mut bufs).await;
     }
 }
 

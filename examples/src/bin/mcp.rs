@@ -16,7 +16,11 @@ use verifi_mcp_examples::common::{
     self, CLI_SLOT, UsageError, amend_manifest, endpoint_base, event_line, ledger_json,
     one_slot_manifest, parse_args, parse_header, result_json, run_secrets, scrub, timeline_json,
 };
-use verifi_mcp_smol::{Exec, HarnessContext, Options, ProgressUpdate, ProtocolVersion, SlotHandle};
+use verifi_mcp_smol::context::INSECURE_WARNING;
+use verifi_mcp_smol::proxy::EnvProxies;
+use verifi_mcp_smol::{
+    Exec, HarnessContext, Options, ProgressUpdate, ProtocolVersion, ProxyRule, RootCert, SlotHandle,
+};
 
 /// Longest stdin line `batch` accepts.
 const MAX_BATCH_LINE: usize = 4 * 1024 * 1024;
@@ -63,6 +67,19 @@ struct Common {
     /// Largest reply accepted, in bytes (a larger one is an ok:false naming the cap).
     #[arg(long, value_name = "BYTES", default_value_t = 16 * 1024 * 1024)]
     max_reply_bytes: usize,
+    /// Forward proxy for every request, `http://[user:pass@]host:port` (or `none`). It wins
+    /// over HTTPS_PROXY / HTTP_PROXY / NO_PROXY and applies to loopback targets too; its
+    /// credentials are redacted in any output.
+    #[arg(long, value_name = "URL")]
+    proxy: Option<String>,
+    /// Trust the CA certificate(s) in this PEM file, besides the system's and the bundled
+    /// roots (repeatable).
+    #[arg(long, value_name = "FILE")]
+    cacert: Vec<String>,
+    /// Accept ANY server certificate (lab boxes with self-signed certificates only): anyone
+    /// on the path can then read and change the traffic. Says so on stderr.
+    #[arg(long)]
+    insecure: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -215,8 +232,27 @@ fn build(common: &Common, pos: &mut Vec<String>, run_id: &str) -> Result<Run, Fa
             )
         }
     };
-    let secrets = run_secrets(headers.iter().map(|(_, v)| v.clone()));
+    let mut root_certs = Vec::new();
+    for file in &common.cacert {
+        root_certs.push(RootCert::pem_file(file).map_err(|e| UsageError(e.to_string()))?);
+    }
+    // Proxy credentials (from --proxy or the environment) are secrets of every output.
+    let mut proxy_secrets = Vec::new();
+    if let Some(p) = &common.proxy {
+        let rule = ProxyRule::explicit(p).map_err(|e| UsageError(format!("--proxy: {}", e.0)))?;
+        proxy_secrets.extend(rule.secrets());
+    }
+    if let Ok(env) = EnvProxies::from_vars(std::env::vars()) {
+        proxy_secrets.extend(ProxyRule::Env(Arc::new(env)).secrets());
+    }
+    let secrets = run_secrets(headers.iter().map(|(_, v)| v.clone()).chain(proxy_secrets));
+    if common.insecure {
+        eprintln!("{INSECURE_WARNING}");
+    }
     let options = Options {
+        root_certs,
+        insecure: common.insecure,
+        proxy: common.proxy.clone(),
         timeout_ms: common.timeout_ms.unwrap_or(Options::default().timeout_ms),
         reply_cap: common.max_reply_bytes,
         protocol_version,
