@@ -15,6 +15,7 @@ use verifi_mcp_core::harness::redact::{collect_run_secrets, redact};
 use verifi_mcp_core::harness::slots::Manifest;
 use verifi_mcp_core::wire::jsonrpc::ProtocolVersion;
 
+use crate::auth::AuthConfig;
 use crate::buf::VecBuf;
 
 use crate::buf::DEFAULT_REPLY_CAP;
@@ -53,6 +54,9 @@ pub struct Options {
     /// Read `HTTPS_PROXY` / `HTTP_PROXY` / `NO_PROXY` when no explicit proxy is set
     /// (default true).
     pub proxy_from_env: bool,
+    /// OAuth for every slot (client credentials or authorization code; see
+    /// [`crate::auth`]). None: no OAuth (a static `authorization` header still works).
+    pub auth: Option<AuthConfig>,
     /// Largest reply (and flattened text) a call may hold (default 16 MiB).
     pub reply_cap: usize,
     /// Keep the redacted JSON-RPC reply in `ToolResult::raw` (default false: it doubles the
@@ -77,6 +81,7 @@ impl Default for Options {
             insecure: false,
             proxy: None,
             proxy_from_env: true,
+            auth: None,
             reply_cap: DEFAULT_REPLY_CAP,
             keep_raw: false,
             protocol_version: ProtocolVersion::DEFAULT,
@@ -184,6 +189,8 @@ pub(crate) struct Run {
     pub(crate) secrets: Vec<String>,
     pub(crate) net: HostNet,
     pub(crate) records: Records,
+    /// Tokens, secrets and assertions the run's OAuth clients learned: redacted everywhere.
+    pub(crate) learned: Arc<Mutex<Vec<String>>>,
 }
 
 /// A run: manifest, run id, options, records, and the memoized slots. Cheap to clone.
@@ -263,6 +270,7 @@ impl HarnessContext {
                 secrets,
                 net,
                 records,
+                learned: Arc::default(),
             }),
             manifest: Arc::from(text),
             slots: Arc::default(),
@@ -300,7 +308,9 @@ impl HarnessContext {
 
     /// Adds a line to the run log, with the run's secrets redacted.
     pub fn log(&self, line: impl AsRef<str>) {
-        let clean = redact_string(line.as_ref(), &self.run.secrets);
+        let mut secrets = self.run.secrets.clone();
+        secrets.extend(lock(&self.run.learned).iter().cloned());
+        let clean = redact_string(line.as_ref(), &secrets);
         lock(&self.run.records.log).push(clean);
     }
 

@@ -28,6 +28,7 @@
 //! Modules: [`context`] (`HarnessContext`, `ctx.mcp(slot)`), [`slot`] (slot handles), [`exec`] (`run_command` on a shared box), [`net`] (connections, pool, TLS, clock), [`proxy`] (forward proxies), [`trust`] (roots and certificate errors), [`buf`] (capped `Vec` buffers),
 //! [`shared`] (a slot's state behind a lock with wake-ups).
 
+pub mod auth;
 pub mod buf;
 pub mod context;
 pub mod exec;

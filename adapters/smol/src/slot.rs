@@ -94,6 +94,8 @@ pub(crate) struct SlotInner {
     /// The run's secrets plus this slot's header values (the core says both are redacted).
     secrets: Vec<String>,
     state: HostShared<SlotState>,
+    /// The slot's OAuth client, when the context has OAuth settings.
+    pub(crate) auth: Option<crate::auth::Authorizer>,
     /// The slot's proxy and trust, or why its manifest entry cannot be used.
     route: Result<Route, String>,
     /// Per-call scratch buffers put back after each call, so a call does not allocate and
@@ -206,6 +208,12 @@ impl SlotHandle {
         let mut secrets = run.secrets.clone();
         secrets.extend(spec.headers.iter().map(|(_, v)| v.clone()));
         let route = crate::route::slot_route(&run.net, &run.options, &spec);
+        let auth = run
+            .options
+            .auth
+            .clone()
+            .filter(crate::auth::AuthConfig::is_configured)
+            .map(|cfg| crate::auth::Authorizer::new(cfg, run.learned.clone()));
         if let Ok(r) = &route {
             secrets.extend(r.proxy.secrets());
         }
@@ -219,6 +227,7 @@ impl SlotHandle {
                 spec,
                 secrets,
                 state,
+                auth,
                 route,
                 scratch: Mutex::new(Vec::new()),
             }),
@@ -268,7 +277,7 @@ impl SlotHandle {
     }
 
     /// The slot's endpoints parsed, or why the manifest's endpoints cannot be used.
-    fn endpoints(&self) -> Result<(Endpoint<'_>, Option<Endpoint<'_>>), String> {
+    pub(crate) fn endpoints(&self) -> Result<(Endpoint<'_>, Option<Endpoint<'_>>), String> {
         let spec = &self.inner.spec;
         let parse = if self.inner.run.options.exact_mcp_urls {
             Endpoint::parse_exact
@@ -287,8 +296,38 @@ impl SlotHandle {
         Ok((route.endpoint(primary), fallback.map(|f| route.endpoint(f))))
     }
 
+    /// The secrets to redact now: the run's and the slot's, plus every token and assertion
+    /// learned so far (an OAuth slot learns them as it goes).
+    pub(crate) fn secrets_now(&self) -> std::borrow::Cow<'_, [String]> {
+        let learned = lock(&self.inner.run.learned);
+        if learned.is_empty() {
+            return std::borrow::Cow::Borrowed(&self.inner.secrets);
+        }
+        let mut all = self.inner.secrets.clone();
+        all.extend(learned.iter().cloned());
+        std::borrow::Cow::Owned(all)
+    }
+
+    /// Records an `ok: false` that the driver did not (an authorization failure): metered as a
+    /// transport failure, a `tool_error` on the timeline, redacted.
+    pub(crate) fn failure(&self, tool: &str, error: &str) -> ToolResult {
+        let secrets = self.secrets_now();
+        let clean = crate::context::redact_string(error, &secrets);
+        let run = &self.inner.run;
+        RunLedger(&run.records).record(LedgerRecord {
+            tool_calls: 1,
+            evidence_bytes: None,
+        });
+        RunTimeline(&run.records).emit(&TimelineEvent::ToolError {
+            slot: &self.inner.spec.slot,
+            tool,
+            error: &clean,
+        });
+        ToolResult::local_failure(clean)
+    }
+
     /// The slot's route (proxy and trust), or why the manifest's entry cannot be used.
-    fn route(&self) -> Result<&Route, String> {
+    pub(crate) fn route(&self) -> Result<&Route, String> {
         self.inner.route.as_ref().map_err(Clone::clone)
     }
 
@@ -356,12 +395,28 @@ impl SlotHandle {
             .await
     }
 
-    /// Calls `tool` with arguments already encoded as JSON.
+    /// Calls `tool` with arguments already encoded as JSON; on an OAuth slot, with a bearer
+    /// token (and its renewals: once on a 401, up to 3 scope step-ups on a 403).
     pub(crate) async fn call_json(
         &self,
         tool: &str,
         json: &[u8],
         on_progress: Option<ProgressObserver<'_>>,
+    ) -> ToolResult {
+        let Some(auth) = &self.inner.auth else {
+            let r = self.call_once(tool, json, on_progress, None).await;
+            return self.explain_401(r).await;
+        };
+        crate::auth::slot::call_with_auth(self, auth, tool, json, on_progress).await
+    }
+
+    /// One call through the driver, with `bearer` as the `authorization` header when given.
+    pub(crate) async fn call_once(
+        &self,
+        tool: &str,
+        json: &[u8],
+        on_progress: Option<ProgressObserver<'_>>,
+        bearer: Option<&str>,
     ) -> ToolResult {
         let args = match Value::parse(json, JsonLimits::default()) {
             Ok(v) if v.is_null() => None,
@@ -372,7 +427,12 @@ impl SlotHandle {
             Ok(e) => e,
             Err(e) => return ToolResult::local_failure(e),
         };
-        let headers = self.headers();
+        let authorization = bearer.map(|b| format!("Bearer {b}"));
+        let mut headers = self.headers();
+        if let Some(a) = &authorization {
+            headers.push(("authorization", a));
+        }
+        let secrets = self.secrets_now();
         let mut cfg = self.config(endpoints, &headers);
         cfg.on_progress = on_progress;
         let run = &self.inner.run;
@@ -389,7 +449,7 @@ impl SlotHandle {
             &self.inner.state,
             tool,
             args,
-            &self.inner.secrets,
+            &secrets,
             &mut ledger,
             &mut timeline,
             &mut bufs,
@@ -450,25 +510,31 @@ impl SlotHandle {
         let endpoints = self.endpoints().map_err(|e| ListToolsError {
             message: format!("tools/list failed: {e}"),
         })?;
-        let headers = self.headers();
+        let bearer = match crate::auth::slot::bearer_for(self).await {
+            Ok(b) => b,
+            Err(e) => {
+                return Err(ListToolsError {
+                    message: format!("tools/list failed: {e}"),
+                });
+            }
+        };
+        let authorization = bearer.map(|b| format!("Bearer {b}"));
+        let mut headers = self.headers();
+        if let Some(a) = &authorization {
+            headers.push(("authorization", a));
+        }
+        let secrets = self.secrets_now();
         let cfg = self.config(endpoints, &headers);
         let net = self.net().map_err(|e| ListToolsError {
             message: format!("tools/list failed: {e}"),
         })?;
         let mut scratch = self.scratch();
         let mut bufs = self.bufs(scratch.get());
-        drive::list_tools_described(
-            &net,
-            &cfg,
-            &self.inner.state,
-            &self.inner.secrets,
-            &mut bufs,
-            on_tool,
-        )
-        .await
-        .map_err(|e| ListToolsError {
-            message: e.to_string(),
-        })
+        drive::list_tools_described(&net, &cfg, &self.inner.state, &secrets, &mut bufs, on_tool)
+            .await
+            .map_err(|e| ListToolsError {
+                message: e.to_string(),
+            })
     }
 
     /// Ends this slot's sessions (best-effort HTTP DELETE; 405 is fine).

@@ -16,6 +16,7 @@ use verifi_mcp_examples::common::{
     self, CLI_SLOT, UsageError, amend_manifest, endpoint_base, event_line, ledger_json,
     one_slot_manifest, parse_args, parse_header, result_json, run_secrets, scrub, timeline_json,
 };
+use verifi_mcp_smol::auth::{AuthConfig, AuthFlow};
 use verifi_mcp_smol::context::INSECURE_WARNING;
 use verifi_mcp_smol::proxy::EnvProxies;
 use verifi_mcp_smol::{
@@ -80,6 +81,30 @@ struct Common {
     /// on the path can then read and change the traffic. Says so on stderr.
     #[arg(long)]
     insecure: bool,
+    /// OAuth flow: auto (default: client credentials when a secret or key is given, else the
+    /// authorization code), client-credentials, or authorization-code.
+    #[arg(long, value_name = "FLOW")]
+    auth_flow: Option<String>,
+    /// OAuth client id (or MCP_CLIENT_ID); without one, a client ID metadata document or
+    /// dynamic registration is used where the server offers them.
+    #[arg(long, value_name = "ID")]
+    client_id: Option<String>,
+    /// OAuth client secret (or MCP_CLIENT_SECRET), for client_secret_basic/post.
+    #[arg(long, value_name = "SECRET")]
+    client_secret: Option<String>,
+    /// OAuth client private key, PKCS#8 PEM (P-256), for private_key_jwt (ES256).
+    #[arg(long, value_name = "FILE")]
+    client_private_key: Option<String>,
+    /// A client ID metadata document URL, used as the client id where the server supports it.
+    #[arg(long, value_name = "URL")]
+    client_metadata_url: Option<String>,
+    /// OAuth scopes to ask for (space-separated); default: what the server's challenge or
+    /// metadata names.
+    #[arg(long, value_name = "SCOPES")]
+    scope: Option<String>,
+    /// A bearer token to send as is (or MCP_BEARER_TOKEN); redacted in any output.
+    #[arg(long, value_name = "TOKEN")]
+    bearer: Option<String>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -184,11 +209,16 @@ impl Run {
 
 /// Builds the context and the slot from ENDPOINT (the first of `pos`, removed) or the manifest.
 fn build(common: &Common, pos: &mut Vec<String>, run_id: &str) -> Result<Run, Fail> {
-    let headers = common
+    let mut headers = common
         .headers
         .iter()
         .map(|h| parse_header(h))
         .collect::<Result<Vec<_>, _>>()?;
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    if let Some(token) = common.bearer.clone().or_else(|| env("MCP_BEARER_TOKEN")) {
+        headers.push(("authorization".into(), format!("Bearer {token}")));
+    }
+    let auth = auth_config(common, &env)?;
     let protocol_version = match &common.protocol_version {
         None => ProtocolVersion::DEFAULT,
         Some(v) => ProtocolVersion::parse(v.as_bytes()).ok_or_else(|| {
@@ -245,7 +275,19 @@ fn build(common: &Common, pos: &mut Vec<String>, run_id: &str) -> Result<Run, Fa
     if let Ok(env) = EnvProxies::from_vars(std::env::vars()) {
         proxy_secrets.extend(ProxyRule::Env(Arc::new(env)).secrets());
     }
-    let secrets = run_secrets(headers.iter().map(|(_, v)| v.clone()).chain(proxy_secrets));
+    let auth_secrets = auth.as_ref().map(|a| a.secrets()).unwrap_or_default();
+    let bearer_token = headers
+        .iter()
+        .filter_map(|(_, v)| v.strip_prefix("Bearer ").map(str::to_owned))
+        .collect::<Vec<_>>();
+    let secrets = run_secrets(
+        headers
+            .iter()
+            .map(|(_, v)| v.clone())
+            .chain(proxy_secrets)
+            .chain(auth_secrets)
+            .chain(bearer_token),
+    );
     if common.insecure {
         eprintln!("{INSECURE_WARNING}");
     }
@@ -253,6 +295,7 @@ fn build(common: &Common, pos: &mut Vec<String>, run_id: &str) -> Result<Run, Fa
         root_certs,
         insecure: common.insecure,
         proxy: common.proxy.clone(),
+        auth,
         timeout_ms: common.timeout_ms.unwrap_or(Options::default().timeout_ms),
         reply_cap: common.max_reply_bytes,
         protocol_version,
@@ -265,6 +308,42 @@ fn build(common: &Common, pos: &mut Vec<String>, run_id: &str) -> Result<Run, Fa
         .mcp(&slot_name)
         .map_err(|e| UsageError(scrub(&e.to_string(), &secrets)))?;
     Ok(Run { ctx, slot, secrets })
+}
+
+/// The OAuth settings of the flags and their environment spellings, if any is given.
+fn auth_config(
+    common: &Common,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<AuthConfig>, UsageError> {
+    let flow = match common.auth_flow.as_deref() {
+        None => AuthFlow::Auto,
+        Some(f) => AuthFlow::parse(f).ok_or_else(|| {
+            UsageError(format!(
+                "--auth-flow {f:?} is not auto, client-credentials or authorization-code"
+            ))
+        })?,
+    };
+    let client_private_key = match &common.client_private_key {
+        Some(f) => Some(
+            std::fs::read(f)
+                .map_err(|e| UsageError(format!("cannot read --client-private-key {f}: {e}")))?,
+        ),
+        None => None,
+    };
+    let cfg = AuthConfig {
+        flow,
+        client_id: common.client_id.clone().or_else(|| env("MCP_CLIENT_ID")),
+        client_secret: common
+            .client_secret
+            .clone()
+            .or_else(|| env("MCP_CLIENT_SECRET")),
+        client_private_key,
+        client_metadata_url: common.client_metadata_url.clone(),
+        scope: common.scope.clone(),
+        ..AuthConfig::default()
+    };
+    let wanted = cfg.is_configured() || common.auth_flow.is_some();
+    Ok(wanted.then_some(cfg))
 }
 
 fn run_id() -> String {

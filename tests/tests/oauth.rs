@@ -1,0 +1,389 @@
+//! OAuth (issue 15) against a real authorization server on loopback: `oidc-provider` in front
+//! of an MCP server on the official TypeScript SDK with its bearer-auth middleware
+//! (`tests/peers/auth/server.mjs`, installed by `scripts/proxy-peers.sh`).
+//!
+//! Every test that obtains a token also greps every output of the run (results, errors, raw
+//! replies, timeline, log, ledger, and the command line's stdout and stderr) for every token the
+//! MCP server was shown, and for the client's secret.
+
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use verifi_mcp_smol::auth::AuthConfig;
+use verifi_mcp_smol::{HarnessContext, Options, ToolResult};
+use verifi_mcp_tests::auth_peer::{CC_BASIC_SECRET, CC_POST_SECRET, CC_SHORT_SECRET};
+use verifi_mcp_tests::{AuthPeer, Tinyproxy};
+
+fn peer(mode: &str) -> AuthPeer {
+    AuthPeer::start(mode).unwrap_or_else(|e| panic!("cannot run this test: {e}"))
+}
+
+fn ctx(peer: &AuthPeer, auth: Option<AuthConfig>) -> HarnessContext {
+    let manifest = json!({ "slotFills": { "s": { "endpoint": peer.mcp } } }).to_string();
+    HarnessContext::from_manifest_str(
+        &manifest,
+        "run-oauth",
+        Options {
+            timeout_ms: 15_000,
+            secrets: Some(Vec::new()),
+            proxy_from_env: false,
+            exact_mcp_urls: true,
+            keep_raw: true,
+            auth,
+            ..Options::default()
+        },
+    )
+    .unwrap()
+}
+
+fn secret_client(id: &str, secret: &str) -> AuthConfig {
+    AuthConfig {
+        client_id: Some(id.into()),
+        client_secret: Some(secret.into()),
+        ..AuthConfig::default()
+    }
+}
+
+fn call(ctx: &HarnessContext, tool: &str, args: serde_json::Value) -> ToolResult {
+    smol::block_on(ctx.mcp("s").unwrap().call(tool, args))
+}
+
+/// Every output of a run, as one string.
+fn outputs(ctx: &HarnessContext, results: &[&ToolResult]) -> String {
+    let mut all = String::new();
+    for r in results {
+        all.push_str(&format!("{r:?}\n{}\n", serde_json::to_string(r).unwrap()));
+    }
+    for e in ctx.timeline() {
+        all.push_str(&e.json);
+        all.push('\n');
+    }
+    all.push_str(&ctx.log_lines().join("\n"));
+    all.push_str(&format!("{:?}", ctx.ledger()));
+    all
+}
+
+fn assert_no_leak(all: &str, peer: &AuthPeer, secrets: &[&str]) {
+    let tokens = peer.tokens_seen();
+    assert!(!tokens.is_empty(), "the MCP server was shown no token");
+    for t in tokens
+        .iter()
+        .map(String::as_str)
+        .chain(secrets.iter().copied())
+    {
+        assert!(
+            !all.contains(t),
+            "a credential reached an output: {t}\n{all}"
+        );
+    }
+}
+
+#[test]
+fn client_credentials_with_each_client_authentication() {
+    let p = peer("header");
+    let key = std::fs::read(&p.key_file).unwrap();
+    let clients = [
+        (
+            "cc-basic",
+            secret_client("cc-basic", CC_BASIC_SECRET),
+            CC_BASIC_SECRET,
+        ),
+        (
+            "cc-post",
+            secret_client("cc-post", CC_POST_SECRET),
+            CC_POST_SECRET,
+        ),
+        (
+            "cc-jwt",
+            AuthConfig {
+                client_id: Some("cc-jwt".into()),
+                client_private_key: Some(key.clone()),
+                ..AuthConfig::default()
+            },
+            "-----",
+        ),
+    ];
+    let mut requests = 0;
+    for (name, auth, secret) in clients {
+        let ctx = ctx(&p, Some(auth));
+        let r = call(
+            &ctx,
+            "echo",
+            json!({ "text": format!("hello from {name}") }),
+        );
+        assert!(r.ok, "{name}: {r:?}");
+        assert_eq!(r.text, format!("hello from {name}"));
+        // The leaky tool hands the token back: the client has it among the run's secrets.
+        let who = call(&ctx, "whoami", json!({}));
+        assert!(who.ok, "{name}: {who:?}");
+        assert_eq!(who.text, "token=[REDACTED]", "{name}");
+        requests += 1;
+        assert_eq!(
+            p.stats()["token_requests"],
+            requests,
+            "{name}: one token request for the run (tokens are kept)"
+        );
+        assert_eq!(ctx.ledger().tool_calls, 2);
+        let all = outputs(&ctx, &[&r, &who]);
+        assert_no_leak(&all, &p, &[secret]);
+        let key_text = String::from_utf8_lossy(&key);
+        let key_line = key_text.lines().nth(1).unwrap();
+        assert!(!all.contains(key_line));
+    }
+}
+
+#[test]
+fn discovery_through_the_path_aware_well_known_url() {
+    let p = peer("wellknown");
+    let ctx = ctx(&p, Some(secret_client("cc-basic", CC_BASIC_SECRET)));
+    let r = call(&ctx, "echo", json!({ "text": "found it" }));
+    assert!(r.ok && r.text == "found it", "{r:?}");
+    let paths: Vec<String> = serde_json::from_value(p.stats()["token_paths"].clone()).unwrap();
+    assert!(paths.iter().any(|x| x == "POST /token"), "{paths:?}");
+    assert_no_leak(&outputs(&ctx, &[&r]), &p, &[CC_BASIC_SECRET]);
+}
+
+#[test]
+fn a_resource_mismatch_stops_before_any_credential_is_sent() {
+    let p = peer("mismatch");
+    let ctx = ctx(&p, Some(secret_client("cc-basic", CC_BASIC_SECRET)));
+    let r = call(&ctx, "echo", json!({ "text": "x" }));
+    assert!(!r.ok);
+    let e = r.error.clone().unwrap();
+    assert!(
+        e.starts_with("authorization stopped: protected-resource metadata is for ")
+            && e.contains("/elsewhere")
+            && e.contains("nothing was sent"),
+        "{e}"
+    );
+    let stats = p.stats();
+    assert_eq!(stats["token_requests"], 0, "no token request: {stats}");
+    assert_eq!(stats["tool_calls"], 0);
+    // Metered as a failed round trip, and on the timeline.
+    assert_eq!(ctx.ledger().tool_calls, 1);
+    assert_eq!(ctx.events_of("tool_error").len(), 1);
+}
+
+#[test]
+fn tokens_near_expiry_are_renewed_and_a_401_is_answered_once() {
+    let p = peer("header");
+    // cc-short's tokens live 3 s, inside the 30 s renewal margin: each call gets a new one.
+    let short = ctx(&p, Some(secret_client("cc-short", CC_SHORT_SECRET)));
+    for i in 0..2 {
+        let r = call(&short, "echo", json!({ "text": format!("short {i}") }));
+        assert!(r.ok, "{r:?}");
+    }
+    assert_eq!(p.stats()["token_requests"], 2);
+
+    let ctx = ctx(&p, Some(secret_client("cc-basic", CC_BASIC_SECRET)));
+    let r = call(&ctx, "echo", json!({ "text": "before" }));
+    assert!(r.ok, "{r:?}");
+    assert_eq!(p.stats()["token_requests"], 3);
+    p.revoke_all();
+    let r2 = call(&ctx, "echo", json!({ "text": "after revocation" }));
+    assert!(r2.ok && r2.text == "after revocation", "{r2:?}");
+    let stats = p.stats();
+    assert_eq!(
+        stats["token_requests"], 4,
+        "one renewal after the 401: {stats}"
+    );
+    assert_no_leak(&outputs(&ctx, &[&r, &r2]), &p, &[CC_BASIC_SECRET]);
+}
+
+#[test]
+fn a_401_no_flow_can_answer_names_what_the_server_asked_for() {
+    let p = peer("header");
+    let ctx = ctx(&p, None);
+    let r = call(&ctx, "echo", json!({ "text": "x" }));
+    assert!(!r.ok);
+    let e = r.error.unwrap();
+    assert!(e.starts_with("HTTP 401 Unauthorized"), "{e}");
+    assert!(
+        e.contains(&format!(
+            "the server wants OAuth authorization (authorization server {}, scope \"mcp:tools\")",
+            p.issuer
+        )),
+        "{e}"
+    );
+    let wrong = ctx_with_wrong_secret(&p);
+    let r = call(&wrong, "echo", json!({ "text": "x" }));
+    let e = r.error.unwrap();
+    assert!(
+        e.starts_with("authorization server refused the token request (401): invalid_client"),
+        "{e}"
+    );
+    assert!(!e.contains("wrong-secret-for-cc-basic"), "{e}");
+}
+
+fn ctx_with_wrong_secret(p: &AuthPeer) -> HarnessContext {
+    ctx(
+        p,
+        Some(secret_client("cc-basic", "wrong-secret-for-cc-basic")),
+    )
+}
+
+// ---- the `mcp` command line ----------------------------------------------------------------
+
+fn mcp_bin() -> PathBuf {
+    let exe = std::env::current_exe().expect("current exe");
+    let dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
+    let bin = dir.join("mcp");
+    assert!(
+        bin.exists(),
+        "{} is missing: run `cargo build -p verifi-mcp-examples --bin mcp` \
+         (cargo test --workspace builds it)",
+        bin.display()
+    );
+    bin
+}
+
+fn mcp(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(mcp_bin());
+    cmd.args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for v in [
+        "HTTPS_PROXY",
+        "https_proxy",
+        "HTTP_PROXY",
+        "http_proxy",
+        "NO_PROXY",
+        "no_proxy",
+        "MCP_CLIENT_ID",
+        "MCP_CLIENT_SECRET",
+        "MCP_BEARER_TOKEN",
+    ] {
+        cmd.env_remove(v);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().expect("spawn mcp");
+    let t0 = Instant::now();
+    loop {
+        if child.try_wait().expect("wait").is_some() {
+            return child.wait_with_output().expect("output");
+        }
+        if t0.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("mcp {args:?} did not finish within 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn both(o: &Output) -> String {
+    format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+#[test]
+fn mcp_cli_client_credentials_bearer_and_env_through_a_proxy() {
+    let p = peer("header");
+    let tp = Tinyproxy::start(None).unwrap_or_else(|e| panic!("cannot run this test: {e}"));
+    let proxy = tp.url();
+    let o = mcp(
+        &[
+            "call",
+            &p.mcp,
+            "whoami",
+            "{}",
+            "--exact-url",
+            "--client-id",
+            "cc-basic",
+            "--client-secret",
+            CC_BASIC_SECRET,
+            "--proxy",
+            &proxy,
+        ],
+        &[],
+    );
+    let out = both(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(out.contains("token=[REDACTED]"), "{out}");
+    // Discovery, the token request and the calls all went through the proxy.
+    let lines = tp.requests();
+    for want in [
+        "/.well-known/oauth-protected-resource/mcp",
+        "/token",
+        "/mcp",
+    ] {
+        assert!(
+            lines.iter().any(|l| l.contains(want)),
+            "{want} not in {lines:?}"
+        );
+    }
+    // The environment's spelling.
+    let o2 = mcp(
+        &[
+            "call",
+            &p.mcp,
+            "echo",
+            r#"{"text":"env"}"#,
+            "--exact-url",
+            "--scope",
+            "mcp:tools",
+        ],
+        &[
+            ("MCP_CLIENT_ID", "cc-post"),
+            ("MCP_CLIENT_SECRET", CC_POST_SECRET),
+        ],
+    );
+    let out2 = both(&o2);
+    assert!(o2.status.success(), "{out2}");
+    // A static bearer token (one the server issued) with --bearer and MCP_BEARER_TOKEN.
+    let token = p.tokens_seen().pop().unwrap();
+    let o3 = mcp(
+        &[
+            "call",
+            &p.mcp,
+            "whoami",
+            "{}",
+            "--exact-url",
+            "--bearer",
+            &token,
+        ],
+        &[],
+    );
+    let out3 = both(&o3);
+    assert!(
+        o3.status.success() && out3.contains("token=[REDACTED]"),
+        "{out3}"
+    );
+    let o4 = mcp(
+        &["call", &p.mcp, "whoami", "{}", "--exact-url"],
+        &[("MCP_BEARER_TOKEN", token.as_str())],
+    );
+    let out4 = both(&o4);
+    assert!(
+        o4.status.success() && out4.contains("token=[REDACTED]"),
+        "{out4}"
+    );
+    // Nothing configured: exit 1 and what the server asked for.
+    let o5 = mcp(&["call", &p.mcp, "echo", "{}", "--exact-url"], &[]);
+    let out5 = both(&o5);
+    assert_eq!(o5.status.code(), Some(1), "{out5}");
+    assert!(
+        out5.contains("the server wants OAuth authorization"),
+        "{out5}"
+    );
+    let all = [out, out2, out3, out4, out5].join("\n");
+    for t in p.tokens_seen() {
+        assert!(
+            !all.contains(&t),
+            "a token reached the command line's output\n{all}"
+        );
+    }
+    for s in [CC_BASIC_SECRET, CC_POST_SECRET] {
+        assert!(
+            !all.contains(s),
+            "a client secret reached the output\n{all}"
+        );
+    }
+}
