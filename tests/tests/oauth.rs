@@ -387,3 +387,253 @@ fn mcp_cli_client_credentials_bearer_and_env_through_a_proxy() {
         );
     }
 }
+
+// ---- authorization code with PKCE ----------------------------------------------------------
+
+/// A plain GET on loopback that follows no redirect: (status, location).
+fn get_no_follow(url: &str) -> (u16, Option<String>) {
+    use std::io::{Read, Write};
+    let rest = url.strip_prefix("http://").expect("http URL");
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let mut s = std::net::TcpStream::connect(authority).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nhost: {authority}\r\nconnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut reply = String::new();
+    let _ = s.read_to_string(&mut reply);
+    let status = reply.get(9..12).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let location = reply
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("location: ")
+                .or_else(|| l.strip_prefix("Location: "))
+        })
+        .map(str::to_owned);
+    (status, location)
+}
+
+/// A person at a browser, scripted: opens the URL at the server's auto-approving twin, then
+/// hands back the redirect, changed by `tamper` (to prove the checks).
+struct ScriptedPerson {
+    calls: std::sync::atomic::AtomicUsize,
+    tamper: fn(String) -> String,
+}
+
+impl verifi_mcp_smol::auth::AuthorizeHook for ScriptedPerson {
+    fn authorize<'a>(
+        &'a self,
+        req: &'a verifi_mcp_smol::auth::AuthorizeRequest,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<String, String>> + Send + 'a>>
+    {
+        self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let url = req.url.replacen("/auth?", "/auto-auth?", 1);
+        let tamper = self.tamper;
+        Box::pin(async move {
+            let (status, location) = blocking_get(url).await;
+            match location {
+                Some(l) if status == 302 => Ok(tamper(l)),
+                _ => Err(format!("the server answered {status}")),
+            }
+        })
+    }
+    fn redirect_uri(&self) -> String {
+        "http://127.0.0.1:9/callback".into()
+    }
+}
+
+/// [`get_no_follow`] on a thread of its own, awaited without blocking the executor.
+async fn blocking_get(url: String) -> (u16, Option<String>) {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(get_no_follow(&url));
+    });
+    loop {
+        if let Ok(v) = rx.try_recv() {
+            return v;
+        }
+        smol::Timer::after(Duration::from_millis(10)).await;
+    }
+}
+
+fn person(tamper: fn(String) -> String) -> std::sync::Arc<ScriptedPerson> {
+    std::sync::Arc::new(ScriptedPerson {
+        calls: Default::default(),
+        tamper,
+    })
+}
+
+fn code_client(hook: std::sync::Arc<ScriptedPerson>) -> AuthConfig {
+    AuthConfig {
+        client_id: Some("code".into()),
+        authorize: Some(hook),
+        ..AuthConfig::default()
+    }
+}
+
+#[test]
+fn authorization_code_auto_approved_and_through_a_person() {
+    // An auto-approving server: the flow's own GET gets the code; the hook is never asked.
+    let p = peer("header");
+    let hook = person(|l| l);
+    let ctx1 = ctx(&p, Some(code_client(hook.clone())));
+    let r = call(&ctx1, "whoami", json!({}));
+    assert!(r.ok && r.text == "token=[REDACTED]", "{r:?}");
+    assert_eq!(hook.calls.load(std::sync::atomic::Ordering::SeqCst), 0);
+    let stats = p.stats();
+    assert_eq!(stats["auto_approved"], 1, "{stats}");
+    assert_eq!(stats["token_requests"], 1, "{stats}");
+    assert_no_leak(&outputs(&ctx1, &[&r]), &p, &[]);
+
+    // A server that wants a person: the hook is asked once, and its redirect is checked.
+    let p = peer("person");
+    let hook = person(|l| l);
+    let ctx2 = ctx(&p, Some(code_client(hook.clone())));
+    let r = call(&ctx2, "echo", json!({ "text": "approved by a person" }));
+    assert!(r.ok && r.text == "approved by a person", "{r:?}");
+    assert_eq!(hook.calls.load(std::sync::atomic::Ordering::SeqCst), 1);
+    let r = call(&ctx2, "echo", json!({ "text": "again" }));
+    assert!(r.ok, "{r:?}");
+    assert_eq!(
+        hook.calls.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "the token is kept"
+    );
+    assert_no_leak(&outputs(&ctx2, &[&r]), &p, &[]);
+}
+
+#[test]
+fn a_wrong_state_or_iss_stops_before_the_code_is_exchanged() {
+    let p = peer("person");
+    let wrong_state = ctx(
+        &p,
+        Some(code_client(person(|l| {
+            let i = l.find("state=").unwrap();
+            format!("{}state=forged{}", &l[..i], &l[i + 6 + 22..])
+        }))),
+    );
+    let r = call(&wrong_state, "echo", json!({ "text": "x" }));
+    assert_eq!(
+        r.error.as_deref(),
+        Some("authorization stopped: authorization response state does not match the request's")
+    );
+    let wrong_iss = ctx(
+        &p,
+        Some(code_client(person(|l| {
+            let i = l.find("iss=").unwrap();
+            format!("{}iss=http%3A%2F%2Fevil.example", &l[..i])
+        }))),
+    );
+    let r = call(&wrong_iss, "echo", json!({ "text": "x" }));
+    let e = r.error.unwrap();
+    assert!(
+        e.starts_with(
+            "authorization stopped: authorization response came from issuer \"http://evil.example\""
+        ),
+        "{e}"
+    );
+    let no_iss = ctx(
+        &p,
+        Some(code_client(person(|l| {
+            l[..l.find("&iss=").unwrap()].to_owned()
+        }))),
+    );
+    let r = call(&no_iss, "echo", json!({ "text": "x" }));
+    assert!(r.error.unwrap().contains("has no iss"));
+    assert_eq!(p.stats()["token_requests"], 0, "no code was exchanged");
+}
+
+#[test]
+fn mcp_cli_authorization_code_auto_approved_through_a_proxy_and_by_a_person() {
+    let p = peer("header");
+    let tp = Tinyproxy::start(None).unwrap_or_else(|e| panic!("cannot run this test: {e}"));
+    let o = mcp(
+        &[
+            "call",
+            &p.mcp,
+            "whoami",
+            "{}",
+            "--exact-url",
+            "--client-id",
+            "code",
+            "--proxy",
+            &tp.url(),
+        ],
+        &[],
+    );
+    let out = both(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(out.contains("token=[REDACTED]"), "{out}");
+    let lines = tp.requests();
+    for want in ["/auth?", "/token", "/mcp"] {
+        assert!(
+            lines.iter().any(|l| l.contains(want)),
+            "{want} not in {lines:?}"
+        );
+    }
+    assert_eq!(p.stats()["auto_approved"], 1);
+
+    // A server that wants a person: the command prints the URL and waits for the browser.
+    let p = peer("person");
+    let mut child = Command::new(mcp_bin())
+        .args([
+            "call",
+            &p.mcp,
+            "echo",
+            r#"{"text":"hi person"}"#,
+            "--exact-url",
+        ])
+        .args(["--client-id", "code", "--auth-flow", "authorization-code"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    let url = loop {
+        let line = rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("mcp printed no authorization URL");
+        if let Some(u) = line.trim().strip_prefix("http://") {
+            break format!("http://{u}");
+        }
+    };
+    assert!(
+        url.contains("code_challenge_method=S256") && url.contains("state="),
+        "{url}"
+    );
+    // The "browser": the server approves, the redirect goes to mcp's loopback listener.
+    let (status, location) = get_no_follow(&url.replacen("/auth?", "/auto-auth?", 1));
+    assert_eq!(status, 302);
+    let (status, _) = get_no_follow(&location.unwrap());
+    assert_eq!(status, 200);
+    let t0 = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        assert!(t0.elapsed() < Duration::from_secs(30), "mcp did not finish");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let o = child.wait_with_output().unwrap();
+    let rest: Vec<String> = rx.try_iter().collect();
+    let out = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        rest.join("\n")
+    );
+    assert!(o.status.success(), "{out}");
+    assert!(out.contains("hi person"), "{out}");
+    for t in p.tokens_seen() {
+        assert!(!out.contains(&t), "{out}");
+    }
+}

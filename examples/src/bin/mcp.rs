@@ -16,7 +16,8 @@ use verifi_mcp_examples::common::{
     self, CLI_SLOT, UsageError, amend_manifest, endpoint_base, event_line, ledger_json,
     one_slot_manifest, parse_args, parse_header, result_json, run_secrets, scrub, timeline_json,
 };
-use verifi_mcp_smol::auth::{AuthConfig, AuthFlow};
+use verifi_mcp_smol::auth::loopback::LoopbackHook;
+use verifi_mcp_smol::auth::{AuthConfig, AuthFlow, AuthorizeHook};
 use verifi_mcp_smol::context::INSECURE_WARNING;
 use verifi_mcp_smol::proxy::EnvProxies;
 use verifi_mcp_smol::{
@@ -330,8 +331,24 @@ fn auth_config(
         ),
         None => None,
     };
+    let has_credential = common.client_secret.is_some()
+        || env("MCP_CLIENT_SECRET").is_some()
+        || client_private_key.is_some();
+    // The authorization code's step: the flow first GETs the URL itself (an auto-approving
+    // server redirects at once); else a person opens it and the browser comes back here.
+    let authorize: Option<Arc<dyn AuthorizeHook>> = match flow {
+        AuthFlow::ClientCredentials => None,
+        AuthFlow::Auto if has_credential => None,
+        _ => Some(Arc::new(
+            LoopbackHook::bind(|url| {
+                eprintln!("Open this URL to authorize (waiting for the redirect):\n  {url}")
+            })
+            .map_err(|e| UsageError(format!("cannot listen for the OAuth redirect: {e}")))?,
+        )),
+    };
     let cfg = AuthConfig {
         flow,
+        authorize,
         client_id: common.client_id.clone().or_else(|| env("MCP_CLIENT_ID")),
         client_secret: common
             .client_secret
@@ -342,7 +359,11 @@ fn auth_config(
         scope: common.scope.clone(),
         ..AuthConfig::default()
     };
-    let wanted = cfg.is_configured() || common.auth_flow.is_some();
+    let wanted = cfg.client_id.is_some()
+        || cfg.client_secret.is_some()
+        || cfg.client_private_key.is_some()
+        || cfg.client_metadata_url.is_some()
+        || common.auth_flow.is_some();
     Ok(wanted.then_some(cfg))
 }
 
