@@ -637,3 +637,37 @@ fn mcp_cli_authorization_code_auto_approved_through_a_proxy_and_by_a_person() {
         assert!(!out.contains(&t), "{out}");
     }
 }
+
+#[test]
+fn dynamic_registration_when_no_client_id_is_given() {
+    let p = peer("header");
+    // Unattended: register a confidential client for client credentials, then use it.
+    let cc = ctx(
+        &p,
+        Some(AuthConfig {
+            flow: verifi_mcp_smol::auth::AuthFlow::ClientCredentials,
+            ..AuthConfig::default()
+        }),
+    );
+    let r = call(&cc, "whoami", json!({}));
+    assert!(r.ok && r.text == "token=[REDACTED]", "{r:?}");
+    // A person's flow: a public native client with the hook's loopback redirect URI.
+    let hook = person(|l| l);
+    let code = ctx(
+        &p,
+        Some(AuthConfig {
+            authorize: Some(hook.clone()),
+            ..AuthConfig::default()
+        }),
+    );
+    let r2 = call(&code, "echo", json!({ "text": "registered" }));
+    assert!(r2.ok && r2.text == "registered", "{r2:?}");
+    let paths: Vec<String> = serde_json::from_value(p.stats()["token_paths"].clone()).unwrap();
+    assert_eq!(
+        paths.iter().filter(|x| *x == "POST /reg").count(),
+        2,
+        "{paths:?}"
+    );
+    assert_no_leak(&outputs(&cc, &[&r]), &p, &[]);
+    assert_no_leak(&outputs(&code, &[&r2]), &p, &[]);
+}

@@ -213,7 +213,10 @@ impl SlotHandle {
             .auth
             .clone()
             .filter(crate::auth::AuthConfig::is_configured)
-            .map(|cfg| crate::auth::Authorizer::new(cfg, run.learned.clone()));
+            .map(|cfg| {
+                let timeout = std::time::Duration::from_millis(run.options.timeout_ms);
+                crate::auth::Authorizer::new(cfg, run.learned.clone(), timeout)
+            });
         if let Ok(r) = &route {
             secrets.extend(r.proxy.secrets());
         }

@@ -159,20 +159,24 @@ pub async fn send(
             if status == 0 {
                 raw.extend_from_slice(chunk);
             }
+            // Decode until the decoder wants more: `End` may come on an empty input, right
+            // after the last body byte.
             let mut input = chunk;
-            while !input.is_empty() {
+            loop {
                 let (used, d) = dec
                     .decode(input)
-                    .map_err(|e| fail(format!("malformed reply: {e}")))?;
-                match d {
-                    Decoded::NeedMore => {}
-                    Decoded::Head(h) => status = h.status,
-                    Decoded::Body(b) => body.extend_from_slice(b),
-                    Decoded::End => break 'read,
-                }
+                    .map_err(|e| fail(format!("reply refused: {e}")))?;
                 input = input.get(used..).unwrap_or(&[]);
-                if used == 0 {
-                    break;
+                match d {
+                    Decoded::NeedMore => break,
+                    Decoded::Head(h) => status = h.status,
+                    Decoded::Body(b) => {
+                        body.extend_from_slice(b);
+                        if used == 0 {
+                            break;
+                        }
+                    }
+                    Decoded::End => break 'read,
                 }
             }
         }

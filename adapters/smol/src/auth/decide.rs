@@ -458,6 +458,54 @@ pub fn choose_client_auth(
         })
 }
 
+/// The dynamic client registration request (RFC 7591). The code flow registers a public
+/// client (`none`) with `authorization_code` and `refresh_token` and its redirect URI; client
+/// credentials a confidential one. `application_type` is sent on 2026 servers (where the MCP
+/// specification asks for it) and whenever the redirect URI is on loopback (a native app,
+/// RFC 8252, which is how a server learns to accept any loopback port).
+pub fn registration_request(
+    code_flow: bool,
+    redirect_uri: Option<&str>,
+    era_2026: bool,
+) -> serde_json::Value {
+    let mut body = if code_flow {
+        serde_json::json!({
+            "client_name": "verifi-mcp",
+            "grant_types": ["authorization_code", "refresh_token"],
+            "response_types": ["code"],
+            "token_endpoint_auth_method": "none",
+        })
+    } else {
+        serde_json::json!({
+            "client_name": "verifi-mcp",
+            "grant_types": ["client_credentials"],
+            "response_types": [],
+            "token_endpoint_auth_method": "client_secret_basic",
+        })
+    };
+    let loopback = redirect_uri.is_some_and(|r| {
+        UrlParts::parse(r).is_ok_and(|p| {
+            let host = p.origin.trim_start_matches("http://");
+            let host = host.rsplit_once(':').map_or(host, |(h, _)| h);
+            p.origin.starts_with("http://")
+                && crate::proxy::is_loopback(host.trim_matches(['[', ']']))
+        })
+    });
+    if let Some(r) = redirect_uri.filter(|_| code_flow) {
+        body["redirect_uris"] = serde_json::json!([r]);
+    }
+    if era_2026 || loopback {
+        body["application_type"] = serde_json::json!(if code_flow { "native" } else { "web" });
+    }
+    body
+}
+
+/// Whether a step-up asks for the union of held and challenged scopes: on 2026 servers. The
+/// core speaks no 2026 revision yet, so today this is false for every version it negotiates.
+pub fn step_up_unions(era_2026: bool) -> bool {
+    era_2026
+}
+
 /// Seconds before expiry at which a token is renewed rather than used.
 pub const REFRESH_MARGIN_S: u64 = 30;
 
@@ -690,6 +738,36 @@ mod tests {
             choose_client_auth(Some(&v(&["none"])), false, false).unwrap(),
             ClientAuth::None
         );
+    }
+
+    #[test]
+    fn registration_requests_fit_the_flow_and_the_era() {
+        let code = registration_request(true, Some("http://127.0.0.1:5/callback"), false);
+        assert_eq!(
+            code["grant_types"],
+            serde_json::json!(["authorization_code", "refresh_token"])
+        );
+        assert_eq!(code["token_endpoint_auth_method"], "none");
+        assert_eq!(
+            code["redirect_uris"],
+            serde_json::json!(["http://127.0.0.1:5/callback"])
+        );
+        assert_eq!(code["application_type"], "native");
+        let cc = registration_request(false, None, false);
+        assert_eq!(cc["grant_types"], serde_json::json!(["client_credentials"]));
+        assert!(cc.get("application_type").is_none());
+        assert!(cc.get("redirect_uris").is_none());
+        assert_eq!(
+            registration_request(false, None, true)["application_type"],
+            "web"
+        );
+        let remote = registration_request(true, Some("https://app.example/cb"), false);
+        assert!(remote.get("application_type").is_none());
+        assert_eq!(
+            registration_request(true, Some("https://app.example/cb"), true)["application_type"],
+            "native"
+        );
+        assert!(!step_up_unions(false) && step_up_unions(true));
     }
 
     #[test]

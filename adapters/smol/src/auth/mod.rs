@@ -178,7 +178,8 @@ impl fmt::Debug for AuthConfig {
 impl AuthConfig {
     /// Whether anything is configured (else the slot does no OAuth).
     pub fn is_configured(&self) -> bool {
-        self.client_id.is_some()
+        self.flow != AuthFlow::Auto
+            || self.client_id.is_some()
             || self.client_secret.is_some()
             || self.client_private_key.is_some()
             || self.client_metadata_url.is_some()
@@ -338,8 +339,8 @@ pub struct Discovered {
     pub server: ServerMetadata,
 }
 
-/// Total time one authorization (discovery + token) may take.
-const AUTH_DEADLINE: Duration = Duration::from_secs(30);
+/// How long a person may take at the authorization step.
+const PERSON_DEADLINE: Duration = Duration::from_secs(300);
 
 fn unix_now() -> u64 {
     SystemTime::now()
@@ -358,6 +359,8 @@ pub struct Authorizer {
     registered: Mutex<HashMap<String, (String, Option<String>)>>,
     /// Every token, secret and assertion seen: redacted everywhere.
     learned: Arc<Mutex<Vec<String>>>,
+    /// How long one authorization (discovery and token requests) may take: the call's timeout.
+    timeout: Duration,
 }
 
 impl fmt::Debug for Authorizer {
@@ -369,8 +372,9 @@ impl fmt::Debug for Authorizer {
 }
 
 impl Authorizer {
-    /// An authorizer with `cfg`, adding what it learns to `learned`.
-    pub fn new(cfg: AuthConfig, learned: Arc<Mutex<Vec<String>>>) -> Authorizer {
+    /// An authorizer with `cfg`, adding what it learns to `learned`; each authorization's
+    /// requests share `timeout` (a person at the authorization step has 5 minutes more).
+    pub fn new(cfg: AuthConfig, learned: Arc<Mutex<Vec<String>>>, timeout: Duration) -> Authorizer {
         let store = cfg
             .store
             .clone()
@@ -383,6 +387,7 @@ impl Authorizer {
             discovered: Mutex::new(None),
             registered: Mutex::new(HashMap::new()),
             learned,
+            timeout,
         }
     }
 
@@ -408,7 +413,7 @@ impl Authorizer {
         mcp_url: &str,
     ) -> Result<String, AuthError> {
         let _g = self.gate.lock().await;
-        let deadline = Instant::now() + AUTH_DEADLINE;
+        let deadline = Instant::now() + self.timeout;
         let d = match self.discovered() {
             Some(d) => d,
             None => {
@@ -445,7 +450,7 @@ impl Authorizer {
         {
             self.store.remove(issuer, resource);
             if t.refresh_token.is_some() {
-                let deadline = Instant::now() + AUTH_DEADLINE;
+                let deadline = Instant::now() + self.timeout;
                 let _ = self.refresh(net, route, &d, &t, deadline).await;
             }
         }
@@ -459,7 +464,7 @@ impl Authorizer {
         scopes: Vec<String>,
     ) -> Result<String, AuthError> {
         let _g = self.gate.lock().await;
-        let deadline = Instant::now() + AUTH_DEADLINE;
+        let deadline = Instant::now() + self.timeout;
         let d = self
             .discovered()
             .ok_or_else(|| AuthError::Metadata("step-up before discovery".into()))?;
@@ -593,25 +598,8 @@ impl Authorizer {
         };
         check_transport(reg)?;
         let redirect = self.cfg.authorize.as_ref().map(|h| h.redirect_uri());
-        let flow = self.flow();
-        let mut body = serde_json::json!({
-            "client_name": "verifi-mcp",
-            "grant_types": if flow == AuthFlow::AuthorizationCode {
-                vec!["authorization_code", "refresh_token"]
-            } else {
-                vec!["client_credentials"]
-            },
-            "response_types": if flow == AuthFlow::AuthorizationCode { vec!["code"] } else { vec![] },
-            "token_endpoint_auth_method": if flow == AuthFlow::AuthorizationCode {
-                "none"
-            } else {
-                "client_secret_basic"
-            },
-            "application_type": "native",
-        });
-        if let Some(r) = redirect {
-            body["redirect_uris"] = serde_json::json!([r]);
-        }
+        let code_flow = self.flow() == AuthFlow::AuthorizationCode;
+        let body = decide::registration_request(code_flow, redirect.as_deref(), false);
         let bytes = body.to_string();
         let reply = send(
             net,
@@ -820,7 +808,7 @@ impl Authorizer {
         let back = match auto {
             Some(location) => location,
             None => futures_lite::future::or(hook.authorize(&req), async {
-                async_io::Timer::at(deadline + Duration::from_secs(270)).await;
+                async_io::Timer::at(deadline + PERSON_DEADLINE).await;
                 Err("no answer within 5 minutes".to_owned())
             })
             .await

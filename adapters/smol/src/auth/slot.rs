@@ -1,5 +1,5 @@
 //! A slot's calls with OAuth: a bearer token before the call, one renewal on a 401, scope
-//! step-ups on a 403 `insufficient_scope` (at most [`MAX_STEP_UP`]), and a 401 that no flow
+//! step-ups on a 403 `insufficient_scope` (at most [`super::decide::MAX_STEP_UP`]), and a 401 that no flow
 //! can answer explained with what the server asked for.
 //!
 //! Owns: that loop around the driver's call. Does not own: the call itself (`slot`) or the
@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use verifi_mcp_core::drive::ProgressObserver;
 use verifi_mcp_core::wire::endpoint::Endpoint;
 
-use super::decide::{MAX_STEP_UP, step_up};
+use super::decide::step_up;
 use super::{AuthError, Authorizer, discover, probe};
 use crate::result::ToolResult;
 use crate::slot::SlotHandle;
@@ -35,6 +35,11 @@ fn primary_url(slot: &SlotHandle) -> Result<String, String> {
     Ok(mcp_url(&primary))
 }
 
+/// The call timeout, which also bounds the authorization requests around it.
+fn timeout(slot: &SlotHandle) -> Duration {
+    Duration::from_millis(slot.inner.run.options.timeout_ms)
+}
+
 /// The bearer token for the slot's next request (None: the slot does no OAuth).
 pub(crate) async fn bearer_for(slot: &SlotHandle) -> Result<Option<String>, String> {
     let Some(auth) = &slot.inner.auth else {
@@ -48,9 +53,14 @@ pub(crate) async fn bearer_for(slot: &SlotHandle) -> Result<Option<String>, Stri
         .map_err(|e| e.to_string())
 }
 
+/// The HTTP status a failed call names (`HTTP 401 …`, also inside a handshake failure).
 fn status_of(r: &ToolResult) -> Option<u16> {
+    if r.ok || r.is_error {
+        return None;
+    }
     let e = r.error.as_deref()?;
-    e.strip_prefix("HTTP ")?.get(..3)?.parse().ok()
+    let at = e.find("HTTP ")?;
+    e.get(at + 5..at + 8)?.parse().ok()
 }
 
 /// `call` on an OAuth slot.
@@ -88,12 +98,13 @@ pub(crate) async fn call_with_auth(
                 };
             }
             Some(403) => {
-                let deadline = Instant::now() + Duration::from_secs(30);
+                let deadline = Instant::now() + timeout(slot);
                 let challenge = match probe(net, route, &url, Some(&token), deadline).await {
                     Ok(Some((403, c))) if c.insufficient_scope() => c,
                     _ => return r,
                 };
-                let union = true;
+                // The core negotiates no 2026 revision yet: replace, not union.
+                let union = super::decide::step_up_unions(false);
                 let scopes = match step_up(&auth.held_scopes(), &challenge, step_ups, union) {
                     Ok(s) => s,
                     Err(e) => return slot.failure(tool, &AuthError::from(e).to_string()),
@@ -103,9 +114,6 @@ pub(crate) async fn call_with_auth(
                     Ok(t) => t,
                     Err(e) => return slot.failure(tool, &e.to_string()),
                 };
-                if step_ups > MAX_STEP_UP {
-                    return r;
-                }
             }
             _ => return r,
         }
@@ -122,7 +130,7 @@ impl SlotHandle {
         let (Ok(url), Ok(route)) = (primary_url(self), self.route()) else {
             return r;
         };
-        let deadline = Instant::now() + Duration::from_secs(10);
+        let deadline = Instant::now() + timeout(self);
         let asked = match discover(&self.inner.run.net, route, &url, deadline).await {
             Ok(d) => super::asked_for(&d),
             Err(_) => return r,
