@@ -671,3 +671,44 @@ fn dynamic_registration_when_no_client_id_is_given() {
     assert_no_leak(&outputs(&cc, &[&r]), &p, &[]);
     assert_no_leak(&outputs(&code, &[&r2]), &p, &[]);
 }
+
+#[test]
+fn the_manifest_takes_oauth_settings_per_slot() {
+    let p = peer("header");
+    let manifest = json!({ "slotFills": {
+        "basic": { "endpoint": p.mcp,
+                   "auth": { "client_id": "cc-basic", "client_secret": CC_BASIC_SECRET } },
+        "jwt": { "endpoint": p.mcp,
+                 "auth": { "client_id": "cc-jwt",
+                           "client_private_key": p.key_file.to_str().unwrap(),
+                           "scope": "mcp:tools" } },
+        "none": { "endpoint": p.mcp },
+    }})
+    .to_string();
+    let ctx = HarnessContext::from_manifest_str(
+        &manifest,
+        "run-manifest-auth",
+        Options {
+            timeout_ms: 15_000,
+            secrets: Some(Vec::new()),
+            proxy_from_env: false,
+            exact_mcp_urls: true,
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    let mut results = Vec::new();
+    for slot in ["basic", "jwt"] {
+        let r = smol::block_on(ctx.mcp(slot).unwrap().call("whoami", json!({})));
+        assert!(r.ok && r.text == "token=[REDACTED]", "{slot}: {r:?}");
+        results.push(r);
+    }
+    let r = smol::block_on(ctx.mcp("none").unwrap().call("echo", json!({"text": "x"})));
+    assert!(
+        r.error.as_deref().unwrap_or("").starts_with("HTTP 401"),
+        "{r:?}"
+    );
+    assert_eq!(p.stats()["token_requests"], 2);
+    let refs: Vec<&ToolResult> = results.iter().chain([&r]).collect();
+    assert_no_leak(&outputs(&ctx, &refs), &p, &[CC_BASIC_SECRET]);
+}

@@ -35,7 +35,7 @@ pub mod exec;
 pub mod net;
 pub mod proxy;
 pub mod result;
-mod route;
+pub mod route;
 pub mod shared;
 pub mod slot;
 pub mod trust;

@@ -42,6 +42,8 @@ pub struct SlotSpec {
     pub proxy: Option<String>,
     /// The slot's own `ca`: a PEM file path, or PEM text, trusted besides the context's roots.
     pub ca: Option<String>,
+    /// The slot's own OAuth settings (`auth` in the manifest), winning over the context's.
+    pub auth: Option<crate::route::SlotAuth>,
 }
 
 fn owned(j: &JsonStr<'_>) -> String {
@@ -75,7 +77,9 @@ impl SlotSpec {
                     .headers
                     .iter()
                     .map(|(k, v)| (owned(&k), owned(&v)))
+                    .chain(crate::route::slot_bearer(manifest_json, slot))
                     .collect(),
+                auth: crate::route::slot_auth(manifest_json, slot),
                 proxy: crate::route::slot_field(manifest_json, slot, "proxy"),
                 ca: crate::route::slot_field(manifest_json, slot, "ca"),
             }),
@@ -207,11 +211,19 @@ impl SlotHandle {
     pub(crate) fn new(run: Arc<Run>, spec: SlotSpec) -> Self {
         let mut secrets = run.secrets.clone();
         secrets.extend(spec.headers.iter().map(|(_, v)| v.clone()));
+        // The credential of an `authorization` value on its own too (a tool may echo it).
+        secrets.extend(spec.headers.iter().filter_map(|(_, v)| {
+            let (scheme, cred) = v.split_once(' ')?;
+            let known =
+                ["bearer", "basic", "token"].contains(&scheme.to_ascii_lowercase().as_str());
+            (known && cred.trim().len() >= 4).then(|| cred.trim().to_owned())
+        }));
         let route = crate::route::slot_route(&run.net, &run.options, &spec);
-        let auth = run
-            .options
+        let auth = spec
             .auth
-            .clone()
+            .as_ref()
+            .map(|a| a.config(run.options.auth.as_ref()))
+            .or_else(|| run.options.auth.clone())
             .filter(crate::auth::AuthConfig::is_configured)
             .map(|cfg| {
                 let timeout = std::time::Duration::from_millis(run.options.timeout_ms);
