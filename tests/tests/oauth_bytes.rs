@@ -627,3 +627,53 @@ fn authorization_replies_are_capped_and_bounded_in_time() {
     assert!(e.starts_with("authorization request failed: "), "{e}");
     assert!(took < std::time::Duration::from_secs(4), "took {took:?}");
 }
+
+#[test]
+fn a_step_up_follows_the_403_of_the_call_itself() {
+    // Only tools/call needs `admin`: a probe (ping) with the first token would pass, so the
+    // challenge must come from the refused reply.
+    let s = server(|r, o| match (path(r).as_str(), r.header("authorization")) {
+        ("/mcp", None) => unauthorized(&format!(
+            r#"Bearer resource_metadata="{o}/prm", scope="read""#
+        )),
+        ("/mcp", Some(a))
+            if r.method().as_deref() == Some("tools/call") && a != "Bearer tok:admin" =>
+        {
+            reply(
+                403,
+                &[(
+                    "www-authenticate",
+                    r#"Bearer error="insufficient_scope", scope="admin""#.into(),
+                )],
+                r#"{"error":"insufficient_scope"}"#,
+            )
+        }
+        ("/mcp", Some(_)) => mcp(r),
+        ("/prm", _) => json_reply(
+            200,
+            &json!({"resource": format!("{o}/mcp"), "authorization_servers": [o]}),
+        ),
+        ("/.well-known/oauth-authorization-server", _) => json_reply(200, &as_meta(o, json!({}))),
+        ("/token", _) => scoped_token(r),
+        _ => not_found(),
+    });
+    let ctx = context(&format!("{}/mcp", s.base_url()), client());
+    let r = call(&ctx);
+    assert!(r.ok && r.text == "served", "{r:?}");
+    let scopes: Vec<String> = s
+        .requests()
+        .iter()
+        .filter(|r| path(r) == "/token")
+        .map(|r| get(&form(r), "scope").unwrap_or("").to_owned())
+        .collect();
+    assert_eq!(scopes, ["read", "admin"]);
+    let pings = s
+        .requests()
+        .iter()
+        .filter(|r| r.method().as_deref() == Some("ping") && r.header("authorization").is_some())
+        .count();
+    assert_eq!(
+        pings, 0,
+        "the challenge came from the call's own 403, not a probe"
+    );
+}

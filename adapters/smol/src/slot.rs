@@ -419,28 +419,32 @@ impl SlotHandle {
         on_progress: Option<ProgressObserver<'_>>,
     ) -> ToolResult {
         let Some(auth) = &self.inner.auth else {
-            let r = self.call_once(tool, json, on_progress, None).await;
-            return self.explain_401(r).await;
+            let (r, challenge) = self.call_once(tool, json, on_progress, None).await;
+            return self.explain_401(r, challenge).await;
         };
         crate::auth::slot::call_with_auth(self, auth, tool, json, on_progress).await
     }
 
-    /// One call through the driver, with `bearer` as the `authorization` header when given.
+    /// One call through the driver, with `bearer` as the `authorization` header when given;
+    /// with the `WWW-Authenticate` value of a 401 or 403 that ended it.
     pub(crate) async fn call_once(
         &self,
         tool: &str,
         json: &[u8],
         on_progress: Option<ProgressObserver<'_>>,
         bearer: Option<&str>,
-    ) -> ToolResult {
+    ) -> (ToolResult, Option<String>) {
         let args = match Value::parse(json, JsonLimits::default()) {
             Ok(v) if v.is_null() => None,
             Ok(v) => Some(v),
-            Err(e) => return ToolResult::local_failure(format!("arguments are not JSON: {e:?}")),
+            Err(e) => {
+                let e = format!("arguments are not JSON: {e:?}");
+                return (ToolResult::local_failure(e), None);
+            }
         };
         let endpoints = match self.endpoints() {
             Ok(e) => e,
-            Err(e) => return ToolResult::local_failure(e),
+            Err(e) => return (ToolResult::local_failure(e), None),
         };
         let authorization = bearer.map(|b| format!("Bearer {b}"));
         let mut headers = self.headers();
@@ -456,7 +460,8 @@ impl SlotHandle {
         let mut ledger = RunLedger(&run.records);
         let mut timeline = RunTimeline(&run.records);
         let Ok(net) = self.net() else {
-            return ToolResult::local_failure("slot route unavailable".to_owned());
+            let e = "slot route unavailable".to_owned();
+            return (ToolResult::local_failure(e), None);
         };
         let r = drive::call(
             &net,
@@ -492,7 +497,12 @@ impl SlotHandle {
         }
         let s = scratch.get();
         (s.request, s.reply, s.text, s.error) = (request, reply, text, error);
-        owned
+        // The last reply head is still in the head buffer: a 401 or 403 says in it what the
+        // server wants (the core's failure keeps only the status and a snippet).
+        let challenge = crate::auth::slot::status_of(&owned)
+            .filter(|c| *c == 401 || *c == 403)
+            .and_then(|c| crate::auth::client::challenge_in_head(&s.head, c));
+        (owned, challenge)
     }
 
     /// The names of the slot's tools (every page). Fails over like a call; a failure of the

@@ -194,6 +194,21 @@ pub async fn send(
     .await
 }
 
+/// The `WWW-Authenticate` value of the reply head at the start of `head` (a call's head
+/// buffer), when that head's status is `status`.
+pub fn challenge_in_head(head: &[u8], status: u16) -> Option<String> {
+    let mut hs = [httparse::EMPTY_HEADER; 64];
+    let mut resp = httparse::Response::new(&mut hs);
+    match resp.parse(head) {
+        Ok(httparse::Status::Complete(_)) if resp.code == Some(status) => resp
+            .headers
+            .iter()
+            .find(|h| h.name.eq_ignore_ascii_case("www-authenticate"))
+            .map(|h| String::from_utf8_lossy(h.value).into_owned()),
+        _ => None,
+    }
+}
+
 /// The headers of the final head in `raw` (1xx heads skipped).
 fn parse_headers(mut raw: &[u8]) -> Vec<(String, String)> {
     loop {
@@ -234,5 +249,19 @@ mod tests {
             ("www-authenticate".into(), "Bearer scope=\"a\"".into())
         );
         assert!(parse_headers(b"garbage").is_empty());
+    }
+
+    #[test]
+    fn challenges_are_read_from_a_head_buffer_of_that_status() {
+        let mut buf = vec![0u8; 256];
+        let head = b"HTTP/1.1 403 Forbidden\r\nWWW-Authenticate: Bearer error=\"insufficient_scope\"\r\ncontent-length: 0\r\n\r\n";
+        buf[..head.len()].copy_from_slice(head);
+        assert_eq!(
+            challenge_in_head(&buf, 403).as_deref(),
+            Some("Bearer error=\"insufficient_scope\"")
+        );
+        assert_eq!(challenge_in_head(&buf, 401), None);
+        assert_eq!(challenge_in_head(b"HTTP/1.1 403 X\r\n\r\n", 403), None);
+        assert_eq!(challenge_in_head(&[0u8; 64], 403), None);
     }
 }

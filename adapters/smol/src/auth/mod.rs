@@ -940,9 +940,23 @@ pub async fn discover(
     mcp_url: &str,
     deadline: Instant,
 ) -> Result<Discovered, AuthError> {
-    let challenge = probe(net, route, mcp_url, None, deadline)
-        .await?
-        .map(|(_, c)| c);
+    discover_with(net, route, mcp_url, None, deadline).await
+}
+
+/// [`discover`] from a challenge already in hand (no probe), or with a probe when `None`.
+pub async fn discover_with(
+    net: &HostNet,
+    route: &Route,
+    mcp_url: &str,
+    challenge: Option<Challenge>,
+    deadline: Instant,
+) -> Result<Discovered, AuthError> {
+    let challenge = match challenge {
+        Some(c) => Some(c),
+        None => probe(net, route, mcp_url, None, deadline)
+            .await?
+            .map(|(_, c)| c),
+    };
     let mut prm = None;
     for url in resource_metadata_urls(mcp_url, challenge.as_ref())? {
         if let Some(v) = get_json(net, route, &url, deadline).await? {

@@ -10,8 +10,9 @@ use std::time::{Duration, Instant};
 use verifi_mcp_core::drive::ProgressObserver;
 use verifi_mcp_core::wire::endpoint::Endpoint;
 
+use super::decide::Challenge;
 use super::decide::step_up;
-use super::{AuthError, Authorizer, discover, probe};
+use super::{AuthError, Authorizer, discover_with, probe};
 use crate::result::ToolResult;
 use crate::slot::SlotHandle;
 
@@ -54,7 +55,7 @@ pub(crate) async fn bearer_for(slot: &SlotHandle) -> Result<Option<String>, Stri
 }
 
 /// The HTTP status a failed call names (`HTTP 401 …`, also inside a handshake failure).
-fn status_of(r: &ToolResult) -> Option<u16> {
+pub(crate) fn status_of(r: &ToolResult) -> Option<u16> {
     if r.ok || r.is_error {
         return None;
     }
@@ -86,7 +87,7 @@ pub(crate) async fn call_with_auth(
     let mut renewed = false;
     let mut step_ups = 0u32;
     loop {
-        let r = slot.call_once(tool, json, on_progress, Some(&token)).await;
+        let (r, header) = slot.call_once(tool, json, on_progress, Some(&token)).await;
         match status_of(&r) {
             // A 401 is refused before the tool runs: renew once and send again.
             Some(401) if !renewed => {
@@ -98,10 +99,18 @@ pub(crate) async fn call_with_auth(
                 };
             }
             Some(403) => {
-                let deadline = Instant::now() + timeout(slot);
-                let challenge = match probe(net, route, &url, Some(&token), deadline).await {
-                    Ok(Some((403, c))) if c.insufficient_scope() => c,
-                    _ => return r,
+                // The reply's own challenge; a probe with the same token when it had none.
+                let from_reply = header.as_deref().and_then(Challenge::parse);
+                let challenge = match from_reply {
+                    Some(c) if c.insufficient_scope() => c,
+                    Some(_) => return r,
+                    None => {
+                        let deadline = Instant::now() + timeout(slot);
+                        match probe(net, route, &url, Some(&token), deadline).await {
+                            Ok(Some((403, c))) if c.insufficient_scope() => c,
+                            _ => return r,
+                        }
+                    }
                 };
                 // The core negotiates no 2026 revision yet: replace, not union.
                 let union = super::decide::step_up_unions(false);
@@ -123,7 +132,7 @@ pub(crate) async fn call_with_auth(
 impl SlotHandle {
     /// A 401 on a slot without OAuth: says what the server asked for (its challenge and
     /// authorization server), so the caller knows which flow to configure.
-    pub(crate) async fn explain_401(&self, r: ToolResult) -> ToolResult {
+    pub(crate) async fn explain_401(&self, r: ToolResult, header: Option<String>) -> ToolResult {
         if status_of(&r) != Some(401) {
             return r;
         }
@@ -131,7 +140,9 @@ impl SlotHandle {
             return r;
         };
         let deadline = Instant::now() + timeout(self);
-        let asked = match discover(&self.inner.run.net, route, &url, deadline).await {
+        let challenge = header.as_deref().and_then(Challenge::parse);
+        let found = discover_with(&self.inner.run.net, route, &url, challenge, deadline).await;
+        let asked = match found {
             Ok(d) => super::asked_for(&d),
             Err(_) => return r,
         };
