@@ -712,3 +712,38 @@ fn the_manifest_takes_oauth_settings_per_slot() {
     let refs: Vec<&ToolResult> = results.iter().chain([&r]).collect();
     assert_no_leak(&outputs(&ctx, &refs), &p, &[CC_BASIC_SECRET]);
 }
+
+#[test]
+fn concurrent_first_calls_share_one_authorization_and_list_tools_is_authorized() {
+    let p = peer("header");
+    let ctx = ctx(&p, Some(secret_client("cc-basic", CC_BASIC_SECRET)));
+    let slot = ctx.mcp("s").unwrap();
+    let results = smol::block_on(async {
+        let calls: Vec<_> = (0..16)
+            .map(|i| {
+                let slot = slot.clone();
+                smol::spawn(
+                    async move { slot.call("echo", json!({ "text": format!("c{i}") })).await },
+                )
+            })
+            .collect();
+        let mut out = Vec::new();
+        for c in calls {
+            out.push(c.await);
+        }
+        out
+    });
+    for (i, r) in results.iter().enumerate() {
+        assert!(r.ok && r.text == format!("c{i}"), "{r:?}");
+    }
+    assert_eq!(
+        p.stats()["token_requests"],
+        1,
+        "one token for 16 concurrent first calls"
+    );
+    let tools = smol::block_on(slot.list_tools()).unwrap();
+    assert!(tools.contains(&"whoami".to_owned()), "{tools:?}");
+    smol::block_on(ctx.close());
+    let refs: Vec<&ToolResult> = results.iter().collect();
+    assert_no_leak(&outputs(&ctx, &refs), &p, &[CC_BASIC_SECRET]);
+}

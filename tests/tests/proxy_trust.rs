@@ -509,3 +509,64 @@ fn mcp_cli_proxy_cacert_insecure_and_the_environment() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_hostile_proxy_is_a_typed_error_within_the_deadline() {
+    use verifi_mcp_tests::{HostileServer, Step};
+    let cases: [(Vec<Step>, &str); 3] = [
+        (
+            vec![
+                Step::ReadRequest,
+                Step::Send(b"HTTP/1.1 502 Bad Gateway\r\n\r\n".to_vec()),
+            ],
+            "could not connect: socket error (proxy refused the tunnel: 502 Bad Gateway)",
+        ),
+        (
+            vec![
+                Step::ReadRequest,
+                Step::Send(b"SSH-2.0-OpenSSH\r\n\r\n".to_vec()),
+            ],
+            "could not connect: socket error (proxy reply: not an HTTP/1.x status line)",
+        ),
+        (
+            vec![Step::ReadRequest, Step::Send(vec![b'x'; 9000])],
+            "could not connect: socket error (proxy reply: head larger than 8 KiB)",
+        ),
+    ];
+    for (steps, want) in cases {
+        let proxy = HostileServer::every_connection(steps).unwrap();
+        let ctx = HarnessContext::from_manifest_str(
+            &one_slot("https://mcp.example:443"),
+            "r",
+            Options {
+                proxy: Some(proxy.base_url()),
+                ..options()
+            },
+        )
+        .unwrap();
+        let r = echo(&ctx, "s", "x");
+        assert_eq!(r.error.as_deref(), Some(want));
+        let line = proxy.requests()[0].request_line();
+        assert_eq!(line, "CONNECT mcp.example:443 HTTP/1.1");
+    }
+    // A proxy that never answers: the call's timeout.
+    let silent = HostileServer::every_connection(vec![
+        Step::ReadRequest,
+        Step::Hold(Duration::from_secs(5)),
+    ])
+    .unwrap();
+    let ctx = HarnessContext::from_manifest_str(
+        &one_slot("https://mcp.example"),
+        "r",
+        Options {
+            proxy: Some(silent.base_url()),
+            timeout_ms: 500,
+            ..options()
+        },
+    )
+    .unwrap();
+    let t0 = Instant::now();
+    let r = echo(&ctx, "s", "x");
+    assert_eq!(r.error.as_deref(), Some("tool call timed out"));
+    assert!(t0.elapsed() < Duration::from_secs(3));
+}

@@ -567,7 +567,17 @@ impl SlotHandle {
         let (Ok(endpoints), Ok(net)) = (self.endpoints(), self.net()) else {
             return;
         };
-        let headers = self.headers();
+        // The token held, if any (ending a session never starts an authorization).
+        let authorization = self
+            .inner
+            .auth
+            .as_ref()
+            .and_then(crate::auth::Authorizer::held_token)
+            .map(|t| format!("Bearer {t}"));
+        let mut headers = self.headers();
+        if let Some(a) = &authorization {
+            headers.push(("authorization", a));
+        }
         let cfg = self.config(endpoints, &headers);
         let mut scratch = self.scratch();
         let mut bufs = self.bufs(scratch.get());

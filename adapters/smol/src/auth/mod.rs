@@ -475,6 +475,13 @@ impl Authorizer {
             .access_token)
     }
 
+    /// The access token held now, without any request (None: none yet).
+    pub fn held_token(&self) -> Option<String> {
+        self.discovered()
+            .and_then(|d| self.store.get(&d.server.issuer, &d.resource))
+            .map(|t| t.access_token)
+    }
+
     /// The scopes of the held token.
     pub fn held_scopes(&self) -> Vec<String> {
         self.discovered()
