@@ -32,8 +32,21 @@ impl TlsProxy {
         let cert = rcgen::generate_simple_self_signed(vec!["localhost".into(), "127.0.0.1".into()])
             .map_err(|e| other(&e))?;
         let root_pem = cert.cert.pem();
-        let chain = vec![CertificateDer::from(cert.cert.der().to_vec())];
-        let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(cert.signing_key.serialize_der()));
+        let chain = vec![cert.cert.der().to_vec()];
+        TlsProxy::start_with(upstream, chain, cert.signing_key.serialize_der(), root_pem)
+    }
+
+    /// Starts a proxy to `upstream` serving `chain` (DER, leaf first) with `key` (PKCS#8 DER);
+    /// `root_pem` is what [`TlsProxy::root_pem`] hands to clients.
+    pub fn start_with(
+        upstream: SocketAddr,
+        chain: Vec<Vec<u8>>,
+        key: Vec<u8>,
+        root_pem: String,
+    ) -> io::Result<TlsProxy> {
+        let other = |e: &dyn std::fmt::Display| io::Error::other(e.to_string());
+        let chain = chain.into_iter().map(CertificateDer::from).collect();
+        let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key));
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let config = ServerConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()

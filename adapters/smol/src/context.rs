@@ -15,15 +15,22 @@ use verifi_mcp_core::harness::redact::{collect_run_secrets, redact};
 use verifi_mcp_core::harness::slots::Manifest;
 use verifi_mcp_core::wire::jsonrpc::ProtocolVersion;
 
+use crate::auth::AuthConfig;
 use crate::buf::VecBuf;
 
 use crate::buf::DEFAULT_REPLY_CAP;
-use crate::net::{DEFAULT_CONNECTION_LIMIT, HostNet, RootCert, TlsConfigError, tls_config};
+use crate::net::{DEFAULT_CONNECTION_LIMIT, HostNet, RootCert, Route, TlsConfigError};
+use crate::proxy::{EnvProxies, ProxyError, ProxyRule};
 use crate::slot::{SlotHandle, SlotSpec};
 use crate::trace::WireTrace;
+use crate::trust::{Trust, client_config};
 
 /// The seed's per-call timeout: 300 000 ms (5 minutes).
 pub const DEFAULT_TIMEOUT_MS: u64 = 300_000;
+
+/// The run log's first line when certificate checks are off.
+pub const INSECURE_WARNING: &str = "WARNING: TLS certificate checks are OFF (insecure): any \
+    server certificate is accepted, so anyone on the path can read and change this run's traffic";
 
 /// How a context behaves. `Options::default()` is the seed's behaviour.
 ///
@@ -48,8 +55,20 @@ pub struct Options {
     /// When `Some(max)`, progress notifications in a reply reset the call's timer, up to `max`
     /// ms in all (off by default).
     pub progress_extends_to_ms: Option<u64>,
-    /// Roots to trust for `https` besides the webpki roots.
+    /// Roots to trust for `https` besides the system's and the webpki roots (`--cacert`).
     pub root_certs: Vec<RootCert>,
+    /// Accept any server certificate (lab boxes with self-signed certificates). Off by
+    /// default; when on, the run log says so first.
+    pub insecure: bool,
+    /// A proxy for every slot (`--proxy URL`; `"none"` for direct): it wins over the
+    /// environment and applies to loopback targets too. A slot's manifest `proxy` wins over it.
+    pub proxy: Option<String>,
+    /// Read `HTTPS_PROXY` / `HTTP_PROXY` / `NO_PROXY` when no explicit proxy is set
+    /// (default true).
+    pub proxy_from_env: bool,
+    /// OAuth for every slot (client credentials or authorization code; see
+    /// [`crate::auth`]). None: no OAuth (a static `authorization` header still works).
+    pub auth: Option<AuthConfig>,
     /// Largest reply (and flattened text) a call may hold (default 16 MiB).
     pub reply_cap: usize,
     /// Largest request (head and JSON body) a call may send (default 16 MiB); a larger one is
@@ -105,6 +124,26 @@ impl Options {
         self.reply_cap = bytes;
         self
     }
+    /// Sets [`Options::insecure`].
+    pub fn insecure(mut self, insecure: bool) -> Self {
+        self.insecure = insecure;
+        self
+    }
+    /// Sets [`Options::proxy`].
+    pub fn proxy(mut self, proxy: Option<String>) -> Self {
+        self.proxy = proxy;
+        self
+    }
+    /// Sets [`Options::proxy_from_env`].
+    pub fn proxy_from_env(mut self, from_env: bool) -> Self {
+        self.proxy_from_env = from_env;
+        self
+    }
+    /// Sets [`Options::auth`].
+    pub fn auth(mut self, auth: Option<AuthConfig>) -> Self {
+        self.auth = auth;
+        self
+    }
     /// Sets [`Options::request_cap`].
     pub fn request_cap(mut self, bytes: usize) -> Self {
         self.request_cap = bytes;
@@ -145,6 +184,10 @@ impl Default for Options {
             secrets: None,
             progress_extends_to_ms: None,
             root_certs: Vec::new(),
+            insecure: false,
+            proxy: None,
+            proxy_from_env: true,
+            auth: None,
             reply_cap: DEFAULT_REPLY_CAP,
             request_cap: DEFAULT_REPLY_CAP,
             idle_timeout_ms: Some(verifi_mcp_core::drive::DEFAULT_IDLE_TIMEOUT_MS),
@@ -165,6 +208,8 @@ pub enum ContextError {
     Manifest(String),
     /// The TLS configuration (a custom root) is unusable.
     Tls(TlsConfigError),
+    /// The proxy (option or environment) is unusable.
+    Proxy(ProxyError),
 }
 
 impl fmt::Display for ContextError {
@@ -173,6 +218,7 @@ impl fmt::Display for ContextError {
             ContextError::Io(e) => write!(f, "cannot read the manifest: {e}"),
             ContextError::Manifest(e) => write!(f, "bad manifest: {e}"),
             ContextError::Tls(e) => write!(f, "{e}"),
+            ContextError::Proxy(e) => write!(f, "{e}"),
         }
     }
 }
@@ -262,6 +308,8 @@ pub(crate) struct Run {
     pub(crate) secrets: Vec<Vec<u8>>,
     pub(crate) net: HostNet,
     pub(crate) records: Records,
+    /// Tokens, secrets and assertions the run's OAuth clients learned: redacted everywhere.
+    pub(crate) learned: Arc<Mutex<Vec<String>>>,
 }
 
 /// A run: manifest, run id, options, records, and the memoized slots. Cheap to clone.
@@ -310,19 +358,50 @@ impl HarnessContext {
     ) -> Result<Self, ContextError> {
         let text = manifest.to_string();
         Manifest::parse(text.as_bytes()).map_err(|e| ContextError::Manifest(e.to_string()))?;
-        let tls = tls_config(&options.root_certs).map_err(ContextError::Tls)?;
-        let secrets = match &options.secrets {
+        let tls = client_config(&Trust {
+            extra: options.root_certs.clone(),
+            no_system_roots: false,
+            insecure: options.insecure,
+        })
+        .map_err(ContextError::Tls)?;
+        let proxy = match &options.proxy {
+            Some(p) => ProxyRule::explicit(p),
+            // Read as bytes (a value that is not UTF-8 is no panic; as a proxy URL it is
+            // then refused with the reason).
+            None if options.proxy_from_env => {
+                EnvProxies::from_vars(std::env::vars_os().map(|(k, v)| {
+                    (
+                        k.to_string_lossy().into_owned(),
+                        v.to_string_lossy().into_owned(),
+                    )
+                }))
+                .map(|e| ProxyRule::Env(Arc::new(e)))
+            }
+            None => Ok(ProxyRule::Direct),
+        }
+        .map_err(ContextError::Proxy)?;
+        let mut secrets = match &options.secrets {
             Some(s) => s.iter().map(|s| s.as_bytes().to_vec()).collect(),
             None => env_secrets(),
         };
-        let net = HostNet::with_trace(options.connection_limit, tls, options.wire_trace.clone());
+        secrets.extend(proxy.secrets().into_iter().map(String::into_bytes));
+        let net = HostNet::with_route_traced(
+            options.connection_limit,
+            Route { proxy, tls },
+            options.wire_trace.clone(),
+        );
+        let records = Records::default();
+        if options.insecure {
+            lock(&records.log).push(INSECURE_WARNING.to_owned());
+        }
         Ok(HarnessContext {
             run: Arc::new(Run {
                 run_id: run_id.into(),
                 options,
                 secrets,
                 net,
-                records: Records::default(),
+                records,
+                learned: Arc::default(),
             }),
             manifest: Arc::from(text),
             slots: Arc::default(),
@@ -355,6 +434,12 @@ impl HarnessContext {
         &self.run.run_id
     }
 
+    /// The context's pool (for the crate's own tests).
+    #[cfg(test)]
+    pub(crate) fn run_net(&self) -> HostNet {
+        self.run.net.clone()
+    }
+
     /// The options this context was built with.
     pub fn options(&self) -> &Options {
         &self.run.options
@@ -375,7 +460,13 @@ impl HarnessContext {
 
     /// Adds a line to the run log, with the run's secrets redacted.
     pub fn log(&self, line: impl AsRef<str>) {
-        let clean = redact_string(line.as_ref(), &self.run.secrets);
+        let mut secrets = self.run.secrets.clone();
+        secrets.extend(
+            lock(&self.run.learned)
+                .iter()
+                .map(|s| s.as_bytes().to_vec()),
+        );
+        let clean = redact_string(line.as_ref(), &secrets);
         lock(&self.run.records.log).push(clean);
     }
 

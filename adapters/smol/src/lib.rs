@@ -35,19 +35,24 @@
 //!
 //! Modules: [`context`] (`HarnessContext`, its builder, `Options`, `ctx.mcp(slot)`), [`slot`]
 //! (slot handles), [`tool`] (typed `Tool` from `tools/list`), [`exec`] (`run_command` on a
-//! shared box), [`net`] (connections, pool, TLS, clock), [`trace`] (a wire observer),
-//! [`result`] (owned results), [`buf`] (capped `Vec` buffers), [`shared`] (a slot's state behind
-//! a lock with wake-ups).
+//! shared box), [`net`] (connections, pool, TLS, clock), [`proxy`] (forward proxies),
+//! [`trust`] (roots and certificate errors), [`auth`] (the OAuth client), [`trace`] (a wire
+//! observer), [`result`] (owned results), [`buf`] (capped `Vec` buffers), [`shared`] (a slot's
+//! state behind a lock with wake-ups).
 
+pub mod auth;
 pub mod buf;
 pub mod context;
 pub mod exec;
 pub mod net;
+pub mod proxy;
 pub mod result;
+pub mod route;
 pub mod shared;
 pub mod slot;
 pub mod tool;
 pub mod trace;
+pub mod trust;
 
 pub use buf::VecBuf;
 pub use context::{
@@ -55,12 +60,14 @@ pub use context::{
     TimelineEntry, env_secrets,
 };
 pub use exec::{Exec, ExecResult};
-pub use net::{ConnectFailure, FailureKind, HostNet, PoolKey, RootCert};
+pub use net::{ConnectFailure, FailureKind, HostNet, PoolKey, RootCert, Route};
+pub use proxy::{Proxy, ProxyRule};
 pub use result::{CallError, ListToolsError, ToolResult};
 pub use shared::HostShared;
 pub use slot::{SlotHandle, SlotSpec};
 pub use tool::Tool;
 pub use trace::{WireEvent, WireTrace};
+pub use trust::{CertProblem, Trust};
 pub use verifi_mcp_core::drive::ProgressUpdate;
 pub use verifi_mcp_core::harness::result::Kind;
 pub use verifi_mcp_core::wire::failure::Cause;

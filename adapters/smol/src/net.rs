@@ -1,7 +1,8 @@
 //! Connections and time for the core's driver: `async-io` TCP (with `TCP_NODELAY`, and
 //! `TCP_QUICKACK` on Linux), DNS through the blocking resolver on `blocking`'s thread pool,
-//! `https` through rustls (ring, webpki roots plus an optional custom root), a keep-alive pool
-//! per endpoint bounded by a connection limit, and `async_io::Timer` for time.
+//! `https` through rustls (ring; roots and certificate words in [`crate::trust`]), forward
+//! proxies ([`crate::proxy`]: a `CONNECT` tunnel or absolute-form requests), a keep-alive pool
+//! per endpoint and route bounded by a connection limit, and `async_io::Timer` for time.
 //!
 //! Owns: sockets, TLS, the pool, the clock. Does not own any protocol decision: whether a
 //! connection may be reused and when to retry are the driver's.
@@ -22,14 +23,15 @@ use embedded_io_adapters::futures_03::FromFutures;
 use futures_lite::io::{AsyncRead, AsyncWrite};
 use futures_rustls::TlsConnector;
 use futures_rustls::client::TlsStream;
-use futures_rustls::rustls::{self, ClientConfig, RootCertStore};
-use rustls_pki_types::pem::PemObject;
-use rustls_pki_types::{CertificateDer, ServerName};
+use futures_rustls::rustls::{self, ClientConfig};
+use rustls_pki_types::ServerName;
 use verifi_mcp_core::drive::{Millis, Net};
 use verifi_mcp_core::wire::endpoint::{Endpoint, Scheme};
 use verifi_mcp_core::wire::failure::{ConnectError, ConnectErrorKind};
 
+use crate::proxy::{ProxyRule, Via, connect_tunnel, via};
 use crate::trace::{WireEvent, WireTrace};
+use crate::trust::{Trust, cert_problem, client_config};
 
 /// Default number of connections one slot endpoint may have open at once.
 pub const DEFAULT_CONNECTION_LIMIT: usize = 64;
@@ -56,6 +58,8 @@ pub enum FailureKind {
     Unreachable,
     /// The TLS handshake failed.
     Tls,
+    /// The proxy refused the tunnel or answered nonsense.
+    Proxy,
     /// Any other I/O error.
     Io,
 }
@@ -76,6 +80,7 @@ impl fmt::Display for ConnectFailure {
             FailureKind::Refused => "connection refused",
             FailureKind::Unreachable => "host unreachable",
             FailureKind::Tls => "TLS handshake failed",
+            FailureKind::Proxy => "proxy tunnel failed",
             FailureKind::Io => "connect failed",
         };
         write!(f, "{what}: {}", self.detail)
@@ -98,55 +103,82 @@ fn io_failure(e: &io::Error) -> ConnectFailure {
     }
 }
 
-/// A root certificate to trust in addition to the webpki roots.
-#[derive(Debug, Clone)]
-pub enum RootCert {
-    /// PEM text (one or more `CERTIFICATE` blocks).
-    Pem(Vec<u8>),
-    /// One DER certificate.
-    Der(Vec<u8>),
-}
+pub use crate::trust::{RootCert, TlsConfigError};
 
-/// A TLS configuration could not be built.
-#[derive(Debug)]
-pub struct TlsConfigError(String);
-
-impl fmt::Display for TlsConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "TLS configuration: {}", self.0)
-    }
-}
-
-impl std::error::Error for TlsConfigError {}
-
-/// The rustls client configuration: ring, the webpki roots and `extra` roots, ALPN http/1.1.
+/// The rustls client configuration: ring, the webpki and system roots and `extra` roots, ALPN
+/// http/1.1 (see [`crate::trust::client_config`] for the other trust settings).
 pub fn tls_config(extra: &[RootCert]) -> Result<Arc<ClientConfig>, TlsConfigError> {
-    let mut roots = RootCertStore::empty();
-    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-    for root in extra {
-        let certs: Vec<CertificateDer<'static>> = match root {
-            RootCert::Der(der) => vec![CertificateDer::from(der.clone())],
-            RootCert::Pem(pem) => CertificateDer::pem_slice_iter(pem)
-                .collect::<Result<_, _>>()
-                .map_err(|e| TlsConfigError(format!("bad PEM root: {e}")))?,
-        };
-        if certs.is_empty() {
-            return Err(TlsConfigError("PEM root holds no certificate".into()));
-        }
-        for c in certs {
-            roots
-                .add(c)
-                .map_err(|e| TlsConfigError(format!("bad root certificate: {e}")))?;
+    client_config(&Trust {
+        extra: extra.to_vec(),
+        ..Trust::default()
+    })
+}
+
+/// How one slot's connections are made: its proxy rule and its TLS configuration.
+#[derive(Clone)]
+pub struct Route {
+    /// Which proxy, if any, a target goes through.
+    pub proxy: ProxyRule,
+    /// The TLS configuration for `https` targets.
+    pub tls: Arc<ClientConfig>,
+}
+
+impl fmt::Debug for Route {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Route")
+            .field("proxy", &self.proxy)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Route {
+    /// Direct connections with `tls`.
+    pub fn direct(tls: Arc<ClientConfig>) -> Route {
+        Route {
+            proxy: ProxyRule::Direct,
+            tls,
         }
     }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut cfg = ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| TlsConfigError(e.to_string()))?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Ok(Arc::new(cfg))
+
+    /// Whether requests to `ep` go to a proxy in absolute form (plain `http` through a proxy
+    /// without credentials).
+    pub fn absolute_form(&self, ep: &Endpoint<'_>) -> bool {
+        let tls = ep.scheme() == Scheme::Https;
+        self.proxy
+            .proxy_for(tls, ep.host())
+            .is_some_and(|p| via(p, tls) == Via::AbsoluteForm)
+    }
+
+    /// `ep` as it is written on this route (absolute form through a proxy when needed).
+    pub fn endpoint<'a>(&self, ep: Endpoint<'a>) -> Endpoint<'a> {
+        ep.with_absolute_form(self.absolute_form(&ep))
+    }
+}
+
+/// A pool's full key: the endpoint, and how it is reached (proxy, TLS configuration).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct ConnKey {
+    target: PoolKey,
+    /// The proxy's label and whether it has credentials (none: direct).
+    proxy: Option<(String, Option<u64>)>,
+    /// The identity of the TLS configuration (its `Arc`'s address).
+    tls: usize,
+}
+
+impl ConnKey {
+    fn new(target: &PoolKey, route: &Route) -> ConnKey {
+        let proxy = route.proxy.proxy_for(target.tls, &target.host).map(|p| {
+            use std::hash::{Hash, Hasher};
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            p.secrets().collect::<Vec<_>>().hash(&mut h);
+            (p.label(), p.has_credentials().then(|| h.finish()))
+        });
+        ConnKey {
+            target: target.clone(),
+            proxy,
+            tls: Arc::as_ptr(&route.tls) as usize,
+        }
+    }
 }
 
 /// A TCP or TLS byte stream (futures-io traits).
@@ -208,7 +240,7 @@ impl AsyncWrite for Stream {
 /// permit of its endpoint's connection limit until dropped.
 pub struct Conn {
     io: FromFutures<Stream>,
-    key: PoolKey,
+    key: ConnKey,
     _permit: SemaphoreGuardArc,
     /// The wire observer and this connection's number, when tracing.
     trace: Option<(WireTrace, u64)>,
@@ -217,7 +249,7 @@ pub struct Conn {
 impl Conn {
     /// The endpoint this connection goes to.
     pub fn key(&self) -> &PoolKey {
-        &self.key
+        &self.key.target
     }
     /// True when nothing is waiting on the socket and the peer has not closed it: a peek
     /// that would block. (The socket is non-blocking, so the peek never waits.)
@@ -286,9 +318,9 @@ struct Pool {
 }
 
 struct NetInner {
-    pools: Mutex<HashMap<PoolKey, Pool>>,
+    pools: Mutex<HashMap<ConnKey, Pool>>,
     limit: usize,
-    tls: Arc<ClientConfig>,
+    route: Route,
     epoch: Instant,
     trace: Option<WireTrace>,
     conns: AtomicU64,
@@ -305,19 +337,31 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl HostNet {
-    /// A pool with at most `limit` connections per endpoint (at least 1), TLS as `tls`.
+    /// A pool with at most `limit` connections per endpoint (at least 1), TLS as `tls`,
+    /// direct connections.
     pub fn new(limit: usize, tls: Arc<ClientConfig>) -> Self {
-        HostNet::with_trace(limit, tls, None)
+        HostNet::with_route(limit, Route::direct(tls))
     }
 
     /// [`HostNet::new`], telling `trace` of every connection opened and every byte sent and
     /// received.
     pub fn with_trace(limit: usize, tls: Arc<ClientConfig>, trace: Option<WireTrace>) -> Self {
+        HostNet::with_route_traced(limit, Route::direct(tls), trace)
+    }
+
+    /// A pool with at most `limit` connections per endpoint (at least 1), `route` for
+    /// [`HostNet::open`] (slots may bring their own to [`HostNet::open_routed`]).
+    pub fn with_route(limit: usize, route: Route) -> Self {
+        HostNet::with_route_traced(limit, route, None)
+    }
+
+    /// [`HostNet::with_route`], with a wire observer.
+    pub fn with_route_traced(limit: usize, route: Route, trace: Option<WireTrace>) -> Self {
         HostNet {
             inner: Arc::new(NetInner {
                 pools: Mutex::new(HashMap::new()),
                 limit: limit.max(1),
-                tls,
+                route,
                 epoch: Instant::now(),
                 trace,
                 conns: AtomicU64::new(0),
@@ -325,17 +369,26 @@ impl HostNet {
         }
     }
 
+    /// The route of [`HostNet::open`].
+    pub fn route(&self) -> &Route {
+        &self.inner.route
+    }
+
     /// The connection limit per endpoint.
     pub fn limit(&self) -> usize {
         self.inner.limit
     }
 
-    /// Idle pooled connections to `key`.
+    /// Idle pooled connections to `key` (on any route).
     pub fn idle(&self, key: &PoolKey) -> usize {
-        lock(&self.inner.pools).get(key).map_or(0, |p| p.idle.len())
+        lock(&self.inner.pools)
+            .iter()
+            .filter(|(k, _)| k.target == *key)
+            .map(|(_, p)| p.idle.len())
+            .sum()
     }
 
-    fn permits(&self, key: &PoolKey) -> Arc<Semaphore> {
+    fn permits(&self, key: &ConnKey) -> Arc<Semaphore> {
         let mut pools = lock(&self.inner.pools);
         pools
             .entry(key.clone())
@@ -351,7 +404,7 @@ impl HostNet {
     /// out (a written tools/call is never re-sent, so a stale socket must not be written to):
     /// a zero-wait peek that sees the end of the stream, an error, or bytes nobody asked for
     /// means the server let it go, and it is dropped.
-    fn take_idle(&self, key: &PoolKey) -> Option<Conn> {
+    fn take_idle(&self, key: &ConnKey) -> Option<Conn> {
         loop {
             let conn = lock(&self.inner.pools).get_mut(key)?.idle.pop()?;
             if conn.is_idle_and_open() {
@@ -363,6 +416,19 @@ impl HostNet {
     /// A pooled connection to `key` (`true`: reused) unless `fresh`, else a new one. Waits for
     /// a permit when the endpoint is at its limit (closing an idle one first if there is one).
     pub async fn open(&self, key: &PoolKey, fresh: bool) -> Result<(Conn, bool), ConnectFailure> {
+        let route = self.inner.route.clone();
+        self.open_routed(key, &route, fresh).await
+    }
+
+    /// [`HostNet::open`] on `route` (a slot's own proxy and trust). Connections of different
+    /// routes are pooled apart.
+    pub async fn open_routed(
+        &self,
+        target: &PoolKey,
+        route: &Route,
+        fresh: bool,
+    ) -> Result<(Conn, bool), ConnectFailure> {
+        let key = &ConnKey::new(target, route);
         if !fresh && let Some(conn) = self.take_idle(key) {
             return Ok((conn, true));
         }
@@ -376,14 +442,14 @@ impl HostNet {
                 None => break permits.acquire_arc().await,
             }
         };
-        let stream = self.dial(key).await?;
+        let stream = dial(target, route).await?;
         let trace = self.inner.trace.as_ref().map(|t| {
             let conn = self.inner.conns.fetch_add(1, Ordering::Relaxed) + 1;
             t.emit(&WireEvent::Connected {
                 conn,
-                host: &key.host,
-                port: key.port,
-                tls: key.tls,
+                host: &target.host,
+                port: target.port,
+                tls: target.tls,
             });
             (t.clone(), conn)
         });
@@ -396,55 +462,6 @@ impl HostNet {
             },
             false,
         ))
-    }
-
-    async fn dial(&self, key: &PoolKey) -> Result<Stream, ConnectFailure> {
-        let addrs: Vec<SocketAddr> = match key.host.parse::<IpAddr>() {
-            Ok(ip) => vec![SocketAddr::new(ip, key.port)],
-            Err(_) => {
-                let (host, port) = (key.host.clone(), key.port);
-                blocking::unblock(move || (host.as_str(), port).to_socket_addrs())
-                    .await
-                    .map_err(|e| ConnectFailure {
-                        kind: FailureKind::Dns,
-                        detail: format!("{}: {e}", key.host),
-                    })?
-                    .collect()
-            }
-        };
-        let mut last = ConnectFailure {
-            kind: FailureKind::Dns,
-            detail: format!("{}: no address", key.host),
-        };
-        for addr in addrs {
-            match Async::<TcpStream>::connect(addr).await {
-                Ok(tcp) => {
-                    let _ = tcp.get_ref().set_nodelay(true);
-                    quickack(&tcp);
-                    return self.secure(key, tcp).await;
-                }
-                Err(e) => last = io_failure(&e),
-            }
-        }
-        Err(last)
-    }
-
-    async fn secure(&self, key: &PoolKey, tcp: Async<TcpStream>) -> Result<Stream, ConnectFailure> {
-        if !key.tls {
-            return Ok(Stream::Plain(tcp));
-        }
-        let name = ServerName::try_from(key.host.clone()).map_err(|e| ConnectFailure {
-            kind: FailureKind::Tls,
-            detail: format!("bad server name {:?}: {e}", key.host),
-        })?;
-        TlsConnector::from(self.inner.tls.clone())
-            .connect(name, tcp)
-            .await
-            .map(|s| Stream::Tls(Box::new(s)))
-            .map_err(|e| ConnectFailure {
-                kind: FailureKind::Tls,
-                detail: e.to_string(),
-            })
     }
 
     /// Puts back a connection whose response ended cleanly and may be kept alive.
@@ -480,9 +497,133 @@ impl From<&ConnectFailure> for ConnectError {
             FailureKind::Refused => ConnectErrorKind::Refused,
             FailureKind::Unreachable => ConnectErrorKind::Unreachable,
             FailureKind::Tls => ConnectErrorKind::Tls,
-            FailureKind::Io => ConnectErrorKind::Io,
+            FailureKind::Proxy | FailureKind::Io => ConnectErrorKind::Io,
         };
         ConnectError::new(kind, &f.detail)
+    }
+}
+
+/// A TCP connection to `host:port` (names resolved on the blocking pool).
+async fn tcp(host: &str, port: u16) -> Result<Async<TcpStream>, ConnectFailure> {
+    let addrs: Vec<SocketAddr> = match host.parse::<IpAddr>() {
+        Ok(ip) => vec![SocketAddr::new(ip, port)],
+        Err(_) => {
+            let name = host.to_owned();
+            blocking::unblock(move || (name.as_str(), port).to_socket_addrs())
+                .await
+                .map_err(|e| ConnectFailure {
+                    kind: FailureKind::Dns,
+                    detail: format!("{host}: {e}"),
+                })?
+                .collect()
+        }
+    };
+    let mut last = ConnectFailure {
+        kind: FailureKind::Dns,
+        detail: format!("{host}: no address"),
+    };
+    for addr in addrs {
+        match Async::<TcpStream>::connect(addr).await {
+            Ok(tcp) => {
+                let _ = tcp.get_ref().set_nodelay(true);
+                quickack(&tcp);
+                return Ok(tcp);
+            }
+            Err(e) => last = io_failure(&e),
+        }
+    }
+    Err(last)
+}
+
+/// A connection to `key` on `route`: direct, or to the proxy (a `CONNECT` tunnel for `https`
+/// and for a proxy with credentials), then TLS for `https`.
+async fn dial(key: &PoolKey, route: &Route) -> Result<Stream, ConnectFailure> {
+    let Some(proxy) = route.proxy.proxy_for(key.tls, &key.host) else {
+        let tcp = tcp(&key.host, key.port).await?;
+        return secure(key, &route.tls, tcp).await;
+    };
+    let mut tcp = tcp(proxy.host(), proxy.port())
+        .await
+        .map_err(|f| ConnectFailure {
+            kind: f.kind,
+            detail: format!("proxy {}: {}", proxy.label(), f.detail),
+        })?;
+    match via(proxy, key.tls) {
+        Via::AbsoluteForm => Ok(Stream::Plain(tcp)),
+        Via::Tunnel => {
+            connect_tunnel(&mut tcp, proxy, &key.host, key.port)
+                .await
+                .map_err(|e| ConnectFailure {
+                    kind: FailureKind::Proxy,
+                    detail: e.to_string(),
+                })?;
+            secure(key, &route.tls, tcp).await
+        }
+    }
+}
+
+async fn secure(
+    key: &PoolKey,
+    tls: &Arc<ClientConfig>,
+    tcp: Async<TcpStream>,
+) -> Result<Stream, ConnectFailure> {
+    if !key.tls {
+        return Ok(Stream::Plain(tcp));
+    }
+    let name = ServerName::try_from(key.host.clone()).map_err(|e| ConnectFailure {
+        kind: FailureKind::Tls,
+        detail: format!("bad server name {:?}: {e}", key.host),
+    })?;
+    TlsConnector::from(tls.clone())
+        .connect(name, tcp)
+        .await
+        .map(|s| Stream::Tls(Box::new(s)))
+        .map_err(|e| ConnectFailure {
+            kind: FailureKind::Tls,
+            detail: tls_words(&e),
+        })
+}
+
+/// A TLS failure in plain words when it is about the certificate, else as rustls says it.
+fn tls_words(e: &io::Error) -> String {
+    let rustls_error = e
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<rustls::Error>());
+    match rustls_error.and_then(cert_problem) {
+        Some(p) => p.message().to_owned(),
+        None => e.to_string(),
+    }
+}
+
+/// A [`HostNet`] seen through one slot's [`Route`]: what the driver gets for that slot.
+#[derive(Clone, Copy)]
+pub struct RoutedNet<'a> {
+    /// The context's pool and clock.
+    pub net: &'a HostNet,
+    /// The slot's proxy and trust.
+    pub route: &'a Route,
+}
+
+impl Net for RoutedNet<'_> {
+    type Conn = Conn;
+
+    async fn connect(&self, ep: &Endpoint<'_>, fresh: bool) -> Result<(Conn, bool), ConnectError> {
+        self.net
+            .open_routed(&key_of(ep), self.route, fresh)
+            .await
+            .map_err(|f| ConnectError::from(&f))
+    }
+
+    fn recycle(&self, _ep: &Endpoint<'_>, conn: Conn) {
+        self.net.recycle(conn);
+    }
+
+    fn now(&self) -> Millis {
+        self.net.now_ms()
+    }
+
+    async fn sleep_until(&self, at: Millis) {
+        self.net.sleep_until_ms(at).await;
     }
 }
 

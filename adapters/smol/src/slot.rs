@@ -23,6 +23,7 @@ use verifi_mcp_core::wire::endpoint::Endpoint;
 use verifi_mcp_core::wire::json::{JsonLimits, Value};
 
 use crate::context::{Records, Run, SlotNotFilledError, TimelineEntry, lock};
+use crate::net::{Route, RoutedNet};
 use crate::result::{ListToolsError, ToolResult};
 use crate::shared::HostShared;
 
@@ -37,6 +38,12 @@ pub struct SlotSpec {
     pub fallback: Option<String>,
     /// Static headers sent on every request (e.g. `authorization`).
     pub headers: Vec<(String, String)>,
+    /// The slot's own `proxy` (a URL, or `"none"` for direct), winning over the context's.
+    pub proxy: Option<String>,
+    /// The slot's own `ca`: a PEM file path, or PEM text, trusted besides the context's roots.
+    pub ca: Option<String>,
+    /// The slot's own OAuth settings (`auth` in the manifest), winning over the context's.
+    pub auth: Option<crate::route::SlotAuth>,
 }
 
 fn owned(j: &JsonStr<'_>) -> String {
@@ -70,7 +77,11 @@ impl SlotSpec {
                     .headers
                     .iter()
                     .map(|(k, v)| (owned(&k), owned(&v)))
+                    .chain(crate::route::slot_bearer(manifest_json, slot))
                     .collect(),
+                auth: crate::route::slot_auth(manifest_json, slot),
+                proxy: crate::route::slot_field(manifest_json, slot, "proxy"),
+                ca: crate::route::slot_field(manifest_json, slot, "ca"),
             }),
             Err(e) => Err(SlotNotFilledError {
                 slot: slot.to_owned(),
@@ -87,6 +98,10 @@ pub(crate) struct SlotInner {
     /// The run's secrets plus this slot's header values (the core says both are redacted).
     secrets: Vec<Vec<u8>>,
     state: HostShared<SlotState>,
+    /// The slot's OAuth client, when the context has OAuth settings.
+    pub(crate) auth: Option<crate::auth::Authorizer>,
+    /// The slot's proxy and trust, or why its manifest entry cannot be used.
+    route: Result<Route, String>,
     /// Per-call scratch buffers put back after each call, so a call does not allocate and
     /// zero 32 KiB of head and read buffers (at most one per connection is kept).
     scratch: Mutex<Vec<Scratch>>,
@@ -196,6 +211,27 @@ impl SlotHandle {
     pub(crate) fn new(run: Arc<Run>, spec: SlotSpec) -> Self {
         let mut secrets = run.secrets.clone();
         secrets.extend(spec.headers.iter().map(|(_, v)| v.as_bytes().to_vec()));
+        // The credential of an `authorization` value on its own too (a tool may echo it).
+        secrets.extend(spec.headers.iter().filter_map(|(_, v)| {
+            let (scheme, cred) = v.split_once(' ')?;
+            let known =
+                ["bearer", "basic", "token"].contains(&scheme.to_ascii_lowercase().as_str());
+            (known && cred.trim().len() >= 4).then(|| cred.trim().as_bytes().to_vec())
+        }));
+        let route = crate::route::slot_route(&run.net, &run.options, &spec);
+        let auth = spec
+            .auth
+            .as_ref()
+            .map(|a| a.config(run.options.auth.as_ref()))
+            .or_else(|| run.options.auth.clone())
+            .filter(crate::auth::AuthConfig::is_configured)
+            .map(|cfg| {
+                let timeout = std::time::Duration::from_millis(run.options.timeout_ms);
+                crate::auth::Authorizer::new(cfg, run.learned.clone(), timeout)
+            });
+        if let Ok(r) = &route {
+            secrets.extend(r.proxy.secrets().into_iter().map(String::into_bytes));
+        }
         let state = HostShared::new(SlotState::new(
             run.options.protocol_version,
             spec.fallback.is_some(),
@@ -206,6 +242,8 @@ impl SlotHandle {
                 spec,
                 secrets,
                 state,
+                auth,
+                route,
                 scratch: Mutex::new(Vec::new()),
             }),
         }
@@ -254,13 +292,14 @@ impl SlotHandle {
     }
 
     /// The slot's endpoints parsed, or why the manifest's endpoints cannot be used.
-    fn endpoints(&self) -> Result<(Endpoint<'_>, Option<Endpoint<'_>>), String> {
+    pub(crate) fn endpoints(&self) -> Result<(Endpoint<'_>, Option<Endpoint<'_>>), String> {
         let spec = &self.inner.spec;
         let parse = if self.inner.run.options.exact_mcp_urls {
             Endpoint::parse_exact
         } else {
             Endpoint::parse_base
         };
+        let route = self.route()?;
         let primary = parse(&spec.primary)
             .map_err(|e| format!("slot '{}': bad endpoint {:?}: {e}", spec.slot, spec.primary))?;
         let fallback = match &spec.fallback {
@@ -269,7 +308,50 @@ impl SlotHandle {
             ),
             None => None,
         };
-        Ok((primary, fallback))
+        Ok((route.endpoint(primary), fallback.map(|f| route.endpoint(f))))
+    }
+
+    /// The secrets to redact now: the run's and the slot's, plus every token and assertion
+    /// learned so far (an OAuth slot learns them as it goes).
+    pub(crate) fn secrets_now(&self) -> std::borrow::Cow<'_, [Vec<u8>]> {
+        let learned = lock(&self.inner.run.learned);
+        if learned.is_empty() {
+            return std::borrow::Cow::Borrowed(&self.inner.secrets);
+        }
+        let mut all = self.inner.secrets.clone();
+        all.extend(learned.iter().map(|s| s.as_bytes().to_vec()));
+        std::borrow::Cow::Owned(all)
+    }
+
+    /// Records an `ok: false` that the driver did not (an authorization failure): metered as a
+    /// transport failure, a `tool_error` on the timeline, redacted.
+    pub(crate) fn failure(&self, tool: &str, error: &str) -> ToolResult {
+        let secrets = self.secrets_now();
+        let clean = crate::context::redact_string(error, &secrets);
+        let run = &self.inner.run;
+        RunLedger(&run.records).record(LedgerRecord {
+            tool_calls: 1,
+            evidence_bytes: None,
+        });
+        RunTimeline(&run.records).emit(&TimelineEvent::ToolError {
+            slot: &self.inner.spec.slot,
+            tool,
+            error: &clean,
+        });
+        ToolResult::local_failure(clean)
+    }
+
+    /// The slot's route (proxy and trust), or why the manifest's entry cannot be used.
+    pub(crate) fn route(&self) -> Result<&Route, String> {
+        self.inner.route.as_ref().map_err(Clone::clone)
+    }
+
+    /// The context's pool and clock through this slot's route.
+    fn net(&self) -> Result<RoutedNet<'_>, String> {
+        Ok(RoutedNet {
+            net: &self.inner.run.net,
+            route: self.route()?,
+        })
     }
 
     fn headers(&self) -> Vec<(&str, &str)> {
@@ -344,23 +426,48 @@ impl SlotHandle {
             .await
     }
 
-    /// Calls `tool` with arguments already encoded as JSON.
+    /// Calls `tool` with arguments already encoded as JSON; on an OAuth slot, with a bearer
+    /// token (and its renewals: once on a 401, up to 3 scope step-ups on a 403).
     pub(crate) async fn call_json(
         &self,
         tool: &str,
         json: &[u8],
         on_progress: Option<ProgressObserver<'_>>,
     ) -> ToolResult {
+        let Some(auth) = &self.inner.auth else {
+            let (r, challenge) = self.call_once(tool, json, on_progress, None).await;
+            return self.explain_401(r, challenge).await;
+        };
+        crate::auth::slot::call_with_auth(self, auth, tool, json, on_progress).await
+    }
+
+    /// One call through the driver, with `bearer` as the `authorization` header when given;
+    /// with the `WWW-Authenticate` value of a 401 or 403 that ended it.
+    pub(crate) async fn call_once(
+        &self,
+        tool: &str,
+        json: &[u8],
+        on_progress: Option<ProgressObserver<'_>>,
+        bearer: Option<&str>,
+    ) -> (ToolResult, Option<String>) {
         let args = match Value::parse(json, JsonLimits::default()) {
             Ok(v) if v.is_null() => None,
             Ok(v) => Some(v),
-            Err(e) => return self.local_failure(tool, &format!("arguments are not JSON: {e}")),
+            Err(e) => {
+                let e = format!("arguments are not JSON: {e}");
+                return (self.local_failure(tool, &e), None);
+            }
         };
         let endpoints = match self.endpoints() {
             Ok(e) => e,
-            Err(e) => return self.local_failure(tool, &e),
+            Err(e) => return (self.local_failure(tool, &e), None),
         };
-        let headers = self.headers();
+        let authorization = bearer.map(|b| format!("Bearer {b}"));
+        let mut headers = self.headers();
+        if let Some(a) = &authorization {
+            headers.push(("authorization", a));
+        }
+        let secrets = self.secrets_now();
         let mut cfg = self.config(endpoints, &headers);
         cfg.on_progress = on_progress;
         // If the caller drops this call while its tools/call is on the wire, the server is
@@ -376,13 +483,16 @@ impl SlotHandle {
         let mut bufs = self.bufs(scratch.get());
         let mut ledger = RunLedger(&run.records);
         let mut timeline = RunTimeline(&run.records);
+        let Ok(net) = self.net() else {
+            return (self.local_failure(tool, "slot route unavailable"), None);
+        };
         let r = drive::call(
-            &run.net,
+            &net,
             &cfg,
             &self.inner.state,
             tool,
             args,
-            &self.inner.secrets,
+            &secrets,
             &mut ledger,
             &mut timeline,
             &mut bufs,
@@ -412,7 +522,12 @@ impl SlotHandle {
         }
         let s = scratch.get();
         (s.request, s.reply, s.text, s.error) = (request, reply, text, error);
-        owned
+        // The last reply head is still in the head buffer: a 401 or 403 says in it what the
+        // server wants (the core's failure keeps only the status and a snippet).
+        let challenge = crate::auth::slot::status_of(&owned)
+            .filter(|c| *c == 401 || *c == 403)
+            .and_then(|c| crate::auth::client::challenge_in_head(&s.head, c));
+        (owned, challenge)
     }
 
     /// The names of the slot's tools (every page). Fails over like a call; a failure of the
@@ -445,23 +560,31 @@ impl SlotHandle {
         let endpoints = self.endpoints().map_err(|e| ListToolsError {
             message: format!("tools/list failed: {e}"),
         })?;
-        let headers = self.headers();
+        let bearer = match crate::auth::slot::bearer_for(self).await {
+            Ok(b) => b,
+            Err(e) => {
+                return Err(ListToolsError {
+                    message: format!("tools/list failed: {e}"),
+                });
+            }
+        };
+        let authorization = bearer.map(|b| format!("Bearer {b}"));
+        let mut headers = self.headers();
+        if let Some(a) = &authorization {
+            headers.push(("authorization", a));
+        }
+        let secrets = self.secrets_now();
         let cfg = self.config(endpoints, &headers);
-        let run = &self.inner.run;
+        let net = self.net().map_err(|e| ListToolsError {
+            message: format!("tools/list failed: {e}"),
+        })?;
         let mut scratch = self.scratch();
         let mut bufs = self.bufs(scratch.get());
-        drive::list_tools_described(
-            &run.net,
-            &cfg,
-            &self.inner.state,
-            &self.inner.secrets,
-            &mut bufs,
-            on_tool,
-        )
-        .await
-        .map_err(|e| ListToolsError {
-            message: e.to_string(),
-        })
+        drive::list_tools_described(&net, &cfg, &self.inner.state, &secrets, &mut bufs, on_tool)
+            .await
+            .map_err(|e| ListToolsError {
+                message: e.to_string(),
+            })
     }
 
     /// Tells the server, best effort and off the caller's task, that a dropped call's
@@ -479,30 +602,36 @@ impl SlotHandle {
                     };
                     let headers = slot.headers();
                     let cfg = slot.config(endpoints, &headers);
+                    let Ok(net) = slot.net() else {
+                        return;
+                    };
                     let mut scratch = slot.scratch();
                     let mut bufs = slot.bufs(scratch.get());
-                    drive::cancel_dropped(
-                        &slot.inner.run.net,
-                        &cfg,
-                        &slot.inner.state,
-                        request,
-                        &mut bufs,
-                    )
-                    .await;
+                    drive::cancel_dropped(&net, &cfg, &slot.inner.state, request, &mut bufs).await;
                 })
             });
     }
 
     /// Ends this slot's sessions (best-effort HTTP DELETE; 405 is fine).
     pub async fn close(&self) {
-        let Ok(endpoints) = self.endpoints() else {
+        let (Ok(endpoints), Ok(net)) = (self.endpoints(), self.net()) else {
             return;
         };
-        let headers = self.headers();
+        // The token held, if any (ending a session never starts an authorization).
+        let authorization = self
+            .inner
+            .auth
+            .as_ref()
+            .and_then(crate::auth::Authorizer::held_token)
+            .map(|t| format!("Bearer {t}"));
+        let mut headers = self.headers();
+        if let Some(a) = &authorization {
+            headers.push(("authorization", a));
+        }
         let cfg = self.config(endpoints, &headers);
         let mut scratch = self.scratch();
         let mut bufs = self.bufs(scratch.get());
-        drive::close(&self.inner.run.net, &cfg, &self.inner.state, &mut bufs).await;
+        drive::close(&net, &cfg, &self.inner.state, &mut bufs).await;
     }
 }
 

@@ -88,6 +88,7 @@ pub struct Endpoint<'a> {
     path: &'a str,
     query: Option<&'a str>,
     append_mcp: bool,
+    absolute_form: bool,
 }
 
 impl<'a> Endpoint<'a> {
@@ -190,7 +191,21 @@ impl<'a> Endpoint<'a> {
             path,
             query,
             append_mcp,
+            absolute_form: false,
         })
+    }
+
+    /// The same endpoint, with its request target in absolute form
+    /// (`http://host:port/path`) when `on`: what a plain-HTTP request through a forward proxy
+    /// carries (RFC 9112, section 3.2.2). The adapter that routes through a proxy says so.
+    pub fn with_absolute_form(mut self, on: bool) -> Self {
+        self.absolute_form = on;
+        self
+    }
+
+    /// Whether the request target is written in absolute form.
+    pub fn absolute_form(&self) -> bool {
+        self.absolute_form
     }
 
     /// `http` or `https`.
@@ -208,8 +223,16 @@ impl<'a> Endpoint<'a> {
         self.port
     }
 
-    /// Writes the request target, e.g. `/api/mcp?x=1`.
+    /// Writes the request target, e.g. `/api/mcp?x=1` (or `http://h:80/api/mcp?x=1` in
+    /// absolute form).
     pub fn write_target(&self, out: &mut impl Sink) -> Result<(), Overflow> {
+        if self.absolute_form {
+            out.put(match self.scheme {
+                Scheme::Http => b"http://",
+                Scheme::Https => b"https://",
+            })?;
+            self.write_host_header(out)?;
+        }
         if self.append_mcp {
             out.put(self.path.trim_end_matches('/').as_bytes())?;
             out.put(b"/mcp")?;
@@ -267,6 +290,24 @@ mod tests {
         let mut b = SliceBuf::new(&mut s);
         e.write_host_header(&mut b).unwrap();
         String::from_utf8(crate::buf::Buf::bytes(&b).to_vec()).unwrap()
+    }
+
+    #[test]
+    fn absolute_form_carries_scheme_host_and_port() {
+        for (url, t) in [
+            ("http://h", "http://h:80/mcp"),
+            ("http://h:8080/api/?x=1", "http://h:8080/api/mcp?x=1"),
+            ("http://[::1]:9/", "http://[::1]:9/mcp"),
+            ("https://h", "https://h:443/mcp"),
+        ] {
+            let e = Endpoint::parse_base(url).unwrap().with_absolute_form(true);
+            assert!(e.absolute_form());
+            assert_eq!(target(&e), t, "{url}");
+            assert_eq!(host_header(&e), host_header(&e.with_absolute_form(false)));
+        }
+        let exact = Endpoint::parse_exact("http://h:1").unwrap();
+        assert_eq!(target(&exact.with_absolute_form(true)), "http://h:1/");
+        assert_eq!(target(&exact), "/");
     }
 
     #[test]

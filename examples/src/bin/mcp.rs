@@ -19,10 +19,15 @@ use verifi_mcp_examples::common::{
     endpoint_base, event_line, ledger_json, mcp_url, one_slot_manifest, parse_args, parse_header,
     render_json, result_json, run_secrets, scrub, timeline_json,
 };
+use verifi_mcp_smol::auth::loopback::LoopbackHook;
+use verifi_mcp_smol::auth::{AuthConfig, AuthFlow, AuthorizeHook};
+use verifi_mcp_smol::context::INSECURE_WARNING;
+use verifi_mcp_smol::proxy::EnvProxies;
 use verifi_mcp_smol::{
     Exec, HarnessContext, Options, ProgressUpdate, ProtocolVersion, SlotHandle, ToolResult,
     WireEvent, WireTrace,
 };
+use verifi_mcp_smol::{ProxyRule, RootCert};
 
 /// Longest stdin line `batch` accepts.
 const MAX_BATCH_LINE: usize = 4 * 1024 * 1024;
@@ -200,6 +205,43 @@ struct Common {
     /// Output format.
     #[arg(long, value_enum, value_name = "FORMAT")]
     format: Option<Format>,
+    /// Forward proxy for every request, `http://[user:pass@]host:port` (or `none`). It wins
+    /// over HTTPS_PROXY / HTTP_PROXY / NO_PROXY and applies to loopback targets too; its
+    /// credentials are redacted in any output.
+    #[arg(long, value_name = "URL")]
+    proxy: Option<String>,
+    /// Trust the CA certificate(s) in this PEM file, besides the system's and the bundled
+    /// roots (repeatable).
+    #[arg(long, value_name = "FILE")]
+    cacert: Vec<String>,
+    /// Accept ANY server certificate (lab boxes with self-signed certificates only): anyone
+    /// on the path can then read and change the traffic. Says so on stderr.
+    #[arg(long)]
+    insecure: bool,
+    /// OAuth flow: auto (default: client credentials when a secret or key is given, else the
+    /// authorization code), client-credentials, or authorization-code.
+    #[arg(long, value_name = "FLOW")]
+    auth_flow: Option<String>,
+    /// OAuth client id (or MCP_CLIENT_ID); without one, a client ID metadata document or
+    /// dynamic registration is used where the server offers them.
+    #[arg(long, value_name = "ID")]
+    client_id: Option<String>,
+    /// OAuth client secret (or MCP_CLIENT_SECRET), for client_secret_basic/post.
+    #[arg(long, value_name = "SECRET")]
+    client_secret: Option<String>,
+    /// OAuth client private key, PKCS#8 PEM (P-256), for private_key_jwt (ES256).
+    #[arg(long, value_name = "FILE")]
+    client_private_key: Option<String>,
+    /// A client ID metadata document URL, used as the client id where the server supports it.
+    #[arg(long, value_name = "URL")]
+    client_metadata_url: Option<String>,
+    /// OAuth scopes to ask for (space-separated); default: what the server's challenge or
+    /// metadata names.
+    #[arg(long, value_name = "SCOPES")]
+    scope: Option<String>,
+    /// A bearer token to send as is (or MCP_BEARER_TOKEN); redacted in any output.
+    #[arg(long, value_name = "TOKEN")]
+    bearer: Option<String>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -439,6 +481,11 @@ fn build(common: &Common, pos: &mut Vec<String>, run_id: &str) -> Result<Run, Fa
         .iter()
         .map(|h| parse_header(h))
         .collect::<Result<Vec<_>, _>>()?;
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    if let Some(token) = common.bearer.clone().or_else(|| env("MCP_BEARER_TOKEN")) {
+        headers.push(("authorization".into(), format!("Bearer {token}")));
+    }
+    let auth = auth_config(common, &env)?;
     let protocol_version = match &common.protocol_version {
         None => ProtocolVersion::DEFAULT,
         Some(v) => ProtocolVersion::parse(v.as_bytes()).ok_or_else(|| {
@@ -496,12 +543,50 @@ fn build(common: &Common, pos: &mut Vec<String>, run_id: &str) -> Result<Run, Fa
             )
         }
     };
-    let secrets = run_secrets(headers.iter().map(|(_, v)| v.clone()));
+    let mut root_certs = Vec::new();
+    for file in &common.cacert {
+        root_certs.push(RootCert::pem_file(file).map_err(|e| UsageError(e.to_string()))?);
+    }
+    // Proxy credentials (from --proxy or the environment) are secrets of every output.
+    let mut proxy_secrets = Vec::new();
+    if let Some(p) = &common.proxy {
+        let rule = ProxyRule::explicit(p).map_err(|e| UsageError(format!("--proxy: {}", e.0)))?;
+        proxy_secrets.extend(rule.secrets());
+    }
+    let env_vars = std::env::vars_os().map(|(k, v)| {
+        (
+            k.to_string_lossy().into_owned(),
+            v.to_string_lossy().into_owned(),
+        )
+    });
+    if let Ok(env) = EnvProxies::from_vars(env_vars) {
+        proxy_secrets.extend(ProxyRule::Env(Arc::new(env)).secrets());
+    }
+    let auth_secrets = auth.as_ref().map(|a| a.secrets()).unwrap_or_default();
+    let bearer_token = headers
+        .iter()
+        .filter_map(|(_, v)| v.strip_prefix("Bearer ").map(str::to_owned))
+        .collect::<Vec<_>>();
+    let secrets = run_secrets(
+        headers
+            .iter()
+            .map(|(_, v)| v.clone())
+            .chain(proxy_secrets)
+            .chain(auth_secrets)
+            .chain(bearer_token),
+    );
+    if common.insecure {
+        eprintln!("{INSECURE_WARNING}");
+    }
     let p = Printer::new(secrets.clone());
     let mut options = Options::default()
         .reply_cap(common.max_reply_bytes)
         .protocol_version(protocol_version)
-        .exact_mcp_urls(exact);
+        .exact_mcp_urls(exact)
+        .root_certs(root_certs)
+        .insecure(common.insecure)
+        .proxy(common.proxy.clone())
+        .auth(auth);
     if let Some(ms) = common.timeout_ms {
         options = options.timeout_ms(ms);
     }
@@ -602,6 +687,62 @@ fn trace_line(l: &str) -> String {
     } else {
         l.to_owned()
     }
+}
+
+/// The OAuth settings of the flags and their environment spellings, if any is given.
+fn auth_config(
+    common: &Common,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<AuthConfig>, UsageError> {
+    let flow = match common.auth_flow.as_deref() {
+        None => AuthFlow::Auto,
+        Some(f) => AuthFlow::parse(f).ok_or_else(|| {
+            UsageError(format!(
+                "--auth-flow {f:?} is not auto, client-credentials or authorization-code"
+            ))
+        })?,
+    };
+    let client_private_key = match &common.client_private_key {
+        Some(f) => Some(
+            std::fs::read(f)
+                .map_err(|e| UsageError(format!("cannot read --client-private-key {f}: {e}")))?,
+        ),
+        None => None,
+    };
+    let has_credential = common.client_secret.is_some()
+        || env("MCP_CLIENT_SECRET").is_some()
+        || client_private_key.is_some();
+    // The authorization code's step: the flow first GETs the URL itself (an auto-approving
+    // server redirects at once); else a person opens it and the browser comes back here.
+    let authorize: Option<Arc<dyn AuthorizeHook>> = match flow {
+        AuthFlow::ClientCredentials => None,
+        AuthFlow::Auto if has_credential => None,
+        _ => Some(Arc::new(
+            LoopbackHook::bind(|url| {
+                eprintln!("Open this URL to authorize (waiting for the redirect):\n  {url}")
+            })
+            .map_err(|e| UsageError(format!("cannot listen for the OAuth redirect: {e}")))?,
+        )),
+    };
+    let cfg = AuthConfig {
+        flow,
+        authorize,
+        client_id: common.client_id.clone().or_else(|| env("MCP_CLIENT_ID")),
+        client_secret: common
+            .client_secret
+            .clone()
+            .or_else(|| env("MCP_CLIENT_SECRET")),
+        client_private_key,
+        client_metadata_url: common.client_metadata_url.clone(),
+        scope: common.scope.clone(),
+        ..AuthConfig::default()
+    };
+    let wanted = cfg.client_id.is_some()
+        || cfg.client_secret.is_some()
+        || cfg.client_private_key.is_some()
+        || cfg.client_metadata_url.is_some()
+        || common.auth_flow.is_some();
+    Ok(wanted.then_some(cfg))
 }
 
 fn run_id() -> String {

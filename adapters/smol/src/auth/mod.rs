@@ -1,0 +1,1014 @@
+//! `auth`: the OAuth 2.1 client of the MCP authorization specification, for the host adapter.
+//!
+//! A slot configured with [`AuthConfig`] gets a bearer token before its first call: the
+//! server's challenge (an unauthenticated probe) or its well-known paths give the
+//! protected-resource metadata (RFC 9728), that names the authorization server, whose metadata
+//! (RFC 8414, then OpenID discovery) gives the token endpoint. Then a token by client
+//! credentials (`client_secret_basic`, `client_secret_post` or `private_key_jwt`), or by the
+//! authorization code with PKCE through a caller's [`AuthorizeHook`]; `resource` (RFC 8707) on
+//! every request to the authorization server. Tokens are kept per issuer and resource in a
+//! [`TokenStore`] (memory by default), renewed before expiry, and renewed once on a 401.
+//! Every token, secret and assertion joins the run's secrets.
+//!
+//! Owns: the flow and its state. The decisions are plain functions in [`decide`]; the
+//! requests are [`client`]'s.
+
+pub mod client;
+pub mod decide;
+pub mod loopback;
+pub mod pkce;
+pub(crate) mod slot;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use base64::Engine;
+use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+use serde_json::Value;
+
+use crate::net::{HostNet, Route};
+use client::{HttpFailure, HttpReply, Request, send};
+use decide::{
+    AuthDecisionError, Challenge, ClientAuth, TokenUse, authorization_server_metadata_urls,
+    check_issuer, check_resource, check_transport, choose_client_auth, choose_scopes,
+    resource_metadata_urls, token_use,
+};
+
+/// Which flow a slot uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AuthFlow {
+    /// Client credentials when a secret or key is given, else the authorization code when a
+    /// hook is given.
+    #[default]
+    Auto,
+    /// Client credentials only (unattended).
+    ClientCredentials,
+    /// Authorization code with PKCE only.
+    AuthorizationCode,
+}
+
+impl AuthFlow {
+    /// `auto`, `client-credentials` or `authorization-code`.
+    pub fn parse(s: &str) -> Option<AuthFlow> {
+        match s {
+            "auto" => Some(AuthFlow::Auto),
+            "client-credentials" | "client_credentials" => Some(AuthFlow::ClientCredentials),
+            "authorization-code" | "authorization_code" => Some(AuthFlow::AuthorizationCode),
+            _ => None,
+        }
+    }
+}
+
+/// A token as issued.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Token {
+    /// The access token.
+    pub access_token: String,
+    /// The refresh token, if one was issued.
+    pub refresh_token: Option<String>,
+    /// When it expires, in Unix seconds (None: not stated).
+    pub expires_at: Option<u64>,
+    /// The scopes granted (as stated, else as requested).
+    pub scopes: Vec<String>,
+}
+
+impl fmt::Debug for Token {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Token")
+            .field("expires_at", &self.expires_at)
+            .field("scopes", &self.scopes)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Where tokens are kept, per authorization-server issuer and resource. A harness that
+/// persists tokens implements it; [`MemoryTokenStore`] is the default.
+pub trait TokenStore: Send + Sync {
+    /// The token for `issuer` and `resource`, if held.
+    fn get(&self, issuer: &str, resource: &str) -> Option<Token>;
+    /// Keeps `token` for `issuer` and `resource`.
+    fn put(&self, issuer: &str, resource: &str, token: Token);
+    /// Forgets the token for `issuer` and `resource`.
+    fn remove(&self, issuer: &str, resource: &str);
+}
+
+/// Tokens in memory, for the run.
+#[derive(Default)]
+pub struct MemoryTokenStore(Mutex<HashMap<(String, String), Token>>);
+
+impl TokenStore for MemoryTokenStore {
+    fn get(&self, issuer: &str, resource: &str) -> Option<Token> {
+        lock(&self.0)
+            .get(&(issuer.to_owned(), resource.to_owned()))
+            .cloned()
+    }
+    fn put(&self, issuer: &str, resource: &str, token: Token) {
+        lock(&self.0).insert((issuer.to_owned(), resource.to_owned()), token);
+    }
+    fn remove(&self, issuer: &str, resource: &str) {
+        lock(&self.0).remove(&(issuer.to_owned(), resource.to_owned()));
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// What the authorization step is given: the URL a person (or an auto-approving server) must
+/// visit, and where the answer comes back.
+#[derive(Debug, Clone)]
+pub struct AuthorizeRequest {
+    /// The full authorization URL (with state, PKCE challenge, resource, scope).
+    pub url: String,
+    /// The redirect URI registered for the client.
+    pub redirect_uri: String,
+    /// The `state` sent (the hook may check it; the flow always does).
+    pub state: String,
+}
+
+/// The authorization step of the code flow, supplied by the caller: visit
+/// [`AuthorizeRequest::url`] and return the full redirect URL that came back (with `code`,
+/// `state`, `iss`), or why not.
+pub trait AuthorizeHook: Send + Sync {
+    /// Runs the step; `Ok(redirect_url)`.
+    fn authorize<'a>(
+        &'a self,
+        req: &'a AuthorizeRequest,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<String, String>> + Send + 'a>>;
+    /// The redirect URI this hook receives on (registered with the client).
+    fn redirect_uri(&self) -> String;
+}
+
+/// A slot's OAuth settings.
+#[derive(Clone, Default)]
+pub struct AuthConfig {
+    /// The flow (default auto).
+    pub flow: AuthFlow,
+    /// A pre-registered client id.
+    pub client_id: Option<String>,
+    /// Its secret (`client_secret_basic` / `client_secret_post`).
+    pub client_secret: Option<String>,
+    /// Its private key, PKCS#8 PEM (P-256), for `private_key_jwt` with ES256.
+    pub client_private_key: Option<Vec<u8>>,
+    /// A client ID metadata document URL, used as the client id where the server supports it.
+    pub client_metadata_url: Option<String>,
+    /// The scopes to ask for (space-separated); else the challenge's, else the resource's.
+    pub scope: Option<String>,
+    /// The authorization step of the code flow.
+    pub authorize: Option<Arc<dyn AuthorizeHook>>,
+    /// Where tokens are kept (None: in memory for the run).
+    pub store: Option<Arc<dyn TokenStore>>,
+}
+
+impl fmt::Debug for AuthConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AuthConfig")
+            .field("flow", &self.flow)
+            .field("client_id", &self.client_id)
+            .field("has_secret", &self.client_secret.is_some())
+            .field("has_key", &self.client_private_key.is_some())
+            .field("client_metadata_url", &self.client_metadata_url)
+            .field("scope", &self.scope)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AuthConfig {
+    /// Whether anything is configured (else the slot does no OAuth).
+    pub fn is_configured(&self) -> bool {
+        self.flow != AuthFlow::Auto
+            || self.client_id.is_some()
+            || self.client_secret.is_some()
+            || self.client_private_key.is_some()
+            || self.client_metadata_url.is_some()
+            || self.authorize.is_some()
+    }
+
+    /// The values to redact (the secret, and the key's PEM text).
+    pub fn secrets(&self) -> Vec<String> {
+        let mut s: Vec<String> = self.client_secret.iter().cloned().collect();
+        if let Some(k) = &self.client_private_key {
+            s.extend(
+                String::from_utf8_lossy(k)
+                    .lines()
+                    .filter(|l| !l.starts_with("-----") && l.len() >= 16)
+                    .map(str::to_owned),
+            );
+        }
+        s
+    }
+}
+
+/// Why no token could be had.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AuthError {
+    /// A decision refused to go on (mismatch, no method, …).
+    Decision(AuthDecisionError),
+    /// A request failed before a reply.
+    Http(HttpFailure),
+    /// The authorization server answered with an OAuth error.
+    Server {
+        /// What was asked (`token`, `registration`, …).
+        what: &'static str,
+        /// The HTTP status.
+        status: u16,
+        /// `error` and `error_description`, or the start of the body.
+        detail: String,
+    },
+    /// Metadata was missing or unusable.
+    Metadata(String),
+    /// The server asked for authorization that no configured flow can give.
+    NoFlow {
+        /// What the server asked for, in words.
+        asked: String,
+    },
+    /// The authorization step failed.
+    Authorize(String),
+}
+
+impl fmt::Display for AuthError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AuthError::Decision(d) => write!(f, "authorization stopped: {d}"),
+            AuthError::Http(h) => write!(f, "authorization request failed: {h}"),
+            AuthError::Server {
+                what,
+                status,
+                detail,
+            } => write!(
+                f,
+                "authorization server refused the {what} request ({status}): {detail}"
+            ),
+            AuthError::Metadata(m) => write!(f, "authorization metadata: {m}"),
+            AuthError::NoFlow { asked } => write!(
+                f,
+                "the server wants OAuth authorization ({asked}), and no flow is configured: \
+                 give --client-id with --client-secret or --client-private-key, an \
+                 authorization-code hook, or --bearer TOKEN"
+            ),
+            AuthError::Authorize(m) => write!(f, "authorization step failed: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for AuthError {}
+
+impl From<AuthDecisionError> for AuthError {
+    fn from(e: AuthDecisionError) -> Self {
+        AuthError::Decision(e)
+    }
+}
+
+impl From<HttpFailure> for AuthError {
+    fn from(e: HttpFailure) -> Self {
+        AuthError::Http(e)
+    }
+}
+
+/// The authorization server's metadata, as far as the client uses it.
+#[derive(Debug, Clone, Default)]
+pub struct ServerMetadata {
+    /// `issuer`.
+    pub issuer: String,
+    /// `token_endpoint`.
+    pub token_endpoint: String,
+    /// `authorization_endpoint`.
+    pub authorization_endpoint: Option<String>,
+    /// `registration_endpoint`.
+    pub registration_endpoint: Option<String>,
+    /// `token_endpoint_auth_methods_supported` (None: absent).
+    pub auth_methods: Option<Vec<String>>,
+    /// `scopes_supported`.
+    pub scopes_supported: Vec<String>,
+    /// `code_challenge_methods_supported`.
+    pub code_challenge_methods: Vec<String>,
+    /// `authorization_response_iss_parameter_supported`.
+    pub iss_parameter: bool,
+    /// `client_id_metadata_document_supported`.
+    pub client_id_metadata_documents: bool,
+}
+
+fn strings(v: &Value, key: &str) -> Option<Vec<String>> {
+    v.get(key)?.as_array().map(|a| {
+        a.iter()
+            .filter_map(|s| s.as_str().map(str::to_owned))
+            .collect()
+    })
+}
+
+fn string(v: &Value, key: &str) -> Option<String> {
+    v.get(key)?.as_str().map(str::to_owned)
+}
+
+impl ServerMetadata {
+    /// Reads metadata JSON; `issuer` and `token_endpoint` are required.
+    pub fn from_json(v: &Value) -> Result<ServerMetadata, String> {
+        Ok(ServerMetadata {
+            issuer: string(v, "issuer").ok_or("no issuer")?,
+            token_endpoint: string(v, "token_endpoint").ok_or("no token_endpoint")?,
+            authorization_endpoint: string(v, "authorization_endpoint"),
+            registration_endpoint: string(v, "registration_endpoint"),
+            auth_methods: strings(v, "token_endpoint_auth_methods_supported"),
+            scopes_supported: strings(v, "scopes_supported").unwrap_or_default(),
+            code_challenge_methods: strings(v, "code_challenge_methods_supported")
+                .unwrap_or_default(),
+            iss_parameter: v
+                .get("authorization_response_iss_parameter_supported")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+            client_id_metadata_documents: v
+                .get("client_id_metadata_document_supported")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+        })
+    }
+}
+
+/// What discovery found for one MCP server.
+#[derive(Debug, Clone)]
+pub struct Discovered {
+    /// The resource, exactly as its metadata publishes it (sent as `resource`).
+    pub resource: String,
+    /// The resource's `scopes_supported`.
+    pub resource_scopes: Vec<String>,
+    /// The challenge of the unauthenticated probe, if there was one.
+    pub challenge: Option<Challenge>,
+    /// The authorization server's metadata.
+    pub server: ServerMetadata,
+}
+
+/// How long a person may take at the authorization step.
+const PERSON_DEADLINE: Duration = Duration::from_secs(300);
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// One slot's authorization state.
+pub struct Authorizer {
+    cfg: AuthConfig,
+    store: Arc<dyn TokenStore>,
+    /// Serializes discovery and token requests (concurrent calls wait for one).
+    gate: async_lock::Mutex<()>,
+    discovered: Mutex<Option<Discovered>>,
+    /// A client registered dynamically, per issuer: (client id, secret).
+    registered: Mutex<HashMap<String, (String, Option<String>)>>,
+    /// Every token, secret and assertion seen: redacted everywhere.
+    learned: Arc<Mutex<Vec<String>>>,
+    /// How long one authorization (discovery and token requests) may take: the call's timeout.
+    timeout: Duration,
+}
+
+impl fmt::Debug for Authorizer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Authorizer")
+            .field("cfg", &self.cfg)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Authorizer {
+    /// An authorizer with `cfg`, adding what it learns to `learned`; each authorization's
+    /// requests share `timeout` (a person at the authorization step has 5 minutes more).
+    pub fn new(cfg: AuthConfig, learned: Arc<Mutex<Vec<String>>>, timeout: Duration) -> Authorizer {
+        let store = cfg
+            .store
+            .clone()
+            .unwrap_or_else(|| Arc::new(MemoryTokenStore::default()));
+        lock(&learned).extend(cfg.secrets());
+        Authorizer {
+            cfg,
+            store,
+            gate: async_lock::Mutex::new(()),
+            discovered: Mutex::new(None),
+            registered: Mutex::new(HashMap::new()),
+            learned,
+            timeout,
+        }
+    }
+
+    fn learn(&self, s: &str) {
+        if s.len() >= 4 {
+            let mut l = lock(&self.learned);
+            if !l.iter().any(|x| x == s) {
+                l.push(s.to_owned());
+            }
+        }
+    }
+
+    /// What discovery found, once it ran.
+    pub fn discovered(&self) -> Option<Discovered> {
+        lock(&self.discovered).clone()
+    }
+
+    /// The access token to send to `mcp_url` (discovering and requesting as needed).
+    pub async fn bearer(
+        &self,
+        net: &HostNet,
+        route: &Route,
+        mcp_url: &str,
+    ) -> Result<String, AuthError> {
+        let _g = self.gate.lock().await;
+        let deadline = Instant::now() + self.timeout;
+        let d = match self.discovered() {
+            Some(d) => d,
+            None => {
+                let d = discover(net, route, mcp_url, deadline).await?;
+                *lock(&self.discovered) = Some(d.clone());
+                d
+            }
+        };
+        let (issuer, resource) = (&d.server.issuer, &d.resource);
+        if let Some(t) = self.store.get(issuer, resource) {
+            match token_use(t.expires_at, t.refresh_token.is_some(), unix_now()) {
+                TokenUse::Use => return Ok(t.access_token),
+                TokenUse::Refresh => {
+                    if let Ok(new) = self.refresh(net, route, &d, &t, deadline).await {
+                        return Ok(new.access_token);
+                    }
+                    self.store.remove(issuer, resource);
+                }
+                TokenUse::Renew => self.store.remove(issuer, resource),
+            }
+        }
+        let t = self.obtain(net, route, &d, None, deadline).await?;
+        Ok(t.access_token)
+    }
+
+    /// After a 401 to `access_token`: forgets it (a refresh token is tried first next time,
+    /// else a new token is requested).
+    pub async fn rejected(&self, net: &HostNet, route: &Route, access_token: &str) {
+        let _g = self.gate.lock().await;
+        let Some(d) = self.discovered() else { return };
+        let (issuer, resource) = (&d.server.issuer, &d.resource);
+        if let Some(t) = self.store.get(issuer, resource)
+            && t.access_token == access_token
+        {
+            self.store.remove(issuer, resource);
+            if t.refresh_token.is_some() {
+                let deadline = Instant::now() + self.timeout;
+                let _ = self.refresh(net, route, &d, &t, deadline).await;
+            }
+        }
+    }
+
+    /// A token for `scopes` (a step-up), replacing the held one.
+    pub async fn step_up(
+        &self,
+        net: &HostNet,
+        route: &Route,
+        scopes: Vec<String>,
+    ) -> Result<String, AuthError> {
+        let _g = self.gate.lock().await;
+        let deadline = Instant::now() + self.timeout;
+        let d = self
+            .discovered()
+            .ok_or_else(|| AuthError::Metadata("step-up before discovery".into()))?;
+        self.store.remove(&d.server.issuer, &d.resource);
+        Ok(self
+            .obtain(net, route, &d, Some(scopes), deadline)
+            .await?
+            .access_token)
+    }
+
+    /// The access token held now, without any request (None: none yet).
+    pub fn held_token(&self) -> Option<String> {
+        self.discovered()
+            .and_then(|d| self.store.get(&d.server.issuer, &d.resource))
+            .map(|t| t.access_token)
+    }
+
+    /// The scopes of the held token.
+    pub fn held_scopes(&self) -> Vec<String> {
+        self.discovered()
+            .and_then(|d| self.store.get(&d.server.issuer, &d.resource))
+            .map(|t| t.scopes)
+            .unwrap_or_default()
+    }
+
+    fn flow(&self) -> AuthFlow {
+        match self.cfg.flow {
+            AuthFlow::Auto => {
+                if self.cfg.client_secret.is_some() || self.cfg.client_private_key.is_some() {
+                    AuthFlow::ClientCredentials
+                } else {
+                    AuthFlow::AuthorizationCode
+                }
+            }
+            f => f,
+        }
+    }
+
+    async fn obtain(
+        &self,
+        net: &HostNet,
+        route: &Route,
+        d: &Discovered,
+        scopes: Option<Vec<String>>,
+        deadline: Instant,
+    ) -> Result<Token, AuthError> {
+        let meta = &d.server;
+        let flow = self.flow();
+        let want_refresh = flow == AuthFlow::AuthorizationCode;
+        let scopes = scopes.unwrap_or_else(|| {
+            choose_scopes(
+                self.cfg.scope.as_deref(),
+                d.challenge.as_ref(),
+                &d.resource_scopes,
+                &meta.scopes_supported,
+                want_refresh,
+            )
+        });
+        check_transport(&meta.token_endpoint)?;
+        let mut form: Vec<(&str, String)> = Vec::new();
+        match flow {
+            AuthFlow::ClientCredentials | AuthFlow::Auto => {
+                form.push(("grant_type", "client_credentials".into()));
+            }
+            AuthFlow::AuthorizationCode => {
+                let (code, verifier, redirect) =
+                    self.authorize(net, route, d, &scopes, deadline).await?;
+                form.push(("grant_type", "authorization_code".into()));
+                form.push(("code", code));
+                form.push(("code_verifier", verifier));
+                form.push(("redirect_uri", redirect));
+            }
+        }
+        form.push(("resource", d.resource.clone()));
+        if !scopes.is_empty() && flow != AuthFlow::AuthorizationCode {
+            form.push(("scope", scopes.join(" ")));
+        }
+        let t = self
+            .token_request(net, route, d, form, &scopes, deadline)
+            .await?;
+        self.store.put(&meta.issuer, &d.resource, t.clone());
+        Ok(t)
+    }
+
+    async fn refresh(
+        &self,
+        net: &HostNet,
+        route: &Route,
+        d: &Discovered,
+        old: &Token,
+        deadline: Instant,
+    ) -> Result<Token, AuthError> {
+        let Some(rt) = &old.refresh_token else {
+            return Err(AuthError::Metadata("no refresh token".into()));
+        };
+        let form = vec![
+            ("grant_type", "refresh_token".to_owned()),
+            ("refresh_token", rt.clone()),
+            ("resource", d.resource.clone()),
+        ];
+        let mut t = self
+            .token_request(net, route, d, form, &old.scopes, deadline)
+            .await?;
+        if t.refresh_token.is_none() {
+            t.refresh_token = old.refresh_token.clone();
+        }
+        self.store.put(&d.server.issuer, &d.resource, t.clone());
+        Ok(t)
+    }
+
+    /// The client id for this issuer: pre-registered, a metadata document URL (when the
+    /// server supports them), else a dynamic registration (never another server's id).
+    async fn client(
+        &self,
+        net: &HostNet,
+        route: &Route,
+        d: &Discovered,
+        deadline: Instant,
+    ) -> Result<(String, Option<String>), AuthError> {
+        if let Some(id) = &self.cfg.client_id {
+            return Ok((id.clone(), self.cfg.client_secret.clone()));
+        }
+        let meta = &d.server;
+        if let Some(url) = &self.cfg.client_metadata_url
+            && meta.client_id_metadata_documents
+        {
+            return Ok((url.clone(), None));
+        }
+        if let Some(c) = lock(&self.registered).get(&meta.issuer) {
+            return Ok(c.clone());
+        }
+        let Some(reg) = &meta.registration_endpoint else {
+            return Err(AuthError::Metadata(format!(
+                "no client id for {}: give --client-id (the server offers neither client ID \
+                 metadata documents nor dynamic registration)",
+                meta.issuer
+            )));
+        };
+        check_transport(reg)?;
+        let redirect = self.cfg.authorize.as_ref().map(|h| h.redirect_uri());
+        let code_flow = self.flow() == AuthFlow::AuthorizationCode;
+        let body = decide::registration_request(code_flow, redirect.as_deref(), false);
+        let bytes = body.to_string();
+        let reply = send(
+            net,
+            route,
+            &Request {
+                method: "POST",
+                url: reg,
+                headers: &[],
+                body: Some(("application/json", bytes.as_bytes())),
+                accept: "application/json",
+            },
+            deadline,
+        )
+        .await?;
+        let v = reply.json().unwrap_or(Value::Null);
+        if !(200..300).contains(&reply.status) {
+            return Err(server_error("registration", &reply));
+        }
+        let id = string(&v, "client_id")
+            .ok_or_else(|| AuthError::Metadata("registration reply has no client_id".into()))?;
+        let secret = string(&v, "client_secret");
+        if let Some(s) = &secret {
+            self.learn(s);
+        }
+        if let Some(s) = string(&v, "registration_access_token") {
+            self.learn(&s);
+        }
+        lock(&self.registered).insert(meta.issuer.clone(), (id.clone(), secret.clone()));
+        Ok((id, secret))
+    }
+
+    async fn token_request(
+        &self,
+        net: &HostNet,
+        route: &Route,
+        d: &Discovered,
+        mut form: Vec<(&str, String)>,
+        requested: &[String],
+        deadline: Instant,
+    ) -> Result<Token, AuthError> {
+        let meta = &d.server;
+        let (client_id, secret) = self.client(net, route, d, deadline).await?;
+        let key = self.cfg.client_private_key.as_deref();
+        let method = choose_client_auth(
+            meta.auth_methods.as_deref(),
+            secret.is_some(),
+            key.is_some(),
+        )?;
+        let mut headers: Vec<(&str, String)> = Vec::new();
+        match method {
+            ClientAuth::SecretBasic => {
+                let enc =
+                    |s: &str| form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
+                let basic = STANDARD.encode(format!(
+                    "{}:{}",
+                    enc(&client_id),
+                    enc(secret.as_deref().unwrap_or(""))
+                ));
+                self.learn(&basic);
+                headers.push(("authorization", format!("Basic {basic}")));
+            }
+            ClientAuth::SecretPost => {
+                form.push(("client_id", client_id.clone()));
+                form.push(("client_secret", secret.clone().unwrap_or_default()));
+            }
+            ClientAuth::PrivateKeyJwt => {
+                let jwt = pkce::es256_assertion(key.unwrap_or(&[]), &client_id, &meta.issuer)
+                    .map_err(AuthError::Metadata)?;
+                self.learn(&jwt);
+                form.push(("client_id", client_id.clone()));
+                form.push((
+                    "client_assertion_type",
+                    "urn:ietf:params:oauth:client-assertion-type:jwt-bearer".into(),
+                ));
+                form.push(("client_assertion", jwt));
+            }
+            ClientAuth::None => form.push(("client_id", client_id.clone())),
+        }
+        let body = form_urlencoded::Serializer::new(String::new())
+            .extend_pairs(form.iter().map(|(k, v)| (*k, v.as_str())))
+            .finish();
+        let hdrs: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let reply = send(
+            net,
+            route,
+            &Request {
+                method: "POST",
+                url: &meta.token_endpoint,
+                headers: &hdrs,
+                body: Some(("application/x-www-form-urlencoded", body.as_bytes())),
+                accept: "application/json",
+            },
+            deadline,
+        )
+        .await?;
+        if !(200..300).contains(&reply.status) {
+            return Err(server_error("token", &reply));
+        }
+        let v = reply
+            .json()
+            .ok_or_else(|| AuthError::Metadata("token reply is not JSON".into()))?;
+        let access = string(&v, "access_token")
+            .ok_or_else(|| AuthError::Metadata("token reply has no access_token".into()))?;
+        self.learn(&access);
+        let token_type = string(&v, "token_type").unwrap_or_default();
+        if !token_type.eq_ignore_ascii_case("bearer") {
+            return Err(AuthError::Metadata(format!(
+                "token_type {token_type:?} is not Bearer"
+            )));
+        }
+        let refresh = string(&v, "refresh_token");
+        if let Some(r) = &refresh {
+            self.learn(r);
+        }
+        if let Some(id) = string(&v, "id_token") {
+            self.learn(&id);
+        }
+        let expires_at = v
+            .get("expires_in")
+            .and_then(Value::as_u64)
+            .map(|s| unix_now().saturating_add(s));
+        let scopes = string(&v, "scope")
+            .map(|s| decide::split_scopes(&s))
+            .unwrap_or_else(|| requested.to_vec());
+        Ok(Token {
+            access_token: access,
+            refresh_token: refresh,
+            expires_at,
+            scopes,
+        })
+    }
+
+    /// The authorization step: PKCE S256, state, resource; the hook visits the URL; the
+    /// redirect's state and iss are checked. Returns (code, verifier, redirect_uri).
+    async fn authorize(
+        &self,
+        net: &HostNet,
+        route: &Route,
+        d: &Discovered,
+        scopes: &[String],
+        deadline: Instant,
+    ) -> Result<(String, String, String), AuthError> {
+        let meta = &d.server;
+        let hook = self
+            .cfg
+            .authorize
+            .clone()
+            .ok_or_else(|| AuthError::NoFlow {
+                asked: asked_for(d),
+            })?;
+        let endpoint = meta.authorization_endpoint.clone().ok_or_else(|| {
+            AuthError::Metadata(format!("{} has no authorization_endpoint", meta.issuer))
+        })?;
+        check_transport(&endpoint)?;
+        if !meta.code_challenge_methods.iter().any(|m| m == "S256") {
+            return Err(AuthError::Metadata(format!(
+                "{} does not list S256 in code_challenge_methods_supported; refusing \
+                 without PKCE",
+                meta.issuer
+            )));
+        }
+        let (client_id, _) = self.client(net, route, d, deadline).await?;
+        let verifier = pkce::random_urlsafe(32);
+        let state = pkce::random_urlsafe(16);
+        let redirect = hook.redirect_uri();
+        // Built in a block: the serializer is not `Send` and must not live across an await.
+        let query = {
+            let mut q = form_urlencoded::Serializer::new(String::new());
+            q.append_pair("response_type", "code")
+                .append_pair("client_id", &client_id)
+                .append_pair("redirect_uri", &redirect)
+                .append_pair("code_challenge", &pkce::s256(&verifier))
+                .append_pair("code_challenge_method", "S256")
+                .append_pair("state", &state)
+                .append_pair("resource", &d.resource);
+            if !scopes.is_empty() {
+                q.append_pair("scope", &scopes.join(" "));
+            }
+            q.finish()
+        };
+        let sep = if endpoint.contains('?') { '&' } else { '?' };
+        let req = AuthorizeRequest {
+            url: format!("{endpoint}{sep}{query}"),
+            redirect_uri: redirect.clone(),
+            state: state.clone(),
+        };
+        // An auto-approving server answers the GET itself with a redirect carrying the code;
+        // else a person approves through the hook.
+        let first = send(
+            net,
+            route,
+            &Request {
+                method: "GET",
+                url: &req.url,
+                headers: &[],
+                body: None,
+                accept: "text/html, application/json",
+            },
+            deadline,
+        )
+        .await?;
+        let auto = first
+            .header("location")
+            .filter(|l| (300..400).contains(&first.status) && l.starts_with(redirect.as_str()))
+            .map(str::to_owned);
+        let back = match auto {
+            Some(location) => location,
+            None => futures_lite::future::or(hook.authorize(&req), async {
+                async_io::Timer::at(deadline + PERSON_DEADLINE).await;
+                Err("no answer within 5 minutes".to_owned())
+            })
+            .await
+            .map_err(AuthError::Authorize)?,
+        };
+        let params = pkce::redirect_params(&back);
+        let get = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+        if get("state") != Some(state.as_str()) {
+            return Err(AuthDecisionError::StateMismatch.into());
+        }
+        decide::check_iss(get("iss"), &meta.issuer, meta.iss_parameter)?;
+        if let Some(e) = get("error") {
+            return Err(AuthError::Authorize(format!(
+                "{e}: {}",
+                get("error_description").unwrap_or("")
+            )));
+        }
+        let code = get("code")
+            .ok_or_else(|| AuthError::Authorize("redirect has no code".into()))?
+            .to_owned();
+        self.learn(&code);
+        Ok((code, verifier, redirect))
+    }
+}
+
+fn server_error(what: &'static str, reply: &HttpReply) -> AuthError {
+    let detail = match reply.json() {
+        Some(v) if v.get("error").is_some() => format!(
+            "{}{}",
+            string(&v, "error").unwrap_or_default(),
+            string(&v, "error_description")
+                .map(|d| format!(": {d}"))
+                .unwrap_or_default()
+        ),
+        _ => String::from_utf8_lossy(reply.body.get(..200).unwrap_or(&reply.body))
+            .trim()
+            .to_owned(),
+    };
+    AuthError::Server {
+        what,
+        status: reply.status,
+        detail,
+    }
+}
+
+/// What the server asked for, in words (for a 401 no flow can answer).
+pub fn asked_for(d: &Discovered) -> String {
+    let mut s = format!("authorization server {}", d.server.issuer);
+    if let Some(c) = &d.challenge
+        && let Some(sc) = &c.scope
+    {
+        s.push_str(&format!(", scope {sc:?}"));
+    }
+    s
+}
+
+/// GET `url` as JSON; `Ok(None)` for a 404 or other non-2xx (try the next URL).
+async fn get_json(
+    net: &HostNet,
+    route: &Route,
+    url: &str,
+    deadline: Instant,
+) -> Result<Option<Value>, AuthError> {
+    let reply = send(
+        net,
+        route,
+        &Request {
+            method: "GET",
+            url,
+            headers: &[],
+            body: None,
+            accept: "application/json",
+        },
+        deadline,
+    )
+    .await?;
+    if !(200..300).contains(&reply.status) {
+        return Ok(None);
+    }
+    reply
+        .json()
+        .map(Some)
+        .ok_or_else(|| AuthError::Metadata(format!("{url} is not JSON")))
+}
+
+/// The challenge of an unauthenticated request to the MCP endpoint (a `ping`, which runs
+/// nothing), if it is refused with 401.
+pub async fn probe(
+    net: &HostNet,
+    route: &Route,
+    mcp_url: &str,
+    bearer: Option<&str>,
+    deadline: Instant,
+) -> Result<Option<(u16, Challenge)>, AuthError> {
+    let body = br#"{"jsonrpc":"2.0","id":"verifi-auth-probe","method":"ping"}"#;
+    let auth = bearer.map(|b| format!("Bearer {b}"));
+    let headers: Vec<(&str, &str)> = auth
+        .as_deref()
+        .map(|a| vec![("authorization", a)])
+        .unwrap_or_default();
+    let reply = send(
+        net,
+        route,
+        &Request {
+            method: "POST",
+            url: mcp_url,
+            headers: &headers,
+            body: Some(("application/json", body)),
+            accept: "application/json, text/event-stream",
+        },
+        deadline,
+    )
+    .await?;
+    if reply.status == 401 || reply.status == 403 {
+        let c = reply
+            .header("www-authenticate")
+            .and_then(Challenge::parse)
+            .unwrap_or_default();
+        return Ok(Some((reply.status, c)));
+    }
+    Ok(None)
+}
+
+/// Discovery for the MCP server at `mcp_url`: probe, protected-resource metadata (checked
+/// against the server), then its first authorization server's metadata (checked issuer).
+pub async fn discover(
+    net: &HostNet,
+    route: &Route,
+    mcp_url: &str,
+    deadline: Instant,
+) -> Result<Discovered, AuthError> {
+    discover_with(net, route, mcp_url, None, deadline).await
+}
+
+/// [`discover`] from a challenge already in hand (no probe), or with a probe when `None`.
+pub async fn discover_with(
+    net: &HostNet,
+    route: &Route,
+    mcp_url: &str,
+    challenge: Option<Challenge>,
+    deadline: Instant,
+) -> Result<Discovered, AuthError> {
+    let challenge = match challenge {
+        Some(c) => Some(c),
+        None => probe(net, route, mcp_url, None, deadline)
+            .await?
+            .map(|(_, c)| c),
+    };
+    let mut prm = None;
+    for url in resource_metadata_urls(mcp_url, challenge.as_ref())? {
+        if let Some(v) = get_json(net, route, &url, deadline).await? {
+            prm = Some(v);
+            break;
+        }
+    }
+    let prm = prm.ok_or_else(|| {
+        AuthError::Metadata(format!(
+            "{mcp_url} publishes no protected-resource metadata (RFC 9728)"
+        ))
+    })?;
+    let resource = string(&prm, "resource")
+        .ok_or_else(|| AuthError::Metadata("protected-resource metadata has no resource".into()))?;
+    check_resource(&resource, mcp_url)?;
+    let issuer = strings(&prm, "authorization_servers")
+        .and_then(|v| v.into_iter().next())
+        .ok_or_else(|| {
+            AuthError::Metadata("protected-resource metadata names no authorization server".into())
+        })?;
+    let mut server = None;
+    for url in authorization_server_metadata_urls(&issuer)? {
+        if let Some(v) = get_json(net, route, &url, deadline).await? {
+            server = Some(
+                ServerMetadata::from_json(&v)
+                    .map_err(|e| AuthError::Metadata(format!("{url}: {e}")))?,
+            );
+            break;
+        }
+    }
+    let server = server.ok_or_else(|| {
+        AuthError::Metadata(format!(
+            "{issuer} publishes no authorization-server metadata"
+        ))
+    })?;
+    check_issuer(&server.issuer, &issuer)?;
+    Ok(Discovered {
+        resource,
+        resource_scopes: strings(&prm, "scopes_supported").unwrap_or_default(),
+        challenge,
+        server,
+    })
+}
+
+/// `URL_SAFE_NO_PAD` of `bytes` (for the `pkce` module).
+pub(crate) fn b64url(bytes: &[u8]) -> String {
+    URL_SAFE_NO_PAD.encode(bytes)
+}
