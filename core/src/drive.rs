@@ -262,6 +262,25 @@ pub struct ProgressUpdate<'u> {
     pub message: Option<&'u str>,
 }
 
+impl ProgressUpdate<'_> {
+    /// `progress` as a number (JSON numbers are decimal text; `None` if it is not one).
+    pub fn progress_value(&self) -> Option<f64> {
+        self.progress.parse().ok()
+    }
+
+    /// `total` as a number, when the server gave one.
+    pub fn total_value(&self) -> Option<f64> {
+        self.total?.parse().ok()
+    }
+
+    /// How far along, `0.0..=1.0`: `progress / total` when both are numbers and the total is
+    /// positive (clamped, as servers overshoot).
+    pub fn fraction(&self) -> Option<f64> {
+        let (p, t) = (self.progress_value()?, self.total_value()?);
+        (t > 0.0).then(|| (p / t).clamp(0.0, 1.0))
+    }
+}
+
 /// Longest progress message handed to an observer (longer ones are cut).
 pub const MAX_PROGRESS_MESSAGE: usize = 240;
 

@@ -1612,3 +1612,22 @@ fn the_retry_after_budget_caps_a_storm_and_says_the_delay() {
         );
     }
 }
+
+#[test]
+fn progress_updates_read_as_numbers() {
+    let u = |progress, total| drive::ProgressUpdate {
+        progress,
+        total,
+        message: None,
+    };
+    assert_eq!(u("3", Some("4.0")).fraction(), Some(0.75));
+    assert_eq!(u("1.5e1", None).progress_value(), Some(15.0));
+    assert_eq!(u("12", None).fraction(), None, "no total");
+    assert_eq!(u("5", Some("0")).fraction(), None, "a zero total");
+    assert_eq!(
+        u("9", Some("4")).fraction(),
+        Some(1.0),
+        "overshoot is clamped"
+    );
+    assert_eq!(u("x", Some("4")).progress_value(), None);
+}
