@@ -25,13 +25,14 @@
 //! # }
 //! ```
 //!
-//! Modules: [`context`] (`HarnessContext`, `ctx.mcp(slot)`), [`slot`] (slot handles), [`exec`] (`run_command` on a shared box), [`net`] (connections, pool, TLS, clock), [`buf`] (capped `Vec` buffers),
+//! Modules: [`context`] (`HarnessContext`, `ctx.mcp(slot)`), [`slot`] (slot handles), [`exec`] (`run_command` on a shared box), [`protocol`] (resources, prompts, ping, structured output), [`net`] (connections, pool, TLS, clock), [`buf`] (capped `Vec` buffers),
 //! [`shared`] (a slot's state behind a lock with wake-ups).
 
 pub mod buf;
 pub mod context;
 pub mod exec;
 pub mod net;
+pub mod protocol;
 pub mod result;
 pub mod shared;
 pub mod slot;
@@ -43,6 +44,10 @@ pub use context::{
 };
 pub use exec::{Exec, ExecResult};
 pub use net::{ConnectFailure, FailureKind, HostNet, PoolKey, RootCert};
+pub use protocol::{
+    GetPromptResult, Prompt, PromptArgument, PromptMessage, ProtocolError, ReadResourceResult,
+    Resource, ResourceContents, ResourceTemplate,
+};
 pub use result::{CallError, ListToolsError, ToolResult};
 pub use shared::HostShared;
 pub use slot::{SlotHandle, SlotSpec};
