@@ -1718,7 +1718,16 @@ where
             }
         }
     };
-    list_paged(net, cfg, state, ListMethod::Tools, secrets, bufs, &mut on_item).await
+    list_paged(
+        net,
+        cfg,
+        state,
+        ListMethod::Tools,
+        secrets,
+        bufs,
+        &mut on_item,
+    )
+    .await
 }
 
 /// A list across pages with failover: a primary failure is retried on the fallback; a

@@ -26,8 +26,8 @@ use rmcp::model::{
     ContentBlock, ErrorData, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
     InitializeRequestParams, InitializeResult, JsonObject, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ProgressNotificationParam, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, ServerCapabilities, ServerConfig, Tool,
+    ProgressNotificationParam, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -314,7 +314,11 @@ fn tool_list() -> Vec<Tool> {
 
 /// `ports`: structured output with a declared `outputSchema` (the same on every peer).
 fn ports_tool() -> Tool {
-    let mut tool = Tool::new("ports", "Open ports, as structured output", schema(json!({})));
+    let mut tool = Tool::new(
+        "ports",
+        "Open ports, as structured output",
+        schema(json!({})),
+    );
     if let Value::Object(m) = ports_output_schema() {
         tool.output_schema = Some(Arc::new(m));
     }

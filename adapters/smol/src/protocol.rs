@@ -266,7 +266,9 @@ impl OutputSchema {
         let built = jsonschema::options().build(schema);
         match built {
             Ok(v) => OutputSchema::Ready(Box::new(v)),
-            Err(e) => OutputSchema::Unusable(format!("the tool's outputSchema cannot be used: {e}")),
+            Err(e) => {
+                OutputSchema::Unusable(format!("the tool's outputSchema cannot be used: {e}"))
+            }
         }
     }
 
@@ -289,7 +291,11 @@ impl OutputSchema {
             .take(3)
             .map(|e| {
                 let path = e.instance_path().to_string();
-                let path = if path.is_empty() { "/".to_owned() } else { path };
+                let path = if path.is_empty() {
+                    "/".to_owned()
+                } else {
+                    path
+                };
                 format!("at {path}: {e}")
             })
             .collect();
@@ -381,7 +387,10 @@ mod tests {
             r.call_result(),
             Some(json!({"content": [], "structuredContent": {"a": 1}}))
         );
-        r.raw = Some(r#"[{"jsonrpc":"2.0","method":"x"},{"jsonrpc":"2.0","id":3,"result":{"content":[]}}]"#.into());
+        r.raw = Some(
+            r#"[{"jsonrpc":"2.0","method":"x"},{"jsonrpc":"2.0","id":3,"result":{"content":[]}}]"#
+                .into(),
+        );
         assert_eq!(r.call_result(), Some(json!({"content": []})));
         r.raw = None;
         assert_eq!(r.call_result(), None);

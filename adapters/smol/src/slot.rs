@@ -28,10 +28,10 @@ use crate::protocol::{
     ResourceTemplate, typed,
 };
 use crate::result::{ListToolsError, ToolResult};
+use crate::shared::HostShared;
 use std::collections::HashMap;
 use verifi_mcp_core::harness::result::Kind;
 use verifi_mcp_core::wire::jsonrpc::{ListMethod, Request};
-use crate::shared::HostShared;
 
 /// What the manifest says about one slot.
 #[derive(Debug, Clone, PartialEq, Eq)]

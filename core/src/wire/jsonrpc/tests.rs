@@ -461,7 +461,13 @@ fn encodes_the_other_methods_exactly() {
         r#"{"jsonrpc":"2.0","id":9,"method":"prompts/list","params":{"cursor":"p2"}}"#
     );
     assert_eq!(
-        encode(|o| encode_request(o, 10, &Request::ResourcesRead { uri: "file:///a b\"c" })),
+        encode(|o| encode_request(
+            o,
+            10,
+            &Request::ResourcesRead {
+                uri: "file:///a b\"c"
+            }
+        )),
         r#"{"jsonrpc":"2.0","id":10,"method":"resources/read","params":{"uri":"file:///a b\"c"}}"#
     );
     let args = parse(br#" { "topic" : "dns" } "#);
