@@ -92,12 +92,24 @@ fn py_stateful() {
     run_all(PeerKind::PyStateful);
 }
 #[test]
+fn py_stateless() {
+    run_all(PeerKind::PyStateless);
+}
+#[test]
+fn py_json() {
+    run_all(PeerKind::PyJson);
+}
+#[test]
 fn py_stateless_json() {
     run_all(PeerKind::PyStatelessJson);
 }
 #[test]
 fn rmcp_stateful() {
     run_all(PeerKind::RmcpStateful);
+}
+#[test]
+fn rmcp_stateless() {
+    run_all(PeerKind::RmcpStateless);
 }
 #[test]
 fn rmcp_json() {

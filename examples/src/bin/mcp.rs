@@ -16,6 +16,7 @@ use verifi_mcp_examples::common::{
     self, CLI_SLOT, UsageError, amend_manifest, endpoint_base, event_line, ledger_json,
     one_slot_manifest, parse_args, parse_header, result_json, run_secrets, scrub, timeline_json,
 };
+use verifi_mcp_examples::protocol_cmds::{self, ProtoCmd};
 use verifi_mcp_smol::{Exec, HarnessContext, Options, ProgressUpdate, ProtocolVersion, SlotHandle};
 
 /// Longest stdin line `batch` accepts.
@@ -67,6 +68,10 @@ struct Common {
     /// Largest reply accepted, in bytes (a larger one is an ok:false naming the cap).
     #[arg(long, value_name = "BYTES", default_value_t = 16 * 1024 * 1024)]
     max_reply_bytes: usize,
+    /// call: also print `result`, the whole CallToolResult (structured content, images,
+    /// annotations), redacted.
+    #[arg(long)]
+    raw: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -129,6 +134,33 @@ enum Cmd {
         #[command(flatten)]
         common: Common,
     },
+    /// List resources and resource templates: `mcp resources ENDPOINT`.
+    Resources(ProtoArgs),
+    /// Read a resource: `mcp read ENDPOINT URI`.
+    Read(ProtoArgs),
+    /// List prompts: `mcp prompts ENDPOINT`.
+    Prompts(ProtoArgs),
+    /// Get a prompt: `mcp prompt ENDPOINT NAME [JSON_ARGS]`.
+    Prompt(ProtoArgs),
+    /// Ping the server: `mcp ping ENDPOINT`.
+    Ping(ProtoArgs),
+}
+
+/// The arguments of the protocol subcommands (see `protocol_cmds`).
+#[derive(Args, Debug)]
+struct ProtoArgs {
+    /// ENDPOINT and the command's own arguments (ENDPOINT omitted with --manifest).
+    #[arg(value_name = "ENDPOINT ARGS")]
+    pos: Vec<String>,
+    #[command(flatten)]
+    common: Common,
+}
+
+/// Runs one protocol subcommand.
+async fn proto(cmd: ProtoCmd, mut a: ProtoArgs) -> Result<ExitCode, Fail> {
+    let run = build(&a.common, &mut a.pos, &run_id())?;
+    let code = protocol_cmds::run(cmd, &run.slot, &a.pos, &|v| run.out(v), &|l| run.err(l)).await?;
+    Ok(finish(&run, code).await)
 }
 
 /// What a command ended with.
@@ -230,6 +262,7 @@ fn build(common: &Common, pos: &mut Vec<String>, run_id: &str) -> Result<Run, Fa
         },
         protocol_version,
         exact_mcp_urls: common.exact_url,
+        keep_raw: common.raw,
         ..Options::default()
     };
     let ctx = HarnessContext::from_manifest_value(manifest, run_id, options)
@@ -381,7 +414,11 @@ async fn dispatch(cmd: Cmd) -> Result<ExitCode, Fail> {
                 run.slot.call_with_progress(&tool, &args, on_progress),
             )
             .await;
-            run.out(&result_json(&r));
+            let printed = match common.raw {
+                true => protocol_cmds::with_call_result(result_json(&r), &r),
+                false => result_json(&r),
+            };
+            run.out(&printed);
             Ok(finish(&run, if r.ok { 0 } else { 1 }).await)
         }
         Cmd::Exec {
@@ -474,6 +511,11 @@ async fn dispatch(cmd: Cmd) -> Result<ExitCode, Fail> {
             let code = bench(&run, &tool, args, calls, concurrency).await;
             Ok(finish(&run, code).await)
         }
+        Cmd::Resources(a) => proto(ProtoCmd::Resources, a).await,
+        Cmd::Read(a) => proto(ProtoCmd::Read, a).await,
+        Cmd::Prompts(a) => proto(ProtoCmd::Prompts, a).await,
+        Cmd::Prompt(a) => proto(ProtoCmd::Prompt, a).await,
+        Cmd::Ping(a) => proto(ProtoCmd::Ping, a).await,
     }
 }
 
