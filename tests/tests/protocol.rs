@@ -283,6 +283,24 @@ async fn structured_output_matches_its_schema(p: &Peer) {
     assert!(ctx.timeline().is_empty());
 }
 
+/// A session the server forgot (404) is re-initialized once and the request retried, as for
+/// calls.
+#[test]
+fn a_forgotten_session_is_reinitialized_for_a_read() {
+    let server =
+        verifi_mcp_tests::servers::TestServer::start(verifi_mcp_tests::servers::Mode::Stateful)
+            .unwrap();
+    let ctx = context(&server.base_url(), "run-404", Options::default());
+    let kali = ctx.mcp("kali").unwrap();
+    run_bounded(CHECK_BOUND, kali.ping()).expect("ping");
+    assert_eq!(server.stats().initializes(), 1);
+    assert_eq!(server.drop_sessions(), 1);
+    let r = run_bounded(CHECK_BOUND, kali.read_resource("test://notes/readme")).expect("read");
+    assert_eq!(r.text(), README_TEXT);
+    assert_eq!(server.stats().initializes(), 2);
+    assert_eq!(ctx.ledger().tool_calls, 1);
+}
+
 // ---- byte level -------------------------------------------------------------------------------
 
 /// A server that answers the handshake and notifications itself, and every other request with

@@ -155,6 +155,10 @@ fn run(kind: PeerKind) {
     assert_eq!(v["result"]["structuredContent"], json!({"open": [22, 80]}));
     let out = mcp(&["call", url, "ports"]);
     assert_eq!(json_of(&out).get("result"), None);
+    // call --check-output: the tools are listed first and the real server's output matches.
+    let out = mcp(&["call", "--check-output", url, "ports"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(json_of(&out)["ok"], json!(true));
 
     // Bad input is exit 2 with one line.
     let out = mcp(&["read", url]);
@@ -213,4 +217,55 @@ fn rmcp_stateful() {
 #[test]
 fn rmcp_json() {
     run(PeerKind::RmcpJson);
+}
+
+/// `call --check-output` against a tool whose structured content breaks its own schema: exit 1,
+/// a tool error naming the path, and its timeline event.
+#[test]
+fn check_output_reports_a_mismatch_with_its_path() {
+    use std::sync::Arc;
+    use verifi_mcp_tests::hostile::{
+        HostileServer, Request, Responder, Step, http_response, json_response, rpc_result,
+    };
+    let responder: Responder = Arc::new(|req: &Request| match req.method().as_deref() {
+        Some("initialize") => json_response(&rpc_result(
+            req,
+            r#"{"protocolVersion":"2024-11-05","capabilities":{"tools":{}},"serverInfo":{"name":"scripted","version":"0"}}"#,
+        )),
+        Some(m) if m.starts_with("notifications/") => http_response(202, &[], b""),
+        Some("tools/list") => json_response(&rpc_result(
+            req,
+            r#"{"tools":[{"name":"ports","inputSchema":{"type":"object"},"outputSchema":{"type":"object","properties":{"open":{"type":"array","items":{"type":"integer"}}}}}]}"#,
+        )),
+        Some("tools/call") => json_response(&rpc_result(
+            req,
+            r#"{"content":[{"type":"text","text":"scan done"}],"structuredContent":{"open":["ssh"]}}"#,
+        )),
+        _ => http_response(400, &[], b"unexpected request"),
+    });
+    let steps: Vec<Step> = (0..20)
+        .flat_map(|_| [Step::ReadRequest, Step::SendWith(responder.clone())])
+        .collect();
+    let server = HostileServer::every_connection(steps).unwrap();
+    let url = server.base_url();
+    let out = mcp(&["call", "--check-output", &url, "ports"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let v = json_of(&out);
+    assert_eq!(v["ok"], json!(false));
+    assert_eq!(v["isError"], json!(true));
+    assert_eq!(
+        v["error"],
+        json!(
+            "structured output check failed: structuredContent does not match the tool's \
+             outputSchema at /open/0: \"ssh\" is not of type \"integer\""
+        )
+    );
+    assert!(
+        stderr(&out).contains("event: tool_error"),
+        "{}",
+        stderr(&out)
+    );
+    // Without the flag nothing was listed, so nothing is checked.
+    let out = mcp(&["call", &url, "ports"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
 }

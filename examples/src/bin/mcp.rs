@@ -72,6 +72,10 @@ struct Common {
     /// annotations), redacted.
     #[arg(long)]
     raw: bool,
+    /// call: list the tools first, so a tool's declared outputSchema is checked against its
+    /// structuredContent (a mismatch is a tool error naming the failing path).
+    #[arg(long)]
+    check_output: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -401,6 +405,12 @@ async fn dispatch(cmd: Cmd) -> Result<ExitCode, Fail> {
                     );
                 }
             };
+            if common.check_output
+                && let Err(e) = run.slot.list_tools().await
+            {
+                run.err(&format!("mcp: {e}"));
+                return Ok(finish(&run, 1).await);
+            }
             // On a terminal, the status line shows the call's progress notifications too.
             let status = std::sync::Mutex::new(String::new());
             let on_progress = |u: &ProgressUpdate<'_>| {
