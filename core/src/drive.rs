@@ -1535,7 +1535,7 @@ where
 
 /// Handles one page of a list: each item (and its redacted JSON) to the callback, the next
 /// cursor kept.
-struct ListHandler<'x, F: FnMut(Value<'_>, &[u8]), B: Buf, Sec: AsRef<[u8]>> {
+struct ListHandler<'x, F: FnMut(Option<(Value<'_>, &[u8])>), B: Buf, Sec: AsRef<[u8]>> {
     id: u64,
     list: ListMethod,
     on_item: &'x mut F,
@@ -1546,7 +1546,7 @@ struct ListHandler<'x, F: FnMut(Value<'_>, &[u8]), B: Buf, Sec: AsRef<[u8]>> {
     has_next: bool,
     answer: Option<Result<(), ListError>>,
 }
-impl<F: FnMut(Value<'_>, &[u8]), B: Buf, Sec: AsRef<[u8]>> OnMessage
+impl<F: FnMut(Option<(Value<'_>, &[u8])>), B: Buf, Sec: AsRef<[u8]>> OnMessage
     for ListHandler<'_, F, B, Sec>
 {
     fn renumber(&mut self, id: u64) {
@@ -1567,7 +1567,7 @@ impl<F: FnMut(Value<'_>, &[u8]), B: Buf, Sec: AsRef<[u8]>> OnMessage
                     self.text.clear();
                     redact_into(self.secrets, item.raw(), &mut *self.text)
                         .map_err(|o| Failure::TooLarge(BufferName::Text, o))?;
-                    (self.on_item)(item, self.text.bytes());
+                    (self.on_item)(Some((item, self.text.bytes())));
                 }
                 self.cursor.clear();
                 self.has_next = false;
@@ -1609,7 +1609,7 @@ where
     S: Shared<SlotState>,
     B: Buf + Send,
     Sec: AsRef<[u8]> + Sync,
-    F: FnMut(Value<'_>, &[u8]) + Send,
+    F: FnMut(Option<(Value<'_>, &[u8])>) + Send,
 {
     let ep = cfg
         .endpoint(target)
@@ -1705,7 +1705,9 @@ where
     Sec: AsRef<[u8]> + Sync,
     F: FnMut(&str, &[u8]) + Send,
 {
-    let mut on_item = |tool: Value<'_>, json: &[u8]| {
+    let mut on_item = |item: Option<(Value<'_>, &[u8])>| {
+        // A restart on the fallback is not told (the seed's listTools never was).
+        let Some((tool, json)) = item else { return };
         let Some(name) = jsonrpc::tool_name(tool) else {
             return;
         };
@@ -1730,8 +1732,9 @@ where
     .await
 }
 
-/// A list across pages with failover: a primary failure is retried on the fallback; a
-/// fallback failure is returned, redacted.
+/// A list across pages with failover: a primary failure is retried on the fallback (after
+/// `on_item(None)`: the items of the failed attempt are not the list); a fallback failure is
+/// returned, redacted.
 async fn list_paged<N, S, B, Sec, F>(
     net: &N,
     cfg: &SlotConfig<'_>,
@@ -1746,10 +1749,15 @@ where
     S: Shared<SlotState>,
     B: Buf + Send,
     Sec: AsRef<[u8]> + Sync,
-    F: FnMut(Value<'_>, &[u8]) + Send,
+    F: FnMut(Option<(Value<'_>, &[u8])>) + Send,
 {
     let mut target = state.with(|s| s.failover.first_target());
+    let mut first = true;
     loop {
+        if !first {
+            on_item(None);
+        }
+        first = false;
         let result = attempt_list(net, cfg, state, target, list, secrets, bufs, on_item).await;
         let outcome = match &result {
             Ok(()) => AttemptOutcome::Answered,
@@ -1828,11 +1836,21 @@ impl core::fmt::Display for MethodError {
     }
 }
 
+/// What [`list`] hands its caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListItem<'i> {
+    /// One item's whole JSON (a resource, template, prompt or tool object), redacted.
+    Item(&'i [u8]),
+    /// The server failed part-way and the list starts again on the fallback: forget the items
+    /// handed over so far.
+    Restart,
+}
+
 /// Any list (`resources/list`, `resources/templates/list`, `prompts/list`, or `tools/list`)
-/// across pages, each item's whole JSON, redacted, to `on_item`. Fails over like
-/// [`list_tools`]: a primary failure is retried on the fallback, a fallback failure returned.
-/// A server that repeats its cursor (or pages past 1 000) is stopped. Listing is not metered
-/// and emits no timeline event.
+/// across pages, each item to `on_item`. Fails over like [`list_tools`]: a primary failure is
+/// retried on the fallback (after a [`ListItem::Restart`]), a fallback failure returned. A
+/// server that repeats its cursor (or pages past 1 000) is stopped. Listing is not metered and
+/// emits no timeline event.
 pub async fn list<N, S, B, Sec, F>(
     net: &N,
     cfg: &SlotConfig<'_>,
@@ -1847,9 +1865,12 @@ where
     S: Shared<SlotState>,
     B: Buf + Send,
     Sec: AsRef<[u8]> + Sync,
-    F: FnMut(&[u8]) + Send,
+    F: FnMut(ListItem<'_>) + Send,
 {
-    let mut each = |_: Value<'_>, json: &[u8]| on_item(json);
+    let mut each = |item: Option<(Value<'_>, &[u8])>| match item {
+        Some((_, json)) => on_item(ListItem::Item(json)),
+        None => on_item(ListItem::Restart),
+    };
     list_paged(net, cfg, state, list, secrets, bufs, &mut each)
         .await
         .map_err(|error| MethodError {

@@ -595,3 +595,40 @@ fn structured_content_missing_for_a_tool_with_a_schema_is_a_tool_error() {
         json!({"content": [{"type": "text", "text": "scan done"}]})
     );
 }
+
+/// A primary that fails part-way through its pages: the list is the fallback's whole list, not
+/// the primary's first page and the fallback's list together.
+#[test]
+fn a_primary_failing_mid_list_leaves_only_the_fallbacks_items() {
+    let primary = scripted(|req| {
+        if req.method().as_deref() != Some("resources/list") {
+            return None;
+        }
+        // The first page, then nothing usable (a 400) for the second.
+        cursor_of(req).is_none().then(|| {
+            rpc_result(
+                req,
+                r#"{"resources":[{"uri":"p://1","name":"from the primary"}],"nextCursor":"p2"}"#,
+            )
+        })
+    });
+    let fallback = scripted(|req| {
+        (req.method().as_deref() == Some("resources/list")).then(|| {
+            rpc_result(
+                req,
+                r#"{"resources":[{"uri":"f://1","name":"a"},{"uri":"f://2","name":"b"}]}"#,
+            )
+        })
+    });
+    let ctx = context_with(
+        json!({ "slotFills": { "kali": { "endpoint": primary.base_url(),
+                                         "fallback": fallback.base_url() } } }),
+        "run-mid-list",
+        Options::default(),
+    );
+    let resources = run_bounded(CHECK_BOUND, ctx.mcp("kali").unwrap().list_resources())
+        .expect("served by the fallback");
+    let uris: Vec<&str> = resources.iter().map(|r| r.uri.as_str()).collect();
+    assert_eq!(uris, ["f://1", "f://2"]);
+    assert_eq!(ctx.ledger(), LedgerTotals::default());
+}

@@ -581,11 +581,11 @@ impl SlotHandle {
         }
     }
 
-    /// The driver's config and endpoints for a list or request, or why there are none.
+    /// A list through the driver, each item (or a restart on the fallback) to `on_item`.
     async fn each_item(
         &self,
         list: ListMethod,
-        on_item: impl FnMut(&[u8]) + Send,
+        on_item: impl FnMut(drive::ListItem<'_>) + Send,
     ) -> Result<(), ProtocolError> {
         let secrets = &self.inner.secrets;
         let endpoints = self
@@ -614,8 +614,12 @@ impl SlotHandle {
         list: ListMethod,
     ) -> Result<Vec<T>, ProtocolError> {
         let mut items = Vec::new();
-        self.each_item(list, |json| items.push(json.to_vec()))
-            .await?;
+        self.each_item(list, |item| match item {
+            drive::ListItem::Item(json) => items.push(json.to_vec()),
+            // The primary failed part-way: the fallback's list is the list.
+            drive::ListItem::Restart => items.clear(),
+        })
+        .await?;
         items
             .iter()
             .map(|json| typed(list.method(), json, &self.inner.secrets))
