@@ -632,3 +632,32 @@ fn a_primary_failing_mid_list_leaves_only_the_fallbacks_items() {
     assert_eq!(uris, ["f://1", "f://2"]);
     assert_eq!(ctx.ledger(), LedgerTotals::default());
 }
+
+/// The same for `tools/list` through the host adapter: the names are the fallback's alone.
+#[test]
+fn tools_listed_after_a_mid_list_failover_are_the_fallbacks_alone() {
+    let primary = scripted(|req| {
+        (req.method().as_deref() == Some("tools/list") && cursor_of(req).is_none()).then(|| {
+            rpc_result(
+                req,
+                r#"{"tools":[{"name":"primary_only","inputSchema":{"type":"object"}}],"nextCursor":"p2"}"#,
+            )
+        })
+    });
+    let fallback = scripted(|req| {
+        (req.method().as_deref() == Some("tools/list")).then(|| {
+            rpc_result(
+                req,
+                r#"{"tools":[{"name":"echo","inputSchema":{"type":"object"}},{"name":"n\u0061me","inputSchema":{"type":"object"}}]}"#,
+            )
+        })
+    });
+    let ctx = context_with(
+        json!({ "slotFills": { "kali": { "endpoint": primary.base_url(),
+                                         "fallback": fallback.base_url() } } }),
+        "run-mid-tools",
+        Options::default(),
+    );
+    let names = run_bounded(CHECK_BOUND, ctx.mcp("kali").unwrap().list_tools()).unwrap();
+    assert_eq!(names, ["echo", "name"]);
+}

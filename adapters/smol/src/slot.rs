@@ -463,10 +463,7 @@ impl SlotHandle {
     }
 
     /// tools/list through the driver, each tool's name and redacted JSON to `on_tool`.
-    async fn each_tool(
-        &self,
-        mut on_tool: impl FnMut(&str, &[u8]) + Send,
-    ) -> Result<(), ListToolsError> {
+    async fn each_tool(&self, mut on_tool: impl FnMut(&str, &[u8])) -> Result<(), ListToolsError> {
         let endpoints = self.endpoints().map_err(|e| ListToolsError {
             message: format!("tools/list failed: {e}"),
         })?;
@@ -475,23 +472,39 @@ impl SlotHandle {
         let run = &self.inner.run;
         let mut scratch = self.scratch();
         let mut bufs = self.bufs(scratch.get());
-        // Each tool's outputSchema is learned on the way (a new list replaces the old one).
-        let mut schemas = HashMap::new();
-        drive::list_tools_described(
+        // Collected first: a primary that fails part-way restarts the list on the fallback,
+        // and only the list that ends is handed over.
+        let mut tools: Vec<(String, Vec<u8>)> = Vec::new();
+        drive::list(
             &run.net,
             &cfg,
             &self.inner.state,
+            ListMethod::Tools,
             &self.inner.secrets,
             &mut bufs,
-            |name, json| {
-                learn_output_schema(&mut schemas, name, json);
-                on_tool(name, json)
+            |item| match item {
+                drive::ListItem::Item(json) => {
+                    // The core validated the JSON; a tool without a string name is skipped.
+                    let name = Value::parse(json, JsonLimits::default())
+                        .ok()
+                        .and_then(verifi_mcp_core::wire::jsonrpc::tool_name);
+                    if let Some(name) = name {
+                        tools.push((owned(&name), json.to_vec()));
+                    }
+                }
+                drive::ListItem::Restart => tools.clear(),
             },
         )
         .await
         .map_err(|e| ListToolsError {
-            message: e.to_string(),
+            message: redact_string(&e.to_string(), &self.inner.secrets),
         })?;
+        // Each tool's outputSchema is learned (a new list replaces the old one).
+        let mut schemas = HashMap::new();
+        for (name, json) in &tools {
+            learn_output_schema(&mut schemas, name, json);
+            on_tool(name, json);
+        }
         *lock(&self.inner.output_schemas) = schemas;
         Ok(())
     }
