@@ -441,6 +441,19 @@ fn a_refused_prompt_is_metered_with_the_servers_words_redacted() {
         "prompts/get failed: arguments must be a JSON object"
     );
     assert_eq!(server.requests().len(), before);
+    // … and are metered like a call's local failure, with their event.
+    assert_eq!(
+        ctx.ledger(),
+        LedgerTotals {
+            tool_calls: 2,
+            evidence_bytes: 0
+        }
+    );
+    assert_eq!(
+        serde_json::from_str::<Value>(&ctx.timeline()[1].json).unwrap(),
+        json!({"kind": "tool_error", "slot": "kali", "tool": "prompts/get",
+               "error": "prompts/get failed: arguments must be a JSON object"})
+    );
 }
 
 #[test]

@@ -191,6 +191,57 @@ impl ProtocolError {
     }
 }
 
+/// Collects the items of a list through [`drive::ListItem`](verifi_mcp_core::drive::ListItem):
+/// a restart on the fallback forgets what came before, and the items kept are capped in total
+/// bytes (past the cap the rest is dropped and [`finish`](Self::finish) says so).
+pub(crate) struct ListCollector {
+    pub(crate) items: Vec<Vec<u8>>,
+    bytes: usize,
+    cap: usize,
+    over: bool,
+}
+
+impl ListCollector {
+    pub(crate) fn new(cap: usize) -> Self {
+        ListCollector {
+            items: Vec::new(),
+            bytes: 0,
+            cap,
+            over: false,
+        }
+    }
+
+    pub(crate) fn take(&mut self, item: verifi_mcp_core::drive::ListItem<'_>) {
+        match item {
+            verifi_mcp_core::drive::ListItem::Item(json) => {
+                self.bytes = self.bytes.saturating_add(json.len());
+                if self.bytes > self.cap {
+                    self.over = true;
+                } else {
+                    self.items.push(json.to_vec());
+                }
+            }
+            verifi_mcp_core::drive::ListItem::Restart => {
+                self.items.clear();
+                self.bytes = 0;
+                self.over = false;
+            }
+        }
+    }
+
+    /// The items, or why the list is too large to hold.
+    pub(crate) fn finish(self) -> Result<Vec<Vec<u8>>, String> {
+        if self.over {
+            Err(format!(
+                "the list is larger than its cap of {} bytes (the reply cap)",
+                self.cap
+            ))
+        } else {
+            Ok(self.items)
+        }
+    }
+}
+
 /// Every string of `v` (keys too) redacted: the core redacted the JSON text, and this catches
 /// a secret the server wrote with escapes (`\u0041`, `\/`) that only unescaping reveals.
 pub(crate) fn redact_value(v: Value, secrets: &[Vec<u8>]) -> Value {
@@ -366,6 +417,24 @@ mod tests {
                 .starts_with("resources/read failed: the result does not have the MCP shape"),
             "{}",
             err.message
+        );
+    }
+
+    #[test]
+    fn a_list_collector_restarts_and_caps_its_bytes() {
+        use verifi_mcp_core::drive::ListItem;
+        let mut c = ListCollector::new(10);
+        c.take(ListItem::Item(b"{\"a\":1}"));
+        c.take(ListItem::Restart);
+        c.take(ListItem::Item(b"{\"b\":2}"));
+        assert_eq!(c.finish().unwrap(), vec![b"{\"b\":2}".to_vec()]);
+        let mut c = ListCollector::new(10);
+        c.take(ListItem::Item(b"{\"a\":1}"));
+        c.take(ListItem::Item(b"{\"b\":2}"));
+        assert_eq!(c.items.len(), 1, "past the cap nothing more is kept");
+        assert_eq!(
+            c.finish().unwrap_err(),
+            "the list is larger than its cap of 10 bytes (the reply cap)"
         );
     }
 

@@ -24,8 +24,8 @@ use verifi_mcp_core::wire::json::{JsonLimits, Value};
 
 use crate::context::{Records, Run, SlotNotFilledError, TimelineEntry, lock, redact_string};
 use crate::protocol::{
-    GetPromptResult, OutputSchema, Prompt, ProtocolError, ReadResourceResult, Resource,
-    ResourceTemplate, typed,
+    GetPromptResult, ListCollector, OutputSchema, Prompt, ProtocolError, ReadResourceResult,
+    Resource, ResourceTemplate, typed,
 };
 use crate::result::{ListToolsError, ToolResult};
 use crate::shared::HostShared;
@@ -474,7 +474,7 @@ impl SlotHandle {
         let mut bufs = self.bufs(scratch.get());
         // Collected first: a primary that fails part-way restarts the list on the fallback,
         // and only the list that ends is handed over.
-        let mut tools: Vec<(String, Vec<u8>)> = Vec::new();
+        let mut tools = ListCollector::new(self.inner.run.options.reply_cap);
         drive::list(
             &run.net,
             &cfg,
@@ -482,28 +482,28 @@ impl SlotHandle {
             ListMethod::Tools,
             &self.inner.secrets,
             &mut bufs,
-            |item| match item {
-                drive::ListItem::Item(json) => {
-                    // The core validated the JSON; a tool without a string name is skipped.
-                    let name = Value::parse(json, JsonLimits::default())
-                        .ok()
-                        .and_then(verifi_mcp_core::wire::jsonrpc::tool_name);
-                    if let Some(name) = name {
-                        tools.push((owned(&name), json.to_vec()));
-                    }
-                }
-                drive::ListItem::Restart => tools.clear(),
-            },
+            |item| tools.take(item),
         )
         .await
         .map_err(|e| ListToolsError {
             message: redact_string(&e.to_string(), &self.inner.secrets),
         })?;
+        let tools = tools.finish().map_err(|why| ListToolsError {
+            message: format!("tools/list failed: {why}"),
+        })?;
         // Each tool's outputSchema is learned (a new list replaces the old one).
         let mut schemas = HashMap::new();
-        for (name, json) in &tools {
-            learn_output_schema(&mut schemas, name, json);
-            on_tool(name, json);
+        for json in &tools {
+            // The core validated the JSON; a tool without a string name is skipped.
+            let Some(name) = Value::parse(json, JsonLimits::default())
+                .ok()
+                .and_then(verifi_mcp_core::wire::jsonrpc::tool_name)
+            else {
+                continue;
+            };
+            let name = owned(&name);
+            learn_output_schema(&mut schemas, &name, json);
+            on_tool(&name, json);
         }
         *lock(&self.inner.output_schemas) = schemas;
         Ok(())
@@ -626,13 +626,12 @@ impl SlotHandle {
         &self,
         list: ListMethod,
     ) -> Result<Vec<T>, ProtocolError> {
-        let mut items = Vec::new();
-        self.each_item(list, |item| match item {
-            drive::ListItem::Item(json) => items.push(json.to_vec()),
-            // The primary failed part-way: the fallback's list is the list.
-            drive::ListItem::Restart => items.clear(),
-        })
-        .await?;
+        let secrets = &self.inner.secrets;
+        let mut items = ListCollector::new(self.inner.run.options.reply_cap);
+        self.each_item(list, |item| items.take(item)).await?;
+        let items = items
+            .finish()
+            .map_err(|why| ProtocolError::local(list.method(), &why, secrets))?;
         items
             .iter()
             .map(|json| typed(list.method(), json, &self.inner.secrets))
@@ -655,12 +654,29 @@ impl SlotHandle {
         self.list_typed(ListMethod::Prompts).await
     }
 
+    /// A request that failed before anything was sent: a content-bearing one is metered and on
+    /// the timeline like a call's local failure (no failover); `ping` is not.
+    fn request_failed_locally(&self, req: &Request<'_>, why: &str) -> ProtocolError {
+        let err = ProtocolError::local(req.method(), why, &self.inner.secrets);
+        if req.bears_content() {
+            let run = &self.inner.run;
+            drive::local_failure(
+                &self.inner.spec.slot,
+                req.method(),
+                &err.message,
+                &mut RunLedger(&run.records),
+                &mut RunTimeline(&run.records),
+            );
+        }
+        err
+    }
+
     /// One request through the driver: the redacted result JSON and the latency.
     async fn request(&self, req: Request<'_>) -> Result<(Vec<u8>, u64), ProtocolError> {
         let secrets = &self.inner.secrets;
         let endpoints = self
             .endpoints()
-            .map_err(|e| ProtocolError::local(req.method(), &e, secrets))?;
+            .map_err(|e| self.request_failed_locally(&req, &e))?;
         let headers = self.headers();
         let cfg = self.config(endpoints, &headers);
         let run = &self.inner.run;
@@ -698,25 +714,22 @@ impl SlotHandle {
         args: impl Serialize,
     ) -> Result<GetPromptResult, ProtocolError> {
         let secrets = &self.inner.secrets;
-        let json = serde_json::to_vec(&args).map_err(|e| {
-            ProtocolError::local("prompts/get", &format!("arguments: {e}"), secrets)
-        })?;
+        let here = Request::PromptsGet {
+            name,
+            arguments: None,
+        };
+        let json = serde_json::to_vec(&args)
+            .map_err(|e| self.request_failed_locally(&here, &format!("arguments: {e}")))?;
         let arguments = match Value::parse(&json, JsonLimits::default()) {
             Ok(v) if v.is_null() => None,
             Ok(v) if v.kind() == verifi_mcp_core::wire::json::Kind::Object => Some(v),
             Ok(_) => {
-                return Err(ProtocolError::local(
-                    "prompts/get",
-                    "arguments must be a JSON object",
-                    secrets,
-                ));
+                return Err(self.request_failed_locally(&here, "arguments must be a JSON object"));
             }
             Err(e) => {
-                return Err(ProtocolError::local(
-                    "prompts/get",
-                    &format!("arguments are not JSON: {e}"),
-                    secrets,
-                ));
+                return Err(
+                    self.request_failed_locally(&here, &format!("arguments are not JSON: {e}"))
+                );
             }
         };
         let (json, _) = self
