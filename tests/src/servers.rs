@@ -1,8 +1,8 @@
 //! Real MCP servers for the tests: the official Rust SDK (`rmcp`) serving streamable HTTP on
 //! 127.0.0.1, in-process, on its own tokio runtime (so tests driven by smol can use it).
 //!
-//! Owns: the test tools (`echo`, `run_command`, `fail`, `mixed`, `big`, `slow`), the three reply
-//! modes, what the server saw ([`Stats`]), and the faults a test injects (stop mid-run, drop
+//! Owns: the test tools (`echo`, `run_command`, `fail`, `mixed`, `big`, `slow`, and `ports` with
+//! an `outputSchema`), the resources and the prompt the peers share, the three reply modes, what the server saw ([`Stats`]), and the faults a test injects (stop mid-run, drop
 //! every session). It does not own any client code.
 //!
 //! Every accepted socket gets `TCP_NODELAY`, unlike rmcp's examples: without it a client that
