@@ -412,6 +412,9 @@ enum Body<'x> {
     Request {
         id: u64,
         req: jsonrpc::Request<'x>,
+        /// [`jsonrpc::encode_request`], named where such a request is made, so a client that
+        /// never makes one (the edge's) does not carry the encoder.
+        encode: EncodeRequest,
     },
     ToolsCall {
         id: u64,
@@ -455,7 +458,7 @@ impl Body<'_> {
             Body::Initialize { id, version } => jsonrpc::encode_initialize(out, *id, *version),
             Body::Initialized => jsonrpc::encode_initialized(out),
             Body::List { id, list, cursor } => jsonrpc::encode_list(out, *id, *list, *cursor),
-            Body::Request { id, req } => jsonrpc::encode_request(out, *id, req),
+            Body::Request { id, req, encode } => encode(out, *id, req),
             Body::ToolsCall {
                 id,
                 tool,
@@ -466,6 +469,19 @@ impl Body<'_> {
             Body::None => Ok(()),
         }
     }
+}
+
+/// The encoder of a [`Body::Request`].
+type EncodeRequest =
+    fn(&mut &mut dyn Sink, u64, &jsonrpc::Request<'_>) -> Result<(), crate::buf::Overflow>;
+
+/// [`jsonrpc::encode_request`] through `dyn Sink`, as a [`Body::Request`] carries it.
+fn encode_request_dyn(
+    out: &mut &mut dyn Sink,
+    id: u64,
+    req: &jsonrpc::Request<'_>,
+) -> Result<(), crate::buf::Overflow> {
+    jsonrpc::encode_request(out, id, req)
 }
 
 /// One request to one server: what to send, and what reply completes it.
@@ -1959,7 +1975,12 @@ where
             text: out.text,
             answer: None,
         };
-        let mut trip = Trip::post(ep, Some(&snap), Body::Request { id, req });
+        let body = Body::Request {
+            id,
+            req,
+            encode: encode_request_dyn,
+        };
+        let mut trip = Trip::post(ep, Some(&snap), body);
         let rt = send(net, cfg, &mut trip, &mut wire, &mut deadline, &mut handler).await;
         let answer = handler.answer.take();
         match rt {
