@@ -31,7 +31,7 @@ use crate::wire::failure::{
 };
 use crate::wire::http::{MAX_SESSION_ID, Method, RequestHead, write_request_head};
 use crate::wire::json::{JsonLimits, Value};
-use crate::wire::jsonrpc::{self, Found, Message, Outcome, ProtocolVersion};
+use crate::wire::jsonrpc::{self, Found, ListMethod, Message, Outcome, ProtocolVersion};
 use crate::wire::session::{Begin, Phase, Session, Snapshot};
 use crate::wire::sse::MAX_EVENT_ID;
 
@@ -40,7 +40,7 @@ pub type Millis = u64;
 
 /// How long a best-effort `notifications/cancelled` or `DELETE` may take.
 const COURTESY_MS: Millis = 1_000;
-/// Most tools/list pages followed.
+/// Most pages of a list followed.
 const MAX_PAGES: u32 = 1_000;
 /// Most GET resumptions of one SSE reply that ended without its response.
 const MAX_RESUMES: u32 = 3;
@@ -48,7 +48,7 @@ const MAX_RESUMES: u32 = 3;
 const TAIL_MS: Millis = 10;
 /// Most bytes read after the response while waiting for the end of its framing.
 const MAX_TAIL_BYTES: usize = 64 * 1024;
-/// Longest tools/list cursor kept between pages.
+/// Longest list cursor kept between pages.
 const MAX_CURSOR: usize = 1_024;
 /// The default idle time after which a reply that sends nothing is `server stalled`.
 pub const DEFAULT_IDLE_TIMEOUT_MS: u64 = 60_000;
@@ -360,14 +360,22 @@ pub enum ListError {
     },
 }
 
-impl core::fmt::Display for ListError {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+impl ListError {
+    /// What happened, without the method: `JSON-RPC error -32002: …` or the failure.
+    fn write_reason(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
-            ListError::Unreachable(failure) => write!(f, "tools/list failed: {failure}"),
+            ListError::Unreachable(failure) => write!(f, "{failure}"),
             ListError::Refused { code, message } => {
-                write!(f, "tools/list failed: JSON-RPC error {code}: {message}")
+                write!(f, "JSON-RPC error {code}: {message}")
             }
         }
+    }
+}
+
+impl core::fmt::Display for ListError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("tools/list failed: ")?;
+        self.write_reason(f)
     }
 }
 
@@ -415,9 +423,17 @@ enum Body<'x> {
         version: ProtocolVersion,
     },
     Initialized,
-    ToolsList {
+    List {
         id: u64,
+        list: ListMethod,
         cursor: Option<&'x str>,
+    },
+    Request {
+        id: u64,
+        req: jsonrpc::Request<'x>,
+        /// [`jsonrpc::encode_request`], named where such a request is made, so a client that
+        /// never makes one (the edge's) does not carry the encoder.
+        encode: EncodeRequest,
     },
     ToolsCall {
         id: u64,
@@ -443,7 +459,8 @@ impl Body<'_> {
     fn renumber(&mut self) -> Option<u64> {
         match self {
             Body::Initialize { id, .. }
-            | Body::ToolsList { id, .. }
+            | Body::List { id, .. }
+            | Body::Request { id, .. }
             | Body::ToolsCall { id, .. } => {
                 *id ^= RESENT_ID_BIT;
                 Some(*id)
@@ -459,7 +476,8 @@ impl Body<'_> {
         match self {
             Body::Initialize { id, version } => jsonrpc::encode_initialize(out, *id, *version),
             Body::Initialized => jsonrpc::encode_initialized(out),
-            Body::ToolsList { id, cursor } => jsonrpc::encode_tools_list(out, *id, *cursor),
+            Body::List { id, list, cursor } => jsonrpc::encode_list(out, *id, *list, *cursor),
+            Body::Request { id, req, encode } => encode(out, *id, req),
             Body::ToolsCall {
                 id,
                 tool,
@@ -470,6 +488,19 @@ impl Body<'_> {
             Body::None => Ok(()),
         }
     }
+}
+
+/// The encoder of a [`Body::Request`].
+type EncodeRequest =
+    fn(&mut &mut dyn Sink, u64, &jsonrpc::Request<'_>) -> Result<(), crate::buf::Overflow>;
+
+/// [`jsonrpc::encode_request`] through `dyn Sink`, as a [`Body::Request`] carries it.
+fn encode_request_dyn(
+    out: &mut &mut dyn Sink,
+    id: u64,
+    req: &jsonrpc::Request<'_>,
+) -> Result<(), crate::buf::Overflow> {
+    jsonrpc::encode_request(out, id, req)
 }
 
 /// One request to one server: what to send, and what reply completes it.
@@ -1537,10 +1568,12 @@ where
     out
 }
 
-/// Handles one tools/list page: names to the callback, the next cursor kept.
-struct ListHandler<'x, F: FnMut(&str, &[u8]), B: Buf, Sec: AsRef<[u8]>> {
+/// Handles one page of a list: each item (and its redacted JSON) to the callback, the next
+/// cursor kept.
+struct ListHandler<'x, F: FnMut(Option<(Value<'_>, &[u8])>), B: Buf, Sec: AsRef<[u8]>> {
     id: u64,
-    on_tool: &'x mut F,
+    list: ListMethod,
+    on_item: &'x mut F,
     /// Scratch for each tool's redacted JSON.
     text: &'x mut B,
     secrets: &'x [Sec],
@@ -1548,7 +1581,9 @@ struct ListHandler<'x, F: FnMut(&str, &[u8]), B: Buf, Sec: AsRef<[u8]>> {
     has_next: bool,
     answer: Option<Result<(), ListError>>,
 }
-impl<F: FnMut(&str, &[u8]), B: Buf, Sec: AsRef<[u8]>> OnMessage for ListHandler<'_, F, B, Sec> {
+impl<F: FnMut(Option<(Value<'_>, &[u8])>), B: Buf, Sec: AsRef<[u8]>> OnMessage
+    for ListHandler<'_, F, B, Sec>
+{
     fn renumber(&mut self, id: u64) {
         self.id = id;
     }
@@ -1561,23 +1596,13 @@ impl<F: FnMut(&str, &[u8]), B: Buf, Sec: AsRef<[u8]>> OnMessage for ListHandler<
         };
         match outcome {
             Outcome::Result(result) => {
-                let page = jsonrpc::parse_tools_page(result)?;
-                for tool in page.tools {
-                    let Some(name) = jsonrpc::tool_name(tool) else {
-                        continue;
-                    };
-                    // The description and schema are returned too, so they are redacted.
+                let page = jsonrpc::parse_page(result, self.list)?;
+                for item in page.items {
+                    // Everything of an item is returned, so it is redacted.
                     self.text.clear();
-                    redact_into(self.secrets, tool.raw(), &mut *self.text)
+                    redact_into(self.secrets, item.raw(), &mut *self.text)
                         .map_err(|o| Failure::TooLarge(BufferName::Text, o))?;
-                    match name.as_plain() {
-                        Some(s) => (self.on_tool)(s, self.text.bytes()),
-                        None => {
-                            let mut s = StrSink::<512>::default();
-                            let _ = name.unescape_into(&mut s);
-                            (self.on_tool)(s.as_str(), self.text.bytes());
-                        }
-                    }
+                    (self.on_item)(Some((item, self.text.bytes())));
                 }
                 self.cursor.clear();
                 self.has_next = false;
@@ -1602,22 +1627,24 @@ impl<F: FnMut(&str, &[u8]), B: Buf, Sec: AsRef<[u8]>> OnMessage for ListHandler<
     }
 }
 
-/// tools/list on one server, following `nextCursor` pages.
+/// A list on one server, following `nextCursor` pages.
+#[allow(clippy::too_many_arguments)]
 async fn attempt_list<N, S, B, Sec, F>(
     net: &N,
     cfg: &SlotConfig<'_>,
     state: &S,
     target: Target,
+    list: ListMethod,
     secrets: &[Sec],
     bufs: &mut CallBuffers<'_, B>,
-    on_tool: &mut F,
+    on_item: &mut F,
 ) -> Result<(), ListError>
 where
     N: Net,
     S: Shared<SlotState>,
     B: Buf + Send,
     Sec: AsRef<[u8]> + Sync,
-    F: FnMut(&str, &[u8]) + Send,
+    F: FnMut(Option<(Value<'_>, &[u8])>) + Send,
 {
     let ep = cfg
         .endpoint(target)
@@ -1632,15 +1659,17 @@ where
             .await
             .map_err(ListError::Unreachable)?;
         let id = state.with(|s| s.next_id());
-        let body = Body::ToolsList {
+        let body = Body::List {
             id,
+            list,
             cursor: (pages > 0).then_some(cursor.as_str()),
         };
         let mut next: String<MAX_CURSOR> = String::new();
         let (mut wire, out) = bufs.split();
         let mut handler = ListHandler {
             id,
-            on_tool: &mut *on_tool,
+            list,
+            on_item: &mut *on_item,
             text: out.text,
             secrets,
             cursor: &mut next,
@@ -1711,9 +1740,60 @@ where
     Sec: AsRef<[u8]> + Sync,
     F: FnMut(&str, &[u8]) + Send,
 {
+    let mut on_item = |item: Option<(Value<'_>, &[u8])>| {
+        // A restart on the fallback is not told (the seed's listTools never was).
+        let Some((tool, json)) = item else { return };
+        let Some(name) = jsonrpc::tool_name(tool) else {
+            return;
+        };
+        match name.as_plain() {
+            Some(s) => on_tool(s, json),
+            None => {
+                let mut s = StrSink::<512>::default();
+                let _ = name.unescape_into(&mut s);
+                on_tool(s.as_str(), json);
+            }
+        }
+    };
+    list_paged(
+        net,
+        cfg,
+        state,
+        ListMethod::Tools,
+        secrets,
+        bufs,
+        &mut on_item,
+    )
+    .await
+}
+
+/// A list across pages with failover: a primary failure is retried on the fallback (after
+/// `on_item(None)`: the items of the failed attempt are not the list); a fallback failure is
+/// returned, redacted.
+async fn list_paged<N, S, B, Sec, F>(
+    net: &N,
+    cfg: &SlotConfig<'_>,
+    state: &S,
+    list: ListMethod,
+    secrets: &[Sec],
+    bufs: &mut CallBuffers<'_, B>,
+    on_item: &mut F,
+) -> Result<(), ListError>
+where
+    N: Net,
+    S: Shared<SlotState>,
+    B: Buf + Send,
+    Sec: AsRef<[u8]> + Sync,
+    F: FnMut(Option<(Value<'_>, &[u8])>) + Send,
+{
     let mut target = state.with(|s| s.failover.first_target());
+    let mut first = true;
     loop {
-        let result = attempt_list(net, cfg, state, target, secrets, bufs, &mut on_tool).await;
+        if !first {
+            on_item(None);
+        }
+        first = false;
+        let result = attempt_list(net, cfg, state, target, list, secrets, bufs, on_item).await;
         let outcome = match &result {
             Ok(()) => AttemptOutcome::Answered,
             Err(ListError::Refused { .. }) => AttemptOutcome::Refused {
@@ -1770,5 +1850,251 @@ pub async fn close<N: Net, S: Shared<SlotState>, B: Buf>(
         };
         let (mut wire, _) = bufs.split();
         courtesy(net, cfg, &mut delete, &mut wire).await;
+    }
+}
+
+/// Why a list or a request other than `tools/list` and `tools/call` gave no answer. Its
+/// `Display` reads `<method> failed: …`, e.g.
+/// `resources/read failed: JSON-RPC error -32002: Resource not found`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MethodError {
+    /// The JSON-RPC method, e.g. `resources/read`.
+    pub method: &'static str,
+    /// What happened (no server answered, or the server refused).
+    pub error: ListError,
+}
+
+impl core::fmt::Display for MethodError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "{} failed: ", self.method)?;
+        self.error.write_reason(f)
+    }
+}
+
+/// What [`list`] hands its caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListItem<'i> {
+    /// One item's whole JSON (a resource, template, prompt or tool object), redacted.
+    Item(&'i [u8]),
+    /// The server failed part-way and the list starts again on the fallback: forget the items
+    /// handed over so far.
+    Restart,
+}
+
+/// Any list (`resources/list`, `resources/templates/list`, `prompts/list`, or `tools/list`)
+/// across pages, each item to `on_item`. Fails over like [`list_tools`]: a primary failure is
+/// retried on the fallback (after a [`ListItem::Restart`]), a fallback failure returned. A
+/// server that repeats its cursor (or pages past 1 000) is stopped. Listing is not metered and
+/// emits no timeline event.
+pub async fn list<N, S, B, Sec, F>(
+    net: &N,
+    cfg: &SlotConfig<'_>,
+    state: &S,
+    list: ListMethod,
+    secrets: &[Sec],
+    bufs: &mut CallBuffers<'_, B>,
+    mut on_item: F,
+) -> Result<(), MethodError>
+where
+    N: Net,
+    S: Shared<SlotState>,
+    B: Buf + Send,
+    Sec: AsRef<[u8]> + Sync,
+    F: FnMut(ListItem<'_>) + Send,
+{
+    let mut each = |item: Option<(Value<'_>, &[u8])>| match item {
+        Some((_, json)) => on_item(ListItem::Item(json)),
+        None => on_item(ListItem::Restart),
+    };
+    list_paged(net, cfg, state, list, secrets, bufs, &mut each)
+        .await
+        .map_err(|error| MethodError {
+            method: list.method(),
+            error,
+        })
+}
+
+/// The answer to a [`request`]: the whole `result` object as the server sent it, redacted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Answered<'b> {
+    /// The redacted JSON text of `result` (valid JSON: a secret is replaced inside strings).
+    pub result: &'b [u8],
+    /// Wall-clock of the request in ms, failover included.
+    pub latency_ms: u64,
+}
+
+/// Handles the reply to a [`jsonrpc::Request`]: checks its shape and keeps it, redacted.
+struct RequestHandler<'x, B: Buf, Sec: AsRef<[u8]>> {
+    id: u64,
+    req: jsonrpc::Request<'x>,
+    secrets: &'x [Sec],
+    text: &'x mut B,
+    answer: Option<Result<(), ListError>>,
+}
+
+impl<B: Buf, Sec: AsRef<[u8]>> OnMessage for RequestHandler<'_, B, Sec> {
+    fn renumber(&mut self, id: u64) {
+        self.id = id;
+    }
+
+    fn on_message(&mut self, msg: &[u8], last_chance: bool) -> Result<Verdict, Failure> {
+        let outcome = match find(msg, self.id, last_chance)? {
+            Lookup::Ours(o) => o,
+            Lookup::OtherResponse => return Ok(Verdict::Hold),
+            Lookup::Other(_) => return Ok(Verdict::Continue),
+        };
+        self.answer = Some(match outcome {
+            Outcome::Result(result) => {
+                jsonrpc::check_request_result(&self.req, result)?;
+                self.text.clear();
+                redact_into(self.secrets, result.raw(), &mut *self.text)
+                    .map_err(|o| Failure::TooLarge(BufferName::Text, o))?;
+                Ok(())
+            }
+            Outcome::Error(err) => Err(ListError::Refused {
+                code: err.code,
+                message: unescaped_detail(&err.message),
+            }),
+        });
+        Ok(Verdict::Done)
+    }
+}
+
+/// One server's attempt at a request: ready the session, send, retry once after a 404.
+async fn attempt_request<N, S, B, Sec>(
+    net: &N,
+    cfg: &SlotConfig<'_>,
+    state: &S,
+    target: Target,
+    req: jsonrpc::Request<'_>,
+    secrets: &[Sec],
+    bufs: &mut CallBuffers<'_, B>,
+) -> Result<(), ListError>
+where
+    N: Net,
+    S: Shared<SlotState>,
+    B: Buf + Send,
+    Sec: AsRef<[u8]> + Sync,
+{
+    let ep = cfg
+        .endpoint(target)
+        .ok_or(ListError::Unreachable(Failure::NoResponse))?;
+    let mut deadline = Deadline::new(net.now(), cfg);
+    let mut retried_404 = false;
+    loop {
+        let snap = ready(net, cfg, state, target, &mut deadline, bufs)
+            .await
+            .map_err(ListError::Unreachable)?;
+        let id = state.with(|s| s.next_id());
+        let (mut wire, out) = bufs.split();
+        let mut handler = RequestHandler {
+            id,
+            req,
+            secrets,
+            text: out.text,
+            answer: None,
+        };
+        let body = Body::Request {
+            id,
+            req,
+            encode: encode_request_dyn,
+        };
+        let mut trip = Trip::post(ep, Some(&snap), body);
+        let rt = send(net, cfg, &mut trip, &mut wire, &mut deadline, &mut handler).await;
+        let answer = handler.answer.take();
+        match rt {
+            Err(Failure::SessionExpired) if !retried_404 => {
+                retried_404 = true;
+                forget_session(state, target, &snap);
+            }
+            Err(f) => return Err(ListError::Unreachable(f)),
+            Ok(_) => return answer.unwrap_or(Err(ListError::Unreachable(Failure::NoResponse))),
+        }
+    }
+}
+
+/// One request that is not a tool call (`resources/read`, `prompts/get`, `ping`) through the
+/// slot: handshake if needed, failover like [`list_tools`] (a primary failure, refusal
+/// included, is retried on the fallback), redaction of the whole result.
+///
+/// Metering: a content-bearing request ([`jsonrpc::Request::bears_content`]) is metered like a
+/// tool call, each attempt `{tool_calls: 1, evidence_bytes: <redacted result bytes>}` (a
+/// refusal 0 bytes, a transport failure none; also when its future is dropped), and its
+/// failure is a `tool_error` event naming the method as the tool. `ping` carries no evidence:
+/// it is neither metered nor on the timeline, like `tools/list`.
+#[allow(clippy::too_many_arguments)]
+pub async fn request<'b, N, S, B, Sec, L, T>(
+    net: &N,
+    cfg: &SlotConfig<'_>,
+    state: &S,
+    req: jsonrpc::Request<'_>,
+    secrets: &[Sec],
+    ledger: &mut L,
+    timeline: &mut T,
+    bufs: &'b mut CallBuffers<'_, B>,
+) -> Result<Answered<'b>, MethodError>
+where
+    N: Net,
+    S: Shared<SlotState>,
+    B: Buf + Send,
+    Sec: AsRef<[u8]> + Sync,
+    L: Ledger,
+    T: Timeline,
+{
+    let start = net.now();
+    let content = req.bears_content();
+    let method = req.method();
+    let mut meter = Metered {
+        ledger,
+        timeline,
+        slot: cfg.slot,
+        tool: method,
+        attempt_open: false,
+    };
+    let mut target = state.with(|s| s.failover.first_target());
+    let result = loop {
+        bufs.text.clear();
+        meter.attempt_open = content;
+        let result = attempt_request(net, cfg, state, target, req, secrets, bufs).await;
+        meter.attempt_open = false;
+        let outcome = match &result {
+            Ok(()) => AttemptOutcome::Answered,
+            Err(ListError::Refused { .. }) => AttemptOutcome::Refused {
+                unknown_tool: false,
+            },
+            Err(ListError::Unreachable(_)) => AttemptOutcome::Unreachable,
+        };
+        if content {
+            meter.ledger.record(match &result {
+                Ok(()) => LedgerRecord::answered(bufs.text.len() as u64),
+                Err(ListError::Refused { .. }) => LedgerRecord::answered(0),
+                Err(ListError::Unreachable(_)) => LedgerRecord::transport_failure(),
+            });
+        }
+        match state.with(|s| s.failover.after_list_attempt(target, outcome)) {
+            Some(next) => target = next,
+            None => break result,
+        }
+    };
+    match result {
+        Ok(()) => Ok(Answered {
+            result: bufs.text.bytes(),
+            latency_ms: net.now().saturating_sub(start),
+        }),
+        Err(e) => {
+            let error = MethodError {
+                method,
+                error: redact_list_error(secrets, e),
+            };
+            if content {
+                write_line(secrets, format_args!("{error}"), &mut bufs.error);
+                meter.timeline.emit(&TimelineEvent::ToolError {
+                    slot: cfg.slot,
+                    tool: method,
+                    error: as_text(&bufs.error),
+                });
+            }
+            Err(error)
+        }
     }
 }

@@ -3,8 +3,10 @@
 //!
 //! Modules: [`allowlist`] (the demo box's command policy and runner), [`kali`] (the demo box, a
 //! real rmcp streamable-HTTP server on loopback), [`common`] (manifests from flags, input checks,
-//! scrubbing and rendering shared by the binaries).
+//! scrubbing and rendering shared by the binaries), [`protocol_cmds`] (the `mcp` subcommands for
+//! resources, prompts and ping).
 
 pub mod allowlist;
 pub mod common;
 pub mod kali;
+pub mod protocol_cmds;

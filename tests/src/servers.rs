@@ -1,8 +1,8 @@
 //! Real MCP servers for the tests: the official Rust SDK (`rmcp`) serving streamable HTTP on
 //! 127.0.0.1, in-process, on its own tokio runtime (so tests driven by smol can use it).
 //!
-//! Owns: the test tools (`echo`, `run_command`, `fail`, `mixed`, `big`, `slow`), the three reply
-//! modes, what the server saw ([`Stats`]), and the faults a test injects (stop mid-run, drop
+//! Owns: the test tools (`echo`, `run_command`, `fail`, `mixed`, `big`, `slow`, and `ports` with
+//! an `outputSchema`), the resources and the prompt the peers share, the three reply modes, what the server saw ([`Stats`]), and the faults a test injects (stop mid-run, drop
 //! every session). It does not own any client code.
 //!
 //! Every accepted socket gets `TCP_NODELAY`, unlike rmcp's examples: without it a client that
@@ -23,9 +23,11 @@ use hyper_util::service::TowerToHyperService;
 use rmcp::ServerHandler;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelledNotificationParam,
-    ContentBlock, ErrorData, InitializeRequestParams, InitializeResult, JsonObject,
-    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities,
-    ServerConfig, Tool,
+    ContentBlock, ErrorData, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
+    InitializeRequestParams, InitializeResult, JsonObject, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ProgressNotificationParam, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -306,7 +308,82 @@ fn tool_list() -> Vec<Tool> {
             "Sleeps ms in steps, sending progress when asked",
             schema(json!({ "ms": { "type": "integer" }, "steps": { "type": "integer" } })),
         ),
+        ports_tool(),
     ]
+}
+
+/// `ports`: structured output with a declared `outputSchema` (the same on every peer).
+fn ports_tool() -> Tool {
+    let mut tool = Tool::new(
+        "ports",
+        "Open ports, as structured output",
+        schema(json!({})),
+    );
+    if let Value::Object(m) = ports_output_schema() {
+        tool.output_schema = Some(Arc::new(m));
+    }
+    tool
+}
+
+/// The `outputSchema` of `ports`.
+pub fn ports_output_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": { "open": { "type": "array", "items": { "type": "integer" } } },
+        "required": ["open"]
+    })
+}
+
+// ---- resources and prompts (the same on the TypeScript and Python peers) ----
+//
+// resources/list: `test://notes/readme` (text) and `test://notes/blob` (base64 `AAEC`); rmcp
+// pages them, one per page (cursor `page-2`). resources/templates/list: `test://echo/{text}`,
+// whose read answers `echo: <text>`. prompts/list: `review` (argument `topic`, required),
+// whose messages are one user text `Review the <topic> findings.`
+
+/// The text of `test://notes/readme`.
+pub const README_TEXT: &str = "hello from the readme";
+
+fn resource_page(cursor: Option<&str>) -> Result<ListResourcesResult, ErrorData> {
+    let page = match cursor {
+        None => json!({
+            "resources": [{ "uri": "test://notes/readme", "name": "readme",
+                            "mimeType": "text/plain", "description": "A short text note" }],
+            "nextCursor": "page-2"
+        }),
+        Some("page-2") => json!({
+            "resources": [{ "uri": "test://notes/blob", "name": "blob",
+                            "mimeType": "application/octet-stream" }]
+        }),
+        Some(other) => {
+            return Err(ErrorData::invalid_params(
+                format!("unknown cursor: {other}"),
+                None,
+            ));
+        }
+    };
+    serde_json::from_value(page).map_err(|e| ErrorData::internal_error(e.to_string(), None))
+}
+
+fn read_test_resource(uri: &str) -> Result<ReadResourceResult, ErrorData> {
+    let contents = if uri == "test://notes/readme" {
+        json!({ "uri": uri, "mimeType": "text/plain", "text": README_TEXT })
+    } else if uri == "test://notes/blob" {
+        json!({ "uri": uri, "mimeType": "application/octet-stream", "blob": "AAEC" })
+    } else if let Some(text) = uri.strip_prefix("test://echo/") {
+        json!({ "uri": uri, "mimeType": "text/plain", "text": format!("echo: {text}") })
+    } else {
+        return Err(ErrorData::resource_not_found(
+            format!("resource not found: {uri}"),
+            None,
+        ));
+    };
+    serde_json::from_value(json!({ "contents": [contents] }))
+        .map_err(|e| ErrorData::internal_error(e.to_string(), None))
+}
+
+fn from_json<T: serde::de::DeserializeOwned>(v: Value) -> Result<T, ErrorData> {
+    serde_json::from_value(v).map_err(|e| ErrorData::internal_error(e.to_string(), None))
 }
 
 /// The exit code `run_command` reports: the number after the last `exit ` in the command,
@@ -384,7 +461,13 @@ impl Tools {
 
 impl ServerHandler for Tools {
     fn get_info(&self) -> ServerConfig {
-        let mut info = InitializeResult::new(ServerCapabilities::builder().enable_tools().build());
+        let mut info = InitializeResult::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .enable_prompts()
+                .build(),
+        );
         info.server_info = rmcp::model::Implementation::new("verifi-test-server", "0.1.0");
         info
     }
@@ -454,11 +537,75 @@ impl ServerHandler for Tools {
                 Ok(text_result("x".repeat(n.min(BIG_MAX_BYTES))))
             }
             "slow" => self.slow(args, &context).await,
+            "ports" => Ok(CallToolResult::structured(json!({ "open": [22, 80] })).into()),
             other => Err(ErrorData::invalid_params(
                 format!("tool not found: {other}"),
                 None,
             )),
         }
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        resource_page(request.as_ref().and_then(|r| r.cursor.as_deref()))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        from_json(json!({ "resourceTemplates": [{
+            "uriTemplate": "test://echo/{text}", "name": "echo", "mimeType": "text/plain",
+            "description": "Echoes the text of its URI"
+        }] }))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        read_test_resource(&request.uri).map(Into::into)
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        from_json(json!({ "prompts": [{
+            "name": "review", "description": "Review a topic",
+            "arguments": [{ "name": "topic", "description": "What to review", "required": true }]
+        }] }))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        if request.name != "review" {
+            return Err(ErrorData::invalid_params(
+                format!("prompt not found: {}", request.name),
+                None,
+            ));
+        }
+        let topic = request
+            .arguments
+            .as_ref()
+            .and_then(|a| a.get("topic"))
+            .and_then(Value::as_str)
+            .ok_or_else(|| ErrorData::invalid_params("missing argument: topic", None))?;
+        let result: GetPromptResult = from_json(json!({
+            "description": "Review a topic",
+            "messages": [{ "role": "user",
+                           "content": { "type": "text", "text": format!("Review the {topic} findings.") } }]
+        }))?;
+        Ok(result.into())
     }
 
     async fn on_cancelled(

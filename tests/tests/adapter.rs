@@ -357,7 +357,15 @@ fn list_tools_names_every_tool_in_every_mode() {
         names.sort();
         assert_eq!(
             names,
-            ["big", "echo", "fail", "mixed", "run_command", "slow"],
+            [
+                "big",
+                "echo",
+                "fail",
+                "mixed",
+                "ports",
+                "run_command",
+                "slow"
+            ],
             "{mode:?}"
         );
     }

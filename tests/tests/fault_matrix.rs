@@ -1029,7 +1029,7 @@ fn list_tools_stops_a_server_that_repeats_its_cursor() {
     let err = r.expect_err("endless paging is an error");
     assert_eq!(
         err.to_string(),
-        "tools/list failed: tools/list kept paging (repeated cursor or over 1000 pages)"
+        "tools/list failed: the server kept paging (repeated cursor or over 1000 pages)"
     );
     assert!(took < SETTLE, "{took:?}");
     let pages = server

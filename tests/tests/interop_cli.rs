@@ -87,7 +87,15 @@ fn run(kind: PeerKind) {
         .map(str::to_owned)
         .collect();
     names.sort();
-    let mut want = vec!["big", "echo", "fail", "mixed", "run_command", "slow"];
+    let mut want = vec![
+        "big",
+        "echo",
+        "fail",
+        "mixed",
+        "ports",
+        "run_command",
+        "slow",
+    ];
     if kind.sdk() != Sdk::Rmcp {
         want.push("peer_stats");
         want.sort();

@@ -171,7 +171,15 @@ async fn list_tools_names_every_tool(p: &Peer) {
         .await
         .expect("tools/list");
     names.sort();
-    let mut want = vec!["big", "echo", "fail", "mixed", "run_command", "slow"];
+    let mut want = vec![
+        "big",
+        "echo",
+        "fail",
+        "mixed",
+        "ports",
+        "run_command",
+        "slow",
+    ];
     if p.kind.sdk() != Sdk::Rmcp {
         want.push("peer_stats");
         want.sort();

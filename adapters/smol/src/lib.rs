@@ -36,7 +36,8 @@
 //! Modules: [`context`] (`HarnessContext`, its builder, `Options`, `ctx.mcp(slot)`), [`slot`]
 //! (slot handles), [`tool`] (typed `Tool` from `tools/list`), [`exec`] (`run_command` on a
 //! shared box), [`net`] (connections, pool, TLS, clock), [`proxy`] (forward proxies),
-//! [`trust`] (roots and certificate errors), [`auth`] (the OAuth client), [`trace`] (a wire
+//! [`trust`] (roots and certificate errors), [`protocol`] (resources, prompts, ping,
+//! structured output), [`auth`] (the OAuth client), [`trace`] (a wire
 //! observer), [`result`] (owned results), [`buf`] (capped `Vec` buffers), [`shared`] (a slot's
 //! state behind a lock with wake-ups).
 
@@ -45,6 +46,7 @@ pub mod buf;
 pub mod context;
 pub mod exec;
 pub mod net;
+pub mod protocol;
 pub mod proxy;
 pub mod result;
 pub mod route;
@@ -61,6 +63,10 @@ pub use context::{
 };
 pub use exec::{Exec, ExecResult};
 pub use net::{ConnectFailure, FailureKind, HostNet, PoolKey, RootCert, Route};
+pub use protocol::{
+    GetPromptResult, Prompt, PromptArgument, PromptMessage, ProtocolError, ReadResourceResult,
+    Resource, ResourceContents, ResourceTemplate,
+};
 pub use proxy::{Proxy, ProxyRule};
 pub use result::{CallError, ListToolsError, ToolResult};
 pub use shared::HostShared;

@@ -22,10 +22,17 @@ use verifi_mcp_core::harness::meter::{Ledger, LedgerRecord};
 use verifi_mcp_core::wire::endpoint::Endpoint;
 use verifi_mcp_core::wire::json::{JsonLimits, Value};
 
-use crate::context::{Records, Run, SlotNotFilledError, TimelineEntry, lock};
+use crate::context::{Records, Run, SlotNotFilledError, TimelineEntry, lock, redact_string};
 use crate::net::{Route, RoutedNet};
+use crate::protocol::{
+    GetPromptResult, ListCollector, OutputSchema, Prompt, ProtocolError, ReadResourceResult,
+    Resource, ResourceTemplate, typed,
+};
 use crate::result::{ListToolsError, ToolResult};
 use crate::shared::HostShared;
+use std::collections::HashMap;
+use verifi_mcp_core::harness::result::Kind;
+use verifi_mcp_core::wire::jsonrpc::{ListMethod, Request};
 
 /// What the manifest says about one slot.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -105,6 +112,8 @@ pub(crate) struct SlotInner {
     /// Per-call scratch buffers put back after each call, so a call does not allocate and
     /// zero 32 KiB of head and read buffers (at most one per connection is kept).
     scratch: Mutex<Vec<Scratch>>,
+    /// The `outputSchema` of each tool that declared one in the slot's latest `tools/list`.
+    output_schemas: Mutex<HashMap<String, Arc<OutputSchema>>>,
 }
 
 /// A slot of the run. Clones share one session and one failover state.
@@ -245,6 +254,7 @@ impl SlotHandle {
                 auth,
                 route,
                 scratch: Mutex::new(Vec::new()),
+                output_schemas: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -275,6 +285,14 @@ impl SlotHandle {
     }
 
     fn bufs<'s>(&self, scratch: &'s mut Scratch) -> CallBuffers<'s, VecBuf> {
+        self.bufs_keeping_raw(scratch, self.inner.run.options.keep_raw)
+    }
+
+    fn bufs_keeping_raw<'s>(
+        &self,
+        scratch: &'s mut Scratch,
+        keep_raw: bool,
+    ) -> CallBuffers<'s, VecBuf> {
         let o = &self.inner.run.options;
         let pooled = |b: &mut VecBuf, limit: usize| {
             b.reuse(limit, KEEP_BYTES);
@@ -287,7 +305,7 @@ impl SlotHandle {
             error: pooled(&mut scratch.error, ERROR_BYTES),
             head: &mut scratch.head,
             read: &mut scratch.read,
-            raw: VecBuf::with_limit(if o.keep_raw { o.reply_cap } else { 0 }),
+            raw: VecBuf::with_limit(if keep_raw { o.reply_cap } else { 0 }),
         }
     }
 
@@ -470,6 +488,10 @@ impl SlotHandle {
         let secrets = self.secrets_now();
         let mut cfg = self.config(endpoints, &headers);
         cfg.on_progress = on_progress;
+        // A tool that declared an outputSchema has its reply kept, to check its
+        // structuredContent (see `check_structured`).
+        let schema = lock(&self.inner.output_schemas).get(tool).cloned();
+        cfg.keep_raw |= schema.is_some();
         // If the caller drops this call while its tools/call is on the wire, the server is
         // told (the core meters the dropped call itself).
         let in_flight = InFlight::new();
@@ -480,7 +502,7 @@ impl SlotHandle {
         cfg.in_flight = Some(&in_flight);
         let run = &self.inner.run;
         let mut scratch = self.scratch();
-        let mut bufs = self.bufs(scratch.get());
+        let mut bufs = self.bufs_keeping_raw(scratch.get(), cfg.keep_raw);
         let mut ledger = RunLedger(&run.records);
         let mut timeline = RunTimeline(&run.records);
         let Ok(net) = self.net() else {
@@ -522,6 +544,9 @@ impl SlotHandle {
         }
         let s = scratch.get();
         (s.request, s.reply, s.text, s.error) = (request, reply, text, error);
+        if let Some(schema) = schema {
+            self.check_structured(tool, &schema, &mut owned);
+        }
         // The last reply head is still in the head buffer: a 401 or 403 says in it what the
         // server wants (the core's failure keeps only the status and a snippet).
         let challenge = crate::auth::slot::status_of(&owned)
@@ -553,10 +578,7 @@ impl SlotHandle {
     }
 
     /// tools/list through the driver, each tool's name and redacted JSON to `on_tool`.
-    async fn each_tool(
-        &self,
-        on_tool: impl FnMut(&str, &[u8]) + Send,
-    ) -> Result<(), ListToolsError> {
+    async fn each_tool(&self, mut on_tool: impl FnMut(&str, &[u8])) -> Result<(), ListToolsError> {
         let endpoints = self.endpoints().map_err(|e| ListToolsError {
             message: format!("tools/list failed: {e}"),
         })?;
@@ -580,11 +602,41 @@ impl SlotHandle {
         })?;
         let mut scratch = self.scratch();
         let mut bufs = self.bufs(scratch.get());
-        drive::list_tools_described(&net, &cfg, &self.inner.state, &secrets, &mut bufs, on_tool)
-            .await
-            .map_err(|e| ListToolsError {
-                message: e.to_string(),
-            })
+        // Collected first: a primary that fails part-way restarts the list on the fallback,
+        // and only the list that ends is handed over.
+        let mut tools = ListCollector::new(self.inner.run.options.reply_cap);
+        drive::list(
+            &net,
+            &cfg,
+            &self.inner.state,
+            ListMethod::Tools,
+            &secrets,
+            &mut bufs,
+            |item| tools.take(item),
+        )
+        .await
+        .map_err(|e| ListToolsError {
+            message: redact_string(&e.to_string(), &secrets),
+        })?;
+        let tools = tools.finish().map_err(|why| ListToolsError {
+            message: format!("tools/list failed: {why}"),
+        })?;
+        // Each tool's outputSchema is learned (a new list replaces the old one).
+        let mut schemas = HashMap::new();
+        for json in &tools {
+            // The core validated the JSON; a tool without a string name is skipped.
+            let Some(name) = Value::parse(json, JsonLimits::default())
+                .ok()
+                .and_then(verifi_mcp_core::wire::jsonrpc::tool_name)
+            else {
+                continue;
+            };
+            let name = owned(&name);
+            learn_output_schema(&mut schemas, &name, json);
+            on_tool(&name, json);
+        }
+        *lock(&self.inner.output_schemas) = schemas;
+        Ok(())
     }
 
     /// Tells the server, best effort and off the caller's task, that a dropped call's
@@ -632,6 +684,222 @@ impl SlotHandle {
         let mut scratch = self.scratch();
         let mut bufs = self.bufs(scratch.get());
         drive::close(&net, &cfg, &self.inner.state, &mut bufs).await;
+    }
+}
+
+/// Keeps `name`'s `outputSchema`, compiled, if its tools/list entry declares one.
+fn learn_output_schema(schemas: &mut HashMap<String, Arc<OutputSchema>>, name: &str, json: &[u8]) {
+    // Most tools declare none: only those whose JSON names one are parsed.
+    if !json.windows(14).any(|w| w == b"\"outputSchema\"") {
+        return;
+    }
+    let Ok(serde_json::Value::Object(mut tool)) = serde_json::from_slice(json) else {
+        return;
+    };
+    if let Some(schema) = tool.remove("outputSchema").filter(|s| !s.is_null()) {
+        schemas.insert(name.to_owned(), Arc::new(OutputSchema::compile(&schema)));
+    }
+}
+
+/// The rest of the protocol: resources, prompts, ping, and the structured-output check.
+impl SlotHandle {
+    /// An answered call of a tool with an `outputSchema`: its `structuredContent` must match,
+    /// or the call becomes a tool-level failure (`ok: false, isError: true`) whose error names
+    /// the failing path, with its `tool_error` event. It is already metered (the same record
+    /// as a tool error's). The kept reply stays only if the run asked for it.
+    fn check_structured(&self, tool: &str, schema: &OutputSchema, owned: &mut ToolResult) {
+        let checked = if owned.ok {
+            schema.check(owned.call_result().as_ref())
+        } else {
+            Ok(())
+        };
+        if !self.inner.run.options.keep_raw {
+            owned.raw = None;
+        }
+        if let Err(why) = checked {
+            let why = redact_string(&why, &self.inner.secrets);
+            owned.ok = false;
+            owned.is_error = true;
+            owned.kind = Kind::ToolError;
+            RunTimeline(&self.inner.run.records).emit(&TimelineEvent::ToolError {
+                slot: &self.inner.spec.slot,
+                tool,
+                error: &why,
+            });
+            owned.error = Some(why);
+        }
+    }
+
+    /// A list through the driver, each item (or a restart on the fallback) to `on_item`.
+    async fn each_item(
+        &self,
+        list: ListMethod,
+        on_item: impl FnMut(drive::ListItem<'_>) + Send,
+    ) -> Result<(), ProtocolError> {
+        let local = |e: &str, secrets: &[Vec<u8>]| ProtocolError::local(list.method(), e, secrets);
+        let endpoints = self
+            .endpoints()
+            .map_err(|e| local(&e, &self.secrets_now()))?;
+        // The slot's route (proxy, trust) and, on an OAuth slot, its bearer token: as a call.
+        let bearer = crate::auth::slot::bearer_for(self)
+            .await
+            .map_err(|e| local(&e, &self.secrets_now()))?;
+        let authorization = bearer.map(|b| format!("Bearer {b}"));
+        let mut headers = self.headers();
+        if let Some(a) = &authorization {
+            headers.push(("authorization", a));
+        }
+        let secrets = self.secrets_now();
+        let cfg = self.config(endpoints, &headers);
+        let net = self.net().map_err(|e| local(&e, &secrets))?;
+        let mut scratch = self.scratch();
+        let mut bufs = self.bufs(scratch.get());
+        drive::list(
+            &net,
+            &cfg,
+            &self.inner.state,
+            list,
+            &secrets,
+            &mut bufs,
+            on_item,
+        )
+        .await
+        .map_err(|e| ProtocolError::from_core(&e, &secrets))
+    }
+
+    /// Every page of `list`, each item typed.
+    async fn list_typed<T: serde::de::DeserializeOwned>(
+        &self,
+        list: ListMethod,
+    ) -> Result<Vec<T>, ProtocolError> {
+        let secrets = &self.inner.secrets;
+        let mut items = ListCollector::new(self.inner.run.options.reply_cap);
+        self.each_item(list, |item| items.take(item)).await?;
+        let items = items
+            .finish()
+            .map_err(|why| ProtocolError::local(list.method(), &why, secrets))?;
+        items
+            .iter()
+            .map(|json| typed(list.method(), json, &self.inner.secrets))
+            .collect()
+    }
+
+    /// The slot's resources (`resources/list`, every page; a server that repeats its cursor
+    /// is stopped). Fails over like [`list_tools`](Self::list_tools); not metered.
+    pub async fn list_resources(&self) -> Result<Vec<Resource>, ProtocolError> {
+        self.list_typed(ListMethod::Resources).await
+    }
+
+    /// The slot's resource templates (`resources/templates/list`, every page).
+    pub async fn list_resource_templates(&self) -> Result<Vec<ResourceTemplate>, ProtocolError> {
+        self.list_typed(ListMethod::ResourceTemplates).await
+    }
+
+    /// The slot's prompts (`prompts/list`, every page).
+    pub async fn list_prompts(&self) -> Result<Vec<Prompt>, ProtocolError> {
+        self.list_typed(ListMethod::Prompts).await
+    }
+
+    /// A request that failed before anything was sent: a content-bearing one is metered and on
+    /// the timeline like a call's local failure (no failover); `ping` is not.
+    fn request_failed_locally(&self, req: &Request<'_>, why: &str) -> ProtocolError {
+        let err = ProtocolError::local(req.method(), why, &self.inner.secrets);
+        if req.bears_content() {
+            let run = &self.inner.run;
+            drive::local_failure(
+                &self.inner.spec.slot,
+                req.method(),
+                &err.message,
+                &mut RunLedger(&run.records),
+                &mut RunTimeline(&run.records),
+            );
+        }
+        err
+    }
+
+    /// One request through the driver: the redacted result JSON and the latency.
+    async fn request(&self, req: Request<'_>) -> Result<(Vec<u8>, u64), ProtocolError> {
+        let endpoints = self
+            .endpoints()
+            .map_err(|e| self.request_failed_locally(&req, &e))?;
+        // The slot's route (proxy, trust) and, on an OAuth slot, its bearer token: as a call.
+        let bearer = crate::auth::slot::bearer_for(self)
+            .await
+            .map_err(|e| self.request_failed_locally(&req, &e))?;
+        let authorization = bearer.map(|b| format!("Bearer {b}"));
+        let mut headers = self.headers();
+        if let Some(a) = &authorization {
+            headers.push(("authorization", a));
+        }
+        let secrets = self.secrets_now();
+        let secrets = &secrets[..];
+        let cfg = self.config(endpoints, &headers);
+        let net = self
+            .net()
+            .map_err(|e| self.request_failed_locally(&req, &e))?;
+        let run = &self.inner.run;
+        let mut scratch = self.scratch();
+        let mut bufs = self.bufs(scratch.get());
+        let answered = drive::request(
+            &net,
+            &cfg,
+            &self.inner.state,
+            req,
+            secrets,
+            &mut RunLedger(&run.records),
+            &mut RunTimeline(&run.records),
+            &mut bufs,
+        )
+        .await
+        .map_err(|e| ProtocolError::from_core(&e, secrets))?;
+        Ok((answered.result.to_vec(), answered.latency_ms))
+    }
+
+    /// Reads the resource at `uri` (`resources/read`): its contents, redacted. Metered like a
+    /// tool call (evidence bytes: the redacted result); a failure is also a `tool_error`
+    /// event with `resources/read` as the tool. Fails over like a list.
+    pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, ProtocolError> {
+        let (json, _) = self.request(Request::ResourcesRead { uri }).await?;
+        typed("resources/read", &json, &self.inner.secrets)
+    }
+
+    /// Gets the prompt `name` with `args` (an object of strings; `()` or `null` for none)
+    /// (`prompts/get`): its messages, redacted. Metered like
+    /// [`read_resource`](Self::read_resource).
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        args: impl Serialize,
+    ) -> Result<GetPromptResult, ProtocolError> {
+        let secrets = &self.inner.secrets;
+        let here = Request::PromptsGet {
+            name,
+            arguments: None,
+        };
+        let json = serde_json::to_vec(&args)
+            .map_err(|e| self.request_failed_locally(&here, &format!("arguments: {e}")))?;
+        let arguments = match Value::parse(&json, JsonLimits::default()) {
+            Ok(v) if v.is_null() => None,
+            Ok(v) if v.kind() == verifi_mcp_core::wire::json::Kind::Object => Some(v),
+            Ok(_) => {
+                return Err(self.request_failed_locally(&here, "arguments must be a JSON object"));
+            }
+            Err(e) => {
+                return Err(
+                    self.request_failed_locally(&here, &format!("arguments are not JSON: {e}"))
+                );
+            }
+        };
+        let (json, _) = self
+            .request(Request::PromptsGet { name, arguments })
+            .await?;
+        typed("prompts/get", &json, secrets)
+    }
+
+    /// `ping`: the server's round trip in ms (the handshake first, if the session is new).
+    /// Not metered, like `tools/list`. Fails over like a list.
+    pub async fn ping(&self) -> Result<u64, ProtocolError> {
+        self.request(Request::Ping).await.map(|(_, ms)| ms)
     }
 }
 

@@ -197,7 +197,7 @@ pub enum Failure {
     Handshake(HandshakeError),
     /// The tool arguments are not a JSON object.
     BadArguments,
-    /// A tools/list server kept paging past the page cap, or repeated a cursor.
+    /// A list (tools/list, resources/list …) kept paging past the page cap, or repeated a cursor.
     EndlessPaging,
     /// The reply sent no byte for the idle time (progress and SSE comments count as bytes).
     Stalled {
@@ -462,7 +462,7 @@ impl fmt::Display for Failure {
             Failure::Handshake(e) => write!(f, "handshake failed: {e}"),
             Failure::BadArguments => f.write_str("tool arguments must be a JSON object"),
             Failure::EndlessPaging => {
-                f.write_str("tools/list kept paging (repeated cursor or over 1000 pages)")
+                f.write_str("the server kept paging (repeated cursor or over 1000 pages)")
             }
         }
     }

@@ -1,8 +1,10 @@
 //! JSON-RPC 2.0 as MCP uses it: the requests this client sends, and the messages a server sends
 //! back.
 //!
-//! Owns: the exact bytes of `initialize`, `notifications/initialized`, `tools/list` (with cursor
-//! paging), `tools/call` (with an optional progress token) and `notifications/cancelled`; the
+//! Owns: the exact bytes of `initialize`, `notifications/initialized`, the list methods
+//! (`tools/list`, `resources/list`, `resources/templates/list`, `prompts/list`, with cursor
+//! paging), `tools/call` (with an optional progress token), `resources/read`, `prompts/get`,
+//! `ping` and `notifications/cancelled`; the
 //! MCP protocol versions this client can speak; classifying a received message (response,
 //! server request, notification), finding the response to a request id (also inside a batch
 //! array), and reading the `initialize` and `tools/list` results.
@@ -120,13 +122,140 @@ pub fn encode_tools_list(
     id: u64,
     cursor: Option<&str>,
 ) -> Result<(), Overflow> {
-    put_request_head(out, id, "tools/list")?;
+    encode_list(out, id, ListMethod::Tools, cursor)
+}
+
+/// A list method of MCP, paged by `cursor` / `nextCursor`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum ListMethod {
+    /// `tools/list`, items under `tools`.
+    Tools,
+    /// `resources/list`, items under `resources`.
+    Resources,
+    /// `resources/templates/list`, items under `resourceTemplates`.
+    ResourceTemplates,
+    /// `prompts/list`, items under `prompts`.
+    Prompts,
+}
+
+impl ListMethod {
+    /// The JSON-RPC method, e.g. `resources/list`.
+    pub fn method(self) -> &'static str {
+        match self {
+            ListMethod::Tools => "tools/list",
+            ListMethod::Resources => "resources/list",
+            ListMethod::ResourceTemplates => "resources/templates/list",
+            ListMethod::Prompts => "prompts/list",
+        }
+    }
+
+    /// The member of the result that holds the page's items, e.g. `resources`.
+    pub fn key(self) -> &'static str {
+        match self {
+            ListMethod::Tools => "tools",
+            ListMethod::Resources => "resources",
+            ListMethod::ResourceTemplates => "resourceTemplates",
+            ListMethod::Prompts => "prompts",
+        }
+    }
+}
+
+/// Writes a list request (`tools/list`, `resources/list` …); with `cursor` (a previous page's
+/// `nextCursor`, echoed canonically) it asks for the next page: `…,"params":{"cursor":"…"}}`.
+pub fn encode_list(
+    out: &mut impl Sink,
+    id: u64,
+    list: ListMethod,
+    cursor: Option<&str>,
+) -> Result<(), Overflow> {
+    put_request_head(out, id, list.method())?;
     if let Some(c) = cursor {
         out.put(b",\"params\":{\"cursor\":")?;
         write_str_literal(out, c)?;
         out.put(b"}")?;
     }
     out.put(b"}")
+}
+
+/// A request with one answer that is not a tool call: it runs nothing, so it may be sent
+/// again (on a fresh connection, or to the fallback).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Request<'a> {
+    /// `resources/read` of `uri`.
+    ResourcesRead {
+        /// The resource's URI, as listed.
+        uri: &'a str,
+    },
+    /// `prompts/get` of `name`, with its `arguments` (an object of strings, re-emitted
+    /// compactly; `None` sends none).
+    PromptsGet {
+        /// The prompt's name.
+        name: &'a str,
+        /// Its arguments.
+        arguments: Option<Value<'a>>,
+    },
+    /// `ping` (the answer is an empty object).
+    Ping,
+}
+
+impl Request<'_> {
+    /// The JSON-RPC method, e.g. `resources/read`.
+    pub fn method(&self) -> &'static str {
+        match self {
+            Request::ResourcesRead { .. } => "resources/read",
+            Request::PromptsGet { .. } => "prompts/get",
+            Request::Ping => "ping",
+        }
+    }
+
+    /// Whether the answer is content a harness uses as evidence (metered like a tool call):
+    /// `resources/read` and `prompts/get`, not `ping`.
+    pub fn bears_content(&self) -> bool {
+        !matches!(self, Request::Ping)
+    }
+}
+
+/// Writes `req`, e.g. `{"jsonrpc":"2.0","id":4,"method":"resources/read","params":{"uri":"file:///a"}}`
+/// or `{"jsonrpc":"2.0","id":5,"method":"ping"}`.
+pub fn encode_request(out: &mut impl Sink, id: u64, req: &Request<'_>) -> Result<(), Overflow> {
+    put_request_head(out, id, req.method())?;
+    match req {
+        Request::ResourcesRead { uri } => {
+            out.put(b",\"params\":{\"uri\":")?;
+            write_str_literal(out, uri)?;
+            out.put(b"}")?;
+        }
+        Request::PromptsGet { name, arguments } => {
+            out.put(b",\"params\":{\"name\":")?;
+            write_str_literal(out, name)?;
+            if let Some(args) = arguments {
+                out.put(b",\"arguments\":")?;
+                args.write_compact(out)?;
+            }
+            out.put(b"}")?;
+        }
+        Request::Ping => {}
+    }
+    out.put(b"}")
+}
+
+/// Checks the shape of `req`'s result: an object, with `contents` (resources/read) or
+/// `messages` (prompts/get) an array. The members inside are the caller's to read.
+pub fn check_request_result(req: &Request<'_>, result: Value<'_>) -> Result<(), RpcDecodeError> {
+    if result.kind() != Kind::Object {
+        return Err(RpcDecodeError::NotAnObject);
+    }
+    let key = match req {
+        Request::ResourcesRead { .. } => "contents",
+        Request::PromptsGet { .. } => "messages",
+        Request::Ping => return Ok(()),
+    };
+    match result.get(key) {
+        Some(v) if v.kind() == Kind::Array => Ok(()),
+        _ => Err(RpcDecodeError::BadField(key)),
+    }
 }
 
 /// Writes a `tools/call` request:
@@ -519,20 +648,39 @@ pub struct ToolsPage<'a> {
 /// Reads a `tools/list` result: `tools` must be an array; `nextCursor` a string, null or
 /// absent.
 pub fn parse_tools_page(result: Value<'_>) -> Result<ToolsPage<'_>, RpcDecodeError> {
+    let page = parse_page(result, ListMethod::Tools)?;
+    Ok(ToolsPage {
+        tools: page.items,
+        next_cursor: page.next_cursor,
+    })
+}
+
+/// One page of any list result.
+#[derive(Debug, Clone)]
+pub struct Page<'a> {
+    /// The items of this page (tool, resource, template or prompt objects).
+    pub items: Elements<'a>,
+    /// `nextCursor`, when there is another page (`null` or absent: last page).
+    pub next_cursor: Option<JsonStr<'a>>,
+}
+
+/// Reads a page of `list`'s result: its key (`tools`, `resources` …) must be an array;
+/// `nextCursor` a string, null or absent.
+pub fn parse_page(result: Value<'_>, list: ListMethod) -> Result<Page<'_>, RpcDecodeError> {
     if result.kind() != Kind::Object {
         return Err(RpcDecodeError::NotAnObject);
     }
-    let tools = result
-        .get("tools")
+    let items = result
+        .get(list.key())
         .filter(|t| t.kind() == Kind::Array)
-        .ok_or(RpcDecodeError::BadField("tools"))?;
+        .ok_or(RpcDecodeError::BadField(list.key()))?;
     let next_cursor = match result.get("nextCursor") {
         None => None,
         Some(c) if c.is_null() => None,
         Some(c) => Some(c.as_str().ok_or(RpcDecodeError::BadField("nextCursor"))?),
     };
-    Ok(ToolsPage {
-        tools: tools.elements(),
+    Ok(Page {
+        items: items.elements(),
         next_cursor,
     })
 }

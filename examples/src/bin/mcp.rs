@@ -19,6 +19,7 @@ use verifi_mcp_examples::common::{
     endpoint_base, event_line, ledger_json, mcp_url, one_slot_manifest, parse_args, parse_header,
     render_json, result_json, run_secrets, scrub, timeline_json,
 };
+use verifi_mcp_examples::protocol_cmds::{self, ProtoCmd};
 use verifi_mcp_smol::auth::loopback::LoopbackHook;
 use verifi_mcp_smol::auth::{AuthConfig, AuthFlow, AuthorizeHook};
 use verifi_mcp_smol::context::INSECURE_WARNING;
@@ -198,6 +199,14 @@ struct Common {
     /// Largest reply accepted, in bytes (a larger one is an ok:false result naming the cap).
     #[arg(long, value_name = "BYTES", default_value_t = 16 * 1024 * 1024)]
     max_reply_bytes: usize,
+    /// call: also print `result`, the whole CallToolResult (structured content, images,
+    /// annotations), redacted.
+    #[arg(long)]
+    raw: bool,
+    /// call: list the tools first, so a tool's declared outputSchema is checked against its
+    /// structuredContent (a mismatch is a tool error naming the failing path).
+    #[arg(long)]
+    check_output: bool,
     /// Print a wire trace on stderr: connections, requests, reply statuses, headers and
     /// events, with secrets and header values redacted.
     #[arg(short = 'v', long)]
@@ -345,6 +354,36 @@ enum Cmd {
     /// Print the man page (roff).
     #[command(after_help = "Examples:\n  mcp man > mcp.1 && man ./mcp.1")]
     Man,
+    /// List resources and resource templates: `mcp resources ENDPOINT`.
+    Resources(ProtoArgs),
+    /// Read a resource: `mcp read ENDPOINT URI`.
+    Read(ProtoArgs),
+    /// List prompts: `mcp prompts ENDPOINT`.
+    Prompts(ProtoArgs),
+    /// Get a prompt: `mcp prompt ENDPOINT NAME [JSON_ARGS]`.
+    Prompt(ProtoArgs),
+    /// Ping the server: `mcp ping ENDPOINT`.
+    Ping(ProtoArgs),
+}
+
+/// The arguments of the protocol subcommands (see `protocol_cmds`).
+#[derive(Args, Debug)]
+struct ProtoArgs {
+    /// ENDPOINT and the command's own arguments (ENDPOINT omitted with --manifest).
+    #[arg(value_name = "ENDPOINT ARGS")]
+    pos: Vec<String>,
+    #[command(flatten)]
+    common: Common,
+}
+
+/// Runs one protocol subcommand.
+async fn proto(cmd: ProtoCmd, mut a: ProtoArgs) -> Result<ExitCode, Fail> {
+    let run = build(&a.common, &mut a.pos, &run_id())?;
+    let code = protocol_cmds::run(cmd, &run.slot, &a.pos, &|v| run.p.json(v), &|l| {
+        run.p.err(l)
+    })
+    .await?;
+    Ok(finish(&run, code).await)
 }
 
 /// What a command ended with.
@@ -586,7 +625,8 @@ fn build(common: &Common, pos: &mut Vec<String>, run_id: &str) -> Result<Run, Fa
         .root_certs(root_certs)
         .insecure(common.insecure)
         .proxy(common.proxy.clone())
-        .auth(auth);
+        .auth(auth)
+        .keep_raw(common.raw);
     if let Some(ms) = common.timeout_ms {
         options = options.timeout_ms(ms);
     }
@@ -921,6 +961,11 @@ async fn dispatch(cmd: Cmd) -> Result<ExitCode, Fail> {
             clap_complete::generate(shell, &mut cmd, "mcp", &mut std::io::stdout());
             Ok(ExitCode::SUCCESS)
         }
+        Cmd::Resources(a) => proto(ProtoCmd::Resources, a).await,
+        Cmd::Read(a) => proto(ProtoCmd::Read, a).await,
+        Cmd::Prompts(a) => proto(ProtoCmd::Prompts, a).await,
+        Cmd::Prompt(a) => proto(ProtoCmd::Prompt, a).await,
+        Cmd::Ping(a) => proto(ProtoCmd::Ping, a).await,
         Cmd::Man => {
             let man = clap_mangen::Man::new(Cli::command());
             let mut out = std::io::stdout().lock();
@@ -955,6 +1000,12 @@ async fn dispatch(cmd: Cmd) -> Result<ExitCode, Fail> {
                 return Err(UsageError("missing TOOL".into()).into());
             };
             let args = call_args(rest, args.as_deref())?;
+            if common.check_output
+                && let Err(e) = run.slot.list_tools().await
+            {
+                run.p.err(&format!("mcp: {e}"));
+                return Ok(finish(&run, 1).await);
+            }
             // On a terminal, the status line shows the call's progress notifications too.
             let status = Mutex::new(String::new());
             let on_progress = |u: &ProgressUpdate<'_>| {
@@ -969,6 +1020,9 @@ async fn dispatch(cmd: Cmd) -> Result<ExitCode, Fail> {
             )
             .await;
             match common.format.unwrap_or(Format::Json) {
+                Format::Json if common.raw => run
+                    .p
+                    .json(&protocol_cmds::with_call_result(result_json(&r), &r)),
                 Format::Json => run.p.json(&result_json(&r)),
                 Format::Text => {
                     if !r.text.is_empty() || r.ok {

@@ -8,13 +8,17 @@ usage: server.py MODE PORT
 
 Tools: echo, run_command (formats a result, never runs anything), fail (isError), mixed
 (text + image), big {bytes}, slow {ms, steps} (progress per step when a progressToken is given;
-notices cancellation), peer_stats (what this process has seen, as JSON text).
+notices cancellation), peer_stats (what this process has seen, as JSON text), ports (structured
+output with an outputSchema).
+Resources: test://notes/readme (text), test://notes/blob (bytes), the template test://echo/{text}
+(reads `echo: <text>`). Prompts: review {topic}.
 """
 
 import asyncio
 import json
 import socket
 import sys
+from typing import TypedDict
 
 import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
@@ -120,6 +124,37 @@ async def slow(ms: int = 1000, steps: int = 1, ctx: Context | None = None) -> st
 @server.tool(description="What this server process has seen, as JSON")
 def peer_stats() -> str:
     return json.dumps(STATS, sort_keys=True)
+
+
+class Ports(TypedDict):
+    open: list[int]
+
+
+@server.tool(description="Open ports, as structured output")
+def ports() -> Ports:
+    STATS["tool_calls"] += 1
+    return {"open": [22, 80]}
+
+
+# Resources and prompts, the same as the rmcp test server's (one page each here).
+@server.resource("test://notes/readme", name="readme", description="A short text note", mime_type="text/plain")
+def readme() -> str:
+    return "hello from the readme"
+
+
+@server.resource("test://notes/blob", name="blob", mime_type="application/octet-stream")
+def blob() -> bytes:
+    return bytes([0, 1, 2])
+
+
+@server.resource("test://echo/{text}", name="echo", description="Echoes the text of its URI", mime_type="text/plain")
+def echo_resource(text: str) -> str:
+    return f"echo: {text}"
+
+
+@server.prompt(name="review", description="Review a topic")
+def review(topic: str) -> str:
+    return f"Review the {topic} findings."
 
 
 class Observe:

@@ -9,11 +9,14 @@
 //
 // Tools: echo, run_command (formats a result, never runs anything), fail (isError), mixed
 // (text + image), big {bytes}, slow {ms, steps} (progress per step when a progressToken is
-// given; notices cancellation), peer_stats (what this process has seen, as JSON text).
+// given; notices cancellation), peer_stats (what this process has seen, as JSON text), ports
+// (structured output with an outputSchema).
+// Resources: test://notes/readme (text), test://notes/blob (base64), the template
+// test://echo/{text} (reads `echo: <text>`). Prompts: review {topic}.
 
 import http from 'node:http';
 import { randomUUID } from 'node:crypto';
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
@@ -98,6 +101,29 @@ function buildServer() {
   });
   server.registerTool('peer_stats', { description: 'What this server process has seen, as JSON', inputSchema: {} },
     async () => text(JSON.stringify(stats, Object.keys(stats).sort())));
+  server.registerTool('ports', {
+    description: 'Open ports, as structured output',
+    inputSchema: {},
+    outputSchema: { open: z.array(z.number().int()) },
+  }, async () => {
+    stats.tool_calls++;
+    const out = { open: [22, 80] };
+    return { content: [{ type: 'text', text: JSON.stringify(out) }], structuredContent: out };
+  });
+  // Resources and prompts, the same as the rmcp test server's (one page each here).
+  server.registerResource('readme', 'test://notes/readme',
+    { mimeType: 'text/plain', description: 'A short text note' },
+    async (uri) => ({ contents: [{ uri: uri.href, mimeType: 'text/plain', text: 'hello from the readme' }] }));
+  server.registerResource('blob', 'test://notes/blob', { mimeType: 'application/octet-stream' },
+    async (uri) => ({ contents: [{ uri: uri.href, mimeType: 'application/octet-stream', blob: 'AAEC' }] }));
+  server.registerResource('echo', new ResourceTemplate('test://echo/{text}', { list: undefined }),
+    { mimeType: 'text/plain', description: 'Echoes the text of its URI' },
+    async (uri, { text: t }) => ({ contents: [{ uri: uri.href, mimeType: 'text/plain', text: `echo: ${t}` }] }));
+  server.registerPrompt('review', { description: 'Review a topic', argsSchema: { topic: z.string().describe('What to review') } },
+    ({ topic }) => ({
+      description: 'Review a topic',
+      messages: [{ role: 'user', content: { type: 'text', text: `Review the ${topic} findings.` } }],
+    }));
   return server;
 }
 

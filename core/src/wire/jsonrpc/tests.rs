@@ -445,3 +445,110 @@ fn malformed_messages_are_typed_errors() {
         "result member \"tools\" is missing or has the wrong type"
     );
 }
+
+#[test]
+fn encodes_the_other_methods_exactly() {
+    assert_eq!(
+        encode(|o| encode_list(o, 7, ListMethod::Resources, None)),
+        r#"{"jsonrpc":"2.0","id":7,"method":"resources/list"}"#
+    );
+    assert_eq!(
+        encode(|o| encode_list(o, 8, ListMethod::ResourceTemplates, Some("c\"1"))),
+        r#"{"jsonrpc":"2.0","id":8,"method":"resources/templates/list","params":{"cursor":"c\"1"}}"#
+    );
+    assert_eq!(
+        encode(|o| encode_list(o, 9, ListMethod::Prompts, Some("p2"))),
+        r#"{"jsonrpc":"2.0","id":9,"method":"prompts/list","params":{"cursor":"p2"}}"#
+    );
+    assert_eq!(
+        encode(|o| encode_request(
+            o,
+            10,
+            &Request::ResourcesRead {
+                uri: "file:///a b\"c"
+            }
+        )),
+        r#"{"jsonrpc":"2.0","id":10,"method":"resources/read","params":{"uri":"file:///a b\"c"}}"#
+    );
+    let args = parse(br#" { "topic" : "dns" } "#);
+    assert_eq!(
+        encode(|o| encode_request(
+            o,
+            11,
+            &Request::PromptsGet {
+                name: "review",
+                arguments: Some(args)
+            }
+        )),
+        r#"{"jsonrpc":"2.0","id":11,"method":"prompts/get","params":{"name":"review","arguments":{"topic":"dns"}}}"#
+    );
+    assert_eq!(
+        encode(|o| encode_request(
+            o,
+            12,
+            &Request::PromptsGet {
+                name: "plain",
+                arguments: None
+            }
+        )),
+        r#"{"jsonrpc":"2.0","id":12,"method":"prompts/get","params":{"name":"plain"}}"#
+    );
+    assert_eq!(
+        encode(|o| encode_request(o, 13, &Request::Ping)),
+        r#"{"jsonrpc":"2.0","id":13,"method":"ping"}"#
+    );
+    // Every cap short of the whole request is an overflow, never a panic.
+    let full = encode(|o| encode_request(o, 10, &Request::ResourcesRead { uri: "u" }));
+    for cap in 0..full.len() {
+        let mut storage = [0u8; 128];
+        let mut b = SliceBuf::new(&mut storage[..cap]);
+        assert!(encode_request(&mut b, 10, &Request::ResourcesRead { uri: "u" }).is_err());
+    }
+}
+
+#[test]
+fn pages_and_results_of_the_other_methods() {
+    let page = parse_page(
+        parse(br#"{"resources":[{"uri":"a"},{"uri":"b"}],"nextCursor":"n"}"#),
+        ListMethod::Resources,
+    )
+    .unwrap();
+    assert_eq!(page.items.count(), 2);
+    assert_eq!(text(page.next_cursor.unwrap()), "n");
+    let last = parse_page(
+        parse(br#"{"resourceTemplates":[],"nextCursor":null}"#),
+        ListMethod::ResourceTemplates,
+    )
+    .unwrap();
+    assert!(last.next_cursor.is_none());
+    // The key is the method's own: a prompts page is not a resources page.
+    assert_eq!(
+        parse_page(parse(br#"{"prompts":[]}"#), ListMethod::Resources).unwrap_err(),
+        RpcDecodeError::BadField("resources")
+    );
+    assert_eq!(
+        parse_page(parse(b"[]"), ListMethod::Prompts).unwrap_err(),
+        RpcDecodeError::NotAnObject
+    );
+    let read = Request::ResourcesRead { uri: "a" };
+    assert!(check_request_result(&read, parse(br#"{"contents":[]}"#)).is_ok());
+    assert_eq!(
+        check_request_result(&read, parse(br#"{"contents":{}}"#)).unwrap_err(),
+        RpcDecodeError::BadField("contents")
+    );
+    let get = Request::PromptsGet {
+        name: "p",
+        arguments: None,
+    };
+    assert_eq!(
+        check_request_result(&get, parse(br#"{"contents":[]}"#)).unwrap_err(),
+        RpcDecodeError::BadField("messages")
+    );
+    assert!(check_request_result(&Request::Ping, parse(b"{}")).is_ok());
+    assert_eq!(
+        check_request_result(&Request::Ping, parse(b"null")).unwrap_err(),
+        RpcDecodeError::NotAnObject
+    );
+    assert!(Request::ResourcesRead { uri: "" }.bears_content());
+    assert!(!Request::Ping.bears_content());
+}
