@@ -4,10 +4,10 @@
 //! Owns: the exact bytes of `initialize`, `notifications/initialized`, the list methods
 //! (`tools/list`, `resources/list`, `resources/templates/list`, `prompts/list`, with cursor
 //! paging), `tools/call` (with an optional progress token), `resources/read`, `prompts/get`,
-//! `ping` and `notifications/cancelled`; the
-//! MCP protocol versions this client can speak; classifying a received message (response,
-//! server request, notification), finding the response to a request id (also inside a batch
-//! array), and reading the `initialize` and `tools/list` results.
+//! `ping` and `notifications/cancelled`; the MCP protocol versions this client can speak;
+//! classifying a received message (response, server request, notification), finding the
+//! response to a request id (also inside a batch array), reading the `initialize` result and
+//! a page of any list, and checking the shape of the other results.
 //! Does not own: JSON syntax (`wire::json`), the content of a `tools/call` result
 //! (`wire::content`), HTTP/SSE framing, or what the harness does with an error.
 //!
