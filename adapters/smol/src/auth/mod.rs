@@ -15,6 +15,8 @@
 
 pub mod client;
 pub mod decide;
+#[cfg(test)]
+mod hostile_input;
 pub mod loopback;
 pub mod pkce;
 pub(crate) mod slot;
