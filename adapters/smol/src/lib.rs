@@ -25,7 +25,7 @@
 //! # }
 //! ```
 //!
-//! Modules: [`context`] (`HarnessContext`, `ctx.mcp(slot)`), [`slot`] (slot handles), [`exec`] (`run_command` on a shared box), [`net`] (connections, pool, TLS, clock), [`proxy`] (forward proxies), [`trust`] (roots and certificate errors), [`buf`] (capped `Vec` buffers),
+//! Modules: [`auth`] (the OAuth client), [`context`] (`HarnessContext`, `ctx.mcp(slot)`), [`slot`] (slot handles), [`exec`] (`run_command` on a shared box), [`net`] (connections, pool, TLS, clock), [`proxy`] (forward proxies), [`trust`] (roots and certificate errors), [`buf`] (capped `Vec` buffers),
 //! [`shared`] (a slot's state behind a lock with wake-ups).
 
 pub mod auth;
@@ -40,6 +40,7 @@ pub mod shared;
 pub mod slot;
 pub mod trust;
 
+pub use auth::{AuthConfig, AuthFlow, AuthorizeHook, MemoryTokenStore, Token, TokenStore};
 pub use buf::VecBuf;
 pub use context::{
     ContextError, HarnessContext, LedgerTotals, Options, SlotNotFilledError, TimelineEntry,
