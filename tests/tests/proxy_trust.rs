@@ -499,6 +499,20 @@ fn mcp_cli_proxy_cacert_insecure_and_the_environment() {
             .iter()
             .any(|l| l == "CONNECT mcp.invalid:9 HTTP/1.1")
     );
+    // HTTP_PROXY for plain http: the request goes to the proxy in absolute form.
+    let before = tp.requests().len();
+    let env = [("HTTP_PROXY", tp.url())];
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let o = mcp(&["call", "http://mcp.invalid:9", "echo", "{}"], &env);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
+    assert!(
+        tp.requests()[before..]
+            .iter()
+            .any(|l| l == "POST http://mcp.invalid:9/mcp HTTP/1.1"),
+        "{:?}",
+        tp.requests()
+    );
     // NO_PROXY sends it direct, where the name does not resolve.
     let env = [("HTTPS_PROXY", proxy.as_str()), ("NO_PROXY", ".invalid")];
     let o = mcp(&["call", "https://mcp.invalid:9", "echo", "{}"], &env);
