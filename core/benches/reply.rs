@@ -87,6 +87,19 @@ fn stages(c: &mut Criterion, json: &[u8], text: &str) {
             verifi_mcp_core::wire::content::flatten(r, &mut n).map(|_| n.count)
         })
     });
+    let t = v
+        .get("result")
+        .and_then(|r| r.get("content"))
+        .and_then(|c| c.elements().next())
+        .and_then(|b| b.get("text"))
+        .and_then(|t| t.as_str())
+        .expect("text");
+    g.bench_function("unescape", |b| {
+        b.iter(|| {
+            let mut n = CountingSink::default();
+            t.unescape_into(&mut n).map(|_| n.count)
+        })
+    });
     g.bench_function("redact-2KiB-writes", |b| {
         b.iter(|| {
             let mut r = Redactor::new(&SECRETS);

@@ -11,6 +11,7 @@
 use core::fmt::Write as _;
 
 use core::pin::pin;
+use core::sync::atomic::{AtomicU8, AtomicU32, Ordering};
 
 use embassy_futures::select::{Either, select};
 use embedded_io_async::{Read, Write};
@@ -21,11 +22,13 @@ use crate::harness::events::{Timeline, TimelineEvent};
 use crate::harness::failover::{AttemptOutcome, FailoverState, Target};
 use crate::harness::meter::{Ledger, LedgerRecord};
 use crate::harness::redact::Redactor;
-use crate::harness::result::ToolResult;
+use crate::harness::result::{ToolResult, write_tool_error};
 use crate::wire::content;
 use crate::wire::endpoint::Endpoint;
 use crate::wire::exchange::{Exchange, Expect, OnMessage, ReplyLimits, Step, Verdict};
-use crate::wire::failure::{BufferName, ConnectError, Failure, HandshakeError, StrSink, truncated};
+use crate::wire::failure::{
+    BufferName, ConnectError, DETAIL_BYTES, Failure, HandshakeError, StrSink, truncated,
+};
 use crate::wire::http::{MAX_SESSION_ID, Method, RequestHead, write_request_head};
 use crate::wire::json::{JsonLimits, Value};
 use crate::wire::jsonrpc::{self, Found, Message, Outcome, ProtocolVersion};
@@ -47,6 +50,16 @@ const TAIL_MS: Millis = 10;
 const MAX_TAIL_BYTES: usize = 64 * 1024;
 /// Longest tools/list cursor kept between pages.
 const MAX_CURSOR: usize = 1_024;
+/// The default idle time after which a reply that sends nothing is `server stalled`.
+pub const DEFAULT_IDLE_TIMEOUT_MS: u64 = 60_000;
+/// The slot's retry budget for 429/503 answers with `retry-after`: one retry in this many
+/// calls of the slot (a fifth of them) …
+pub const RETRY_BUDGET_CALLS_PER_RETRY: u64 = 5;
+/// … and never fewer than this many in a run, so every call of a small run can take its one
+/// retry; a storm in a long run is capped.
+pub const RETRY_BUDGET_FLOOR: u64 = 10;
+/// The longest message of an error line built here (a JSON-RPC refusal, a failure).
+const ERROR_LINE_BYTES: usize = 2 * DETAIL_BYTES + 256;
 
 /// What an adapter supplies: connections and time. Nothing about the protocol.
 // `async fn` in a public trait: the futures carry no `Send` bound here, but each adapter is
@@ -58,6 +71,12 @@ pub trait Net {
     type Conn: Read + Write;
     /// Opens a connection to `ep` (TLS for `https`, SNI = its host), or hands out a pooled
     /// kept-alive one to the same endpoint (then the `bool` is true). `fresh` forbids the pool.
+    ///
+    /// A pooled connection is checked before it is handed out: a zero-wait read that sees the
+    /// end of the stream, a reset, or bytes nobody asked for means the server let it go, so
+    /// it is dropped and another (or a new one) is used. Once a `tools/call` is written the
+    /// driver never sends it again, so this check is what keeps a stale socket from costing
+    /// a call.
     async fn connect(
         &self,
         ep: &Endpoint<'_>,
@@ -91,6 +110,9 @@ pub struct SlotState {
     fallback: Option<Session>,
     failover: FailoverState,
     next_id: u64,
+    /// Calls started, and `retry-after` retries taken, in this run (the retry budget).
+    calls: u64,
+    retries: u64,
 }
 
 impl SlotState {
@@ -101,7 +123,20 @@ impl SlotState {
             fallback: has_fallback.then(|| Session::new(version)),
             failover: FailoverState::new(has_fallback),
             next_id: 1,
+            calls: 0,
+            retries: 0,
         }
+    }
+
+    /// Takes one `retry-after` retry from the slot's budget (one in
+    /// [`RETRY_BUDGET_CALLS_PER_RETRY`] calls, and at least [`RETRY_BUDGET_FLOOR`]).
+    fn take_retry(&mut self) -> bool {
+        let budget = (self.calls / RETRY_BUDGET_CALLS_PER_RETRY).max(RETRY_BUDGET_FLOOR);
+        let ok = self.retries < budget;
+        if ok {
+            self.retries += 1;
+        }
+        ok
     }
 
     /// The session of one server of the slot.
@@ -159,6 +194,61 @@ pub struct SlotConfig<'a> {
     pub keep_raw: bool,
     /// Told of each progress notification for a call (a progress token is sent when set).
     pub on_progress: Option<ProgressObserver<'a>>,
+    /// A reply that sends no byte for this long fails with `server stalled` (progress
+    /// notifications and SSE comments are bytes); `None`: only the deadline applies.
+    pub idle_timeout_ms: Option<u64>,
+    /// Where a call says which `tools/call` it has on the wire (for an adapter that cancels a
+    /// call whose future was dropped).
+    pub in_flight: Option<&'a InFlight>,
+}
+
+/// The `tools/call` a call has on the wire, if any: an adapter reads it when the caller drops
+/// the call's future, to send the server a cancellation.
+///
+/// Plain 32-bit atomics (Cortex-M has no 64-bit ones); one writer, the call, and one reader,
+/// its adapter after the call's future is gone.
+#[derive(Debug, Default)]
+pub struct InFlight {
+    id_low: AtomicU32,
+    id_high: AtomicU32,
+    target: AtomicU8,
+}
+
+impl InFlight {
+    /// Nothing on the wire.
+    pub const fn new() -> Self {
+        InFlight {
+            id_low: AtomicU32::new(0),
+            id_high: AtomicU32::new(0),
+            target: AtomicU8::new(0),
+        }
+    }
+
+    fn set(&self, target: Target, id: u64) {
+        let t = match target {
+            Target::Primary => 0,
+            Target::Fallback => 1,
+        };
+        self.target.store(t, Ordering::Relaxed);
+        self.id_high.store((id >> 32) as u32, Ordering::Relaxed);
+        self.id_low.store(id as u32, Ordering::Relaxed);
+    }
+
+    fn clear(&self) {
+        self.id_low.store(0, Ordering::Relaxed);
+        self.id_high.store(0, Ordering::Relaxed);
+    }
+
+    /// The server and request id of the `tools/call` on the wire, if one is.
+    pub fn get(&self) -> Option<(Target, u64)> {
+        let id = (u64::from(self.id_high.load(Ordering::Relaxed)) << 32)
+            | u64::from(self.id_low.load(Ordering::Relaxed));
+        let target = match self.target.load(Ordering::Relaxed) {
+            0 => Target::Primary,
+            _ => Target::Fallback,
+        };
+        (id != 0).then_some((target, id))
+    }
 }
 
 /// One progress notification of a call, as a person would show it.
@@ -201,6 +291,8 @@ impl<'a> SlotConfig<'a> {
             limits: ReplyLimits::default(),
             keep_raw: false,
             on_progress: None,
+            idle_timeout_ms: Some(DEFAULT_IDLE_TIMEOUT_MS),
+            in_flight: None,
         }
     }
 
@@ -244,8 +336,8 @@ pub enum ListError {
     Refused {
         /// JSON-RPC error code.
         code: i64,
-        /// The server's message, redacted and truncated.
-        message: String<160>,
+        /// The server's message, redacted (a longer one is cut and ends in `…`).
+        message: String<DETAIL_BYTES>,
     },
 }
 
@@ -316,11 +408,31 @@ enum Body<'x> {
     },
     Cancelled {
         id: u64,
+        reason: &'static str,
     },
     None,
 }
 
 impl Body<'_> {
+    /// A request a server may see twice without harm (a `tools/call` may have run a tool).
+    fn safe_to_repeat(&self) -> bool {
+        !matches!(self, Body::ToolsCall { .. })
+    }
+
+    /// Gives the request a new id (a re-sent request always has one); the new id, if it has
+    /// an id at all.
+    fn renumber(&mut self) -> Option<u64> {
+        match self {
+            Body::Initialize { id, .. }
+            | Body::ToolsList { id, .. }
+            | Body::ToolsCall { id, .. } => {
+                *id ^= RESENT_ID_BIT;
+                Some(*id)
+            }
+            Body::Initialized | Body::Cancelled { .. } | Body::None => None,
+        }
+    }
+
     /// Through `dyn Sink`: it runs twice per request (to count, then to write), and the
     /// encoders exist once in the binary instead of once per sink type.
     fn write(&self, out: &mut dyn Sink) -> Result<(), crate::buf::Overflow> {
@@ -335,7 +447,7 @@ impl Body<'_> {
                 args,
                 progress,
             } => jsonrpc::encode_tools_call(out, *id, tool, *args, *progress),
-            Body::Cancelled { id } => jsonrpc::encode_cancelled(out, *id, "tool call timed out"),
+            Body::Cancelled { id, reason } => jsonrpc::encode_cancelled(out, *id, reason),
             Body::None => Ok(()),
         }
     }
@@ -426,17 +538,38 @@ impl<B: Buf> CallBuffers<'_, B> {
     }
 }
 
-/// Writes `trip`'s request and runs the round trip.
+/// A re-sent request's id: its first id with this bit flipped, so it differs from every id
+/// the slot hands out (they count up from 1) and stays below 2^53 (JavaScript servers read ids
+/// as doubles).
+const RESENT_ID_BIT: u64 = 1 << 52;
+
+/// Writes `trip`'s request and runs the round trip. A pooled connection that the server had
+/// let go is retried once on a fresh one, with a new id: when writing failed, or when it
+/// closed before any reply byte and the request is safe to repeat. A `tools/call` that was
+/// written is never sent again ([`Failure::MayHaveRun`]).
 async fn send<N: Net, B: Buf>(
     net: &N,
     cfg: &SlotConfig<'_>,
-    trip: &Trip<'_>,
+    trip: &mut Trip<'_>,
     wire: &mut Wire<'_, B>,
     deadline: &mut Deadline,
     handler: &mut (dyn OnMessage + Send),
 ) -> Result<RoundTrip, Failure> {
-    trip.write(wire.request, cfg)?;
-    round_trip(net, cfg, trip, wire, deadline, handler).await
+    let mut fresh = false;
+    loop {
+        trip.write(wire.request, cfg)?;
+        let (conn, reused) = open(net, trip.ep, fresh, deadline.at).await?;
+        let retry_fresh = reused && !fresh;
+        match exchange(net, cfg, trip, wire, conn, retry_fresh, deadline, handler).await? {
+            Some(rt) => return Ok(rt),
+            None => {
+                fresh = true;
+                if let Some(id) = trip.body.renumber() {
+                    handler.renumber(id);
+                }
+            }
+        }
+    }
 }
 
 /// What one round trip came to, beyond what its handler saw.
@@ -456,32 +589,6 @@ impl RoundTrip {
     }
 }
 
-/// Sends the request in `wire` to the trip's endpoint and feeds the reply to `handler` until
-/// it has its response. A pooled connection that fails before any reply byte is retried once
-/// on a fresh one.
-///
-/// Connecting and exchanging are separate futures awaited in turn, so the connect future and
-/// the exchange's decoder state share the same bytes of this future.
-async fn round_trip<N: Net, B: Buf>(
-    net: &N,
-    cfg: &SlotConfig<'_>,
-    trip: &Trip<'_>,
-    wire: &mut Wire<'_, B>,
-    deadline: &mut Deadline,
-    handler: &mut (dyn OnMessage + Send),
-) -> Result<RoundTrip, Failure> {
-    let mut fresh = false;
-    loop {
-        let (conn, reused) = open(net, trip.ep, fresh, deadline.at).await?;
-        let retry_fresh = reused && !fresh;
-        match exchange(net, cfg, trip, wire, conn, retry_fresh, deadline, handler).await? {
-            Some(rt) => return Ok(rt),
-            // The pooled connection had been closed by the server: once more, fresh.
-            None => fresh = true,
-        }
-    }
-}
-
 /// Opens (or takes from the pool) a connection to `ep` before `at`.
 async fn open<N: Net>(
     net: &N,
@@ -493,8 +600,29 @@ async fn open<N: Net>(
     before(net, at, connect).await?.map_err(Failure::Connect)
 }
 
+/// Reads once from `conn`, before the deadline and before the reply has been idle for the
+/// idle time (which is then [`Failure::Stalled`]).
+async fn read_some<N: Net>(
+    net: &N,
+    conn: &mut N::Conn,
+    buf: &mut [u8],
+    deadline: &Deadline,
+    idle: Option<(Millis, u64)>,
+) -> Result<Result<usize, <N::Conn as embedded_io_async::ErrorType>::Error>, Failure> {
+    let stall_at = idle.map(|(last, ms)| last.saturating_add(ms));
+    let at = stall_at.map_or(deadline.at, |s| s.min(deadline.at));
+    let r = pin!(conn.read(buf));
+    match before(net, at, r).await {
+        Err(Failure::TimedOut) if at < deadline.at => Err(Failure::Stalled {
+            idle_ms: idle.map_or(0, |(_, ms)| ms),
+        }),
+        other => other,
+    }
+}
+
 /// Writes the request on `conn` and reads the reply. `Ok(None)`: the connection failed before
-/// any reply byte and `retry_fresh` allows one more try on a fresh connection.
+/// any reply byte and `retry_fresh` allows one more try on a fresh connection (a written
+/// `tools/call` never: that is [`Failure::MayHaveRun`]).
 #[allow(clippy::too_many_arguments)]
 async fn exchange<N: Net, B: Buf>(
     net: &N,
@@ -529,27 +657,42 @@ async fn exchange<N: Net, B: Buf>(
         }
         return Err(Failure::SendFailed);
     }
+    // The connection ended before any reply byte: once more on a fresh connection when the
+    // request may be repeated; a written tools/call may have run, so never.
+    let repeatable = trip.body.safe_to_repeat();
+    let ended_early = |exchange: &Exchange<'_>| -> Option<Result<Option<RoundTrip>, Failure>> {
+        if exchange.received_any() {
+            None
+        } else if !repeatable {
+            Some(Err(Failure::MayHaveRun))
+        } else if retry_fresh {
+            Some(Ok(None))
+        } else {
+            None
+        }
+    };
+    let idle_ms = cfg.idle_timeout_ms;
+    let mut last_byte = net.now();
     let mut progress_seen = handler.progress_seen();
     let step = loop {
-        let got = {
-            let r = pin!(conn.read(read));
-            before(net, deadline.at, r).await?
-        };
+        let idle = idle_ms.map(|ms| (last_byte, ms));
+        let got = read_some(net, &mut conn, read, deadline, idle).await?;
         let n = match got {
             Ok(n) => n,
             Err(_) => {
-                if retry_fresh && !exchange.received_any() {
-                    return Ok(None);
+                if let Some(r) = ended_early(&exchange) {
+                    return r;
                 }
                 return Err(Failure::ReadFailed);
             }
         };
         if n == 0 {
-            if retry_fresh && !exchange.received_any() {
-                return Ok(None);
+            if let Some(r) = ended_early(&exchange) {
+                return r;
             }
             break exchange.finish(reply, handler)?;
         }
+        last_byte = net.now();
         let (_, step) = exchange.feed(read.get(..n).unwrap_or(&[]), reply, handler)?;
         if handler.progress_seen() != progress_seen {
             progress_seen = handler.progress_seen();
@@ -634,6 +777,10 @@ struct InitHandler {
     version: Option<Result<ProtocolVersion, Failure>>,
 }
 impl OnMessage for InitHandler {
+    fn renumber(&mut self, id: u64) {
+        self.id = id;
+    }
+
     fn on_message(&mut self, msg: &[u8], last_chance: bool) -> Result<Verdict, Failure> {
         match find(msg, self.id, last_chance)? {
             Lookup::Ours(Outcome::Result(result)) => {
@@ -650,16 +797,33 @@ impl OnMessage for InitHandler {
                 Ok(Verdict::Done)
             }
             Lookup::Ours(Outcome::Error(err)) => {
-                let mut message = StrSink::<80>::default();
-                let _ = err.message.unescape_into(&mut message);
                 self.version = Some(Err(Failure::Handshake(HandshakeError::Refused {
                     code: err.code,
-                    message: truncated(message.as_str()),
+                    message: unescaped_detail(&err.message),
                 })));
                 Ok(Verdict::Done)
             }
             Lookup::OtherResponse => Ok(Verdict::Hold),
             Lookup::Other(_) => Ok(Verdict::Continue),
+        }
+    }
+}
+
+/// A server's message, unescaped, cut to [`DETAIL_BYTES`] with a marked cut.
+fn unescaped_detail<const N: usize>(message: &crate::wire::json::JsonStr<'_>) -> String<N> {
+    let mut out = StrSink::<N>::default();
+    match message.unescape_into(&mut out) {
+        Ok(()) => truncated(out.as_str()),
+        // Cut: make room for the mark.
+        Err(_) => {
+            let mut s: String<N> = truncated(out.as_str());
+            while s.len() + '…'.len_utf8() > N {
+                if s.pop().is_none() {
+                    break;
+                }
+            }
+            let _ = s.push('…');
+            s
         }
     }
 }
@@ -734,7 +898,7 @@ async fn handshake<N: Net, S: Shared<SlotState>, B: Buf>(
     // The initialize request and its handler end in this block (not kept across the
     // notification's await); only the session id and the version are.
     let (session_id, version) = {
-        let init = Trip::post(
+        let mut init = Trip::post(
             ep,
             None,
             Body::Initialize {
@@ -744,26 +908,26 @@ async fn handshake<N: Net, S: Shared<SlotState>, B: Buf>(
         );
         let mut handler = InitHandler { id, version: None };
         let RoundTrip { session_id, .. } =
-            send(net, cfg, &init, &mut wire, deadline, &mut handler).await?;
+            send(net, cfg, &mut init, &mut wire, deadline, &mut handler).await?;
         (session_id, handler.version.ok_or(Failure::NoResponse)??)
     };
     let snap = Snapshot {
         session_id,
         version,
     };
-    let initialized = Trip::post(ep, Some(&snap), Body::Initialized);
-    send(net, cfg, &initialized, &mut wire, deadline, &mut Accept).await?;
+    let mut initialized = Trip::post(ep, Some(&snap), Body::Initialized);
+    send(net, cfg, &mut initialized, &mut wire, deadline, &mut Accept).await?;
     Ok(snap)
 }
 
 /// What one server's attempt at a tool call came to.
 enum Answer {
     Result { is_error: bool },
-    Refused { unknown_tool: bool },
+    Refused { code: i64, unknown_tool: bool },
 }
 
 /// Why a tool call's result could not be taken. Small on purpose: the handler holding it
-/// lives in the call future across every read (a whole [`Failure`] would be ~100 bytes).
+/// lives in the call future across every read (a whole [`Failure`] would be larger).
 #[derive(Debug, Clone, Copy)]
 enum Untaken {
     /// The flattened text did not fit the text buffer.
@@ -796,6 +960,10 @@ struct CallHandler<'x, B: Buf, Sec: AsRef<[u8]>> {
 impl<B: Buf, Sec: AsRef<[u8]>> OnMessage for CallHandler<'_, B, Sec> {
     fn progress_seen(&self) -> u32 {
         self.progress
+    }
+
+    fn renumber(&mut self, id: u64) {
+        self.id = id;
     }
 
     fn on_message(&mut self, msg: &[u8], last_chance: bool) -> Result<Verdict, Failure> {
@@ -838,17 +1006,36 @@ impl<B: Buf, Sec: AsRef<[u8]>> OnMessage for CallHandler<'_, B, Sec> {
             }
             Outcome::Error(err) => {
                 self.error.clear();
-                let mut line = StrSink::<512>::default();
-                // A message longer than the line is cut; the code always fits.
-                let _ = crate::harness::result::write_rpc_error(&mut line, err.code, &err.message);
+                let mut line = StrSink::<ERROR_LINE_BYTES>::default();
+                // A message longer than the line is cut, and the cut marked; the code fits.
+                if crate::harness::result::write_rpc_error(&mut line, err.code, &err.message)
+                    .is_err()
+                {
+                    mark_cut(&mut line);
+                }
                 let _ = redact_into(self.secrets, line.as_str().as_bytes(), self.error);
                 Ok(Answer::Refused {
+                    code: err.code,
                     unknown_tool: jsonrpc::is_unknown_tool(&err),
                 })
             }
         });
         Ok(Verdict::Done)
     }
+}
+
+/// Ends a cut line with `…` (dropping what it takes to make room).
+fn mark_cut<const N: usize>(line: &mut StrSink<N>) {
+    let kept: String<N> = truncated(line.as_str());
+    let mut s = kept;
+    while s.len() + '…'.len_utf8() > N {
+        if s.pop().is_none() {
+            break;
+        }
+    }
+    let _ = s.push('…');
+    *line = StrSink::default();
+    let _ = line.put(s.as_bytes());
 }
 
 /// Hands one progress notification to the observer: numbers as written, the message
@@ -894,24 +1081,40 @@ impl<S: Sink> core::fmt::Write for FmtSink<'_, S> {
     }
 }
 
-/// Writes a failure's message, redacted, into `out` (cut to fit).
+/// Writes a failure's message, redacted, into `out` (a cut ends in `…`).
 fn write_failure<Sec: AsRef<[u8]>, B: Buf>(secrets: &[Sec], failure: &Failure, out: &mut B) {
-    out.clear();
-    let mut line = StrSink::<512>::default();
-    let _ = write!(FmtSink(&mut line), "{failure}");
-    if redact_into(secrets, line.as_str().as_bytes(), out).is_err() {
-        out.clear();
-        let cap = out.limit();
-        let s = line.as_str();
-        let mut end = cap.min(s.len());
-        while end > 0 && !s.is_char_boundary(end) {
-            end -= 1;
-        }
-        let _ = out.put(s.get(..end).unwrap_or("").as_bytes());
-    }
+    write_line(secrets, format_args!("{failure}"), out);
 }
 
-/// One server's attempt at a tool call: ready the session, send, retry once after a 404.
+/// Writes one error line, redacted, into `out`; a line longer than `out` (or than
+/// [`ERROR_LINE_BYTES`]) is cut at a character boundary and ends in `…`.
+fn write_line<Sec: AsRef<[u8]>, B: Buf>(
+    secrets: &[Sec],
+    args: core::fmt::Arguments<'_>,
+    out: &mut B,
+) {
+    out.clear();
+    let mut line = StrSink::<ERROR_LINE_BYTES>::default();
+    if FmtSink(&mut line).write_fmt(args).is_err() {
+        mark_cut(&mut line);
+    }
+    if redact_into(secrets, line.as_str().as_bytes(), out).is_ok() {
+        return;
+    }
+    out.clear();
+    let mark = "…";
+    let s = line.as_str();
+    let mut end = out.limit().saturating_sub(mark.len()).min(s.len());
+    while end > 0 && !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    // Redact what fits; a secret cut in half by the end is gone with the cut.
+    let _ = redact_into(secrets, s.get(..end).unwrap_or("").as_bytes(), out);
+    let _ = out.put(mark.as_bytes());
+}
+
+/// One server's attempt at a tool call: ready the session, send, retry once after a 404, and
+/// once after a 429/503 whose `retry-after` fits the deadline and the slot's retry budget.
 #[allow(clippy::too_many_arguments)]
 async fn attempt_call<N: Net, S: Shared<SlotState>, B: Buf + Send, Sec: AsRef<[u8]> + Sync>(
     net: &N,
@@ -926,32 +1129,59 @@ async fn attempt_call<N: Net, S: Shared<SlotState>, B: Buf + Send, Sec: AsRef<[u
     let ep = cfg.endpoint(target).ok_or(Failure::NoResponse)?;
     let mut deadline = Deadline::new(net.now(), cfg);
     let mut retried_404 = false;
+    let mut retried_later = false;
     loop {
         // The handshake and the call are separate futures awaited in turn (they share bytes).
         let snap = ready(net, cfg, state, target, &mut deadline, bufs).await?;
         let call = CallIn {
             ep,
+            target,
             snap: &snap,
             tool,
             args,
         };
-        match call_in_session(net, cfg, state, &call, secrets, &mut deadline, bufs).await {
+        let answer = call_in_session(net, cfg, state, &call, secrets, &mut deadline, bufs).await;
+        // Decided here, so no failure is held across the wait below.
+        let wake = match answer {
             Err(Failure::SessionExpired) if !retried_404 => {
                 retried_404 = true;
                 forget_session(state, target, &snap);
+                continue;
+            }
+            Err(Failure::Status {
+                code: code @ (429 | 503),
+                retry_after: Some(retry_after),
+                ..
+            }) => {
+                let wake = retry_after
+                    .delay_ms()
+                    .map(|d| net.now().saturating_add(d))
+                    .filter(|&wake| wake < deadline.at);
+                match wake {
+                    Some(w) if !retried_later && state.with(SlotState::take_retry) => w,
+                    _ => return Err(Failure::RetryTooLate { code, retry_after }),
+                }
             }
             other => return other,
-        }
+        };
+        retried_later = true;
+        net.sleep_until(wake).await;
     }
 }
 
 /// A tool call in one ready session.
 struct CallIn<'x> {
     ep: &'x Endpoint<'x>,
+    target: Target,
     snap: &'x Snapshot,
     tool: &'x str,
     args: Option<Value<'x>>,
 }
+
+/// Why a call was cancelled, as `notifications/cancelled` says it.
+const CANCEL_TIMED_OUT: &str = "tool call timed out";
+/// The reason sent when the caller dropped the call.
+pub const CANCEL_DROPPED: &str = "the caller cancelled the call";
 
 /// Sends the tool call in its session, resumes a reply stream that ended early, and cancels
 /// on timeout.
@@ -966,6 +1196,7 @@ async fn call_in_session<N: Net, S: Shared<SlotState>, B: Buf + Send, Sec: AsRef
 ) -> Result<Answer, Failure> {
     let CallIn {
         ep,
+        target,
         snap,
         tool,
         args,
@@ -990,11 +1221,14 @@ async fn call_in_session<N: Net, S: Shared<SlotState>, B: Buf + Send, Sec: AsRef
         args,
         progress,
     };
+    if let Some(w) = cfg.in_flight {
+        w.set(target, id);
+    }
     // Only where the reply can be resumed outlives the round trip (not its session id, nor
     // the request): this future stays small.
     let mut rt = {
-        let call = Trip::post(ep, Some(snap), body);
-        send(net, cfg, &call, &mut wire, deadline, &mut handler)
+        let mut call = Trip::post(ep, Some(snap), body);
+        send(net, cfg, &mut call, &mut wire, deadline, &mut handler)
             .await
             .map(RoundTrip::resumable)
     };
@@ -1016,22 +1250,32 @@ async fn call_in_session<N: Net, S: Shared<SlotState>, B: Buf + Send, Sec: AsRef
             break;
         }
         net.sleep_until(wake).await;
-        let resume = Trip {
+        let mut resume = Trip {
             method: Method::Get,
             last_event_id: Some(last_id.as_str()),
             body: Body::None,
             ..Trip::post(ep, Some(snap), Body::None)
         };
-        rt = send(net, cfg, &resume, &mut wire, deadline, &mut handler)
+        rt = send(net, cfg, &mut resume, &mut wire, deadline, &mut handler)
             .await
             .map(RoundTrip::resumable);
     }
     let answer = handler.answer.take();
+    if let Some(w) = cfg.in_flight {
+        w.clear();
+    }
     match rt {
-        Err(Failure::TimedOut) => {
-            let cancel = Trip::post(ep, Some(snap), Body::Cancelled { id });
-            courtesy(net, cfg, &cancel, &mut wire).await;
-            Err(Failure::TimedOut)
+        Err(f @ (Failure::TimedOut | Failure::Stalled { .. })) => {
+            let mut cancel = Trip::post(
+                ep,
+                Some(snap),
+                Body::Cancelled {
+                    id,
+                    reason: CANCEL_TIMED_OUT,
+                },
+            );
+            courtesy(net, cfg, &mut cancel, &mut wire).await;
+            Err(f)
         }
         Err(f) => Err(f),
         Ok(_) => match answer {
@@ -1054,7 +1298,7 @@ fn forget_session<S: Shared<SlotState>>(state: &S, target: Target, snap: &Snapsh
 async fn courtesy<N: Net, B: Buf>(
     net: &N,
     cfg: &SlotConfig<'_>,
-    trip: &Trip<'_>,
+    trip: &mut Trip<'_>,
     wire: &mut Wire<'_, B>,
 ) {
     let at = net.now().saturating_add(COURTESY_MS);
@@ -1066,6 +1310,38 @@ async fn courtesy<N: Net, B: Buf>(
     let _ = send(net, cfg, trip, wire, &mut deadline, &mut Accept).await;
 }
 
+/// Tells `target`'s server, best effort, that the caller dropped the `tools/call` with `id`
+/// (from [`InFlight::get`]): `notifications/cancelled` in its session. Nothing is sent to a
+/// server the slot knows is dead, nor outside a session.
+pub async fn cancel_dropped<N: Net, S: Shared<SlotState>, B: Buf>(
+    net: &N,
+    cfg: &SlotConfig<'_>,
+    state: &S,
+    (target, id): (Target, u64),
+    bufs: &mut CallBuffers<'_, B>,
+) {
+    let Some(ep) = cfg.endpoint(target) else {
+        return;
+    };
+    let snap = state.with(|s| {
+        if s.failover.is_dead(target) {
+            return None;
+        }
+        s.session(target).and_then(|x| x.snapshot().cloned())
+    });
+    let Some(snap) = snap else { return };
+    let mut cancel = Trip::post(
+        ep,
+        Some(&snap),
+        Body::Cancelled {
+            id,
+            reason: CANCEL_DROPPED,
+        },
+    );
+    let (mut wire, _) = bufs.split();
+    courtesy(net, cfg, &mut cancel, &mut wire).await;
+}
+
 fn as_text<B: Buf>(b: &B) -> &str {
     match core::str::from_utf8(b.bytes()) {
         Ok(s) => s,
@@ -1075,11 +1351,58 @@ fn as_text<B: Buf>(b: &B) -> &str {
     }
 }
 
+/// Meters a call that is under way: if its future is dropped before the call ends, the
+/// attempt is still on the ledger (`tool_calls: 1`, no evidence bytes) and on the timeline
+/// (`tool_error`, "cancelled").
+struct Metered<'m, L: Ledger, T: Timeline> {
+    ledger: &'m mut L,
+    timeline: &'m mut T,
+    slot: &'m str,
+    tool: &'m str,
+    attempt_open: bool,
+}
+
+impl<L: Ledger, T: Timeline> Drop for Metered<'_, L, T> {
+    fn drop(&mut self) {
+        if self.attempt_open {
+            self.ledger.record(LedgerRecord::transport_failure());
+            let mut line = StrSink::<64>::default();
+            let _ = write!(FmtSink(&mut line), "{}", Failure::Cancelled);
+            self.timeline.emit(&TimelineEvent::ToolError {
+                slot: self.slot,
+                tool: self.tool,
+                error: line.as_str(),
+            });
+        }
+    }
+}
+
+/// A call that failed before anything was sent (bad endpoint, arguments, a request over its
+/// cap): metered like any call (`tool_calls: 1`, no evidence bytes) and a `tool_error` on the
+/// timeline, but it says nothing about the servers, so no failover and no
+/// `mcp.no_healthy_tool`. Both adapters use it, also when they fail before the driver runs.
+pub fn local_failure<'e, L: Ledger, T: Timeline>(
+    slot: &str,
+    tool: &str,
+    error: &'e str,
+    ledger: &mut L,
+    timeline: &mut T,
+) -> ToolResult<'e> {
+    ledger.record(LedgerRecord::transport_failure());
+    let out = ToolResult::unreachable(error, crate::wire::failure::Cause::Local, 0);
+    if let Some(event) = out.timeline_event(slot, tool) {
+        timeline.emit(&event);
+    }
+    out
+}
+
 /// One tool call through the slot: handshake if needed, failover, redaction, metering and
 /// events. Never fails: every failure is an `ok: false` result borrowing `bufs`.
 ///
 /// `secrets` is the run's redaction set (include the slot's header values). Each server
-/// attempt gets the full `timeout_ms`; every attempt is metered.
+/// attempt gets the full `timeout_ms`; every attempt is metered, also one whose future is
+/// dropped (then as a transport failure, with a `tool_error` event); a failure before
+/// anything was sent is a [`local_failure`].
 #[allow(clippy::too_many_arguments)]
 pub async fn call<'b, N, S, B, Sec, L, T>(
     net: &N,
@@ -1101,33 +1424,50 @@ where
     T: Timeline,
 {
     let start = net.now();
-    let mut target = state.with(|s| s.failover.first_target());
+    let mut meter = Metered {
+        ledger,
+        timeline,
+        slot: cfg.slot,
+        tool,
+        attempt_open: false,
+    };
+    let mut target = state.with(|s| {
+        s.calls = s.calls.saturating_add(1);
+        s.failover.first_target()
+    });
     let result = loop {
         bufs.text.clear();
         bufs.error.clear();
         bufs.raw.clear();
+        meter.attempt_open = true;
         let result = match args {
             Some(a) if a.kind() != crate::wire::json::Kind::Object => Err(Failure::BadArguments),
             _ => attempt_call(net, cfg, state, target, tool, args, secrets, bufs).await,
         };
+        meter.attempt_open = false;
+        if let Err(f) = &result
+            && f.is_local()
+        {
+            break result;
+        }
         let outcome = match &result {
             Ok(Answer::Result { is_error: false }) => AttemptOutcome::Answered,
             Ok(Answer::Result { is_error: true }) => AttemptOutcome::ToolError,
-            Ok(Answer::Refused { unknown_tool }) => AttemptOutcome::Refused {
+            Ok(Answer::Refused { unknown_tool, .. }) => AttemptOutcome::Refused {
                 unknown_tool: *unknown_tool,
             },
             Err(_) => AttemptOutcome::Unreachable,
         };
-        ledger.record(match &result {
-            Ok(_) => LedgerRecord::answered(bufs.text.len() as u64),
-            Err(_) => LedgerRecord::transport_failure(),
-        });
-        if matches!(result, Err(Failure::BadArguments)) {
-            break result;
-        }
+        // Every attempt but the last is metered here; the last with the result below.
         let decision = state.with(|s| s.failover.after_attempt(target, outcome, tool));
+        if decision.next.is_some() {
+            meter.ledger.record(match &result {
+                Ok(_) => LedgerRecord::answered(bufs.text.len() as u64),
+                Err(_) => LedgerRecord::transport_failure(),
+            });
+        }
         if decision.fallback_used {
-            timeline.emit(&TimelineEvent::FallbackUsed {
+            meter.timeline.emit(&TimelineEvent::FallbackUsed {
                 slot: cfg.slot,
                 tool,
                 primary: cfg.primary_label,
@@ -1135,7 +1475,7 @@ where
             });
         }
         if decision.no_healthy_tool {
-            timeline.emit(&TimelineEvent::NoHealthyTool {
+            meter.timeline.emit(&TimelineEvent::NoHealthyTool {
                 slot: cfg.slot,
                 tool,
             });
@@ -1146,8 +1486,15 @@ where
         }
     };
     let latency = net.now().saturating_sub(start);
-    if let Err(f) = &result {
-        write_failure(secrets, f, &mut bufs.error);
+    match &result {
+        Err(f) => write_failure(secrets, f, &mut bufs.error),
+        Ok(Answer::Result { is_error: true }) => {
+            bufs.error.clear();
+            if write_tool_error(as_text(&bufs.text), &mut bufs.error).is_err() {
+                bufs.error.clear();
+            }
+        }
+        Ok(_) => {}
     }
     let keep_raw = cfg.keep_raw;
     let bufs: &'b CallBuffers<'_, B> = bufs;
@@ -1157,15 +1504,16 @@ where
             ToolResult::answered(as_text(&bufs.text), latency, raw)
         }
         Ok(Answer::Result { is_error: true }) => {
-            ToolResult::tool_error(as_text(&bufs.text), latency, raw)
+            ToolResult::tool_error(as_text(&bufs.text), as_text(&bufs.error), latency, raw)
         }
-        Ok(Answer::Refused { unknown_tool }) => {
-            ToolResult::refused(as_text(&bufs.error), unknown_tool, latency, raw)
+        Ok(Answer::Refused { code, unknown_tool }) => {
+            ToolResult::refused(as_text(&bufs.error), code, unknown_tool, latency, raw)
         }
-        Err(_) => ToolResult::unreachable(as_text(&bufs.error), latency),
+        Err(f) => ToolResult::unreachable(as_text(&bufs.error), f.cause(), latency),
     };
+    meter.ledger.record(out.ledger_record());
     if let Some(event) = out.timeline_event(cfg.slot, tool) {
-        timeline.emit(&event);
+        meter.timeline.emit(&event);
     }
     out
 }
@@ -1182,6 +1530,10 @@ struct ListHandler<'x, F: FnMut(&str, &[u8]), B: Buf, Sec: AsRef<[u8]>> {
     answer: Option<Result<(), ListError>>,
 }
 impl<F: FnMut(&str, &[u8]), B: Buf, Sec: AsRef<[u8]>> OnMessage for ListHandler<'_, F, B, Sec> {
+    fn renumber(&mut self, id: u64) {
+        self.id = id;
+    }
+
     fn on_message(&mut self, msg: &[u8], last_chance: bool) -> Result<Verdict, Failure> {
         let outcome = match find(msg, self.id, last_chance)? {
             Lookup::Ours(o) => o,
@@ -1221,11 +1573,9 @@ impl<F: FnMut(&str, &[u8]), B: Buf, Sec: AsRef<[u8]>> OnMessage for ListHandler<
                 self.answer = Some(Ok(()));
             }
             Outcome::Error(err) => {
-                let mut message = StrSink::<160>::default();
-                let _ = err.message.unescape_into(&mut message);
                 self.answer = Some(Err(ListError::Refused {
                     code: err.code,
-                    message: truncated(message.as_str()),
+                    message: unescaped_detail(&err.message),
                 }));
             }
         }
@@ -1278,8 +1628,8 @@ where
             has_next: false,
             answer: None,
         };
-        let list = Trip::post(ep, Some(&snap), body);
-        let rt = send(net, cfg, &list, &mut wire, &mut deadline, &mut handler).await;
+        let mut list = Trip::post(ep, Some(&snap), body);
+        let rt = send(net, cfg, &mut list, &mut wire, &mut deadline, &mut handler).await;
         let has_next = handler.has_next;
         let answer = handler.answer.take();
         match rt {
@@ -1362,7 +1712,7 @@ where
 fn redact_list_error<Sec: AsRef<[u8]>>(secrets: &[Sec], e: ListError) -> ListError {
     match e {
         ListError::Refused { code, message } => {
-            let mut out = StrSink::<160>::default();
+            let mut out = StrSink::<DETAIL_BYTES>::default();
             let _ = redact_into(secrets, message.as_bytes(), &mut out);
             ListError::Refused {
                 code,
@@ -1374,6 +1724,7 @@ fn redact_list_error<Sec: AsRef<[u8]>>(secrets: &[Sec], e: ListError) -> ListErr
 }
 
 /// Ends each open session with HTTP DELETE (best effort; 405 is fine) and forgets it.
+/// Nothing goes to a server the slot knows is dead: its session is only forgotten.
 pub async fn close<N: Net, S: Shared<SlotState>, B: Buf>(
     net: &N,
     cfg: &SlotConfig<'_>,
@@ -1384,18 +1735,21 @@ pub async fn close<N: Net, S: Shared<SlotState>, B: Buf>(
         let Some(ep) = cfg.endpoint(target) else {
             continue;
         };
-        let snap = state.with(|s| s.session(target).and_then(|x| x.snapshot().cloned()));
+        let (snap, dead) = state.with(|s| {
+            let snap = s.session(target).and_then(|x| x.snapshot().cloned());
+            (snap, s.failover.is_dead(target))
+        });
         let Some(snap) = snap else { continue };
         state.with(|s| s.session_mut(target).map(|x| x.reset()));
-        if snap.session_id.is_none() {
+        if snap.session_id.is_none() || dead {
             continue;
         }
-        let delete = Trip {
+        let mut delete = Trip {
             method: Method::Delete,
             expect: Expect::Accepted,
             ..Trip::post(ep, Some(&snap), Body::None)
         };
         let (mut wire, _) = bufs.split();
-        courtesy(net, cfg, &delete, &mut wire).await;
+        courtesy(net, cfg, &mut delete, &mut wire).await;
     }
 }

@@ -76,6 +76,9 @@
         clippy::unimplemented
     )
 )]
+// A `Failure` keeps its details inline (up to `wire::failure::DETAIL_BYTES` each) because there
+// is no allocator to box them into; results that carry one are larger than clippy's default.
+#![allow(clippy::result_large_err)]
 
 pub mod buf;
 #[cfg(feature = "drive")]

@@ -57,6 +57,24 @@ impl Buf for VecBuf {
     }
 }
 
+/// The head and read scratch of one call (16 KiB head, 4 KiB reads).
+fn scratch() -> (Vec<u8>, Vec<u8>) {
+    (vec![0u8; 16 * 1024], vec![0u8; 4096])
+}
+
+/// Roomy call buffers over `scratch()`: 64 KiB requests, 1 MiB replies and texts.
+fn call_buffers<'b>(head: &'b mut [u8], read: &'b mut [u8]) -> CallBuffers<'b, VecBuf> {
+    CallBuffers {
+        request: VecBuf::new(64 * 1024),
+        head,
+        read,
+        reply: VecBuf::new(1 << 20),
+        text: VecBuf::new(1 << 20),
+        error: VecBuf::new(1024),
+        raw: VecBuf::new(0),
+    }
+}
+
 /// A request as the script server saw it.
 #[derive(Debug, Clone)]
 struct Seen {
@@ -102,6 +120,10 @@ struct ScriptNet {
     dead_ports: RefCell<Vec<u16>>,
     pool: RefCell<Vec<(u16, Conn)>>,
     connects: Cell<u32>,
+    /// Every port a connection was asked for (also refused ones).
+    attempted: RefCell<Vec<u16>>,
+    /// While set, sleeps never end (a caller's future can be left pending and dropped).
+    frozen: Cell<bool>,
     /// Bytes per read handed to the client (exercise every split).
     chunk: usize,
 }
@@ -226,11 +248,15 @@ impl Net for NetRef {
     type Conn = Conn;
     async fn connect(&self, ep: &Endpoint<'_>, fresh: bool) -> Result<(Conn, bool), ConnectError> {
         let port = ep.port();
+        self.0.attempted.borrow_mut().push(port);
         if self.0.dead_ports.borrow().contains(&port) {
             return Err(ConnectError::new(ConnectErrorKind::Refused, ""));
         }
         if !fresh {
             let mut pool = self.0.pool.borrow_mut();
+            // As the adapters do: a pooled connection the server closed is found stale
+            // before anything is written to it, and dropped.
+            pool.retain(|(_, c)| !c.dead);
             if let Some(i) = pool.iter().position(|(p, _)| *p == port) {
                 return Ok((pool.remove(i).1, true));
             }
@@ -256,6 +282,9 @@ impl Net for NetRef {
         self.0.now.get()
     }
     async fn sleep_until(&self, at: Millis) {
+        if self.0.frozen.get() {
+            std::future::pending::<()>().await;
+        }
         // Virtual time: a sleep that is awaited while nothing else is ready jumps the clock.
         if self.0.now.get() < at {
             self.0.now.set(at);
@@ -343,6 +372,7 @@ fn good_server(session: &'static str) -> impl FnMut(&Seen) -> Act {
             &init_result(seen.id(), "2025-06-18"),
         )),
         "notifications/initialized" | "notifications/cancelled" => Act::Reply(accepted()),
+        "" if seen.method == "DELETE" => Act::Reply(http_json("200 OK", "", "")),
         "tools/call" => {
             let text = seen.body["params"]["arguments"]["text"]
                 .as_str()
@@ -371,6 +401,8 @@ impl Rig {
                 dead_ports: RefCell::new(Vec::new()),
                 pool: RefCell::new(Vec::new()),
                 connects: Cell::new(0),
+                attempted: RefCell::new(Vec::new()),
+                frozen: Cell::new(false),
                 chunk,
             })),
             state: Cellular(
@@ -394,17 +426,8 @@ impl Rig {
         args: &str,
         secrets: &[&str],
     ) -> (bool, String, bool, Option<String>) {
-        let mut head = vec![0u8; 16 * 1024];
-        let mut read = vec![0u8; 4096];
-        let mut bufs = CallBuffers {
-            request: VecBuf::new(64 * 1024),
-            head: &mut head,
-            read: &mut read,
-            reply: VecBuf::new(1 << 20),
-            text: VecBuf::new(1 << 20),
-            error: VecBuf::new(1024),
-            raw: VecBuf::new(0),
-        };
+        let (mut head, mut read) = scratch();
+        let mut bufs = call_buffers(&mut head, &mut read);
         let args = Value::parse(args.as_bytes(), JsonLimits::default()).unwrap();
         let r = embassy_futures::block_on(drive::call(
             &self.net,
@@ -418,10 +441,10 @@ impl Rig {
             &mut bufs,
         ));
         (
-            r.ok,
+            r.ok(),
             r.text.to_string(),
-            r.is_error,
-            r.error.map(str::to_string),
+            r.is_error(),
+            r.error().map(str::to_string),
         )
     }
 }
@@ -691,7 +714,9 @@ fn a_404_that_persists_is_retried_once_not_forever() {
 #[test]
 fn a_failed_handshake_is_not_cached() {
     let ep = Endpoint::parse_base("http://127.0.0.1:9001").unwrap();
-    let c = cfg(&ep, None);
+    let mut c = cfg(&ep, None);
+    // The deadline, not the stall timer, ends the silent handshake here.
+    c.idle_timeout_ms = None;
     let first = Rc::new(Cell::new(true));
     let f2 = first.clone();
     let mut rig = Rig::new(
@@ -749,7 +774,7 @@ fn tool_errors_refusals_and_redaction() {
             false,
             "nmap: [REDACTED] leaked".into(),
             true,
-            Some(verifi_mcp_core::harness::result::TOOL_ERROR_MESSAGE.into())
+            Some("tool error: nmap: [REDACTED] leaked".into())
         )
     );
     let r = rig.call(&c, "nope", "{}", &["hunter2-secret"]);
@@ -860,7 +885,7 @@ fn no_server_serves_then_no_healthy_tool_once_per_tool() {
 }
 
 #[test]
-fn a_pooled_connection_closed_by_the_server_is_retried_fresh_once() {
+fn a_pooled_connection_the_server_closed_is_found_stale_before_the_write() {
     let ep = Endpoint::parse_base("http://127.0.0.1:9001").unwrap();
     let c = cfg(&ep, None);
     let mut rig = Rig::new(good_server("s"), 4096, false);
@@ -1000,17 +1025,8 @@ fn list_tools_follows_pages_and_hands_over_redacted_descriptions() {
         3,
         false,
     );
-    let mut head = vec![0u8; 16 * 1024];
-    let mut read = vec![0u8; 4096];
-    let mut bufs = CallBuffers {
-        request: VecBuf::new(64 * 1024),
-        head: &mut head,
-        read: &mut read,
-        reply: VecBuf::new(1 << 20),
-        text: VecBuf::new(1 << 20),
-        error: VecBuf::new(1024),
-        raw: VecBuf::new(0),
-    };
+    let (mut head, mut read) = scratch();
+    let mut bufs = call_buffers(&mut head, &mut read);
     let mut tools = Vec::new();
     embassy_futures::block_on(drive::list_tools_described(
         &rig.net,
@@ -1108,12 +1124,15 @@ fn the_call_future_stays_small() {
     );
     let size = core::mem::size_of_val(&fut);
     println!("drive::call future: {size} bytes");
+    // The cap was 3 200 bytes until failures kept 128-byte details (64 before, cut mid-word)
+    // and the call learnt Retry-After, the stall timer and metering of a dropped call: 3 504
+    // bytes then. The call machine (a state machine in place of this future) replaces it.
     assert!(
-        size <= 3 * 1024 + 128,
-        "drive::call future is {size} bytes, over its cap of 3200 bytes"
+        size <= 3 * 1024 + 512,
+        "drive::call future is {size} bytes, over its cap of 3584 bytes"
     );
     let r = embassy_futures::block_on(fut);
-    assert!(r.ok, "the measured future also runs: {:?}", r.error);
+    assert!(r.ok(), "the measured future also runs: {:?}", r.error());
 }
 
 #[test]
@@ -1171,4 +1190,425 @@ fn progress_notifications_reach_the_observer_redacted() {
             ("2.0".into(), Some("3".into()), Some("port 443 é".into())),
         ]
     );
+}
+
+// ---- issue 16: never twice, always say why -----------------------------------------------
+
+fn rpc_methods(rig: &Rig) -> Vec<(String, u64)> {
+    rig.seen()
+        .iter()
+        .map(|s| (s.rpc_method().to_string(), s.id()))
+        .collect()
+}
+
+#[test]
+fn a_tools_call_the_server_read_and_dropped_is_never_sent_again() {
+    let ep = Endpoint::parse_base("http://127.0.0.1:9001").unwrap();
+    let c = cfg(&ep, None);
+    for warm in [false, true] {
+        // The server reads the tools/call, then closes without a byte: the tool may have run.
+        let mut rig = Rig::new(
+            |seen: &Seen| match (seen.rpc_method(), seen.body["params"]["name"].as_str()) {
+                ("tools/call", Some("scan")) => Act::ReplyClose(Vec::new()),
+                _ => good_server("s")(seen),
+            },
+            4096,
+            false,
+        );
+        if warm {
+            // The connection is pooled and alive when the scan goes out on it.
+            assert!(rig.call(&c, "echo", r#"{"text":"1"}"#, &[]).0);
+        }
+        let r = rig.call(&c, "scan", "{}", &[]);
+        assert!(!r.0 && !r.2, "{r:?}");
+        let error = r.3.unwrap();
+        assert!(error.contains("may have run"), "{error}");
+        let scans = rig
+            .seen()
+            .iter()
+            .filter(|s| s.rpc_method() == "tools/call" && s.body["params"]["name"] == "scan")
+            .count();
+        assert_eq!(scans, 1, "the tools/call went out once (warm: {warm})");
+        assert_eq!(
+            rig.ledger.0.last(),
+            Some(&LedgerRecord::transport_failure()),
+            "metered as a call that got no answer"
+        );
+    }
+}
+
+#[test]
+fn a_safe_request_is_re_sent_once_with_a_new_id() {
+    let ep = Endpoint::parse_base("http://127.0.0.1:9001").unwrap();
+    let c = cfg(&ep, None);
+    let lists = Rc::new(Cell::new(0));
+    let l2 = lists.clone();
+    let mut rig = Rig::new(
+        move |seen: &Seen| match seen.rpc_method() {
+            // The first tools/list arrives on a pooled connection that the server then drops.
+            "tools/list" if l2.replace(l2.get() + 1) == 0 => Act::ReplyClose(Vec::new()),
+            "tools/list" => Act::Reply(http_json(
+                "200 OK",
+                "",
+                &format!(
+                    r#"{{"jsonrpc":"2.0","id":{},"result":{{"tools":[{{"name":"echo"}}]}}}}"#,
+                    seen.id()
+                ),
+            )),
+            _ => good_server("s")(seen),
+        },
+        4096,
+        false,
+    );
+    assert!(rig.call(&c, "echo", r#"{"text":"1"}"#, &[]).0);
+    let (mut head, mut read) = scratch();
+    let mut bufs = call_buffers(&mut head, &mut read);
+    let mut names = Vec::new();
+    let secrets: &[&str] = &[];
+    embassy_futures::block_on(drive::list_tools(
+        &rig.net,
+        &c,
+        &rig.state,
+        secrets,
+        &mut bufs,
+        |n| names.push(n.to_string()),
+    ))
+    .unwrap();
+    assert_eq!(names, ["echo"]);
+    let ids: Vec<u64> = rpc_methods(&rig)
+        .into_iter()
+        .filter(|(m, _)| m == "tools/list")
+        .map(|(_, id)| id)
+        .collect();
+    assert_eq!(ids.len(), 2, "sent twice: once lost, once answered");
+    assert_ne!(ids[0], ids[1], "a re-sent request has a new id");
+    assert!(ids[1] < (1 << 53), "ids stay exact as JavaScript numbers");
+}
+
+#[test]
+fn a_tls_reply_on_a_plain_port_fails_at_once_naming_https() {
+    let ep = Endpoint::parse_base("http://127.0.0.1:9001").unwrap();
+    let c = cfg(&ep, None);
+    for chunk in [1, 4096] {
+        let mut rig = Rig::new(
+            |_: &Seen| Act::Reply(b"\x15\x03\x03\x00\x02\x02\x32".to_vec()),
+            chunk,
+            false,
+        );
+        let t0 = rig.net.0.now.get();
+        let r = rig.call(&c, "echo", "{}", &[]);
+        let error = r.3.unwrap();
+        assert!(error.contains("TLS") && error.contains("https"), "{error}");
+        assert_eq!(rig.net.0.now.get(), t0, "at once, not at the deadline");
+    }
+    // Plain garbage too.
+    let mut rig = Rig::new(|_: &Seen| Act::Reply(b"\x00\x01garbage".to_vec()), 1, false);
+    let t0 = rig.net.0.now.get();
+    let r = rig.call(&c, "echo", "{}", &[]);
+    assert!(r.3.unwrap().contains("does not start with HTTP/"));
+    assert_eq!(rig.net.0.now.get(), t0);
+}
+
+#[test]
+fn a_reply_that_goes_quiet_is_stalled_at_the_idle_time_not_the_deadline() {
+    let ep = Endpoint::parse_base("http://127.0.0.1:9001").unwrap();
+    let mut c = cfg(&ep, None);
+    c.idle_timeout_ms = Some(60_000);
+    let mut rig = Rig::new(
+        |seen: &Seen| match seen.rpc_method() {
+            // A head and one keep-alive comment, then nothing.
+            "tools/call" => Act::Reply(
+                b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\n: ping\n\n".to_vec(),
+            ),
+            _ => good_server("s")(seen),
+        },
+        4096,
+        false,
+    );
+    let t0 = rig.net.0.now.get();
+    let r = rig.call(&c, "slow", "{}", &[]);
+    let error = r.3.unwrap();
+    assert!(error.contains("stall"), "{error}");
+    let took = rig.net.0.now.get() - t0;
+    assert!((60_000..300_000).contains(&took), "stalled after {took} ms");
+    // The server is told, as on a timeout.
+    assert!(
+        rpc_methods(&rig)
+            .iter()
+            .any(|(m, _)| m == "notifications/cancelled")
+    );
+}
+
+#[test]
+fn retry_after_that_fits_is_waited_for_once_with_a_new_id() {
+    let ep = Endpoint::parse_base("http://127.0.0.1:9001").unwrap();
+    let c = cfg(&ep, None);
+    for status in ["429 Too Many Requests", "503 Service Unavailable"] {
+        let first = Rc::new(Cell::new(true));
+        let f2 = first.clone();
+        let mut rig = Rig::new(
+            move |seen: &Seen| match seen.rpc_method() {
+                "tools/call" if f2.replace(false) => {
+                    Act::Reply(http_json(status, "retry-after: 2\r\n", ""))
+                }
+                _ => good_server("s")(seen),
+            },
+            4096,
+            false,
+        );
+        let t0 = rig.net.0.now.get();
+        let r = rig.call(&c, "echo", r#"{"text":"later"}"#, &[]);
+        assert_eq!(r, (true, "later".into(), false, None), "{status}");
+        let calls: Vec<u64> = rpc_methods(&rig)
+            .into_iter()
+            .filter(|(m, _)| m == "tools/call")
+            .map(|(_, id)| id)
+            .collect();
+        assert_eq!(calls.len(), 2, "one retry");
+        assert_ne!(calls[0], calls[1], "with a new id");
+        assert!(
+            rig.net.0.now.get() - t0 >= 2_000,
+            "no sooner than the delay"
+        );
+        assert_eq!(rig.ledger.0.len(), 1, "one call, one record");
+    }
+}
+
+#[test]
+fn retry_after_that_does_not_fit_fails_at_once_naming_the_delay() {
+    let ep = Endpoint::parse_base("http://127.0.0.1:9001").unwrap();
+    let c = cfg(&ep, None);
+    let mut rig = Rig::new(
+        |seen: &Seen| match seen.rpc_method() {
+            "tools/call" => Act::Reply(http_json(
+                "429 Too Many Requests",
+                "retry-after: 3600\r\n",
+                "",
+            )),
+            _ => good_server("s")(seen),
+        },
+        4096,
+        false,
+    );
+    let t0 = rig.net.0.now.get();
+    let r = rig.call(&c, "echo", "{}", &[]);
+    let error = r.3.unwrap();
+    assert!(error.contains("429") && error.contains("3600"), "{error}");
+    assert_eq!(rig.net.0.now.get(), t0, "at once");
+    assert_eq!(
+        rpc_methods(&rig)
+            .iter()
+            .filter(|(m, _)| m == "tools/call")
+            .count(),
+        1
+    );
+    // With a fallback, it fails over at once instead.
+    let fb = Endpoint::parse_base("http://127.0.0.1:9002").unwrap();
+    let c = cfg(&ep, Some(&fb));
+    let mut rig = Rig::new(
+        |seen: &Seen| match (seen.port, seen.rpc_method()) {
+            (9001, "tools/call") => Act::Reply(http_json(
+                "503 Service Unavailable",
+                "retry-after: 3600\r\n",
+                "",
+            )),
+            _ => good_server("s")(seen),
+        },
+        4096,
+        true,
+    );
+    let r = rig.call(&c, "echo", r#"{"text":"fb"}"#, &[]);
+    assert_eq!(r, (true, "fb".into(), false, None));
+    assert!(rig.events.0.iter().any(|e| e.contains("mcp.fallback_used")));
+}
+
+#[test]
+fn a_503_without_retry_after_is_a_dead_primary_as_before() {
+    let ep = Endpoint::parse_base("http://127.0.0.1:9001").unwrap();
+    let fb = Endpoint::parse_base("http://127.0.0.1:9002").unwrap();
+    let c = cfg(&ep, Some(&fb));
+    let mut rig = Rig::new(
+        |seen: &Seen| match (seen.port, seen.rpc_method()) {
+            (9001, "tools/call") => Act::Reply(http_json("503 Service Unavailable", "", "")),
+            _ => good_server("s")(seen),
+        },
+        4096,
+        true,
+    );
+    assert!(rig.call(&c, "echo", r#"{"text":"x"}"#, &[]).0);
+    let primary_calls = rig
+        .seen()
+        .iter()
+        .filter(|s| s.port == 9001 && s.rpc_method() == "tools/call")
+        .count();
+    assert_eq!(primary_calls, 1, "no retry without retry-after");
+    assert!(rig.state.0.borrow().failover().primary_dead());
+}
+
+#[test]
+fn nothing_goes_to_a_dead_server_at_close() {
+    let ep = Endpoint::parse_base("http://127.0.0.1:9001").unwrap();
+    let fb = Endpoint::parse_base("http://127.0.0.1:9002").unwrap();
+    let c = cfg(&ep, Some(&fb));
+    let mut rig = Rig::new(good_server("s"), 4096, true);
+    assert!(
+        rig.call(&c, "echo", r#"{"text":"1"}"#, &[]).0,
+        "primary has a session"
+    );
+    // The primary dies; the next call fails over and marks it dead.
+    rig.net.0.dead_ports.borrow_mut().push(9001);
+    rig.net.0.pool.borrow_mut().clear();
+    assert!(rig.call(&c, "echo", r#"{"text":"2"}"#, &[]).0);
+    let before = rig.net.0.attempted.borrow().len();
+    let mut head = vec![0u8; 4096];
+    let mut read = vec![0u8; 4096];
+    let mut bufs = CallBuffers {
+        request: VecBuf::new(4096),
+        head: &mut head,
+        read: &mut read,
+        reply: VecBuf::new(4096),
+        text: VecBuf::new(4096),
+        error: VecBuf::new(1024),
+        raw: VecBuf::new(0),
+    };
+    embassy_futures::block_on(drive::close(&rig.net, &c, &rig.state, &mut bufs));
+    let after: Vec<u16> = rig.net.0.attempted.borrow()[before..].to_vec();
+    assert!(
+        !after.contains(&9001),
+        "no connection to the dead primary: {after:?}"
+    );
+    assert!(
+        rig.seen()
+            .iter()
+            .any(|s| s.port == 9002 && s.method == "DELETE"),
+        "the live fallback's session is ended"
+    );
+}
+
+#[test]
+fn a_call_that_fails_before_sending_is_metered_once_and_names_no_server() {
+    let ep = Endpoint::parse_base("http://127.0.0.1:9001").unwrap();
+    let fb = Endpoint::parse_base("http://127.0.0.1:9002").unwrap();
+    let c = cfg(&ep, Some(&fb));
+    let mut rig = Rig::new(good_server("s"), 4096, true);
+    // A handshake first, so the request buffer is what fails.
+    assert!(rig.call(&c, "echo", r#"{"text":"1"}"#, &[]).0);
+    let seen = rig.seen().len();
+    let records = rig.ledger.0.len();
+    let events = rig.events.0.len();
+    let big = format!(r#"{{"text":"{}"}}"#, "x".repeat(70 * 1024));
+    let r = rig.call(&c, "echo", &big, &[]);
+    assert!(!r.0 && !r.2);
+    assert!(r.3.unwrap().starts_with("request buffer too small"));
+    assert_eq!(rig.seen().len(), seen, "nothing was sent");
+    assert_eq!(
+        &rig.ledger.0[records..],
+        &[LedgerRecord::transport_failure()]
+    );
+    let new_events = &rig.events.0[events..];
+    assert_eq!(new_events.len(), 1, "{new_events:?}");
+    assert!(new_events[0].contains("tool_error"));
+    assert!(
+        !rig.state.0.borrow().failover().primary_dead(),
+        "no server was blamed"
+    );
+    // Non-object arguments: the same rule.
+    let r = rig.call(&c, "echo", "[1]", &[]);
+    assert_eq!(r.3.as_deref(), Some("tool arguments must be a JSON object"));
+    assert_eq!(rig.ledger.0.len(), records + 2);
+    assert!(!rig.events.0.iter().any(|e| e.contains("no_healthy_tool")));
+}
+
+#[test]
+fn a_dropped_call_is_metered_and_says_which_request_to_cancel() {
+    use std::future::Future;
+    use std::task::{Context, Waker};
+    let ep = Endpoint::parse_base("http://127.0.0.1:9001").unwrap();
+    let mut c = cfg(&ep, None);
+    let in_flight = drive::InFlight::new();
+    c.in_flight = Some(&in_flight);
+    let mut rig = Rig::new(
+        |seen: &Seen| match seen.rpc_method() {
+            "tools/call" => Act::Silent,
+            _ => good_server("s")(seen),
+        },
+        4096,
+        false,
+    );
+    rig.net.0.frozen.set(true);
+    let (mut head, mut read) = scratch();
+    let mut bufs = call_buffers(&mut head, &mut read);
+    let secrets: &[&str] = &[];
+    {
+        let fut = drive::call(
+            &rig.net,
+            &c,
+            &rig.state,
+            "scan",
+            None,
+            secrets,
+            &mut rig.ledger,
+            &mut rig.events,
+            &mut bufs,
+        );
+        let mut fut = std::pin::pin!(fut);
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(
+            fut.as_mut().poll(&mut cx).is_pending(),
+            "waiting for the reply"
+        );
+        // The caller gives up (its own timeout): the future is dropped here.
+    }
+    let call_id = rig
+        .seen()
+        .iter()
+        .find(|s| s.rpc_method() == "tools/call")
+        .expect("the call was sent")
+        .id();
+    assert_eq!(rig.ledger.0, [LedgerRecord::transport_failure()], "metered");
+    assert_eq!(rig.events.0.len(), 1);
+    assert!(rig.events.0[0].contains("tool_error") && rig.events.0[0].contains("cancelled"));
+    let (target, id) = in_flight.get().expect("the adapter is told what to cancel");
+    assert_eq!(target, verifi_mcp_core::harness::failover::Target::Primary);
+    assert_eq!(id, call_id);
+}
+
+#[test]
+fn the_retry_after_budget_caps_a_storm_and_says_the_delay() {
+    let ep = Endpoint::parse_base("http://127.0.0.1:9001").unwrap();
+    let c = cfg(&ep, None);
+    let seen_texts = Rc::new(RefCell::new(std::collections::HashSet::new()));
+    let s2 = seen_texts.clone();
+    let mut rig = Rig::new(
+        move |seen: &Seen| match seen.rpc_method() {
+            // The first attempt of every call is rate-limited.
+            "tools/call" => {
+                let text = seen.body["params"]["arguments"]["text"].to_string();
+                if s2.borrow_mut().insert(text) {
+                    Act::Reply(http_json("429 Too Many Requests", "retry-after: 1\r\n", ""))
+                } else {
+                    good_server("s")(seen)
+                }
+            }
+            _ => good_server("s")(seen),
+        },
+        4096,
+        false,
+    );
+    let floor = drive::RETRY_BUDGET_FLOOR as usize;
+    let mut outcomes = Vec::new();
+    for i in 0..floor + 2 {
+        outcomes.push(rig.call(&c, "echo", &format!(r#"{{"text":"{i}"}}"#), &[]));
+    }
+    assert!(
+        outcomes[..floor].iter().all(|r| r.0),
+        "each small-run call took its retry"
+    );
+    for r in &outcomes[floor..] {
+        let error = r.3.as_deref().unwrap_or("");
+        assert!(
+            !r.0 && error.contains("429") && error.contains("retry-after: 1"),
+            "{r:?}"
+        );
+    }
 }

@@ -5,7 +5,7 @@
 
 use serde_json::{Map, Value, json};
 use verifi_mcp_core::buf::Buf;
-use verifi_mcp_core::harness::redact::{collect_run_secrets, redact};
+use verifi_mcp_core::harness::redact::redact;
 use verifi_mcp_core::wire::endpoint::Endpoint;
 use verifi_mcp_smol::{LedgerTotals, TimelineEntry, ToolResult, VecBuf};
 
@@ -107,6 +107,235 @@ fn kind_of(v: &Value) -> &'static str {
     }
 }
 
+/// The URL the client posts to for an ENDPOINT argument: the base with `/mcp` appended, the URL
+/// as given when it already ends in `/mcp`, or (with `exact`) always as given. For messages
+/// ("HTTP 404 from …").
+pub fn mcp_url(arg: &str, exact: bool) -> Result<String, UsageError> {
+    endpoint_base(arg, exact)?;
+    let parsed = if exact {
+        Endpoint::parse_exact(arg)
+    } else {
+        Endpoint::parse_base(arg)
+    };
+    let Ok(e) = parsed else {
+        return usage(format!("bad endpoint URL {arg:?}"));
+    };
+    let mut target = VecBuf::with_limit(arg.len() + 16);
+    if e.write_target(&mut target).is_err() {
+        return usage(format!("bad endpoint URL {arg:?}"));
+    }
+    // Scheme and authority as written (the URL parsed, so both are there).
+    let (scheme, rest) = arg.split_once("://").unwrap_or(("http", arg));
+    let authority = &rest[..rest.find(['/', '?']).unwrap_or(rest.len())];
+    Ok(format!(
+        "{}://{authority}{}",
+        scheme.to_ascii_lowercase(),
+        String::from_utf8_lossy(target.bytes())
+    ))
+}
+
+/// Largest `--args @FILE` or `--args -` accepted.
+pub const MAX_ARGS_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Reads tool arguments from `--args SRC`: `-` is stdin, `@PATH` a file, anything else JSON
+/// text. Whatever the source, the result is a JSON object or a typed error naming the source.
+pub fn args_from_source(src: &str, stdin: impl std::io::Read) -> Result<Value, UsageError> {
+    use std::io::Read as _;
+    let (what, text) = if src == "-" {
+        let mut b = Vec::new();
+        stdin
+            .take(MAX_ARGS_BYTES + 1)
+            .read_to_end(&mut b)
+            .map_err(|e| UsageError(format!("--args -: cannot read stdin: {e}")))?;
+        ("stdin".to_owned(), b)
+    } else if let Some(path) = src.strip_prefix('@') {
+        let f = std::fs::File::open(path)
+            .map_err(|e| UsageError(format!("--args @{path}: cannot read the file: {e}")))?;
+        let mut b = Vec::new();
+        f.take(MAX_ARGS_BYTES + 1)
+            .read_to_end(&mut b)
+            .map_err(|e| UsageError(format!("--args @{path}: cannot read the file: {e}")))?;
+        (format!("file {path}"), b)
+    } else {
+        return parse_args(Some(src));
+    };
+    if text.len() as u64 > MAX_ARGS_BYTES {
+        return usage(format!(
+            "tool arguments from {what} are larger than {MAX_ARGS_BYTES} bytes"
+        ));
+    }
+    let text = String::from_utf8(text)
+        .map_err(|_| UsageError(format!("tool arguments from {what} are not UTF-8")))?;
+    parse_args(Some(&text)).map_err(|e| UsageError(format!("{what}: {}", e.0)))
+}
+
+/// Adds httpie-style pairs to `args` (a JSON object): `key=value` sets a string, `key:=json`
+/// any JSON value (`count:=3`, `flags:='["-v"]'`). A later pair wins over an earlier one and
+/// over `--args`.
+pub fn add_pairs(args: &mut Value, pairs: &[String]) -> Result<(), UsageError> {
+    let Some(obj) = args.as_object_mut() else {
+        return usage("tool arguments must be a JSON object");
+    };
+    for p in pairs {
+        let Some(eq) = p.find('=') else {
+            return usage(format!(
+                "argument {p:?} is not key=value, key:=json or a JSON object"
+            ));
+        };
+        let (key, raw) = (&p[..eq], &p[eq + 1..]);
+        let (key, value) = match key.strip_suffix(':') {
+            Some(k) => {
+                let v = serde_json::from_str::<Value>(raw)
+                    .map_err(|e| UsageError(format!("{k}:= takes JSON, {raw:?} is not: {e}")))?;
+                (k, v)
+            }
+            None => (key, Value::String(raw.to_owned())),
+        };
+        if key.is_empty() {
+            return usage(format!("argument {p:?} has an empty key"));
+        }
+        obj.insert(key.to_owned(), value);
+    }
+    Ok(())
+}
+
+/// A server from an `mcpServers` config file (the format MCP clients share).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigServer {
+    /// Its full MCP URL (`url`, or `serverUrl`).
+    pub url: String,
+    /// Its `headers`, in file order.
+    pub headers: Vec<(String, String)>,
+}
+
+/// Finds `name` in the `mcpServers` JSON `text` (read from `file`). Only entries with a `url`
+/// (streamable HTTP) can be used; a `command` entry (a local stdio server) is refused with the
+/// reason, and a missing name lists the names there are.
+pub fn config_server(text: &str, file: &str, name: &str) -> Result<ConfigServer, UsageError> {
+    let v: Value = serde_json::from_str(text)
+        .map_err(|e| UsageError(format!("config {file} is not JSON: {e}")))?;
+    let servers = v
+        .get("mcpServers")
+        .or_else(|| v.get("servers"))
+        .and_then(Value::as_object)
+        .ok_or_else(|| UsageError(format!("config {file} has no \"mcpServers\" object")))?;
+    let Some(entry) = servers.get(name) else {
+        let mut names: Vec<&str> = servers.keys().map(String::as_str).collect();
+        names.sort_unstable();
+        return usage(format!(
+            "config {file} has no server {name:?}; it has: {}",
+            if names.is_empty() {
+                "none".to_owned()
+            } else {
+                names.join(", ")
+            }
+        ));
+    };
+    let kind = entry.get("type").and_then(Value::as_str).unwrap_or("");
+    if kind.eq_ignore_ascii_case("sse") {
+        return usage(format!(
+            "server {name:?} in {file} uses the older HTTP+SSE transport (\"type\": \"sse\"); mcp \
+             speaks streamable HTTP only"
+        ));
+    }
+    let url = entry
+        .get("url")
+        .or_else(|| entry.get("serverUrl"))
+        .and_then(Value::as_str);
+    let Some(url) = url else {
+        if entry.get("command").is_some() {
+            return usage(format!(
+                "server {name:?} in {file} is a local stdio server (\"command\"); mcp speaks \
+                 streamable HTTP only, so it needs an entry with a \"url\""
+            ));
+        }
+        return usage(format!("server {name:?} in {file} has no \"url\""));
+    };
+    let mut headers = Vec::new();
+    match entry.get("headers") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(h)) => {
+            for (k, v) in h {
+                let Some(v) = v.as_str() else {
+                    return usage(format!(
+                        "server {name:?} in {file}: header {k:?} must be a string"
+                    ));
+                };
+                headers.push(parse_header(&format!("{k}: {v}"))?);
+            }
+        }
+        Some(_) => {
+            return usage(format!(
+                "server {name:?} in {file}: \"headers\" must be an object"
+            ));
+        }
+    }
+    Ok(ConfigServer {
+        url: url.to_owned(),
+        headers,
+    })
+}
+
+/// JSON for printing: pretty with ANSI colors on a terminal (`pretty`, `color`), compact
+/// otherwise. The text is the same JSON either way, colors aside.
+pub fn render_json(v: &Value, pretty: bool, color: bool) -> String {
+    if !pretty {
+        return v.to_string();
+    }
+    let mut out = String::new();
+    write_pretty(v, 0, color, &mut out);
+    out
+}
+
+fn write_pretty(v: &Value, depth: usize, color: bool, out: &mut String) {
+    let paint = |out: &mut String, code: &str, text: &str| {
+        if color {
+            out.push_str("\x1b[");
+            out.push_str(code);
+            out.push('m');
+            out.push_str(text);
+            out.push_str("\x1b[0m");
+        } else {
+            out.push_str(text);
+        }
+    };
+    let pad = |out: &mut String, d: usize| {
+        for _ in 0..d {
+            out.push_str("  ");
+        }
+    };
+    match v {
+        Value::Null => paint(out, "2", "null"),
+        Value::Bool(b) => paint(out, "33", if *b { "true" } else { "false" }),
+        Value::Number(n) => paint(out, "33", &n.to_string()),
+        Value::String(_) => paint(out, "32", &v.to_string()),
+        Value::Array(a) if a.is_empty() => out.push_str("[]"),
+        Value::Object(o) if o.is_empty() => out.push_str("{}"),
+        Value::Array(a) => {
+            out.push_str("[\n");
+            for (i, x) in a.iter().enumerate() {
+                pad(out, depth + 1);
+                write_pretty(x, depth + 1, color, out);
+                out.push_str(if i + 1 < a.len() { ",\n" } else { "\n" });
+            }
+            pad(out, depth);
+            out.push(']');
+        }
+        Value::Object(o) => {
+            out.push_str("{\n");
+            for (i, (k, x)) in o.iter().enumerate() {
+                pad(out, depth + 1);
+                paint(out, "34", &Value::String(k.clone()).to_string());
+                out.push_str(": ");
+                write_pretty(x, depth + 1, color, out);
+                out.push_str(if i + 1 < o.len() { ",\n" } else { "\n" });
+            }
+            pad(out, depth);
+            out.push('}');
+        }
+    }
+}
+
 /// A one-slot manifest: `slotFills[slot] = {endpoint, fallback?, headers?}`.
 pub fn one_slot_manifest(
     slot: &str,
@@ -176,17 +405,21 @@ pub fn amend_manifest(
     }
 }
 
-/// The run's secrets as the adapter collects them, plus extra values (header values).
-pub fn run_secrets(extra: impl IntoIterator<Item = String>) -> Vec<String> {
-    let mut s: Vec<String> = collect_run_secrets(std::env::vars())
-        .map(|v| v.to_string())
-        .collect();
-    s.extend(extra.into_iter().filter(|v| v.len() >= 4));
+/// The run's secrets as the adapter collects them (the environment read as bytes: a value
+/// that is not UTF-8 is no panic, and still a secret), plus extra values (header values).
+pub fn run_secrets(extra: impl IntoIterator<Item = String>) -> Vec<Vec<u8>> {
+    let mut s = verifi_mcp_smol::env_secrets();
+    s.extend(
+        extra
+            .into_iter()
+            .filter(|v| v.len() >= 4)
+            .map(String::into_bytes),
+    );
     s
 }
 
 /// `text` with every secret replaced by `[REDACTED]` (the core's redactor).
-pub fn scrub(text: &str, secrets: &[String]) -> String {
+pub fn scrub(text: &str, secrets: &[Vec<u8>]) -> String {
     if secrets.is_empty() {
         return text.to_owned();
     }
@@ -207,6 +440,8 @@ pub fn result_json(r: &ToolResult) -> Value {
         "isError": r.is_error,
         "latencyMs": r.latency_ms,
         "error": r.error,
+        // The outcome as a type (`{"type": "unreachable", "cause": "timedOut"}` …).
+        "kind": serde_json::to_value(r).ok().and_then(|v| v.get("kind").cloned()),
     })
 }
 
@@ -291,6 +526,113 @@ mod tests {
         let mut m2 = json!({ "endpoints": { "kali": "http://a" } });
         amend_manifest(&mut m2, "burp", Some("http://b"), &[]);
         assert!(m2.get("slotFills").is_none());
+    }
+
+    #[test]
+    fn pairs_are_strings_and_colon_equals_is_json() {
+        let mut a = json!({"keep": 1, "n": 0});
+        add_pairs(
+            &mut a,
+            &[
+                "text=hello world".into(),
+                "n:=3".into(),
+                "flags:=[\"-v\"]".into(),
+                "eq=a=b".into(),
+                "empty=".into(),
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            a,
+            json!({"keep": 1, "n": 3, "text": "hello world", "flags": ["-v"], "eq": "a=b", "empty": ""})
+        );
+        assert!(add_pairs(&mut a, &["novalue".into()]).is_err());
+        assert!(add_pairs(&mut a, &["=x".into()]).is_err());
+        let e = add_pairs(&mut a, &["n:=nope".into()]).unwrap_err();
+        assert!(e.0.contains("n:= takes JSON"), "{e}");
+    }
+
+    #[test]
+    fn args_come_from_text_stdin_or_a_file() {
+        assert_eq!(
+            args_from_source("{\"a\":1}", std::io::empty()).unwrap(),
+            json!({"a": 1})
+        );
+        assert_eq!(
+            args_from_source("-", &b"{\"b\":2}"[..]).unwrap(),
+            json!({"b": 2})
+        );
+        let e = args_from_source("-", &b"[1]"[..]).unwrap_err();
+        assert!(e.0.starts_with("stdin: "), "{e}");
+        let e = args_from_source("@/nonexistent/args.json", std::io::empty()).unwrap_err();
+        assert!(e.0.contains("/nonexistent/args.json"), "{e}");
+    }
+
+    #[test]
+    fn config_servers_need_a_url_and_list_the_names_there_are() {
+        let cfg = r#"{"mcpServers": {
+            "kali": {"type": "http", "url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": "Bearer t0ken"}},
+            "local": {"command": "npx", "args": ["-y", "some-server"]},
+            "bare": {},
+            "old": {"type": "sse", "url": "http://127.0.0.1:9/sse"}
+        }}"#;
+        let s = config_server(cfg, "c.json", "kali").unwrap();
+        assert_eq!(s.url, "http://127.0.0.1:9/mcp");
+        assert_eq!(
+            s.headers,
+            vec![("Authorization".into(), "Bearer t0ken".into())]
+        );
+        let e = config_server(cfg, "c.json", "local").unwrap_err();
+        assert!(e.0.contains("stdio"), "{e}");
+        let e = config_server(cfg, "c.json", "bare").unwrap_err();
+        assert!(e.0.contains("no \"url\""), "{e}");
+        let e = config_server(cfg, "c.json", "old").unwrap_err();
+        assert!(e.0.contains("older HTTP+SSE transport"), "{e}");
+        let e = config_server(cfg, "c.json", "nope").unwrap_err();
+        assert!(e.0.contains("bare, kali, local, old"), "{e}");
+        assert!(config_server("{}", "c.json", "x").is_err());
+        assert!(config_server("{", "c.json", "x").is_err());
+    }
+
+    #[test]
+    fn mcp_urls_are_what_the_client_posts_to() {
+        assert_eq!(mcp_url("http://h:1", false).unwrap(), "http://h:1/mcp");
+        assert_eq!(mcp_url("http://h:1/mcp", false).unwrap(), "http://h:1/mcp");
+        assert_eq!(
+            mcp_url("http://h:1/api/", false).unwrap(),
+            "http://h:1/api/mcp"
+        );
+        assert_eq!(mcp_url("http://h/rpc", true).unwrap(), "http://h/rpc");
+        assert_eq!(mcp_url("HTTP://h?x=1", false).unwrap(), "http://h/mcp?x=1");
+    }
+
+    #[test]
+    fn pretty_json_is_the_same_json() {
+        let v = json!({"ok": true, "text": "a\"b", "n": [1, null], "o": {}});
+        for color in [false, true] {
+            let s = render_json(&v, true, color);
+            let plain = if color {
+                // Strip the color codes.
+                let mut o = String::new();
+                let mut it = s.chars();
+                while let Some(c) = it.next() {
+                    if c == '\x1b' {
+                        for d in it.by_ref() {
+                            if d == 'm' {
+                                break;
+                            }
+                        }
+                    } else {
+                        o.push(c);
+                    }
+                }
+                o
+            } else {
+                s.clone()
+            };
+            assert_eq!(serde_json::from_str::<Value>(&plain).unwrap(), v);
+        }
+        assert_eq!(render_json(&v, false, false), v.to_string());
     }
 
     #[test]

@@ -1,96 +1,16 @@
 //! The `mcp` command line and the demo, run as programs against the demo's real rmcp servers
 //! (started in this test process on 127.0.0.1). Each test names the behaviour it asserts.
 
-use std::io::{Read, Write};
-use std::process::{Command, Output, Stdio};
+mod support;
+
+use std::ffi::OsStr;
+use std::io::Read;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use support::*;
 use verifi_mcp_examples::kali::KaliServer;
-
-/// No run of a binary may take longer than this.
-const DEADLINE: Duration = Duration::from_secs(90);
-
-/// Runs `exe` with `args` and `stdin`, killed at [`DEADLINE`].
-fn run_exe(exe: &str, args: &[&str], stdin: &str, env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(exe);
-    cmd.args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let mut child = cmd.spawn().expect("spawn the binary");
-    let mut input = child.stdin.take().expect("stdin");
-    input.write_all(stdin.as_bytes()).expect("write stdin");
-    drop(input);
-    let mut out = child.stdout.take().expect("stdout");
-    let mut err = child.stderr.take().expect("stderr");
-    let t_out = std::thread::spawn(move || {
-        let mut b = Vec::new();
-        let _ = out.read_to_end(&mut b);
-        b
-    });
-    let t_err = std::thread::spawn(move || {
-        let mut b = Vec::new();
-        let _ = err.read_to_end(&mut b);
-        b
-    });
-    let end = Instant::now() + DEADLINE;
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("wait") {
-            break s;
-        }
-        if Instant::now() > end {
-            let _ = child.kill();
-            panic!("{exe} {args:?} still running after {DEADLINE:?}");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    Output {
-        status,
-        stdout: t_out.join().expect("stdout thread"),
-        stderr: t_err.join().expect("stderr thread"),
-    }
-}
-
-fn mcp(args: &[&str]) -> Output {
-    run_exe(env!("CARGO_BIN_EXE_mcp"), args, "", &[])
-}
-
-fn mcp_stdin(args: &[&str], stdin: &str) -> Output {
-    run_exe(env!("CARGO_BIN_EXE_mcp"), args, stdin, &[])
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn code(o: &Output) -> i32 {
-    o.status.code().unwrap_or(-1)
-}
-
-fn describe(o: &Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout\n{}--- stderr\n{}",
-        o.status.code(),
-        stdout(o),
-        stderr(o)
-    )
-}
-
-fn json_line(s: &str) -> Value {
-    serde_json::from_str(s).unwrap_or_else(|e| panic!("not a JSON line ({e}): {s}"))
-}
-
-fn server() -> KaliServer {
-    KaliServer::start("test").expect("start the rmcp test box")
-}
 
 #[test]
 fn tools_lists_names_and_json() {
@@ -319,6 +239,13 @@ fn batch_runs_every_line_through_one_slot_then_prints_ledger_and_timeline() {
     assert_eq!(code(&o), 1, "a line was ok:false: {}", describe(&o));
     let lines: Vec<Value> = stdout(&o).lines().map(json_line).collect();
     assert_eq!(lines.len(), 5, "4 results + the summary: {}", describe(&o));
+    for (i, tool) in [Some("echo"), Some("nikto"), None, Some("echo")]
+        .into_iter()
+        .enumerate()
+    {
+        assert_eq!(lines[i]["line"], json!(i + 1), "{}", lines[i]);
+        assert_eq!(lines[i]["tool"], json!(tool), "{}", lines[i]);
+    }
     assert_eq!(lines[0]["text"], json!("one"));
     assert_eq!(lines[1]["isError"], json!(true));
     assert_eq!(lines[2]["ok"], json!(false));
@@ -350,27 +277,49 @@ fn bench_prints_its_summary_json_as_the_last_line() {
         "60",
         "--concurrency",
         "4",
+        "--warmup",
+        "5",
     ]);
     assert_eq!(code(&o), 0, "{}", describe(&o));
     let out = stdout(&o);
     let last = json_line(out.lines().last().expect("a line"));
-    for k in ["calls_per_sec", "p50_ms", "p99_ms", "errors", "n", "conc"] {
+    for k in [
+        "callsPerSec",
+        "latencyMs",
+        "errors",
+        "errorKinds",
+        "calls",
+        "concurrency",
+        "warmup",
+        "durationMs",
+    ] {
         assert!(last.get(k).is_some(), "{k} missing: {last}");
     }
-    assert_eq!(last["n"], json!(60));
-    assert_eq!(last["conc"], json!(4));
+    assert_eq!(last["calls"], json!(60));
+    assert_eq!(last["concurrency"], json!(4));
     assert_eq!(last["errors"], json!(0));
+    assert_eq!(last["errorKinds"], json!({}));
+    assert!(last["callsPerSec"].as_f64().unwrap_or(0.0) > 0.0, "{last}");
+    let l = &last["latencyMs"];
+    let p: Vec<f64> = ["min", "p50", "p90", "p99", "p999", "max"]
+        .iter()
+        .map(|k| {
+            l[*k]
+                .as_f64()
+                .unwrap_or_else(|| panic!("{k} missing: {last}"))
+        })
+        .collect();
     assert!(
-        last["calls_per_sec"].as_f64().unwrap_or(0.0) > 0.0,
-        "{last}"
+        p.windows(2).all(|w| w[0] <= w[1]),
+        "ordered percentiles: {last}"
     );
-    assert!(last["p99_ms"].as_f64() >= last["p50_ms"].as_f64(), "{last}");
     assert!(
-        !stderr(&o).contains("calls\r"),
-        "no progress line off a terminal"
+        !stderr(&o).contains("calls,"),
+        "no progress line off a terminal: {}",
+        describe(&o)
     );
-    // 60 timed calls, plus the handshake's tools/list (not a tool call).
-    assert_eq!(s.tool_calls(), 60);
+    // 5 warm-up calls and 60 timed ones; the handshake's tools/list is not a tool call.
+    assert_eq!(s.tool_calls(), 65);
 }
 
 #[test]
@@ -400,12 +349,12 @@ fn header_values_are_sent_and_redacted_everywhere() {
 
 #[test]
 fn exact_url_takes_the_mcp_url_as_given() {
-    let s = KaliServer::start_at("mounted", "/tools/mcp").expect("start");
-    let url = format!("{}/tools/mcp", s.base_url());
+    let s = KaliServer::start_at("mounted", "/rpc").expect("start");
+    let url = format!("{}/rpc", s.base_url());
     let o = mcp(&["tools", &url, "--exact-url"]);
     assert_eq!(code(&o), 0, "{}", describe(&o));
     assert!(stdout(&o).lines().any(|l| l == "echo"), "{}", describe(&o));
-    // Without --exact-url, /mcp is appended: /tools/mcp/mcp is not served.
+    // Without --exact-url, /mcp is appended: /rpc/mcp is not served, and the 404 says so.
     let o = mcp(&["tools", &url]);
     assert_eq!(code(&o), 1, "{}", describe(&o));
     assert!(stderr(&o).contains("tools/list failed"), "{}", describe(&o));
@@ -533,6 +482,9 @@ fn demo_exits_0_and_reports_fallback_used_exactly_once() {
     let last = lines.last().expect("a result line");
     assert_eq!(last["type"], json!("result"));
     assert_eq!(last["ok"], json!(true));
+    for l in &lines {
+        assert_camel(l, &[], "$");
+    }
 }
 
 #[test]
@@ -555,10 +507,11 @@ fn demo_secret_from_the_environment_never_appears_in_output() {
 }
 
 #[test]
-fn demo_serve_prints_a_url_that_mcp_can_use_and_stops_when_stdin_closes() {
+fn demo_serve_prints_a_url_that_mcp_can_use_and_keeps_serving_when_stdin_closes() {
+    // stdin is closed from the start, as under `demo --serve &` in a script.
     let mut child = Command::new(env!("CARGO_BIN_EXE_demo"))
         .args(["--serve", "60"])
-        .stdin(Stdio::piped())
+        .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -574,17 +527,96 @@ fn demo_serve_prints_a_url_that_mcp_can_use_and_stops_when_stdin_closes() {
     let o = mcp(&["exec", &url, "echo served"]);
     assert_eq!(code(&o), 0, "{}", describe(&o));
     assert_eq!(stdout(&o), "served\n");
-    drop(child.stdin.take());
+    // Still serving a while later, stdin long closed.
+    std::thread::sleep(Duration::from_millis(700));
+    assert!(
+        child.try_wait().expect("wait").is_none(),
+        "demo --serve stopped when stdin closed"
+    );
+    let o = mcp(&["exec", &url, "echo still"]);
+    assert_eq!(stdout(&o), "still\n", "{}", describe(&o));
+    // SIGTERM stops it cleanly (exit 0), well before its 60 s.
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("run kill");
+    assert!(killed.success());
     let end = Instant::now() + Duration::from_secs(20);
     let status = loop {
         if let Some(s) = child.try_wait().expect("wait") {
             break s;
         }
-        assert!(
-            Instant::now() < end,
-            "demo --serve did not stop when stdin closed"
-        );
+        if Instant::now() > end {
+            let _ = child.kill();
+            panic!("demo --serve did not stop on SIGTERM");
+        }
         std::thread::sleep(Duration::from_millis(20));
     };
     assert!(status.success(), "{status:?}");
+}
+
+// ---- issue 16: never panic, always say why ---------------------------------------------------
+
+#[test]
+fn an_environment_value_that_is_not_utf8_is_no_panic() {
+    use std::os::unix::ffi::OsStrExt;
+    let s = server();
+    // `FOO=$'caf\xe9' mcp tools URL` exited 101 in std::env::vars(); a secret-named one is
+    // read as bytes too (and redacted as bytes: the core's unit tests show it).
+    let env = [
+        ("FOO", OsStr::from_bytes(b"caf\xe9")),
+        ("DB_PASSWORD", OsStr::from_bytes(b"hunter\xff\xfe-2")),
+    ];
+    let with_env = |args: &[&str]| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcp"));
+        cmd.args(args);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        run_command(cmd, "")
+    };
+    let o = with_env(&["tools", &s.base_url()]);
+    assert_eq!(code(&o), 0, "{}", describe(&o));
+    assert!(stdout(&o).lines().any(|l| l == "echo"), "{}", describe(&o));
+    let o = with_env(&["call", &s.base_url(), "echo", r#"{"text":"still fine"}"#]);
+    assert_eq!(code(&o), 0, "{}", describe(&o));
+}
+
+#[test]
+fn a_tool_error_says_the_tools_own_words() {
+    let s = server();
+    let o = mcp(&["call", &s.base_url(), "nikto", r#"{"target":"x"}"#]);
+    assert_eq!(code(&o), 1, "{}", describe(&o));
+    let v = json_line(stdout(&o).trim());
+    assert_eq!(
+        v["error"],
+        json!("tool error: nikto: scanner not installed on box test (target x)")
+    );
+    assert_eq!(v["kind"], json!({"type": "toolError"}));
+    // exec: the reason is printed, not just a failure.
+    let o = mcp(&["exec", &s.base_url(), "echo hi", "--workspace", "a b"]);
+    assert_eq!(code(&o), 1, "{}", describe(&o));
+    let all = format!("{}{}", stdout(&o), stderr(&o));
+    assert!(
+        all.contains("tool error: run_command: workspace \"a b\" is not a run id"),
+        "{}",
+        describe(&o)
+    );
+}
+
+#[test]
+fn idle_timeout_is_an_option_and_zero_turns_it_off() {
+    let s = server();
+    for ms in ["0", "5000"] {
+        let o = mcp(&[
+            "call",
+            &s.base_url(),
+            "echo",
+            r#"{"text":"idle"}"#,
+            "--idle-timeout-ms",
+            ms,
+        ]);
+        assert_eq!(code(&o), 0, "{}", describe(&o));
+        assert_eq!(json_line(stdout(&o).trim())["text"], json!("idle"));
+    }
 }

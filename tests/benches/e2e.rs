@@ -154,10 +154,7 @@ impl Ours {
         let ctx = HarnessContext::from_manifest_value(
             json!({ "endpoints": { "kali": server.base_url() } }),
             "bench",
-            Options {
-                secrets: Some(Vec::new()),
-                ..Options::default()
-            },
+            Options::default().secrets(Some(Vec::new())),
         )
         .expect("context");
         let slot = ctx.mcp("kali").expect("slot");

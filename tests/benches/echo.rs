@@ -20,10 +20,7 @@ fn run(mode: Mode, nodelay: bool, in_flight: usize) -> (usize, f64) {
     let ctx = HarnessContext::from_manifest_value(
         json!({ "endpoints": { "kali": server.base_url() } }),
         "bench",
-        Options {
-            secrets: Some(Vec::new()),
-            ..Options::default()
-        },
+        Options::default().secrets(Some(Vec::new())),
     )
     .unwrap();
     let kali = ctx.mcp("kali").unwrap();

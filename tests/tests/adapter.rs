@@ -25,11 +25,9 @@ fn ctx(slots: &[(&str, &str, Option<&str>)], options: Options) -> HarnessContext
 }
 
 fn quiet() -> Options {
-    Options {
-        secrets: Some(Vec::new()),
-        timeout_ms: 20_000,
-        ..Options::default()
-    }
+    Options::default()
+        .secrets(Some(Vec::new()))
+        .timeout_ms(20_000)
 }
 
 fn closed_port_url() -> String {
@@ -189,10 +187,7 @@ fn each_failure_shape_is_ok_false_metered_and_on_the_timeline() {
 fn a_timeout_reads_tool_call_timed_out_and_the_server_sees_the_cancellation() {
     for mode in Mode::ALL {
         let server = TestServer::start(mode).unwrap();
-        let options = Options {
-            timeout_ms: 400,
-            ..quiet()
-        };
+        let options = quiet().timeout_ms(400);
         let ctx = ctx(&[("kali", &server.base_url(), None)], options);
         let kali = ctx.mcp("kali").unwrap();
         smol::block_on(async {
@@ -220,11 +215,7 @@ fn a_timeout_reads_tool_call_timed_out_and_the_server_sees_the_cancellation() {
 fn progress_extends_the_timer_when_asked() {
     for mode in Mode::ALL {
         let server = TestServer::start(mode).unwrap();
-        let options = Options {
-            timeout_ms: 500,
-            progress_extends_to_ms: Some(10_000),
-            ..quiet()
-        };
+        let options = quiet().timeout_ms(500).progress_extends_to_ms(Some(10_000));
         let ctx = ctx(&[("kali", &server.base_url(), None)], options);
         let kali = ctx.mcp("kali").unwrap();
         let r = smol::block_on(kali.call("slow", json!({ "ms": 1500, "steps": 10 })));
@@ -376,11 +367,9 @@ fn list_tools_names_every_tool_in_every_mode() {
 fn a_secret_the_tool_echoes_is_redacted_before_metering() {
     for mode in Mode::ALL {
         let server = TestServer::start(mode).unwrap();
-        let options = Options {
-            secrets: Some(vec!["s3cr3t-value-xyz".into()]),
-            keep_raw: true,
-            ..quiet()
-        };
+        let options = quiet()
+            .secrets(Some(vec!["s3cr3t-value-xyz".into()]))
+            .keep_raw(true);
         let ctx = ctx(&[("kali", &server.base_url(), None)], options);
         let kali = ctx.mcp("kali").unwrap();
         let r = smol::block_on(kali.call("echo", json!({ "text": "key=s3cr3t-value-xyz ok" })));
@@ -402,10 +391,7 @@ fn a_secret_the_tool_echoes_is_redacted_before_metering() {
 fn https_with_a_custom_root_and_without_it() {
     let server = TestServer::start(Mode::Stateful).unwrap();
     let proxy = TlsProxy::start(server.addr()).unwrap();
-    let trusted = Options {
-        root_certs: vec![RootCert::Pem(proxy.root_pem().as_bytes().to_vec())],
-        ..quiet()
-    };
+    let trusted = quiet().root_certs(vec![RootCert::Pem(proxy.root_pem().as_bytes().to_vec())]);
     let ctx_ok = ctx(&[("kali", &proxy.base_url(), None)], trusted);
     let r = smol::block_on(
         ctx_ok
@@ -468,6 +454,67 @@ fn arguments_that_do_not_serialize_are_an_ok_false_result() {
 }
 
 #[test]
+fn a_call_that_fails_before_sending_is_metered_and_evented_like_on_the_edge() {
+    // A bad endpoint, and arguments over the request cap: nothing is sent, and the core's one
+    // rule holds on the host too: metered (no evidence), a tool_error event, no server blamed.
+    let server = TestServer::start(Mode::Json).unwrap();
+    let mut opts = quiet();
+    opts.request_cap = 4096;
+    let ctx = ctx(
+        &[
+            ("broken", "not a url", None),
+            ("kali", &server.base_url(), Some(&closed_port_url())),
+        ],
+        opts,
+    );
+    smol::block_on(async {
+        let r = ctx.mcp("broken").unwrap().call("echo", json!({})).await;
+        assert!(!r.ok && !r.is_error, "{r:?}");
+        assert!(
+            r.error.as_deref().unwrap_or("").contains("bad endpoint"),
+            "{r:?}"
+        );
+        assert_eq!(
+            r.kind,
+            verifi_mcp_smol::Kind::Unreachable(verifi_mcp_smol::Cause::Local)
+        );
+        let big = "x".repeat(8192);
+        let r = ctx
+            .mcp("kali")
+            .unwrap()
+            .call("echo", json!({ "text": big }))
+            .await;
+        assert!(!r.ok, "{r:?}");
+        assert!(
+            r.error
+                .as_deref()
+                .unwrap_or("")
+                .starts_with("request buffer too small"),
+            "{r:?}"
+        );
+        // The request cap is its own: a small echo still fits and is answered.
+        let r = ctx
+            .mcp("kali")
+            .unwrap()
+            .call("echo", json!({ "text": "fits" }))
+            .await;
+        assert!(r.ok && r.text == "fits", "{r:?}");
+    });
+    assert_eq!(
+        server.stats().tool_calls(),
+        1,
+        "only the call that fit was sent"
+    );
+    assert_eq!(ctx.ledger().tool_calls, 3, "every call is metered");
+    assert_eq!(ctx.events_of("tool_error").len(), 2);
+    assert!(ctx.events_of("mcp.no_healthy_tool").is_empty());
+    assert!(
+        ctx.events_of("mcp.fallback_used").is_empty(),
+        "no failover for a local failure"
+    );
+}
+
+#[test]
 fn close_deletes_the_session() {
     let server = TestServer::start(Mode::Stateful).unwrap();
     let ctx = ctx(&[("kali", &server.base_url(), None)], quiet());
@@ -492,7 +539,7 @@ fn close_deletes_the_session() {
 }
 
 #[test]
-fn a_pooled_connection_the_server_closed_is_retried_on_a_fresh_one() {
+fn a_pooled_connection_the_server_closed_is_found_stale_and_a_fresh_one_used() {
     use verifi_mcp_tests::hostile::{HostileServer, Step, minimal_mcp};
     let mcp = minimal_mcp("pong");
     let server = HostileServer::start(move |n| {
@@ -542,7 +589,7 @@ fn a_pooled_connection_the_server_closed_is_retried_on_a_fresh_one() {
     assert_eq!(
         ctx.ledger().tool_calls,
         2,
-        "the silent resend is one attempt"
+        "each call went out once, the second on a fresh connection"
     );
 }
 

@@ -227,22 +227,25 @@ async fn scenario(stack: embassy_net::Stack<'static>, servers: &Mutex<Vec<(u16, 
     let r = sse
         .call(&net, "echo", args(r#"{"text":"over the tap"}"#), &mut b)
         .await;
-    assert!(r.ok, "echo: {:?}", r.error);
+    assert!(r.ok(), "echo: {:?}", r.error());
     assert_eq!(r.text, "over the tap");
     let mut b = st.buffers();
     let r = sse
         .call(&net, "fail", args(r#"{"message":"boom"}"#), &mut b)
         .await;
-    assert!(!r.ok && r.is_error, "tool error shape");
+    assert!(!r.ok() && r.is_error(), "tool error shape");
     let mut b = st.buffers();
     let r = sse.call(&net, "no_such_tool", None, &mut b).await;
-    assert!(!r.ok && !r.is_error && r.error.is_some(), "refused shape");
+    assert!(
+        !r.ok() && !r.is_error() && r.error().is_some(),
+        "refused shape"
+    );
     let mut scratch = [0u8; 256];
     let mut b = st.buffers();
     let x = sse
         .exec(&net, "id; exit 3", 9_999_000, &mut scratch, &mut b)
         .await;
-    assert!(x.call.ok, "exec: {:?}", x.call.error);
+    assert!(x.call.ok(), "exec: {:?}", x.call.error());
     assert!(
         !x.ok,
         "exit 3 is a failed command although the call succeeded"
@@ -266,7 +269,7 @@ async fn scenario(stack: embassy_net::Stack<'static>, servers: &Mutex<Vec<(u16, 
     let r = json
         .call(&net, "echo", args(r#"{"text":"json reply"}"#), &mut b)
         .await;
-    assert!(r.ok, "json echo: {:?}", r.error);
+    assert!(r.ok(), "json echo: {:?}", r.error());
     assert_eq!(r.text, "json reply");
 
     // Unreachable: nothing listens (the namespace's kernel answers RST).
@@ -275,9 +278,13 @@ async fn scenario(stack: embassy_net::Stack<'static>, servers: &Mutex<Vec<(u16, 
     let r = dead
         .call(&net, "echo", args(r#"{"text":"x"}"#), &mut b)
         .await;
-    assert!(!r.ok && !r.is_error, "unreachable shape");
-    eprintln!("edge_tap: nothing listening: {:?}", r.error);
-    assert!(r.error.unwrap_or("").contains("refused"), "{:?}", r.error);
+    assert!(!r.ok() && !r.is_error(), "unreachable shape");
+    eprintln!("edge_tap: nothing listening: {:?}", r.error());
+    assert!(
+        r.error().unwrap_or("").contains("refused"),
+        "{:?}",
+        r.error()
+    );
 
     // Failover: the dead primary, then the JSON server; the second call goes straight there.
     let fo = EdgeSlot::new(config("fo", NOTHING, Some(JSON)), "run-tap", &[])
@@ -287,13 +294,13 @@ async fn scenario(stack: embassy_net::Stack<'static>, servers: &Mutex<Vec<(u16, 
     let r = fo
         .call(&net, "echo", args(r#"{"text":"via fallback"}"#), &mut b)
         .await;
-    assert!(r.ok, "failover: {:?}", r.error);
+    assert!(r.ok(), "failover: {:?}", r.error());
     assert_eq!(r.text, "via fallback");
     let mut b = st.buffers();
     assert!(
         fo.call(&net, "echo", args(r#"{"text":"again"}"#), &mut b)
             .await
-            .ok
+            .ok()
     );
     assert_eq!(fo.counters().tool_calls, 3, "primary once, fallback twice");
 
@@ -316,12 +323,12 @@ async fn scenario(stack: embassy_net::Stack<'static>, servers: &Mutex<Vec<(u16, 
     eprintln!(
         "edge_tap: server killed mid-reply after {:?}: {:?}",
         started.elapsed(),
-        r.error
+        r.error()
     );
     assert!(
-        !r.ok && !r.is_error,
+        !r.ok() && !r.is_error(),
         "a server dying mid-reply is unreachable: {:?}",
-        r.error
+        r.error()
     );
     assert!(
         started.elapsed() < Duration::from_secs(5),

@@ -832,11 +832,9 @@ fn oversized_event() {
             vec![Op::Send(b)]
         }),
     );
-    let opts = Options {
-        timeout_ms: TIMEOUT_MS,
-        reply_cap: 1024 * 1024,
-        ..Options::default()
-    };
+    let opts = Options::default()
+        .timeout_ms(TIMEOUT_MS)
+        .reply_cap(1024 * 1024);
     let ctx = context(&server.url(), "run-fault", opts);
     run_bounded(CASE_BOUND, async {
         expect_unreachable(
@@ -1046,4 +1044,297 @@ fn list_tools_stops_a_server_that_repeats_its_cursor() {
         ctx.mcp("kali").unwrap().call("echo", json!({"text": "hi"})),
     );
     assert!(r.ok && r.text == "hi", "{r:?}");
+}
+
+// ---- issue 16: never twice, always say why, on real TCP ------------------------------------
+
+fn tool_call_ids(server: &Faulty) -> Vec<String> {
+    server
+        .requests()
+        .iter()
+        .filter(|r| r.method().as_deref() == Some("tools/call"))
+        .filter_map(Request::id_json)
+        .collect()
+}
+
+#[test]
+fn a_kept_alive_connection_dropped_after_reading_a_tools_call_never_runs_it_twice() {
+    // The second tools/call is read on the pooled connection, then the server closes it
+    // without a byte: the tool may have run, so the client must not send it again.
+    let server = Faulty::start(false, |req, ctl| {
+        if req.method().as_deref() == Some("tools/call")
+            && ctl.tool_calls.load(Ordering::SeqCst) == 2
+        {
+            vec![Op::Close]
+        } else {
+            well_behaved(req, ctl)
+        }
+    });
+    let ctx = ctx_for(&server);
+    run_bounded(CASE_BOUND, async {
+        let kali = ctx.mcp("kali").unwrap();
+        assert!(kali.call("echo", json!({"text": "1"})).await.ok);
+        let conns = server.connections();
+        let (r, took) = timed(kali.call("echo", json!({"text": "2"}))).await;
+        assert!(!r.ok && !r.is_error, "{r:?}");
+        let error = r.error.clone().unwrap_or_default();
+        assert!(error.contains("may have run"), "{error}");
+        assert!(took < SETTLE, "said at once: {took:?}");
+        assert_eq!(
+            server.ctl.tool_calls.load(Ordering::SeqCst),
+            2,
+            "run once each"
+        );
+        assert_eq!(
+            server.connections(),
+            conns,
+            "the call went out on the pooled one"
+        );
+        assert_eq!(ctx.ledger().tool_calls, 2);
+        assert_eq!(
+            r.kind,
+            verifi_mcp_smol::Kind::Unreachable(verifi_mcp_smol::Cause::Truncated)
+        );
+    });
+}
+
+#[test]
+fn a_pooled_connection_the_server_closed_while_idle_is_not_written_to() {
+    // The server answers, then closes its side: the pooled socket is stale, and the next
+    // call must see that before writing, and run once on a fresh connection.
+    let server = Faulty::start(false, |req, ctl| {
+        let mut ops = well_behaved(req, ctl);
+        if req.method().as_deref() == Some("tools/call") {
+            ops.push(Op::Close);
+        }
+        ops
+    });
+    let ctx = ctx_for(&server);
+    run_bounded(CASE_BOUND, async {
+        let kali = ctx.mcp("kali").unwrap();
+        for i in 0..3 {
+            let r = kali.call("echo", json!({"text": format!("n{i}")})).await;
+            assert!(r.ok && r.text == format!("n{i}"), "{r:?}");
+            // Let the server's FIN arrive before the next call takes the pooled socket.
+            smol::Timer::after(Duration::from_millis(100)).await;
+        }
+        assert_eq!(
+            server.ctl.tool_calls.load(Ordering::SeqCst),
+            3,
+            "each ran once"
+        );
+        let ids = tool_call_ids(&server);
+        let mut unique = ids.clone();
+        unique.dedup();
+        assert_eq!(ids, unique, "no id was sent twice: {ids:?}");
+    });
+}
+
+#[test]
+fn an_https_server_on_an_http_url_says_so_at_once() {
+    let upstream = TestServer::start(Mode::Stateful).expect("upstream");
+    let tls = verifi_mcp_tests::tls::TlsProxy::start(upstream.addr()).expect("tls proxy");
+    let url = format!("http://{}", tls.addr());
+    let ctx = context(&url, "run-tls-port", with_timeout(10_000));
+    run_bounded(CASE_BOUND, async {
+        let (r, took) = timed(ctx.mcp("kali").unwrap().call("echo", json!({"text": "x"}))).await;
+        assert!(!r.ok, "{r:?}");
+        let error = r.error.clone().unwrap_or_default();
+        assert!(
+            error.contains("TLS") && error.contains("https://"),
+            "{error}"
+        );
+        assert!(
+            took < Duration::from_secs(2),
+            "at once, not at the deadline: {took:?}"
+        );
+    });
+}
+
+fn with_idle(timeout_ms: u64, idle_ms: u64) -> Options {
+    let mut o = with_timeout(timeout_ms);
+    o.idle_timeout_ms = Some(idle_ms);
+    o
+}
+
+#[test]
+fn a_reply_with_keep_alive_comments_outlives_the_idle_time_and_a_silent_one_stalls() {
+    // Comments every 100 ms for ~1.5 s, then the response: idle 400 ms never passes.
+    let server = Faulty::start(false, |req, ctl| {
+        if req.method().as_deref() != Some("tools/call") {
+            return well_behaved(req, ctl);
+        }
+        let mut head =
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n"
+                .to_vec();
+        head.extend_from_slice(b": ping\n\n");
+        if echo_text(req) == "silent" {
+            return vec![Op::Send(head), Op::Hold(Duration::from_secs(5))];
+        }
+        vec![
+            Op::Send(head),
+            Op::Trickle(
+                b": keep-alive comment\n\n".to_vec(),
+                Duration::from_millis(70),
+            ),
+            Op::Send(sse_event(&text_result(req, "worth the wait")).into_bytes()),
+            Op::Close,
+        ]
+    });
+    let ctx = context(&server.url(), "run-stall", with_idle(10_000, 400));
+    run_bounded(CASE_BOUND, async {
+        let kali = ctx.mcp("kali").unwrap();
+        let (r, took) = timed(kali.call("echo", json!({"text": "slow"}))).await;
+        assert!(r.ok && r.text == "worth the wait", "{r:?}");
+        assert!(
+            took > Duration::from_millis(1200),
+            "it did outlive the idle time: {took:?}"
+        );
+        let (r, took) = timed(kali.call("echo", json!({"text": "silent"}))).await;
+        let error = r.error.clone().unwrap_or_default();
+        assert!(error.contains("stall"), "{error}");
+        assert_eq!(
+            r.kind,
+            verifi_mcp_smol::Kind::Unreachable(verifi_mcp_smol::Cause::Stalled)
+        );
+        assert!(
+            took >= Duration::from_millis(400) && took < Duration::from_secs(5),
+            "stalled at the idle time, not the deadline: {took:?}"
+        );
+    });
+}
+
+#[test]
+fn retry_after_is_honoured_once_on_the_wire_and_a_long_one_fails_at_once() {
+    let server = Faulty::start(false, |req, ctl| {
+        if req.method().as_deref() == Some("tools/call") {
+            match echo_text(req).as_str() {
+                "later" if ctl.tool_calls.load(Ordering::SeqCst) == 1 => {
+                    return vec![Op::Send(http_response(429, &[("retry-after", "1")], b""))];
+                }
+                "never" => {
+                    return vec![Op::Send(http_response(
+                        503,
+                        &[("retry-after", "3600")],
+                        b"",
+                    ))];
+                }
+                _ => {}
+            }
+        }
+        well_behaved(req, ctl)
+    });
+    let ctx = context(&server.url(), "run-retry-after", with_timeout(10_000));
+    run_bounded(CASE_BOUND, async {
+        let kali = ctx.mcp("kali").unwrap();
+        let (r, took) = timed(kali.call("echo", json!({"text": "later"}))).await;
+        assert!(r.ok && r.text == "later", "{r:?}");
+        assert!(
+            took >= Duration::from_secs(1),
+            "no sooner than the delay: {took:?}"
+        );
+        let ids = tool_call_ids(&server);
+        assert_eq!(ids.len(), 2, "one retry: {ids:?}");
+        assert_ne!(ids[0], ids[1], "with a new id");
+        assert_eq!(ctx.ledger().tool_calls, 1, "one call");
+
+        let (r, took) = timed(kali.call("echo", json!({"text": "never"}))).await;
+        let error = r.error.clone().unwrap_or_default();
+        assert!(error.contains("503") && error.contains("3600"), "{error}");
+        assert!(took < Duration::from_secs(2), "at once: {took:?}");
+        assert_eq!(tool_call_ids(&server).len(), 3, "not retried");
+    });
+}
+
+#[test]
+fn a_call_dropped_by_its_caller_is_metered_and_cancelled_on_the_wire() {
+    let server = Faulty::start(false, |req, ctl| {
+        if req.method().as_deref() == Some("tools/call") {
+            vec![Op::Hold(Duration::from_secs(5))]
+        } else {
+            well_behaved(req, ctl)
+        }
+    });
+    let ctx = ctx_for(&server);
+    run_bounded(CASE_BOUND, async {
+        let kali = ctx.mcp("kali").unwrap();
+        // The caller's own timeout drops the call's future mid-way.
+        let dropped = futures_lite::future::or(
+            async { Some(kali.call("echo", json!({"text": "long"})).await) },
+            async {
+                smol::Timer::after(Duration::from_millis(300)).await;
+                None
+            },
+        )
+        .await;
+        assert!(dropped.is_none(), "the caller gave up first");
+        assert_eq!(ctx.ledger().tool_calls, 1, "the dropped call is metered");
+        let ev = ctx.events_of("tool_error");
+        assert_eq!(ev.len(), 1, "{ev:?}");
+        assert!(
+            ev[0].value()["error"]
+                .as_str()
+                .unwrap_or("")
+                .contains("cancelled")
+        );
+        let call_id = tool_call_ids(&server).pop().expect("the call was sent");
+        let t0 = Instant::now();
+        let cancel = loop {
+            let found = server
+                .requests()
+                .into_iter()
+                .find(|r| r.method().as_deref() == Some("notifications/cancelled"));
+            if let Some(c) = found {
+                break c;
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(3),
+                "no cancellation was sent"
+            );
+            smol::Timer::after(Duration::from_millis(20)).await;
+        };
+        let params = cancel.json().unwrap_or_default()["params"].clone();
+        assert_eq!(params["requestId"].to_string(), call_id);
+    });
+}
+
+#[test]
+fn nothing_is_sent_to_a_dead_primary_when_the_run_closes() {
+    let primary = Faulty::start(false, |req, ctl| {
+        if req.method().as_deref() == Some("tools/call")
+            && ctl.tool_calls.load(Ordering::SeqCst) > 1
+        {
+            vec![Op::Send(http_response(503, &[], b"down"))]
+        } else {
+            well_behaved(req, ctl)
+        }
+    });
+    let fallback = Faulty::start(false, well_behaved);
+    let manifest = json!({ "slotFills": { "kali": { "endpoint": primary.url(), "fallback": fallback.url() } } });
+    let ctx = context_with(manifest, "run-close-dead", with_timeout(TIMEOUT_MS));
+    run_bounded(CASE_BOUND, async {
+        let kali = ctx.mcp("kali").unwrap();
+        assert!(
+            kali.call("echo", json!({"text": "p"})).await.ok,
+            "primary has a session"
+        );
+        let r = kali.call("echo", json!({"text": "f"})).await;
+        assert!(r.ok && r.text == "f", "served by the fallback: {r:?}");
+        let before = primary.requests().len();
+        let conns = primary.connections();
+        ctx.close().await;
+        assert_eq!(
+            primary.requests().len(),
+            before,
+            "no DELETE to the dead primary"
+        );
+        assert_eq!(primary.connections(), conns, "not even a connection");
+        assert!(
+            fallback
+                .requests()
+                .iter()
+                .any(|r| r.request_line().starts_with("DELETE")),
+            "the live fallback's session is ended"
+        );
+    });
 }

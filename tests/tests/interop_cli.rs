@@ -109,7 +109,8 @@ fn run(kind: PeerKind) {
     assert_eq!(v["ok"], false);
     assert_eq!(v["isError"], true);
     assert_eq!(v["text"], "fail: this tool always fails");
-    assert_eq!(v["error"], "the tool reported an error (isError: true)");
+    // The error carries the tool's own words (its first line), not a generic sentence.
+    assert_eq!(v["error"], "tool error: fail: this tool always fails");
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("event: tool_error"),
         "{out:?}"

@@ -22,8 +22,8 @@ use verifi_mcp_smol::{LedgerTotals, Options};
 /// The most any single check may take (a hang fails the check, not the whole run).
 const CHECK_BOUND: Duration = Duration::from_secs(60);
 
-/// The seed's words for an `isError` result.
-const TOOL_ERROR: &str = "the tool reported an error (isError: true)";
+/// The `error` of an `isError` result: the tool's own first line.
+const TOOL_ERROR: &str = "tool error: fail: this tool always fails";
 
 type Check = fn(&Peer);
 
@@ -242,12 +242,18 @@ async fn unknown_tool(p: &Peer) {
         Sdk::Ts => {
             assert!(!r.ok && r.is_error, "{r:?}");
             assert_eq!(r.text, "MCP error -32602: Tool no_such_tool not found");
-            assert_eq!(r.error.as_deref(), Some(TOOL_ERROR));
+            assert_eq!(
+                r.error.as_deref(),
+                Some("tool error: MCP error -32602: Tool no_such_tool not found")
+            );
         }
         Sdk::Py => {
             assert!(!r.ok && r.is_error, "{r:?}");
             assert_eq!(r.text, "Unknown tool: no_such_tool");
-            assert_eq!(r.error.as_deref(), Some(TOOL_ERROR));
+            assert_eq!(
+                r.error.as_deref(),
+                Some("tool error: Unknown tool: no_such_tool")
+            );
         }
     }
     assert_eq!(ctx.ledger().tool_calls, 1);
@@ -306,10 +312,7 @@ async fn ten_mib_reply(p: &Peer) {
             }
         );
     }
-    let opts = Options {
-        reply_cap: 32 * 1024 * 1024,
-        ..Options::default()
-    };
+    let opts = Options::default().reply_cap(32 * 1024 * 1024);
     let ctx = context(p.base_url(), "run-big", opts);
     let r = ctx
         .mcp("kali")
@@ -348,11 +351,9 @@ async fn ten_mib_reply(p: &Peer) {
 /// out (what a client of those servers really gets); rmcp's JSON mode switches to SSE when a
 /// notification precedes the reply, so progress reaches the client there too.
 async fn progress_during_slow(p: &Peer) {
-    let opts = Options {
-        timeout_ms: 1200,
-        progress_extends_to_ms: Some(20_000),
-        ..Options::default()
-    };
+    let opts = Options::default()
+        .timeout_ms(1200)
+        .progress_extends_to_ms(Some(20_000));
     let ctx = context(p.base_url(), "run-progress", opts);
     let kali = ctx.mcp("kali").unwrap();
     let stats_ctx = context(p.base_url(), "run-progress-stats", Options::default());

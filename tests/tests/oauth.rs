@@ -22,19 +22,16 @@ fn peer(mode: &str) -> AuthPeer {
 
 fn ctx(peer: &AuthPeer, auth: Option<AuthConfig>) -> HarnessContext {
     let manifest = json!({ "slotFills": { "s": { "endpoint": peer.mcp } } }).to_string();
-    HarnessContext::from_manifest_str(
-        &manifest,
-        "run-oauth",
-        Options {
-            timeout_ms: 15_000,
-            secrets: Some(Vec::new()),
-            proxy_from_env: false,
-            exact_mcp_urls: true,
-            keep_raw: true,
-            auth,
-            ..Options::default()
-        },
-    )
+    HarnessContext::from_manifest_str(&manifest, "run-oauth", {
+        let mut o = Options::default();
+        o.timeout_ms = 15_000;
+        o.secrets = Some(Vec::new());
+        o.proxy_from_env = false;
+        o.exact_mcp_urls = true;
+        o.keep_raw = true;
+        o.auth = auth;
+        o
+    })
     .unwrap()
 }
 
@@ -685,17 +682,14 @@ fn the_manifest_takes_oauth_settings_per_slot() {
         "none": { "endpoint": p.mcp },
     }})
     .to_string();
-    let ctx = HarnessContext::from_manifest_str(
-        &manifest,
-        "run-manifest-auth",
-        Options {
-            timeout_ms: 15_000,
-            secrets: Some(Vec::new()),
-            proxy_from_env: false,
-            exact_mcp_urls: true,
-            ..Options::default()
-        },
-    )
+    let ctx = HarnessContext::from_manifest_str(&manifest, "run-manifest-auth", {
+        let mut o = Options::default();
+        o.timeout_ms = 15_000;
+        o.secrets = Some(Vec::new());
+        o.proxy_from_env = false;
+        o.exact_mcp_urls = true;
+        o
+    })
     .unwrap();
     let mut results = Vec::new();
     for slot in ["basic", "jwt"] {

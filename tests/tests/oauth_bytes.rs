@@ -148,13 +148,14 @@ fn context(url: &str, auth: AuthConfig) -> HarnessContext {
     HarnessContext::from_manifest_str(
         &json!({ "slotFills": { "s": { "endpoint": url } } }).to_string(),
         "run-bytes",
-        Options {
-            timeout_ms: 10_000,
-            secrets: Some(Vec::new()),
-            proxy_from_env: false,
-            exact_mcp_urls: true,
-            auth: Some(auth),
-            ..Options::default()
+        {
+            let mut o = Options::default();
+            o.timeout_ms = 10_000;
+            o.secrets = Some(Vec::new());
+            o.proxy_from_env = false;
+            o.exact_mcp_urls = true;
+            o.auth = Some(auth);
+            o
         },
     )
     .unwrap()
@@ -610,13 +611,14 @@ fn authorization_replies_are_capped_and_bounded_in_time() {
     let ctx = HarnessContext::from_manifest_str(
         &json!({ "slotFills": { "s": { "endpoint": url } } }).to_string(),
         "r",
-        Options {
-            timeout_ms: 800,
-            secrets: Some(Vec::new()),
-            proxy_from_env: false,
-            exact_mcp_urls: true,
-            auth: Some(client()),
-            ..Options::default()
+        {
+            let mut o = Options::default();
+            o.timeout_ms = 800;
+            o.secrets = Some(Vec::new());
+            o.proxy_from_env = false;
+            o.exact_mcp_urls = true;
+            o.auth = Some(client());
+            o
         },
     )
     .unwrap();

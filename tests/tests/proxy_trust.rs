@@ -21,11 +21,12 @@ fn one_slot(url: &str) -> String {
 }
 
 fn options() -> Options {
-    Options {
-        timeout_ms: 10_000,
-        secrets: Some(Vec::new()),
-        proxy_from_env: false,
-        ..Options::default()
+    {
+        let mut o = Options::default();
+        o.timeout_ms = 10_000;
+        o.secrets = Some(Vec::new());
+        o.proxy_from_env = false;
+        o
     }
 }
 
@@ -56,15 +57,12 @@ fn https_goes_through_tinyproxy_in_a_connect_tunnel() {
     let server = TestServer::start(Mode::Stateful).unwrap();
     let tls = TlsProxy::start(server.addr()).unwrap();
     let tp = tinyproxy(None);
-    let ctx = HarnessContext::from_manifest_str(
-        &one_slot(&tls.base_url()),
-        "r",
-        Options {
-            proxy: Some(tp.url()),
-            root_certs: vec![RootCert::Pem(tls.root_pem().as_bytes().to_vec())],
-            ..options()
-        },
-    )
+    let ctx = HarnessContext::from_manifest_str(&one_slot(&tls.base_url()), "r", {
+        let mut o = options();
+        o.proxy = Some(tp.url());
+        o.root_certs = vec![RootCert::Pem(tls.root_pem().as_bytes().to_vec())];
+        o
+    })
     .unwrap();
     for i in 0..3 {
         let r = echo(&ctx, "s", &format!("through the tunnel {i}"));
@@ -90,18 +88,17 @@ fn https_goes_through_tinyproxy_in_a_connect_tunnel() {
 fn http_goes_through_tinyproxy_in_absolute_form() {
     let server = TestServer::start(Mode::Stateful).unwrap();
     let tp = tinyproxy(None);
-    let ctx = HarnessContext::from_manifest_str(
-        &one_slot(&server.base_url()),
-        "r",
-        Options {
-            proxy: Some(tp.url()),
-            ..options()
-        },
-    )
+    let ctx = HarnessContext::from_manifest_str(&one_slot(&server.base_url()), "r", {
+        let mut o = options();
+        o.proxy = Some(tp.url());
+        o
+    })
     .unwrap();
-    let r = echo(&ctx, "s", "absolute");
-    assert!(r.ok, "{r:?}");
-    assert_eq!(r.text, "absolute");
+    for i in 0..5 {
+        let r = echo(&ctx, "s", &format!("absolute {i}"));
+        assert!(r.ok, "{r:?}");
+        assert_eq!(r.text, format!("absolute {i}"));
+    }
     let want = format!("POST http://{}/mcp HTTP/1.1", server.addr());
     let requests = tp.requests();
     assert!(requests.contains(&want), "{want} not in {requests:?}");
@@ -112,6 +109,11 @@ fn http_goes_through_tinyproxy_in_absolute_form() {
         "every request went through the proxy in absolute form: {requests:?}"
     );
     assert!(server.stats().initializes() >= 1);
+    // Absolute-form connections are not pooled (a proxy may close them unannounced): one
+    // client connection per request.
+    // (The first connection logged is `Tinyproxy::start`'s readiness check.)
+    let connects = tp.log().matches("Connect (file descriptor").count() - 1;
+    assert_eq!(connects, requests.len(), "{}", tp.log());
 }
 
 #[test]
@@ -120,14 +122,11 @@ fn proxy_credentials_work_and_never_show() {
     const WRONG: &str = "wr0ng-Sekr1t-pass";
     let server = TestServer::start(Mode::Stateful).unwrap();
     let tp = tinyproxy(Some(("alice", PASS)));
-    let good = HarnessContext::from_manifest_str(
-        &one_slot(&server.base_url()),
-        "r",
-        Options {
-            proxy: Some(tp.url_with("alice", PASS)),
-            ..options()
-        },
-    )
+    let good = HarnessContext::from_manifest_str(&one_slot(&server.base_url()), "r", {
+        let mut o = options();
+        o.proxy = Some(tp.url_with("alice", PASS));
+        o
+    })
     .unwrap();
     let r = echo(&good, "s", &format!("the proxy password is {PASS}"));
     assert!(r.ok, "{r:?}");
@@ -138,14 +137,11 @@ fn proxy_credentials_work_and_never_show() {
         !requests.is_empty() && requests.iter().all(|l| l.starts_with("CONNECT ")),
         "{requests:?}"
     );
-    let bad = HarnessContext::from_manifest_str(
-        &one_slot(&server.base_url()),
-        "r",
-        Options {
-            proxy: Some(tp.url_with("alice", WRONG)),
-            ..options()
-        },
-    )
+    let bad = HarnessContext::from_manifest_str(&one_slot(&server.base_url()), "r", {
+        let mut o = options();
+        o.proxy = Some(tp.url_with("alice", WRONG));
+        o
+    })
     .unwrap();
     let r2 = echo(&bad, "s", "never arrives");
     assert!(!r2.ok);
@@ -155,14 +151,11 @@ fn proxy_credentials_work_and_never_show() {
     );
     // No credentials at all: refused (tinyproxy answers an absolute-form request with 401 and
     // may reset the connection before its reply is read, so only the refusal is asserted).
-    let none = HarnessContext::from_manifest_str(
-        &one_slot(&server.base_url()),
-        "r",
-        Options {
-            proxy: Some(tp.url()),
-            ..options()
-        },
-    )
+    let none = HarnessContext::from_manifest_str(&one_slot(&server.base_url()), "r", {
+        let mut o = options();
+        o.proxy = Some(tp.url());
+        o
+    })
     .unwrap();
     let r3 = echo(&none, "s", "never arrives");
     assert!(!r3.ok, "{r3:?}");
@@ -185,14 +178,11 @@ fn explicit_proxy_covers_loopback_and_a_slots_proxy_wins() {
         "direct": { "endpoint": server.base_url(), "proxy": "none" },
     }})
     .to_string();
-    let ctx = HarnessContext::from_manifest_str(
-        &manifest,
-        "r",
-        Options {
-            proxy: Some("http://127.0.0.1:1".into()),
-            ..options()
-        },
-    )
+    let ctx = HarnessContext::from_manifest_str(&manifest, "r", {
+        let mut o = options();
+        o.proxy = Some("http://127.0.0.1:1".into());
+        o
+    })
     .unwrap();
     let r = echo(&ctx, "default", "x");
     assert!(!r.ok);
@@ -259,17 +249,14 @@ impl Ca {
 }
 
 fn trusting(url: &str, pem: Option<&str>, insecure: bool) -> HarnessContext {
-    HarnessContext::from_manifest_str(
-        &one_slot(url),
-        "r",
-        Options {
-            root_certs: pem
-                .map(|p| vec![RootCert::Pem(p.as_bytes().to_vec())])
-                .unwrap_or_default(),
-            insecure,
-            ..options()
-        },
-    )
+    HarnessContext::from_manifest_str(&one_slot(url), "r", {
+        let mut o = options();
+        o.root_certs = pem
+            .map(|p| vec![RootCert::Pem(p.as_bytes().to_vec())])
+            .unwrap_or_default();
+        o.insecure = insecure;
+        o
+    })
     .unwrap()
 }
 
@@ -549,14 +536,11 @@ fn a_hostile_proxy_is_a_typed_error_within_the_deadline() {
     ];
     for (steps, want) in cases {
         let proxy = HostileServer::every_connection(steps).unwrap();
-        let ctx = HarnessContext::from_manifest_str(
-            &one_slot("https://mcp.example:443"),
-            "r",
-            Options {
-                proxy: Some(proxy.base_url()),
-                ..options()
-            },
-        )
+        let ctx = HarnessContext::from_manifest_str(&one_slot("https://mcp.example:443"), "r", {
+            let mut o = options();
+            o.proxy = Some(proxy.base_url());
+            o
+        })
         .unwrap();
         let r = echo(&ctx, "s", "x");
         assert_eq!(r.error.as_deref(), Some(want));
@@ -569,15 +553,12 @@ fn a_hostile_proxy_is_a_typed_error_within_the_deadline() {
         Step::Hold(Duration::from_secs(5)),
     ])
     .unwrap();
-    let ctx = HarnessContext::from_manifest_str(
-        &one_slot("https://mcp.example"),
-        "r",
-        Options {
-            proxy: Some(silent.base_url()),
-            timeout_ms: 500,
-            ..options()
-        },
-    )
+    let ctx = HarnessContext::from_manifest_str(&one_slot("https://mcp.example"), "r", {
+        let mut o = options();
+        o.proxy = Some(silent.base_url());
+        o.timeout_ms = 500;
+        o
+    })
     .unwrap();
     let t0 = Instant::now();
     let r = echo(&ctx, "s", "x");

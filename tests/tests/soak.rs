@@ -73,11 +73,9 @@ async fn echo_load(slot: &verifi_mcp_smol::SlotHandle, n: usize, tag: &str) -> u
 #[test]
 fn ten_thousand_calls_at_64_in_flight() {
     let server = TestServer::start(Mode::Stateful).expect("rmcp server");
-    let opts = Options {
-        timeout_ms: 30_000,
-        secrets: Some(Vec::new()),
-        ..Options::default()
-    };
+    let opts = Options::default()
+        .timeout_ms(30_000)
+        .secrets(Some(Vec::new()));
     let limit = opts.connection_limit;
     let ctx = context(&server.base_url(), "run-soak", opts);
     let kali = ctx.mcp("kali").unwrap();
@@ -150,14 +148,7 @@ fn two_hundred_concurrent_runs_never_see_each_others_workspace() {
                 let url = url.clone();
                 smol::spawn(async move {
                     let run_id = format!("run-{i:03}-{:x}", i * 7919 + 13);
-                    let ctx = context(
-                        &url,
-                        &run_id,
-                        Options {
-                            timeout_ms: 60_000,
-                            ..Options::default()
-                        },
-                    );
+                    let ctx = context(&url, &run_id, Options::default().timeout_ms(60_000));
                     let exec = Exec::new(&ctx, "kali").expect("kali slot");
                     let mut bad = Vec::new();
                     for k in 0..EXECS {

@@ -208,8 +208,19 @@ impl<'p, 's, const N: usize> Net for EdgeNet<'p, 's, N> {
         }
         let key = PoolKey::of(ep);
         if !fresh && let Some(socket) = key.as_ref().and_then(|k| self.pool.take_kept(k)) {
-            crate::log::log_debug!("mcp: reusing a kept-alive connection");
-            return Ok((EdgeConn::new(self.pool, socket), true));
+            // Checked before a write (the driver never re-sends a written tools/call): a
+            // peer that closed (FIN), left, or sent bytes nobody asked for has let it go.
+            let stale = socket.state() != State::Established
+                || !socket.may_recv()
+                || !socket.may_send()
+                || socket.can_recv();
+            let conn = EdgeConn::new(self.pool, socket);
+            if !stale {
+                crate::log::log_debug!("mcp: reusing a kept-alive connection");
+                return Ok((conn, true));
+            }
+            // Dropping it aborts it and gives the socket back for the new connection.
+            drop(conn);
         }
         let addr = self.resolve(ep).await?;
         let Some(socket) = self.pool.take_any() else {

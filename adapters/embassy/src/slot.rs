@@ -138,7 +138,7 @@ impl<'a> EdgeSlot<'a> {
             bufs,
         )
         .await;
-        if result.ok {
+        if result.ok() {
             crate::log::log_debug!(
                 "mcp {=str}/{=str}: ok in {=u64} ms",
                 self.config.slot,
@@ -215,13 +215,16 @@ impl<'a> EdgeSlot<'a> {
         );
         let error = core::str::from_utf8(bufs.error.bytes())
             .unwrap_or("the exec arguments buffer is too small");
-        let (_, mut timeline) = self.sinks();
-        timeline.emit(&TimelineEvent::ToolError {
-            slot: self.config.slot,
-            tool: exec::RUN_COMMAND,
+        // The core's one rule for a call that failed before sending: metered, a tool_error
+        // event, no failover (the host adapter does the same).
+        let (mut ledger, mut timeline) = self.sinks();
+        ExecResult::of(drive::local_failure(
+            self.config.slot,
+            exec::RUN_COMMAND,
             error,
-        });
-        ExecResult::of(ToolResult::unreachable(error, 0))
+            &mut ledger,
+            &mut timeline,
+        ))
     }
 
     /// Best-effort DELETE of the slot's open sessions (end of run).
@@ -255,7 +258,7 @@ pub struct ExecResult<'b> {
 
 impl<'b> ExecResult<'b> {
     fn of(call: ToolResult<'b>) -> Self {
-        let o = exec::exec_outcome(call.ok, call.text, call.error);
+        let o = exec::exec_outcome(call.ok(), call.text, call.error());
         ExecResult {
             ok: o.ok,
             exit_code: o.exit_code,

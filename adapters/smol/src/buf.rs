@@ -35,6 +35,16 @@ impl VecBuf {
         self.limit = limit;
     }
 
+    /// The first `len` bytes as a `String`, taking the storage (the buffer is left empty).
+    /// The core hands out the valid UTF-8 prefix of its text, so `len` ends on a character;
+    /// anything else is replaced, not a panic.
+    pub fn take_utf8(&mut self, len: usize) -> String {
+        let mut bytes = std::mem::take(&mut self.bytes);
+        bytes.truncate(len);
+        String::from_utf8(bytes)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+    }
+
     /// The contents, consuming the buffer.
     pub fn into_vec(self) -> Vec<u8> {
         self.bytes

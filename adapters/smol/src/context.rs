@@ -22,6 +22,7 @@ use crate::buf::DEFAULT_REPLY_CAP;
 use crate::net::{DEFAULT_CONNECTION_LIMIT, HostNet, RootCert, Route, TlsConfigError};
 use crate::proxy::{EnvProxies, ProxyError, ProxyRule};
 use crate::slot::{SlotHandle, SlotSpec};
+use crate::trace::WireTrace;
 use crate::trust::{Trust, client_config};
 
 /// The seed's per-call timeout: 300 000 ms (5 minutes).
@@ -32,13 +33,24 @@ pub const INSECURE_WARNING: &str = "WARNING: TLS certificate checks are OFF (ins
     server certificate is accepted, so anyone on the path can read and change this run's traffic";
 
 /// How a context behaves. `Options::default()` is the seed's behaviour.
+///
+/// The struct is `#[non_exhaustive]`, so a new option is not a breaking change: start from
+/// `Options::default()` and use the setter of each field, which has the field's name.
+///
+/// ```
+/// use verifi_mcp_smol::Options;
+/// let o = Options::default().timeout_ms(20_000).reply_cap(1 << 20).keep_raw(true);
+/// assert_eq!((o.timeout_ms, o.reply_cap, o.keep_raw), (20_000, 1 << 20, true));
+/// ```
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Options {
     /// Per call: connect + handshake + reply (default [`DEFAULT_TIMEOUT_MS`]).
     pub timeout_ms: u64,
     /// Open connections per slot endpoint, in use or pooled (default 64).
     pub connection_limit: usize,
-    /// The run's secrets; `None` means `collect_run_secrets(std::env::vars())`.
+    /// The run's secrets; `None` means those of the process environment
+    /// ([`env_secrets`], read as bytes).
     pub secrets: Option<Vec<String>>,
     /// When `Some(max)`, progress notifications in a reply reset the call's timer, up to `max`
     /// ms in all (off by default).
@@ -59,6 +71,14 @@ pub struct Options {
     pub auth: Option<AuthConfig>,
     /// Largest reply (and flattened text) a call may hold (default 16 MiB).
     pub reply_cap: usize,
+    /// Largest request (head and JSON body) a call may send (default 16 MiB); a larger one is
+    /// an `ok: false` local failure, sent nowhere.
+    pub request_cap: usize,
+    /// A reply that sends no byte for this long fails with `server stalled` (default
+    /// 60 000 ms; progress notifications and SSE comments count as bytes). `None`: only the
+    /// call's timeout applies (for servers that answer long tools in JSON and send nothing
+    /// meanwhile).
+    pub idle_timeout_ms: Option<u64>,
     /// Keep the redacted JSON-RPC reply in `ToolResult::raw` (default false: it doubles the
     /// memory of a big reply).
     pub keep_raw: bool,
@@ -68,6 +88,92 @@ pub struct Options {
     /// Take the manifest's endpoints as exact MCP URLs, used as given, instead of base URLs
     /// with `/mcp` appended (default false, as the seed): for servers mounted elsewhere.
     pub exact_mcp_urls: bool,
+    /// An observer of every connection opened and every byte sent and received (default none),
+    /// for a wire trace; it sees the bytes unredacted (see [`WireTrace`]).
+    pub wire_trace: Option<WireTrace>,
+}
+
+impl Options {
+    /// Sets [`Options::timeout_ms`].
+    pub fn timeout_ms(mut self, ms: u64) -> Self {
+        self.timeout_ms = ms;
+        self
+    }
+    /// Sets [`Options::connection_limit`].
+    pub fn connection_limit(mut self, limit: usize) -> Self {
+        self.connection_limit = limit;
+        self
+    }
+    /// Sets [`Options::secrets`].
+    pub fn secrets(mut self, secrets: Option<Vec<String>>) -> Self {
+        self.secrets = secrets;
+        self
+    }
+    /// Sets [`Options::progress_extends_to_ms`].
+    pub fn progress_extends_to_ms(mut self, max: Option<u64>) -> Self {
+        self.progress_extends_to_ms = max;
+        self
+    }
+    /// Sets [`Options::root_certs`].
+    pub fn root_certs(mut self, roots: Vec<RootCert>) -> Self {
+        self.root_certs = roots;
+        self
+    }
+    /// Sets [`Options::reply_cap`].
+    pub fn reply_cap(mut self, bytes: usize) -> Self {
+        self.reply_cap = bytes;
+        self
+    }
+    /// Sets [`Options::insecure`].
+    pub fn insecure(mut self, insecure: bool) -> Self {
+        self.insecure = insecure;
+        self
+    }
+    /// Sets [`Options::proxy`].
+    pub fn proxy(mut self, proxy: Option<String>) -> Self {
+        self.proxy = proxy;
+        self
+    }
+    /// Sets [`Options::proxy_from_env`].
+    pub fn proxy_from_env(mut self, from_env: bool) -> Self {
+        self.proxy_from_env = from_env;
+        self
+    }
+    /// Sets [`Options::auth`].
+    pub fn auth(mut self, auth: Option<AuthConfig>) -> Self {
+        self.auth = auth;
+        self
+    }
+    /// Sets [`Options::request_cap`].
+    pub fn request_cap(mut self, bytes: usize) -> Self {
+        self.request_cap = bytes;
+        self
+    }
+    /// Sets [`Options::idle_timeout_ms`] (`None`: only the call's timeout applies).
+    pub fn idle_timeout_ms(mut self, ms: Option<u64>) -> Self {
+        self.idle_timeout_ms = ms;
+        self
+    }
+    /// Sets [`Options::keep_raw`].
+    pub fn keep_raw(mut self, keep: bool) -> Self {
+        self.keep_raw = keep;
+        self
+    }
+    /// Sets [`Options::protocol_version`].
+    pub fn protocol_version(mut self, version: ProtocolVersion) -> Self {
+        self.protocol_version = version;
+        self
+    }
+    /// Sets [`Options::exact_mcp_urls`].
+    pub fn exact_mcp_urls(mut self, exact: bool) -> Self {
+        self.exact_mcp_urls = exact;
+        self
+    }
+    /// Sets [`Options::wire_trace`].
+    pub fn wire_trace(mut self, trace: Option<WireTrace>) -> Self {
+        self.wire_trace = trace;
+        self
+    }
 }
 
 impl Default for Options {
@@ -83,9 +189,12 @@ impl Default for Options {
             proxy_from_env: true,
             auth: None,
             reply_cap: DEFAULT_REPLY_CAP,
+            request_cap: DEFAULT_REPLY_CAP,
+            idle_timeout_ms: Some(verifi_mcp_core::drive::DEFAULT_IDLE_TIMEOUT_MS),
             keep_raw: false,
             protocol_version: ProtocolVersion::DEFAULT,
             exact_mcp_urls: false,
+            wire_trace: None,
         }
     }
 }
@@ -170,8 +279,18 @@ pub(crate) struct Records {
     pub(crate) log: Mutex<Vec<String>>,
 }
 
+/// The secrets of this process's environment, by the core's rule
+/// ([`collect_run_secrets`]). Read as bytes: a value that is not UTF-8 is no panic, and still a
+/// secret to redact.
+pub fn env_secrets() -> Vec<Vec<u8>> {
+    collect_run_secrets(
+        std::env::vars_os().map(|(k, v)| (k.into_encoded_bytes(), v.into_encoded_bytes())),
+    )
+    .collect()
+}
+
 /// `text` with every secret replaced by `[REDACTED]` (the core's rule).
-pub(crate) fn redact_string(text: &str, secrets: &[String]) -> String {
+pub(crate) fn redact_string(text: &str, secrets: &[Vec<u8>]) -> String {
     let mut out = VecBuf::with_limit(usize::MAX);
     // An unbounded VecBuf never overflows.
     let _ = redact(text.as_bytes(), secrets, &mut out);
@@ -186,7 +305,7 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 pub(crate) struct Run {
     pub(crate) run_id: String,
     pub(crate) options: Options,
-    pub(crate) secrets: Vec<String>,
+    pub(crate) secrets: Vec<Vec<u8>>,
     pub(crate) net: HostNet,
     pub(crate) records: Records,
     /// Tokens, secrets and assertions the run's OAuth clients learned: redacted everywhere.
@@ -247,18 +366,30 @@ impl HarnessContext {
         .map_err(ContextError::Tls)?;
         let proxy = match &options.proxy {
             Some(p) => ProxyRule::explicit(p),
+            // Read as bytes (a value that is not UTF-8 is no panic; as a proxy URL it is
+            // then refused with the reason).
             None if options.proxy_from_env => {
-                EnvProxies::from_vars(std::env::vars()).map(|e| ProxyRule::Env(Arc::new(e)))
+                EnvProxies::from_vars(std::env::vars_os().map(|(k, v)| {
+                    (
+                        k.to_string_lossy().into_owned(),
+                        v.to_string_lossy().into_owned(),
+                    )
+                }))
+                .map(|e| ProxyRule::Env(Arc::new(e)))
             }
             None => Ok(ProxyRule::Direct),
         }
         .map_err(ContextError::Proxy)?;
         let mut secrets = match &options.secrets {
-            Some(s) => s.clone(),
-            None => collect_run_secrets(std::env::vars()).collect(),
+            Some(s) => s.iter().map(|s| s.as_bytes().to_vec()).collect(),
+            None => env_secrets(),
         };
-        secrets.extend(proxy.secrets());
-        let net = HostNet::with_route(options.connection_limit, Route { proxy, tls });
+        secrets.extend(proxy.secrets().into_iter().map(String::into_bytes));
+        let net = HostNet::with_route_traced(
+            options.connection_limit,
+            Route { proxy, tls },
+            options.wire_trace.clone(),
+        );
         let records = Records::default();
         if options.insecure {
             lock(&records.log).push(INSECURE_WARNING.to_owned());
@@ -275,6 +406,27 @@ impl HarnessContext {
             manifest: Arc::from(text),
             slots: Arc::default(),
         })
+    }
+
+    /// A context built in code instead of from a manifest (a manifest stays the other way):
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use verifi_mcp_smol::HarnessContext;
+    ///
+    /// let ctx = HarnessContext::builder()
+    ///     .run_id("run-7")
+    ///     .slot("kali", "http://10.0.0.5:8080")
+    ///     .fallback("http://10.0.0.6:8080")
+    ///     .header("authorization", "Bearer t0ken")
+    ///     .timeout(Duration::from_secs(60))
+    ///     .build()?;
+    /// assert_eq!(ctx.mcp("kali")?.fallback(), Some("http://10.0.0.6:8080"));
+    /// assert_eq!(ctx.options().timeout_ms, 60_000);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn builder() -> HarnessContextBuilder {
+        HarnessContextBuilder::default()
     }
 
     /// The run id (the `workspace` of every `run_command`).
@@ -309,7 +461,11 @@ impl HarnessContext {
     /// Adds a line to the run log, with the run's secrets redacted.
     pub fn log(&self, line: impl AsRef<str>) {
         let mut secrets = self.run.secrets.clone();
-        secrets.extend(lock(&self.run.learned).iter().cloned());
+        secrets.extend(
+            lock(&self.run.learned)
+                .iter()
+                .map(|s| s.as_bytes().to_vec()),
+        );
         let clean = redact_string(line.as_ref(), &secrets);
         lock(&self.run.records.log).push(clean);
     }
@@ -349,6 +505,106 @@ impl HarnessContext {
     }
 }
 
+/// Builds a [`HarnessContext`] in code: [`HarnessContext::builder`]. `fallback` and `header`
+/// apply to the slot added last; a mistake (a fallback before any slot, a slot added twice, a
+/// bad header) is reported by [`build`](Self::build), not by a panic.
+#[derive(Debug, Default)]
+#[must_use = "a builder does nothing until build() is called"]
+pub struct HarnessContextBuilder {
+    run_id: Option<String>,
+    slots: Vec<(String, serde_json::Map<String, Value>)>,
+    options: Options,
+    error: Option<String>,
+}
+
+impl HarnessContextBuilder {
+    fn fail(&mut self, e: String) {
+        self.error.get_or_insert(e);
+    }
+
+    /// The run id (the `workspace` of every `run_command`). Default: `run-<pid>-<ms since
+    /// 1970>`, unique enough for one machine; a harness should pass the platform's run id.
+    pub fn run_id(mut self, id: impl Into<String>) -> Self {
+        self.run_id = Some(id.into());
+        self
+    }
+
+    /// Adds a slot with its primary endpoint (a base URL, as in a manifest's `slotFills`).
+    pub fn slot(mut self, name: impl Into<String>, endpoint: impl Into<String>) -> Self {
+        let name = name.into();
+        if self.slots.iter().any(|(n, _)| *n == name) {
+            self.fail(format!("slot '{name}' is added twice"));
+        }
+        let mut fill = serde_json::Map::new();
+        fill.insert("endpoint".into(), Value::String(endpoint.into()));
+        self.slots.push((name, fill));
+        self
+    }
+
+    /// The fallback endpoint of the slot added last.
+    pub fn fallback(mut self, endpoint: impl Into<String>) -> Self {
+        match self.slots.last_mut() {
+            Some((_, fill)) => {
+                fill.insert("fallback".into(), Value::String(endpoint.into()));
+            }
+            None => self.fail("fallback() before any slot()".into()),
+        }
+        self
+    }
+
+    /// A header sent on every request of the slot added last (its value is redacted like a
+    /// secret). Repeatable.
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        let (name, value) = (name.into(), value.into());
+        let Some((_, fill)) = self.slots.last_mut() else {
+            self.fail(format!("header({name:?}) before any slot()"));
+            return self;
+        };
+        let headers = fill
+            .entry("headers")
+            .or_insert_with(|| Value::Object(serde_json::Map::new()));
+        if let Value::Object(h) = headers {
+            h.insert(name, Value::String(value));
+        }
+        self
+    }
+
+    /// The per-call timeout (connect, handshake and reply; default 300 s), in whole ms.
+    pub fn timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.options.timeout_ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
+        self
+    }
+
+    /// Every other option (replaces any set before, the timeout included).
+    pub fn options(mut self, options: Options) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// The context, or what was wrong ([`ContextError::Manifest`] for a builder mistake or a
+    /// bad endpoint or header, [`ContextError::Tls`] for a bad root).
+    pub fn build(self) -> Result<HarnessContext, ContextError> {
+        if let Some(e) = self.error {
+            return Err(ContextError::Manifest(e));
+        }
+        let run_id = self.run_id.unwrap_or_else(|| {
+            let ms = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_millis())
+                .unwrap_or(0);
+            format!("run-{}-{ms}", std::process::id())
+        });
+        let fills: serde_json::Map<String, Value> = self
+            .slots
+            .into_iter()
+            .map(|(n, f)| (n, Value::Object(f)))
+            .collect();
+        let mut manifest = serde_json::Map::new();
+        manifest.insert("slotFills".into(), Value::Object(fills));
+        HarnessContext::from_manifest_value(Value::Object(manifest), run_id, self.options)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -379,10 +635,7 @@ mod tests {
         let with_secret = HarnessContext::from_manifest_str(
             "{}",
             "r",
-            Options {
-                secrets: Some(vec!["hunter2-secret".into()]),
-                ..Options::default()
-            },
+            Options::default().secrets(Some(vec!["hunter2-secret".into()])),
         )
         .unwrap();
         with_secret.log("token=hunter2-secret ok");
@@ -408,13 +661,84 @@ mod tests {
             HarnessContext::from_manifest_file("/nonexistent/manifest.json", "r", o()),
             Err(ContextError::Io(_))
         ));
-        let bad_root = Options {
-            root_certs: vec![RootCert::Der(b"junk".to_vec())],
-            ..Options::default()
-        };
+        let bad_root = Options::default().root_certs(vec![RootCert::Der(b"junk".to_vec())]);
         assert!(matches!(
             HarnessContext::from_manifest_str("{}", "r", bad_root),
             Err(ContextError::Tls(_))
         ));
+    }
+
+    #[test]
+    fn the_builder_makes_the_same_slots_a_manifest_would() {
+        let ctx = HarnessContext::builder()
+            .run_id("run-b")
+            .slot("kali", "http://127.0.0.1:9")
+            .fallback("http://127.0.0.1:10")
+            .header("authorization", "Bearer abc-123")
+            .header("x-tenant", "t1")
+            .slot("recon", "http://127.0.0.1:11/api")
+            .timeout(std::time::Duration::from_millis(1500))
+            .build()
+            .unwrap();
+        assert_eq!(ctx.run_id(), "run-b");
+        assert_eq!(ctx.options().timeout_ms, 1500);
+        let kali = ctx.mcp("kali").unwrap();
+        let from_manifest = SlotSpec::resolve(
+            r#"{"slotFills":{"kali":{"endpoint":"http://127.0.0.1:9","fallback":"http://127.0.0.1:10","headers":{"authorization":"Bearer abc-123","x-tenant":"t1"}}}}"#,
+            "kali",
+        )
+        .unwrap();
+        assert_eq!(kali.inner.spec, from_manifest);
+        assert_eq!(ctx.mcp("recon").unwrap().fallback(), None);
+        assert_eq!(ctx.mcp("burp").unwrap_err().filled, vec!["kali", "recon"]);
+        // A default run id is made when none is given.
+        let anon = HarnessContext::builder().build().unwrap();
+        assert!(anon.run_id().starts_with("run-"), "{}", anon.run_id());
+    }
+
+    #[test]
+    fn builder_mistakes_are_errors_at_build() {
+        for (b, want) in [
+            (
+                HarnessContext::builder().fallback("http://a"),
+                "fallback() before any slot()",
+            ),
+            (
+                HarnessContext::builder().header("a", "b"),
+                "before any slot()",
+            ),
+            (
+                HarnessContext::builder()
+                    .slot("k", "http://a")
+                    .slot("k", "http://b"),
+                "slot 'k' is added twice",
+            ),
+        ] {
+            match b.build() {
+                Err(ContextError::Manifest(m)) => assert!(m.contains(want), "{m}"),
+                other => panic!("expected a builder error, got {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn setters_set_their_field() {
+        let o = Options::default()
+            .timeout_ms(1)
+            .connection_limit(2)
+            .secrets(Some(vec!["s".into()]))
+            .progress_extends_to_ms(Some(3))
+            .reply_cap(4)
+            .keep_raw(true)
+            .protocol_version(ProtocolVersion::ALL[0])
+            .exact_mcp_urls(true)
+            .wire_trace(Some(WireTrace::new(|_| {})));
+        assert_eq!(o.timeout_ms, 1);
+        assert_eq!(o.connection_limit, 2);
+        assert_eq!(o.secrets, Some(vec!["s".to_owned()]));
+        assert_eq!(o.progress_extends_to_ms, Some(3));
+        assert_eq!(o.reply_cap, 4);
+        assert!(o.keep_raw && o.exact_mcp_urls && o.wire_trace.is_some());
+        assert_eq!(o.protocol_version, ProtocolVersion::ALL[0]);
     }
 }

@@ -67,7 +67,9 @@ impl Exec {
             &self.run_id,
         ) {
             Ok(()) => self.slot.call_json(RUN_COMMAND, args.bytes(), None).await,
-            Err(e) => ToolResult::local_failure(format!("run_command arguments: {e}")),
+            Err(e) => self
+                .slot
+                .local_failure(RUN_COMMAND, &format!("run_command arguments: {e}")),
         };
         let outcome = exec_outcome(call.ok, &call.text, call.error.as_deref());
         ExecResult {

@@ -1,7 +1,15 @@
 //! # verifi-mcp-smol
 //!
-//! The host adapter: drives `verifi-mcp-core` over smol / async-io TCP and rustls. Only
-//! sockets, TLS, time and memory live here; every protocol decision is the core's.
+//! The host adapter: drives `verifi-mcp-core` over async-io TCP and rustls. Only sockets,
+//! TLS, time and memory live here; every protocol decision is the core's.
+//!
+//! **Any executor.** async-io brings its own reactor thread, so these futures run under tokio
+//! (tested on its current-thread and multi-thread runtimes, with calls spawned as tokio tasks),
+//! smol, or a plain `block_on`; nothing here needs a tokio runtime. [`SlotHandle`] is
+//! `Send + Sync` and cheap to clone.
+//!
+//! Build a context from a run manifest (below) or in code with [`HarnessContext::builder`];
+//! [`Options`] is `#[non_exhaustive]` with a setter per field.
 //!
 //! ```no_run
 //! use serde_json::json;
@@ -25,8 +33,12 @@
 //! # }
 //! ```
 //!
-//! Modules: [`auth`] (the OAuth client), [`context`] (`HarnessContext`, `ctx.mcp(slot)`), [`slot`] (slot handles), [`exec`] (`run_command` on a shared box), [`net`] (connections, pool, TLS, clock), [`proxy`] (forward proxies), [`trust`] (roots and certificate errors), [`buf`] (capped `Vec` buffers),
-//! [`shared`] (a slot's state behind a lock with wake-ups).
+//! Modules: [`context`] (`HarnessContext`, its builder, `Options`, `ctx.mcp(slot)`), [`slot`]
+//! (slot handles), [`tool`] (typed `Tool` from `tools/list`), [`exec`] (`run_command` on a
+//! shared box), [`net`] (connections, pool, TLS, clock), [`proxy`] (forward proxies),
+//! [`trust`] (roots and certificate errors), [`auth`] (the OAuth client), [`trace`] (a wire
+//! observer), [`result`] (owned results), [`buf`] (capped `Vec` buffers), [`shared`] (a slot's
+//! state behind a lock with wake-ups).
 
 pub mod auth;
 pub mod buf;
@@ -38,24 +50,36 @@ pub mod result;
 pub mod route;
 pub mod shared;
 pub mod slot;
+pub mod tool;
+pub mod trace;
 pub mod trust;
 
 pub use auth::{AuthConfig, AuthFlow, AuthorizeHook, MemoryTokenStore, Token, TokenStore};
 pub use buf::VecBuf;
 pub use context::{
-    ContextError, HarnessContext, LedgerTotals, Options, SlotNotFilledError, TimelineEntry,
+    ContextError, HarnessContext, HarnessContextBuilder, LedgerTotals, Options, SlotNotFilledError,
+    TimelineEntry, env_secrets,
 };
 pub use exec::{Exec, ExecResult};
 pub use net::{ConnectFailure, FailureKind, HostNet, PoolKey, RootCert, Route};
 pub use proxy::{Proxy, ProxyRule};
-pub use result::{ListToolsError, ToolResult};
+pub use result::{CallError, ListToolsError, ToolResult};
 pub use shared::HostShared;
 pub use slot::{SlotHandle, SlotSpec};
+pub use tool::Tool;
+pub use trace::{WireEvent, WireTrace};
 pub use trust::{CertProblem, Trust};
 pub use verifi_mcp_core::drive::ProgressUpdate;
+pub use verifi_mcp_core::harness::result::Kind;
+pub use verifi_mcp_core::wire::failure::Cause;
 pub use verifi_mcp_core::wire::jsonrpc::ProtocolVersion;
 
 /// The README's harness example, compiled as a doctest so it cannot drift from the API.
 #[doc = include_str!("../../../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
+
+/// This crate's README example, compiled as a doctest.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct CrateReadmeDoctests;

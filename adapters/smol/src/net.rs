@@ -12,6 +12,7 @@ use std::fmt;
 use std::io;
 use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -29,6 +30,7 @@ use verifi_mcp_core::wire::endpoint::{Endpoint, Scheme};
 use verifi_mcp_core::wire::failure::{ConnectError, ConnectErrorKind};
 
 use crate::proxy::{ProxyRule, Via, connect_tunnel, via};
+use crate::trace::{WireEvent, WireTrace};
 use crate::trust::{Trust, cert_problem, client_config};
 
 /// Default number of connections one slot endpoint may have open at once.
@@ -240,6 +242,8 @@ pub struct Conn {
     io: FromFutures<Stream>,
     key: ConnKey,
     _permit: SemaphoreGuardArc,
+    /// The wire observer and this connection's number, when tracing.
+    trace: Option<(WireTrace, u64)>,
 }
 
 impl Conn {
@@ -247,6 +251,16 @@ impl Conn {
     pub fn key(&self) -> &PoolKey {
         &self.key.target
     }
+    /// True when nothing is waiting on the socket and the peer has not closed it: a peek
+    /// that would block. (The socket is non-blocking, so the peek never waits.)
+    fn is_idle_and_open(&self) -> bool {
+        let mut byte = [0u8; 1];
+        matches!(
+            self.io.inner().tcp().get_ref().peek(&mut byte),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock
+        )
+    }
+
     /// The local address (tests use it to tell connections apart).
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         self.io.inner().tcp().get_ref().local_addr()
@@ -260,16 +274,30 @@ impl embedded_io_async::ErrorType for Conn {
 impl embedded_io_async::Read for Conn {
     async fn read(&mut self, buf: &mut [u8]) -> Result<usize, io::Error> {
         let n = self.io.read(buf).await?;
-        // Linux clears quick-ACK mode by itself; re-arm it so the reply to our next request is
-        // ACKed at once instead of after the delayed-ACK timer.
-        quickack(self.io.inner().tcp());
+        if let Some((t, conn)) = &self.trace {
+            t.emit(&WireEvent::Received {
+                conn: *conn,
+                bytes: buf.get(..n).unwrap_or_default(),
+            });
+        }
         Ok(n)
     }
 }
 
 impl embedded_io_async::Write for Conn {
     async fn write(&mut self, buf: &[u8]) -> Result<usize, io::Error> {
-        self.io.write(buf).await
+        // Linux clears quick-ACK mode by itself; re-arm it once per request (the driver writes
+        // a request in one write), so the reply is ACKed at once instead of after the
+        // delayed-ACK timer. Once per request, not once per read: one setsockopt a call.
+        quickack(self.io.inner().tcp());
+        let n = self.io.write(buf).await?;
+        if let Some((t, conn)) = &self.trace {
+            t.emit(&WireEvent::Sent {
+                conn: *conn,
+                bytes: buf.get(..n).unwrap_or_default(),
+            });
+        }
+        Ok(n)
     }
     async fn flush(&mut self) -> Result<(), io::Error> {
         self.io.flush().await
@@ -294,6 +322,8 @@ struct NetInner {
     limit: usize,
     route: Route,
     epoch: Instant,
+    trace: Option<WireTrace>,
+    conns: AtomicU64,
 }
 
 /// Connections and time for one context (shared by its slots; cheap to clone).
@@ -313,15 +343,28 @@ impl HostNet {
         HostNet::with_route(limit, Route::direct(tls))
     }
 
+    /// [`HostNet::new`], telling `trace` of every connection opened and every byte sent and
+    /// received.
+    pub fn with_trace(limit: usize, tls: Arc<ClientConfig>, trace: Option<WireTrace>) -> Self {
+        HostNet::with_route_traced(limit, Route::direct(tls), trace)
+    }
+
     /// A pool with at most `limit` connections per endpoint (at least 1), `route` for
     /// [`HostNet::open`] (slots may bring their own to [`HostNet::open_routed`]).
     pub fn with_route(limit: usize, route: Route) -> Self {
+        HostNet::with_route_traced(limit, route, None)
+    }
+
+    /// [`HostNet::with_route`], with a wire observer.
+    pub fn with_route_traced(limit: usize, route: Route, trace: Option<WireTrace>) -> Self {
         HostNet {
             inner: Arc::new(NetInner {
                 pools: Mutex::new(HashMap::new()),
                 limit: limit.max(1),
                 route,
                 epoch: Instant::now(),
+                trace,
+                conns: AtomicU64::new(0),
             }),
         }
     }
@@ -357,8 +400,17 @@ impl HostNet {
             .clone()
     }
 
+    /// A pooled connection to `key` that is still usable. Each is checked before it is handed
+    /// out (a written tools/call is never re-sent, so a stale socket must not be written to):
+    /// a zero-wait peek that sees the end of the stream, an error, or bytes nobody asked for
+    /// means the server let it go, and it is dropped.
     fn take_idle(&self, key: &ConnKey) -> Option<Conn> {
-        lock(&self.inner.pools).get_mut(key)?.idle.pop()
+        loop {
+            let conn = lock(&self.inner.pools).get_mut(key)?.idle.pop()?;
+            if conn.is_idle_and_open() {
+                return Some(conn);
+            }
+        }
     }
 
     /// A pooled connection to `key` (`true`: reused) unless `fresh`, else a new one. Waits for
@@ -391,11 +443,22 @@ impl HostNet {
             }
         };
         let stream = dial(target, route).await?;
+        let trace = self.inner.trace.as_ref().map(|t| {
+            let conn = self.inner.conns.fetch_add(1, Ordering::Relaxed) + 1;
+            t.emit(&WireEvent::Connected {
+                conn,
+                host: &target.host,
+                port: target.port,
+                tls: target.tls,
+            });
+            (t.clone(), conn)
+        });
         Ok((
             Conn {
                 io: FromFutures::new(stream),
                 key: key.clone(),
                 _permit: permit,
+                trace,
             },
             false,
         ))
@@ -551,7 +614,15 @@ impl Net for RoutedNet<'_> {
             .map_err(|f| ConnectError::from(&f))
     }
 
-    fn recycle(&self, _ep: &Endpoint<'_>, conn: Conn) {
+    fn recycle(&self, ep: &Endpoint<'_>, conn: Conn) {
+        // A forward proxy taking absolute-form requests often closes its client connection
+        // after each reply without saying so (tinyproxy does); a request written on such a
+        // connection is lost, and a tool call is never sent twice. So these are not pooled:
+        // each request gets its own connection to the proxy. (CONNECT tunnels are pooled.)
+        if ep.absolute_form() {
+            drop(conn);
+            return;
+        }
         self.net.recycle(conn);
     }
 

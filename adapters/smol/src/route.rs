@@ -223,6 +223,6 @@ mod tests {
         )
         .unwrap();
         let b = ctx.mcp("b").unwrap();
-        assert!(b.secrets_now().iter().any(|s| s == "static-token-1234"));
+        assert!(b.secrets_now().iter().any(|s| s == b"static-token-1234"));
     }
 }

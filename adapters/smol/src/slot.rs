@@ -15,7 +15,7 @@ use crate::buf::VecBuf;
 
 use serde::Serialize;
 use verifi_mcp_core::drive::{
-    self, CallBuffers, ProgressObserver, ProgressUpdate, SlotConfig, SlotState,
+    self, CallBuffers, InFlight, ProgressObserver, ProgressUpdate, SlotConfig, SlotState,
 };
 use verifi_mcp_core::harness::events::{Timeline, TimelineEvent};
 use verifi_mcp_core::harness::meter::{Ledger, LedgerRecord};
@@ -96,7 +96,7 @@ pub(crate) struct SlotInner {
     pub(crate) run: Arc<Run>,
     pub(crate) spec: SlotSpec,
     /// The run's secrets plus this slot's header values (the core says both are redacted).
-    secrets: Vec<String>,
+    secrets: Vec<Vec<u8>>,
     state: HostShared<SlotState>,
     /// The slot's OAuth client, when the context has OAuth settings.
     pub(crate) auth: Option<crate::auth::Authorizer>,
@@ -210,13 +210,13 @@ impl Drop for PooledScratch<'_> {
 impl SlotHandle {
     pub(crate) fn new(run: Arc<Run>, spec: SlotSpec) -> Self {
         let mut secrets = run.secrets.clone();
-        secrets.extend(spec.headers.iter().map(|(_, v)| v.clone()));
+        secrets.extend(spec.headers.iter().map(|(_, v)| v.as_bytes().to_vec()));
         // The credential of an `authorization` value on its own too (a tool may echo it).
         secrets.extend(spec.headers.iter().filter_map(|(_, v)| {
             let (scheme, cred) = v.split_once(' ')?;
             let known =
                 ["bearer", "basic", "token"].contains(&scheme.to_ascii_lowercase().as_str());
-            (known && cred.trim().len() >= 4).then(|| cred.trim().to_owned())
+            (known && cred.trim().len() >= 4).then(|| cred.trim().as_bytes().to_vec())
         }));
         let route = crate::route::slot_route(&run.net, &run.options, &spec);
         let auth = spec
@@ -230,7 +230,7 @@ impl SlotHandle {
                 crate::auth::Authorizer::new(cfg, run.learned.clone(), timeout)
             });
         if let Ok(r) = &route {
-            secrets.extend(r.proxy.secrets());
+            secrets.extend(r.proxy.secrets().into_iter().map(String::into_bytes));
         }
         let state = HostShared::new(SlotState::new(
             run.options.protocol_version,
@@ -281,7 +281,7 @@ impl SlotHandle {
             std::mem::take(b)
         };
         CallBuffers {
-            request: pooled(&mut scratch.request, o.reply_cap),
+            request: pooled(&mut scratch.request, o.request_cap),
             reply: pooled(&mut scratch.reply, o.reply_cap),
             text: pooled(&mut scratch.text, o.reply_cap),
             error: pooled(&mut scratch.error, ERROR_BYTES),
@@ -313,13 +313,13 @@ impl SlotHandle {
 
     /// The secrets to redact now: the run's and the slot's, plus every token and assertion
     /// learned so far (an OAuth slot learns them as it goes).
-    pub(crate) fn secrets_now(&self) -> std::borrow::Cow<'_, [String]> {
+    pub(crate) fn secrets_now(&self) -> std::borrow::Cow<'_, [Vec<u8>]> {
         let learned = lock(&self.inner.run.learned);
         if learned.is_empty() {
             return std::borrow::Cow::Borrowed(&self.inner.secrets);
         }
         let mut all = self.inner.secrets.clone();
-        all.extend(learned.iter().cloned());
+        all.extend(learned.iter().map(|s| s.as_bytes().to_vec()));
         std::borrow::Cow::Owned(all)
     }
 
@@ -384,7 +384,23 @@ impl SlotHandle {
         cfg.limits.max_event_bytes = o.reply_cap;
         cfg.keep_raw = o.keep_raw;
         cfg.version = o.protocol_version;
+        cfg.idle_timeout_ms = o.idle_timeout_ms;
         cfg
+    }
+
+    /// A call that failed before anything was sent: the core's one rule (metered, a
+    /// `tool_error` event, no failover), as on the edge.
+    pub(crate) fn local_failure(&self, tool: &str, error: &str) -> ToolResult {
+        let run = &self.inner.run;
+        let error = crate::context::redact_string(error, &self.inner.secrets);
+        let r = drive::local_failure(
+            &self.inner.spec.slot,
+            tool,
+            &error,
+            &mut RunLedger(&run.records),
+            &mut RunTimeline(&run.records),
+        );
+        ToolResult::from_core(&r)
     }
 
     /// Calls `tool` with `args` (anything that serializes to a JSON object; `()` or `null`
@@ -438,13 +454,13 @@ impl SlotHandle {
             Ok(v) if v.is_null() => None,
             Ok(v) => Some(v),
             Err(e) => {
-                let e = format!("arguments are not JSON: {e:?}");
-                return (ToolResult::local_failure(e), None);
+                let e = format!("arguments are not JSON: {e}");
+                return (self.local_failure(tool, &e), None);
             }
         };
         let endpoints = match self.endpoints() {
             Ok(e) => e,
-            Err(e) => return (ToolResult::local_failure(e), None),
+            Err(e) => return (self.local_failure(tool, &e), None),
         };
         let authorization = bearer.map(|b| format!("Bearer {b}"));
         let mut headers = self.headers();
@@ -454,14 +470,21 @@ impl SlotHandle {
         let secrets = self.secrets_now();
         let mut cfg = self.config(endpoints, &headers);
         cfg.on_progress = on_progress;
+        // If the caller drops this call while its tools/call is on the wire, the server is
+        // told (the core meters the dropped call itself).
+        let in_flight = InFlight::new();
+        let cancel_if_dropped = CancelIfDropped {
+            slot: self,
+            in_flight: &in_flight,
+        };
+        cfg.in_flight = Some(&in_flight);
         let run = &self.inner.run;
         let mut scratch = self.scratch();
         let mut bufs = self.bufs(scratch.get());
         let mut ledger = RunLedger(&run.records);
         let mut timeline = RunTimeline(&run.records);
         let Ok(net) = self.net() else {
-            let e = "slot route unavailable".to_owned();
-            return (ToolResult::local_failure(e), None);
+            return (self.local_failure(tool, "slot route unavailable"), None);
         };
         let r = drive::call(
             &net,
@@ -475,14 +498,9 @@ impl SlotHandle {
             &mut bufs,
         )
         .await;
-        let owned = ToolResult {
-            ok: r.ok,
-            text: r.text.to_owned(),
-            is_error: r.is_error,
-            latency_ms: r.latency_ms,
-            error: r.error.map(str::to_owned),
-            raw: r.raw.map(|b| String::from_utf8_lossy(b).into_owned()),
-        };
+        let mut owned = ToolResult::from_core_without_text(&r);
+        let text_len = r.text.len();
+        std::mem::forget(cancel_if_dropped);
         // The head and read borrows end with `bufs`; the growable buffers go back to the pool,
         // emptied, and without a big reply's storage (it is not held between calls).
         let CallBuffers {
@@ -492,6 +510,13 @@ impl SlotHandle {
             mut error,
             ..
         } = bufs;
+        // A big text is handed over whole instead of copied (it would not be kept in the pool
+        // anyway); a small one is copied and its buffer pooled.
+        owned.text = if text_len > KEEP_BYTES {
+            text.take_utf8(text_len)
+        } else {
+            String::from_utf8_lossy(text.bytes().get(..text_len).unwrap_or(&[])).into_owned()
+        };
         for b in [&mut request, &mut reply, &mut text, &mut error] {
             b.reuse(0, KEEP_BYTES);
         }
@@ -562,6 +587,31 @@ impl SlotHandle {
             })
     }
 
+    /// Tells the server, best effort and off the caller's task, that a dropped call's
+    /// `tools/call` is cancelled.
+    fn cancel_dropped(&self, request: (verifi_mcp_core::harness::failover::Target, u64)) {
+        let slot = self.clone();
+        // The caller's future is gone and its executor unknown: a short-lived thread sends
+        // the notification on its own 1 s deadline (the core's courtesy timeout).
+        let _ = std::thread::Builder::new()
+            .name("mcp-cancel".into())
+            .spawn(move || {
+                async_io::block_on(async {
+                    let Ok(endpoints) = slot.endpoints() else {
+                        return;
+                    };
+                    let headers = slot.headers();
+                    let cfg = slot.config(endpoints, &headers);
+                    let Ok(net) = slot.net() else {
+                        return;
+                    };
+                    let mut scratch = slot.scratch();
+                    let mut bufs = slot.bufs(scratch.get());
+                    drive::cancel_dropped(&net, &cfg, &slot.inner.state, request, &mut bufs).await;
+                })
+            });
+    }
+
     /// Ends this slot's sessions (best-effort HTTP DELETE; 405 is fine).
     pub async fn close(&self) {
         let (Ok(endpoints), Ok(net)) = (self.endpoints(), self.net()) else {
@@ -582,6 +632,21 @@ impl SlotHandle {
         let mut scratch = self.scratch();
         let mut bufs = self.bufs(scratch.get());
         drive::close(&net, &cfg, &self.inner.state, &mut bufs).await;
+    }
+}
+
+/// Armed while a call runs: when the caller drops the call's future with a `tools/call` on the
+/// wire, the server is told to cancel it. A call that ends normally disarms it (`forget`).
+struct CancelIfDropped<'s> {
+    slot: &'s SlotHandle,
+    in_flight: &'s InFlight,
+}
+
+impl Drop for CancelIfDropped<'_> {
+    fn drop(&mut self) {
+        if let Some(request) = self.in_flight.get() {
+            self.slot.cancel_dropped(request);
+        }
     }
 }
 

@@ -114,6 +114,14 @@ impl FailoverState {
         self.fallback_dead
     }
 
+    /// `target` was unreachable and has not been retried since (nothing is sent to it).
+    pub fn is_dead(&self, target: Target) -> bool {
+        match target {
+            Target::Primary => self.primary_dead,
+            Target::Fallback => self.fallback_dead,
+        }
+    }
+
     /// `mcp.fallback_used` was already owed in this run.
     pub fn fallback_announced(&self) -> bool {
         self.fallback_announced

@@ -51,12 +51,15 @@
 //! most once.
 //!
 //! On x86-64 (SSE2) and AArch64 (NEON) a [`Redactor`] also builds one `memchr` packed-pair
-//! finder per pattern (at most [`MAX_FINDERS`]), once: each new chunk is searched by every
-//! finder (a vectorised scan for two of the pattern's rarest bytes, then a compare), and the
-//! matches, merged in order of start, decide the covered runs. Only starts inside the held-back
-//! bytes (a pattern may continue into the chunk there) still go through the anchor search,
-//! which is also the whole search for larger pattern sets and on the edge (no extra code or
-//! RAM there). Both searches find every occurrence, so the output is the same.
+//! finder per pattern (at most [`MAX_FINDERS`]) on its first write of [`FINDERS_FROM`] bytes:
+//! each new chunk is searched by every finder (a vectorised scan for two of the pattern's rarest
+//! bytes, then a compare), and the matches, merged in order of start, decide the covered runs.
+//! With the `std` feature (the host) a write of [`PACKED_FROM`] bytes builds instead one
+//! packed searcher for all the patterns (aho-corasick's Teddy, leftmost-longest), so a chunk is
+//! searched once whatever the number of secrets. Only starts inside the held-back bytes (a
+//! pattern may continue into the chunk there) still go through the anchor search, which is also
+//! the whole search for short texts, larger pattern sets and on the edge (no extra code or RAM
+//! there). Every search finds every occurrence, so the output is the same.
 
 use crate::buf::{Overflow, Sink};
 use core::fmt;
@@ -178,30 +181,42 @@ const PLACEHOLDERS: &[&str] = &[
     "n/a",
 ];
 
-fn tokens(name: &str) -> impl Iterator<Item = &str> {
-    name.split(['_', '-']).filter(|t| !t.is_empty())
+fn tokens(name: &[u8]) -> impl Iterator<Item = &[u8]> {
+    name.split(|&b| b == b'_' || b == b'-')
+        .filter(|t| !t.is_empty())
 }
 
-fn in_list(token: &str, list: &[&str]) -> bool {
-    list.iter().any(|w| w.eq_ignore_ascii_case(token))
+fn in_list(token: &[u8], list: &[&str]) -> bool {
+    list.iter()
+        .any(|w| w.as_bytes().eq_ignore_ascii_case(token))
 }
 
-fn ends_with_ci(token: &str, suffix: &str) -> bool {
-    let (t, s) = (token.as_bytes(), suffix.as_bytes());
+fn ends_with_ci(t: &[u8], suffix: &str) -> bool {
+    let s = suffix.as_bytes();
     t.len() >= s.len()
         && t.get(t.len() - s.len()..)
             .is_some_and(|tail| tail.eq_ignore_ascii_case(s))
 }
 
-fn is_secret_token(token: &str) -> bool {
+fn is_secret_token(token: &[u8]) -> bool {
     in_list(token, SECRET_WORDS) || SECRET_SUFFIXES.iter().any(|s| ends_with_ci(token, s))
+}
+
+/// Characters in `v`, counted leniently: every byte that does not continue a UTF-8 sequence
+/// (so a value that is not UTF-8 still has a length).
+fn char_count(v: &[u8]) -> usize {
+    v.iter().filter(|&&b| b & 0xC0 != 0x80).count()
 }
 
 /// True when the variable `name=value` holds a secret of the run, by the rule in the module
 /// docs: a secret-like name token, no identifier suffix, not public, and a real value of at
 /// least 4 characters that is not a placeholder.
-pub fn is_secret_var(name: &str, value: &str) -> bool {
-    if name.eq_ignore_ascii_case("PWD") || name.eq_ignore_ascii_case("OLDPWD") {
+///
+/// Names and values are bytes: an environment is not always UTF-8, and a value that is not
+/// is still a secret to redact (as bytes).
+pub fn is_secret_var(name: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> bool {
+    let (name, value) = (name.as_ref(), value.as_ref());
+    if name.eq_ignore_ascii_case(b"PWD") || name.eq_ignore_ascii_case(b"OLDPWD") {
         return false;
     }
     if !tokens(name).any(is_secret_token) {
@@ -216,8 +231,8 @@ pub fn is_secret_var(name: &str, value: &str) -> bool {
     {
         return false;
     }
-    let v = value.trim();
-    if v.chars().count() < MIN_SECRET_LEN {
+    let v = value.trim_ascii();
+    if char_count(v) < MIN_SECRET_LEN {
         return false;
     }
     !in_list(v, PLACEHOLDERS)
@@ -225,14 +240,15 @@ pub fn is_secret_var(name: &str, value: &str) -> bool {
 
 /// The values among `(name, value)` pairs that are secrets of the run ([`is_secret_var`]).
 ///
-/// An iterator adaptor, so the core allocates nothing: a host writes
-/// `collect_run_secrets(std::env::vars()).collect::<Vec<String>>()`. Values are yielded as
-/// given (not trimmed).
+/// An iterator adaptor, so the core allocates nothing. A host reads its environment as bytes
+/// (`std::env::vars()` panics on a value that is not UTF-8):
+/// `collect_run_secrets(std::env::vars_os().map(|(k, v)| (k.into_encoded_bytes(),
+/// v.into_encoded_bytes())))`. Values are yielded as given (not trimmed).
 pub fn collect_run_secrets<I, K, V>(vars: I) -> RunSecrets<I::IntoIter>
 where
     I: IntoIterator<Item = (K, V)>,
-    K: AsRef<str>,
-    V: AsRef<str>,
+    K: AsRef<[u8]>,
+    V: AsRef<[u8]>,
 {
     RunSecrets {
         inner: vars.into_iter(),
@@ -248,8 +264,8 @@ pub struct RunSecrets<I> {
 impl<I, K, V> Iterator for RunSecrets<I>
 where
     I: Iterator<Item = (K, V)>,
-    K: AsRef<str>,
-    V: AsRef<str>,
+    K: AsRef<[u8]>,
+    V: AsRef<[u8]>,
 {
     type Item = V;
     fn next(&mut self) -> Option<V> {
@@ -750,25 +766,102 @@ pub const MAX_FINDERS: usize = 16;
 /// which is cheap to build: a [`Redactor`] is made per reply), built once per redactor; `None`
 /// when the set has more than [`MAX_FINDERS`] patterns. On targets without one (the edge) it is
 /// empty and the anchor search does all the work.
+///
+/// With the `std` feature (the host) a big text is searched instead by one packed searcher for
+/// all patterns ([`Packed`]), built on the first write of at least [`PACKED_FROM`] bytes.
 struct Finders<'s> {
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     list: Option<heapless::Vec<(PairFinder, &'s [u8]), MAX_FINDERS>>,
+    /// The list was built (or found too big) once.
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    tried: bool,
     #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
     _none: core::marker::PhantomData<&'s [u8]>,
+    #[cfg(all(feature = "std", any(target_arch = "x86_64", target_arch = "aarch64")))]
+    packed: Packed,
+}
+
+/// Writes at least this long make a redactor build its packed searcher (`std` feature): below
+/// it, building (a few microseconds, a few allocations) would cost more than it saves.
+pub const PACKED_FROM: usize = 1024;
+
+/// Writes at least this long make a redactor build its per-pattern vector finders; shorter
+/// texts are searched by the anchors alone.
+pub const FINDERS_FROM: usize = 256;
+
+/// aho-corasick's packed searcher (Teddy: SIMD over the first bytes of every pattern at once,
+/// then a verify), leftmost-longest: one pass over a chunk for all the secrets instead of one
+/// pass per pattern. Host only: it allocates, and picks SSSE3/AVX2 at run time through `std`.
+#[cfg(all(feature = "std", any(target_arch = "x86_64", target_arch = "aarch64")))]
+enum Packed {
+    /// Not built yet (no write was big enough).
+    Untried,
+    /// Built: the searcher and the longest pattern's length.
+    Built(aho_corasick::packed::Searcher, usize),
+    /// The set is not supported (too many patterns, no SIMD on this CPU): the finders run.
+    Unavailable,
+}
+
+#[cfg(all(feature = "std", any(target_arch = "x86_64", target_arch = "aarch64")))]
+impl Packed {
+    fn build<S: AsRef<[u8]>>(pats: &Patterns<'_, S>) -> Self {
+        use aho_corasick::packed::{Config, MatchKind};
+        let mut builder = Config::new()
+            .match_kind(MatchKind::LeftmostLongest)
+            .builder();
+        let mut longest = 0;
+        pats.for_each(|p| {
+            builder.add(p);
+            longest = longest.max(p.len());
+        });
+        match builder.build() {
+            Some(searcher) if longest > 0 => Packed::Built(searcher, longest),
+            _ => Packed::Unavailable,
+        }
+    }
 }
 
 impl<'s> Finders<'s> {
+    /// No searcher yet: they are built by [`Finders::prepare`] when a write is big enough.
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-    fn new<S: AsRef<[u8]>>(pats: &Patterns<'s, S>) -> Self {
+    fn new<S: AsRef<[u8]>>(_pats: &Patterns<'s, S>) -> Self {
+        Finders {
+            list: None,
+            tried: false,
+            #[cfg(feature = "std")]
+            packed: Packed::Untried,
+        }
+    }
+
+    /// Builds the searchers a write of `len` bytes is worth: the per-pattern finders from
+    /// [`FINDERS_FROM`] bytes, the packed searcher (host) from [`PACKED_FROM`]. A short text
+    /// (a small reply, an error line) is left to the anchor search, which costs nothing to
+    /// set up.
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    fn prepare<S: AsRef<[u8]>>(&mut self, pats: &Patterns<'s, S>, len: usize) {
+        #[cfg(feature = "std")]
+        {
+            if len >= PACKED_FROM && matches!(self.packed, Packed::Untried) {
+                self.packed = Packed::build(pats);
+            }
+            if matches!(self.packed, Packed::Built(..)) {
+                return;
+            }
+        }
+        if self.tried || len < FINDERS_FROM {
+            return;
+        }
+        self.tried = true;
         let mut list = heapless::Vec::new();
         let mut fits = true;
         pats.for_each(|p| {
             fits &= PairFinder::new(p).is_some_and(|f| list.push((f, p)).is_ok());
         });
-        Finders {
-            list: fits.then_some(list),
-        }
+        self.list = fits.then_some(list);
     }
+
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    fn prepare<S: AsRef<[u8]>>(&mut self, _pats: &Patterns<'s, S>, _len: usize) {}
 
     #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
     fn new<S: AsRef<[u8]>>(_pats: &Patterns<'s, S>) -> Self {
@@ -780,6 +873,10 @@ impl<'s> Finders<'s> {
     /// True when the chunk is searched with the finders (starts in the hold use the anchors).
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     fn active(&self) -> bool {
+        #[cfg(feature = "std")]
+        if matches!(self.packed, Packed::Built(..)) {
+            return true;
+        }
         self.list.is_some()
     }
 
@@ -794,6 +891,20 @@ impl<'s> Finders<'s> {
         #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
         {
             self.list = None;
+            self.tried = true;
+        }
+        #[cfg(all(feature = "std", any(target_arch = "x86_64", target_arch = "aarch64")))]
+        {
+            self.packed = Packed::Unavailable;
+        }
+    }
+
+    /// Keeps the per-pattern finders but never builds the packed searcher (tests compare).
+    #[cfg(test)]
+    fn without_packed(&mut self) {
+        #[cfg(all(feature = "std", any(target_arch = "x86_64", target_arch = "aarch64")))]
+        {
+            self.packed = Packed::Unavailable;
         }
     }
 
@@ -807,6 +918,10 @@ impl<'s> Finders<'s> {
         run: &mut Run,
         out: &mut impl Sink,
     ) -> Result<(), Overflow> {
+        #[cfg(feature = "std")]
+        if let Packed::Built(searcher, longest) = &self.packed {
+            return scan_packed(searcher, *longest, text, limit, pos, run, out);
+        }
         let Some(list) = self.list.as_ref() else {
             return Ok(());
         };
@@ -868,6 +983,44 @@ impl<'s> Finders<'s> {
     ) -> Result<(), Overflow> {
         Ok(())
     }
+}
+
+/// [`Finders::scan_tail`] with the packed searcher: every start in the chunk before `limit`
+/// that begins an occurrence, in order, each with its longest pattern (leftmost-longest, then
+/// searching again one byte on, so overlapping occurrences are all covered).
+#[cfg(all(feature = "std", any(target_arch = "x86_64", target_arch = "aarch64")))]
+fn scan_packed(
+    searcher: &aho_corasick::packed::Searcher,
+    longest: usize,
+    text: &Split<'_>,
+    limit: usize,
+    pos: &mut usize,
+    run: &mut Run,
+    out: &mut impl Sink,
+) -> Result<(), Overflow> {
+    let h = text.head.len();
+    let tail = text.tail;
+    let end = limit.saturating_sub(h).min(tail.len());
+    // A match starting before `end` may run on up to `longest - 1` bytes past it.
+    let stop = end
+        .saturating_add(longest.saturating_sub(1))
+        .min(tail.len());
+    let Some(hay) = tail.get(..stop) else {
+        return Ok(());
+    };
+    let mut from = 0;
+    while from < end {
+        // `from < end <= stop == hay.len()`: the span is inside the haystack.
+        let Some(m) = searcher.find_in(hay, aho_corasick::Span::from(from..stop)) else {
+            break;
+        };
+        if m.start() >= end {
+            break;
+        }
+        cover(text, h + m.start(), m.len(), pos, run, out)?;
+        from = m.start() + 1;
+    }
+    Ok(())
 }
 
 /// Records an occurrence of `m` bytes at `c` (starts come in increasing order): extends the
@@ -971,7 +1124,8 @@ pub fn redact<S: AsRef<[u8]>>(
         piece: usize::MAX,
     };
     let (firsts, _) = first_bytes(&pats);
-    let finders = Finders::new(&pats);
+    let mut finders = Finders::new(&pats);
+    finders.prepare(&pats, text.len());
     let whole = Split {
         head: &[],
         tail: text,
@@ -1063,10 +1217,16 @@ impl<'s, S: AsRef<[u8]>, const HOLD: usize> Redactor<'s, S, HOLD> {
 
     /// Ends the text: writes what was held back, redacted.
     pub fn finish(&mut self, out: &mut impl Sink) -> Result<(), Overflow> {
+        self.finish_with(&[], out)
+    }
+
+    /// `write(last)` then `finish()` in one step: the held-back bytes and `last` are searched
+    /// together, with nothing kept back.
+    fn finish_with(&mut self, last: &[u8], out: &mut impl Sink) -> Result<(), Overflow> {
         if let Some(e) = self.failed {
             return Err(e);
         }
-        let r = self.step(&[], out, true);
+        let r = self.step(last, out, true);
         match r {
             Ok(()) => self.reset(),
             Err(e) => self.failed = Some(e),
@@ -1085,6 +1245,7 @@ impl<'s, S: AsRef<[u8]>, const HOLD: usize> Redactor<'s, S, HOLD> {
     }
 
     fn step(&mut self, chunk: &[u8], out: &mut impl Sink, end: bool) -> Result<(), Overflow> {
+        self.finders.prepare(&self.pats, chunk.len());
         let text = Split {
             head: &self.hold,
             tail: chunk,
@@ -1128,6 +1289,14 @@ impl<'s, S: AsRef<[u8]>, const HOLD: usize> Redactor<'s, S, HOLD> {
 /// Bytes a [`RedactingSink`] gathers from small puts before redacting them in one write.
 pub const STAGE: usize = 2048;
 
+/// Puts at least this long skip a [`RedactingSink`]'s stage (on the host, whose unescaper
+/// gathers its own 2 KiB blocks; on the edge only puts too big for the stage do).
+const DIRECT_FROM: usize = if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
+    STAGE / 2
+} else {
+    STAGE
+};
+
 /// A [`Sink`] that redacts everything put into it on the way to the wrapped sink.
 ///
 /// Small puts (an unescaper's pieces between escapes) are gathered into a [`STAGE`]-byte
@@ -1143,8 +1312,10 @@ pub struct RedactingSink<'r, 's, S, O, const HOLD: usize = DEFAULT_HOLD> {
 impl<S: AsRef<[u8]>, O: Sink, const HOLD: usize> RedactingSink<'_, '_, S, O, HOLD> {
     /// Flushes the staged and held-back bytes (redacted) and gives the wrapped sink back.
     pub fn finish(mut self) -> Result<O, Overflow> {
-        self.flush()?;
-        self.redactor.finish(&mut self.out)?;
+        // The last stage and the held-back bytes in one step (a small text is one step).
+        let r = self.redactor.finish_with(&self.stage, &mut self.out);
+        self.stage.clear();
+        r?;
         Ok(self.out)
     }
 
@@ -1160,13 +1331,20 @@ impl<S: AsRef<[u8]>, O: Sink, const HOLD: usize> RedactingSink<'_, '_, S, O, HOL
 
 impl<S: AsRef<[u8]>, O: Sink, const HOLD: usize> Sink for RedactingSink<'_, '_, S, O, HOLD> {
     fn put(&mut self, bytes: &[u8]) -> Result<(), Overflow> {
+        if cfg!(any(target_arch = "x86_64", target_arch = "aarch64"))
+            && self.stage.is_empty()
+            && bytes.len() >= DIRECT_FROM
+        {
+            // Already gathered (the host's unescaper): redact it as it is, no second copy.
+            return self.redactor.write(bytes, &mut self.out);
+        }
         if self.stage.len() + bytes.len() <= STAGE {
             // Cannot fail: it fits.
             let _ = self.stage.extend_from_slice(bytes);
             return Ok(());
         }
         self.flush()?;
-        if bytes.len() < STAGE {
+        if bytes.len() < DIRECT_FROM {
             let _ = self.stage.extend_from_slice(bytes);
             return Ok(());
         }
@@ -1229,6 +1407,29 @@ mod tests {
         streamed_by::<H>(text, secrets, cuts, true)
     }
 
+    /// Streams with every searcher the target has; also says whether the packed one was built.
+    fn streamed_packed<const H: usize>(
+        text: &[u8],
+        secrets: &[Vec<u8>],
+        cuts: &[usize],
+    ) -> (Vec<u8>, bool) {
+        let mut r: Redactor<'_, Vec<u8>, H> = Redactor::with_hold(secrets);
+        let mut out = Out::default();
+        let mut at = 0;
+        let mut built = false;
+        for &c in cuts.iter().chain([&text.len()]) {
+            let c = c.min(text.len()).max(at);
+            r.write(&text[at..c], &mut out).unwrap();
+            #[cfg(all(feature = "std", any(target_arch = "x86_64", target_arch = "aarch64")))]
+            {
+                built |= matches!(r.finders.packed, Packed::Built(..));
+            }
+            at = c;
+        }
+        r.finish(&mut out).unwrap();
+        (out.0, built)
+    }
+
     /// Streams with or without the `memmem` finders (without: the anchor search alone).
     fn streamed_by<const H: usize>(
         text: &[u8],
@@ -1237,7 +1438,14 @@ mod tests {
         finders: bool,
     ) -> Vec<u8> {
         let mut r: Redactor<'_, Vec<u8>, H> = Redactor::with_hold(secrets);
-        if !finders {
+        if finders {
+            // Build the per-pattern finders now, so that small writes use them too.
+            let pats = Patterns {
+                secrets,
+                piece: r.pats.piece,
+            };
+            r.finders.prepare(&pats, FINDERS_FROM);
+        } else {
             r.finders.disable();
             assert!(!r.finders.active());
         }
@@ -1311,6 +1519,22 @@ mod tests {
         let mut all: Vec<(&str, &str)> = collected.to_vec();
         all.extend(left);
         assert_eq!(collect_run_secrets(all).count(), collected.len());
+    }
+
+    #[test]
+    fn a_value_that_is_not_utf8_is_still_a_secret() {
+        // `FOO=$'caf\xe9'` panicked `std::env::vars()`; as bytes it is read, and a secret-named
+        // one is collected and redacted as bytes.
+        let env: Vec<(Vec<u8>, Vec<u8>)> = std::vec![
+            (b"FOO".to_vec(), b"caf\xe9".to_vec()),
+            (b"DB_PASSWORD".to_vec(), b"hunter\xff\xfe-2".to_vec()),
+            (b"API_\xffTOKEN".to_vec(), b"\xe9\xe9\xe9".to_vec()),
+        ];
+        let got: Vec<Vec<u8>> = collect_run_secrets(env).collect();
+        assert_eq!(got, [b"hunter\xff\xfe-2".to_vec()]);
+        let mut out = Out::default();
+        redact(b"pw=hunter\xff\xfe-2!", &got, &mut out).unwrap();
+        assert_eq!(out.0, b"pw=[REDACTED]!");
     }
 
     #[test]
@@ -1516,10 +1740,13 @@ mod tests {
             .0;
             assert_eq!(a.by_pairs(), count <= PAIRS, "{count} secrets");
             // Over MAX_FINDERS patterns the anchor search does all the work.
-            let f = Finders::new(&Patterns {
+            let pats = Patterns {
                 secrets: &secrets,
                 piece: usize::MAX,
-            });
+            };
+            let mut f = Finders::new(&pats);
+            assert!(!f.active(), "nothing is built before a big write");
+            f.prepare(&pats, FINDERS_FROM);
             let simd = cfg!(any(target_arch = "x86_64", target_arch = "aarch64"));
             assert_eq!(f.active(), simd && count <= MAX_FINDERS, "{count} secrets");
             let mut text = b"lead ".to_vec();
@@ -1644,6 +1871,46 @@ mod tests {
             for s in &secrets {
                 prop_assert!(!got.windows(s.len()).any(|w| w == s.as_slice()));
             }
+        }
+
+        /// Texts of a few KiB in big writes: the packed searcher (host) is built and finds
+        /// exactly what the per-pattern finders and the reference find.
+        #[test]
+        fn packed_searcher_equals_finders_and_reference(
+            text in text_strategy(),
+            repeat in 4usize..24,
+            secrets in proptest::collection::vec(
+                proptest::collection::vec(proptest::sample::select(b"abcxyz01".to_vec()), 4..12), 1..6),
+            cuts in proptest::collection::vec(0usize..8000, 0..4),
+        ) {
+            let mut big = Vec::new();
+            for i in 0..repeat {
+                big.extend_from_slice(&text);
+                let s = &secrets[i % secrets.len()];
+                // Whole, and cut short: the tail must stay.
+                big.extend_from_slice(if i % 3 == 2 { &s[..s.len() - 1] } else { s });
+            }
+            let mut cuts = cuts;
+            cuts.sort_unstable();
+            let want = reference(&big, &secrets);
+            let (got, built) = streamed_packed::<64>(&big, &secrets, &cuts);
+            prop_assert_eq!(&got, &want);
+            let mut r: Redactor<'_, Vec<u8>, 64> = Redactor::with_hold(&secrets);
+            r.finders.without_packed();
+            let mut out = Out::default();
+            r.write(&big, &mut out).unwrap();
+            r.finish(&mut out).unwrap();
+            prop_assert_eq!(&out.0, &want);
+            let mut whole = Out::default();
+            redact(&big, &secrets, &mut whole).unwrap();
+            prop_assert_eq!(&whole.0, &want);
+            // On the host the big writes did go through the packed searcher.
+            let host = cfg!(all(feature = "std", any(target_arch = "x86_64", target_arch = "aarch64")));
+            let big_write = cuts.iter().chain([&big.len()]).fold((0, false), |(at, seen), &c| {
+                let c = c.min(big.len()).max(at);
+                (c, seen || c - at >= PACKED_FROM)
+            }).1;
+            prop_assert_eq!(built, host && big_write);
         }
 
         #[test]

@@ -1,128 +1,249 @@
-//! `ToolResult` and the four failure shapes of DESIGN.md, each built by one constructor, plus
-//! what each shape owes the run: its failover outcome, its ledger record and its timeline event.
+//! `ToolResult`: one [`Outcome`] enum of the four shapes of DESIGN.md, with the seed's field
+//! view (`ok`, `is_error`, `error`) derived from it so the fields can never contradict each
+//! other; plus what each shape owes the run: its failover outcome, its ledger record and its
+//! timeline event.
 //!
 //! A call never panics and never returns `Err`: whatever happened becomes one of
 //! [`ToolResult::answered`], [`ToolResult::tool_error`], [`ToolResult::refused`] or
 //! [`ToolResult::unreachable`]. The strings borrow caller buffers (already redacted); this
 //! module does not redact, meter or emit by itself.
 
-use crate::buf::{Overflow, Sink, put_u64};
+use crate::buf::{Buf, Overflow, Sink, put_u64};
 use crate::harness::events::TimelineEvent;
 use crate::harness::failover::AttemptOutcome;
 use crate::harness::meter::LedgerRecord;
+use crate::wire::failure::Cause;
 use crate::wire::json::JsonStr;
 
-/// The `error` of a result whose server reported a tool-level error.
-pub const TOOL_ERROR_MESSAGE: &str = "the tool reported an error (isError: true)";
+/// The `error` of a tool error whose tool gave no text.
+pub const TOOL_ERROR_MESSAGE: &str =
+    "tool error: the tool reported an error (isError: true) and gave no text";
 
 /// The `error` of a call that ran out of time.
 pub const TIMED_OUT_MESSAGE: &str = "tool call timed out";
 
+/// The most bytes of a tool's own text carried in a tool error's `error` (the first line, or
+/// this much of it; a cut ends in `…`). `text` keeps all of it.
+pub const TOOL_ERROR_TEXT_BYTES: usize = 1024;
+
+/// What a call came to, as a type a harness can branch on without matching strings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Kind {
+    /// The tool ran and answered.
+    Answered,
+    /// The server reported a tool-level error (`isError: true`).
+    ToolError,
+    /// A JSON-RPC error (unknown tool, bad arguments …).
+    Refused {
+        /// The JSON-RPC error code.
+        code: i64,
+        /// The error says the server does not have the tool.
+        unknown_tool: bool,
+    },
+    /// No answer from a server, and why.
+    Unreachable(Cause),
+}
+
+impl Kind {
+    /// What this means for failover.
+    pub fn attempt(self) -> AttemptOutcome {
+        match self {
+            Kind::Answered => AttemptOutcome::Answered,
+            Kind::ToolError => AttemptOutcome::ToolError,
+            Kind::Refused { unknown_tool, .. } => AttemptOutcome::Refused { unknown_tool },
+            Kind::Unreachable(_) => AttemptOutcome::Unreachable,
+        }
+    }
+}
+
+/// The outcome of one call: its shape, and for every shape but `Answered` the (redacted)
+/// error text, so an `ok` result cannot carry an error nor a failed one lack it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome<'b> {
+    /// The tool ran and answered.
+    Answered,
+    /// The server reported a tool-level error; `error` carries the tool's own words.
+    ToolError {
+        /// `tool error: <the tool's first line …>`.
+        error: &'b str,
+    },
+    /// A JSON-RPC error.
+    Refused {
+        /// The JSON-RPC error code.
+        code: i64,
+        /// The error says the server does not have the tool.
+        unknown_tool: bool,
+        /// `JSON-RPC error <code>: <message>`.
+        error: &'b str,
+    },
+    /// No answer from a server.
+    Unreachable {
+        /// Why, as a type.
+        cause: Cause,
+        /// What happened, said so a person can act on it.
+        error: &'b str,
+    },
+}
+
 /// The outcome of one tool call, as the harness sees it (the seed's `ToolResult`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ToolResult<'b> {
-    /// The tool ran and answered. False means it refused, errored, or was unreachable.
-    pub ok: bool,
+    /// What the call came to.
+    pub outcome: Outcome<'b>,
     /// Flattened, redacted text content of the response (empty when there was none).
     pub text: &'b str,
-    /// True when the SERVER reported a tool-level error (not a transport failure).
-    pub is_error: bool,
     /// Wall-clock of the call, for the run timeline.
     pub latency_ms: u64,
-    /// Present exactly when `ok` is false.
-    pub error: Option<&'b str>,
-    /// The raw (redacted) reply body, when one was received.
+    /// The raw (redacted) reply body, when one was received and kept.
     pub raw: Option<&'b [u8]>,
-    /// Which of the four shapes this is.
-    pub shape: AttemptOutcome,
 }
 
 impl<'b> ToolResult<'b> {
     /// The tool ran and answered: `ok`, no error.
     pub fn answered(text: &'b str, latency_ms: u64, raw: Option<&'b [u8]>) -> Self {
         ToolResult {
-            ok: true,
+            outcome: Outcome::Answered,
             text,
-            is_error: false,
             latency_ms,
-            error: None,
             raw,
-            shape: AttemptOutcome::Answered,
         }
     }
 
-    /// The server reported `isError: true`: `text` holds the tool's text, `error` says so
-    /// ([`TOOL_ERROR_MESSAGE`]).
-    pub fn tool_error(text: &'b str, latency_ms: u64, raw: Option<&'b [u8]>) -> Self {
+    /// The server reported `isError: true`: `text` holds the tool's text, `error` its first
+    /// line (see [`write_tool_error`]).
+    pub fn tool_error(
+        text: &'b str,
+        error: &'b str,
+        latency_ms: u64,
+        raw: Option<&'b [u8]>,
+    ) -> Self {
         ToolResult {
-            ok: false,
+            outcome: Outcome::ToolError { error },
             text,
-            is_error: true,
             latency_ms,
-            error: Some(TOOL_ERROR_MESSAGE),
             raw,
-            shape: AttemptOutcome::ToolError,
         }
     }
 
     /// A JSON-RPC error: `error` holds its code and message ([`write_rpc_error`]).
     pub fn refused(
         error: &'b str,
+        code: i64,
         unknown_tool: bool,
         latency_ms: u64,
         raw: Option<&'b [u8]>,
     ) -> Self {
         ToolResult {
-            ok: false,
+            outcome: Outcome::Refused {
+                code,
+                unknown_tool,
+                error,
+            },
             text: "",
-            is_error: false,
             latency_ms,
-            error: Some(error),
             raw,
-            shape: AttemptOutcome::Refused { unknown_tool },
         }
     }
 
-    /// Connect, TLS, HTTP status, malformed reply, stream ended early or timed out: `error`
-    /// says what happened.
-    pub fn unreachable(error: &'b str, latency_ms: u64) -> Self {
+    /// Connect, TLS, HTTP status, malformed reply, stream ended early, timed out, stalled,
+    /// cancelled, or a local failure: `error` says what happened.
+    pub fn unreachable(error: &'b str, cause: Cause, latency_ms: u64) -> Self {
         ToolResult {
-            ok: false,
+            outcome: Outcome::Unreachable { cause, error },
             text: "",
-            is_error: false,
             latency_ms,
-            error: Some(error),
             raw: None,
-            shape: AttemptOutcome::Unreachable,
+        }
+    }
+
+    /// The seed's `ok`: the tool ran and answered.
+    pub fn ok(&self) -> bool {
+        matches!(self.outcome, Outcome::Answered)
+    }
+
+    /// The seed's `isError`: the server reported a tool-level error.
+    pub fn is_error(&self) -> bool {
+        matches!(self.outcome, Outcome::ToolError { .. })
+    }
+
+    /// The seed's `error`: present exactly when `ok` is false.
+    pub fn error(&self) -> Option<&'b str> {
+        match self.outcome {
+            Outcome::Answered => None,
+            Outcome::ToolError { error }
+            | Outcome::Refused { error, .. }
+            | Outcome::Unreachable { error, .. } => Some(error),
+        }
+    }
+
+    /// The outcome as a borrow-free type.
+    pub fn kind(&self) -> Kind {
+        match self.outcome {
+            Outcome::Answered => Kind::Answered,
+            Outcome::ToolError { .. } => Kind::ToolError,
+            Outcome::Refused {
+                code, unknown_tool, ..
+            } => Kind::Refused { code, unknown_tool },
+            Outcome::Unreachable { cause, .. } => Kind::Unreachable(cause),
         }
     }
 
     /// What this attempt means for failover.
-    pub fn outcome(&self) -> AttemptOutcome {
-        self.shape
+    pub fn attempt(&self) -> AttemptOutcome {
+        self.kind().attempt()
     }
 
-    /// What this attempt costs: a transport failure has no evidence bytes; every other shape
+    /// What this call costs: a transport failure has no evidence bytes; every other shape
     /// counts the bytes of its (redacted) text.
     pub fn ledger_record(&self) -> LedgerRecord {
-        match self.shape {
-            AttemptOutcome::Unreachable => LedgerRecord::transport_failure(),
+        match self.outcome {
+            Outcome::Unreachable { .. } => LedgerRecord::transport_failure(),
             _ => LedgerRecord::answered(self.text.len() as u64),
         }
     }
 
     /// The `tool_error` event every `ok: false` owes the timeline.
     pub fn timeline_event<'e>(&'e self, slot: &'e str, tool: &'e str) -> Option<TimelineEvent<'e>> {
-        match (self.ok, self.error) {
-            (false, Some(error)) => Some(TimelineEvent::ToolError { slot, tool, error }),
-            (false, None) => Some(TimelineEvent::ToolError {
-                slot,
-                tool,
-                error: "",
-            }),
-            (true, _) => None,
-        }
+        self.error()
+            .map(|error| TimelineEvent::ToolError { slot, tool, error })
     }
+}
+
+/// Writes a tool error's `error`: `tool error: ` and the tool's first line, or its first
+/// [`TOOL_ERROR_TEXT_BYTES`] (and what fits `out`), cut at a character boundary and ended with
+/// `…` when cut. A tool that gave no text gets [`TOOL_ERROR_MESSAGE`].
+pub fn write_tool_error(text: &str, out: &mut impl Buf) -> Result<(), Overflow> {
+    const PREFIX: &str = "tool error: ";
+    const MARK: &str = "…";
+    let trimmed = text.trim_start();
+    if trimmed.trim_end().is_empty() {
+        return out.put(TOOL_ERROR_MESSAGE.as_bytes());
+    }
+    let line = trimmed.split(['\n', '\r']).next().unwrap_or("").trim_end();
+    let more_lines = line.len() < trimmed.trim_end().len();
+    let room = out
+        .limit()
+        .saturating_sub(out.len())
+        .saturating_sub(PREFIX.len())
+        .min(TOOL_ERROR_TEXT_BYTES);
+    let fits = line.len() <= room;
+    let cut = if fits {
+        line.len()
+    } else {
+        let mut end = room.saturating_sub(MARK.len());
+        while end > 0 && !line.is_char_boundary(end) {
+            end -= 1;
+        }
+        end
+    };
+    out.put(PREFIX.as_bytes())?;
+    out.put(line.get(..cut).unwrap_or("").as_bytes())?;
+    if !fits || more_lines {
+        // The mark fits: room was kept for it when cut; after a whole line it may not.
+        let _ = out.put(MARK.as_bytes());
+    }
+    Ok(())
 }
 
 /// Writes a refusal's error text: `JSON-RPC error <code>: <message>` (message unescaped).
@@ -143,42 +264,51 @@ pub fn write_rpc_error(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::buf::{Buf, SliceBuf};
+    use crate::buf::SliceBuf;
     use crate::wire::json::{JsonLimits, Value};
 
     #[test]
     fn the_four_shapes() {
         let a = ToolResult::answered("22/tcp open", 12, Some(b"{}"));
-        assert!(a.ok && !a.is_error && a.error.is_none());
-        assert_eq!(a.outcome(), AttemptOutcome::Answered);
+        assert!(a.ok() && !a.is_error() && a.error().is_none());
+        assert_eq!(a.attempt(), AttemptOutcome::Answered);
+        assert_eq!(a.kind(), Kind::Answered);
         assert_eq!(a.ledger_record(), LedgerRecord::answered(11));
         assert_eq!(a.timeline_event("kali", "nmap"), None);
 
-        let t = ToolResult::tool_error("nikto: not found", 5, None);
-        assert!(!t.ok && t.is_error);
-        assert_eq!(t.error, Some(TOOL_ERROR_MESSAGE));
+        let t = ToolResult::tool_error("nikto: not found", "tool error: nikto: not found", 5, None);
+        assert!(!t.ok() && t.is_error());
+        assert_eq!(t.error(), Some("tool error: nikto: not found"));
         assert_eq!(t.text, "nikto: not found");
-        assert_eq!(t.outcome(), AttemptOutcome::ToolError);
+        assert_eq!(t.attempt(), AttemptOutcome::ToolError);
         assert_eq!(t.ledger_record(), LedgerRecord::answered(16));
         assert_eq!(
             t.timeline_event("kali", "nikto"),
             Some(TimelineEvent::ToolError {
                 slot: "kali",
                 tool: "nikto",
-                error: TOOL_ERROR_MESSAGE
+                error: "tool error: nikto: not found"
             })
         );
 
-        let r = ToolResult::refused("JSON-RPC error -32601: Unknown tool", true, 3, None);
-        assert!(!r.ok && !r.is_error);
-        assert_eq!(r.outcome(), AttemptOutcome::Refused { unknown_tool: true });
+        let r = ToolResult::refused("JSON-RPC error -32601: Unknown tool", -32601, true, 3, None);
+        assert!(!r.ok() && !r.is_error());
+        assert_eq!(r.attempt(), AttemptOutcome::Refused { unknown_tool: true });
+        assert_eq!(
+            r.kind(),
+            Kind::Refused {
+                code: -32601,
+                unknown_tool: true
+            }
+        );
         assert_eq!(r.ledger_record(), LedgerRecord::answered(0));
         assert!(r.timeline_event("kali", "x").is_some());
 
-        let u = ToolResult::unreachable(TIMED_OUT_MESSAGE, 300_000);
-        assert!(!u.ok && !u.is_error);
-        assert_eq!(u.error, Some("tool call timed out"));
-        assert_eq!(u.outcome(), AttemptOutcome::Unreachable);
+        let u = ToolResult::unreachable(TIMED_OUT_MESSAGE, Cause::TimedOut, 300_000);
+        assert!(!u.ok() && !u.is_error());
+        assert_eq!(u.error(), Some("tool call timed out"));
+        assert_eq!(u.kind(), Kind::Unreachable(Cause::TimedOut));
+        assert_eq!(u.attempt(), AttemptOutcome::Unreachable);
         assert_eq!(u.ledger_record(), LedgerRecord::transport_failure());
         assert_eq!(
             u.timeline_event("kali", "nmap"),
@@ -188,6 +318,41 @@ mod tests {
                 error: "tool call timed out"
             })
         );
+    }
+
+    fn tool_error_of(text: &str, cap: usize) -> std::string::String {
+        let mut storage = std::vec![0u8; cap];
+        let mut b = SliceBuf::new(&mut storage);
+        write_tool_error(text, &mut b).unwrap();
+        std::string::String::from_utf8(b.bytes().to_vec()).unwrap()
+    }
+
+    #[test]
+    fn a_tool_error_carries_the_tools_own_words() {
+        assert_eq!(
+            tool_error_of("nmap: host down", 4096),
+            "tool error: nmap: host down"
+        );
+        assert_eq!(
+            tool_error_of("\n  disk full\n", 4096),
+            "tool error: disk full"
+        );
+        // More lines: the first, marked as cut.
+        assert_eq!(
+            tool_error_of("nmap: host down\nretrying 3 more times", 4096),
+            "tool error: nmap: host down…"
+        );
+        assert_eq!(tool_error_of("", 4096), TOOL_ERROR_MESSAGE);
+        assert_eq!(tool_error_of(" \n ", 4096), TOOL_ERROR_MESSAGE);
+        // A long line: 1 KiB of it, cut at a character boundary, marked.
+        let long = "é".repeat(2000);
+        let e = tool_error_of(&long, 4096);
+        assert!(e.starts_with("tool error: é"));
+        assert!(e.ends_with('…'));
+        assert!(e.len() <= "tool error: ".len() + TOOL_ERROR_TEXT_BYTES);
+        // A small error buffer (the edge's): what fits, still marked.
+        let e = tool_error_of(&long, 64);
+        assert!(e.len() <= 64 && e.ends_with('…'), "{e}");
     }
 
     #[test]

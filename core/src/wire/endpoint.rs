@@ -94,8 +94,23 @@ pub struct Endpoint<'a> {
 impl<'a> Endpoint<'a> {
     /// A manifest endpoint: `http(s)://host[:port][/base][?query]`; the MCP URL is base + "/mcp"
     /// (no doubled slash: "http://h/" and "http://h" give "/mcp"; "http://h/api/" gives "/api/mcp").
+    /// A base whose last path segment already is `mcp` ("http://h/mcp", "http://h/api/mcp/") is
+    /// taken as the full MCP URL (without a trailing slash, as for any base) and gets no second one: people paste the URL their server
+    /// prints. A server really mounted at `/mcp/mcp` is reached with [`Endpoint::parse_exact`].
     pub fn parse_base(s: &'a str) -> Result<Self, EndpointError> {
-        Self::parse(s, true)
+        let mut e = Self::parse(s, true)?;
+        let trimmed = e.path.trim_end_matches('/');
+        if trimmed.ends_with("/mcp") {
+            e.append_mcp = false;
+            e.path = trimmed;
+        }
+        Ok(e)
+    }
+
+    /// Whether the MCP URL is this endpoint's path with `/mcp` appended (a base URL), or the path
+    /// as given.
+    pub fn appends_mcp(&self) -> bool {
+        self.append_mcp
     }
 
     /// An exact MCP URL, used as given (servers mounted elsewhere); an empty path is `/`.
@@ -304,9 +319,28 @@ mod tests {
             ("http://h/api/", "/api/mcp"),
             ("http://h?x=1", "/mcp?x=1"),
             ("http://h/api/?x=1&y=2", "/api/mcp?x=1&y=2"),
+            ("http://h/mcpx", "/mcpx/mcp"),
+            ("http://h/xmcp", "/xmcp/mcp"),
         ] {
             let e = Endpoint::parse_base(url).unwrap();
             assert_eq!(target(&e), t, "{url}");
+            assert!(e.appends_mcp(), "{url}");
+        }
+    }
+
+    #[test]
+    fn base_urls_that_already_end_in_mcp_get_no_second_one() {
+        for (url, t) in [
+            ("http://h/mcp", "/mcp"),
+            ("http://h/mcp/", "/mcp"),
+            ("http://h/api/mcp//", "/api/mcp"),
+            ("http://h:8080/api/mcp", "/api/mcp"),
+            ("http://h/mcp?x=1", "/mcp?x=1"),
+            ("http://h/mcp/mcp", "/mcp/mcp"),
+        ] {
+            let e = Endpoint::parse_base(url).unwrap();
+            assert_eq!(target(&e), t, "{url}");
+            assert!(!e.appends_mcp(), "{url}");
         }
     }
 

@@ -74,6 +74,10 @@ pub trait OnMessage {
     fn progress_seen(&self) -> u32 {
         0
     }
+
+    /// The request is being sent again under a new id (a safe-to-repeat request whose
+    /// connection closed before any reply byte): look for the response to `id` from now on.
+    fn renumber(&mut self, _id: u64) {}
 }
 
 /// Where an exchange stands after a feed.
@@ -440,7 +444,11 @@ impl<'h> Exchange<'h> {
         if code == 404 && self.sent_session_id {
             Failure::SessionExpired
         } else {
-            Failure::status(code, body)
+            let mut f = Failure::status(code, body);
+            if let Failure::Status { retry_after, .. } = &mut f {
+                *retry_after = self.head.as_ref().and_then(|h| h.retry_after);
+            }
+            f
         }
     }
 }

@@ -11,14 +11,23 @@ use core::fmt;
 use heapless::String;
 
 use super::endpoint::EndpointError;
-use super::http::{HttpError, RequestError, Stage};
+use super::http::{HttpError, RequestError, RetryAfter, Stage};
 use super::json::JsonError;
 use super::jsonrpc::RpcDecodeError;
 use super::sse::SseError;
 use crate::buf::Overflow;
 
+/// The most bytes of a detail kept in a failure (an adapter's words for a connect error, the
+/// start of an HTTP error body, a server's message). A longer detail is cut at a character
+/// boundary and ends in `…`, so a cut is never silent. The call's `error` buffer holds the whole
+/// message built from it.
+pub const DETAIL_BYTES: usize = 128;
+
 /// Bytes of an HTTP error body kept for the message (after trimming).
-pub const SNIPPET_BYTES: usize = 96;
+pub const SNIPPET_BYTES: usize = DETAIL_BYTES;
+
+/// A detail of a failure: at most [`DETAIL_BYTES`], a cut marked with `…`.
+pub type Detail = String<DETAIL_BYTES>;
 
 /// Why an adapter could not open a connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,12 +52,12 @@ pub enum ConnectErrorKind {
 pub struct ConnectError {
     /// What kind of failure.
     pub kind: ConnectErrorKind,
-    /// The adapter's detail (truncated to fit), e.g. the TLS alert.
-    pub detail: String<64>,
+    /// The adapter's detail, e.g. the TLS alert (a longer one is cut and ends in `…`).
+    pub detail: Detail,
 }
 
 impl ConnectError {
-    /// A connect error with `detail` truncated to fit at a character boundary.
+    /// A connect error with `detail` cut to [`DETAIL_BYTES`] at a character boundary.
     pub fn new(kind: ConnectErrorKind, detail: &str) -> Self {
         ConnectError {
             kind,
@@ -112,8 +121,8 @@ pub enum HandshakeError {
     Refused {
         /// JSON-RPC error code.
         code: i64,
-        /// The server's message (truncated).
-        message: String<80>,
+        /// The server's message (a longer one is cut and ends in `…`).
+        message: Detail,
     },
     /// The `initialize` result lacks a `protocolVersion` string.
     BadResult,
@@ -163,6 +172,8 @@ pub enum Failure {
         code: u16,
         /// The start of the body (or a JSON-RPC error's message in it), trimmed.
         snippet: String<SNIPPET_BYTES>,
+        /// The `retry-after` header, as the server sent it.
+        retry_after: Option<RetryAfter>,
     },
     /// The session the request named is gone (404 to a request with a session id).
     SessionExpired,
@@ -188,6 +199,23 @@ pub enum Failure {
     BadArguments,
     /// A tools/list server kept paging past the page cap, or repeated a cursor.
     EndlessPaging,
+    /// The reply sent no byte for the idle time (progress and SSE comments count as bytes).
+    Stalled {
+        /// The idle time that passed, in ms.
+        idle_ms: u64,
+    },
+    /// The connection ended (closed or reset) after a `tools/call` was written and before any
+    /// byte of its reply: the server may have run the tool, so it is not sent again.
+    MayHaveRun,
+    /// The caller dropped the call before it ended.
+    Cancelled,
+    /// The server answered 429 or 503 with a `retry-after` the call cannot wait for.
+    RetryTooLate {
+        /// The status code.
+        code: u16,
+        /// The delay as the server sent it.
+        retry_after: RetryAfter,
+    },
 }
 
 impl Failure {
@@ -196,6 +224,99 @@ impl Failure {
         Failure::Status {
             code,
             snippet: snippet_of(body),
+            retry_after: None,
+        }
+    }
+
+    /// The failure happened before anything was sent: it says nothing about the server.
+    pub fn is_local(&self) -> bool {
+        matches!(
+            self,
+            Failure::Endpoint(_)
+                | Failure::BadArguments
+                | Failure::Request(_)
+                | Failure::TooLarge(BufferName::Request, _)
+        )
+    }
+
+    /// What kind of unreachable this is, for a harness to branch on.
+    pub fn cause(&self) -> Cause {
+        match self {
+            Failure::Endpoint(_)
+            | Failure::BadArguments
+            | Failure::Request(_)
+            | Failure::TooLarge(BufferName::Request, _) => Cause::Local,
+            Failure::Connect(ConnectError {
+                kind: ConnectErrorKind::Tls,
+                ..
+            })
+            | Failure::Http(HttpError::TlsRecord) => Cause::Tls,
+            Failure::Connect(_) => Cause::Connect,
+            Failure::TimedOut => Cause::TimedOut,
+            Failure::Stalled { .. } => Cause::Stalled,
+            Failure::Cancelled => Cause::Cancelled,
+            Failure::Status { code, .. } | Failure::RetryTooLate { code, .. } => {
+                Cause::HttpStatus(*code)
+            }
+            Failure::SessionExpired => Cause::HttpStatus(404),
+            Failure::SendFailed
+            | Failure::ReadFailed
+            | Failure::ClosedEarly(_)
+            | Failure::NoResponse
+            | Failure::MayHaveRun => Cause::Truncated,
+            Failure::TooLarge(..) => Cause::TooLarge,
+            Failure::Http(_)
+            | Failure::UnexpectedContentType(_)
+            | Failure::EmptyReply
+            | Failure::Sse(_)
+            | Failure::Json(_)
+            | Failure::Rpc(_)
+            | Failure::Handshake(_)
+            | Failure::EndlessPaging => Cause::Malformed,
+        }
+    }
+}
+
+/// Why a call was unreachable, as a type a harness can branch on (the `error` text says more).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Cause {
+    /// No connection could be opened (DNS, refused, unreachable).
+    Connect,
+    /// TLS failed (certificate, protocol), or TLS met a plain-HTTP URL.
+    Tls,
+    /// The server answered with this non-success HTTP status.
+    HttpStatus(u16),
+    /// The reply is not a valid HTTP / event-stream / JSON-RPC answer.
+    Malformed,
+    /// The reply ended (closed, reset) before it was complete.
+    Truncated,
+    /// The call's deadline passed.
+    TimedOut,
+    /// The reply sent no byte for the idle time.
+    Stalled,
+    /// The caller dropped the call.
+    Cancelled,
+    /// A reply (or its text) was over its cap.
+    TooLarge,
+    /// The call failed before anything was sent (arguments, endpoint, request cap).
+    Local,
+}
+
+impl Cause {
+    /// A short camelCase name (`timedOut`, `httpStatus` …), for JSON and logs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Cause::Connect => "connect",
+            Cause::Tls => "tls",
+            Cause::HttpStatus(_) => "httpStatus",
+            Cause::Malformed => "malformed",
+            Cause::Truncated => "truncated",
+            Cause::TimedOut => "timedOut",
+            Cause::Stalled => "stalled",
+            Cause::Cancelled => "cancelled",
+            Cause::TooLarge => "tooLarge",
+            Cause::Local => "local",
         }
     }
 }
@@ -281,8 +402,13 @@ impl fmt::Display for Failure {
                 | HttpError::BodyTooLarge { .. }
                 | HttpError::TrailersTooLarge { .. }),
             ) => write!(f, "{e}"),
+            Failure::Http(e @ HttpError::TlsRecord) => write!(f, "{e}"),
             Failure::Http(e) => write!(f, "malformed HTTP reply: {e}"),
-            Failure::Status { code, snippet } => {
+            Failure::Status {
+                code,
+                snippet,
+                retry_after,
+            } => {
                 write!(f, "HTTP {code}")?;
                 let reason = reason_phrase(*code);
                 if !reason.is_empty() {
@@ -291,7 +417,30 @@ impl fmt::Display for Failure {
                 if !snippet.is_empty() {
                     write!(f, ": {snippet}")?;
                 }
+                if let Some(r) = retry_after {
+                    write!(f, " (retry-after: {r})")?;
+                }
                 Ok(())
+            }
+            Failure::Stalled { idle_ms } => write!(
+                f,
+                "server stalled: no byte of the reply for {idle_ms} ms (the idle timeout)"
+            ),
+            Failure::MayHaveRun => f.write_str(
+                "the connection ended after the tool call was sent and before any reply: the \
+                 tool may have run, so the call was not sent again",
+            ),
+            Failure::Cancelled => f.write_str("the call was cancelled by its caller"),
+            Failure::RetryTooLate { code, retry_after } => {
+                write!(f, "HTTP {code}")?;
+                let reason = reason_phrase(*code);
+                if !reason.is_empty() {
+                    write!(f, " {reason}")?;
+                }
+                write!(
+                    f,
+                    " with retry-after: {retry_after}, longer than the call can wait"
+                )
             }
             Failure::SessionExpired => {
                 f.write_str("HTTP 404 Not Found: the server no longer knows this session")
@@ -319,14 +468,22 @@ impl fmt::Display for Failure {
     }
 }
 
-/// Copies `s` into a fixed string, cut at a character boundary.
+/// Copies `s` into a fixed string. A longer `s` is cut at a character boundary and ends in
+/// `…` (when `N` has room for it), so a cut is never silent.
 pub fn truncated<const N: usize>(s: &str) -> String<N> {
     let mut out = String::new();
+    if out.push_str(s).is_ok() {
+        return out;
+    }
+    const MARK: &str = "…";
+    let room = N.saturating_sub(MARK.len());
     for ch in s.chars() {
-        if out.push(ch).is_err() {
+        if out.len() + ch.len_utf8() > room {
             break;
         }
+        let _ = out.push(ch);
     }
+    let _ = out.push_str(MARK);
     out
 }
 
@@ -341,9 +498,13 @@ fn snippet_of(body: &[u8]) -> String<SNIPPET_BYTES> {
         .and_then(|m| m.as_str());
     if let Some(msg) = message {
         let mut out = StrSink::<SNIPPET_BYTES>::default();
-        // A message longer than the snippet is cut (the error then says what it could).
-        let _ = msg.unescape_into(&mut out);
-        return one_line(out.as_str());
+        // A message longer than the snippet is cut, and the cut is marked.
+        let cut = msg.unescape_into(&mut out).is_err();
+        let mut line = one_line(out.as_str());
+        if cut {
+            mark_cut(&mut line);
+        }
+        return line;
     }
     let text = match core::str::from_utf8(body) {
         Ok(s) => s,
@@ -363,15 +524,27 @@ fn one_line<const N: usize>(s: &str) -> String<N> {
         if ch.is_control() {
             continue;
         }
-        if pending_space && out.push(' ').is_err() {
+        if (pending_space && out.push(' ').is_err()) || out.push(ch).is_err() {
+            mark_cut(&mut out);
             break;
         }
         pending_space = false;
-        if out.push(ch).is_err() {
+    }
+    out
+}
+
+/// Ends a string that was cut with `…`, dropping characters to make room for it.
+fn mark_cut<const N: usize>(out: &mut String<N>) {
+    const MARK: &str = "…";
+    if out.ends_with(MARK) || N < MARK.len() {
+        return;
+    }
+    while out.len() + MARK.len() > N {
+        if out.pop().is_none() {
             break;
         }
     }
-    out
+    let _ = out.push_str(MARK);
 }
 
 /// A `Sink` into a fixed string that keeps what fits (UTF-8 boundaries respected).
@@ -439,11 +612,56 @@ mod tests {
     }
 
     #[test]
-    fn snippets_are_capped() {
+    fn snippets_are_capped_and_the_cut_is_marked() {
         let body = [b'a'; 1000];
         match Failure::status(500, &body) {
-            Failure::Status { snippet, .. } => assert_eq!(snippet.len(), SNIPPET_BYTES),
+            Failure::Status { snippet, .. } => {
+                assert!(snippet.len() <= SNIPPET_BYTES);
+                assert!(snippet.ends_with('…'), "{snippet}");
+            }
             other => panic!("{other:?}"),
         }
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"error":{{"code":-1,"message":"{}"}}}}"#,
+            "word ".repeat(200)
+        );
+        let text = Failure::status(400, body.as_bytes()).to_string();
+        assert!(text.ends_with('…'), "{text}");
+    }
+
+    #[test]
+    fn details_keep_their_whole_text_up_to_the_cap() {
+        // Seen in the wild: rustls's detail cut at 64 bytes, mid-word. Now kept whole.
+        let detail = "invalid peer certificate: certificate not valid for name \"127.0.0.1\"; \
+                      certificate is only valid for DnsName(\"localhost\")";
+        let e = ConnectError::new(ConnectErrorKind::Tls, detail);
+        assert_eq!(e.detail.as_str(), detail);
+        let long = "é".repeat(DETAIL_BYTES);
+        let e = ConnectError::new(ConnectErrorKind::Io, &long);
+        assert!(e.detail.len() <= DETAIL_BYTES);
+        assert!(e.detail.ends_with('…'));
+        assert!(e.detail.trim_end_matches('…').chars().all(|c| c == 'é'));
+        // Exactly at the cap: no mark.
+        let exact = "a".repeat(DETAIL_BYTES);
+        assert_eq!(truncated::<DETAIL_BYTES>(&exact).as_str(), exact);
+    }
+
+    #[test]
+    fn retry_after_is_read_as_seconds_or_kept_as_a_date() {
+        assert_eq!(
+            RetryAfter::parse(b" 3600 "),
+            Some(RetryAfter::Seconds(3600))
+        );
+        assert_eq!(RetryAfter::Seconds(2).delay_ms(), Some(2000));
+        let d = RetryAfter::parse(b"Wed, 21 Oct 2026 07:28:00 GMT").unwrap();
+        assert_eq!(d.delay_ms(), None);
+        assert_eq!(d.to_string(), "an HTTP date");
+        assert_eq!(RetryAfter::parse(b""), None);
+        let f = Failure::RetryTooLate {
+            code: 429,
+            retry_after: RetryAfter::Seconds(3600),
+        };
+        assert!(f.to_string().contains("3600"), "{f}");
+        assert_eq!(f.cause(), Cause::HttpStatus(429));
     }
 }

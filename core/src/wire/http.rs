@@ -228,6 +228,54 @@ pub struct ResponseHead {
     /// HTTP/1.1 without `connection: close` (1.0: only with `keep-alive`); false for
     /// close-delimited bodies and when both `transfer-encoding` and `content-length` came.
     pub keep_alive: bool,
+    /// `retry-after`, as sent (read on 429 and 503 answers).
+    pub retry_after: Option<RetryAfter>,
+}
+
+/// A `retry-after` header: a number of seconds, or an HTTP date.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum RetryAfter {
+    /// `retry-after: <seconds>`, as sent.
+    Seconds(u64),
+    /// `retry-after: <HTTP-date>` (this core reads no wall clock, so it cannot wait for one;
+    /// the date itself is not kept, to keep every response head small).
+    Date,
+}
+
+impl RetryAfter {
+    /// Parses a `retry-after` value: delay-seconds, else (anything else) an HTTP date.
+    pub fn parse(value: &[u8]) -> Option<Self> {
+        let v = value.trim_ascii();
+        if v.is_empty() {
+            return None;
+        }
+        if v.iter().all(u8::is_ascii_digit) {
+            let mut n: u64 = 0;
+            for &d in v {
+                n = n.saturating_mul(10).saturating_add(u64::from(d - b'0'));
+            }
+            return Some(RetryAfter::Seconds(n));
+        }
+        Some(RetryAfter::Date)
+    }
+
+    /// The delay in ms, when it is a number of seconds.
+    pub fn delay_ms(&self) -> Option<u64> {
+        match self {
+            RetryAfter::Seconds(s) => Some(s.saturating_mul(1000)),
+            RetryAfter::Date => None,
+        }
+    }
+}
+
+impl fmt::Display for RetryAfter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RetryAfter::Seconds(s) => write!(f, "{s}"),
+            RetryAfter::Date => f.write_str("an HTTP date"),
+        }
+    }
 }
 
 /// Caps on one response.
@@ -315,6 +363,11 @@ pub enum HttpError {
     TrailingData,
     /// The peer closed before the response ended.
     UnexpectedEof(Stage),
+    /// The reply does not start like an HTTP response (said at the first bytes, not at the
+    /// deadline).
+    NotHttp,
+    /// The reply starts with a TLS record: the server speaks TLS on this port.
+    TlsRecord,
     /// The chunked trailers did not end within the head cap (an addition to the contract).
     TrailersTooLarge {
         /// The cap in bytes.
@@ -365,6 +418,12 @@ impl fmt::Display for HttpError {
                 f,
                 "HTTP chunked trailers are larger than their cap of {limit} bytes"
             ),
+            HttpError::NotHttp => {
+                f.write_str("the reply does not start with HTTP/ (is this an MCP HTTP server?)")
+            }
+            HttpError::TlsRecord => {
+                f.write_str("the server speaks TLS on this port: use https:// for this endpoint")
+            }
         }
     }
 }
@@ -516,6 +575,11 @@ impl<'h> ResponseDecoder<'h> {
                         dst.copy_from_slice(src);
                     }
                     used += n;
+                    // Garbage is said at its first bytes, not when the deadline passes.
+                    if len < STATUS_PREFIX.len() {
+                        let seen = self.storage.get(..total.min(STATUS_PREFIX.len()));
+                        not_http(seen.unwrap_or(&[]))?;
+                    }
                     match end {
                         Err(nl) => {
                             self.state = State::Head { len: total, nl };
@@ -769,6 +833,26 @@ fn find_head_end(input: &[u8], mut nl: u8) -> (usize, Result<(), u8>) {
 }
 
 /// Parses a complete head. `Ok(None)` for an interim 1xx head, which is skipped.
+/// How every HTTP/1.x response starts.
+const STATUS_PREFIX: &[u8] = b"HTTP/";
+
+/// Rejects a reply whose first bytes cannot start an HTTP response (a TLS record from an
+/// `https` port says so).
+fn not_http(first: &[u8]) -> Result<(), HttpError> {
+    match first {
+        // A TLS record: content type (alert 0x15, handshake 0x16 …), then major version 3.
+        [0x14..=0x17, 0x03, ..] => return Err(HttpError::TlsRecord),
+        // One byte that could start one: wait for the second.
+        [0x14..=0x17] => return Ok(()),
+        _ => {}
+    }
+    let n = first.len().min(STATUS_PREFIX.len());
+    if first.get(..n) != STATUS_PREFIX.get(..n) {
+        return Err(HttpError::NotHttp);
+    }
+    Ok(())
+}
+
 fn parse_head(bytes: &[u8]) -> Result<Option<ResponseHead>, HttpError> {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut resp = httparse::Response::new(&mut headers);
@@ -796,12 +880,15 @@ fn parse_head(bytes: &[u8]) -> Result<Option<ResponseHead>, HttpError> {
     let mut chunked = false;
     let mut close = false;
     let mut keep = false;
+    let mut retry_after = None;
     for h in resp.headers.iter() {
         let name = h.name.as_bytes();
         let value = h.value.trim_ascii();
         if name.eq_ignore_ascii_case(b"content-type") {
             media_type = MediaType::parse(value);
             content_type = truncated(value);
+        } else if name.eq_ignore_ascii_case(b"retry-after") {
+            retry_after = RetryAfter::parse(value);
         } else if name.eq_ignore_ascii_case(b"mcp-session-id") {
             session_id = Some(parse_session_id(value)?);
         } else if name.eq_ignore_ascii_case(b"content-length") {
@@ -844,6 +931,7 @@ fn parse_head(bytes: &[u8]) -> Result<Option<ResponseHead>, HttpError> {
         session_id,
         framing,
         keep_alive,
+        retry_after,
     }))
 }
 

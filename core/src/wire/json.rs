@@ -12,8 +12,12 @@
 //! surrogate pairs, and the canonical (`JSON.stringify`-like) printing of strings and values.
 //! Does not own: what any JSON-RPC or MCP field means (`wire::jsonrpc`, `wire::content`).
 //!
-//! Speed: strings are scanned with `memchr2` for `"` and `\`, and the spans between escapes are
-//! validated with `core::str::from_utf8`; only numbers, literals and whitespace go byte by byte.
+//! Speed: on the host (x86_64, aarch64) a string is validated eight bytes per word for quotes,
+//! backslashes and controls, and its UTF-8 once as a whole (`simdutf8`); unescaping finds
+//! backslashes the same way and writes 2 KiB gathers. Anything not plainly valid goes to the
+//! exact scanner (`memchr2` between escapes, each run checked on its own), which alone runs on
+//! the edge and decides every error and its offset. Only numbers, literals and whitespace go
+//! byte by byte.
 
 use core::fmt;
 
@@ -253,9 +257,179 @@ fn check_span(span: &[u8], offset: usize) -> Result<(), JsonError> {
         .map_err(|e| err(JsonErrorKind::InvalidUtf8, offset + e.valid_up_to()))
 }
 
+// ---- the string fast path: 64 bytes at a time ----
+
+const LO7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
+const HIGH: u64 = 0x8080_8080_8080_8080;
+const ONES: u64 = 0x0101_0101_0101_0101;
+/// Bytes of a word whose value is zero get their high bit set (exact: no carry between bytes).
+#[inline(always)]
+fn zero_bytes(x: u64) -> u64 {
+    !((x & LO7).wrapping_add(LO7) | x) & HIGH
+}
+
+/// Bit `i` is set when `block[i]` is a quote, a backslash or a control character (below
+/// U+0020): the only bytes a string scan must stop at. Eight bytes per word, no `unsafe`, no
+/// target features.
+#[inline(always)]
+fn specials(block: &[u8; 64]) -> u64 {
+    let mut mask = 0u64;
+    for (j, chunk) in block.chunks_exact(8).enumerate() {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let w = u64::from_le_bytes(word);
+        let quote = zero_bytes(w ^ (ONES * u64::from(b'"')));
+        let backslash = zero_bytes(w ^ (ONES * u64::from(b'\\')));
+        // Below 0x20: the low seven bits plus 0x60 stay under 0x80, and the high bit is clear.
+        let control = !((w & LO7).wrapping_add(0x6060_6060_6060_6060) | w) & HIGH;
+        let flags = (quote | backslash | control) >> 7;
+        // Gather the eight flags (one per byte, 0 or 1) into eight bits.
+        mask |= (flags.wrapping_mul(0x0102_0408_1020_4080) >> 56) << (8 * j);
+    }
+    mask
+}
+
+/// The 64 bytes of `input` from `p` (padded with a plain byte past the end) and how many of
+/// them are real.
+#[inline(always)]
+fn block_at(input: &[u8], p: usize) -> ([u8; 64], usize) {
+    let mut block = [b'a'; 64];
+    let rest = input.get(p..).unwrap_or(&[]);
+    let n = rest.len().min(64);
+    if let (Some(dst), Some(src)) = (block.get_mut(..n), rest.get(..n)) {
+        dst.copy_from_slice(src);
+    }
+    (block, n)
+}
+
+/// The first backslash in `hay`. On the host the first 64 bytes are looked at eight at a time
+/// (escapes in tool text are often a few dozen bytes apart, where setting up `memchr` costs
+/// more than the search), then `memchr` takes the rest; the edge calls `memchr` alone.
+#[inline]
+fn find_backslash(hay: &[u8]) -> Option<usize> {
+    let mut i = 0;
+    if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
+        while i < 64 {
+            let Some(word) = hay.get(i..i + 8).and_then(|w| <[u8; 8]>::try_from(w).ok()) else {
+                break;
+            };
+            let hits = zero_bytes(u64::from_le_bytes(word) ^ (ONES * u64::from(b'\\')));
+            if hits != 0 {
+                return Some(i + (hits.trailing_zeros() / 8) as usize);
+            }
+            i += 8;
+        }
+    }
+    memchr(b'\\', hay.get(i..)?).map(|j| i + j)
+}
+
+/// The first quote or backslash in `hay`, as [`find_backslash`] finds a backslash.
+#[inline]
+fn find_quote_or_backslash(hay: &[u8]) -> Option<usize> {
+    let mut i = 0;
+    while i < 64 {
+        let Some(word) = hay.get(i..i + 8).and_then(|w| <[u8; 8]>::try_from(w).ok()) else {
+            break;
+        };
+        let w = u64::from_le_bytes(word);
+        let hits =
+            zero_bytes(w ^ (ONES * u64::from(b'\\'))) | zero_bytes(w ^ (ONES * u64::from(b'"')));
+        if hits != 0 {
+            return Some(i + (hits.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    memchr2(b'"', b'\\', hay.get(i..)?).map(|j| i + j)
+}
+
+/// True when `bytes` are UTF-8: vectorised where the target has it (`simdutf8`), else `core`.
+#[inline]
+fn is_utf8(bytes: &[u8]) -> bool {
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    {
+        simdutf8::basic::from_utf8(bytes).is_ok()
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    {
+        core::str::from_utf8(bytes).is_ok()
+    }
+}
+
+/// The offset after the string whose opening quote is at `pos`, when the string is plainly
+/// valid: escapes well formed, no raw control, and UTF-8 as a whole (escapes are ASCII, so the
+/// whole is UTF-8 exactly when every run between escapes is). `None` for
+/// anything else, including a string cut by the end of `input`: the exact scanner then says
+/// what and where, so errors and their precedence are those of [`scan_string_exact`].
+///
+/// Looks at 64 bytes at a time and only at the bytes a string must stop at: text with an
+/// escape every few dozen bytes is crossed without a call per escape.
+#[inline]
+fn string_end(input: &[u8], pos: usize) -> Option<usize> {
+    let start = pos + 1;
+    let mut p = start;
+    'blocks: loop {
+        let (n, mut mask) = match input.get(p..p + 64) {
+            Some(b) => (64, specials(<&[u8; 64]>::try_from(b).ok()?)),
+            // The padding is a plain byte: it never sets a bit.
+            None => {
+                let (block, n) = block_at(input, p);
+                (n, specials(&block))
+            }
+        };
+        while mask != 0 {
+            let q = p + mask.trailing_zeros() as usize;
+            match input.get(q)? {
+                b'"' => {
+                    if !is_utf8(input.get(start..q)?) {
+                        return None;
+                    }
+                    return Some(q + 1);
+                }
+                b'\\' => {
+                    let next = match input.get(q + 1)? {
+                        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => q + 2,
+                        b'u' => {
+                            hex4(input, q + 2)?;
+                            q + 6
+                        }
+                        _ => return None,
+                    };
+                    let skip = next - p;
+                    if skip >= 64 {
+                        p = next;
+                        continue 'blocks;
+                    }
+                    mask &= u64::MAX << skip;
+                }
+                // A raw control character.
+                _ => return None,
+            }
+        }
+        if n < 64 {
+            // The input ended inside the string.
+            return None;
+        }
+        p += 64;
+    }
+}
+
 /// Validates the string whose opening quote is at `pos`; returns the offset after the closing
 /// quote.
+#[inline]
 fn scan_string(input: &[u8], pos: usize) -> Result<usize, JsonError> {
+    // On the edge the exact scanner alone runs (no extra code in flash).
+    if cfg!(any(target_arch = "x86_64", target_arch = "aarch64"))
+        && let Some(end) = string_end(input, pos)
+    {
+        return Ok(end);
+    }
+    scan_string_exact(input, pos)
+}
+
+/// [`scan_string`] one run between escapes at a time: the error and its offset for an invalid
+/// string (and the end of a valid one).
+#[cold]
+fn scan_string_exact(input: &[u8], pos: usize) -> Result<usize, JsonError> {
     let mut p = pos + 1;
     loop {
         let rest = input.get(p..).unwrap_or(&[]);
@@ -675,6 +849,124 @@ impl<'a> Value<'a> {
     }
 }
 
+/// Walks a validated container by offsets, one member or element at a time, so that a caller
+/// looking for several members (and into them) crosses each value once: [`Value::get`] skips
+/// every value before the one it finds, each time it is called. Crate-internal (for
+/// `content::flatten`); like the accessors it returns `None` rather than panic on odd input.
+pub(crate) struct Walk<'a> {
+    raw: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Walk<'a> {
+    /// The members or elements of `v` (an object or an array).
+    pub(crate) fn of(v: Value<'a>) -> Self {
+        Walk { raw: v.raw, pos: 1 }
+    }
+
+    /// The container whose opening bracket is at `pos` of the walked bytes of `outer`, walked
+    /// in the same bytes (so offsets carry over).
+    pub(crate) fn inner(&self, pos: usize) -> Self {
+        Walk {
+            raw: self.raw,
+            pos: pos + 1,
+        }
+    }
+
+    /// The byte at `pos` (where a value starts: `{`, `[`, `"` …).
+    pub(crate) fn byte(&self, pos: usize) -> Option<u8> {
+        self.raw.get(pos).copied()
+    }
+
+    fn after_comma(&self) -> usize {
+        let p = skip_ws(self.raw, self.pos);
+        if self.raw.get(p) == Some(&b',') {
+            skip_ws(self.raw, p + 1)
+        } else {
+            p
+        }
+    }
+
+    /// The next member's key and where its value starts; then call [`Walk::take`] or walk
+    /// into the value and [`Walk::resume`] after it. `None` at the closing brace.
+    pub(crate) fn next_key(&mut self) -> Option<(JsonStr<'a>, usize)> {
+        let raw = self.raw;
+        let p = self.after_comma();
+        if raw.get(p) != Some(&b'"') {
+            self.pos = p;
+            return None;
+        }
+        let key_end = skip_string(raw, p);
+        let key = JsonStr {
+            raw: raw.get(p + 1..key_end.saturating_sub(1))?,
+        };
+        let colon = skip_ws(raw, key_end);
+        if raw.get(colon) != Some(&b':') {
+            return None;
+        }
+        self.pos = skip_ws(raw, colon + 1);
+        Some((key, self.pos))
+    }
+
+    /// Where the next element starts. `None` at the closing bracket.
+    pub(crate) fn next_element(&mut self) -> Option<usize> {
+        let p = self.after_comma();
+        self.pos = p;
+        match self.raw.get(p) {
+            None | Some(b']' | b'}') => None,
+            Some(_) => Some(p),
+        }
+    }
+
+    /// The value that starts where the walk stands, whole; the walk goes on after it.
+    pub(crate) fn take(&mut self) -> Option<Value<'a>> {
+        let (v, end) = value_at(self.raw, self.pos)?;
+        self.pos = end;
+        Some(v)
+    }
+
+    /// The value where the walk stands is a string: writes it unescaped to `out` (the hint
+    /// given to [`Sink::reserve`] is the rest of the walked bytes, an upper bound) and goes on
+    /// after it, crossing it once. On the edge: skipped, then unescaped (less code).
+    pub(crate) fn unescape_string(&mut self, out: &mut impl Sink) -> Result<(), Overflow> {
+        let raw = self.raw;
+        if cfg!(any(target_arch = "x86_64", target_arch = "aarch64"))
+            && raw.get(self.pos) == Some(&b'"')
+        {
+            let body = raw.get(self.pos + 1..).unwrap_or(&[]);
+            out.reserve(body.len());
+            let end = unescape_run::<true>(body, out)?;
+            self.pos = end.map_or(raw.len(), |q| self.pos + 1 + q + 1);
+            return Ok(());
+        }
+        match self.take().and_then(|v| v.as_str()) {
+            Some(s) => {
+                out.reserve(s.raw().len());
+                s.unescape_into(out)
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// Goes on after a value that ended at `end` (walked by an inner walk).
+    pub(crate) fn resume(&mut self, end: usize) {
+        self.pos = end;
+    }
+
+    /// After `next_key`/`next_element` said `None`: the offset after the closing bracket.
+    pub(crate) fn end(&self) -> usize {
+        self.pos + 1
+    }
+
+    /// The object `start..end` of the walked bytes, as a value.
+    pub(crate) fn object(&self, start: usize, end: usize) -> Option<Value<'a>> {
+        Some(Value {
+            raw: self.raw.get(start..end)?,
+            kind: Kind::Object,
+        })
+    }
+}
+
 /// Iterator over an object's members: `(key, value)` in input order. See [`Value::members`].
 #[derive(Debug, Clone)]
 pub struct Members<'a> {
@@ -770,7 +1062,7 @@ impl<'a> Iterator for Pieces<'a> {
         if rest.is_empty() {
             return None;
         }
-        let Some(i) = memchr(b'\\', rest) else {
+        let Some(i) = find_backslash(rest) else {
             self.pos = self.raw.len();
             return Some(Piece::Span(rest));
         };
@@ -848,7 +1140,14 @@ impl<'a> JsonStr<'a> {
 
     /// Writes the unescaped text as UTF-8: surrogate pairs are joined, a lone surrogate
     /// becomes U+FFFD (as a `String` in JavaScript would print it, lossy).
+    ///
+    /// On the host the text goes out in puts of up to [`UNESCAPE_GATHER`] bytes (gathered on
+    /// the stack, the common short escapes decoded inline), not one put per run between
+    /// escapes; the edge writes piece by piece (less code, no stack buffer).
     pub fn unescape_into(&self, out: &mut impl Sink) -> Result<(), Overflow> {
+        if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
+            return self.unescape_gathered(out);
+        }
         let mut utf8 = [0u8; 4];
         for piece in self.pieces() {
             match piece {
@@ -858,6 +1157,10 @@ impl<'a> JsonStr<'a> {
             }
         }
         Ok(())
+    }
+
+    fn unescape_gathered(&self, out: &mut impl Sink) -> Result<(), Overflow> {
+        unescape_run::<false>(self.raw, out).map(|_| ())
     }
 
     /// Writes the string as a canonical JSON literal, quotes included (escaped as
@@ -886,6 +1189,134 @@ impl<'a> JsonStr<'a> {
             }
         }
         rest.is_empty()
+    }
+}
+
+/// Unescapes `raw` (string bytes, escapes as written) into `out` through a [`Gather`]. With
+/// `TO_QUOTE`, `raw` runs on past the string and the unescaping stops at its closing quote,
+/// whose offset is returned (`None`: no closing quote, or a malformed escape).
+fn unescape_run<const TO_QUOTE: bool>(
+    raw: &[u8],
+    out: &mut impl Sink,
+) -> Result<Option<usize>, Overflow> {
+    let mut gather = Gather::new(out);
+    let mut utf8 = [0u8; 4];
+    // Bytes before `from` are written.
+    let mut from = 0;
+    loop {
+        let rest = raw.get(from..).unwrap_or(&[]);
+        let found = if TO_QUOTE {
+            find_quote_or_backslash(rest)
+        } else {
+            find_backslash(rest)
+        };
+        let Some(i) = found else {
+            gather.put(rest)?;
+            return gather.flush().map(|_| None);
+        };
+        gather.put(rest.get(..i).unwrap_or(&[]))?;
+        let q = from + i;
+        if TO_QUOTE && raw.get(q) == Some(&b'"') {
+            return gather.flush().map(|_| Some(q));
+        }
+        let short = match raw.get(q + 1) {
+            Some(b'n') => Some(b'\n'),
+            Some(b'"') => Some(b'"'),
+            Some(b'\\') => Some(b'\\'),
+            Some(b't') => Some(b'\t'),
+            Some(b'r') => Some(b'\r'),
+            Some(b'/') => Some(b'/'),
+            Some(b'b') => Some(0x08),
+            Some(b'f') => Some(0x0c),
+            _ => None,
+        };
+        if let Some(b) = short {
+            gather.byte(b)?;
+            from = q + 2;
+            continue;
+        }
+        // `\u` (surrogate pairs joined) and anything odd: the general decoder.
+        let mut escape = Pieces { raw, pos: q };
+        match escape.next() {
+            Some(Piece::Char(c)) => gather.put(c.encode_utf8(&mut utf8).as_bytes())?,
+            Some(Piece::Lone(_)) => gather.put("\u{FFFD}".as_bytes())?,
+            Some(Piece::Span(s)) => gather.put(s)?,
+            // A malformed escape (not from `parse`): the rest is dropped, as the edge does.
+            None => return gather.flush().map(|_| None),
+        }
+        from = escape.pos;
+    }
+}
+
+/// Bytes the host's [`JsonStr::unescape_into`] gathers on the stack before one put (the
+/// redactor's stage size, so a redacting sink takes each gather whole).
+pub const UNESCAPE_GATHER: usize = 2048;
+
+/// Gathers small puts (runs between escapes, escaped characters) into one.
+struct Gather<'o, O: Sink> {
+    out: &'o mut O,
+    buf: [u8; UNESCAPE_GATHER],
+    len: usize,
+}
+
+impl<'o, O: Sink> Gather<'o, O> {
+    fn new(out: &'o mut O) -> Self {
+        Gather {
+            out,
+            buf: [0; UNESCAPE_GATHER],
+            len: 0,
+        }
+    }
+
+    #[inline]
+    fn byte(&mut self, b: u8) -> Result<(), Overflow> {
+        if self.len == UNESCAPE_GATHER {
+            self.flush()?;
+        }
+        if let Some(slot) = self.buf.get_mut(self.len) {
+            *slot = b;
+            self.len += 1;
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn put(&mut self, bytes: &[u8]) -> Result<(), Overflow> {
+        let end = self.len + bytes.len();
+        if let Some(dst) = self.buf.get_mut(self.len..end) {
+            dst.copy_from_slice(bytes);
+            self.len = end;
+            return Ok(());
+        }
+        self.put_slow(bytes)
+    }
+
+    #[cold]
+    fn put_slow(&mut self, bytes: &[u8]) -> Result<(), Overflow> {
+        // Fill the gather up, hand it on, and keep the rest (a long run goes on whole).
+        let room = UNESCAPE_GATHER - self.len;
+        let (now, later) = bytes.split_at(room.min(bytes.len()));
+        if let Some(dst) = self.buf.get_mut(self.len..self.len + now.len()) {
+            dst.copy_from_slice(now);
+            self.len += now.len();
+        }
+        self.flush()?;
+        if later.len() >= UNESCAPE_GATHER {
+            return self.out.put(later);
+        }
+        if let Some(dst) = self.buf.get_mut(..later.len()) {
+            dst.copy_from_slice(later);
+            self.len = later.len();
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), Overflow> {
+        let n = core::mem::take(&mut self.len);
+        if n == 0 {
+            return Ok(());
+        }
+        self.out.put(self.buf.get(..n).unwrap_or(&[]))
     }
 }
 

@@ -4,6 +4,7 @@
 
 pub mod content;
 pub mod endpoint;
+pub mod era;
 pub mod exchange;
 pub mod failure;
 pub mod http;

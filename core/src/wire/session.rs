@@ -16,7 +16,10 @@ use super::failure::Failure;
 use super::http::MAX_SESSION_ID;
 use super::jsonrpc::ProtocolVersion;
 
-/// Where the handshake stands.
+/// Where the handshake stands. A ready session carries its snapshot, so "ready" and "what it
+/// is ready with" cannot disagree.
+// `Ready` carries the session id inline (no allocator to box it).
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Phase {
     /// No handshake yet, or the last one failed or was dropped by the server.
@@ -26,8 +29,8 @@ pub enum Phase {
         /// The attempt's number.
         attempt: u32,
     },
-    /// The handshake is done.
-    Ready,
+    /// The handshake is done: what requests in this session send.
+    Ready(Snapshot),
 }
 
 /// What a caller should do next, from [`Session::begin`].
@@ -78,7 +81,6 @@ pub struct Session {
     phase: Phase,
     next_attempt: u32,
     offered: ProtocolVersion,
-    ready: Option<Snapshot>,
     /// The last failed attempt and its failure, for that attempt's waiters.
     last_failure: Option<(u32, Failure)>,
     handshakes: u32,
@@ -91,7 +93,6 @@ impl Session {
             phase: Phase::Fresh,
             next_attempt: 1,
             offered,
-            ready: None,
             last_failure: None,
             handshakes: 0,
         }
@@ -114,15 +115,18 @@ impl Session {
 
     /// The ready snapshot, if the handshake is done.
     pub fn snapshot(&self) -> Option<&Snapshot> {
-        self.ready.as_ref()
+        match &self.phase {
+            Phase::Ready(s) => Some(s),
+            _ => None,
+        }
     }
 
     /// Decide what a caller does: proceed, start the handshake, or wait for the running one.
     pub fn begin(&mut self) -> Begin {
-        match (&self.phase, &self.ready) {
-            (Phase::Ready, Some(s)) => Begin::Ready(s.clone()),
-            (Phase::Initializing { attempt }, _) => Begin::Wait { attempt: *attempt },
-            _ => {
+        match &self.phase {
+            Phase::Ready(s) => Begin::Ready(s.clone()),
+            Phase::Initializing { attempt } => Begin::Wait { attempt: *attempt },
+            Phase::Fresh => {
                 let attempt = self.next_attempt;
                 self.next_attempt = self.next_attempt.wrapping_add(1);
                 self.phase = Phase::Initializing { attempt };
@@ -135,9 +139,9 @@ impl Session {
     /// is ready; `Some(Err(failure))` when that attempt failed. A waiter that finds the session
     /// `Fresh` for another reason (e.g. dropped again) gets `None` and calls [`begin`](Self::begin).
     pub fn outcome_of(&self, attempt: u32) -> Option<Result<Snapshot, Failure>> {
-        match (&self.phase, &self.ready) {
-            (Phase::Initializing { attempt: a }, _) if *a == attempt => None,
-            (Phase::Ready, Some(s)) => Some(Ok(s.clone())),
+        match &self.phase {
+            Phase::Initializing { attempt: a } if *a == attempt => None,
+            Phase::Ready(s) => Some(Ok(s.clone())),
             _ => match &self.last_failure {
                 Some((a, f)) if *a == attempt => Some(Err(f.clone())),
                 _ => None,
@@ -159,11 +163,10 @@ impl Session {
             let mut s = String::new();
             s.push_str(id).ok().map(|_| s)
         });
-        self.ready = Some(Snapshot {
+        self.phase = Phase::Ready(Snapshot {
             session_id,
             version,
         });
-        self.phase = Phase::Ready;
         self.last_failure = None;
         self.handshakes = self.handshakes.saturating_add(1);
     }
@@ -174,7 +177,6 @@ impl Session {
             return;
         }
         self.phase = Phase::Fresh;
-        self.ready = None;
         self.last_failure = Some((attempt, failure));
     }
 
@@ -182,10 +184,9 @@ impl Session {
     /// current session, forget it so the next request re-initializes (without the id).
     /// Returns true when the session was reset by this call.
     pub fn session_gone(&mut self, used_id: &str) -> bool {
-        let current = self.ready.as_ref().and_then(|s| s.id());
-        if self.phase == Phase::Ready && current == Some(used_id) {
+        let current = self.snapshot().and_then(|s| s.id());
+        if current == Some(used_id) {
             self.phase = Phase::Fresh;
-            self.ready = None;
             true
         } else {
             false
@@ -194,9 +195,8 @@ impl Session {
 
     /// Forget everything (e.g. after `close`): the next call handshakes again.
     pub fn reset(&mut self) {
-        if self.phase == Phase::Ready {
+        if let Phase::Ready(_) = self.phase {
             self.phase = Phase::Fresh;
-            self.ready = None;
         }
     }
 }

@@ -819,12 +819,12 @@ fn exchange_run(reply: &[u8], chunk: usize) -> CallOutcome {
     ));
     assert!(net.0.calls.get() <= 2, "tools/call sent more than twice");
     CallOutcome {
-        ok: r.ok,
+        ok: r.ok(),
         text: r.text.to_owned(),
-        is_error: r.is_error,
-        error: r.error.map(str::to_owned),
+        is_error: r.is_error(),
+        error: r.error().map(str::to_owned),
         raw: r.raw.map(<[u8]>::to_vec),
-        shape: format!("{:?}", r.shape),
+        shape: format!("{:?}", r.attempt()),
         records: records.0,
         events: events.0,
     }

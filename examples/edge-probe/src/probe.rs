@@ -92,7 +92,7 @@ pub async fn run(stack: Stack<'static>, cfg: &'static ProbeConfig) -> Result<u32
         let x = slot
             .exec(&net, cfg.command, 30_000, &mut scratch[..], &mut bufs)
             .await;
-        if x.call.ok {
+        if x.call.ok() {
             good += 1;
             report!(
                 "probe {}: exit {} in {} ms: {}",
@@ -105,7 +105,7 @@ pub async fn run(stack: Stack<'static>, cfg: &'static ProbeConfig) -> Result<u32
             report!(
                 "probe {}: failed: {}",
                 done,
-                x.call.error.unwrap_or(x.output)
+                x.call.error().unwrap_or(x.output)
             );
         }
         let c = slot.counters();

@@ -7,7 +7,7 @@
 //! Prints each step with its latency and outcome, the run timeline and the ledger totals
 //! (`--json`: the same as JSON lines). Exit status 0 only when the sweep behaved as designed;
 //! otherwise 1, naming each check that failed. `demo --serve [SECS]` only starts one box and
-//! prints its URL, for trying `mcp` against it.
+//! prints its URL, for trying `mcp` against it; it serves until SECS pass or it is stopped.
 
 use std::io::Write as _;
 use std::process::ExitCode;
@@ -68,7 +68,7 @@ fn first_line(s: &str) -> String {
 
 struct Sweep<'a> {
     out: &'a mut Out,
-    secrets: Vec<String>,
+    secrets: Vec<Vec<u8>>,
     steps: Vec<Step>,
     exec: Exec,
     kali: SlotHandle,
@@ -144,17 +144,54 @@ impl Sweep<'_> {
     }
 }
 
-/// `demo --serve [SECS]`: only start one demo box, print its base URL, and serve it until
-/// stdin closes or SECS (default 3600) pass, for trying `mcp` against it.
-fn serve(secs: Option<&str>) -> ExitCode {
-    let secs = match secs.map(str::parse::<u64>) {
-        None => 3600,
-        Some(Ok(s)) if (1..=86_400).contains(&s) => s,
-        Some(_) => {
-            eprintln!("demo: --serve takes a number of seconds, 1..=86400");
-            return ExitCode::from(2);
-        }
-    };
+const DEMO_ABOUT: &str =
+    "The whole product on loopback: an ASM-style sweep through two real MCP servers";
+
+const DEMO_LONG_ABOUT: &str = "\
+The whole product with nothing else installed. demo starts two real MCP servers (a primary
+and a fallback \"kali\" box, built on the official Rust SDK rmcp) on 127.0.0.1, writes their
+run manifest and runs an ASM-style sweep through them, as a harness would: commands on the
+box, a tool error, a refused call, a secret the box echoes (shown redacted), then the primary
+is stopped and the sweep finishes on the fallback.
+
+It prints each step, the run timeline (events such as tool_error and mcp.fallback_used) and
+the ledger (the run's metering: tool calls, and evidence bytes, the bytes of redacted tool
+output received). Exit status 0 only when every check holds; otherwise 1, naming each failed
+check on stderr.
+
+demo --serve starts one box only, prints its URL on stdout and serves it for SECS seconds
+(default 3600) or until it is stopped (Ctrl-C, kill); closing stdin does not stop it, so
+`demo --serve &` works in a script.";
+
+const DEMO_EXAMPLES: &str = "\
+Examples:
+  demo                      # the sweep, for a person
+  demo --json               # the same as JSON lines
+  demo --serve              # one box for trying mcp; prints its URL
+  url=$(demo --serve 600 | head -1) &   # in a script";
+
+/// The demo's command line.
+#[derive(clap::Parser, Debug)]
+#[command(
+    name = "demo",
+    version,
+    about = DEMO_ABOUT,
+    long_about = DEMO_LONG_ABOUT,
+    after_help = DEMO_EXAMPLES
+)]
+struct Cli {
+    /// Print the sweep as JSON lines.
+    #[arg(long, conflicts_with = "serve")]
+    json: bool,
+    /// Only start one box, print its URL and serve it for SECS seconds (default 3600).
+    #[arg(long, value_name = "SECS", num_args = 0..=1, default_missing_value = "3600",
+          value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    serve: Option<u64>,
+}
+
+/// `demo --serve [SECS]`: only start one demo box, print its base URL, and serve it for SECS
+/// seconds or until SIGINT / SIGTERM, whatever stdin does.
+fn serve(secs: u64) -> ExitCode {
     let server = match KaliServer::start("serve") {
         Ok(s) => s,
         Err(e) => {
@@ -164,27 +201,58 @@ fn serve(secs: Option<&str>) -> ExitCode {
     };
     println!("{}", server.base_url());
     let _ = std::io::stdout().flush();
-    let (tx, rx) = std::sync::mpsc::channel::<()>();
-    std::thread::spawn(move || {
-        let mut sink = Vec::new();
-        let _ = std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut sink);
-        let _ = tx.send(());
-    });
-    let _ = rx.recv_timeout(std::time::Duration::from_secs(secs));
+    eprintln!(
+        "demo: serving {} for {secs} s; stop it with Ctrl-C or kill",
+        server.base_url()
+    );
+    let waited = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map(|rt| {
+            rt.block_on(async {
+                let term = terminated();
+                tokio::select! {
+                    _ = tokio::time::sleep(std::time::Duration::from_secs(secs)) => {}
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term => {}
+                }
+            })
+        });
+    if let Err(e) = waited {
+        eprintln!("demo: cannot wait: {e}");
+    }
+    // Dropping the box stops it and removes its workspace folders.
     drop(server);
     ExitCode::SUCCESS
 }
 
+/// Returns when the process is asked to terminate (SIGTERM); never where there is no such signal.
+async fn terminated() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            term.recv().await;
+            return;
+        }
+    }
+    std::future::pending::<()>().await
+}
+
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.first().map(String::as_str) == Some("--serve") && args.len() <= 2 {
-        return serve(args.get(1).map(String::as_str));
+    let cli = match <Cli as clap::Parser>::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            let ok = matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion);
+            let _ = e.print();
+            return ExitCode::from(if ok { 0 } else { 2 });
+        }
+    };
+    if let Some(secs) = cli.serve {
+        return serve(secs);
     }
-    let json = args.iter().any(|a| a == "--json");
-    if let Some(bad) = args.iter().find(|a| *a != "--json") {
-        eprintln!("demo: unknown argument {bad:?} (flags: --json, or --serve [SECS])");
-        return ExitCode::from(2);
-    }
+    let json = cli.json;
     // The secret must be in the process environment, where `collect_run_secrets` and the box's
     // `printenv` find it; setting a variable in-process is unsafe in Rust 2024, so the demo
     // re-runs itself once with the variable set.
@@ -332,7 +400,8 @@ async fn run(out: &mut Out) -> Result<Vec<String>, String> {
     let ledger = ctx.ledger();
     out.line(
         &format!(
-            "\nledger: {} tool calls metered, {} evidence bytes (every attempt counts, a failed-over one too)",
+            "\nledger (the run's metering): {} tool calls, every attempt counted, a failed-over one \
+             too; {} evidence bytes, the bytes of redacted tool output received",
             ledger.tool_calls, ledger.evidence_bytes
         ),
         json!({ "type": "ledger", "ledger": ledger_json(&ledger) }),
@@ -388,7 +457,7 @@ async fn run(out: &mut Out) -> Result<Vec<String>, String> {
             .as_ref()
             .is_some_and(|r| r.ok && r.text.contains("[REDACTED]") && !r.text.contains(&secret)),
     ));
-    let after_ok = steps[after..].iter().all(|s| s.ok);
+    let after_ok = steps.get(after..).unwrap_or(&[]).iter().all(|s| s.ok);
     checks.push((
         "every step after the primary stopped succeeded on the fallback".to_owned(),
         after_ok,

@@ -1,74 +1,210 @@
 //! `mcp`: the everyday command line for MCP tools, through the same `HarnessContext` and slot
 //! handle a harness uses (one session, one failover state, one ledger per invocation).
 //!
-//! stdout carries only results; the run timeline goes to stderr, one line per event. Exit
-//! status: 0 ok, 1 a result was `ok: false` (exec: the tool's own exit code), 2 bad input.
+//! stdout carries only results; diagnostics (the run timeline, hints, `-v`'s wire trace) go to
+//! stderr. Exit status: 0 ok, 1 a result was `ok: false` (exec: the tool's own exit code),
+//! 2 bad input.
 
+use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, IsTerminal, Read, Write};
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use clap::{Args, Parser, Subcommand};
-use serde_json::{Value, json};
+use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
+use serde_json::{Map, Value, json};
 use verifi_mcp_examples::common::{
-    self, CLI_SLOT, UsageError, amend_manifest, endpoint_base, event_line, ledger_json,
-    one_slot_manifest, parse_args, parse_header, result_json, run_secrets, scrub, timeline_json,
+    self, CLI_SLOT, UsageError, add_pairs, amend_manifest, args_from_source, config_server,
+    endpoint_base, event_line, ledger_json, mcp_url, one_slot_manifest, parse_args, parse_header,
+    render_json, result_json, run_secrets, scrub, timeline_json,
 };
 use verifi_mcp_smol::auth::loopback::LoopbackHook;
 use verifi_mcp_smol::auth::{AuthConfig, AuthFlow, AuthorizeHook};
 use verifi_mcp_smol::context::INSECURE_WARNING;
 use verifi_mcp_smol::proxy::EnvProxies;
 use verifi_mcp_smol::{
-    Exec, HarnessContext, Options, ProgressUpdate, ProtocolVersion, ProxyRule, RootCert, SlotHandle,
+    Exec, HarnessContext, Options, ProgressUpdate, ProtocolVersion, SlotHandle, ToolResult,
+    WireEvent, WireTrace,
 };
+use verifi_mcp_smol::{ProxyRule, RootCert};
 
 /// Longest stdin line `batch` accepts.
 const MAX_BATCH_LINE: usize = 4 * 1024 * 1024;
-/// Most calls `bench` makes, and most in flight.
+/// Most calls `bench` makes, and most in flight (also `batch`'s most in flight).
 const MAX_BENCH_CALLS: u64 = 10_000_000;
-const MAX_BENCH_CONC: usize = 1024;
+const MAX_CONC: usize = 1024;
+/// Longest `bench --duration`.
+const MAX_BENCH_SECS: f64 = 3600.0;
+/// Most distinct error texts `bench` counts apart (the rest are "other").
+const MAX_ERROR_KINDS: usize = 16;
+/// The variable an ENDPOINT is taken from when none is given.
+const ENDPOINT_VAR: &str = "MCP_ENDPOINT";
+/// Longest line of the `-v` trace (longer ones are cut, saying how much was left out).
+const TRACE_LINE: usize = 2000;
+
+/// `--version`: the three names this client goes by, and why they differ.
+const LONG_VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    "\nUser-Agent: verifi-mcp/",
+    env!("CARGO_PKG_VERSION"),
+    " (this crate's version, sent on every HTTP request)",
+    "\nclientInfo: verifi-harness-sdk 1.0.0 (the seed SDK's handshake string, sent in initialize",
+    "\n  so servers' logs read the same as for the TypeScript SDK; it is not bumped with the crate)"
+);
+
+const ABOUT: &str = "Call MCP tools over streamable HTTP, the way a harness does";
+
+const LONG_ABOUT: &str = "\
+Call MCP tools over streamable HTTP, the way a harness does: one session per run, the run's
+secrets redacted from everything printed, failover to --fallback when the primary is down.
+
+Where the server is (the first that applies):
+  ENDPOINT                      a URL: http://host:port (MCP at /mcp below it), or the full
+                                MCP URL (http://host:port/mcp, or any path with --exact-url)
+  --config FILE --server NAME   an entry of an mcpServers JSON file (the format MCP clients
+                                share; entries with a \"url\")
+  --manifest FILE --slot NAME   a slot of a run manifest (slotFills / endpoints). A slot is
+                                a named place for a tool server in a run, e.g. \"kali\".
+  MCP_ENDPOINT                  an ENDPOINT from the environment
+
+Results go to stdout, everything else to stderr. Exit status: 0 ok, 1 a result was
+ok:false, 2 bad input; exec exits with the command's own exit code.";
+
+const EXAMPLES: &str = "\
+Examples:
+  mcp tools http://127.0.0.1:8080
+  mcp call http://127.0.0.1:8080/mcp echo text='hello world'
+  mcp exec http://127.0.0.1:8080 'uname -a'
+  mcp call --config ~/.cursor/mcp.json --server kali echo text=hi
+  MCP_ENDPOINT=http://127.0.0.1:8080 mcp call echo text=hi
+  mcp completions bash > /etc/bash_completion.d/mcp";
+
+const TOOLS_EXAMPLES: &str = "\
+Examples:
+  mcp tools http://127.0.0.1:8080
+  mcp tools http://127.0.0.1:8080/mcp --format json
+  mcp tools --manifest run.json --slot kali";
+
+const CALL_EXAMPLES: &str = "\
+Arguments: a JSON object, key=value pairs (strings) and key:=json pairs (any JSON), or
+--args with JSON text, @FILE or - (stdin). Pairs win over --args.
+
+Examples:
+  mcp call http://127.0.0.1:8080 echo '{\"text\":\"hi\"}'
+  mcp call http://127.0.0.1:8080 echo text=hi
+  mcp call http://127.0.0.1:8080 run_command command='uname -a' timeout:=30
+  mcp call http://127.0.0.1:8080 echo --args @big-args.json
+  printf '{\"text\":\"from stdin\"}' | mcp call http://127.0.0.1:8080 echo --args -
+  mcp call http://127.0.0.1:8080 echo text=hi --format text";
+
+const EXEC_EXAMPLES: &str = "\
+Runs COMMAND with the run_command tool of a Kali-style box and prints its output. The
+box's reply is \"$ <cmd>\\n(exit N)\\n<output>\"; mcp prints the output and exits N.
+
+Examples:
+  mcp exec http://127.0.0.1:8080 'uname -a'
+  mcp exec http://127.0.0.1:8080 'sleep 5' --timeout-ms 2000   # killed on the box: exit 124
+  mcp exec http://127.0.0.1:8080 pwd --workspace tenant-a";
+
+const BATCH_EXAMPLES: &str = "\
+Reads JSON lines {\"tool\": NAME, \"args\": {...}} from stdin and prints one result per line,
+each with the input's \"line\" number and \"tool\", then a summary line with the ledger (the
+run's metering: toolCalls and evidenceBytes, the bytes of redacted text received) and the
+timeline (events such as tool_error and mcp.fallback_used). Blank lines are reported on
+stderr. With --concurrency above 1, results come in the order they finish.
+
+Examples:
+  mcp batch http://127.0.0.1:8080 < calls.jsonl
+  mcp batch http://127.0.0.1:8080 --concurrency 8 < calls.jsonl";
+
+const BENCH_EXAMPLES: &str = "\
+Checks that the tool exists, makes --warmup calls (not timed), then times --calls calls
+(or calls for --duration) with --concurrency in flight, and prints a JSON summary: calls per
+second, latency percentiles (p50, p90, p99, p99.9, max) and the errors by kind. On a
+terminal, a latency histogram goes to stderr.
+
+Examples:
+  mcp bench http://127.0.0.1:8080
+  mcp bench http://127.0.0.1:8080 --duration 10s --concurrency 16
+  mcp bench http://127.0.0.1:8080 --tool run_command --args command=true --calls 200";
 
 #[derive(Parser, Debug)]
 #[command(
     name = "mcp",
     version,
-    about = "Call MCP tools over streamable HTTP, as a harness would"
+    long_version = LONG_VERSION,
+    about = ABOUT,
+    long_about = LONG_ABOUT,
+    after_help = EXAMPLES,
+    propagate_version = true
 )]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
 }
 
-/// How to reach the slot: ENDPOINT or `--manifest FILE --slot NAME`, and the call options.
+/// How output is printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Format {
+    /// JSON: pretty and colored on a terminal, one compact line otherwise.
+    Json,
+    /// Text for a person: a tool's text, names one a line.
+    Text,
+}
+
+/// How to reach the slot, and the call options.
 #[derive(Args, Debug, Clone)]
 struct Common {
-    /// ENDPOINT is the full MCP URL as given (else `/mcp` is appended to it).
+    /// Take ENDPOINT as the full MCP URL, whatever its path (without it, /mcp is appended
+    /// unless the URL already ends in /mcp).
     #[arg(long)]
     exact_url: bool,
-    /// A fallback endpoint for the slot (same form as ENDPOINT).
+    /// A fallback endpoint, used when the primary is unreachable (same form as ENDPOINT).
     #[arg(long, value_name = "ENDPOINT")]
     fallback: Option<String>,
-    /// Per-call timeout in ms (connect, handshake and reply; default 300000). For `exec`: the
+    /// Per-call timeout in ms: connect, handshake and reply (default 300000). For exec: the
     /// command's own timeout (clamped to 1..=285 s; the call keeps the 300 s ceiling).
     #[arg(long, value_name = "MS")]
     timeout_ms: Option<u64>,
-    /// The protocol version offered in `initialize` (default 2024-11-05).
-    #[arg(long, value_name = "V")]
+    /// A reply that sends no byte for this long fails with `server stalled` (default 60000;
+    /// progress and keep-alive comments count; 0 turns it off, leaving only the timeout).
+    #[arg(long, value_name = "MS")]
+    idle_timeout_ms: Option<u64>,
+    /// The MCP protocol version offered in the handshake (default 2024-11-05).
+    #[arg(long, value_name = "VERSION")]
     protocol_version: Option<String>,
-    /// A header sent on every request, 'Name: value' (its value is redacted in any output).
+    /// A header sent on every request, 'Name: value' (repeatable; values are redacted in all
+    /// output).
     #[arg(long = "header", short = 'H', value_name = "'NAME: VALUE'")]
     headers: Vec<String>,
-    /// Take the slot from this run manifest instead of an ENDPOINT.
-    #[arg(long, value_name = "FILE", requires = "slot")]
+    /// Take the server from this run manifest (with --slot).
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "slot",
+        conflicts_with = "config"
+    )]
     manifest: Option<String>,
-    /// The manifest slot to use (with --manifest).
+    /// The manifest's slot to use: the name a run gives a tool server, e.g. kali.
     #[arg(long, value_name = "NAME", requires = "manifest")]
     slot: Option<String>,
-    /// Largest reply accepted, in bytes (a larger one is an ok:false naming the cap).
+    /// Take the server from this mcpServers JSON file (with --server).
+    #[arg(long, value_name = "FILE", requires = "server")]
+    config: Option<String>,
+    /// The mcpServers entry to use (with --config).
+    #[arg(long, value_name = "NAME", requires = "config")]
+    server: Option<String>,
+    /// Largest reply accepted, in bytes (a larger one is an ok:false result naming the cap).
     #[arg(long, value_name = "BYTES", default_value_t = 16 * 1024 * 1024)]
     max_reply_bytes: usize,
+    /// Print a wire trace on stderr: connections, requests, reply statuses, headers and
+    /// events, with secrets and header values redacted.
+    #[arg(short = 'v', long)]
+    verbose: bool,
+    /// Output format.
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    format: Option<Format>,
     /// Forward proxy for every request, `http://[user:pass@]host:port` (or `none`). It wins
     /// over HTTPS_PROXY / HTTP_PROXY / NO_PROXY and applies to loopback targets too; its
     /// credentials are redacted in any output.
@@ -110,64 +246,105 @@ struct Common {
 
 #[derive(Subcommand, Debug)]
 enum Cmd {
-    /// List the tool names: `mcp tools ENDPOINT [--json]`.
+    /// List the server's tools (names; --format json for descriptions and schemas).
+    #[command(after_help = TOOLS_EXAMPLES)]
     Tools {
-        /// ENDPOINT (omit with --manifest).
+        /// ENDPOINT (omit with --config, --manifest or MCP_ENDPOINT).
         #[arg(value_name = "ENDPOINT")]
         pos: Vec<String>,
-        /// Print JSON instead of one name a line.
+        /// The same as --format json.
         #[arg(long)]
         json: bool,
         #[command(flatten)]
         common: Common,
     },
-    /// Call a tool and print its ToolResult JSON: `mcp call ENDPOINT TOOL [JSON_ARGS]`.
+    /// Call a tool and print its result (ok, text, isError, latencyMs, error).
+    #[command(
+        after_help = CALL_EXAMPLES,
+        override_usage = "mcp call [OPTIONS] [ENDPOINT] <TOOL> [ARGS]..."
+    )]
     Call {
-        /// `ENDPOINT TOOL [JSON_ARGS]` (ENDPOINT omitted with --manifest).
-        #[arg(value_name = "ENDPOINT TOOL [JSON_ARGS]", required = true)]
+        #[arg(
+            value_name = "TOOL",
+            required = true,
+            help = "[ENDPOINT] TOOL [ARGS...]: ARGS is a JSON object or key=value / key:=json pairs"
+        )]
         pos: Vec<String>,
+        /// Tool arguments: JSON text, @FILE or - (stdin).
+        #[arg(long, value_name = "JSON|@FILE|-")]
+        args: Option<String>,
         #[command(flatten)]
         common: Common,
     },
-    /// Run a command on a Kali-style box (`run_command`); exits with the tool's exit code.
+    /// Run a command on a Kali-style box (its run_command tool); exits with its exit code.
+    #[command(
+        after_help = EXEC_EXAMPLES,
+        override_usage = "mcp exec [OPTIONS] [ENDPOINT] <COMMAND>"
+    )]
     Exec {
-        /// ENDPOINT COMMAND (ENDPOINT omitted with --manifest).
-        #[arg(value_name = "ENDPOINT COMMAND", required = true)]
+        #[arg(
+            value_name = "COMMAND",
+            required = true,
+            help = "[ENDPOINT] COMMAND (quote the command)"
+        )]
         pos: Vec<String>,
-        /// The workspace (default: a run id made for this invocation).
-        #[arg(long, value_name = "W")]
+        /// The workspace folder on the box (default: a run id made for this invocation).
+        #[arg(long, value_name = "NAME")]
         workspace: Option<String>,
         #[command(flatten)]
         common: Common,
     },
-    /// Run JSON lines `{"tool":…,"args":{…}}` from stdin through one slot handle.
+    /// Run JSON lines {"tool":…,"args":{…}} from stdin through one session.
+    #[command(after_help = BATCH_EXAMPLES)]
     Batch {
-        /// ENDPOINT (omit with --manifest).
+        /// ENDPOINT (omit with --config, --manifest or MCP_ENDPOINT).
         #[arg(value_name = "ENDPOINT")]
         pos: Vec<String>,
+        /// How many calls in flight at once.
+        #[arg(long, default_value_t = 1, value_name = "N")]
+        concurrency: usize,
         #[command(flatten)]
         common: Common,
     },
-    /// N calls after the handshake, C in flight; last line is a JSON summary.
+    /// Measure a tool's calls per second and latency.
+    #[command(after_help = BENCH_EXAMPLES)]
     Bench {
-        /// ENDPOINT (omit with --manifest).
+        /// ENDPOINT (omit with --config, --manifest or MCP_ENDPOINT).
         #[arg(value_name = "ENDPOINT")]
         pos: Vec<String>,
         /// The tool to call.
         #[arg(long, default_value = "echo")]
         tool: String,
-        /// Its JSON arguments.
-        #[arg(long, default_value = "{\"text\":\"bench\"}")]
-        args: String,
-        /// How many calls.
-        #[arg(long, default_value_t = 1000)]
-        calls: u64,
-        /// How many in flight.
-        #[arg(long, default_value_t = 1)]
+        /// Its arguments: JSON text, @FILE, - (stdin), or key=value / key:=json pairs.
+        #[arg(long, value_name = "ARGS", num_args = 1.., default_values_t = ["{\"text\":\"bench\"}".to_owned()])]
+        args: Vec<String>,
+        /// How many timed calls (default 1000; not with --duration).
+        #[arg(long, value_name = "N", conflicts_with = "duration")]
+        calls: Option<u64>,
+        /// Call for this long instead of a count: 10s, 500ms, 2m (at most 1 h and 10 000 000
+        /// calls).
+        #[arg(long, value_name = "TIME")]
+        duration: Option<String>,
+        /// Calls made first and not timed (connections and caches warm).
+        #[arg(long, default_value_t = 20, value_name = "N")]
+        warmup: u64,
+        /// How many calls in flight at once.
+        #[arg(long, default_value_t = 1, value_name = "N")]
         concurrency: usize,
         #[command(flatten)]
         common: Common,
     },
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    #[command(
+        after_help = "Examples:\n  mcp completions bash > ~/.local/share/bash-completion/completions/mcp\n  mcp completions zsh > \"${fpath[1]}/_mcp\""
+    )]
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff).
+    #[command(after_help = "Examples:\n  mcp man > mcp.1 && man ./mcp.1")]
+    Man,
 }
 
 /// What a command ended with.
@@ -181,34 +358,123 @@ impl From<UsageError> for Fail {
     }
 }
 
-/// A built run: the context, its one slot, and what to scrub from output.
-struct Run {
-    ctx: HarnessContext,
-    slot: SlotHandle,
-    secrets: Vec<String>,
+/// Where and how results are printed.
+#[derive(Clone)]
+struct Printer {
+    secrets: Arc<Vec<Vec<u8>>>,
+    pretty: bool,
+    color: bool,
 }
 
-impl Run {
-    fn out(&self, v: &Value) {
-        let line = scrub(&v.to_string(), &self.secrets);
+impl Printer {
+    fn new(secrets: Vec<Vec<u8>>) -> Self {
+        let tty = std::io::stdout().is_terminal();
+        Printer {
+            secrets: Arc::new(secrets),
+            pretty: tty,
+            color: tty && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+        }
+    }
+
+    /// A JSON result on stdout (one line off a terminal).
+    fn json(&self, v: &Value) {
+        self.text(&render_json(v, self.pretty, self.color));
+    }
+
+    /// A line of text on stdout, scrubbed.
+    fn text(&self, line: &str) {
+        let line = scrub(line, &self.secrets);
         let mut o = std::io::stdout().lock();
         let _ = writeln!(o, "{line}");
         let _ = o.flush();
     }
 
+    /// A diagnostic line on stderr, scrubbed.
     fn err(&self, line: &str) {
         eprintln!("{}", scrub(line, &self.secrets));
     }
+}
 
+/// A built run: the context, its one slot, the printer, and the URL tried first.
+struct Run {
+    ctx: HarnessContext,
+    slot: SlotHandle,
+    p: Printer,
+    url: String,
+}
+
+impl Run {
     /// The timeline, one line per event, on stderr.
     fn timeline_to_stderr(&self) {
         for e in self.ctx.timeline() {
-            self.err(&format!("event: {}", event_line(&e)));
+            self.p.err(&format!("event: {}", event_line(&e)));
+        }
+    }
+
+    /// After a failure: a 404 names the URL tried and the flag that takes a URL as given.
+    fn hint(&self, error: &str) {
+        if error.contains("HTTP 404 Not Found") && !error.contains("no longer knows this session") {
+            self.p.err(&format!(
+                "mcp: HTTP 404 from {}: no MCP endpoint there. If the server's MCP URL has \
+                 another path, give the whole URL with --exact-url",
+                self.url
+            ));
         }
     }
 }
 
-/// Builds the context and the slot from ENDPOINT (the first of `pos`, removed) or the manifest.
+/// Where the server comes from.
+enum Source {
+    Url(String),
+    Manifest { file: String, slot: String },
+    Config { file: String, server: String },
+}
+
+/// Takes the server's source from the first positional (a URL), the flags, or
+/// `MCP_ENDPOINT`, removing the URL from `pos`.
+fn source(common: &Common, pos: &mut Vec<String>) -> Result<Source, UsageError> {
+    let first_is_url = pos.first().is_some_and(|p| p.contains("://"));
+    let flagged = match (
+        &common.manifest,
+        &common.slot,
+        &common.config,
+        &common.server,
+    ) {
+        (Some(file), Some(slot), _, _) => Some(Source::Manifest {
+            file: file.clone(),
+            slot: slot.clone(),
+        }),
+        (_, _, Some(file), Some(server)) => Some(Source::Config {
+            file: file.clone(),
+            server: server.clone(),
+        }),
+        _ => None,
+    };
+    match (first_is_url, flagged) {
+        (true, Some(_)) => Err(UsageError(format!(
+            "both ENDPOINT {:?} and --manifest/--config were given; use one",
+            pos[0]
+        ))),
+        (true, None) => Ok(Source::Url(pos.remove(0))),
+        (false, Some(s)) => Ok(s),
+        (false, None) => match std::env::var(ENDPOINT_VAR) {
+            Ok(url) if !url.trim().is_empty() => Ok(Source::Url(url.trim().to_owned())),
+            _ => Err(UsageError(match pos.first() {
+                Some(p) if !p.starts_with('{') && !p.contains('=') => format!(
+                    "missing ENDPOINT: {p:?} is not a URL (http://host:port); give a URL, \
+                     --config FILE --server NAME, --manifest FILE --slot NAME, or set \
+                     {ENDPOINT_VAR}"
+                ),
+                _ => format!(
+                    "missing ENDPOINT: give a URL, --config FILE --server NAME, --manifest FILE \
+                     --slot NAME, or set {ENDPOINT_VAR}"
+                ),
+            })),
+        },
+    }
+}
+
+/// Builds the context and the slot from the source, the flags and the environment.
 fn build(common: &Common, pos: &mut Vec<String>, run_id: &str) -> Result<Run, Fail> {
     let mut headers = common
         .headers
@@ -236,27 +502,41 @@ fn build(common: &Common, pos: &mut Vec<String>, run_id: &str) -> Result<Run, Fa
     if common.max_reply_bytes < 1024 {
         return Err(UsageError("--max-reply-bytes must be at least 1024".into()).into());
     }
+    let src = source(common, pos)?;
+    // A config file's url is the full MCP URL, as the clients that share the format use it.
+    let exact = common.exact_url || matches!(src, Source::Config { .. });
     let fallback = match &common.fallback {
-        Some(f) => Some(endpoint_base(f, common.exact_url)?),
+        Some(f) => Some(endpoint_base(f, exact)?),
         None => None,
     };
-    let (manifest, slot_name) = match (&common.manifest, &common.slot) {
-        (Some(file), Some(slot)) => {
-            let text = std::fs::read_to_string(file)
+    let (manifest, slot_name) = match src {
+        Source::Manifest { file, slot } => {
+            let text = std::fs::read_to_string(&file)
                 .map_err(|e| UsageError(format!("cannot read manifest {file}: {e}")))?;
             let mut m: Value = serde_json::from_str(&text)
                 .map_err(|e| UsageError(format!("manifest {file} is not JSON: {e}")))?;
-            amend_manifest(&mut m, slot, fallback.as_deref(), &headers);
-            (m, slot.clone())
+            amend_manifest(&mut m, &slot, fallback.as_deref(), &headers);
+            (m, slot)
         }
-        _ => {
-            if pos.is_empty() {
-                return Err(
-                    UsageError("missing ENDPOINT (or --manifest FILE --slot NAME)".into()).into(),
-                );
+        Source::Config { file, server } => {
+            let text = std::fs::read_to_string(&file)
+                .map_err(|e| UsageError(format!("cannot read config {file}: {e}")))?;
+            let s = config_server(&text, &file, &server)?;
+            let url = endpoint_base(&s.url, true)?;
+            // The file's headers first; a --header of the same name wins.
+            let mut all = s.headers;
+            for (k, v) in headers.drain(..) {
+                all.retain(|(n, _)| !n.eq_ignore_ascii_case(&k));
+                all.push((k, v));
             }
-            let ep = pos.remove(0);
-            let base = endpoint_base(&ep, common.exact_url)?;
+            headers = all;
+            (
+                one_slot_manifest(&server, &url, fallback.as_deref(), &headers),
+                server,
+            )
+        }
+        Source::Url(ep) => {
+            let base = endpoint_base(&ep, exact)?;
             (
                 one_slot_manifest(CLI_SLOT, &base, fallback.as_deref(), &headers),
                 CLI_SLOT.to_owned(),
@@ -273,7 +553,13 @@ fn build(common: &Common, pos: &mut Vec<String>, run_id: &str) -> Result<Run, Fa
         let rule = ProxyRule::explicit(p).map_err(|e| UsageError(format!("--proxy: {}", e.0)))?;
         proxy_secrets.extend(rule.secrets());
     }
-    if let Ok(env) = EnvProxies::from_vars(std::env::vars()) {
+    let env_vars = std::env::vars_os().map(|(k, v)| {
+        (
+            k.to_string_lossy().into_owned(),
+            v.to_string_lossy().into_owned(),
+        )
+    });
+    if let Ok(env) = EnvProxies::from_vars(env_vars) {
         proxy_secrets.extend(ProxyRule::Env(Arc::new(env)).secrets());
     }
     let auth_secrets = auth.as_ref().map(|a| a.secrets()).unwrap_or_default();
@@ -292,23 +578,115 @@ fn build(common: &Common, pos: &mut Vec<String>, run_id: &str) -> Result<Run, Fa
     if common.insecure {
         eprintln!("{INSECURE_WARNING}");
     }
-    let options = Options {
-        root_certs,
-        insecure: common.insecure,
-        proxy: common.proxy.clone(),
-        auth,
-        timeout_ms: common.timeout_ms.unwrap_or(Options::default().timeout_ms),
-        reply_cap: common.max_reply_bytes,
-        protocol_version,
-        exact_mcp_urls: common.exact_url,
-        ..Options::default()
-    };
+    let p = Printer::new(secrets.clone());
+    let mut options = Options::default()
+        .reply_cap(common.max_reply_bytes)
+        .protocol_version(protocol_version)
+        .exact_mcp_urls(exact)
+        .root_certs(root_certs)
+        .insecure(common.insecure)
+        .proxy(common.proxy.clone())
+        .auth(auth);
+    if let Some(ms) = common.timeout_ms {
+        options = options.timeout_ms(ms);
+    }
+    match common.idle_timeout_ms {
+        Some(0) => options = options.idle_timeout_ms(None),
+        Some(ms) => options = options.idle_timeout_ms(Some(ms)),
+        None => {}
+    }
+    if common.verbose {
+        options = options.wire_trace(Some(wire_trace(secrets.clone())));
+    }
     let ctx = HarnessContext::from_manifest_value(manifest, run_id, options)
         .map_err(|e| UsageError(scrub(&e.to_string(), &secrets)))?;
     let slot = ctx
         .mcp(&slot_name)
         .map_err(|e| UsageError(scrub(&e.to_string(), &secrets)))?;
-    Ok(Run { ctx, slot, secrets })
+    let url = mcp_url(slot.endpoint(), exact).unwrap_or_else(|_| slot.endpoint().to_owned());
+    Ok(Run { ctx, slot, p, url })
+}
+
+/// `-v`: every connection, request and reply line on stderr as `* #N`, `> #N`, `< #N`, with
+/// sensitive header values and the run's secrets redacted. Reply bytes are cut into whole lines
+/// (per connection) before they are scrubbed, so a secret split across reads is still caught.
+fn wire_trace(secrets: Vec<Vec<u8>>) -> WireTrace {
+    let pending: Mutex<HashMap<u64, Vec<u8>>> = Mutex::new(HashMap::new());
+    WireTrace::new(move |e| {
+        let mut out = String::new();
+        match e {
+            WireEvent::Connected {
+                conn,
+                host,
+                port,
+                tls,
+            } => {
+                let t = if *tls { " (TLS)" } else { "" };
+                out.push_str(&format!("* #{conn} connected to {host}:{port}{t}\n"));
+            }
+            WireEvent::Sent { conn, bytes } => {
+                let text = String::from_utf8_lossy(bytes);
+                let (head, body) = match text.split_once("\r\n\r\n") {
+                    Some((h, b)) if h.contains(" HTTP/1.1") => (h, b),
+                    _ => ("", &*text),
+                };
+                for l in head.lines() {
+                    out.push_str(&format!("> #{conn} {}\n", trace_line(l)));
+                }
+                if !body.is_empty() {
+                    out.push_str(&format!("> #{conn} {}\n", trace_line(body)));
+                }
+            }
+            WireEvent::Received { conn, bytes } => {
+                let mut map = pending.lock().unwrap_or_else(|e| e.into_inner());
+                let buf = map.entry(*conn).or_default();
+                buf.extend_from_slice(bytes);
+                while let Some(i) = buf.iter().position(|&b| b == b'\n') {
+                    let line: Vec<u8> = buf.drain(..=i).collect();
+                    let l = String::from_utf8_lossy(&line);
+                    let l = l.trim_end_matches(['\r', '\n']);
+                    // Blank lines and chunked-encoding size lines are framing, not content.
+                    let framing =
+                        l.is_empty() || (l.len() <= 8 && l.bytes().all(|b| b.is_ascii_hexdigit()));
+                    if !framing {
+                        out.push_str(&format!("< #{conn} {}\n", trace_line(l)));
+                    }
+                }
+                // A line longer than the cap is shown cut, and the rest of it dropped.
+                if buf.len() > 64 * 1024 {
+                    let l = String::from_utf8_lossy(buf);
+                    out.push_str(&format!("< #{conn} {}\n", trace_line(&l)));
+                    buf.clear();
+                }
+            }
+            _ => {}
+        }
+        if !out.is_empty() {
+            eprint!("{}", scrub(&out, &secrets));
+        }
+    })
+}
+
+/// One trace line: sensitive header values replaced, long lines cut.
+fn trace_line(l: &str) -> String {
+    if let Some((name, _)) = l.split_once(':') {
+        let n = name.trim().to_ascii_lowercase();
+        if matches!(
+            n.as_str(),
+            "authorization" | "proxy-authorization" | "cookie" | "set-cookie" | "x-api-key"
+        ) {
+            return format!("{name}: [REDACTED]");
+        }
+    }
+    if l.len() > TRACE_LINE {
+        let mut end = TRACE_LINE;
+        while !l.is_char_boundary(end) {
+            end -= 1;
+        }
+        format!("{}… ({} more bytes)", &l[..end], l.len() - end)
+    } else {
+        l.to_owned()
+    }
 }
 
 /// The OAuth settings of the flags and their environment spellings, if any is given.
@@ -375,7 +753,6 @@ fn run_id() -> String {
     format!("mcp-cli-{}-{t}", std::process::id())
 }
 
-/// Runs `fut`; on a terminal, shows the elapsed time on stderr while it takes over a second.
 /// `progress 2/3: message` (the message already redacted by the core).
 fn progress_line(u: &ProgressUpdate<'_>) -> String {
     let mut line = format!("progress {}", u.progress);
@@ -394,7 +771,7 @@ fn progress_line(u: &ProgressUpdate<'_>) -> String {
 /// on stderr while it runs.
 async fn with_elapsed<T>(
     label: &str,
-    status: Option<&std::sync::Mutex<String>>,
+    status: Option<&Mutex<String>>,
     fut: impl std::future::Future<Output = T>,
 ) -> T {
     if !std::io::stderr().is_terminal() {
@@ -404,7 +781,7 @@ async fn with_elapsed<T>(
     let shown = std::sync::atomic::AtomicBool::new(false);
     let ticker = async {
         loop {
-            async_io_sleep(Duration::from_millis(500)).await;
+            smol::Timer::after(Duration::from_millis(500)).await;
             let s = start.elapsed().as_secs_f64();
             if s >= 1.0 {
                 shown.store(true, Ordering::Relaxed);
@@ -419,7 +796,7 @@ async fn with_elapsed<T>(
     };
     let out = futures_lite::future::or(fut, async {
         ticker.await;
-        unreachable_forever().await
+        futures_lite::future::pending().await
     })
     .await;
     if shown.load(Ordering::Relaxed) {
@@ -428,12 +805,25 @@ async fn with_elapsed<T>(
     out
 }
 
-async fn unreachable_forever<T>() -> T {
-    futures_lite::future::pending().await
-}
-
-async fn async_io_sleep(d: Duration) {
-    smol::Timer::after(d).await;
+/// clap's error as one line that still names what is wrong (the missing argument, the bad
+/// value), and where to look.
+fn clap_error_line(e: &clap::Error) -> String {
+    let text = e.to_string();
+    let mut parts = Vec::new();
+    for l in text.lines() {
+        let l = l.trim();
+        if l.starts_with("Usage:") || l.starts_with("For more information") {
+            break;
+        }
+        if !l.is_empty() && !l.starts_with("tip:") {
+            parts.push(l.to_owned());
+        }
+    }
+    let mut line = parts.join(" ");
+    if line.is_empty() {
+        line = "error: bad arguments".into();
+    }
+    format!("{line} (see mcp --help)")
 }
 
 fn main() -> ExitCode {
@@ -441,25 +831,20 @@ fn main() -> ExitCode {
         Ok(c) => c,
         Err(e) => {
             use clap::error::ErrorKind;
-            if matches!(
-                e.kind(),
-                ErrorKind::DisplayHelp
-                    | ErrorKind::DisplayVersion
-                    | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
-            ) {
-                let _ = e.print();
-                return ExitCode::from(
-                    if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
-                        2
-                    } else {
-                        0
-                    },
-                );
-            }
-            let first = e.to_string();
-            let line = first.lines().next().unwrap_or("error: bad arguments");
-            eprintln!("{line} (see mcp --help)");
-            return ExitCode::from(2);
+            return match e.kind() {
+                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+                    let _ = e.print();
+                    ExitCode::SUCCESS
+                }
+                ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+                    let _ = e.print();
+                    ExitCode::from(2)
+                }
+                _ => {
+                    eprintln!("{}", clap_error_line(&e));
+                    ExitCode::from(2)
+                }
+            };
         }
     };
     match smol::block_on(dispatch(cli.cmd)) {
@@ -471,8 +856,80 @@ fn main() -> ExitCode {
     }
 }
 
+/// The tool arguments of `call`: the JSON object or pairs after TOOL, and `--args`.
+fn call_args(rest: &[String], args: Option<&str>) -> Result<Value, UsageError> {
+    let mut value = match args {
+        Some(src) => args_from_source(src, std::io::stdin().lock())?,
+        None => Value::Object(Map::new()),
+    };
+    let mut pairs = Vec::new();
+    for (i, a) in rest.iter().enumerate() {
+        if a.trim_start().starts_with('{') || a.trim_start().starts_with('[') {
+            if i != 0 || args.is_some() {
+                return Err(UsageError(
+                    "give the JSON arguments once, right after TOOL (or with --args)".into(),
+                ));
+            }
+            value = parse_args(Some(a))?;
+        } else if a == "-" || a.starts_with('@') {
+            if i != 0 || args.is_some() {
+                return Err(UsageError(format!(
+                    "{a:?}: give the arguments' source once, right after TOOL (or with --args)"
+                )));
+            }
+            value = args_from_source(a, std::io::stdin().lock())?;
+        } else {
+            pairs.push(a.clone());
+        }
+    }
+    add_pairs(&mut value, &pairs)?;
+    Ok(value)
+}
+
+/// Parses `10s`, `500ms`, `2m`, `1.5` (seconds).
+fn parse_duration(s: &str) -> Result<Duration, UsageError> {
+    let t = s.trim();
+    let (num, unit) = match t.find(|c: char| !(c.is_ascii_digit() || c == '.')) {
+        Some(i) => t.split_at(i),
+        None => (t, "s"),
+    };
+    let n: f64 = num
+        .parse()
+        .map_err(|_| UsageError(format!("--duration {s:?}: write it as 10s, 500ms or 2m")))?;
+    let secs = match unit {
+        "ms" => n / 1000.0,
+        "s" => n,
+        "m" => n * 60.0,
+        _ => {
+            return Err(UsageError(format!(
+                "--duration {s:?}: the unit must be ms, s or m"
+            )));
+        }
+    };
+    if !(secs > 0.0 && secs <= MAX_BENCH_SECS) {
+        return Err(UsageError(format!(
+            "--duration must be more than 0 and at most {MAX_BENCH_SECS} s"
+        )));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
 async fn dispatch(cmd: Cmd) -> Result<ExitCode, Fail> {
     match cmd {
+        Cmd::Completions { shell } => {
+            let mut cmd = Cli::command();
+            clap_complete::generate(shell, &mut cmd, "mcp", &mut std::io::stdout());
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Man => {
+            let man = clap_mangen::Man::new(Cli::command());
+            let mut out = std::io::stdout().lock();
+            if let Err(e) = man.render(&mut out) {
+                eprintln!("mcp: cannot write the man page: {e}");
+                return Ok(ExitCode::from(1));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Cmd::Tools {
             mut pos,
             json,
@@ -480,35 +937,51 @@ async fn dispatch(cmd: Cmd) -> Result<ExitCode, Fail> {
         } => {
             let run = build(&common, &mut pos, &run_id())?;
             no_extra(&pos)?;
-            let code = tools(&run, json).await;
+            let format = if json {
+                Format::Json
+            } else {
+                common.format.unwrap_or(Format::Text)
+            };
+            let code = tools(&run, format).await;
             Ok(finish(&run, code).await)
         }
-        Cmd::Call { mut pos, common } => {
+        Cmd::Call {
+            mut pos,
+            args,
+            common,
+        } => {
             let run = build(&common, &mut pos, &run_id())?;
-            let (tool, args) = match pos.as_slice() {
-                [tool] => (tool.clone(), parse_args(None)?),
-                [tool, args] => (tool.clone(), parse_args(Some(args))?),
-                [] => return Err(UsageError("missing TOOL".into()).into()),
-                _ => {
-                    return Err(
-                        UsageError("too many arguments: ENDPOINT TOOL [JSON_ARGS]".into()).into(),
-                    );
-                }
+            let Some((tool, rest)) = pos.split_first() else {
+                return Err(UsageError("missing TOOL".into()).into());
             };
+            let args = call_args(rest, args.as_deref())?;
             // On a terminal, the status line shows the call's progress notifications too.
-            let status = std::sync::Mutex::new(String::new());
+            let status = Mutex::new(String::new());
             let on_progress = |u: &ProgressUpdate<'_>| {
                 if let Ok(mut s) = status.lock() {
                     *s = progress_line(u);
                 }
             };
             let r = with_elapsed(
-                &tool,
+                tool,
                 Some(&status),
-                run.slot.call_with_progress(&tool, &args, on_progress),
+                run.slot.call_with_progress(tool, &args, on_progress),
             )
             .await;
-            run.out(&result_json(&r));
+            match common.format.unwrap_or(Format::Json) {
+                Format::Json => run.p.json(&result_json(&r)),
+                Format::Text => {
+                    if !r.text.is_empty() || r.ok {
+                        run.p.text(r.text.trim_end_matches('\n'));
+                    }
+                    if let Some(e) = &r.error {
+                        run.p.err(&format!("mcp: {tool}: {e}"));
+                    }
+                }
+            }
+            if let Some(e) = &r.error {
+                run.hint(e);
+            }
             Ok(finish(&run, if r.ok { 0 } else { 1 }).await)
         }
         Cmd::Exec {
@@ -520,12 +993,10 @@ async fn dispatch(cmd: Cmd) -> Result<ExitCode, Fail> {
             // clamped to 1..=285 s); the call keeps the seed's 300 s ceiling above it.
             let cmd_timeout_ms = common.timeout_ms.take();
             let id = match &workspace {
-                Some(w) => {
-                    if w.is_empty() {
-                        return Err(UsageError("--workspace must not be empty".into()).into());
-                    }
-                    w.clone()
+                Some(w) if w.is_empty() => {
+                    return Err(UsageError("--workspace must not be empty".into()).into());
                 }
+                Some(w) => w.clone(),
                 None => run_id(),
             };
             let run = build(&common, &mut pos, &id)?;
@@ -534,7 +1005,7 @@ async fn dispatch(cmd: Cmd) -> Result<ExitCode, Fail> {
                 [] => return Err(UsageError("missing COMMAND".into()).into()),
                 _ => {
                     return Err(UsageError(
-                        "too many arguments: ENDPOINT COMMAND (quote the command)".into(),
+                        "too many arguments: [ENDPOINT] COMMAND (quote the command)".into(),
                     )
                     .into());
                 }
@@ -547,8 +1018,16 @@ async fn dispatch(cmd: Cmd) -> Result<ExitCode, Fail> {
                 exec.exec(&command, cmd_timeout_ms.unwrap_or(285_000)),
             )
             .await;
-            let text = scrub(&r.output, &run.secrets);
-            {
+            if common.format == Some(Format::Json) {
+                run.p.json(&json!({
+                    "ok": r.ok,
+                    "exitCode": r.exit_code,
+                    "output": r.output,
+                    "latencyMs": r.call.latency_ms,
+                    "error": r.call.error,
+                }));
+            } else {
+                let text = scrub(&r.output, &run.p.secrets);
                 let mut o = std::io::stdout().lock();
                 let _ = o.write_all(text.as_bytes());
                 if !text.is_empty() && !text.ends_with('\n') {
@@ -560,23 +1039,31 @@ async fn dispatch(cmd: Cmd) -> Result<ExitCode, Fail> {
                 Some(c) => u8::try_from(c).unwrap_or(1),
                 None => {
                     if !r.call.ok {
-                        run.err(&format!(
-                            "mcp: run_command failed: {}",
-                            r.call
-                                .error
-                                .as_deref()
-                                .unwrap_or("no exit line in the reply")
-                        ));
+                        let e = r
+                            .call
+                            .error
+                            .as_deref()
+                            .unwrap_or("no exit line in the reply");
+                        run.p.err(&format!("mcp: run_command failed: {e}"));
+                        run.hint(e);
                     }
                     if r.ok { 0 } else { 1 }
                 }
             };
             Ok(finish(&run, code).await)
         }
-        Cmd::Batch { mut pos, common } => {
+        Cmd::Batch {
+            mut pos,
+            concurrency,
+            common,
+        } => {
             let run = build(&common, &mut pos, &run_id())?;
             no_extra(&pos)?;
-            let code = batch(&run).await;
+            if concurrency == 0 || concurrency > MAX_CONC {
+                return Err(UsageError(format!("--concurrency must be 1..={MAX_CONC}")).into());
+            }
+            let text = common.format == Some(Format::Text);
+            let code = batch(&run, concurrency, text).await;
             Ok(finish(&run, code).await)
         }
         Cmd::Bench {
@@ -584,21 +1071,52 @@ async fn dispatch(cmd: Cmd) -> Result<ExitCode, Fail> {
             tool,
             args,
             calls,
+            duration,
+            warmup,
             concurrency,
             common,
         } => {
             let run = build(&common, &mut pos, &run_id())?;
             no_extra(&pos)?;
-            let args = parse_args(Some(&args))?;
-            if calls == 0 || calls > MAX_BENCH_CALLS {
-                return Err(UsageError(format!("--calls must be 1..={MAX_BENCH_CALLS}")).into());
+            let args = match args.split_first() {
+                Some((first, rest))
+                    if first.trim_start().starts_with('{')
+                        || first == "-"
+                        || first.starts_with('@') =>
+                {
+                    let mut v = args_from_source(first, std::io::stdin().lock())?;
+                    add_pairs(&mut v, rest)?;
+                    v
+                }
+                _ => {
+                    let mut v = Value::Object(Map::new());
+                    add_pairs(&mut v, &args)?;
+                    v
+                }
+            };
+            let until = match (&duration, calls) {
+                (Some(d), _) => Until::Elapsed(parse_duration(d)?),
+                (None, Some(n)) if n == 0 || n > MAX_BENCH_CALLS => {
+                    return Err(UsageError(format!("--calls must be 1..={MAX_BENCH_CALLS}")).into());
+                }
+                (None, n) => Until::Count(n.unwrap_or(1000)),
+            };
+            if warmup > 100_000 {
+                return Err(UsageError("--warmup must be at most 100000".into()).into());
             }
-            if concurrency == 0 || concurrency > MAX_BENCH_CONC {
-                return Err(
-                    UsageError(format!("--concurrency must be 1..={MAX_BENCH_CONC}")).into(),
-                );
+            if concurrency == 0 || concurrency > MAX_CONC {
+                return Err(UsageError(format!("--concurrency must be 1..={MAX_CONC}")).into());
             }
-            let code = bench(&run, &tool, args, calls, concurrency).await;
+            let text = common.format == Some(Format::Text);
+            let spec = BenchSpec {
+                tool,
+                args,
+                until,
+                warmup,
+                conc: concurrency,
+                text,
+            };
+            let code = bench(&run, spec).await?;
             Ok(finish(&run, code).await)
         }
     }
@@ -618,41 +1136,93 @@ async fn finish(run: &Run, code: u8) -> ExitCode {
     ExitCode::from(code)
 }
 
-async fn tools(run: &Run, json: bool) -> u8 {
-    if json {
-        return match with_elapsed("tools/list", None, run.slot.list_tools_described()).await {
-            Ok(tools) => {
-                run.out(&json!({ "tools": tools }));
-                0
-            }
-            Err(e) => {
-                run.err(&format!("mcp: {e}"));
-                1
-            }
-        };
-    }
-    match with_elapsed("tools/list", None, run.slot.list_tools()).await {
-        Ok(names) => {
-            {
-                let mut o = std::io::stdout().lock();
-                for n in &names {
-                    let _ = writeln!(o, "{}", scrub(n, &run.secrets));
+async fn tools(run: &Run, format: Format) -> u8 {
+    let listed = with_elapsed("tools/list", None, run.slot.tools()).await;
+    match listed {
+        Ok(tools) => {
+            match format {
+                Format::Json => {
+                    let v: Vec<Value> = tools
+                        .iter()
+                        .map(|t| {
+                            let mut m = Map::new();
+                            m.insert("name".into(), json!(t.name));
+                            if let Some(x) = &t.title {
+                                m.insert("title".into(), json!(x));
+                            }
+                            if let Some(x) = &t.description {
+                                m.insert("description".into(), json!(x));
+                            }
+                            m.insert("inputSchema".into(), t.input_schema.clone());
+                            if let Some(x) = &t.output_schema {
+                                m.insert("outputSchema".into(), x.clone());
+                            }
+                            if let Some(x) = &t.annotations {
+                                m.insert("annotations".into(), x.clone());
+                            }
+                            Value::Object(m)
+                        })
+                        .collect();
+                    run.p.json(&json!({ "tools": v }));
+                }
+                Format::Text => {
+                    for t in &tools {
+                        run.p.text(&t.name);
+                    }
                 }
             }
             0
         }
         Err(e) => {
-            run.err(&format!("mcp: {e}"));
+            run.p.err(&format!("mcp: {e}"));
+            run.hint(&e.message);
             1
         }
     }
 }
 
-async fn batch(run: &Run) -> u8 {
+/// One batch result: the input's line and tool, then the ToolResult's fields.
+fn batch_result(line: u64, tool: Option<&str>, r: &Value) -> Value {
+    let mut m = Map::new();
+    m.insert("line".into(), json!(line));
+    m.insert("tool".into(), json!(tool));
+    if let Value::Object(fields) = r {
+        for (k, v) in fields {
+            m.insert(k.clone(), v.clone());
+        }
+    }
+    Value::Object(m)
+}
+
+fn print_batch_result(p: &Printer, v: &Value, text: bool) {
+    if text {
+        let line = v["line"].as_u64().unwrap_or(0);
+        let tool = v["tool"].as_str().unwrap_or("-");
+        let body = if v["ok"] == json!(true) {
+            format!("ok: {}", v["text"].as_str().unwrap_or(""))
+        } else {
+            format!(
+                "failed: {}",
+                v["error"]
+                    .as_str()
+                    .or(v["text"].as_str())
+                    .unwrap_or("no reason given")
+            )
+        };
+        p.text(&format!("{line} {tool} {}", body.replace('\n', " ")));
+    } else {
+        p.json(v);
+    }
+}
+
+async fn batch(run: &Run, conc: usize, text: bool) -> u8 {
     let stdin = std::io::stdin();
     let mut input = stdin.lock();
-    let mut worst = 0u8;
+    let worst = Arc::new(AtomicU8::new(0));
+    let permits = Arc::new(smol::lock::Semaphore::new(conc));
     let mut line_no = 0u64;
+    let mut blank = 0u64;
+    let mut code = None;
     loop {
         let mut buf = Vec::new();
         let n = match (&mut input)
@@ -661,8 +1231,9 @@ async fn batch(run: &Run) -> u8 {
         {
             Ok(n) => n,
             Err(e) => {
-                run.err(&format!("mcp: reading stdin: {e}"));
-                return 2;
+                run.p.err(&format!("mcp: reading stdin: {e}"));
+                code = Some(2);
+                break;
             }
         };
         if n == 0 {
@@ -670,96 +1241,218 @@ async fn batch(run: &Run) -> u8 {
         }
         line_no += 1;
         if buf.len() > MAX_BATCH_LINE {
-            run.err(&format!(
-                "mcp: line {line_no}: longer than {MAX_BATCH_LINE} bytes"
+            run.p.err(&format!(
+                "mcp: line {line_no}: longer than {MAX_BATCH_LINE} bytes; stopping"
             ));
-            return 2;
+            code = Some(2);
+            break;
         }
-        let text = String::from_utf8_lossy(&buf);
-        let text = text.trim();
-        if text.is_empty() {
+        let text_line = String::from_utf8_lossy(&buf);
+        let text_line = text_line.trim();
+        if text_line.is_empty() {
+            blank += 1;
+            run.p
+                .err(&format!("mcp: line {line_no} is blank; skipped (no call)"));
             continue;
         }
-        let result = match parse_batch_line(text) {
-            Ok((tool, args)) => {
-                let r = run.slot.call(&tool, &args).await;
-                result_json(&r)
+        let parsed = parse_batch_line(text_line);
+        let permit = permits.acquire_arc().await;
+        let (slot, p, worst) = (run.slot.clone(), run.p.clone(), worst.clone());
+        smol::spawn(async move {
+            let v = match parsed {
+                Ok((tool, args)) => {
+                    let r = slot.call(&tool, &args).await;
+                    batch_result(line_no, Some(&tool), &result_json(&r))
+                }
+                Err((tool, e)) => {
+                    let r = ToolResult::local_failure(format!("line {line_no}: {e}"));
+                    batch_result(line_no, tool.as_deref(), &result_json(&r))
+                }
+            };
+            if v["ok"] != json!(true) {
+                worst.fetch_max(1, Ordering::Relaxed);
             }
-            Err(e) => {
-                json!({ "ok": false, "text": "", "isError": false, "latencyMs": 0,
-                        "error": format!("line {line_no}: {e}") })
-            }
-        };
-        if result["ok"] != json!(true) {
-            worst = 1;
-        }
-        run.out(&result);
+            print_batch_result(&p, &v, text);
+            drop(permit);
+        })
+        .detach();
     }
-    run.out(&json!({
+    // Every call has ended once every permit is back.
+    let mut held = Vec::with_capacity(conc);
+    for _ in 0..conc {
+        held.push(permits.acquire().await);
+    }
+    drop(held);
+    let summary = json!({
+        "lines": line_no,
+        "blankLines": blank,
         "ledger": ledger_json(&run.ctx.ledger()),
         "timeline": timeline_json(&run.ctx.timeline()),
-    }));
-    worst
+    });
+    if text {
+        let l = run.ctx.ledger();
+        run.p.text(&format!(
+            "{line_no} lines ({blank} blank), {} tool calls metered, {} evidence bytes, {} events",
+            l.tool_calls,
+            l.evidence_bytes,
+            run.ctx.timeline().len()
+        ));
+    } else {
+        run.p.json(&summary);
+    }
+    code.unwrap_or_else(|| worst.load(Ordering::Relaxed))
 }
 
-fn parse_batch_line(text: &str) -> Result<(String, Value), String> {
-    let v: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+/// A batch line: `(tool, args)`, or the tool (when it could be read) and why the line is bad.
+fn parse_batch_line(text: &str) -> Result<(String, Value), (Option<String>, String)> {
+    let v: Value = serde_json::from_str(text).map_err(|e| (None, format!("not JSON: {e}")))?;
     let tool = v
         .get("tool")
         .and_then(Value::as_str)
-        .ok_or("expected {\"tool\": NAME, \"args\": {…}}")?
+        .ok_or((None, "expected {\"tool\": NAME, \"args\": {…}}".to_owned()))?
         .to_owned();
     let args = match v.get("args") {
         None | Some(Value::Null) => json!({}),
         Some(a @ Value::Object(_)) => a.clone(),
-        Some(_) => return Err("\"args\" must be an object".into()),
+        Some(_) => return Err((Some(tool), "\"args\" must be an object".into())),
     };
     Ok((tool, args))
 }
 
-async fn bench(run: &Run, tool: &str, args: Value, calls: u64, conc: usize) -> u8 {
-    if let Err(e) = run.slot.list_tools().await {
-        run.err(&format!("mcp: handshake failed: {e}"));
-        return 1;
+/// When a bench stops.
+#[derive(Debug, Clone, Copy)]
+enum Until {
+    Count(u64),
+    Elapsed(Duration),
+}
+
+struct BenchSpec {
+    tool: String,
+    args: Value,
+    until: Until,
+    warmup: u64,
+    conc: usize,
+    text: bool,
+}
+
+/// How an error is counted in the breakdown: its kind, not the ids or numbers in it.
+fn error_kind(r: &ToolResult) -> String {
+    if r.is_error {
+        return "tool error (isError)".into();
+    }
+    let e = r.error.as_deref().unwrap_or("no reason given");
+    let mut k: String = e
+        .chars()
+        .map(|c| if c.is_ascii_digit() { '#' } else { c })
+        .take(80)
+        .collect();
+    if e.chars().count() > 80 {
+        k.push('…');
+    }
+    k
+}
+
+async fn bench(run: &Run, spec: BenchSpec) -> Result<u8, Fail> {
+    let BenchSpec {
+        tool,
+        args,
+        until,
+        warmup,
+        conc,
+        text,
+    } = spec;
+    // The handshake, and the tool must exist: timing calls to a missing tool measures errors.
+    let tools = match run.slot.list_tools().await {
+        Ok(t) => t,
+        Err(e) => {
+            run.p.err(&format!("mcp: {e}"));
+            run.hint(&e.message);
+            return Ok(1);
+        }
+    };
+    if !tools.contains(&tool) {
+        let mut names = tools.clone();
+        names.sort();
+        return Err(UsageError(format!(
+            "tool {tool:?} is not on this server; it has: {}",
+            if names.is_empty() {
+                "no tools".to_owned()
+            } else {
+                names.join(", ")
+            }
+        ))
+        .into());
+    }
+    for _ in 0..warmup {
+        let _ = run.slot.call(&tool, &args).await;
     }
     let next = Arc::new(AtomicU64::new(0));
     let done = Arc::new(AtomicU64::new(0));
-    let errors = Arc::new(AtomicU64::new(0));
     let args = Arc::new(args);
     let start = Instant::now();
     let mut tasks = Vec::new();
-    for _ in 0..conc.min(calls as usize) {
+    let workers = match until {
+        Until::Count(n) => conc.min(usize::try_from(n).unwrap_or(conc)),
+        Until::Elapsed(_) => conc,
+    };
+    for _ in 0..workers {
         let slot = run.slot.clone();
-        let (next, done, errors, args) = (next.clone(), done.clone(), errors.clone(), args.clone());
-        let tool = tool.to_owned();
+        let (next, done, args) = (next.clone(), done.clone(), args.clone());
+        let tool = tool.clone();
         tasks.push(smol::spawn(async move {
             let mut lat = Vec::new();
-            while next.fetch_add(1, Ordering::Relaxed) < calls {
+            let mut errors: BTreeMap<String, u64> = BTreeMap::new();
+            loop {
+                // A duration run is still capped in calls, so its latencies fit in memory.
+                let go = match until {
+                    Until::Count(n) => next.fetch_add(1, Ordering::Relaxed) < n,
+                    Until::Elapsed(d) => {
+                        start.elapsed() < d
+                            && next.fetch_add(1, Ordering::Relaxed) < MAX_BENCH_CALLS
+                    }
+                };
+                if !go {
+                    break;
+                }
                 let t0 = Instant::now();
                 let r = slot.call(&tool, &*args).await;
                 lat.push(t0.elapsed().as_secs_f64() * 1000.0);
                 if !r.ok {
-                    errors.fetch_add(1, Ordering::Relaxed);
+                    let k = error_kind(&r);
+                    if errors.len() < MAX_ERROR_KINDS || errors.contains_key(&k) {
+                        *errors.entry(k).or_default() += 1;
+                    } else {
+                        *errors.entry("other".into()).or_default() += 1;
+                    }
                 }
                 done.fetch_add(1, Ordering::Relaxed);
             }
-            lat
+            (lat, errors)
         }));
     }
     let progress = std::io::stderr().is_terminal();
-    let all = futures_lite::future::or(
+    let (all, errors) = futures_lite::future::or(
         async {
-            let mut all = Vec::with_capacity(calls as usize);
+            let mut all = Vec::new();
+            let mut errors: BTreeMap<String, u64> = BTreeMap::new();
             for t in tasks {
-                all.extend(t.await);
+                let (l, e) = t.await;
+                all.extend(l);
+                for (k, n) in e {
+                    *errors.entry(k).or_default() += n;
+                }
             }
-            all
+            (all, errors)
         },
         async {
             loop {
                 smol::Timer::after(Duration::from_millis(250)).await;
                 if progress {
-                    eprint!("\r{}/{calls} calls", done.load(Ordering::Relaxed));
+                    eprint!(
+                        "\r{} calls, {:.1} s",
+                        done.load(Ordering::Relaxed),
+                        start.elapsed().as_secs_f64()
+                    );
                 }
             }
         },
@@ -772,14 +1465,76 @@ async fn bench(run: &Run, tool: &str, args: Value, calls: u64, conc: usize) -> u
     let mut sorted = all;
     sorted.sort_by(f64::total_cmp);
     let round = |x: f64| (x * 1000.0).round() / 1000.0;
-    let errs = errors.load(Ordering::Relaxed);
-    run.out(&json!({
-        "calls_per_sec": round(sorted.len() as f64 / secs.max(1e-9)),
-        "p50_ms": round(common::quantile(&sorted, 0.50)),
-        "p99_ms": round(common::quantile(&sorted, 0.99)),
-        "errors": errs,
-        "n": sorted.len(),
-        "conc": conc,
-    }));
-    if errs == 0 { 0 } else { 1 }
+    let q = |p: f64| round(common::quantile(&sorted, p));
+    let n_errors: u64 = errors.values().sum();
+    let mean = if sorted.is_empty() {
+        0.0
+    } else {
+        sorted.iter().sum::<f64>() / sorted.len() as f64
+    };
+    let summary = json!({
+        "tool": tool,
+        "calls": sorted.len(),
+        "errors": n_errors,
+        "errorKinds": errors,
+        "concurrency": conc,
+        "warmup": warmup,
+        "durationMs": round(secs * 1000.0),
+        "callsPerSec": round(sorted.len() as f64 / secs.max(1e-9)),
+        "latencyMs": {
+            "min": round(sorted.first().copied().unwrap_or(0.0)),
+            "mean": round(mean),
+            "p50": q(0.50),
+            "p90": q(0.90),
+            "p99": q(0.99),
+            "p999": q(0.999),
+            "max": round(sorted.last().copied().unwrap_or(0.0)),
+        },
+    });
+    if std::io::stderr().is_terminal() {
+        eprint!("{}", histogram(&sorted));
+    }
+    if text {
+        let l = &summary["latencyMs"];
+        run.p.text(&format!(
+            "{} calls to {tool} in {:.2} s, {} in flight: {} calls/s, {} errors\n\
+             latency ms: p50 {} p90 {} p99 {} p99.9 {} max {}",
+            sorted.len(),
+            secs,
+            conc,
+            summary["callsPerSec"],
+            n_errors,
+            l["p50"],
+            l["p90"],
+            l["p99"],
+            l["p999"],
+            l["max"]
+        ));
+        for (k, n) in &errors {
+            run.p.text(&format!("  {n} x {k}"));
+        }
+    } else {
+        run.p.json(&summary);
+    }
+    Ok(if n_errors == 0 { 0 } else { 1 })
+}
+
+/// A latency histogram for a person: buckets doubling from 0.0625 ms, a bar per bucket.
+fn histogram(sorted: &[f64]) -> String {
+    if sorted.is_empty() {
+        return String::new();
+    }
+    let mut buckets: BTreeMap<i32, usize> = BTreeMap::new();
+    for &ms in sorted {
+        let b = (ms.max(0.0625) / 0.0625).log2().floor() as i32;
+        *buckets.entry(b).or_default() += 1;
+    }
+    let most = buckets.values().copied().max().unwrap_or(1);
+    let mut out = String::from("latency histogram (ms):\n");
+    for (b, n) in buckets {
+        let lo = 0.0625 * 2f64.powi(b);
+        let bar = "#".repeat((n * 40).div_ceil(most));
+        out.push_str(&format!("  {:>9.3} - {:>9.3}  {bar} {n}\n", lo, lo * 2.0));
+    }
+    out
 }

@@ -360,10 +360,7 @@ pub fn context_with(manifest: Value, run_id: &str, mut opts: Options) -> Harness
 
 /// Options with a per-call timeout.
 pub fn with_timeout(ms: u64) -> Options {
-    Options {
-        timeout_ms: ms,
-        ..Options::default()
-    }
+    Options::default().timeout_ms(ms)
 }
 
 /// Runs `fut` on smol, failing the test if it takes longer than `bound` (nothing hangs).

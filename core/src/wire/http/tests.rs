@@ -389,10 +389,8 @@ fn truncated_heads_and_bodies() {
 fn malformed_heads() {
     for raw in [
         &b"HTTP/2 200 OK\r\n\r\n"[..],
-        b"HTTX/1.1 200 OK\r\n\r\n",
         b"HTTP/1.1 2x0 OK\r\n\r\n",
         b"HTTP/1.1 200 OK\r\nbad name: x\r\n\r\n",
-        b"\r\n\r\n",
         b"HTTP/1.1 101 Switching Protocols\r\n\r\n",
         b"HTTP/1.1 200 OK\r\ntransfer-encoding: gzip, chunked\r\n\r\n",
         b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked, chunked\r\n\r\n",
@@ -410,6 +408,52 @@ fn malformed_heads() {
     }
     many.extend_from_slice(b"\r\n");
     assert_eq!(run(&many).1, Err(HttpError::TooManyHeaders));
+}
+
+#[test]
+fn a_reply_that_cannot_be_http_is_refused_at_its_first_bytes() {
+    // No head end in sight: the decoder must not wait for one (nor for the deadline).
+    for (first, want) in [
+        (&b"HTTX"[..], HttpError::NotHttp),
+        (b"\r\n\r\n", HttpError::NotHttp),
+        (b"\x00\x01\x02", HttpError::NotHttp),
+        (b"SSH-2.0-OpenSSH_9.6\r\n", HttpError::NotHttp),
+        (b"{\"jsonrpc\"", HttpError::NotHttp),
+        // A TLS alert or handshake record: an https port spoken to in plain http.
+        (b"\x15\x03\x03\x00\x02\x02\x32", HttpError::TlsRecord),
+        (b"\x16\x03\x01\x00", HttpError::TlsRecord),
+    ] {
+        let mut storage = [0u8; 1024];
+        let mut d = ResponseDecoder::new(&mut storage, limits());
+        assert_eq!(d.decode(first).map(|(_, x)| x), Err(want), "{first:?}");
+    }
+    // One byte at a time, the verdict comes as soon as a byte cannot continue "HTTP/".
+    let mut storage = [0u8; 1024];
+    let mut d = ResponseDecoder::new(&mut storage, limits());
+    assert_eq!(d.decode(b"H").map(|(_, x)| x), Ok(Decoded::NeedMore));
+    assert_eq!(d.decode(b"T").map(|(_, x)| x), Ok(Decoded::NeedMore));
+    assert_eq!(d.decode(b"X").map(|(_, x)| x), Err(HttpError::NotHttp));
+    // A real head split anywhere in its prefix is fine.
+    for cut in 1..6 {
+        let raw = b"HTTP/1.1 204 No Content\r\n\r\n";
+        let (out, end) = run_with(&[&raw[..cut], &raw[cut..]], true, limits());
+        assert_eq!(end, Ok(()), "cut at {cut}");
+        assert_eq!(head_of(&out).status, 204);
+    }
+    // After a 1xx, the next head is checked the same way.
+    assert_eq!(
+        run(b"HTTP/1.1 100 Continue\r\n\r\nGARBAGE").1,
+        Err(HttpError::NotHttp)
+    );
+}
+
+#[test]
+fn retry_after_is_kept_from_the_head() {
+    let (out, _) =
+        run(b"HTTP/1.1 429 Too Many Requests\r\nretry-after: 3600\r\ncontent-length: 0\r\n\r\n");
+    assert_eq!(head_of(&out).retry_after, Some(RetryAfter::Seconds(3600)));
+    let (out, _) = run(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n");
+    assert_eq!(head_of(&out).retry_after, None);
 }
 
 #[test]

@@ -466,3 +466,145 @@ fn skipping_strings_counts_the_backslashes_before_a_quote() {
         assert_eq!(back, theirs, "{src}");
     }
 }
+
+/// String bodies rich in what the 64-byte fast path must stop at: quotes, backslashes, escape
+/// letters, hex digits, surrogate halves, controls, UTF-8 lead and continuation bytes, and
+/// bytes that are never UTF-8, long enough to cross several blocks.
+fn arb_string_body() -> impl Strategy<Value = Vec<u8>> {
+    let byte = prop_oneof![
+        12 => Just(b'a'),
+        4 => Just(b'\\'),
+        1 => Just(b'"'),
+        1 => Just(b'n'),
+        1 => Just(b'/'),
+        2 => Just(b'u'),
+        1 => Just(b'0'),
+        1 => Just(b'd'),
+        1 => Just(b'8'),
+        1 => Just(b'c'),
+        1 => Just(0x01u8),
+        1 => Just(0x1fu8),
+        1 => Just(0xc3u8),
+        1 => Just(0xa9u8),
+        1 => Just(0xe2u8),
+        1 => Just(0xffu8),
+        1 => any::<u8>(),
+    ];
+    prop::collection::vec(byte, 0..400)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2048, ..ProptestConfig::default() })]
+
+    /// The block-at-a-time string scan accepts exactly what the exact scanner accepts, ends
+    /// where it ends, and leaves every error (kind and offset) to it.
+    #[test]
+    fn fast_string_scan_agrees_with_the_exact_one(
+        body in arb_string_body(),
+        close in any::<bool>(),
+        lead in 0usize..70,
+    ) {
+        let mut input = std::vec![b' '; lead];
+        input.push(b'"');
+        input.extend_from_slice(&body);
+        if close {
+            input.push(b'"');
+        }
+        let exact = scan_string_exact(&input, lead);
+        match exact {
+            Ok(end) => {
+                prop_assert_eq!(string_end(&input, lead), Some(end));
+                prop_assert_eq!(skip_string(&input, lead), end);
+                prop_assert_eq!(scan_string(&input, lead), Ok(end));
+            }
+            Err(e) => {
+                prop_assert_eq!(string_end(&input, lead), None);
+                prop_assert_eq!(scan_string(&input, lead), Err(e));
+            }
+        }
+    }
+
+}
+
+/// What `unescape_into` writes on the edge: one put per piece.
+fn unescaped_by_pieces(s: &JsonStr<'_>) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut utf8 = [0u8; 4];
+    for piece in s.pieces() {
+        match piece {
+            Piece::Span(b) => out.extend_from_slice(b),
+            Piece::Char(c) => out.extend_from_slice(c.encode_utf8(&mut utf8).as_bytes()),
+            Piece::Lone(_) => out.extend_from_slice("\u{FFFD}".as_bytes()),
+        }
+    }
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    /// The host's gathered unescaping writes exactly what the edge's piece-by-piece one does,
+    /// over strings of several gathers, and under a cap it keeps a prefix of it.
+    #[test]
+    fn gathered_unescape_agrees_with_piece_by_piece(
+        pieces in prop::collection::vec(
+            prop_oneof![
+                8 => "[a-z ]{0,90}",
+                3 => Just("\\n".to_string()),
+                1 => Just("\\\"".to_string()),
+                1 => Just("\\\\".to_string()),
+                1 => Just("\\/".to_string()),
+                1 => Just("\\t\\r\\b\\f".to_string()),
+                1 => Just("\\u00e9\\u20AC".to_string()),
+                1 => Just("\\ud83d\\ude00".to_string()),
+                1 => Just("\\ud800x\\udc00".to_string()),
+                1 => Just("é—😀".to_string()),
+            ],
+            0..120,
+        ),
+        repeat in 1usize..12,
+        cap in 0usize..8000,
+    ) {
+        let body = pieces.concat();
+        let mut input = std::vec![b'"'];
+        for _ in 0..repeat {
+            input.extend_from_slice(body.as_bytes());
+        }
+        input.push(b'"');
+        {
+            let v = parse(&input).unwrap();
+            let s = v.as_str().unwrap();
+            let want = unescaped_by_pieces(&s);
+            let mut out = VecSink(Vec::new());
+            s.unescape_gathered(&mut out).unwrap();
+            prop_assert_eq!(&out.0, &want);
+            let mut storage = std::vec![0u8; cap];
+            let mut capped = SliceBuf::new(&mut storage);
+            match s.unescape_gathered(&mut capped) {
+                Ok(()) => prop_assert_eq!(capped.bytes(), &want[..]),
+                Err(o) => {
+                    prop_assert_eq!(o.limit, cap);
+                    prop_assert!(want.len() > cap);
+                    prop_assert!(want.starts_with(capped.bytes()));
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn long_strings_cross_blocks_with_escapes_at_every_offset() {
+    // An escape (short, \u, a surrogate pair) straddling each position around the 64-byte
+    // block edges: parse, skip and unescape agree with serde_json.
+    for esc in ["\\n", "\\u00e9", "\\ud83d\\ude00", "\\\"", "é"] {
+        for at in 55..140 {
+            let text = std::format!("{}{esc}{}", "x".repeat(at), "y".repeat(at % 7));
+            let src = std::format!("{{\"t\":\"{text}\",\"after\":1}}");
+            let v = parse(src.as_bytes()).unwrap();
+            assert_eq!(v.get("after").and_then(|a| a.as_u64()), Some(1), "{src}");
+            let theirs: serde_json::Value = serde_json::from_str(&src).unwrap();
+            let t = v.get("t").and_then(|t| t.as_str()).unwrap();
+            assert_eq!(unescaped(&t), theirs["t"].as_str().unwrap(), "{src}");
+        }
+    }
+}

@@ -1,0 +1,46 @@
+//! A fixed number of runs of our reply path, for instruction counts that the machine's load
+//! does not move (`perf stat -e instructions:u`), to compare two builds on a shared machine.
+//!
+//! Run: `cargo bench -p verifi-mcp-core --bench reply_count -j2 -- 8MiB 100`
+//! (size `1KiB`, `64KiB` or `8MiB`, then the number of runs; prints the mean time per run).
+use std::time::Instant;
+
+mod support;
+use support::*;
+
+fn main() {
+    let mut args = std::env::args().skip(1).filter(|a| a != "--bench");
+    let size = match args.next().as_deref() {
+        Some("1KiB") => 1usize << 10,
+        Some("64KiB") => 64 << 10,
+        _ => 8 << 20,
+    };
+    let runs: u32 = args.next().and_then(|n| n.parse().ok()).unwrap_or(100);
+    let (json, text) = reply_json(size);
+    let (wire, _) = wire_reply(&json);
+    let want = expected_text(&text);
+    let mut head = vec![0u8; 16 * 1024];
+    let mut reply = VecBuf::new(16 << 20);
+    let mut out = VecBuf::new(16 << 20);
+    ours(&wire, &mut head, &mut reply, &mut out);
+    assert_eq!(
+        verifi_mcp_core::buf::Buf::bytes(&out),
+        want.as_bytes(),
+        "our text"
+    );
+    let start = Instant::now();
+    for _ in 0..runs {
+        std::hint::black_box(ours(
+            std::hint::black_box(&wire),
+            &mut head,
+            &mut reply,
+            &mut out,
+        ));
+    }
+    let per = start.elapsed() / runs;
+    println!(
+        "{} wire bytes x {runs}: {per:?} per run, {:.0} MiB/s",
+        wire.len(),
+        wire.len() as f64 / per.as_secs_f64() / f64::from(1 << 20)
+    );
+}

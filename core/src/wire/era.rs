@@ -1,0 +1,559 @@
+//! The 2026-07-28 era of MCP, as pure decisions and encoders: what a `server/discover` probe's
+//! answer says about a server, the `_meta` envelope every modern request carries, the
+//! `Mcp-*` header values (with the `=?base64?…?=` form for values that cannot ride as plain
+//! header text), and the `x-mcp-header` annotations of a tool's input schema.
+//!
+//! Owns no sequencing: when to probe, when to fall back to `initialize` and when to re-list
+//! after `-32020` are the call sequencing's; this module says what each answer means.
+//!
+//! The verdict rules (issue "Speak the 2026-07-28 protocol"): a server is modern only on a
+//! successful `server/discover`, a 400 whose body is a JSON-RPC error `-32020`, `-32021` or
+//! `-32022`, or a 404 whose body is a JSON-RPC `-32601`. Every other answer a server gives
+//! (another 400 body, a 200 carrying a JSON-RPC error, another 404, a 405) is old era. A failure
+//! (401, 403, 5xx, an empty or malformed 2xx; a timeout, reset or TLS error never reaches here)
+//! is no verdict: the call fails naming it. Facts about real servers' answers are in
+//! `shared/captures/2026/` (TS 1.32 answers the probe with 400 `-32000`; Python, FastMCP and rmcp
+//! answer it with a result).
+
+use crate::buf::{Overflow, Sink};
+use crate::wire::json::{JsonLimits, Kind, Value, write_str_literal};
+use crate::wire::jsonrpc::{CLIENT_NAME, SDK_VERSION};
+
+/// The modern protocol version this client speaks.
+pub const MODERN_VERSION: &str = "2026-07-28";
+
+/// The modern versions this client speaks, newest first.
+pub const MODERN_VERSIONS: &[&str] = &[MODERN_VERSION];
+
+/// A header mismatch (`Mcp-Method`, `Mcp-Name`, `Mcp-Param-*` or the version header against
+/// the body): re-list the tools and retry once.
+pub const HEADER_MISMATCH: i64 = -32020;
+/// A capability or extension the request needs was not declared (e.g. the tasks extension).
+pub const MISSING_CAPABILITY: i64 = -32021;
+/// The protocol version is not supported; `data.supported` lists the server's.
+pub const UNSUPPORTED_VERSION: i64 = -32022;
+/// JSON-RPC "method not found".
+pub const METHOD_NOT_FOUND: i64 = -32601;
+
+/// Which era to speak to a server: found by a probe, or forced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum EraSetting {
+    /// Probe once per server per run with `server/discover` (the default).
+    #[default]
+    Auto,
+    /// The 2026-07-28 era only: never `initialize`.
+    Modern,
+    /// The handshake era only: never `server/discover`.
+    Legacy,
+}
+
+/// What a probe's answer says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Verdict {
+    /// A modern server: speak the 2026-07-28 era.
+    Modern,
+    /// A modern server that does not speak the version offered, but speaks this one, which
+    /// this client speaks too: probe once more at it.
+    ReprobeAt(&'static str),
+    /// A modern server with no version in common (its `supported` list names none of ours):
+    /// the call fails, naming what the server speaks.
+    NoCommonVersion,
+    /// An old-era server: fall back to `initialize`.
+    Legacy,
+    /// Not an answer about eras (auth, a server error, an empty or malformed reply): the call
+    /// fails, naming the status; no era is recorded.
+    NoVerdict,
+}
+
+/// Judges the answer to a `server/discover` probe.
+///
+/// `status` is the HTTP status. `body` is what came with it: for a 2xx, the JSON-RPC message
+/// the reply carried (the JSON body or the SSE event), `None` when there was none; for any
+/// other status, the start of the body as received.
+pub fn judge_probe(status: u16, body: Option<&[u8]>) -> Verdict {
+    let message = body.and_then(|b| Value::parse(b, JsonLimits::default()).ok());
+    let error_code = message
+        .and_then(|m| m.get("error"))
+        .and_then(|e| e.get("code"))
+        .and_then(|c| c.as_i64());
+    match status {
+        200..=299 => match message {
+            Some(m) if m.get("result").is_some_and(|r| r.kind() == Kind::Object) => Verdict::Modern,
+            // A 200 carrying a JSON-RPC error: a server that read the request and does not
+            // know the method (an old-era dispatcher).
+            Some(_) if error_code.is_some() => Verdict::Legacy,
+            // Empty, not JSON, not JSON-RPC: a gateway's answer, not the server's.
+            _ => Verdict::NoVerdict,
+        },
+        400 => match error_code {
+            Some(HEADER_MISMATCH | MISSING_CAPABILITY) => Verdict::Modern,
+            Some(UNSUPPORTED_VERSION) => supported_versions(message).map_or(
+                Verdict::Modern,
+                |supported| match newest_common(supported) {
+                    Some(v) => Verdict::ReprobeAt(v),
+                    None => Verdict::NoCommonVersion,
+                },
+            ),
+            _ => Verdict::Legacy,
+        },
+        404 if error_code == Some(METHOD_NOT_FOUND) => Verdict::Modern,
+        401 | 403 | 407 | 408 | 429 | 500..=599 => Verdict::NoVerdict,
+        300..=399 => Verdict::NoVerdict,
+        _ => Verdict::Legacy,
+    }
+}
+
+/// `error.data.supported` of a `-32022` answer.
+fn supported_versions(message: Option<Value<'_>>) -> Option<Value<'_>> {
+    message?
+        .get("error")?
+        .get("data")?
+        .get("supported")
+        .filter(|s| s.kind() == Kind::Array)
+}
+
+/// The newest version that this client speaks and `supported` (a JSON array) lists.
+pub fn newest_common(supported: Value<'_>) -> Option<&'static str> {
+    MODERN_VERSIONS.iter().copied().find(|ours| {
+        supported
+            .elements()
+            .any(|v| v.as_str().is_some_and(|s| s.eq_str(ours)))
+    })
+}
+
+/// What the client declares it can do, in `initialize` and in the 2026 `_meta`: a capability
+/// exactly when there is a handler for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct ClientCapabilities {
+    /// Answers `elicitation/create` (old era) and elicitation `input_required` rounds.
+    pub elicitation: bool,
+    /// Answers `sampling/createMessage`.
+    pub sampling: bool,
+    /// Answers `roots/list`.
+    pub roots: bool,
+    /// Declares the tasks extension (`io.modelcontextprotocol/tasks`).
+    pub tasks: bool,
+}
+
+impl ClientCapabilities {
+    /// Writes the capabilities object, e.g. `{}` or
+    /// `{"elicitation":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}`.
+    pub fn write(&self, out: &mut impl Sink) -> Result<(), Overflow> {
+        out.put(b"{")?;
+        let mut first = true;
+        let mut member = |out: &mut _, text: &[u8]| -> Result<(), Overflow> {
+            if !first {
+                Sink::put(out, b",")?;
+            }
+            first = false;
+            Sink::put(out, text)
+        };
+        if self.elicitation {
+            member(out, b"\"elicitation\":{}")?;
+        }
+        if self.roots {
+            member(out, b"\"roots\":{}")?;
+        }
+        if self.sampling {
+            member(out, b"\"sampling\":{}")?;
+        }
+        if self.tasks {
+            member(
+                out,
+                b"\"extensions\":{\"io.modelcontextprotocol/tasks\":{}}",
+            )?;
+        }
+        out.put(b"}")
+    }
+}
+
+/// Writes the `_meta` member every 2026-era request carries in its `params`:
+/// `"_meta":{"io.modelcontextprotocol/protocolVersion":V,"io.modelcontextprotocol/clientInfo":
+/// {"name":"verifi-harness-sdk","version":"1.0.0"},"io.modelcontextprotocol/clientCapabilities":{…}}`
+/// (the version here equals the `MCP-Protocol-Version` header).
+pub fn write_meta(
+    out: &mut impl Sink,
+    version: &str,
+    caps: &ClientCapabilities,
+) -> Result<(), Overflow> {
+    out.put(b"\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":")?;
+    write_str_literal(out, version)?;
+    out.put(b",\"io.modelcontextprotocol/clientInfo\":{\"name\":")?;
+    write_str_literal(out, CLIENT_NAME)?;
+    out.put(b",\"version\":")?;
+    write_str_literal(out, SDK_VERSION)?;
+    out.put(b"},\"io.modelcontextprotocol/clientCapabilities\":")?;
+    caps.write(out)?;
+    out.put(b"}")
+}
+
+/// Writes the probe: `{"jsonrpc":"2.0","id":N,"method":"server/discover","params":{"_meta":…}}`.
+pub fn encode_server_discover(
+    out: &mut impl Sink,
+    id: u64,
+    version: &str,
+    caps: &ClientCapabilities,
+) -> Result<(), Overflow> {
+    out.put(b"{\"jsonrpc\":\"2.0\",\"id\":")?;
+    crate::buf::put_u64(out, id)?;
+    out.put(b",\"method\":\"server/discover\",\"params\":{")?;
+    write_meta(out, version, caps)?;
+    out.put(b"}}")
+}
+
+/// True when `value` can be sent as a header value as it is: visible ASCII and inner spaces,
+/// no leading or trailing blank, not empty.
+pub fn header_safe(value: &[u8]) -> bool {
+    !value.is_empty()
+        && value.iter().all(|&b| (0x20..=0x7e).contains(&b))
+        && value.first() != Some(&b' ')
+        && value.last() != Some(&b' ')
+}
+
+/// Writes a `Mcp-Name` / `Mcp-Param-*` header value: as it is when [`header_safe`], else
+/// `=?base64?<standard base64 of the UTF-8 bytes>?=` (e.g. `"Zürich "` is
+/// `=?base64?WsO8cmljaCA=?=`).
+pub fn write_header_value(out: &mut impl Sink, value: &[u8]) -> Result<(), Overflow> {
+    if header_safe(value) {
+        return out.put(value);
+    }
+    out.put(b"=?base64?")?;
+    write_base64(out, value)?;
+    out.put(b"?=")
+}
+
+/// Standard base64 with padding (RFC 4648 §4), written in small pieces (no allocation).
+fn write_base64(out: &mut impl Sink, bytes: &[u8]) -> Result<(), Overflow> {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let sym = |i: u32| ALPHABET.get((i & 63) as usize).copied().unwrap_or(b'=');
+    for chunk in bytes.chunks(3) {
+        let b = |i: usize| u32::from(chunk.get(i).copied().unwrap_or(0));
+        let n = (b(0) << 16) | (b(1) << 8) | b(2);
+        let quad = [
+            sym(n >> 18),
+            sym(n >> 12),
+            if chunk.len() > 1 { sym(n >> 6) } else { b'=' },
+            if chunk.len() > 2 { sym(n) } else { b'=' },
+        ];
+        out.put(&quad)?;
+    }
+    Ok(())
+}
+
+/// Why a tool's `x-mcp-header` annotations make it unusable (the tool is dropped from the
+/// list, as the specification asks).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum HeaderAnnotationError {
+    /// The header name is not an RFC 9110 token.
+    BadName,
+    /// Two parameters name the same header (names compare case-insensitively).
+    Duplicate,
+    /// The annotated parameter is not a string, integer, number or boolean.
+    NotPrimitive,
+    /// An annotation below the top-level properties, which no argument can reach.
+    Unreachable,
+    /// More annotations than this client keeps ([`MAX_HEADER_PARAMS`]).
+    TooMany,
+}
+
+/// The most `x-mcp-header` parameters one tool may declare here.
+pub const MAX_HEADER_PARAMS: usize = 16;
+
+/// One argument of a tool mirrored into a header: the argument's name and the header's
+/// suffix (`Mcp-Param-{header}`), both as the schema writes them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeaderParam<'a> {
+    /// The argument (top-level property) name, raw JSON string contents.
+    pub argument: &'a [u8],
+    /// The header suffix.
+    pub header: &'a [u8],
+}
+
+/// The `x-mcp-header` parameters of a tool's `inputSchema`, validated: RFC 9110 token names,
+/// unique case-insensitively, on top-level properties of a primitive type.
+pub fn header_params(
+    input_schema: Value<'_>,
+) -> Result<heapless::Vec<HeaderParam<'_>, MAX_HEADER_PARAMS>, HeaderAnnotationError> {
+    let mut found = heapless::Vec::new();
+    if let Some(props) = input_schema.get("properties") {
+        for (name, prop) in props.members() {
+            let Some(header) = prop.get("x-mcp-header") else {
+                continue;
+            };
+            let header = header
+                .as_str()
+                .map(|h| h.raw())
+                .filter(|h| !h.is_empty() && h.iter().all(|&b| is_tchar(b)))
+                .ok_or(HeaderAnnotationError::BadName)?;
+            let primitive = prop.get("type").and_then(|t| t.as_str()).is_some_and(|t| {
+                ["string", "integer", "number", "boolean"]
+                    .iter()
+                    .any(|k| t.eq_str(k))
+            });
+            if !primitive {
+                return Err(HeaderAnnotationError::NotPrimitive);
+            }
+            let duplicate = found
+                .iter()
+                .any(|p: &HeaderParam<'_>| p.header.eq_ignore_ascii_case(header));
+            if duplicate {
+                return Err(HeaderAnnotationError::Duplicate);
+            }
+            found
+                .push(HeaderParam {
+                    argument: name.raw(),
+                    header,
+                })
+                .map_err(|_| HeaderAnnotationError::TooMany)?;
+        }
+    }
+    // Every annotation in the schema must be one of those: anything deeper is unreachable.
+    let all = memchr::memmem::find_iter(input_schema.raw(), b"\"x-mcp-header\"").count();
+    if all != found.len() {
+        return Err(HeaderAnnotationError::Unreachable);
+    }
+    Ok(found)
+}
+
+/// RFC 9110 `tchar`.
+fn is_tchar(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+/// Writes the header value of one mirrored argument: a string's text (unescaped, encoded
+/// when not header-safe), a number or boolean as written. `None` for `null` or any other kind:
+/// the header is then left out.
+pub fn write_param_value(out: &mut impl Sink, argument: Value<'_>) -> Option<Result<(), Overflow>> {
+    match argument.kind() {
+        Kind::String => {
+            let s = argument.as_str()?;
+            match s.as_plain() {
+                Some(plain) => Some(write_header_value(out, plain.as_bytes())),
+                None => {
+                    // Escaped: unescape into a small stack buffer first (header values are
+                    // short; a longer one is not mirrored and the server says so).
+                    let mut text = crate::wire::failure::StrSink::<256>::default();
+                    s.unescape_into(&mut text).ok()?;
+                    Some(write_header_value(out, text.as_str().as_bytes()))
+                }
+            }
+        }
+        Kind::Number | Kind::Bool => Some(out.put(argument.raw())),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::buf::{Buf, SliceBuf};
+    use std::string::String;
+
+    fn text(f: impl FnOnce(&mut SliceBuf<'_>) -> Result<(), Overflow>) -> String {
+        let mut storage = [0u8; 1024];
+        let mut b = SliceBuf::new(&mut storage);
+        f(&mut b).unwrap();
+        String::from_utf8(b.bytes().to_vec()).unwrap()
+    }
+
+    #[test]
+    fn probe_verdicts_hold_exactly() {
+        let rpc_error = |code: i64| {
+            std::format!(r#"{{"jsonrpc":"2.0","id":null,"error":{{"code":{code},"message":"m"}}}}"#)
+        };
+        let discover = br#"{"jsonrpc":"2.0","id":1,"result":{"supportedVersions":["2026-07-28"],"capabilities":{},"resultType":"complete"}}"#;
+        // Modern, and only these.
+        assert_eq!(judge_probe(200, Some(discover)), Verdict::Modern);
+        for code in [-32020, -32021] {
+            assert_eq!(
+                judge_probe(400, Some(rpc_error(code).as_bytes())),
+                Verdict::Modern
+            );
+        }
+        assert_eq!(
+            judge_probe(404, Some(rpc_error(-32601).as_bytes())),
+            Verdict::Modern
+        );
+        // Old era: every other answer a server gives. (TS 1.32's answers, as captured.)
+        for body in [
+            rpc_error(-32000),
+            r#"{"jsonrpc":"2.0","id":"server-error","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"}}"#.into(),
+            "Bad Request".into(),
+            String::new(),
+        ] {
+            assert_eq!(judge_probe(400, Some(body.as_bytes())), Verdict::Legacy, "{body}");
+        }
+        assert_eq!(
+            judge_probe(200, Some(rpc_error(-32601).as_bytes())),
+            Verdict::Legacy
+        );
+        assert_eq!(judge_probe(404, Some(b"Not Found")), Verdict::Legacy);
+        assert_eq!(
+            judge_probe(404, Some(rpc_error(-32000).as_bytes())),
+            Verdict::Legacy
+        );
+        assert_eq!(judge_probe(405, Some(b"")), Verdict::Legacy);
+        // No verdict: failures of the call.
+        for status in [401, 403, 500, 502, 503, 504] {
+            assert_eq!(
+                judge_probe(status, Some(rpc_error(-32020).as_bytes())),
+                Verdict::NoVerdict
+            );
+        }
+        assert_eq!(judge_probe(200, None), Verdict::NoVerdict, "an empty 2xx");
+        assert_eq!(
+            judge_probe(200, Some(b"<html>")),
+            Verdict::NoVerdict,
+            "a malformed 2xx"
+        );
+        assert_eq!(judge_probe(202, Some(b"")), Verdict::NoVerdict);
+    }
+
+    #[test]
+    fn an_unsupported_version_reprobes_only_at_a_version_both_speak() {
+        let with = |supported: &str| {
+            std::format!(
+                r#"{{"jsonrpc":"2.0","id":1,"error":{{"code":-32022,"message":"x","data":{{"supported":{supported},"requested":"2027-01-01"}}}}}}"#
+            )
+        };
+        // rmcp lists all five; ours is among them.
+        let rmcp = with(r#"["2024-11-05","2025-03-26","2025-06-18","2025-11-25","2026-07-28"]"#);
+        assert_eq!(
+            judge_probe(400, Some(rmcp.as_bytes())),
+            Verdict::ReprobeAt("2026-07-28")
+        );
+        // Only a version we do not speak: never probe at it.
+        let future = with(r#"["2027-01-01"]"#);
+        assert_eq!(
+            judge_probe(400, Some(future.as_bytes())),
+            Verdict::NoCommonVersion
+        );
+        // No list at all: still a modern server's error.
+        let bare = br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32022,"message":"x"}}"#;
+        assert_eq!(judge_probe(400, Some(bare)), Verdict::Modern);
+    }
+
+    #[test]
+    fn the_meta_envelope_and_the_probe() {
+        let caps = ClientCapabilities {
+            tasks: true,
+            ..ClientCapabilities::default()
+        };
+        let probe = text(|b| encode_server_discover(b, 1, MODERN_VERSION, &caps));
+        assert_eq!(
+            probe,
+            r#"{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"verifi-harness-sdk","version":"1.0.0"},"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}}}"#
+        );
+        let v: serde_json::Value = serde_json::from_str(&probe).unwrap();
+        assert_eq!(
+            v["params"]["_meta"]["io.modelcontextprotocol/clientInfo"]["name"],
+            "verifi-harness-sdk"
+        );
+        let all = ClientCapabilities {
+            elicitation: true,
+            sampling: true,
+            roots: true,
+            tasks: false,
+        };
+        assert_eq!(
+            text(|b| all.write(b)),
+            r#"{"elicitation":{},"roots":{},"sampling":{}}"#
+        );
+        assert_eq!(text(|b| ClientCapabilities::default().write(b)), "{}");
+    }
+
+    #[test]
+    fn header_values_ride_plain_or_as_base64() {
+        assert_eq!(text(|b| write_header_value(b, b"eu-west-1")), "eu-west-1");
+        assert_eq!(text(|b| write_header_value(b, b"a b")), "a b");
+        // The captured example: a trailing blank and a non-ASCII letter.
+        assert_eq!(
+            text(|b| write_header_value(b, "Zürich ".as_bytes())),
+            "=?base64?WsO8cmljaCA=?="
+        );
+        assert_eq!(text(|b| write_header_value(b, b"")), "=?base64??=");
+        assert_eq!(
+            text(|b| write_header_value(b, b"a\r\nb")),
+            "=?base64?YQ0KYg==?="
+        );
+        assert_eq!(text(|b| write_header_value(b, b" x")), "=?base64?IHg=?=");
+    }
+
+    fn schema(json: &str) -> Value<'_> {
+        Value::parse(json.as_bytes(), JsonLimits::default()).unwrap()
+    }
+
+    #[test]
+    fn header_annotations_are_read_and_bad_ones_refused() {
+        let s = schema(
+            r#"{"type":"object","properties":{"text":{"type":"string"},"region":{"type":"string","x-mcp-header":"Region"},"n":{"type":"integer","x-mcp-header":"Count"}}}"#,
+        );
+        let params = header_params(s).unwrap();
+        assert_eq!(params.len(), 2);
+        assert_eq!(
+            (params[0].argument, params[0].header),
+            (&b"region"[..], &b"Region"[..])
+        );
+        assert_eq!(params[1].header, b"Count");
+        let bad = [
+            (
+                r#"{"properties":{"a":{"type":"string","x-mcp-header":"Bad Name"}}}"#,
+                HeaderAnnotationError::BadName,
+            ),
+            (
+                r#"{"properties":{"a":{"type":"string","x-mcp-header":""}}}"#,
+                HeaderAnnotationError::BadName,
+            ),
+            (
+                r#"{"properties":{"a":{"type":"string","x-mcp-header":"X"},"b":{"type":"string","x-mcp-header":"x"}}}"#,
+                HeaderAnnotationError::Duplicate,
+            ),
+            (
+                r#"{"properties":{"a":{"type":"object","x-mcp-header":"X"}}}"#,
+                HeaderAnnotationError::NotPrimitive,
+            ),
+            (
+                r#"{"properties":{"a":{"x-mcp-header":"X"}}}"#,
+                HeaderAnnotationError::NotPrimitive,
+            ),
+            (
+                r#"{"properties":{"a":{"type":"object","properties":{"b":{"type":"string","x-mcp-header":"X"}}}}}"#,
+                HeaderAnnotationError::Unreachable,
+            ),
+        ];
+        for (json, want) in bad {
+            assert_eq!(header_params(schema(json)).unwrap_err(), want, "{json}");
+        }
+        assert!(
+            header_params(schema(r#"{"type":"object"}"#))
+                .unwrap()
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn argument_values_become_header_values() {
+        let v = |json: &str| {
+            let value = schema(json);
+            let mut storage = [0u8; 256];
+            let mut b = SliceBuf::new(&mut storage);
+            write_param_value(&mut b, value).map(|r| {
+                r.unwrap();
+                String::from_utf8(b.bytes().to_vec()).unwrap()
+            })
+        };
+        assert_eq!(v(r#""eu-west-1""#).as_deref(), Some("eu-west-1"));
+        assert_eq!(
+            v(r#""Z\u00fcrich ""#).as_deref(),
+            Some("=?base64?WsO8cmljaCA=?=")
+        );
+        assert_eq!(v("42").as_deref(), Some("42"));
+        assert_eq!(v("true").as_deref(), Some("true"));
+        assert_eq!(v("null"), None, "null: the header is left out");
+        assert_eq!(v("[1]"), None);
+    }
+}
