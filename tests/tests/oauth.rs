@@ -741,3 +741,38 @@ fn concurrent_first_calls_share_one_authorization_and_list_tools_is_authorized()
     let refs: Vec<&ToolResult> = results.iter().collect();
     assert_no_leak(&outputs(&ctx, &refs), &p, &[CC_BASIC_SECRET]);
 }
+
+#[test]
+fn a_dropped_calls_cancellation_carries_the_token() {
+    let p = peer("header");
+    let ctx = ctx(&p, Some(secret_client("cc-basic", CC_BASIC_SECRET)));
+    let slot = ctx.mcp("s").unwrap();
+    // The caller gives up on a slow call: the driver tells the server, with the held token.
+    let gave_up = smol::block_on(smol::future::or(
+        async {
+            slot.call("slow", json!({ "ms": 5000 })).await;
+            false
+        },
+        async {
+            smol::Timer::after(Duration::from_millis(800)).await;
+            true
+        },
+    ));
+    assert!(gave_up);
+    let t0 = Instant::now();
+    loop {
+        let methods = p.stats()["methods"].clone();
+        if methods
+            .as_array()
+            .is_some_and(|m| m.iter().any(|x| x == "notifications/cancelled"))
+        {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "no authorized notifications/cancelled reached the server: {methods}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(p.stats()["token_requests"], 1);
+}

@@ -94,9 +94,11 @@ fn http_goes_through_tinyproxy_in_absolute_form() {
         o
     })
     .unwrap();
-    let r = echo(&ctx, "s", "absolute");
-    assert!(r.ok, "{r:?}");
-    assert_eq!(r.text, "absolute");
+    for i in 0..5 {
+        let r = echo(&ctx, "s", &format!("absolute {i}"));
+        assert!(r.ok, "{r:?}");
+        assert_eq!(r.text, format!("absolute {i}"));
+    }
     let want = format!("POST http://{}/mcp HTTP/1.1", server.addr());
     let requests = tp.requests();
     assert!(requests.contains(&want), "{want} not in {requests:?}");
@@ -107,6 +109,11 @@ fn http_goes_through_tinyproxy_in_absolute_form() {
         "every request went through the proxy in absolute form: {requests:?}"
     );
     assert!(server.stats().initializes() >= 1);
+    // Absolute-form connections are not pooled (a proxy may close them unannounced): one
+    // client connection per request.
+    // (The first connection logged is `Tinyproxy::start`'s readiness check.)
+    let connects = tp.log().matches("Connect (file descriptor").count() - 1;
+    assert_eq!(connects, requests.len(), "{}", tp.log());
 }
 
 #[test]
@@ -478,6 +485,20 @@ fn mcp_cli_proxy_cacert_insecure_and_the_environment() {
         tp.requests()[before..]
             .iter()
             .any(|l| l == "CONNECT mcp.invalid:9 HTTP/1.1")
+    );
+    // HTTP_PROXY for plain http: the request goes to the proxy in absolute form.
+    let before = tp.requests().len();
+    let env = [("HTTP_PROXY", tp.url())];
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let o = mcp(&["call", "http://mcp.invalid:9", "echo", "{}"], &env);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
+    assert!(
+        tp.requests()[before..]
+            .iter()
+            .any(|l| l == "POST http://mcp.invalid:9/mcp HTTP/1.1"),
+        "{:?}",
+        tp.requests()
     );
     // NO_PROXY sends it direct, where the name does not resolve.
     let env = [("HTTPS_PROXY", proxy.as_str()), ("NO_PROXY", ".invalid")];

@@ -628,7 +628,15 @@ impl Net for RoutedNet<'_> {
             .map_err(|f| ConnectError::from(&f))
     }
 
-    fn recycle(&self, _ep: &Endpoint<'_>, conn: Conn) {
+    fn recycle(&self, ep: &Endpoint<'_>, conn: Conn) {
+        // A forward proxy taking absolute-form requests often closes its client connection
+        // after each reply without saying so (tinyproxy does); a request written on such a
+        // connection is lost, and a tool call is never sent twice. So these are not pooled:
+        // each request gets its own connection to the proxy. (CONNECT tunnels are pooled.)
+        if ep.absolute_form() {
+            drop(conn);
+            return;
+        }
         self.net.recycle(conn);
     }
 

@@ -652,7 +652,17 @@ impl SlotHandle {
                     let Ok(endpoints) = slot.endpoints() else {
                         return;
                     };
-                    let headers = slot.headers();
+                    // An OAuth slot's notification carries the token held (never a new one).
+                    let authorization = slot
+                        .inner
+                        .auth
+                        .as_ref()
+                        .and_then(crate::auth::Authorizer::held_token)
+                        .map(|t| format!("Bearer {t}"));
+                    let mut headers = slot.headers();
+                    if let Some(a) = &authorization {
+                        headers.push(("authorization", a));
+                    }
                     let cfg = slot.config(endpoints, &headers);
                     let Ok(net) = slot.net() else {
                         return;

@@ -22,7 +22,7 @@
 // (private_key_jwt, ES256), cc-short (client_secret_basic, 3 s tokens), code (public native
 // client, PKCE, authorization code, any loopback port of http://127.0.0.1/callback); and
 // dynamic registration. Secrets are fixed test values (see SECRETS below).
-// Tools: echo {text}; whoami (returns the bearer token it was called with: a leaky tool, so a
+// Tools: echo {text}; slow {ms}; whoami (returns the bearer token it was called with: a leaky tool, so a
 // test can prove the client redacts it). GET /debug/stats on the MCP port: what was seen;
 // POST /debug/revoke: every token seen so far is refused from then on (a 401).
 
@@ -49,7 +49,7 @@ const SECRETS = {
   'cc-short': 'cc-short-secret-0123456789abcdef',
 };
 
-const stats = { auto_approved: 0, token_requests: 0, token_paths: [], mcp_requests: 0, unauthorized: 0, tokens_seen: [], tool_calls: 0 };
+const stats = { methods: [], auto_approved: 0, token_requests: 0, token_paths: [], mcp_requests: 0, unauthorized: 0, tokens_seen: [], tool_calls: 0 };
 // Tokens the resource server refuses from now on (POST /debug/revoke: every token seen so far).
 const revoked = new Set();
 
@@ -209,9 +209,13 @@ app.use('/mcp', requireBearerAuth({
 }));
 app.use('/mcp', (req, res, next) => { if (res.statusCode === 401) stats.unauthorized++; next(); });
 app.post('/mcp', async (req, res) => {
+  // Every JSON-RPC method that passed the bearer check, in order.
+  for (const m of Array.isArray(req.body) ? req.body : [req.body]) stats.methods.push(m?.method ?? null);
   const server = new McpServer({ name: 'verifi-peer-auth', version: '0.1.0' });
   server.registerTool('echo', { description: 'Returns its text argument', inputSchema: { text: z.string() } },
     async ({ text }) => { stats.tool_calls++; return { content: [{ type: 'text', text }] }; });
+  server.registerTool('slow', { description: 'Sleeps ms (default 5000)', inputSchema: { ms: z.number().int().optional() } },
+    async ({ ms = 5000 }) => { await new Promise((r) => setTimeout(r, Math.min(ms, 60000))); return { content: [{ type: 'text', text: 'slept' }] }; });
   server.registerTool('whoami', { description: 'Returns the bearer token it was called with', inputSchema: {} },
     async (_args, extra) => { stats.tool_calls++; return { content: [{ type: 'text', text: `token=${extra.authInfo?.token}` }] }; });
   const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });

@@ -15,6 +15,8 @@
 
 pub mod client;
 pub mod decide;
+#[cfg(test)]
+mod hostile_input;
 pub mod loopback;
 pub mod pkce;
 pub(crate) mod slot;
@@ -339,6 +341,9 @@ pub struct Discovered {
     pub server: ServerMetadata,
 }
 
+/// Most tokens, secrets and assertions a run keeps among its secrets.
+pub const MAX_LEARNED: usize = 4096;
+
 /// How long a person may take at the authorization step.
 const PERSON_DEADLINE: Duration = Duration::from_secs(300);
 
@@ -395,6 +400,11 @@ impl Authorizer {
         if s.len() >= 4 {
             let mut l = lock(&self.learned);
             if !l.iter().any(|x| x == s) {
+                // Bounded: a run renewing short-lived tokens for days forgets the oldest
+                // (long expired) ones rather than growing the redactor's work without end.
+                if l.len() >= MAX_LEARNED {
+                    l.remove(0);
+                }
                 l.push(s.to_owned());
             }
         }
@@ -1011,4 +1021,63 @@ pub async fn discover_with(
 /// `URL_SAFE_NO_PAD` of `bytes` (for the `pkce` module).
 pub(crate) fn b64url(bytes: &[u8]) -> String {
     URL_SAFE_NO_PAD.encode(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn learned_secrets_are_bounded_and_config_secrets_join_at_once() {
+        let learned = Arc::new(Mutex::new(Vec::new()));
+        let a = Authorizer::new(
+            AuthConfig {
+                client_id: Some("c".into()),
+                client_secret: Some("the-client-secret".into()),
+                ..AuthConfig::default()
+            },
+            learned.clone(),
+            Duration::from_secs(1),
+        );
+        assert_eq!(*lock(&learned), vec!["the-client-secret".to_owned()]);
+        for i in 0..(MAX_LEARNED + 10) {
+            a.learn(&format!("token-{i:06}"));
+        }
+        a.learn("abc"); // under 4 characters: never a secret (it would scrub evidence)
+        let l = lock(&learned);
+        assert_eq!(l.len(), MAX_LEARNED);
+        assert_eq!(l.last().map(String::as_str), Some("token-004105"));
+        assert!(!l.iter().any(|s| s == "abc"));
+        assert!(format!("{a:?}").contains("has_secret: true"));
+        assert!(!format!("{a:?}").contains("the-client-secret"));
+    }
+
+    #[test]
+    fn flows_parse_and_metadata_needs_issuer_and_token_endpoint() {
+        assert_eq!(
+            AuthFlow::parse("client-credentials"),
+            Some(AuthFlow::ClientCredentials)
+        );
+        assert_eq!(
+            AuthFlow::parse("authorization-code"),
+            Some(AuthFlow::AuthorizationCode)
+        );
+        assert_eq!(AuthFlow::parse("auto"), Some(AuthFlow::Auto));
+        assert_eq!(AuthFlow::parse("implicit"), None);
+        let ok = serde_json::json!({"issuer": "https://a", "token_endpoint": "https://a/t",
+            "token_endpoint_auth_methods_supported": ["private_key_jwt"],
+            "authorization_response_iss_parameter_supported": true});
+        let m = ServerMetadata::from_json(&ok).unwrap();
+        assert!(m.iss_parameter && !m.client_id_metadata_documents);
+        assert_eq!(m.auth_methods, Some(vec!["private_key_jwt".to_owned()]));
+        assert!(ServerMetadata::from_json(&serde_json::json!({"issuer": "x"})).is_err());
+        assert!(!AuthConfig::default().is_configured());
+        let t = Token {
+            access_token: "secret-access".into(),
+            refresh_token: None,
+            expires_at: None,
+            scopes: vec![],
+        };
+        assert!(!format!("{t:?}").contains("secret-access"));
+    }
 }
