@@ -465,21 +465,7 @@ impl HostNet {
     }
 
     /// Puts back a connection whose response ended cleanly and may be kept alive.
-    ///
-    /// A plain-http request sent through a forward proxy (absolute form) is not kept: a proxy
-    /// may close its side after each response (tinyproxy does, without saying so), and a
-    /// `tools/call` written on such a socket could never be sent again. A `CONNECT` tunnel is
-    /// end to end and is kept like a direct connection.
     pub fn recycle(&self, conn: Conn) {
-        let absolute_form = !conn.key.target.tls
-            && conn
-                .key
-                .proxy
-                .as_ref()
-                .is_some_and(|(_, credentials)| credentials.is_none());
-        if absolute_form {
-            return;
-        }
         let mut pools = lock(&self.inner.pools);
         if let Some(pool) = pools.get_mut(&conn.key) {
             pool.idle.push(conn);
