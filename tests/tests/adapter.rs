@@ -343,6 +343,11 @@ fn no_healthy_server_is_announced_and_list_tools_fails_with_its_message() {
         assert!(!r.ok);
         let err = kali.list_tools().await.unwrap_err();
         assert!(err.to_string().starts_with("tools/list failed: "), "{err}");
+        assert_eq!(
+            err.kind,
+            verifi_mcp_smol::Kind::Unreachable(verifi_mcp_smol::Cause::Connect),
+            "a typed reason to branch on"
+        );
     });
     assert_eq!(ctx.events_of("mcp.no_healthy_tool").len(), 1);
     assert_eq!(ctx.ledger().tool_calls, 2);

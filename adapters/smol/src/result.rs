@@ -134,6 +134,29 @@ impl std::error::Error for CallError {}
 pub struct ListToolsError {
     /// The whole message, `tools/list failed: …` (the core's wording, redacted).
     pub message: String,
+    /// Why, as a type: `Refused { code, .. }` (a JSON-RPC error) or `Unreachable(cause)`.
+    pub kind: Kind,
+}
+
+impl ListToolsError {
+    /// A failure before anything was sent (an endpoint, a route, an authorization step).
+    pub(crate) fn local(message: String) -> Self {
+        ListToolsError {
+            message,
+            kind: Kind::Unreachable(verifi_mcp_core::wire::failure::Cause::Local),
+        }
+    }
+
+    /// The kind of a driver's list failure.
+    pub(crate) fn kind_of(e: &verifi_mcp_core::drive::ListError) -> Kind {
+        match e {
+            verifi_mcp_core::drive::ListError::Refused { code, .. } => Kind::Refused {
+                code: *code,
+                unknown_tool: false,
+            },
+            verifi_mcp_core::drive::ListError::Unreachable(f) => Kind::Unreachable(f.cause()),
+        }
+    }
 }
 
 impl fmt::Display for ListToolsError {
@@ -165,6 +188,10 @@ mod tests {
         );
         let e = ListToolsError {
             message: "tools/list failed: x".into(),
+            kind: Kind::Refused {
+                code: -32601,
+                unknown_tool: false,
+            },
         };
         assert_eq!(e.to_string(), "tools/list failed: x");
     }

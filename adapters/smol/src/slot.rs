@@ -579,16 +579,12 @@ impl SlotHandle {
 
     /// tools/list through the driver, each tool's name and redacted JSON to `on_tool`.
     async fn each_tool(&self, mut on_tool: impl FnMut(&str, &[u8])) -> Result<(), ListToolsError> {
-        let endpoints = self.endpoints().map_err(|e| ListToolsError {
-            message: format!("tools/list failed: {e}"),
-        })?;
+        let endpoints = self
+            .endpoints()
+            .map_err(|e| ListToolsError::local(format!("tools/list failed: {e}")))?;
         let bearer = match crate::auth::slot::bearer_for(self).await {
             Ok(b) => b,
-            Err(e) => {
-                return Err(ListToolsError {
-                    message: format!("tools/list failed: {e}"),
-                });
-            }
+            Err(e) => return Err(ListToolsError::local(format!("tools/list failed: {e}"))),
         };
         let authorization = bearer.map(|b| format!("Bearer {b}"));
         let mut headers = self.headers();
@@ -597,9 +593,9 @@ impl SlotHandle {
         }
         let secrets = self.secrets_now();
         let cfg = self.config(endpoints, &headers);
-        let net = self.net().map_err(|e| ListToolsError {
-            message: format!("tools/list failed: {e}"),
-        })?;
+        let net = self
+            .net()
+            .map_err(|e| ListToolsError::local(format!("tools/list failed: {e}")))?;
         let mut scratch = self.scratch();
         let mut bufs = self.bufs(scratch.get());
         // Collected first: a primary that fails part-way restarts the list on the fallback,
@@ -617,9 +613,11 @@ impl SlotHandle {
         .await
         .map_err(|e| ListToolsError {
             message: redact_string(&e.to_string(), &secrets),
+            kind: ListToolsError::kind_of(&e.error),
         })?;
         let tools = tools.finish().map_err(|why| ListToolsError {
             message: format!("tools/list failed: {why}"),
+            kind: Kind::Unreachable(verifi_mcp_core::wire::failure::Cause::TooLarge),
         })?;
         // Each tool's outputSchema is learned (a new list replaces the old one).
         let mut schemas = HashMap::new();

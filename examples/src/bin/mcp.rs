@@ -472,7 +472,11 @@ enum Source {
 /// Takes the server's source from the first positional (a URL), the flags, or
 /// `MCP_ENDPOINT`, removing the URL from `pos`.
 fn source(common: &Common, pos: &mut Vec<String>) -> Result<Source, UsageError> {
-    let first_is_url = pos.first().is_some_and(|p| p.contains("://"));
+    // Only an http(s) URL is an ENDPOINT: `mcp read --manifest F --slot S test://notes/x`
+    // reads a resource whose URI has another scheme.
+    let first_is_url = pos
+        .first()
+        .is_some_and(|p| p.starts_with("http://") || p.starts_with("https://"));
     let flagged = match (
         &common.manifest,
         &common.slot,
