@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use serde_json::json;
 use verifi_mcp_examples::kali::KaliServer;
-use verifi_mcp_smol::HarnessContext;
+use verifi_mcp_host::HarnessContext;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     // A demo box on loopback unless a server is named (it runs its own tokio runtime, so it is

@@ -7,7 +7,7 @@ use serde_json::{Map, Value, json};
 use verifi_mcp_core::buf::Buf;
 use verifi_mcp_core::harness::redact::redact;
 use verifi_mcp_core::wire::endpoint::Endpoint;
-use verifi_mcp_smol::{LedgerTotals, TimelineEntry, ToolResult, VecBuf};
+use verifi_mcp_host::{LedgerTotals, TimelineEntry, ToolResult, VecBuf};
 
 /// The slot name the command line uses for an ENDPOINT given on the command line.
 pub const CLI_SLOT: &str = "cli";
@@ -408,7 +408,7 @@ pub fn amend_manifest(
 /// The run's secrets as the adapter collects them (the environment read as bytes: a value
 /// that is not UTF-8 is no panic, and still a secret), plus extra values (header values).
 pub fn run_secrets(extra: impl IntoIterator<Item = String>) -> Vec<Vec<u8>> {
-    let mut s = verifi_mcp_smol::env_secrets();
+    let mut s = verifi_mcp_host::env_secrets();
     s.extend(
         extra
             .into_iter()

@@ -6,7 +6,7 @@
 //! does not build the run or scrub output: the binary hands in the slot and its printers.
 
 use serde_json::{Value, json};
-use verifi_mcp_smol::{SlotHandle, ToolResult};
+use verifi_mcp_host::{SlotHandle, ToolResult};
 
 use crate::common::{UsageError, parse_args};
 

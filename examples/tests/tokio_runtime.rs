@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::json;
 use verifi_mcp_examples::kali::KaliServer;
-use verifi_mcp_smol::{HarnessContext, LedgerTotals};
+use verifi_mcp_host::{HarnessContext, LedgerTotals};
 
 fn exercise(rt: tokio::runtime::Runtime, label: &str) {
     // The box runs its own tokio runtime; it is started outside ours.

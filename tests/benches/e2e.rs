@@ -37,7 +37,7 @@ use rmcp::model::CallToolRequestParams;
 use rmcp::service::{Peer, RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use serde_json::json;
-use verifi_mcp_smol::{HarnessContext, Options, SlotHandle};
+use verifi_mcp_host::{HarnessContext, Options, SlotHandle};
 use verifi_mcp_tests::{Mode, ServerOptions, TestServer};
 
 // ---------------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use verifi_mcp_smol::{HarnessContext, Options};
+use verifi_mcp_host::{HarnessContext, Options};
 use verifi_mcp_tests::{Mode, ServerOptions, TestServer};
 
 const CALLS: usize = 3000;

@@ -1,4 +1,4 @@
-//! The host adapter (`verifi-mcp-smol`) against the real rmcp server in every reply mode:
+//! The host adapter (`verifi-mcp-host`) against the real rmcp server in every reply mode:
 //! lazy handshake, session reuse, 404 → re-initialize, each failure shape, timeout with the
 //! cancellation seen by the server, progress extending the timer, 64 concurrent calls,
 //! failover from a primary stopped mid-run, redaction, TLS with an rcgen root, `Exec`, and
@@ -9,7 +9,7 @@ use std::net::TcpListener;
 use std::time::Duration;
 
 use serde_json::json;
-use verifi_mcp_smol::{Exec, HarnessContext, Options, RootCert};
+use verifi_mcp_host::{Exec, HarnessContext, Options, RootCert};
 use verifi_mcp_tests::{Mode, TestServer, TlsProxy};
 
 fn ctx(slots: &[(&str, &str, Option<&str>)], options: Options) -> HarnessContext {
@@ -235,7 +235,7 @@ fn progress_notifications_reach_the_caller() {
         let r = smol::block_on(kali.call_with_progress(
             "slow",
             json!({ "ms": 300, "steps": 3 }),
-            |u: &verifi_mcp_smol::ProgressUpdate<'_>| {
+            |u: &verifi_mcp_host::ProgressUpdate<'_>| {
                 let n: f64 = u.progress.parse().unwrap();
                 let total: f64 = u.total.unwrap().parse().unwrap();
                 updates.lock().unwrap().push((n, total));
@@ -345,7 +345,7 @@ fn no_healthy_server_is_announced_and_list_tools_fails_with_its_message() {
         assert!(err.to_string().starts_with("tools/list failed: "), "{err}");
         assert_eq!(
             err.kind,
-            verifi_mcp_smol::Kind::Unreachable(verifi_mcp_smol::Cause::Connect),
+            verifi_mcp_host::Kind::Unreachable(verifi_mcp_host::Cause::Connect),
             "a typed reason to branch on"
         );
     });
@@ -489,7 +489,7 @@ fn a_call_that_fails_before_sending_is_metered_and_evented_like_on_the_edge() {
         );
         assert_eq!(
             r.kind,
-            verifi_mcp_smol::Kind::Unreachable(verifi_mcp_smol::Cause::Local)
+            verifi_mcp_host::Kind::Unreachable(verifi_mcp_host::Cause::Local)
         );
         let big = "x".repeat(8192);
         let r = ctx
@@ -609,7 +609,7 @@ fn a_pooled_connection_the_server_closed_is_found_stale_and_a_fresh_one_used() {
 #[test]
 fn slot_handles_and_contexts_are_send_and_sync() {
     fn assert_send_sync<T: Send + Sync>() {}
-    assert_send_sync::<verifi_mcp_smol::SlotHandle>();
+    assert_send_sync::<verifi_mcp_host::SlotHandle>();
     assert_send_sync::<HarnessContext>();
     assert_send_sync::<Exec>();
 }

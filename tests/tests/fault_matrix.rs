@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use support::{context, context_with, run_bounded, timed, with_timeout};
-use verifi_mcp_smol::{HarnessContext, LedgerTotals, Options, ToolResult};
+use verifi_mcp_host::{HarnessContext, LedgerTotals, Options, ToolResult};
 use verifi_mcp_tests::hostile::{http_response, json_response, rpc_result, sse_response};
 use verifi_mcp_tests::{Mode, Request, TestServer};
 
@@ -1093,7 +1093,7 @@ fn a_kept_alive_connection_dropped_after_reading_a_tools_call_never_runs_it_twic
         assert_eq!(ctx.ledger().tool_calls, 2);
         assert_eq!(
             r.kind,
-            verifi_mcp_smol::Kind::Unreachable(verifi_mcp_smol::Cause::Truncated)
+            verifi_mcp_host::Kind::Unreachable(verifi_mcp_host::Cause::Truncated)
         );
     });
 }
@@ -1195,7 +1195,7 @@ fn a_reply_with_keep_alive_comments_outlives_the_idle_time_and_a_silent_one_stal
         assert!(error.contains("stall"), "{error}");
         assert_eq!(
             r.kind,
-            verifi_mcp_smol::Kind::Unreachable(verifi_mcp_smol::Cause::Stalled)
+            verifi_mcp_host::Kind::Unreachable(verifi_mcp_host::Cause::Stalled)
         );
         assert!(
             took >= Duration::from_millis(400) && took < Duration::from_secs(5),

@@ -17,7 +17,7 @@ use support::{
     Peer, PeerKind, Sdk, context, eventually, peer_stats, peer_unavailable, run_bounded, timed,
     with_timeout,
 };
-use verifi_mcp_smol::{LedgerTotals, Options};
+use verifi_mcp_host::{LedgerTotals, Options};
 
 /// The most any single check may take (a hang fails the check, not the whole run).
 const CHECK_BOUND: Duration = Duration::from_secs(60);
@@ -517,7 +517,7 @@ async fn thirty_two_concurrent_calls(p: &Peer) {
 /// the tool's exit code.
 async fn exec_reports_the_tools_exit_code(p: &Peer) {
     let ctx = context(p.base_url(), "run-exec-42", Options::default());
-    let exec = verifi_mcp_smol::Exec::new(&ctx, "kali").unwrap();
+    let exec = verifi_mcp_host::Exec::new(&ctx, "kali").unwrap();
     let r = exec.exec("id; exit 3", 1_000_000).await;
     assert!(r.call.ok, "the MCP call itself succeeded: {r:?}");
     assert!(!r.ok, "exit 3 is not ok, whatever the MCP call did: {r:?}");

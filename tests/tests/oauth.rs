@@ -11,8 +11,8 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use verifi_mcp_smol::auth::AuthConfig;
-use verifi_mcp_smol::{HarnessContext, Options, ToolResult};
+use verifi_mcp_host::auth::AuthConfig;
+use verifi_mcp_host::{HarnessContext, Options, ToolResult};
 use verifi_mcp_tests::auth_peer::{CC_BASIC_SECRET, CC_POST_SECRET, CC_SHORT_SECRET};
 use verifi_mcp_tests::{AuthPeer, Tinyproxy};
 
@@ -419,10 +419,10 @@ struct ScriptedPerson {
     tamper: fn(String) -> String,
 }
 
-impl verifi_mcp_smol::auth::AuthorizeHook for ScriptedPerson {
+impl verifi_mcp_host::auth::AuthorizeHook for ScriptedPerson {
     fn authorize<'a>(
         &'a self,
-        req: &'a verifi_mcp_smol::auth::AuthorizeRequest,
+        req: &'a verifi_mcp_host::auth::AuthorizeRequest,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<String, String>> + Send + 'a>>
     {
         self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
@@ -642,7 +642,7 @@ fn dynamic_registration_when_no_client_id_is_given() {
     let cc = ctx(
         &p,
         Some(AuthConfig {
-            flow: verifi_mcp_smol::auth::AuthFlow::ClientCredentials,
+            flow: verifi_mcp_host::auth::AuthFlow::ClientCredentials,
             ..AuthConfig::default()
         }),
     );

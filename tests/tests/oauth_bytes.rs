@@ -6,8 +6,8 @@
 use std::sync::{Arc, OnceLock};
 
 use serde_json::{Value, json};
-use verifi_mcp_smol::auth::{AuthConfig, AuthorizeHook, AuthorizeRequest};
-use verifi_mcp_smol::{HarnessContext, Options, ToolResult};
+use verifi_mcp_host::auth::{AuthConfig, AuthorizeHook, AuthorizeRequest};
+use verifi_mcp_host::{HarnessContext, Options, ToolResult};
 use verifi_mcp_tests::{HostileServer, Request, Step};
 
 type Handler = dyn Fn(&Request, &str) -> Vec<u8> + Send + Sync;

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::{Peer, PeerKind, Sdk, context, context_with, peer_unavailable, run_bounded};
-use verifi_mcp_smol::{HarnessContext, LedgerTotals, Options, ProtocolError};
+use verifi_mcp_host::{HarnessContext, LedgerTotals, Options, ProtocolError};
 use verifi_mcp_tests::hostile::{
     HostileServer, Request, Responder, Step, http_response, json_response, rpc_result,
 };

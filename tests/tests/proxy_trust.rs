@@ -12,8 +12,8 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use verifi_mcp_smol::context::INSECURE_WARNING;
-use verifi_mcp_smol::{HarnessContext, Options, RootCert};
+use verifi_mcp_host::context::INSECURE_WARNING;
+use verifi_mcp_host::{HarnessContext, Options, RootCert};
 use verifi_mcp_tests::{Mode, TestServer, Tinyproxy, TlsProxy};
 
 fn one_slot(url: &str) -> String {
@@ -34,13 +34,13 @@ fn tinyproxy(basic: Option<(&str, &str)>) -> Tinyproxy {
     Tinyproxy::start(basic).unwrap_or_else(|e| panic!("cannot run this test: {e}"))
 }
 
-fn echo(ctx: &HarnessContext, slot: &str, text: &str) -> verifi_mcp_smol::ToolResult {
+fn echo(ctx: &HarnessContext, slot: &str, text: &str) -> verifi_mcp_host::ToolResult {
     let h = ctx.mcp(slot).unwrap();
     smol::block_on(h.call("echo", json!({ "text": text })))
 }
 
 /// Everything a run can show: results' errors, text, the timeline and the log.
-fn everything(ctx: &HarnessContext, results: &[&verifi_mcp_smol::ToolResult]) -> String {
+fn everything(ctx: &HarnessContext, results: &[&verifi_mcp_host::ToolResult]) -> String {
     let mut all = String::new();
     for r in results {
         all.push_str(&format!("{r:?}\n{}\n", serde_json::to_string(r).unwrap()));

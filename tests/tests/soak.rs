@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use support::{context, run_bounded};
-use verifi_mcp_smol::{Exec, Options};
+use verifi_mcp_host::{Exec, Options};
 use verifi_mcp_tests::{Mode, TestServer};
 
 const CALLS: usize = 10_000;
@@ -42,7 +42,7 @@ fn open_fds() -> usize {
 }
 
 /// Runs `n` echo calls, `IN_FLIGHT` at a time, on one slot; returns how many failed.
-async fn echo_load(slot: &verifi_mcp_smol::SlotHandle, n: usize, tag: &str) -> usize {
+async fn echo_load(slot: &verifi_mcp_host::SlotHandle, n: usize, tag: &str) -> usize {
     let next = Arc::new(AtomicUsize::new(0));
     let failed = Arc::new(AtomicUsize::new(0));
     let workers: Vec<_> = (0..IN_FLIGHT)

@@ -6,7 +6,7 @@ use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
 use embedded_io_async::{Read, Write};
-use verifi_mcp_smol::net::{Conn, FailureKind, HostNet, PoolKey, RootCert, tls_config};
+use verifi_mcp_host::net::{Conn, FailureKind, HostNet, PoolKey, RootCert, tls_config};
 use verifi_mcp_tests::{Mode, TestServer, TlsProxy};
 
 const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2024-11-05","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;

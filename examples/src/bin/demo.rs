@@ -15,7 +15,7 @@ use std::process::ExitCode;
 use serde_json::{Value, json};
 use verifi_mcp_examples::common::{event_line, ledger_json, scrub, timeline_json};
 use verifi_mcp_examples::kali::KaliServer;
-use verifi_mcp_smol::{Exec, HarnessContext, Options, SlotHandle, ToolResult};
+use verifi_mcp_host::{Exec, HarnessContext, Options, SlotHandle, ToolResult};
 
 /// The variable whose value the sweep echoes through the box.
 const SECRET_VAR: &str = "DEMO_API_KEY";

@@ -20,15 +20,15 @@ use verifi_mcp_examples::common::{
     render_json, result_json, run_secrets, scrub, timeline_json,
 };
 use verifi_mcp_examples::protocol_cmds::{self, ProtoCmd};
-use verifi_mcp_smol::auth::loopback::LoopbackHook;
-use verifi_mcp_smol::auth::{AuthConfig, AuthFlow, AuthorizeHook};
-use verifi_mcp_smol::context::INSECURE_WARNING;
-use verifi_mcp_smol::proxy::EnvProxies;
-use verifi_mcp_smol::{
+use verifi_mcp_host::auth::loopback::LoopbackHook;
+use verifi_mcp_host::auth::{AuthConfig, AuthFlow, AuthorizeHook};
+use verifi_mcp_host::context::INSECURE_WARNING;
+use verifi_mcp_host::proxy::EnvProxies;
+use verifi_mcp_host::{
     Exec, HarnessContext, Options, ProgressUpdate, ProtocolVersion, SlotHandle, ToolResult,
     WireEvent, WireTrace,
 };
-use verifi_mcp_smol::{ProxyRule, RootCert};
+use verifi_mcp_host::{ProxyRule, RootCert};
 
 /// Longest stdin line `batch` accepts.
 const MAX_BATCH_LINE: usize = 4 * 1024 * 1024;

@@ -15,7 +15,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use verifi_mcp_smol::{HarnessContext, Options, SlotHandle};
+use verifi_mcp_host::{HarnessContext, Options, SlotHandle};
 use verifi_mcp_tests::{Mode, TestServer};
 
 /// How long a peer process may take to print its port.

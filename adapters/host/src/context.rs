@@ -38,7 +38,7 @@ pub const INSECURE_WARNING: &str = "WARNING: TLS certificate checks are OFF (ins
 /// `Options::default()` and use the setter of each field, which has the field's name.
 ///
 /// ```
-/// use verifi_mcp_smol::Options;
+/// use verifi_mcp_host::Options;
 /// let o = Options::default().timeout_ms(20_000).reply_cap(1 << 20).keep_raw(true);
 /// assert_eq!((o.timeout_ms, o.reply_cap, o.keep_raw), (20_000, 1 << 20, true));
 /// ```
@@ -412,7 +412,7 @@ impl HarnessContext {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use verifi_mcp_smol::HarnessContext;
+    /// use verifi_mcp_host::HarnessContext;
     ///
     /// let ctx = HarnessContext::builder()
     ///     .run_id("run-7")

@@ -1,4 +1,4 @@
-//! # verifi-mcp-smol
+//! # verifi-mcp-host
 //!
 //! The host adapter: drives `verifi-mcp-core` over async-io TCP and rustls. Only sockets,
 //! TLS, time and memory live here; every protocol decision is the core's.
@@ -13,7 +13,7 @@
 //!
 //! ```no_run
 //! use serde_json::json;
-//! use verifi_mcp_smol::{Exec, HarnessContext, Options};
+//! use verifi_mcp_host::{Exec, HarnessContext, Options};
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let ctx = HarnessContext::from_manifest_file("manifest.json", "run-7", Options::default())?;
