@@ -1,8 +1,9 @@
 //! A fixed number of runs of our reply path, for instruction counts that the machine's load
 //! does not move (`perf stat -e instructions:u`), to compare two builds on a shared machine.
 //!
-//! Run: `cargo bench -p verifi-mcp-core --bench reply_count -j2 -- 8MiB 100`
-//! (size `1KiB`, `64KiB` or `8MiB`, then the number of runs; prints the mean time per run).
+//! Run: `cargo bench -p verifi-mcp-core --bench reply_count -j2 -- 8MiB 100 [peer]`
+//! (size `1KiB`, `64KiB` or `8MiB`, the number of runs, and `peer` to run the
+//! `sse-stream` + `serde_json` pipeline instead of ours; prints the mean time per run).
 use std::time::Instant;
 
 mod support;
@@ -15,9 +16,14 @@ fn main() {
         Some("64KiB") => 64 << 10,
         _ => 8 << 20,
     };
-    let runs: u32 = args.next().and_then(|n| n.parse().ok()).unwrap_or(100);
+    let runs: u32 = args
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(100)
+        .max(1);
+    let peer = args.next().as_deref() == Some("peer");
     let (json, text) = reply_json(size);
-    let (wire, _) = wire_reply(&json);
+    let (wire, body) = wire_reply(&json);
     let want = expected_text(&text);
     let mut head = vec![0u8; 16 * 1024];
     let mut reply = VecBuf::new(16 << 20);
@@ -28,8 +34,14 @@ fn main() {
         want.as_bytes(),
         "our text"
     );
+    let body = bytes::Bytes::from(body);
+    assert_eq!(rmcp_style(&body), want.len(), "sse-stream text");
     let start = Instant::now();
     for _ in 0..runs {
+        if peer {
+            std::hint::black_box(rmcp_style(std::hint::black_box(&body)));
+            continue;
+        }
         std::hint::black_box(ours(
             std::hint::black_box(&wire),
             &mut head,

@@ -785,6 +785,11 @@ struct Finders<'s> {
 /// it, building (a few microseconds, a few allocations) would cost more than it saves.
 pub const PACKED_FROM: usize = 1024;
 
+/// The most held-back plus chunk bytes the packed searcher looks at for starts in the held-back
+/// bytes (a stack copy); longer secrets leave those starts to the anchor search.
+#[cfg(all(feature = "std", any(target_arch = "x86_64", target_arch = "aarch64")))]
+const HEAD_WINDOW: usize = 512;
+
 /// Writes at least this long make a redactor build its per-pattern vector finders; shorter
 /// texts are searched by the anchors alone.
 pub const FINDERS_FROM: usize = 256;
@@ -906,6 +911,53 @@ impl<'s> Finders<'s> {
         {
             self.packed = Packed::Unavailable;
         }
+    }
+
+    /// With the packed searcher (host), covers every match starting in the held-back bytes
+    /// before `limit`, searching a copy of them and the first bytes of the chunk (when that
+    /// fits the 512-byte window), and returns true; false leaves them to the anchor search.
+    fn scan_head(
+        &self,
+        text: &Split<'_>,
+        limit: usize,
+        pos: &mut usize,
+        run: &mut Run,
+        out: &mut impl Sink,
+    ) -> Result<bool, Overflow> {
+        #[cfg(all(feature = "std", any(target_arch = "x86_64", target_arch = "aarch64")))]
+        if let Packed::Built(searcher, longest) = &self.packed {
+            let h = text.head.len();
+            let starts = limit.min(h);
+            // Every match starting before `starts` lies in the first `starts + longest - 1`.
+            let len = starts
+                .saturating_add(longest.saturating_sub(1))
+                .min(text.len());
+            let mut window = [0u8; HEAD_WINDOW];
+            let (Some(w), Some(from_tail)) = (
+                window.get_mut(..len),
+                text.tail.get(..len.saturating_sub(h)),
+            ) else {
+                return Ok(false);
+            };
+            let (a, b) = w.split_at_mut(h.min(len));
+            a.copy_from_slice(text.head.get(..a.len()).unwrap_or(&[]));
+            b.copy_from_slice(from_tail);
+            let mut from = 0;
+            while from < starts {
+                // `from < starts <= len == w.len()`: the span is inside the window.
+                let Some(m) = searcher.find_in(&*w, aho_corasick::Span::from(from..len)) else {
+                    break;
+                };
+                if m.start() >= starts {
+                    break;
+                }
+                cover(text, m.start(), m.len(), pos, run, out)?;
+                from = m.start() + 1;
+            }
+            return Ok(true);
+        }
+        let _ = (text, limit, pos, run, out);
+        Ok(false)
     }
 
     /// Covers every match starting in the chunk (`text.tail`) before `limit`, in order of start.
@@ -1076,13 +1128,15 @@ fn scan<S: AsRef<[u8]>>(
     } else {
         limit
     };
-    let mut candidates = Candidates::new(text.len(), anchor_limit);
-    while let Some(c) = candidates.next(anchors, text) {
-        let m = pats.longest_at(text, c);
-        if m == 0 {
-            continue;
+    if !finders.scan_head(text, anchor_limit, &mut pos, run, out)? {
+        let mut candidates = Candidates::new(text.len(), anchor_limit);
+        while let Some(c) = candidates.next(anchors, text) {
+            let m = pats.longest_at(text, c);
+            if m == 0 {
+                continue;
+            }
+            cover(text, c, m, &mut pos, run, out)?;
         }
-        cover(text, c, m, &mut pos, run, out)?;
     }
     if finders.active() {
         finders.scan_tail(text, limit, &mut pos, run, out)?;
