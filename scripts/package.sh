@@ -5,6 +5,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 crates=(verifi-mcp-core verifi-mcp-host verifi-mcp-embassy)
+# `cargo package` verifies each crate against the others through a local registry whose crates
+# it unpacks under $CARGO_HOME/registry/src/<registry>/NAME-VERSION, and it never unpacks a
+# NAME-VERSION again: a second run on the same machine would verify against the sources of the
+# first (our version stays 0.1.0). Remove those unpacked copies first.
+cargo_home=${CARGO_HOME:-$HOME/.cargo}
+for c in "${crates[@]}"; do
+  rm -rf "$cargo_home"/registry/src/*/"$c"-[0-9]*
+done
 args=()
 for c in "${crates[@]}"; do args+=(-p "$c"); done
 cargo package "${args[@]}" -j2 "$@"
