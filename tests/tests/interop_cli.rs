@@ -7,69 +7,17 @@
 
 mod support;
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
-use std::time::{Duration, Instant};
+use std::process::Output;
+use std::time::Duration;
 
-use serde_json::Value;
-use support::{Peer, PeerKind, Sdk, peer_unavailable};
+use support::{Peer, PeerKind, Sdk, json_of, peer_unavailable};
 
 /// The most one `mcp` invocation may take.
 const RUN_BOUND: Duration = Duration::from_secs(30);
 
-fn mcp_bin() -> PathBuf {
-    let exe = std::env::current_exe().expect("current exe");
-    // target/<profile>/deps/interop_cli-HASH → target/<profile>/mcp
-    let dir = exe
-        .parent()
-        .and_then(|d| d.parent())
-        .expect("target dir")
-        .to_path_buf();
-    let bin = dir.join("mcp");
-    assert!(
-        bin.exists(),
-        "{} is missing: run `cargo build -p verifi-mcp-examples --bin mcp` \
-         (cargo test --workspace builds it)",
-        bin.display()
-    );
-    bin
-}
-
-/// Runs `mcp ARGS…` with a bound; the child is killed if it overruns.
+/// Runs `mcp ARGS…`, bounded.
 fn mcp(args: &[&str]) -> Output {
-    let mut child = Command::new(mcp_bin())
-        .args(args)
-        .env_remove("VERIFI_ALLOW_NO_PEERS")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn mcp");
-    let t0 = Instant::now();
-    loop {
-        if child.try_wait().expect("wait mcp").is_some() {
-            return child.wait_with_output().expect("mcp output");
-        }
-        if t0.elapsed() > RUN_BOUND {
-            let _ = child.kill();
-            let out = child.wait_with_output().expect("mcp output");
-            panic!(
-                "mcp {args:?} did not finish within {RUN_BOUND:?}; stderr: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-fn json_of(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "stdout is not one JSON result ({e}): {:?}, stderr {:?}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
+    support::run_mcp(args, &[], RUN_BOUND)
 }
 
 fn run(kind: PeerKind) {

@@ -9,23 +9,17 @@
 
 mod support;
 
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Duration;
 
 use serde_json::json;
 use support::{
-    Peer, PeerKind, Sdk, context, eventually, peer_stats, peer_unavailable, run_bounded, timed,
+    CHECK_BOUND, Check, Peer, PeerKind, Sdk, context, eventually, peer_stats, run_bounded, timed,
     with_timeout,
 };
 use verifi_mcp_host::{LedgerTotals, Options};
 
-/// The most any single check may take (a hang fails the check, not the whole run).
-const CHECK_BOUND: Duration = Duration::from_secs(60);
-
 /// The `error` of an `isError` result: the tool's own first line.
 const TOOL_ERROR: &str = "tool error: fail: this tool always fails";
-
-type Check = fn(&Peer);
 
 macro_rules! checks {
     ($($name:ident),* $(,)?) => {
@@ -52,33 +46,7 @@ checks!(
 );
 
 fn run_all(kind: PeerKind) {
-    if peer_unavailable(kind) {
-        return;
-    }
-    let peer = Peer::start(kind);
-    let mut failed = Vec::new();
-    for (name, check) in CHECKS {
-        eprintln!("[{kind:?}] {name} ...");
-        match catch_unwind(AssertUnwindSafe(|| check(&peer))) {
-            Ok(()) => eprintln!("[{kind:?}] {name} ok"),
-            Err(e) => {
-                let msg = e
-                    .downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| e.downcast_ref::<&str>().map(|s| (*s).to_owned()))
-                    .unwrap_or_default();
-                eprintln!("[{kind:?}] {name} FAILED: {msg}");
-                failed.push(format!("{name}: {msg}"));
-            }
-        }
-    }
-    assert!(
-        failed.is_empty(),
-        "{kind:?}: {} of {} checks failed:\n{}",
-        failed.len(),
-        CHECKS.len(),
-        failed.join("\n")
-    );
+    support::run_checks(kind, CHECKS);
 }
 
 #[test]

@@ -6,7 +6,8 @@
 //! replies, timeline, log, ledger, and the command line's stdout and stderr) for every token the
 //! MCP server was shown, and for the client's secret.
 
-use std::path::PathBuf;
+mod support;
+
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -223,53 +224,9 @@ fn ctx_with_wrong_secret(p: &AuthPeer) -> HarnessContext {
 
 // ---- the `mcp` command line ----------------------------------------------------------------
 
-fn mcp_bin() -> PathBuf {
-    let exe = std::env::current_exe().expect("current exe");
-    let dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
-    let bin = dir.join("mcp");
-    assert!(
-        bin.exists(),
-        "{} is missing: run `cargo build -p verifi-mcp-examples --bin mcp` \
-         (cargo test --workspace builds it)",
-        bin.display()
-    );
-    bin
-}
-
+/// Runs `mcp ARGS…` with `env` (proxy and OAuth variables cleared first), bounded.
 fn mcp(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(mcp_bin());
-    cmd.args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for v in [
-        "HTTPS_PROXY",
-        "https_proxy",
-        "HTTP_PROXY",
-        "http_proxy",
-        "NO_PROXY",
-        "no_proxy",
-        "MCP_CLIENT_ID",
-        "MCP_CLIENT_SECRET",
-        "MCP_BEARER_TOKEN",
-    ] {
-        cmd.env_remove(v);
-    }
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let mut child = cmd.spawn().expect("spawn mcp");
-    let t0 = Instant::now();
-    loop {
-        if child.try_wait().expect("wait").is_some() {
-            return child.wait_with_output().expect("output");
-        }
-        if t0.elapsed() > Duration::from_secs(60) {
-            let _ = child.kill();
-            panic!("mcp {args:?} did not finish within 60 s");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    support::run_mcp(args, env, Duration::from_secs(60))
 }
 
 fn both(o: &Output) -> String {
@@ -574,7 +531,7 @@ fn mcp_cli_authorization_code_auto_approved_through_a_proxy_and_by_a_person() {
 
     // A server that wants a person: the command prints the URL and waits for the browser.
     let p = peer("person");
-    let mut child = Command::new(mcp_bin())
+    let mut child = Command::new(support::mcp_bin())
         .args([
             "call",
             &p.mcp,

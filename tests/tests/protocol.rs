@@ -9,27 +9,20 @@
 
 mod support;
 
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::{Peer, PeerKind, Sdk, context, context_with, peer_unavailable, run_bounded};
+use support::{CHECK_BOUND, Check, Peer, PeerKind, Sdk, context, context_with, run_bounded};
 use verifi_mcp_host::{HarnessContext, LedgerTotals, Options, ProtocolError};
 use verifi_mcp_tests::hostile::{
     HostileServer, Request, Responder, Step, http_response, json_response, rpc_result,
 };
-
-/// The most any single check may take (a hang fails the check, not the whole run).
-const CHECK_BOUND: Duration = Duration::from_secs(60);
 
 /// The text of `test://notes/readme` on every peer.
 const README_TEXT: &str = "hello from the readme";
 
 /// A secret of the run that a server echoes back.
 const SECRET: &str = "sk-proto-4242abcd";
-
-type Check = fn(&Peer);
 
 macro_rules! checks {
     ($($name:ident),* $(,)?) => {
@@ -50,33 +43,7 @@ checks!(
 );
 
 fn run_all(kind: PeerKind) {
-    if peer_unavailable(kind) {
-        return;
-    }
-    let peer = Peer::start(kind);
-    let mut failed = Vec::new();
-    for (name, check) in CHECKS {
-        eprintln!("[{kind:?}] {name} ...");
-        match catch_unwind(AssertUnwindSafe(|| check(&peer))) {
-            Ok(()) => eprintln!("[{kind:?}] {name} ok"),
-            Err(e) => {
-                let msg = e
-                    .downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| e.downcast_ref::<&str>().map(|s| (*s).to_owned()))
-                    .unwrap_or_default();
-                eprintln!("[{kind:?}] {name} FAILED: {msg}");
-                failed.push(format!("{name}: {msg}"));
-            }
-        }
-    }
-    assert!(
-        failed.is_empty(),
-        "{kind:?}: {} of {} checks failed:\n{}",
-        failed.len(),
-        CHECKS.len(),
-        failed.join("\n")
-    );
+    support::run_checks(kind, CHECKS);
 }
 
 #[test]

@@ -7,12 +7,11 @@
 
 mod support;
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
-use std::time::{Duration, Instant};
+use std::process::Output;
+use std::time::Duration;
 
-use serde_json::{Value, json};
-use support::{Peer, PeerKind, peer_unavailable};
+use serde_json::json;
+use support::{Peer, PeerKind, json_of, peer_unavailable};
 
 /// The most one `mcp` invocation may take.
 const RUN_BOUND: Duration = Duration::from_secs(30);
@@ -20,58 +19,9 @@ const RUN_BOUND: Duration = Duration::from_secs(30);
 /// A secret-named variable of the command line's environment (so a run secret).
 const SECRET_VAR: (&str, &str) = ("PROTO_CLI_API_KEY", "sk-cli-9191wxyz");
 
-fn mcp_bin() -> PathBuf {
-    let exe = std::env::current_exe().expect("current exe");
-    let dir = exe
-        .parent()
-        .and_then(|d| d.parent())
-        .expect("target dir")
-        .to_path_buf();
-    let bin = dir.join("mcp");
-    assert!(
-        bin.exists(),
-        "{} is missing: run `cargo build -p verifi-mcp-examples --bin mcp` \
-         (cargo test --workspace builds it)",
-        bin.display()
-    );
-    bin
-}
-
-/// Runs `mcp ARGS…` (with one secret in its environment) with a bound.
+/// Runs `mcp ARGS…` (with one secret in its environment), bounded.
 fn mcp(args: &[&str]) -> Output {
-    let mut child = Command::new(mcp_bin())
-        .args(args)
-        .env(SECRET_VAR.0, SECRET_VAR.1)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn mcp");
-    let t0 = Instant::now();
-    loop {
-        if child.try_wait().expect("wait mcp").is_some() {
-            return child.wait_with_output().expect("mcp output");
-        }
-        if t0.elapsed() > RUN_BOUND {
-            let _ = child.kill();
-            let out = child.wait_with_output().expect("mcp output");
-            panic!(
-                "mcp {args:?} did not finish within {RUN_BOUND:?}; stderr: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-fn json_of(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "stdout is not one JSON value ({e}): {:?}, stderr {:?}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
+    support::run_mcp(args, &[SECRET_VAR], RUN_BOUND)
 }
 
 fn stderr(out: &Output) -> String {

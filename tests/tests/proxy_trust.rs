@@ -7,8 +7,9 @@
 //! `CONNECT` tunnel for `https` (and for a proxy with credentials), absolute-form requests for
 //! plain `http`.
 
-use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+mod support;
+
+use std::process::Output;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
@@ -353,51 +354,9 @@ fn a_slots_ca_is_trusted_for_that_slot_only() {
 
 // ---- the `mcp` command line ----------------------------------------------------------------
 
-fn mcp_bin() -> PathBuf {
-    let exe = std::env::current_exe().expect("current exe");
-    let dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
-    let bin = dir.join("mcp");
-    assert!(
-        bin.exists(),
-        "{} is missing: run `cargo build -p verifi-mcp-examples --bin mcp` \
-         (cargo test --workspace builds it)",
-        bin.display()
-    );
-    bin
-}
-
-/// Runs `mcp ARGS…` with `env` (proxy variables cleared first), bounded to 30 s.
+/// Runs `mcp ARGS…` with `env` (proxy and OAuth variables cleared first), bounded.
 fn mcp(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(mcp_bin());
-    cmd.args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for v in [
-        "HTTPS_PROXY",
-        "https_proxy",
-        "HTTP_PROXY",
-        "http_proxy",
-        "NO_PROXY",
-        "no_proxy",
-    ] {
-        cmd.env_remove(v);
-    }
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let mut child = cmd.spawn().expect("spawn mcp");
-    let t0 = Instant::now();
-    loop {
-        if child.try_wait().expect("wait").is_some() {
-            return child.wait_with_output().expect("output");
-        }
-        if t0.elapsed() > Duration::from_secs(30) {
-            let _ = child.kill();
-            panic!("mcp {args:?} did not finish within 30 s");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    support::run_mcp(args, env, Duration::from_secs(30))
 }
 
 fn text(o: &Output) -> (String, String) {

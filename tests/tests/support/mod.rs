@@ -408,3 +408,115 @@ pub async fn eventually(within: Duration, mut pred: impl AsyncFnMut() -> bool) -
         smol::Timer::after(Duration::from_millis(20)).await;
     }
 }
+
+// ---- the peer check lists ------------------------------------------------------------------
+
+/// One check of a peer's check list.
+pub type Check = fn(&Peer);
+
+/// The most any single check may take (a hang fails the check, not the whole run).
+pub const CHECK_BOUND: Duration = Duration::from_secs(60);
+
+/// Starts the peer `kind` (unless it is allowed to be missing) and runs every check on it; a
+/// failing check is reported with the others' results, not alone.
+pub fn run_checks(kind: PeerKind, checks: &[(&str, Check)]) {
+    use std::panic::{AssertUnwindSafe, catch_unwind};
+    if peer_unavailable(kind) {
+        return;
+    }
+    let peer = Peer::start(kind);
+    let mut failed = Vec::new();
+    for (name, check) in checks {
+        eprintln!("[{kind:?}] {name} ...");
+        match catch_unwind(AssertUnwindSafe(|| check(&peer))) {
+            Ok(()) => eprintln!("[{kind:?}] {name} ok"),
+            Err(e) => {
+                let msg = e
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| e.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+                    .unwrap_or_default();
+                eprintln!("[{kind:?}] {name} FAILED: {msg}");
+                failed.push(format!("{name}: {msg}"));
+            }
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "{kind:?}: {} of {} checks failed:\n{}",
+        failed.len(),
+        checks.len(),
+        failed.join("\n")
+    );
+}
+
+// ---- the `mcp` command line ----------------------------------------------------------------
+
+/// The `mcp` binary of this build, next to this test's executable (`cargo test --workspace`
+/// builds it); a missing one fails the test and says what to build.
+pub fn mcp_bin() -> PathBuf {
+    let exe = std::env::current_exe().expect("current exe");
+    let dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
+    let bin = dir.join("mcp");
+    assert!(
+        bin.exists(),
+        "{} is missing: run `cargo build -p verifi-mcp-examples --bin mcp` \
+         (cargo test --workspace builds it)",
+        bin.display()
+    );
+    bin
+}
+
+/// Runs `mcp ARGS…` with `env`, after clearing the variables it reads for itself (proxies,
+/// OAuth, the missing-peer policy); killed with a failure if it overruns `bound`.
+pub fn run_mcp(args: &[&str], env: &[(&str, &str)], bound: Duration) -> std::process::Output {
+    let mut cmd = Command::new(mcp_bin());
+    cmd.args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for v in [
+        "HTTPS_PROXY",
+        "https_proxy",
+        "HTTP_PROXY",
+        "http_proxy",
+        "NO_PROXY",
+        "no_proxy",
+        "MCP_CLIENT_ID",
+        "MCP_CLIENT_SECRET",
+        "MCP_BEARER_TOKEN",
+        "VERIFI_ALLOW_NO_PEERS",
+    ] {
+        cmd.env_remove(v);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().expect("spawn mcp");
+    let t0 = Instant::now();
+    loop {
+        if child.try_wait().expect("wait mcp").is_some() {
+            return child.wait_with_output().expect("mcp output");
+        }
+        if t0.elapsed() > bound {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("mcp output");
+            panic!(
+                "mcp {args:?} did not finish within {bound:?}; stderr: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The one JSON result on `out`'s stdout.
+pub fn json_of(out: &std::process::Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not one JSON result ({e}): {:?}, stderr {:?}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
