@@ -559,6 +559,20 @@ impl<'h> ResponseDecoder<'h> {
                     return Ok((used, Decoded::End));
                 }
                 State::Head { len, nl } => {
+                    // Garbage is said at its first bytes, not when the deadline passes; before
+                    // any other check, so the verdict is the same however the bytes are split.
+                    if len < STATUS_PREFIX.len() {
+                        let mut first = [0u8; STATUS_PREFIX.len()];
+                        let mut k = 0;
+                        for &b in self.storage.get(..len).unwrap_or(&[]).iter().chain(rest) {
+                            match first.get_mut(k) {
+                                Some(slot) => *slot = b,
+                                None => break,
+                            }
+                            k += 1;
+                        }
+                        not_http(first.get(..k).unwrap_or(&[]))?;
+                    }
                     let (n, end) = find_head_end(rest, nl);
                     #[cfg(test)]
                     {
@@ -575,11 +589,6 @@ impl<'h> ResponseDecoder<'h> {
                         dst.copy_from_slice(src);
                     }
                     used += n;
-                    // Garbage is said at its first bytes, not when the deadline passes.
-                    if len < STATUS_PREFIX.len() {
-                        let seen = self.storage.get(..total.min(STATUS_PREFIX.len()));
-                        not_http(seen.unwrap_or(&[]))?;
-                    }
                     match end {
                         Err(nl) => {
                             self.state = State::Head { len: total, nl };
