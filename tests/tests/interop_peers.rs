@@ -49,42 +49,7 @@ fn run_all(kind: PeerKind) {
     support::run_checks(kind, CHECKS);
 }
 
-#[test]
-fn ts_stateful() {
-    run_all(PeerKind::TsStateful);
-}
-#[test]
-fn ts_json() {
-    run_all(PeerKind::TsJson);
-}
-#[test]
-fn py_stateful() {
-    run_all(PeerKind::PyStateful);
-}
-#[test]
-fn py_stateless() {
-    run_all(PeerKind::PyStateless);
-}
-#[test]
-fn py_json() {
-    run_all(PeerKind::PyJson);
-}
-#[test]
-fn py_stateless_json() {
-    run_all(PeerKind::PyStatelessJson);
-}
-#[test]
-fn rmcp_stateful() {
-    run_all(PeerKind::RmcpStateful);
-}
-#[test]
-fn rmcp_stateless() {
-    run_all(PeerKind::RmcpStateless);
-}
-#[test]
-fn rmcp_json() {
-    run_all(PeerKind::RmcpJson);
-}
+crate::peer_tests!(run_all);
 
 // ---- the checks ---------------------------------------------------------------------------
 

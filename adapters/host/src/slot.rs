@@ -329,6 +329,33 @@ impl SlotHandle {
         Ok((route.endpoint(primary), fallback.map(|f| route.endpoint(f))))
     }
 
+    /// The `authorization` value of this slot's requests: `Bearer <token>` on an OAuth slot
+    /// (fetched or renewed as needed), none otherwise.
+    async fn authorization(&self) -> Result<Option<String>, String> {
+        Ok(crate::auth::slot::bearer_for(self)
+            .await?
+            .map(|b| format!("Bearer {b}")))
+    }
+
+    /// `Bearer <the token held>`, if any: never starts an authorization (for a cancellation
+    /// or the end of a session).
+    fn held_authorization(&self) -> Option<String> {
+        self.inner
+            .auth
+            .as_ref()
+            .and_then(crate::auth::Authorizer::held_token)
+            .map(|t| format!("Bearer {t}"))
+    }
+
+    /// The slot's static headers, and `authorization` when there is one.
+    fn headers_with<'a>(&'a self, authorization: &'a Option<String>) -> Vec<(&'a str, &'a str)> {
+        let mut headers = self.headers();
+        if let Some(a) = authorization {
+            headers.push(("authorization", a));
+        }
+        headers
+    }
+
     /// The secrets to redact now: the run's and the slot's, plus every token and assertion
     /// learned so far (an OAuth slot learns them as it goes).
     pub(crate) fn secrets_now(&self) -> std::borrow::Cow<'_, [Vec<u8>]> {
@@ -481,10 +508,7 @@ impl SlotHandle {
             Err(e) => return (self.local_failure(tool, &e), None),
         };
         let authorization = bearer.map(|b| format!("Bearer {b}"));
-        let mut headers = self.headers();
-        if let Some(a) = &authorization {
-            headers.push(("authorization", a));
-        }
+        let headers = self.headers_with(&authorization);
         let secrets = self.secrets_now();
         let mut cfg = self.config(endpoints, &headers);
         cfg.on_progress = on_progress;
@@ -582,15 +606,11 @@ impl SlotHandle {
         let endpoints = self
             .endpoints()
             .map_err(|e| ListToolsError::local(format!("tools/list failed: {e}")))?;
-        let bearer = match crate::auth::slot::bearer_for(self).await {
-            Ok(b) => b,
+        let authorization = match self.authorization().await {
+            Ok(a) => a,
             Err(e) => return Err(ListToolsError::local(format!("tools/list failed: {e}"))),
         };
-        let authorization = bearer.map(|b| format!("Bearer {b}"));
-        let mut headers = self.headers();
-        if let Some(a) = &authorization {
-            headers.push(("authorization", a));
-        }
+        let headers = self.headers_with(&authorization);
         let secrets = self.secrets_now();
         let cfg = self.config(endpoints, &headers);
         let net = self
@@ -651,16 +671,8 @@ impl SlotHandle {
                         return;
                     };
                     // An OAuth slot's notification carries the token held (never a new one).
-                    let authorization = slot
-                        .inner
-                        .auth
-                        .as_ref()
-                        .and_then(crate::auth::Authorizer::held_token)
-                        .map(|t| format!("Bearer {t}"));
-                    let mut headers = slot.headers();
-                    if let Some(a) = &authorization {
-                        headers.push(("authorization", a));
-                    }
+                    let authorization = slot.held_authorization();
+                    let headers = slot.headers_with(&authorization);
                     let cfg = slot.config(endpoints, &headers);
                     let Ok(net) = slot.net() else {
                         return;
@@ -678,16 +690,8 @@ impl SlotHandle {
             return;
         };
         // The token held, if any (ending a session never starts an authorization).
-        let authorization = self
-            .inner
-            .auth
-            .as_ref()
-            .and_then(crate::auth::Authorizer::held_token)
-            .map(|t| format!("Bearer {t}"));
-        let mut headers = self.headers();
-        if let Some(a) = &authorization {
-            headers.push(("authorization", a));
-        }
+        let authorization = self.held_authorization();
+        let headers = self.headers_with(&authorization);
         let cfg = self.config(endpoints, &headers);
         let mut scratch = self.scratch();
         let mut bufs = self.bufs(scratch.get());
@@ -749,14 +753,11 @@ impl SlotHandle {
             .endpoints()
             .map_err(|e| local(&e, &self.secrets_now()))?;
         // The slot's route (proxy, trust) and, on an OAuth slot, its bearer token: as a call.
-        let bearer = crate::auth::slot::bearer_for(self)
+        let authorization = self
+            .authorization()
             .await
             .map_err(|e| local(&e, &self.secrets_now()))?;
-        let authorization = bearer.map(|b| format!("Bearer {b}"));
-        let mut headers = self.headers();
-        if let Some(a) = &authorization {
-            headers.push(("authorization", a));
-        }
+        let headers = self.headers_with(&authorization);
         let secrets = self.secrets_now();
         let cfg = self.config(endpoints, &headers);
         let net = self.net().map_err(|e| local(&e, &secrets))?;
@@ -831,14 +832,11 @@ impl SlotHandle {
             .endpoints()
             .map_err(|e| self.request_failed_locally(&req, &e))?;
         // The slot's route (proxy, trust) and, on an OAuth slot, its bearer token: as a call.
-        let bearer = crate::auth::slot::bearer_for(self)
+        let authorization = self
+            .authorization()
             .await
             .map_err(|e| self.request_failed_locally(&req, &e))?;
-        let authorization = bearer.map(|b| format!("Bearer {b}"));
-        let mut headers = self.headers();
-        if let Some(a) = &authorization {
-            headers.push(("authorization", a));
-        }
+        let headers = self.headers_with(&authorization);
         let secrets = self.secrets_now();
         let secrets = &secrets[..];
         let cfg = self.config(endpoints, &headers);

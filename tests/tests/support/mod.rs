@@ -520,3 +520,46 @@ pub fn json_of(out: &std::process::Output) -> Value {
         )
     })
 }
+
+/// One `#[test]` per peer server mode, each calling `$run(PeerKind::…)`.
+#[macro_export]
+macro_rules! peer_tests {
+    ($run:ident) => {
+        #[test]
+        fn ts_stateful() {
+            $run(PeerKind::TsStateful);
+        }
+        #[test]
+        fn ts_json() {
+            $run(PeerKind::TsJson);
+        }
+        #[test]
+        fn py_stateful() {
+            $run(PeerKind::PyStateful);
+        }
+        #[test]
+        fn py_stateless() {
+            $run(PeerKind::PyStateless);
+        }
+        #[test]
+        fn py_json() {
+            $run(PeerKind::PyJson);
+        }
+        #[test]
+        fn py_stateless_json() {
+            $run(PeerKind::PyStatelessJson);
+        }
+        #[test]
+        fn rmcp_stateful() {
+            $run(PeerKind::RmcpStateful);
+        }
+        #[test]
+        fn rmcp_stateless() {
+            $run(PeerKind::RmcpStateless);
+        }
+        #[test]
+        fn rmcp_json() {
+            $run(PeerKind::RmcpJson);
+        }
+    };
+}
