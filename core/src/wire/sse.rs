@@ -396,6 +396,11 @@ impl SseDecoder {
                 if field == Field::Id && !self.value_nul {
                     self.value_nul = memchr::memchr(0, seg).is_some();
                 }
+                let seg = if field == Field::Retry {
+                    self.retry_leading_zeros(seg)
+                } else {
+                    seg
+                };
                 if !self.value_over {
                     self.value_over = self.value.extend_from_slice(seg).is_err();
                 }
@@ -403,6 +408,25 @@ impl SseDecoder {
             }
             Field::Ignore => Ok(()),
         }
+    }
+
+    /// Leading zeros of a `retry` value do not count toward the value's cap: WHATWG reads
+    /// `retry: 000…0123` (any number of zeros) as 123. They collapse to one `0` that the first
+    /// other byte replaces, however the line is split.
+    fn retry_leading_zeros<'a>(&mut self, seg: &'a [u8]) -> &'a [u8] {
+        if !(self.value.is_empty() || self.value.as_slice() == b"0") {
+            return seg;
+        }
+        let zeros = seg.iter().take_while(|&&b| b == b'0').count();
+        let rest = seg.get(zeros..).unwrap_or(&[]);
+        if zeros > 0 && self.value.is_empty() {
+            // Cannot fail: the value is empty and its capacity is not zero.
+            let _ = self.value.push(b'0');
+        }
+        if !rest.is_empty() && self.value.as_slice() == b"0" {
+            self.value.clear();
+        }
+        rest
     }
 
     /// A line ended: apply its field.

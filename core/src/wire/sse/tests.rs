@@ -162,6 +162,26 @@ fn retry_takes_ascii_digits_only() {
     }
 }
 
+/// WHATWG reads any run of leading zeros as part of the number, so a `retry` value longer than
+/// the value cap still counts when its zeros are (found by the `sse` fuzz target), whatever the
+/// split.
+#[test]
+fn retry_leading_zeros_do_not_count_toward_the_cap() {
+    let zeros = "0".repeat(3 * MAX_EVENT_ID);
+    for (value, want) in [
+        (format!("{zeros}680441997"), Some(680_441_997)),
+        (format!("{zeros}"), Some(0)),
+        (format!("{zeros}x"), None),
+        (format!("{zeros}4294967296"), None),
+        (format!("1{zeros}"), None),
+    ] {
+        let input = format!("retry: {value}\n");
+        assert_eq!(run(input.as_bytes()).retry, want, "whole: {value}");
+        let bytes: Vec<&[u8]> = input.as_bytes().chunks(1).collect();
+        assert_eq!(run_with(&bytes, lim(4096)).retry, want, "byte-wise: {value}");
+    }
+}
+
 #[test]
 fn ids_are_sticky_and_nul_ids_are_ignored() {
     let o = run(b"id: 1\ndata: a\n\ndata: b\n\n");
