@@ -3,6 +3,8 @@
 # and fails on the first crash, hang (-timeout=10) or memory blow-up (-rss_limit_mb=512).
 # Installs what it needs: the nightly toolchain (rustup) and cargo-fuzz.
 # New inputs go to fuzz/target/corpus-work/<target>/, never into the committed seeds.
+# FUZZ_SEED=N fixes libFuzzer's seed (CI does, so a red run replays the same way on a
+# developer's machine); without it every run explores from a new seed.
 set -euo pipefail
 SECONDS_EACH="${1:-30}"
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -37,6 +39,7 @@ for t in "${TARGETS[@]}"; do
     args=(-max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=512 -print_final_stats=1)
     d="$(dict_for "$t")"
     [ -n "$d" ] && args+=(-dict="$d")
+    [ -n "${FUZZ_SEED:-}" ] && args+=(-seed="$FUZZ_SEED")
     s=$(date +%s)
     if ! cargo +nightly fuzz run "$t" "$work" "corpus/$t" -- "${args[@]}" > "$FUZZ/target/$t.log" 2>&1; then
         tail -n 60 "$FUZZ/target/$t.log"
