@@ -19,7 +19,7 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
 fi
 
 cd "$FUZZ"
-TARGETS=(http_response sse json exchange redactor run_command endpoint manifest)
+TARGETS=(http_response sse json exchange redactor run_command endpoint manifest machine)
 dict_for() {
     case "$1" in
         http_response|exchange) echo "dict/http.dict" ;;

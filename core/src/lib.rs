@@ -84,4 +84,5 @@ pub mod buf;
 #[cfg(feature = "drive")]
 pub mod drive;
 pub mod harness;
+pub mod machine;
 pub mod wire;

@@ -84,3 +84,7 @@ fn endpoint() {
 fn manifest() {
     replay("manifest");
 }
+#[test]
+fn machine() {
+    replay("machine");
+}

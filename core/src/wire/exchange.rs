@@ -154,6 +154,11 @@ impl<'h> Exchange<'h> {
         }
     }
 
+    /// Gives the head storage back (for the next exchange on the same buffers).
+    pub fn into_head_storage(self) -> &'h mut [u8] {
+        self.http.into_head_storage()
+    }
+
     /// The response head, once it is in.
     pub fn head(&self) -> Option<&ResponseHead> {
         self.head.as_ref()

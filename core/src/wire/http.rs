@@ -483,6 +483,11 @@ pub struct ResponseDecoder<'h> {
 }
 
 impl<'h> ResponseDecoder<'h> {
+    /// Gives the head storage back (for the next response).
+    pub fn into_head_storage(self) -> &'h mut [u8] {
+        self.storage
+    }
+
     /// A decoder whose head cap is `min(head_storage.len(), limits.max_head_bytes)`.
     pub fn new(head_storage: &'h mut [u8], limits: ResponseLimits) -> Self {
         let max_head = head_storage.len().min(limits.max_head_bytes);

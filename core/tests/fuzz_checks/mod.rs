@@ -35,7 +35,11 @@ pub const TARGETS: &[(&str, Check)] = &[
     ("run_command", run_command),
     ("endpoint", endpoint),
     ("manifest", manifest),
+    ("machine", machine),
 ];
+
+mod machine;
+pub use machine::machine;
 
 // ---------------------------------------------------------------------------------------------
 // Shared helpers

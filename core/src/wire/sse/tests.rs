@@ -170,7 +170,7 @@ fn retry_leading_zeros_do_not_count_toward_the_cap() {
     let zeros = "0".repeat(3 * MAX_EVENT_ID);
     for (value, want) in [
         (format!("{zeros}680441997"), Some(680_441_997)),
-        (format!("{zeros}"), Some(0)),
+        (zeros.clone(), Some(0)),
         (format!("{zeros}x"), None),
         (format!("{zeros}4294967296"), None),
         (format!("1{zeros}"), None),
@@ -178,7 +178,11 @@ fn retry_leading_zeros_do_not_count_toward_the_cap() {
         let input = format!("retry: {value}\n");
         assert_eq!(run(input.as_bytes()).retry, want, "whole: {value}");
         let bytes: Vec<&[u8]> = input.as_bytes().chunks(1).collect();
-        assert_eq!(run_with(&bytes, lim(4096)).retry, want, "byte-wise: {value}");
+        assert_eq!(
+            run_with(&bytes, lim(4096)).retry,
+            want,
+            "byte-wise: {value}"
+        );
     }
 }
 

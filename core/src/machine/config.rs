@@ -1,0 +1,192 @@
+//! How a slot is reached and what a call may take: the configuration every operation of the
+//! machine reads, and the buffers an adapter lends it.
+
+use core::sync::atomic::{AtomicU8, AtomicU32, Ordering};
+
+use crate::buf::Buf;
+use crate::harness::failover::Target;
+use crate::wire::endpoint::Endpoint;
+use crate::wire::exchange::ReplyLimits;
+use crate::wire::jsonrpc::ProtocolVersion;
+
+use super::DEFAULT_IDLE_TIMEOUT_MS;
+
+/// How a slot is reached and what a call may take.
+#[derive(Debug, Clone)]
+pub struct SlotConfig<'a> {
+    /// The slot's name (for events).
+    pub slot: &'a str,
+    /// The primary server.
+    pub primary: Endpoint<'a>,
+    /// The primary's endpoint as written in the manifest (for events).
+    pub primary_label: &'a str,
+    /// The fallback server, if any.
+    pub fallback: Option<Endpoint<'a>>,
+    /// The fallback's endpoint as written in the manifest (for events).
+    pub fallback_label: &'a str,
+    /// Static headers sent on every request (e.g. `authorization`). Their values are secrets
+    /// of the run: adapters put them in the redaction set (see [`SlotConfig::header_values`]).
+    pub headers: &'a [(&'a str, &'a str)],
+    /// Offered in `initialize` (the seed's `2024-11-05` by default).
+    pub version: ProtocolVersion,
+    /// The per-call deadline: connect, handshake and reply (the seed's 300 000 ms by default).
+    pub timeout_ms: u64,
+    /// When set, progress notifications for a call reset its timer, up to this hard maximum.
+    pub progress_extends_to_ms: Option<u64>,
+    /// Caps on the reply.
+    pub limits: ReplyLimits,
+    /// Keep the redacted JSON-RPC reply as `raw`.
+    pub keep_raw: bool,
+    /// Told of each progress notification for a call (a progress token is sent when set).
+    pub on_progress: Option<ProgressObserver<'a>>,
+    /// A reply that sends no byte for this long fails with `server stalled` (progress
+    /// notifications and SSE comments are bytes); `None`: only the deadline applies.
+    pub idle_timeout_ms: Option<u64>,
+    /// Where a call says which `tools/call` it has on the wire (for an adapter that cancels a
+    /// call whose future was dropped).
+    pub in_flight: Option<&'a InFlight>,
+}
+
+/// The `tools/call` a call has on the wire, if any: an adapter reads it when the caller drops
+/// the call's future, to send the server a cancellation.
+///
+/// Plain 32-bit atomics (Cortex-M has no 64-bit ones); one writer, the call, and one reader,
+/// its adapter after the call's future is gone.
+#[derive(Debug, Default)]
+pub struct InFlight {
+    id_low: AtomicU32,
+    id_high: AtomicU32,
+    target: AtomicU8,
+}
+
+impl InFlight {
+    /// Nothing on the wire.
+    pub const fn new() -> Self {
+        InFlight {
+            id_low: AtomicU32::new(0),
+            id_high: AtomicU32::new(0),
+            target: AtomicU8::new(0),
+        }
+    }
+
+    pub(crate) fn set(&self, target: Target, id: u64) {
+        let t = match target {
+            Target::Primary => 0,
+            Target::Fallback => 1,
+        };
+        self.target.store(t, Ordering::Relaxed);
+        self.id_high.store((id >> 32) as u32, Ordering::Relaxed);
+        self.id_low.store(id as u32, Ordering::Relaxed);
+    }
+
+    pub(crate) fn clear(&self) {
+        self.id_low.store(0, Ordering::Relaxed);
+        self.id_high.store(0, Ordering::Relaxed);
+    }
+
+    /// The server and request id of the `tools/call` on the wire, if one is.
+    pub fn get(&self) -> Option<(Target, u64)> {
+        let id = (u64::from(self.id_high.load(Ordering::Relaxed)) << 32)
+            | u64::from(self.id_low.load(Ordering::Relaxed));
+        let target = match self.target.load(Ordering::Relaxed) {
+            0 => Target::Primary,
+            _ => Target::Fallback,
+        };
+        (id != 0).then_some((target, id))
+    }
+}
+
+/// One progress notification of a call, as a person would show it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProgressUpdate<'u> {
+    /// `progress`, the number as the server wrote it (`3`, `1.0`).
+    pub progress: &'u str,
+    /// `total`, if the server gave one, as written.
+    pub total: Option<&'u str>,
+    /// `message`, unescaped and redacted, cut to [`MAX_PROGRESS_MESSAGE`] bytes.
+    pub message: Option<&'u str>,
+}
+
+impl ProgressUpdate<'_> {
+    /// `progress` as a number (JSON numbers are decimal text; `None` if it is not one).
+    pub fn progress_value(&self) -> Option<f64> {
+        self.progress.parse().ok()
+    }
+
+    /// `total` as a number, when the server gave one.
+    pub fn total_value(&self) -> Option<f64> {
+        self.total?.parse().ok()
+    }
+
+    /// How far along, `0.0..=1.0`: `progress / total` when both are numbers and the total is
+    /// positive (clamped, as servers overshoot).
+    pub fn fraction(&self) -> Option<f64> {
+        let (p, t) = (self.progress_value()?, self.total_value()?);
+        (t > 0.0).then(|| (p / t).clamp(0.0, 1.0))
+    }
+}
+
+/// Longest progress message handed to an observer (longer ones are cut).
+pub const MAX_PROGRESS_MESSAGE: usize = 240;
+
+/// Where a slot's progress notifications go (e.g. a terminal's status line).
+#[derive(Clone, Copy)]
+pub struct ProgressObserver<'a>(pub &'a (dyn Fn(&ProgressUpdate<'_>) + Sync));
+
+impl core::fmt::Debug for ProgressObserver<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("ProgressObserver")
+    }
+}
+
+impl<'a> SlotConfig<'a> {
+    /// A config with the seed's defaults for everything but the slot and its servers.
+    pub fn new(slot: &'a str, primary: Endpoint<'a>, primary_label: &'a str) -> Self {
+        SlotConfig {
+            slot,
+            primary,
+            primary_label,
+            fallback: None,
+            fallback_label: "",
+            headers: &[],
+            version: ProtocolVersion::DEFAULT,
+            timeout_ms: 300_000,
+            progress_extends_to_ms: None,
+            limits: ReplyLimits::default(),
+            keep_raw: false,
+            on_progress: None,
+            idle_timeout_ms: Some(DEFAULT_IDLE_TIMEOUT_MS),
+            in_flight: None,
+        }
+    }
+
+    /// The values of the static headers: secrets of the run.
+    pub fn header_values(&self) -> impl Iterator<Item = &'a str> + 'a {
+        self.headers.iter().map(|(_, v)| *v)
+    }
+
+    pub(crate) fn endpoint(&self, target: Target) -> Option<&Endpoint<'a>> {
+        match target {
+            Target::Primary => Some(&self.primary),
+            Target::Fallback => self.fallback.as_ref(),
+        }
+    }
+}
+
+/// Per-call scratch, owned by the adapter (capped `Vec`s on a host, static slices on the edge).
+pub struct CallBuffers<'b, B: Buf> {
+    /// The outgoing request, head and body (sent in one write).
+    pub request: B,
+    /// Storage for the response head.
+    pub head: &'b mut [u8],
+    /// One socket read.
+    pub read: &'b mut [u8],
+    /// The reply: a JSON body or one SSE event's data.
+    pub reply: B,
+    /// The flattened, redacted text.
+    pub text: B,
+    /// The redacted error message.
+    pub error: B,
+    /// The redacted raw reply (only with `keep_raw`; may have a zero cap otherwise).
+    pub raw: B,
+}

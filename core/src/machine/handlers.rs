@@ -1,0 +1,712 @@
+//! The handlers of replies and the writers of requests and error lines: what a round trip
+//! sends and how each kind of reply is read. Pure functions and small structs; the machine in
+//! [`super`] sequences them.
+
+use core::fmt::Write as _;
+
+use heapless::String;
+
+use super::MAX_CURSOR;
+use super::config::{MAX_PROGRESS_MESSAGE, ProgressObserver, ProgressUpdate, SlotConfig};
+use crate::buf::{Buf, Sink};
+use crate::harness::redact::Redactor;
+use crate::wire::content;
+use crate::wire::endpoint::Endpoint;
+use crate::wire::exchange::{Expect, OnMessage, Verdict};
+use crate::wire::failure::{BufferName, DETAIL_BYTES, Failure, HandshakeError, StrSink, truncated};
+use crate::wire::http::{Method, RequestHead, write_request_head};
+use crate::wire::json::{JsonLimits, Value};
+use crate::wire::jsonrpc::{self, Found, ListMethod, Message, Outcome, ProtocolVersion};
+use crate::wire::session::Snapshot;
+
+/// The longest message of an error line built here (a JSON-RPC refusal, a failure).
+const ERROR_LINE_BYTES: usize = 2 * DETAIL_BYTES + 256;
+
+/// Why `list_tools` gave no list. Its `Display` reads `tools/list failed: …`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ListError {
+    /// No server answered.
+    Unreachable(Failure),
+    /// The server answered tools/list with a JSON-RPC error.
+    Refused {
+        /// JSON-RPC error code.
+        code: i64,
+        /// The server's message, redacted (a longer one is cut and ends in `…`).
+        message: String<DETAIL_BYTES>,
+    },
+}
+
+impl ListError {
+    /// What happened, without the method: `JSON-RPC error -32002: …` or the failure.
+    fn write_reason(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            ListError::Unreachable(failure) => write!(f, "{failure}"),
+            ListError::Refused { code, message } => {
+                write!(f, "JSON-RPC error {code}: {message}")
+            }
+        }
+    }
+}
+
+impl core::fmt::Display for ListError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("tools/list failed: ")?;
+        self.write_reason(f)
+    }
+}
+
+/// Why a list or a request other than `tools/list` and `tools/call` gave no answer. Its
+/// `Display` reads `<method> failed: …`, e.g.
+/// `resources/read failed: JSON-RPC error -32002: Resource not found`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MethodError {
+    /// The JSON-RPC method, e.g. `resources/read`.
+    pub method: &'static str,
+    /// What happened (no server answered, or the server refused).
+    pub error: ListError,
+}
+
+impl core::fmt::Display for MethodError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "{} failed: ", self.method)?;
+        self.error.write_reason(f)
+    }
+}
+
+/// What [`list`] hands its caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListItem<'i> {
+    /// One item's whole JSON (a resource, template, prompt or tool object), redacted.
+    Item(&'i [u8]),
+    /// The server failed part-way and the list starts again on the fallback: forget the items
+    /// handed over so far.
+    Restart,
+}
+
+/// The answer to a request (`resources/read`, `prompts/get`, `ping`): the whole `result` object as the server sent it, redacted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Answered<'b> {
+    /// The redacted JSON text of `result` (valid JSON: a secret is replaced inside strings).
+    pub result: &'b [u8],
+    /// Wall-clock of the request in ms, failover included.
+    pub latency_ms: u64,
+}
+
+/// The JSON-RPC message a request carries.
+pub(super) enum Body<'x> {
+    Initialize {
+        id: u64,
+        version: ProtocolVersion,
+    },
+    Initialized,
+    List {
+        id: u64,
+        list: ListMethod,
+        cursor: Option<&'x str>,
+    },
+    Request {
+        id: u64,
+        req: jsonrpc::Request<'x>,
+        /// [`jsonrpc::encode_request`], named where such a request is made, so a client that
+        /// never makes one (the edge's) does not carry the encoder.
+        encode: EncodeRequest,
+    },
+    ToolsCall {
+        id: u64,
+        tool: &'x str,
+        args: Option<Value<'x>>,
+        progress: Option<u64>,
+    },
+    Cancelled {
+        id: u64,
+        reason: &'static str,
+    },
+    None,
+}
+
+impl<'x> Body<'x> {
+    /// A request other than the lists and `tools/call`.
+    pub(super) fn request(id: u64, req: jsonrpc::Request<'x>) -> Self {
+        Body::Request {
+            id,
+            req,
+            encode: encode_request_dyn,
+        }
+    }
+
+    /// Through `dyn Sink`: it runs twice per request (to count, then to write), and the
+    /// encoders exist once in the binary instead of once per sink type.
+    fn write(&self, out: &mut dyn Sink) -> Result<(), crate::buf::Overflow> {
+        let out = &mut &mut *out;
+        match self {
+            Body::Initialize { id, version } => jsonrpc::encode_initialize(out, *id, *version),
+            Body::Initialized => jsonrpc::encode_initialized(out),
+            Body::List { id, list, cursor } => jsonrpc::encode_list(out, *id, *list, *cursor),
+            Body::Request { id, req, encode } => encode(out, *id, req),
+            Body::ToolsCall {
+                id,
+                tool,
+                args,
+                progress,
+            } => jsonrpc::encode_tools_call(out, *id, tool, *args, *progress),
+            Body::Cancelled { id, reason } => jsonrpc::encode_cancelled(out, *id, reason),
+            Body::None => Ok(()),
+        }
+    }
+}
+
+/// The encoder of a [`Body::Request`].
+type EncodeRequest =
+    fn(&mut &mut dyn Sink, u64, &jsonrpc::Request<'_>) -> Result<(), crate::buf::Overflow>;
+
+/// [`jsonrpc::encode_request`] through `dyn Sink`, as a [`Body::Request`] carries it.
+fn encode_request_dyn(
+    out: &mut &mut dyn Sink,
+    id: u64,
+    req: &jsonrpc::Request<'_>,
+) -> Result<(), crate::buf::Overflow> {
+    jsonrpc::encode_request(out, id, req)
+}
+
+/// One request to one server: what to send, and what reply completes it.
+pub(super) struct Trip<'x> {
+    pub(super) ep: &'x Endpoint<'x>,
+    pub(super) method: Method,
+    pub(super) snap: Option<&'x Snapshot>,
+    pub(super) last_event_id: Option<&'x str>,
+    pub(super) body: Body<'x>,
+    pub(super) expect: Expect,
+}
+
+impl<'x> Trip<'x> {
+    /// A POST of `body` in the session `snap` (none before the handshake).
+    pub(super) fn post(ep: &'x Endpoint<'x>, snap: Option<&'x Snapshot>, body: Body<'x>) -> Self {
+        let expect = match body {
+            Body::Initialized | Body::Cancelled { .. } => Expect::Accepted,
+            _ => Expect::Response,
+        };
+        Trip {
+            ep,
+            method: Method::Post,
+            snap,
+            last_event_id: None,
+            body,
+            expect,
+        }
+    }
+
+    /// Writes head and body into `out`, so the adapter sends them in one write.
+    pub(super) fn write<B: Buf>(&self, out: &mut B, cfg: &SlotConfig<'_>) -> Result<(), Failure> {
+        out.clear();
+        let mut count = crate::buf::CountingSink::default();
+        self.body
+            .write(&mut count)
+            .map_err(|o| Failure::TooLarge(BufferName::Request, o))?;
+        let head = RequestHead {
+            method: self.method,
+            endpoint: self.ep,
+            accept_json_and_sse: self.method != Method::Get,
+            session_id: self.snap.and_then(|s| s.id()),
+            protocol_version: self.snap.and_then(|s| s.version_header()),
+            last_event_id: self.last_event_id,
+            extra_headers: cfg.headers,
+            content_length: (self.method == Method::Post).then_some(count.count),
+        };
+        write_request_head(&head, out).map_err(Failure::Request)?;
+        self.body
+            .write(out)
+            .map_err(|o| Failure::TooLarge(BufferName::Request, o))
+    }
+}
+
+/// Accepts any 2xx (a notification's reply).
+pub(super) struct Accept;
+impl OnMessage for Accept {
+    fn on_message(&mut self, _msg: &[u8], _last: bool) -> Result<Verdict, Failure> {
+        Ok(Verdict::Done)
+    }
+}
+
+/// Parses one message and looks for the response to `id`; `last_chance` also takes a
+/// response whose id is `null`.
+fn find<'m>(msg: &'m [u8], id: u64, last_chance: bool) -> Result<Lookup<'m>, Failure> {
+    let value = Value::parse(msg, JsonLimits::default())?;
+    match jsonrpc::find_response(value, id)? {
+        Found::Match(outcome) => Ok(Lookup::Ours(outcome)),
+        Found::NoMatch => match jsonrpc::decode_message(value) {
+            // The seed's "last data line": a response that names no request (`id: null`) is
+            // taken as ours when nothing matched. One that names another request never is.
+            Ok(Message::Response {
+                id: jsonrpc::Id::Null,
+                outcome,
+            }) if last_chance => Ok(Lookup::Ours(outcome)),
+            Ok(Message::Response { .. }) => Ok(Lookup::OtherResponse),
+            Ok(m) => Ok(Lookup::Other(m)),
+            // A batch (or anything else) without our response.
+            Err(_) => Ok(Lookup::OtherResponse),
+        },
+    }
+}
+
+enum Lookup<'m> {
+    Ours(Outcome<'m>),
+    OtherResponse,
+    Other(Message<'m>),
+}
+
+/// Handles the reply to `initialize`.
+#[derive(Default)]
+pub(super) struct InitHandler {
+    pub(super) id: u64,
+    pub(super) version: Option<Result<ProtocolVersion, Failure>>,
+}
+impl OnMessage for InitHandler {
+    fn renumber(&mut self, id: u64) {
+        self.id = id;
+    }
+
+    fn on_message(&mut self, msg: &[u8], last_chance: bool) -> Result<Verdict, Failure> {
+        match find(msg, self.id, last_chance)? {
+            Lookup::Ours(Outcome::Result(result)) => {
+                let parsed = jsonrpc::parse_initialize_result(result)
+                    .map_err(|_| Failure::Handshake(HandshakeError::BadResult))
+                    .and_then(|init| {
+                        let raw = init.protocol_version.raw();
+                        ProtocolVersion::parse(raw).ok_or_else(|| {
+                            let shown = core::str::from_utf8(raw).unwrap_or("?");
+                            Failure::Handshake(HandshakeError::UnsupportedVersion(truncated(shown)))
+                        })
+                    });
+                self.version = Some(parsed);
+                Ok(Verdict::Done)
+            }
+            Lookup::Ours(Outcome::Error(err)) => {
+                self.version = Some(Err(Failure::Handshake(HandshakeError::Refused {
+                    code: err.code,
+                    message: unescaped_detail(&err.message),
+                })));
+                Ok(Verdict::Done)
+            }
+            Lookup::OtherResponse => Ok(Verdict::Hold),
+            Lookup::Other(_) => Ok(Verdict::Continue),
+        }
+    }
+}
+
+/// A server's message, unescaped, cut to [`DETAIL_BYTES`] with a marked cut.
+fn unescaped_detail<const N: usize>(message: &crate::wire::json::JsonStr<'_>) -> String<N> {
+    let mut out = StrSink::<N>::default();
+    match message.unescape_into(&mut out) {
+        Ok(()) => truncated(out.as_str()),
+        // Cut: make room for the mark.
+        Err(_) => {
+            let mut s: String<N> = truncated(out.as_str());
+            while s.len() + '…'.len_utf8() > N {
+                if s.pop().is_none() {
+                    break;
+                }
+            }
+            let _ = s.push('…');
+            s
+        }
+    }
+}
+
+/// What one server's attempt at a tool call came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    /// The tool ran; `is_error`: it reported an error (`isError: true`).
+    Result {
+        /// The tool's `isError`.
+        is_error: bool,
+    },
+    /// The server refused the call with a JSON-RPC error.
+    Refused {
+        /// The JSON-RPC error code.
+        code: i64,
+        /// The error says the tool is unknown.
+        unknown_tool: bool,
+    },
+}
+
+/// Why a tool call's result could not be taken. Small on purpose: the handler holding it
+/// lives in the call future across every read (a whole [`Failure`] would be larger).
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Untaken {
+    /// The flattened text did not fit the text buffer.
+    TextTooLarge(crate::buf::Overflow),
+    /// The result is not a tool result object.
+    NotAnObject,
+}
+
+impl From<Untaken> for Failure {
+    fn from(u: Untaken) -> Self {
+        match u {
+            Untaken::TextTooLarge(o) => Failure::TooLarge(BufferName::Text, o),
+            Untaken::NotAnObject => Failure::Rpc(jsonrpc::RpcDecodeError::NotAnObject),
+        }
+    }
+}
+
+/// Handles the reply to `tools/call`: flattens and redacts the text, or formats the refusal.
+pub(super) struct CallHandler<'x, B: Buf, Sec: AsRef<[u8]>> {
+    id: u64,
+    secrets: &'x [Sec],
+    pub(super) text: &'x mut B,
+    error: &'x mut B,
+    raw: Option<&'x mut B>,
+    pub(super) answer: Option<Result<Answer, Untaken>>,
+    progress: u32,
+    on_progress: Option<ProgressObserver<'x>>,
+    /// The call sends a progress token (its id): someone listens for progress.
+    pub(super) progress_token: bool,
+}
+
+impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
+    pub(super) fn new(
+        secrets: &'x [Sec],
+        text: &'x mut B,
+        error: &'x mut B,
+        raw: Option<&'x mut B>,
+        cfg: &SlotConfig<'x>,
+    ) -> Self {
+        CallHandler {
+            id: 0,
+            secrets,
+            text,
+            error,
+            raw,
+            answer: None,
+            progress: 0,
+            on_progress: cfg.on_progress,
+            progress_token: cfg.progress_extends_to_ms.is_some() || cfg.on_progress.is_some(),
+        }
+    }
+
+    /// A new attempt: nothing of the last one is kept.
+    pub(super) fn begin_attempt(&mut self) {
+        self.text.clear();
+        self.error.clear();
+        if let Some(raw) = self.raw.as_deref_mut() {
+            raw.clear();
+        }
+        self.answer = None;
+    }
+}
+
+impl<B: Buf, Sec: AsRef<[u8]>> OnMessage for CallHandler<'_, B, Sec> {
+    fn progress_seen(&self) -> u32 {
+        self.progress
+    }
+
+    fn renumber(&mut self, id: u64) {
+        self.id = id;
+    }
+
+    fn on_message(&mut self, msg: &[u8], last_chance: bool) -> Result<Verdict, Failure> {
+        let outcome = match find(msg, self.id, last_chance)? {
+            Lookup::Ours(outcome) => outcome,
+            Lookup::OtherResponse => return Ok(Verdict::Hold),
+            Lookup::Other(m) => {
+                if let Some(p) =
+                    jsonrpc::as_progress(&m).filter(|p| p.token.as_u64() == Some(self.id))
+                {
+                    self.progress = self.progress.wrapping_add(1);
+                    if let Some(observer) = self.on_progress {
+                        tell_progress(observer, &p, self.secrets);
+                    }
+                }
+                return Ok(Verdict::Continue);
+            }
+        };
+        if let Some(raw) = self.raw.as_deref_mut() {
+            raw.clear();
+            redact_into(self.secrets, msg, raw)
+                .map_err(|o| Failure::TooLarge(BufferName::Raw, o))?;
+        }
+        self.answer = Some(match outcome {
+            Outcome::Result(result) => {
+                self.text.clear();
+                let mut redactor = Redactor::new(self.secrets);
+                let mut sink = redactor.sink(&mut *self.text);
+                let flat = content::flatten(result, &mut sink).map_err(|e| match e {
+                    content::ContentError::Overflow(o) => Untaken::TextTooLarge(o),
+                    _ => Untaken::NotAnObject,
+                });
+                flat.and_then(|f| {
+                    sink.finish()
+                        .map_err(Untaken::TextTooLarge)
+                        .map(|_| Answer::Result {
+                            is_error: f.is_error,
+                        })
+                })
+            }
+            Outcome::Error(err) => {
+                self.error.clear();
+                let mut line = StrSink::<ERROR_LINE_BYTES>::default();
+                // A message longer than the line is cut, and the cut marked; the code fits.
+                if crate::harness::result::write_rpc_error(&mut line, err.code, &err.message)
+                    .is_err()
+                {
+                    mark_cut(&mut line);
+                }
+                let _ = redact_into(self.secrets, line.as_str().as_bytes(), self.error);
+                Ok(Answer::Refused {
+                    code: err.code,
+                    unknown_tool: jsonrpc::is_unknown_tool(&err),
+                })
+            }
+        });
+        Ok(Verdict::Done)
+    }
+}
+
+/// Ends a cut line with `…` (dropping what it takes to make room).
+pub(crate) fn mark_cut<const N: usize>(line: &mut StrSink<N>) {
+    let kept: String<N> = truncated(line.as_str());
+    let mut s = kept;
+    while s.len() + '…'.len_utf8() > N {
+        if s.pop().is_none() {
+            break;
+        }
+    }
+    let _ = s.push('…');
+    *line = StrSink::default();
+    let _ = line.put(s.as_bytes());
+}
+
+/// Hands one progress notification to the observer: numbers as written, the message
+/// unescaped and redacted (cut to fit).
+fn tell_progress<Sec: AsRef<[u8]>>(
+    observer: ProgressObserver<'_>,
+    p: &jsonrpc::Progress<'_>,
+    secrets: &[Sec],
+) {
+    fn number<'v>(v: &Value<'v>) -> &'v str {
+        core::str::from_utf8(v.raw()).unwrap_or("")
+    }
+    let mut message = StrSink::<MAX_PROGRESS_MESSAGE>::default();
+    let mut clean = StrSink::<MAX_PROGRESS_MESSAGE>::default();
+    if let Some(m) = &p.message {
+        // A longer message is cut; what fits is still redacted whole.
+        let _ = m.unescape_into(&mut message);
+        let _ = redact_into(secrets, message.as_str().as_bytes(), &mut clean);
+    }
+    (observer.0)(&ProgressUpdate {
+        progress: number(&p.progress),
+        total: p.total.as_ref().map(number),
+        message: p.message.is_some().then(|| clean.as_str()),
+    });
+}
+
+/// Redacts `text` whole into `out`.
+pub(crate) fn redact_into<Sec: AsRef<[u8]>>(
+    secrets: &[Sec],
+    text: &[u8],
+    out: &mut impl Sink,
+) -> Result<(), crate::buf::Overflow> {
+    let mut r = Redactor::new(secrets);
+    r.write(text, out)?;
+    r.finish(out)
+}
+
+/// `core::fmt::Write` over a `Sink` (for the error messages).
+pub(crate) struct FmtSink<'s, S: Sink>(pub(crate) &'s mut S);
+impl<S: Sink> core::fmt::Write for FmtSink<'_, S> {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        self.0.put(s.as_bytes()).map_err(|_| core::fmt::Error)
+    }
+}
+
+/// Writes a failure's message, redacted, into `out` (a cut ends in `…`).
+pub(crate) fn write_failure<Sec: AsRef<[u8]>, B: Buf>(
+    secrets: &[Sec],
+    failure: &Failure,
+    out: &mut B,
+) {
+    write_line(secrets, format_args!("{failure}"), out);
+}
+
+/// Writes one error line, redacted, into `out`; a line longer than `out` (or than
+/// [`ERROR_LINE_BYTES`]) is cut at a character boundary and ends in `…`.
+pub(crate) fn write_line<Sec: AsRef<[u8]>, B: Buf>(
+    secrets: &[Sec],
+    args: core::fmt::Arguments<'_>,
+    out: &mut B,
+) {
+    out.clear();
+    let mut line = StrSink::<ERROR_LINE_BYTES>::default();
+    if FmtSink(&mut line).write_fmt(args).is_err() {
+        mark_cut(&mut line);
+    }
+    if redact_into(secrets, line.as_str().as_bytes(), out).is_ok() {
+        return;
+    }
+    out.clear();
+    let mark = "…";
+    let s = line.as_str();
+    let mut end = out.limit().saturating_sub(mark.len()).min(s.len());
+    while end > 0 && !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    // Redact what fits; a secret cut in half by the end is gone with the cut.
+    let _ = redact_into(secrets, s.get(..end).unwrap_or("").as_bytes(), out);
+    let _ = out.put(mark.as_bytes());
+}
+
+pub(crate) fn as_text<B: Buf>(b: &B) -> &str {
+    match core::str::from_utf8(b.bytes()) {
+        Ok(s) => s,
+        Err(e) => {
+            core::str::from_utf8(b.bytes().get(..e.valid_up_to()).unwrap_or(&[])).unwrap_or("")
+        }
+    }
+}
+
+/// Handles one page of a list: each item (and its redacted JSON) to the callback, the next
+/// cursor kept.
+pub(super) struct ListHandler<'x, F: FnMut(Option<(Value<'_>, &[u8])>), B: Buf, Sec: AsRef<[u8]>> {
+    id: u64,
+    pub(super) list: ListMethod,
+    pub(super) on_item: F,
+    /// Scratch for each tool's redacted JSON.
+    pub(super) text: &'x mut B,
+    secrets: &'x [Sec],
+    /// The cursor: the one sent, until a page brings its `nextCursor` (unescaped). Kept in a
+    /// caller buffer (a list has no error text), so a list op is no larger than a call.
+    pub(super) cursor: &'x mut B,
+    pub(super) has_next: bool,
+    pub(super) answer: Option<Result<(), ListError>>,
+}
+
+impl<'x, F: FnMut(Option<(Value<'_>, &[u8])>), B: Buf, Sec: AsRef<[u8]>>
+    ListHandler<'x, F, B, Sec>
+{
+    pub(super) fn new(
+        list: ListMethod,
+        on_item: F,
+        text: &'x mut B,
+        cursor: &'x mut B,
+        secrets: &'x [Sec],
+    ) -> Self {
+        ListHandler {
+            id: 0,
+            list,
+            on_item,
+            text,
+            secrets,
+            cursor,
+            has_next: false,
+            answer: None,
+        }
+    }
+}
+impl<F: FnMut(Option<(Value<'_>, &[u8])>), B: Buf, Sec: AsRef<[u8]>> OnMessage
+    for ListHandler<'_, F, B, Sec>
+{
+    fn renumber(&mut self, id: u64) {
+        self.id = id;
+    }
+
+    fn on_message(&mut self, msg: &[u8], last_chance: bool) -> Result<Verdict, Failure> {
+        let outcome = match find(msg, self.id, last_chance)? {
+            Lookup::Ours(o) => o,
+            Lookup::OtherResponse => return Ok(Verdict::Hold),
+            Lookup::Other(_) => return Ok(Verdict::Continue),
+        };
+        match outcome {
+            Outcome::Result(result) => {
+                let page = jsonrpc::parse_page(result, self.list)?;
+                for item in page.items {
+                    // Everything of an item is returned, so it is redacted.
+                    self.text.clear();
+                    redact_into(self.secrets, item.raw(), &mut *self.text)
+                        .map_err(|o| Failure::TooLarge(BufferName::Text, o))?;
+                    (self.on_item)(Some((item, self.text.bytes())));
+                }
+                self.has_next = false;
+                if let Some(next) = page.next_cursor {
+                    let mut s = StrSink::<MAX_CURSOR>::default();
+                    next.unescape_into(&mut s)
+                        .map_err(|o| Failure::TooLarge(BufferName::Cursor, o))?;
+                    self.cursor.clear();
+                    self.cursor
+                        .put(s.as_str().as_bytes())
+                        .map_err(|o| Failure::TooLarge(BufferName::Cursor, o))?;
+                    self.has_next = true;
+                }
+                self.answer = Some(Ok(()));
+            }
+            Outcome::Error(err) => {
+                self.answer = Some(Err(ListError::Refused {
+                    code: err.code,
+                    message: unescaped_detail(&err.message),
+                }));
+            }
+        }
+        Ok(Verdict::Done)
+    }
+}
+
+pub(crate) fn redact_list_error<Sec: AsRef<[u8]>>(secrets: &[Sec], e: ListError) -> ListError {
+    match e {
+        ListError::Refused { code, message } => {
+            let mut out = StrSink::<DETAIL_BYTES>::default();
+            let _ = redact_into(secrets, message.as_bytes(), &mut out);
+            ListError::Refused {
+                code,
+                message: truncated(out.as_str()),
+            }
+        }
+        other => other,
+    }
+}
+
+/// Handles the reply to a [`jsonrpc::Request`]: checks its shape and keeps it, redacted.
+pub(super) struct RequestHandler<'x, B: Buf, Sec: AsRef<[u8]>> {
+    id: u64,
+    pub(super) req: jsonrpc::Request<'x>,
+    secrets: &'x [Sec],
+    pub(super) text: &'x mut B,
+    pub(super) answer: Option<Result<(), ListError>>,
+}
+
+impl<'x, B: Buf, Sec: AsRef<[u8]>> RequestHandler<'x, B, Sec> {
+    pub(super) fn new(req: jsonrpc::Request<'x>, secrets: &'x [Sec], text: &'x mut B) -> Self {
+        RequestHandler {
+            id: 0,
+            req,
+            secrets,
+            text,
+            answer: None,
+        }
+    }
+}
+
+impl<B: Buf, Sec: AsRef<[u8]>> OnMessage for RequestHandler<'_, B, Sec> {
+    fn renumber(&mut self, id: u64) {
+        self.id = id;
+    }
+
+    fn on_message(&mut self, msg: &[u8], last_chance: bool) -> Result<Verdict, Failure> {
+        let outcome = match find(msg, self.id, last_chance)? {
+            Lookup::Ours(o) => o,
+            Lookup::OtherResponse => return Ok(Verdict::Hold),
+            Lookup::Other(_) => return Ok(Verdict::Continue),
+        };
+        self.answer = Some(match outcome {
+            Outcome::Result(result) => {
+                jsonrpc::check_request_result(&self.req, result)?;
+                self.text.clear();
+                redact_into(self.secrets, result.raw(), &mut *self.text)
+                    .map_err(|o| Failure::TooLarge(BufferName::Text, o))?;
+                Ok(())
+            }
+            Outcome::Error(err) => Err(ListError::Refused {
+                code: err.code,
+                message: unescaped_detail(&err.message),
+            }),
+        });
+        Ok(Verdict::Done)
+    }
+}

@@ -1,0 +1,229 @@
+//! The call machine: a slot's whole sequencing as sans-IO transitions.
+//!
+//! An [`Op`] is one operation of a slot (a tool call, a list, a request, the slot's close, a
+//! courtesy cancel). It owns no connection, reads no clock and awaits nothing: its adapter
+//! asks it what to do ([`Op::poll`], with the slot's [`SlotState`] and the time), does that
+//! ([`Action`]: open a connection, write the request bytes, read into the op's read buffer,
+//! give a connection back, sleep), and tells it what happened (`handle_*`). Everything a call
+//! goes through lives here as states: the lazy handshake and its waiters, the request, the
+//! stale-connection retry (never for a written `tools/call`), the stall timer and the deadline,
+//! the tail read that keeps a connection reusable, the 404 re-initialization, `Retry-After`,
+//! the SSE resume, paging, the cancel on timeout and failover.
+//!
+//! The slot's state is shared by every op of the slot and passed in to [`Op::poll`] only, so
+//! an adapter holds its lock for one short transition, never across I/O or parsing. An op that
+//! finds another op's handshake under way waits ([`Action::Sleep`] with `slot: true`); the
+//! state says when a handshake ended ([`SlotState::take_changed`]) so the adapter wakes them.
+//!
+//! The reply parser stays the streaming scanner of [`crate::wire`]: a reply is parsed as it
+//! arrives into caller buffers with caps, never held whole.
+//!
+//! ```
+//! use verifi_mcp_core::buf::{Buf, SliceBuf};
+//! use verifi_mcp_core::machine::{Action, CallBuffers, Op, SlotConfig, SlotState};
+//! use verifi_mcp_core::wire::endpoint::Endpoint;
+//! use verifi_mcp_core::wire::json::{JsonLimits, Value};
+//!
+//! let endpoint = Endpoint::parse_base("http://10.0.0.5:8000").unwrap();
+//! let cfg = SlotConfig::new("kali", endpoint, "http://10.0.0.5:8000");
+//! let mut slot = SlotState::new(cfg.version, false);
+//! let (mut request, mut head, mut read) = ([0u8; 1024], [0u8; 1024], [0u8; 512]);
+//! let (mut reply, mut text, mut error) = ([0u8; 1024], [0u8; 256], [0u8; 256]);
+//! let mut bufs = CallBuffers {
+//!     request: SliceBuf::new(&mut request),
+//!     head: &mut head,
+//!     read: &mut read,
+//!     reply: SliceBuf::new(&mut reply),
+//!     text: SliceBuf::new(&mut text),
+//!     error: SliceBuf::new(&mut error),
+//!     raw: SliceBuf::new(&mut []),
+//! };
+//! let secrets: [&str; 0] = [];
+//! let args = Value::parse(br#"{"text":"hi"}"#, JsonLimits::default()).ok();
+//! let mut op = Op::call(&cfg, &mut bufs, &secrets, "echo", args);
+//!
+//! // The server's replies, one per request: initialize, notifications/initialized, tools/call.
+//! let mut replies = [
+//!     &b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n\
+//!        {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"protocolVersion\":\"2024-11-05\"}}"[..],
+//!     b"HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n",
+//!     b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n\
+//!       data: {\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"content\":\
+//!       [{\"type\":\"text\",\"text\":\"hi\"}]}}\n\n",
+//! ]
+//! .into_iter();
+//! let (mut now, mut pending) = (0u64, &b""[..]);
+//! loop {
+//!     match op.poll(&mut slot, now) {
+//!         Action::Connect { .. } => op.handle_connected(false),
+//!         Action::Transmit => {
+//!             // A real adapter writes `op.transmit()` on its connection.
+//!             pending = replies.next().unwrap_or(b"");
+//!             op.handle_sent(now, true);
+//!         }
+//!         Action::Receive => {
+//!             let n = pending.len().min(op.read_buf().len());
+//!             op.read_buf()[..n].copy_from_slice(&pending[..n]);
+//!             pending = &pending[n..];
+//!             op.handle_read(now, n); // 0: the server closed
+//!         }
+//!         Action::Sleep { .. } => now = op.timeout(),
+//!         Action::Recycle | Action::Close | Action::Report => {}
+//!         Action::Done => break,
+//!     }
+//! }
+//! assert!(op.outcome().is_ok());
+//! drop(op);
+//! assert_eq!(bufs.text.bytes(), b"hi");
+//! ```
+
+mod config;
+pub(crate) mod handlers;
+mod op;
+
+pub use config::{
+    CallBuffers, InFlight, MAX_PROGRESS_MESSAGE, ProgressObserver, ProgressUpdate, SlotConfig,
+};
+pub use handlers::{Answered, ListError, ListItem, MethodError};
+pub use op::{Action, Answer, Op, Report};
+
+use crate::harness::failover::{FailoverState, Target};
+use crate::wire::jsonrpc::ProtocolVersion;
+use crate::wire::session::Session;
+
+/// Milliseconds on the adapter's monotonic clock.
+pub type Millis = u64;
+
+/// How long a best-effort `notifications/cancelled` or `DELETE` may take.
+const COURTESY_MS: Millis = 1_000;
+/// Most pages of a list followed.
+const MAX_PAGES: u32 = 1_000;
+/// Most GET resumptions of one SSE reply that ended without its response.
+const MAX_RESUMES: u32 = 3;
+/// How long the machine keeps reading after the response for the end of its framing.
+const TAIL_MS: Millis = 10;
+/// Most bytes read after the response while waiting for the end of its framing.
+const MAX_TAIL_BYTES: usize = 64 * 1024;
+/// Longest list cursor kept between pages.
+const MAX_CURSOR: usize = 1_024;
+/// The default idle time after which a reply that sends nothing is `server stalled`.
+pub const DEFAULT_IDLE_TIMEOUT_MS: u64 = 60_000;
+/// The slot's retry budget for 429/503 answers with `retry-after`: one retry in this many
+/// calls of the slot (a fifth of them) …
+pub const RETRY_BUDGET_CALLS_PER_RETRY: u64 = 5;
+/// … and never fewer than this many in a run, so every call of a small run can take its one
+/// retry; a storm in a long run is capped.
+pub const RETRY_BUDGET_FLOOR: u64 = 10;
+/// Why a call was cancelled, as `notifications/cancelled` says it.
+const CANCEL_TIMED_OUT: &str = "tool call timed out";
+/// The reason sent when the caller dropped the call.
+pub const CANCEL_DROPPED: &str = "the caller cancelled the call";
+
+/// The state of one slot for the whole run: a session per server, failover, request ids, and
+/// whether a handshake ended since the adapter last looked (its waiters are then woken).
+#[derive(Debug)]
+pub struct SlotState {
+    primary: Session,
+    fallback: Option<Session>,
+    failover: FailoverState,
+    next_id: u64,
+    /// Calls started, and `retry-after` retries taken, in this run (the retry budget).
+    calls: u64,
+    retries: u64,
+    /// A handshake ended (or a session was forgotten): ops waiting on the slot should look.
+    changed: bool,
+}
+
+impl SlotState {
+    /// Fresh state for a slot that offers `version` and has a fallback or not.
+    pub fn new(version: ProtocolVersion, has_fallback: bool) -> Self {
+        SlotState {
+            primary: Session::new(version),
+            fallback: has_fallback.then(|| Session::new(version)),
+            failover: FailoverState::new(has_fallback),
+            next_id: 1,
+            calls: 0,
+            retries: 0,
+            changed: false,
+        }
+    }
+
+    /// True once after a handshake ended: the adapter then wakes the ops that sleep on the
+    /// slot ([`Action::Sleep`] with `slot: true`).
+    pub fn take_changed(&mut self) -> bool {
+        core::mem::take(&mut self.changed)
+    }
+
+    /// Takes one `retry-after` retry from the slot's budget (one in
+    /// [`RETRY_BUDGET_CALLS_PER_RETRY`] calls, and at least [`RETRY_BUDGET_FLOOR`]).
+    fn take_retry(&mut self) -> bool {
+        let budget = (self.calls / RETRY_BUDGET_CALLS_PER_RETRY).max(RETRY_BUDGET_FLOOR);
+        let ok = self.retries < budget;
+        if ok {
+            self.retries += 1;
+        }
+        ok
+    }
+
+    /// The session of one server of the slot.
+    pub fn session(&self, target: Target) -> Option<&Session> {
+        match target {
+            Target::Primary => Some(&self.primary),
+            Target::Fallback => self.fallback.as_ref(),
+        }
+    }
+
+    fn session_mut(&mut self, target: Target) -> Option<&mut Session> {
+        match target {
+            Target::Primary => Some(&mut self.primary),
+            Target::Fallback => self.fallback.as_mut(),
+        }
+    }
+
+    /// The failover state.
+    pub fn failover(&self) -> &FailoverState {
+        &self.failover
+    }
+
+    fn next_id(&mut self) -> u64 {
+        let id = self.next_id;
+        self.next_id = self.next_id.wrapping_add(1).max(1);
+        id
+    }
+}
+
+/// The call's deadline, which progress may push out up to a hard maximum.
+#[derive(Debug, Clone, Copy)]
+struct Deadline {
+    at: Millis,
+    hard: Millis,
+    step: Millis,
+}
+
+impl Deadline {
+    fn new(now: Millis, cfg: &SlotConfig<'_>) -> Self {
+        let at = now.saturating_add(cfg.timeout_ms);
+        let hard = cfg
+            .progress_extends_to_ms
+            .map_or(at, |max| now.saturating_add(max.max(cfg.timeout_ms)));
+        Deadline {
+            at,
+            hard,
+            step: cfg.timeout_ms,
+        }
+    }
+
+    /// A best-effort request's own short deadline.
+    fn courtesy(now: Millis) -> Self {
+        let at = now.saturating_add(COURTESY_MS);
+        Deadline {
+            at,
+            hard: at,
+            step: COURTESY_MS,
+        }
+    }
+
+    fn extend(&mut self, now: Millis) {
+        self.at = now.saturating_add(self.step).min(self.hard).max(self.at);
+    }
+}

@@ -1,0 +1,1382 @@
+//! One operation of a slot as states: [`Op`], what it asks its adapter to do ([`Action`]) and
+//! what an attempt on one server came to ([`Report`]).
+
+use heapless::String;
+
+use super::config::{CallBuffers, SlotConfig};
+use super::handlers::{Accept, CallHandler, InitHandler, ListHandler, RequestHandler, Trip};
+use super::{
+    CANCEL_DROPPED, CANCEL_TIMED_OUT, Deadline, MAX_PAGES, MAX_RESUMES, MAX_TAIL_BYTES, Millis,
+    SlotState, TAIL_MS,
+};
+use crate::buf::Buf;
+use crate::harness::failover::{AttemptOutcome, Target};
+use crate::wire::exchange::{Exchange, Expect, OnMessage, Step};
+use crate::wire::failure::{ConnectError, Failure, truncated};
+use crate::wire::http::Method;
+use crate::wire::json::{Kind, Value};
+use crate::wire::jsonrpc::{self, ListMethod};
+use crate::wire::session::{Begin, Phase, Snapshot};
+use crate::wire::sse::MAX_EVENT_ID;
+
+pub use super::handlers::Answer;
+
+/// What the adapter does next for an op. After each, it tells the op how it went (or, when
+/// the op's [`timeout`](Op::timeout) passed first, calls [`Op::handle_timeout`]) and polls
+/// again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// Open a connection to `target`'s server (TLS for `https`, SNI = its host), or take a
+    /// pooled kept-alive one unless `fresh`; then [`Op::handle_connected`] or
+    /// [`Op::handle_connect_failed`]. Any connection the adapter still holds for this op is
+    /// dropped first.
+    Connect {
+        /// Which server of the slot.
+        target: Target,
+        /// A pooled connection must not be used (this is a retry after a stale one).
+        fresh: bool,
+    },
+    /// Write all of [`Op::transmit`] on the connection; then [`Op::handle_sent`].
+    Transmit,
+    /// Read once into [`Op::read_buf`]; then [`Op::handle_read`] (0: the peer closed) or
+    /// [`Op::handle_read_failed`].
+    Receive,
+    /// The response ended cleanly: give the connection back to the pool of its server.
+    Recycle,
+    /// Drop the connection (if one is open).
+    Close,
+    /// Nothing to do until [`Op::timeout`]; with `slot`, also look again as soon as the slot
+    /// changed ([`SlotState::take_changed`] was true). Then poll again.
+    Sleep {
+        /// Wake on a change of the slot (another op's handshake ended).
+        slot: bool,
+    },
+    /// One server's attempt ended: [`Op::report`] says how (for metering and events). Poll
+    /// again.
+    Report,
+    /// The op has ended; its answer is in its buffers ([`Op::outcome`]). Nothing more comes.
+    Done,
+}
+
+/// How one server's attempt ended, for the adapter's ledger and timeline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Report {
+    /// The server tried.
+    pub target: Target,
+    /// What the attempt came to.
+    pub outcome: AttemptOutcome,
+    /// The last attempt: the op's outcome is this attempt's.
+    pub last: bool,
+    /// Emit `mcp.fallback_used` now.
+    pub fallback_used: bool,
+    /// Emit `mcp.no_healthy_tool` now.
+    pub no_healthy_tool: bool,
+}
+
+/// What an op does, with its reply handler.
+enum Job<'o, B: Buf, Sec: AsRef<[u8]>, F: FnMut(Option<(Value<'_>, &[u8])>)> {
+    Call {
+        handler: CallHandler<'o, B, Sec>,
+        tool: &'o str,
+        args: Option<Value<'o>>,
+    },
+    List {
+        handler: ListHandler<'o, F, B, Sec>,
+        /// Hashes of the cursor sent and of the one before (a server that repeats one is
+        /// paging without end).
+        cursor: u64,
+        previous: u64,
+        pages: u32,
+    },
+    Request(RequestHandler<'o, B, Sec>),
+    /// `DELETE` each open session; the next server to look at.
+    Close(Option<Target>),
+    /// `notifications/cancelled` for the call with this id.
+    Cancel(u64),
+}
+
+/// Why a round trip runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Purpose {
+    Initialize {
+        attempt: u32,
+    },
+    Initialized {
+        attempt: u32,
+    },
+    Main,
+    Resume,
+    /// `notifications/cancelled` after a timeout (the attempt's failure is kept).
+    Cancel,
+    /// A courtesy request that is the whole op (close, a dropped call's cancel).
+    Courtesy,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    /// The op's first poll: count the call and pick the first server.
+    Start,
+    /// A new attempt on `target`: a fresh deadline.
+    Attempt,
+    /// The session of `target` must be ready (handshake, join one, or use it).
+    Ready,
+    /// Another op runs the handshake `attempt`.
+    Waiting {
+        attempt: u32,
+    },
+    /// A round trip; `Op::wire` says where it is.
+    Trip(Purpose),
+    /// Waiting for a `retry-after` time, then the request again.
+    RetryWait {
+        at: Millis,
+    },
+    /// Waiting for the server's `retry` time, then the GET that resumes the reply.
+    ResumeWait {
+        at: Millis,
+    },
+    /// The attempt ended (`Op::failure` or the handler's answer): failover decides.
+    AttemptEnded,
+    /// The report is out; the next attempt, or done.
+    Next(Option<Target>),
+    Done,
+}
+
+/// Where a round trip is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wire {
+    Connect {
+        fresh: bool,
+    },
+    Write {
+        retry_fresh: bool,
+    },
+    Read {
+        retry_fresh: bool,
+        last_byte: Millis,
+    },
+    Tail {
+        until: Millis,
+        bytes: usize,
+    },
+    /// The connection is released (recycled or closed); then the result is delivered.
+    Release {
+        recycle: bool,
+    },
+    Idle,
+}
+
+/// How a round trip ended (a failure is kept in `Op::failure`, unless the trip is a
+/// courtesy whose outcome changes nothing).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TripEnd {
+    /// The response is in (or the notification was accepted).
+    Done,
+    /// The reply ended without the response (`Op::resume` says where it can go on).
+    Ended,
+    Failed,
+}
+
+/// FNV-1a, 64 bits: a list remembers its last cursors by hash, not by copy.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+/// The list callback type of ops that are not lists.
+type NoItems = fn(Option<(Value<'_>, &[u8])>);
+
+/// One operation of a slot, as a state machine over the caller's buffers (see the module
+/// docs). Its outcome, when [`Action::Done`] comes, is [`Op::outcome`] and what its handler
+/// wrote into the buffers.
+pub struct Op<'o, B: Buf, Sec: AsRef<[u8]>, F: FnMut(Option<(Value<'_>, &[u8])>) = NoItems> {
+    cfg: &'o SlotConfig<'o>,
+    request: &'o mut B,
+    read: &'o mut [u8],
+    reply: &'o mut B,
+    head: Option<&'o mut [u8]>,
+    exchange: Option<Exchange<'o>>,
+    job: Job<'o, B, Sec, F>,
+    init: InitHandler,
+    stage: Stage,
+    wire: Wire,
+    target: Target,
+    deadline: Deadline,
+    /// A best-effort request's own deadline, while one runs.
+    courtesy: Option<Deadline>,
+    snap: Option<Snapshot>,
+    /// The main request's id.
+    id: u64,
+    progress_seen: u32,
+    retried_404: bool,
+    retried_later: bool,
+    resumes: u32,
+    resume: Option<(String<MAX_EVENT_ID>, Option<u32>)>,
+    trip: Option<TripEnd>,
+    failure: Option<Failure>,
+    report: Option<Report>,
+    attempts: u32,
+    timeout: Millis,
+    /// What the current round trip's reply must be, and whether it carried a session id.
+    expect: Expect,
+    sent_session_id: bool,
+}
+
+impl<'o, B: Buf, Sec: AsRef<[u8]>> Op<'o, B, Sec> {
+    /// A `tools/call` of `tool` with `args` (a JSON object, or none). `secrets` are the run's
+    /// redaction set (the slot's header values included).
+    pub fn call(
+        cfg: &'o SlotConfig<'o>,
+        bufs: &'o mut CallBuffers<'_, B>,
+        secrets: &'o [Sec],
+        tool: &'o str,
+        args: Option<Value<'o>>,
+    ) -> Self {
+        let (wire, text, error, raw) = split(bufs);
+        let handler = CallHandler::new(secrets, text, error, cfg.keep_raw.then_some(raw), cfg);
+        Op::new(
+            cfg,
+            wire,
+            Job::Call {
+                handler,
+                tool,
+                args,
+            },
+        )
+    }
+
+    /// A request other than `tools/call` and the lists (`resources/read`, `prompts/get`,
+    /// `ping`): its whole result, redacted, goes to `bufs.text`.
+    pub fn request(
+        cfg: &'o SlotConfig<'o>,
+        bufs: &'o mut CallBuffers<'_, B>,
+        secrets: &'o [Sec],
+        req: jsonrpc::Request<'o>,
+    ) -> Self {
+        let (wire, text, _, _) = split(bufs);
+        Op::new(
+            cfg,
+            wire,
+            Job::Request(RequestHandler::new(req, secrets, text)),
+        )
+    }
+
+    /// The slot's close: `DELETE` for each open session (best effort), every session forgotten.
+    pub fn close(cfg: &'o SlotConfig<'o>, bufs: &'o mut CallBuffers<'_, B>) -> Self {
+        let (wire, _, _, _) = split(bufs);
+        Op::new(cfg, wire, Job::Close(Some(Target::Primary)))
+    }
+
+    /// `notifications/cancelled` for the `tools/call` with `id` on `target` (its caller went
+    /// away), best effort, in the server's session; nothing when the server is dead or has no
+    /// session.
+    pub fn cancel(
+        cfg: &'o SlotConfig<'o>,
+        bufs: &'o mut CallBuffers<'_, B>,
+        (target, id): (Target, u64),
+    ) -> Self {
+        let (wire, _, _, _) = split(bufs);
+        let mut op = Op::new(cfg, wire, Job::Cancel(id));
+        op.target = target;
+        op
+    }
+}
+
+impl<'o, B, Sec, F> Op<'o, B, Sec, F>
+where
+    B: Buf,
+    Sec: AsRef<[u8]>,
+    F: FnMut(Option<(Value<'_>, &[u8])>),
+{
+    /// A list (`tools/list`, `resources/list`, …) across pages; each item with its redacted
+    /// JSON to `on_item`, and `None` when a failed server's items must be forgotten (the list
+    /// starts again on the fallback).
+    pub fn list(
+        cfg: &'o SlotConfig<'o>,
+        bufs: &'o mut CallBuffers<'_, B>,
+        secrets: &'o [Sec],
+        list: ListMethod,
+        on_item: F,
+    ) -> Self {
+        let (wire, text, cursor, _) = split(bufs);
+        Op::new(
+            cfg,
+            wire,
+            Job::List {
+                handler: ListHandler::new(list, on_item, text, cursor, secrets),
+                cursor: fnv1a(b""),
+                previous: fnv1a(b""),
+                pages: 0,
+            },
+        )
+    }
+
+    fn new(cfg: &'o SlotConfig<'o>, wire: WireBufs<'o, B>, job: Job<'o, B, Sec, F>) -> Self {
+        Op {
+            cfg,
+            request: wire.request,
+            read: wire.read,
+            reply: wire.reply,
+            head: Some(wire.head),
+            exchange: None,
+            job,
+            init: InitHandler::default(),
+            stage: Stage::Start,
+            wire: Wire::Idle,
+            target: Target::Primary,
+            deadline: Deadline::new(0, cfg),
+            courtesy: None,
+            snap: None,
+            id: 0,
+            progress_seen: 0,
+            retried_404: false,
+            retried_later: false,
+            resumes: 0,
+            resume: None,
+            trip: None,
+            failure: None,
+            report: None,
+            attempts: 0,
+            timeout: 0,
+            expect: Expect::Response,
+            sent_session_id: false,
+        }
+    }
+}
+
+/// The buffers of the wire side of an op.
+struct WireBufs<'o, B> {
+    request: &'o mut B,
+    head: &'o mut [u8],
+    read: &'o mut [u8],
+    reply: &'o mut B,
+}
+
+/// Lends an op the caller's buffers: the wire side, then text, error and raw.
+fn split<'o, B: Buf>(
+    bufs: &'o mut CallBuffers<'_, B>,
+) -> (WireBufs<'o, B>, &'o mut B, &'o mut B, &'o mut B) {
+    (
+        WireBufs {
+            request: &mut bufs.request,
+            head: &mut *bufs.head,
+            read: &mut *bufs.read,
+            reply: &mut bufs.reply,
+        },
+        &mut bufs.text,
+        &mut bufs.error,
+        &mut bufs.raw,
+    )
+}
+
+/// A re-sent request's id: its first id with this bit flipped, so it differs from every id
+/// the slot hands out (they count up from 1) and stays below 2^53 (JavaScript servers read ids
+/// as doubles).
+const RESENT_ID_BIT: u64 = 1 << 52;
+
+impl<'o, B, Sec, F> Op<'o, B, Sec, F>
+where
+    B: Buf,
+    Sec: AsRef<[u8]>,
+    F: FnMut(Option<(Value<'_>, &[u8])>),
+{
+    /// By when the current action must have completed; when it has not, the adapter calls
+    /// [`handle_timeout`](Self::handle_timeout). For [`Action::Sleep`], when to poll again.
+    pub fn timeout(&self) -> Millis {
+        self.timeout
+    }
+
+    /// The bytes to write for [`Action::Transmit`] (head and body, sent in one write).
+    pub fn transmit(&self) -> &[u8] {
+        self.request.bytes()
+    }
+
+    /// Where [`Action::Receive`] reads to.
+    pub fn read_buf(&mut self) -> &mut [u8] {
+        self.read
+    }
+
+    /// The server the current round trip is with (the one to connect to, or whose pool takes
+    /// a recycled connection).
+    pub fn target(&self) -> Target {
+        self.target
+    }
+
+    /// How the last attempt ended, after [`Action::Report`].
+    pub fn report(&self) -> Option<Report> {
+        self.report
+    }
+
+    /// The last attempt's failure, once the op is done: `None` when a server answered (a
+    /// refusal or a tool error is an answer).
+    pub fn failure(&self) -> Option<&Failure> {
+        self.failure.as_ref()
+    }
+
+    /// `Ok` when a server answered (the answer is in the buffers), else the last failure.
+    pub fn outcome(&self) -> Result<(), &Failure> {
+        self.failure.as_ref().map_or(Ok(()), Err)
+    }
+
+    /// A tool call's answer, when a server answered it.
+    pub fn answer(&self) -> Option<Answer> {
+        match &self.job {
+            Job::Call { handler, .. } if self.failure.is_none() => match handler.answer {
+                Some(Ok(a)) => Some(a),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// A list's or a request's outcome: `Ok` when answered, the refusal or the failure.
+    pub fn list_outcome(&self) -> Result<(), super::ListError> {
+        if let Some(f) = &self.failure {
+            return Err(super::ListError::Unreachable(f.clone()));
+        }
+        let answer = match &self.job {
+            Job::List { handler, .. } => handler.answer.clone(),
+            Job::Request(handler) => handler.answer.clone(),
+            _ => Some(Ok(())),
+        };
+        answer.unwrap_or(Err(super::ListError::Unreachable(Failure::NoResponse)))
+    }
+
+    /// Bytes of the answer in `text` (for the ledger's evidence bytes).
+    pub fn text_len(&self) -> usize {
+        match &self.job {
+            Job::Call { handler, .. } => handler.text.len(),
+            Job::List { handler, .. } => handler.text.len(),
+            Job::Request(handler) => handler.text.len(),
+            _ => 0,
+        }
+    }
+
+    /// What to do next, given the slot's state and the time. Takes the slot only here: an
+    /// adapter holds its lock for this call alone.
+    pub fn poll(&mut self, slot: &mut SlotState, now: Millis) -> Action {
+        loop {
+            if let Some(action) = self.step(slot, now) {
+                return action;
+            }
+        }
+    }
+
+    fn active(&self) -> Deadline {
+        self.courtesy.unwrap_or(self.deadline)
+    }
+
+    fn fail(&mut self, f: Failure) {
+        self.failure = Some(f);
+        self.stage = Stage::AttemptEnded;
+    }
+
+    fn is_call(&self) -> bool {
+        matches!(self.job, Job::Call { .. })
+    }
+
+    fn step(&mut self, slot: &mut SlotState, now: Millis) -> Option<Action> {
+        match self.stage {
+            Stage::Start => {
+                match self.job {
+                    Job::Close(_) => self.close_next(slot, now),
+                    Job::Cancel(id) => self.cancel_start(slot, now, id),
+                    _ => {
+                        if self.is_call() {
+                            slot.calls = slot.calls.saturating_add(1);
+                        }
+                        self.target = slot.failover.first_target();
+                        self.stage = Stage::Attempt;
+                    }
+                }
+                None
+            }
+            Stage::Attempt => {
+                self.begin_attempt(now);
+                None
+            }
+            Stage::Ready => {
+                self.ready(slot, now);
+                None
+            }
+            Stage::Waiting { attempt } => self.waiting(slot, now, attempt),
+            Stage::Trip(purpose) => self.trip_step(slot, now, purpose),
+            Stage::RetryWait { at } | Stage::ResumeWait { at } if now < at => {
+                self.timeout = at;
+                Some(Action::Sleep { slot: false })
+            }
+            Stage::RetryWait { .. } => {
+                self.stage = Stage::Ready;
+                None
+            }
+            Stage::ResumeWait { .. } => {
+                self.start_trip(Purpose::Resume, now);
+                None
+            }
+            Stage::AttemptEnded => Some(self.attempt_ended(slot)),
+            Stage::Next(Some(t)) => {
+                self.target = t;
+                self.stage = Stage::Attempt;
+                None
+            }
+            Stage::Next(None) | Stage::Done => {
+                self.stage = Stage::Done;
+                Some(Action::Done)
+            }
+        }
+    }
+
+    fn begin_attempt(&mut self, now: Millis) {
+        self.attempts += 1;
+        let restart = self.attempts > 1;
+        self.deadline = Deadline::new(now, self.cfg);
+        self.retried_404 = false;
+        self.retried_later = false;
+        self.failure = None;
+        self.report = None;
+        self.stage = Stage::Ready;
+        match &mut self.job {
+            Job::Call { handler, args, .. } => {
+                handler.begin_attempt();
+                if args.is_some_and(|a| a.kind() != Kind::Object) {
+                    self.fail(Failure::BadArguments);
+                }
+            }
+            Job::List {
+                handler,
+                cursor,
+                previous,
+                pages,
+            } => {
+                if restart {
+                    (handler.on_item)(None);
+                }
+                handler.answer = None;
+                handler.cursor.clear();
+                *cursor = fnv1a(b"");
+                *previous = fnv1a(b"");
+                *pages = 0;
+            }
+            Job::Request(handler) => {
+                handler.text.clear();
+                handler.answer = None;
+            }
+            Job::Close(_) | Job::Cancel(_) => {}
+        }
+    }
+
+    fn ready(&mut self, slot: &mut SlotState, now: Millis) {
+        let begin = slot.session_mut(self.target).map(|s| s.begin());
+        match begin {
+            None => self.fail(Failure::NoResponse),
+            Some(Begin::Ready(snap)) => {
+                self.snap = Some(snap);
+                self.start_main(slot, now);
+            }
+            Some(Begin::Start { attempt }) => {
+                self.init.id = slot.next_id();
+                self.init.version = None;
+                self.snap = None;
+                self.start_trip(Purpose::Initialize { attempt }, now);
+            }
+            Some(Begin::Wait { attempt }) => self.stage = Stage::Waiting { attempt },
+        }
+    }
+
+    fn waiting(&mut self, slot: &mut SlotState, now: Millis, attempt: u32) -> Option<Action> {
+        let session = slot.session(self.target);
+        match session.and_then(|s| s.outcome_of(attempt)) {
+            Some(Ok(snap)) => {
+                self.snap = Some(snap);
+                self.start_main(slot, now);
+                None
+            }
+            Some(Err(f)) => {
+                self.fail(f);
+                None
+            }
+            None if session.map(|s| s.phase()) == Some(&Phase::Initializing { attempt }) => {
+                if now >= self.deadline.at {
+                    self.fail(Failure::TimedOut);
+                    return None;
+                }
+                self.timeout = self.deadline.at;
+                Some(Action::Sleep { slot: true })
+            }
+            None => {
+                self.stage = Stage::Ready;
+                None
+            }
+        }
+    }
+
+    fn start_main(&mut self, slot: &mut SlotState, now: Millis) {
+        self.id = slot.next_id();
+        self.resumes = 0;
+        let (id, target) = (self.id, self.target);
+        match &mut self.job {
+            Job::Call { handler, .. } => {
+                handler.renumber(id);
+                if let Some(w) = self.cfg.in_flight {
+                    w.set(target, id);
+                }
+            }
+            Job::List { handler, .. } => handler.renumber(id),
+            Job::Request(handler) => handler.renumber(id),
+            Job::Close(_) | Job::Cancel(_) => {}
+        }
+        self.start_trip(Purpose::Main, now);
+    }
+
+    fn start_trip(&mut self, purpose: Purpose, now: Millis) {
+        self.stage = Stage::Trip(purpose);
+        self.trip = None;
+        self.courtesy =
+            matches!(purpose, Purpose::Cancel | Purpose::Courtesy).then(|| Deadline::courtesy(now));
+        match self.write_request(purpose) {
+            Ok(()) => self.wire = Wire::Connect { fresh: false },
+            Err(f) => {
+                self.trip_failed(f);
+                self.wire = Wire::Idle;
+            }
+        }
+    }
+
+    /// Writes the request of `purpose` into the request buffer (head and body).
+    fn write_request(&mut self, purpose: Purpose) -> Result<(), Failure> {
+        use super::handlers::Body;
+        let ep = self.cfg.endpoint(self.target).ok_or(Failure::NoResponse)?;
+        let snap = self.snap.as_ref();
+        let id = self.id;
+        let trip = match purpose {
+            Purpose::Initialize { .. } => Trip::post(
+                ep,
+                None,
+                Body::Initialize {
+                    id: self.init.id,
+                    version: self.cfg.version,
+                },
+            ),
+            Purpose::Initialized { .. } => Trip::post(ep, snap, Body::Initialized),
+            Purpose::Main => Trip::post(
+                ep,
+                snap,
+                match &self.job {
+                    Job::Call {
+                        handler,
+                        tool,
+                        args,
+                    } => Body::ToolsCall {
+                        id,
+                        tool,
+                        args: *args,
+                        progress: handler.progress_token.then_some(id),
+                    },
+                    Job::List { handler, pages, .. } => Body::List {
+                        id,
+                        list: handler.list,
+                        cursor: (*pages > 0).then(|| super::handlers::as_text(&*handler.cursor)),
+                    },
+                    Job::Request(handler) => Body::request(id, handler.req),
+                    Job::Close(_) | Job::Cancel(_) => Body::None,
+                },
+            ),
+            Purpose::Resume => Trip {
+                method: Method::Get,
+                last_event_id: self.resume.as_ref().map(|(id, _)| id.as_str()),
+                ..Trip::post(ep, snap, Body::None)
+            },
+            Purpose::Cancel => Trip::post(
+                ep,
+                snap,
+                Body::Cancelled {
+                    id,
+                    reason: CANCEL_TIMED_OUT,
+                },
+            ),
+            Purpose::Courtesy => match self.job {
+                Job::Cancel(id) => Trip::post(
+                    ep,
+                    snap,
+                    Body::Cancelled {
+                        id,
+                        reason: CANCEL_DROPPED,
+                    },
+                ),
+                _ => Trip {
+                    method: Method::Delete,
+                    expect: Expect::Accepted,
+                    ..Trip::post(ep, snap, Body::None)
+                },
+            },
+        };
+        self.expect = trip.expect;
+        self.sent_session_id = snap.is_some_and(|s| s.session_id.is_some())
+            && !matches!(purpose, Purpose::Initialize { .. });
+        trip.write(self.request, self.cfg)
+    }
+}
+
+impl<'o, B, Sec, F> Op<'o, B, Sec, F>
+where
+    B: Buf,
+    Sec: AsRef<[u8]>,
+    F: FnMut(Option<(Value<'_>, &[u8])>),
+{
+    fn trip_step(&mut self, slot: &mut SlotState, now: Millis, purpose: Purpose) -> Option<Action> {
+        match self.wire {
+            Wire::Connect { fresh } => {
+                self.timeout = self.active().at;
+                Some(Action::Connect {
+                    target: self.target,
+                    fresh,
+                })
+            }
+            Wire::Write { .. } => {
+                self.timeout = self.active().at;
+                Some(Action::Transmit)
+            }
+            Wire::Read { last_byte, .. } => {
+                self.timeout = self.read_until(last_byte).0;
+                Some(Action::Receive)
+            }
+            Wire::Tail { until, .. } => {
+                self.timeout = until;
+                Some(Action::Receive)
+            }
+            Wire::Release { recycle } => {
+                self.wire = Wire::Idle;
+                Some(if recycle {
+                    Action::Recycle
+                } else {
+                    Action::Close
+                })
+            }
+            Wire::Idle => {
+                let result = match self.trip.take() {
+                    Some(TripEnd::Done) => Ok(true),
+                    Some(TripEnd::Ended) => Ok(false),
+                    _ => Err(self.failure.take().unwrap_or(Failure::NoResponse)),
+                };
+                self.trip_done(slot, now, purpose, result);
+                None
+            }
+        }
+    }
+
+    /// When a read must have returned: the deadline, or earlier the stall time; and whether
+    /// that is the stall time.
+    fn read_until(&self, last_byte: Millis) -> (Millis, bool) {
+        let deadline = self.active().at;
+        match self.cfg.idle_timeout_ms {
+            Some(ms) if last_byte.saturating_add(ms) < deadline => {
+                (last_byte.saturating_add(ms), true)
+            }
+            _ => (deadline, false),
+        }
+    }
+
+    /// A connection is open; `reused`: it came from the pool.
+    pub fn handle_connected(&mut self, reused: bool) {
+        if let (Stage::Trip(_), Wire::Connect { fresh }) = (self.stage, self.wire) {
+            self.wire = Wire::Write {
+                retry_fresh: reused && !fresh,
+            };
+        }
+    }
+
+    /// The connection could not be opened.
+    pub fn handle_connect_failed(&mut self, error: ConnectError) {
+        if let (Stage::Trip(_), Wire::Connect { .. }) = (self.stage, self.wire) {
+            self.end_trip(Failure::Connect(error));
+        }
+    }
+
+    /// The request was written (`ok`) or writing it failed.
+    pub fn handle_sent(&mut self, now: Millis, ok: bool) {
+        let (Stage::Trip(_), Wire::Write { retry_fresh }) = (self.stage, self.wire) else {
+            return;
+        };
+        if !ok {
+            if retry_fresh {
+                self.retry_on_fresh();
+            } else {
+                self.end_trip(Failure::SendFailed);
+            }
+            return;
+        }
+        self.reply.clear();
+        let Some(head) = self.head.take() else {
+            self.end_trip(Failure::NoResponse);
+            return;
+        };
+        self.exchange = Some(Exchange::new(
+            head,
+            self.expect,
+            self.sent_session_id,
+            self.cfg.limits,
+        ));
+        self.progress_seen = self.current_progress();
+        self.wire = Wire::Read {
+            retry_fresh,
+            last_byte: now,
+        };
+    }
+
+    fn current_progress(&self) -> u32 {
+        match (&self.job, self.stage) {
+            (Job::Call { handler, .. }, Stage::Trip(Purpose::Main | Purpose::Resume)) => {
+                handler.progress_seen()
+            }
+            _ => 0,
+        }
+    }
+
+    /// `n` bytes were read into [`read_buf`](Self::read_buf); 0: the peer closed.
+    pub fn handle_read(&mut self, now: Millis, n: usize) {
+        let Stage::Trip(purpose) = self.stage else {
+            return;
+        };
+        match self.wire {
+            Wire::Read { retry_fresh, .. } => {
+                let Some(mut exchange) = self.exchange.take() else {
+                    return self.end_trip(Failure::NoResponse);
+                };
+                if n == 0
+                    && let Some(early) = self.ended_early(&exchange, retry_fresh, purpose)
+                {
+                    self.exchange = Some(exchange);
+                    return self.apply_early(early);
+                }
+                let mut accept = Accept;
+                let handler: &mut dyn OnMessage = match purpose {
+                    Purpose::Initialize { .. } => &mut self.init,
+                    Purpose::Main | Purpose::Resume => match &mut self.job {
+                        Job::Call { handler, .. } => handler,
+                        Job::List { handler, .. } => handler,
+                        Job::Request(handler) => handler,
+                        Job::Close(_) | Job::Cancel(_) => &mut accept,
+                    },
+                    _ => &mut accept,
+                };
+                let step = if n == 0 {
+                    exchange.finish(self.reply, handler)
+                } else {
+                    let bytes = self.read.get(..n).unwrap_or(&[]);
+                    exchange
+                        .feed(bytes, self.reply, handler)
+                        .map(|(_, step)| step)
+                };
+                let progress = handler.progress_seen();
+                self.exchange = Some(exchange);
+                match step {
+                    Err(f) => self.end_trip(f),
+                    Ok(step) => {
+                        if progress != self.progress_seen {
+                            self.progress_seen = progress;
+                            self.deadline.extend(now);
+                        }
+                        match step {
+                            Step::NeedMore if n > 0 => {
+                                self.wire = Wire::Read {
+                                    retry_fresh,
+                                    last_byte: now,
+                                }
+                            }
+                            Step::Done
+                                if self.exchange.as_ref().is_some_and(Exchange::awaits_end) =>
+                            {
+                                self.wire = Wire::Tail {
+                                    until: now.saturating_add(TAIL_MS).min(self.active().at),
+                                    bytes: 0,
+                                }
+                            }
+                            step => self.finish_trip(step == Step::Done),
+                        }
+                    }
+                }
+            }
+            Wire::Tail { until, bytes } => {
+                let bytes = bytes.saturating_add(n);
+                let more = n > 0
+                    && match self.exchange.as_mut() {
+                        Some(x) => {
+                            x.drain_tail(self.read.get(..n).unwrap_or(&[]));
+                            x.awaits_end()
+                        }
+                        None => false,
+                    };
+                if more && bytes < MAX_TAIL_BYTES {
+                    self.wire = Wire::Tail { until, bytes };
+                } else {
+                    self.finish_trip(true);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Reading failed (a reset, an I/O error).
+    pub fn handle_read_failed(&mut self) {
+        let Stage::Trip(purpose) = self.stage else {
+            return;
+        };
+        match self.wire {
+            Wire::Read { retry_fresh, .. } => {
+                let early = self
+                    .exchange
+                    .as_ref()
+                    .and_then(|x| self.ended_early(x, retry_fresh, purpose));
+                match early {
+                    Some(early) => self.apply_early(early),
+                    None => self.end_trip(Failure::ReadFailed),
+                }
+            }
+            Wire::Tail { .. } => self.finish_trip(true),
+            _ => {}
+        }
+    }
+
+    /// The current action's [`timeout`](Self::timeout) passed before it completed (the
+    /// adapter gave up on it; a connection in use is dropped with the next action).
+    pub fn handle_timeout(&mut self, _now: Millis) {
+        if !matches!(self.stage, Stage::Trip(_)) {
+            return;
+        }
+        match self.wire {
+            Wire::Connect { .. } | Wire::Write { .. } => self.end_trip(Failure::TimedOut),
+            Wire::Read { last_byte, .. } => {
+                let stalled = self.read_until(last_byte).1;
+                self.end_trip(match (stalled, self.cfg.idle_timeout_ms) {
+                    (true, Some(idle_ms)) => Failure::Stalled { idle_ms },
+                    _ => Failure::TimedOut,
+                });
+            }
+            Wire::Tail { .. } => self.finish_trip(true),
+            Wire::Release { .. } | Wire::Idle => {}
+        }
+    }
+
+    /// The connection ended before any reply byte: `Some(true)` to send once more on a fresh
+    /// connection (a request safe to repeat on a pooled connection), `Some(false)` when a
+    /// written `tools/call` may have run, `None` to read the end as any other.
+    fn ended_early(
+        &self,
+        exchange: &Exchange<'_>,
+        retry_fresh: bool,
+        purpose: Purpose,
+    ) -> Option<bool> {
+        let repeatable = !(purpose == Purpose::Main && self.is_call());
+        if exchange.received_any() {
+            None
+        } else if !repeatable {
+            Some(false)
+        } else if retry_fresh {
+            Some(true)
+        } else {
+            None
+        }
+    }
+
+    fn apply_early(&mut self, retry: bool) {
+        if retry {
+            self.retry_on_fresh();
+        } else {
+            self.end_trip(Failure::MayHaveRun);
+        }
+    }
+
+    /// Sends the request again on a fresh connection, under a new id.
+    fn retry_on_fresh(&mut self) {
+        if let Some(x) = self.exchange.take() {
+            self.head = Some(x.into_head_storage());
+        }
+        let purpose = match self.stage {
+            Stage::Trip(p) => p,
+            _ => return,
+        };
+        match purpose {
+            Purpose::Initialize { .. } => {
+                self.init.id ^= RESENT_ID_BIT;
+            }
+            Purpose::Main => {
+                self.id ^= RESENT_ID_BIT;
+                let (id, target) = (self.id, self.target);
+                match &mut self.job {
+                    Job::Call { handler, .. } => {
+                        handler.renumber(id);
+                        if let Some(w) = self.cfg.in_flight {
+                            w.set(target, id);
+                        }
+                    }
+                    Job::List { handler, .. } => handler.renumber(id),
+                    Job::Request(handler) => handler.renumber(id),
+                    Job::Close(_) | Job::Cancel(_) => {}
+                }
+            }
+            _ => {}
+        }
+        match self.write_request(purpose) {
+            Ok(()) => self.wire = Wire::Connect { fresh: true },
+            Err(f) => self.end_trip(f),
+        }
+    }
+
+    /// The round trip failed: the connection is dropped, then `f` is delivered.
+    fn end_trip(&mut self, f: Failure) {
+        if let Some(x) = self.exchange.take() {
+            self.head = Some(x.into_head_storage());
+        }
+        self.trip_failed(f);
+        self.wire = Wire::Release { recycle: false };
+    }
+
+    /// Keeps a round trip's failure for delivery; a courtesy's is dropped (the attempt's own
+    /// failure, if any, stays).
+    fn trip_failed(&mut self, f: Failure) {
+        if !matches!(self.stage, Stage::Trip(Purpose::Cancel | Purpose::Courtesy)) {
+            self.failure = Some(f);
+        }
+        self.trip = Some(TripEnd::Failed);
+    }
+
+    /// The reply is read: the connection is recycled when the response ended cleanly.
+    fn finish_trip(&mut self, done: bool) {
+        let Some(x) = self.exchange.take() else {
+            return self.end_trip(Failure::NoResponse);
+        };
+        if let Stage::Trip(Purpose::Initialize { .. }) = self.stage {
+            // The version is the handler's, set when the trip is delivered.
+            self.snap = Some(Snapshot {
+                session_id: x.head().and_then(|h| h.session_id.clone()),
+                version: self.cfg.version,
+            });
+        }
+        self.resume = if done {
+            None
+        } else {
+            x.resume_from()
+                .map(|r| (truncated::<MAX_EVENT_ID>(r.last_event_id), r.retry_ms))
+        };
+        let recycle = x.reusable();
+        self.head = Some(x.into_head_storage());
+        self.trip = Some(if done { TripEnd::Done } else { TripEnd::Ended });
+        self.wire = Wire::Release { recycle };
+    }
+}
+
+impl<'o, B, Sec, F> Op<'o, B, Sec, F>
+where
+    B: Buf,
+    Sec: AsRef<[u8]>,
+    F: FnMut(Option<(Value<'_>, &[u8])>),
+{
+    fn trip_done(
+        &mut self,
+        slot: &mut SlotState,
+        now: Millis,
+        purpose: Purpose,
+        result: Result<bool, Failure>,
+    ) {
+        match purpose {
+            Purpose::Initialize { attempt } => {
+                let version = result.and_then(|_| match self.init.version.take() {
+                    Some(version) => version,
+                    None => Err(Failure::NoResponse),
+                });
+                match (version, self.snap.as_mut()) {
+                    (Ok(version), Some(snap)) => {
+                        snap.version = version;
+                        self.start_trip(Purpose::Initialized { attempt }, now);
+                    }
+                    (Err(f), _) => self.handshake_failed(slot, attempt, f),
+                    (Ok(_), None) => self.handshake_failed(slot, attempt, Failure::NoResponse),
+                }
+            }
+            Purpose::Initialized { attempt } => match result {
+                Ok(_) => {
+                    if let (Some(session), Some(snap)) =
+                        (slot.session_mut(self.target), self.snap.as_ref())
+                    {
+                        session.handshake_succeeded(attempt, snap.id(), snap.version);
+                    }
+                    slot.changed = true;
+                    self.start_main(slot, now);
+                }
+                Err(f) => self.handshake_failed(slot, attempt, f),
+            },
+            Purpose::Main | Purpose::Resume => self.main_done(slot, now, result),
+            Purpose::Cancel => {
+                self.courtesy = None;
+                self.stage = Stage::AttemptEnded;
+            }
+            Purpose::Courtesy => {
+                self.courtesy = None;
+                match self.job {
+                    Job::Close(_) => self.close_next(slot, now),
+                    _ => self.stage = Stage::Done,
+                }
+            }
+        }
+    }
+
+    fn handshake_failed(&mut self, slot: &mut SlotState, attempt: u32, f: Failure) {
+        if let Some(session) = slot.session_mut(self.target) {
+            session.handshake_failed(attempt, f.clone());
+        }
+        slot.changed = true;
+        self.fail(f);
+    }
+
+    /// The server answered 404 to a request in the op's session: forget that session so the
+    /// retry re-initializes without it.
+    fn forget_session(&mut self, slot: &mut SlotState) {
+        if let Some(old) = self.snap.as_ref().and_then(Snapshot::id)
+            && let Some(session) = slot.session_mut(self.target)
+        {
+            session.session_gone(old);
+        }
+        self.retried_404 = true;
+        self.stage = Stage::Ready;
+    }
+
+    fn main_done(&mut self, slot: &mut SlotState, now: Millis, result: Result<bool, Failure>) {
+        /// What comes after the main request's round trip.
+        enum Then {
+            Resume(Millis),
+            CancelAfter(Failure),
+            Forget,
+            RetryAt(Millis),
+            Fail(Failure),
+            Ended,
+            NextPage,
+        }
+        let deadline = self.deadline.at;
+        let then = match (&mut self.job, result) {
+            (Job::Call { handler, .. }, Ok(done)) => match (handler.answer, &self.resume) {
+                // A reply stream that ended without the response, from a server that gave
+                // event ids: resume with GET and Last-Event-ID after its retry delay.
+                (None, Some((_, retry))) if !done && self.resumes < MAX_RESUMES => {
+                    let wake = now.saturating_add(u64::from(retry.unwrap_or(0)));
+                    if wake >= deadline {
+                        Then::CancelAfter(Failure::TimedOut)
+                    } else {
+                        Then::Resume(wake)
+                    }
+                }
+                (Some(Ok(_)), _) => Then::Ended,
+                (Some(Err(u)), _) => Then::Fail(Failure::from(u)),
+                (None, _) => Then::Fail(Failure::NoResponse),
+            },
+            (Job::Call { .. }, Err(f @ (Failure::TimedOut | Failure::Stalled { .. }))) => {
+                Then::CancelAfter(f)
+            }
+            (_, Err(Failure::SessionExpired)) if !self.retried_404 => Then::Forget,
+            (
+                Job::Call { .. },
+                Err(Failure::Status {
+                    code: code @ (429 | 503),
+                    retry_after: Some(retry_after),
+                    ..
+                }),
+            ) => {
+                let wake = retry_after
+                    .delay_ms()
+                    .map(|d| now.saturating_add(d))
+                    .filter(|&wake| wake < deadline);
+                match wake {
+                    Some(at) if !self.retried_later && slot.take_retry() => Then::RetryAt(at),
+                    _ => Then::Fail(Failure::RetryTooLate { code, retry_after }),
+                }
+            }
+            (
+                Job::List {
+                    handler,
+                    cursor,
+                    previous,
+                    pages,
+                },
+                Ok(_),
+            ) => match &handler.answer {
+                Some(Ok(())) if handler.has_next => {
+                    *pages += 1;
+                    let next = fnv1a(handler.cursor.bytes());
+                    if *pages >= MAX_PAGES || (next == *cursor && *pages > 1) || next == *previous {
+                        Then::Fail(Failure::EndlessPaging)
+                    } else {
+                        *previous = core::mem::replace(cursor, next);
+                        handler.answer = None;
+                        Then::NextPage
+                    }
+                }
+                Some(_) => Then::Ended,
+                None => Then::Fail(Failure::NoResponse),
+            },
+            (Job::Request(handler), Ok(_)) => match handler.answer {
+                Some(_) => Then::Ended,
+                None => Then::Fail(Failure::NoResponse),
+            },
+            (_, Err(f)) => Then::Fail(f),
+            (Job::Close(_) | Job::Cancel(_), Ok(_)) => Then::Ended,
+        };
+        match then {
+            Then::Resume(at) => {
+                self.resumes += 1;
+                self.stage = Stage::ResumeWait { at };
+            }
+            Then::CancelAfter(f) => self.cancel_after(f, now),
+            Then::Forget => {
+                self.clear_in_flight();
+                self.forget_session(slot);
+            }
+            Then::RetryAt(at) => {
+                self.clear_in_flight();
+                self.retried_later = true;
+                self.stage = Stage::RetryWait { at };
+            }
+            Then::Fail(f) => {
+                self.clear_in_flight();
+                self.fail(f);
+            }
+            Then::Ended => {
+                self.clear_in_flight();
+                self.stage = Stage::AttemptEnded;
+            }
+            Then::NextPage => self.stage = Stage::Ready,
+        }
+    }
+
+    fn clear_in_flight(&self) {
+        if self.is_call()
+            && let Some(w) = self.cfg.in_flight
+        {
+            w.clear();
+        }
+    }
+
+    /// The call timed out or stalled: tell the server (best effort), then fail with `f`.
+    fn cancel_after(&mut self, f: Failure, now: Millis) {
+        self.clear_in_flight();
+        self.failure = Some(f);
+        self.start_trip(Purpose::Cancel, now);
+    }
+
+    /// The attempt ended: failover decides whether another server is tried.
+    fn attempt_ended(&mut self, slot: &mut SlotState) -> Action {
+        let failed = self.failure.is_some();
+        let (outcome, next, fallback_used, no_healthy_tool) = match &self.job {
+            Job::Call { handler, tool, .. } => {
+                if self.failure.as_ref().is_some_and(Failure::is_local) {
+                    // Says nothing about the servers: no failover.
+                    (AttemptOutcome::Unreachable, None, false, false)
+                } else {
+                    let outcome = match handler.answer {
+                        _ if failed => AttemptOutcome::Unreachable,
+                        Some(Ok(Answer::Result { is_error: false })) => AttemptOutcome::Answered,
+                        Some(Ok(Answer::Result { is_error: true })) => AttemptOutcome::ToolError,
+                        Some(Ok(Answer::Refused { unknown_tool, .. })) => {
+                            AttemptOutcome::Refused { unknown_tool }
+                        }
+                        _ => AttemptOutcome::Unreachable,
+                    };
+                    let d = slot.failover.after_attempt(self.target, outcome, tool);
+                    (outcome, d.next, d.fallback_used, d.no_healthy_tool)
+                }
+            }
+            job => {
+                let answer = match job {
+                    Job::List { handler, .. } => handler.answer.as_ref(),
+                    Job::Request(handler) => handler.answer.as_ref(),
+                    _ => None,
+                };
+                let outcome = match answer {
+                    _ if failed => AttemptOutcome::Unreachable,
+                    Some(Ok(())) => AttemptOutcome::Answered,
+                    Some(Err(_)) => AttemptOutcome::Refused {
+                        unknown_tool: false,
+                    },
+                    None => AttemptOutcome::Unreachable,
+                };
+                let next = slot.failover.after_list_attempt(self.target, outcome);
+                (outcome, next, false, false)
+            }
+        };
+        self.report = Some(Report {
+            target: self.target,
+            outcome,
+            last: next.is_none(),
+            fallback_used,
+            no_healthy_tool,
+        });
+        self.stage = Stage::Next(next);
+        Action::Report
+    }
+
+    /// The slot's close: the next server with an open session gets its `DELETE`; every
+    /// session is forgotten; nothing goes to a server the slot knows is dead.
+    fn close_next(&mut self, slot: &mut SlotState, now: Millis) {
+        loop {
+            let Job::Close(next) = &mut self.job else {
+                self.stage = Stage::Done;
+                return;
+            };
+            let Some(target) = *next else {
+                self.stage = Stage::Done;
+                return;
+            };
+            *next = match target {
+                Target::Primary => Some(Target::Fallback),
+                Target::Fallback => None,
+            };
+            if self.cfg.endpoint(target).is_none() {
+                continue;
+            }
+            let snap = slot.session(target).and_then(|x| x.snapshot().cloned());
+            let dead = slot.failover.is_dead(target);
+            let Some(snap) = snap else { continue };
+            if let Some(session) = slot.session_mut(target) {
+                session.reset();
+            }
+            if snap.session_id.is_none() || dead {
+                continue;
+            }
+            self.target = target;
+            self.snap = Some(snap);
+            self.start_trip(Purpose::Courtesy, now);
+            return;
+        }
+    }
+
+    /// A dropped call's cancel: only in a live server's session.
+    fn cancel_start(&mut self, slot: &mut SlotState, now: Millis, _id: u64) {
+        let snap = if slot.failover.is_dead(self.target) || self.cfg.endpoint(self.target).is_none()
+        {
+            None
+        } else {
+            slot.session(self.target)
+                .and_then(|x| x.snapshot().cloned())
+        };
+        match snap {
+            Some(snap) => {
+                self.snap = Some(snap);
+                self.start_trip(Purpose::Courtesy, now);
+            }
+            None => self.stage = Stage::Done,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::buf::SliceBuf;
+
+    /// An op lives in its caller's future (or static task on the edge) for the whole call: it
+    /// stays small. Its largest parts are the reply decoder (about 1 KiB, SSE ids included)
+    /// and the session snapshot (256-byte session id).
+    #[test]
+    fn an_op_stays_small() {
+        let call = core::mem::size_of::<Op<'static, SliceBuf<'static>, &'static [u8]>>();
+        assert!(call <= 2304, "an op is {call} bytes, over its cap of 2304");
+    }
+}

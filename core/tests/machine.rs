@@ -1,0 +1,671 @@
+//! The call machine as plain input and output: each test hands an op bytes, closes and time,
+//! and reads what it asks for. No executor, no scripted `Net`, no clock but a number.
+
+use verifi_mcp_core::buf::{Buf, Overflow, Sink};
+use verifi_mcp_core::harness::failover::{AttemptOutcome, Target};
+use verifi_mcp_core::machine::{Action, Answer, CallBuffers, Op, SlotConfig, SlotState};
+use verifi_mcp_core::wire::endpoint::Endpoint;
+use verifi_mcp_core::wire::failure::Failure;
+use verifi_mcp_core::wire::json::Value;
+use verifi_mcp_core::wire::jsonrpc::ListMethod;
+
+/// A capped `Vec` buffer.
+struct VecBuf {
+    v: Vec<u8>,
+    cap: usize,
+}
+impl Sink for VecBuf {
+    fn put(&mut self, bytes: &[u8]) -> Result<(), Overflow> {
+        let needed = self.v.len() + bytes.len();
+        if needed > self.cap {
+            return Err(Overflow {
+                limit: self.cap,
+                needed,
+            });
+        }
+        self.v.extend_from_slice(bytes);
+        Ok(())
+    }
+}
+impl Buf for VecBuf {
+    fn bytes(&self) -> &[u8] {
+        &self.v
+    }
+    fn clear(&mut self) {
+        self.v.clear()
+    }
+    fn truncate(&mut self, len: usize) {
+        self.v.truncate(len)
+    }
+    fn limit(&self) -> usize {
+        self.cap
+    }
+}
+fn vb(cap: usize) -> VecBuf {
+    VecBuf { v: Vec::new(), cap }
+}
+
+/// Storage for one op's buffers.
+struct Store {
+    head: Vec<u8>,
+    read: Vec<u8>,
+}
+impl Store {
+    fn new() -> Self {
+        Store {
+            head: vec![0; 4096],
+            read: vec![0; 1024],
+        }
+    }
+    fn bufs(&mut self) -> CallBuffers<'_, VecBuf> {
+        CallBuffers {
+            request: vb(8192),
+            head: &mut self.head,
+            read: &mut self.read,
+            reply: vb(65536),
+            text: vb(65536),
+            error: vb(1024),
+            raw: vb(0),
+        }
+    }
+}
+
+fn cfg(fallback: bool) -> SlotConfig<'static> {
+    let mut c = SlotConfig::new(
+        "kali",
+        Endpoint::parse_base("http://127.0.0.1:8000").unwrap(),
+        "http://127.0.0.1:8000",
+    );
+    c.timeout_ms = 10_000;
+    if fallback {
+        c.fallback = Some(Endpoint::parse_base("http://127.0.0.1:9000").unwrap());
+        c.fallback_label = "http://127.0.0.1:9000";
+    }
+    c
+}
+
+/// How the scripted server answers one request.
+#[derive(Clone)]
+enum Reply {
+    /// These bytes, then the connection stays open (keep-alive) or closes when they end
+    /// the response by close framing.
+    Bytes(Vec<u8>),
+    /// Closes the connection without a byte.
+    Close,
+    /// Sends nothing until the op gives up.
+    Silence,
+}
+
+/// What one run of an op saw.
+#[derive(Default)]
+struct Seen {
+    /// Each request written: (server, bytes).
+    requests: Vec<(Target, String)>,
+    /// Each connect: (server, fresh).
+    connects: Vec<(Target, bool)>,
+    reports: Vec<AttemptOutcome>,
+    /// When the op ended.
+    ended_at: u64,
+}
+
+impl Seen {
+    fn methods(&self) -> Vec<String> {
+        self.requests.iter().map(|(_, r)| method_of(r)).collect()
+    }
+}
+
+/// `POST:initialize`, `GET`, `DELETE`, …: a request's HTTP method and JSON-RPC method.
+fn method_of(req: &str) -> String {
+    let verb = req.split(' ').next().unwrap_or("");
+    match req.find("\"method\":\"") {
+        Some(at) => {
+            let rest = &req[at + 10..];
+            format!("{verb}:{}", &rest[..rest.find('"').unwrap_or(0)])
+        }
+        None => verb.to_string(),
+    }
+}
+
+/// The id of a request (0 if none).
+fn id_of(req: &str) -> u64 {
+    req.find("\"id\":")
+        .map(|at| {
+            req[at + 5..]
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect::<String>()
+                .parse()
+                .unwrap_or(0)
+        })
+        .unwrap_or(0)
+}
+
+/// The reply's head says the connection closes after it.
+fn close_framed(bytes: &[u8]) -> bool {
+    bytes
+        .windows(17)
+        .any(|w| w.eq_ignore_ascii_case(b"connection: close"))
+}
+
+fn json(body: &str) -> Reply {
+    Reply::Bytes(
+        format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nmcp-session-id: s-1\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .into_bytes(),
+    )
+}
+
+fn status(code: u16, extra: &str) -> Reply {
+    Reply::Bytes(format!("HTTP/1.1 {code} X\r\n{extra}content-length: 0\r\n\r\n").into_bytes())
+}
+
+fn init_ok(id: u64) -> Reply {
+    json(&format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"result":{{"protocolVersion":"2025-06-18","capabilities":{{}},"serverInfo":{{"name":"s","version":"1"}}}}}}"#
+    ))
+}
+
+fn call_ok(id: u64, text: &str) -> Reply {
+    json(&format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":"{text}"}}]}}}}"#
+    ))
+}
+
+/// The handshake half of a server: `initialize` and `notifications/initialized` answered well,
+/// everything else to `rest`.
+fn with_handshake(mut rest: impl FnMut(&str, u64) -> Reply) -> impl FnMut(&str) -> Reply {
+    move |req: &str| match method_of(req).as_str() {
+        "POST:initialize" => init_ok(id_of(req)),
+        "POST:notifications/initialized" => status(202, ""),
+        _ => rest(req, id_of(req)),
+    }
+}
+
+/// Runs `op` to its end against `server`, from `now`.
+fn run<F: FnMut(Option<(Value<'_>, &[u8])>)>(
+    op: &mut Op<'_, VecBuf, &str, F>,
+    slot: &mut SlotState,
+    mut now: u64,
+    mut server: impl FnMut(&str) -> Reply,
+) -> Seen {
+    let mut seen = Seen::default();
+    let mut pending: Option<Reply> = None;
+    let mut pooled = false;
+    let mut closing = false;
+    for _ in 0..10_000 {
+        match op.poll(slot, now) {
+            Action::Connect { target, fresh } => {
+                seen.connects.push((target, fresh));
+                let reused = pooled && !fresh;
+                pooled = false;
+                op.handle_connected(reused);
+            }
+            Action::Transmit => {
+                let req = String::from_utf8_lossy(op.transmit()).into_owned();
+                let target = seen.connects.last().map_or(Target::Primary, |c| c.0);
+                seen.requests.push((target, req.clone()));
+                pending = Some(server(&req));
+                closing = false;
+                op.handle_sent(now, true);
+            }
+            Action::Receive => match pending.take() {
+                Some(Reply::Bytes(b)) if !b.is_empty() => {
+                    let n = b.len().min(op.read_buf().len());
+                    op.read_buf()[..n].copy_from_slice(&b[..n]);
+                    if n < b.len() {
+                        pending = Some(Reply::Bytes(b[n..].to_vec()));
+                    } else if close_framed(&b) || closing {
+                        // A reply framed by the close: the server closes once it is out.
+                        closing = true;
+                        pending = Some(Reply::Close);
+                    }
+                    if n < b.len() && close_framed(&b) {
+                        closing = true;
+                    }
+                    op.handle_read(now, n);
+                }
+                Some(Reply::Silence) => {
+                    pending = Some(Reply::Silence);
+                    now = op.timeout();
+                    op.handle_timeout(now);
+                }
+                // Nothing more: the server waits (a kept-alive connection) until the tail
+                // read gives up, or closes.
+                Some(Reply::Bytes(_)) | None => {
+                    now = op.timeout();
+                    op.handle_timeout(now);
+                }
+                Some(Reply::Close) => op.handle_read(now, 0),
+            },
+            Action::Recycle => pooled = true,
+            Action::Close => pooled = false,
+            Action::Sleep { .. } => now = now.max(op.timeout()),
+            Action::Report => seen.reports.push(op.report().unwrap().outcome),
+            Action::Done => {
+                seen.ended_at = now;
+                return seen;
+            }
+        }
+    }
+    panic!("the op did not end");
+}
+
+#[test]
+fn a_call_handshakes_once_and_the_session_is_reused() {
+    let c = cfg(false);
+    let mut slot = SlotState::new(c.version, false);
+    let secrets: [&str; 0] = [];
+    for round in 0..2 {
+        let mut store = Store::new();
+        let mut bufs = store.bufs();
+        let mut op = Op::call(&c, &mut bufs, &secrets, "echo", None);
+        let seen = run(
+            &mut op,
+            &mut slot,
+            0,
+            with_handshake(|_, id| call_ok(id, "hi")),
+        );
+        assert_eq!(op.answer(), Some(Answer::Result { is_error: false }));
+        drop(op);
+        assert_eq!(bufs.text.bytes(), b"hi");
+        let want: &[&str] = if round == 0 {
+            &[
+                "POST:initialize",
+                "POST:notifications/initialized",
+                "POST:tools/call",
+            ]
+        } else {
+            &["POST:tools/call"]
+        };
+        assert_eq!(seen.methods(), want, "round {round}");
+        assert!(
+            seen.requests
+                .last()
+                .unwrap()
+                .1
+                .contains("mcp-session-id: s-1")
+        );
+    }
+}
+
+#[test]
+fn ops_that_arrive_during_a_handshake_wait_for_it_in_the_machine() {
+    let c = cfg(false);
+    let mut slot = SlotState::new(c.version, false);
+    let secrets: [&str; 0] = [];
+    let (mut s1, mut s2) = (Store::new(), Store::new());
+    let (mut b1, mut b2) = (s1.bufs(), s2.bufs());
+    let mut first = Op::call(&c, &mut b1, &secrets, "echo", None);
+    let mut second = Op::call(&c, &mut b2, &secrets, "echo", None);
+    // The first starts the handshake; the second waits on the slot, not on a connection.
+    assert!(matches!(first.poll(&mut slot, 0), Action::Connect { .. }));
+    assert_eq!(second.poll(&mut slot, 0), Action::Sleep { slot: true });
+    assert!(!slot.take_changed());
+    assert_eq!(
+        second.timeout(),
+        10_000,
+        "a waiter waits no longer than its deadline"
+    );
+    // The first op's handshake and call complete.
+    first.handle_connected(false);
+    let seen = run(
+        &mut first,
+        &mut slot,
+        0,
+        with_handshake(|_, id| call_ok(id, "one")),
+    );
+    assert_eq!(seen.methods()[0], "POST:initialize");
+    assert!(
+        slot.take_changed(),
+        "the end of a handshake wakes the waiters"
+    );
+    // The second goes straight to its call in the new session.
+    let seen = run(&mut second, &mut slot, 0, |req| call_ok(id_of(req), "two"));
+    assert_eq!(seen.methods(), ["POST:tools/call"]);
+    assert!(second.outcome().is_ok());
+}
+
+#[test]
+fn a_failed_handshake_fails_its_waiters_and_is_not_cached() {
+    let c = cfg(false);
+    let mut slot = SlotState::new(c.version, false);
+    let secrets: [&str; 0] = [];
+    let (mut s1, mut s2) = (Store::new(), Store::new());
+    let (mut b1, mut b2) = (s1.bufs(), s2.bufs());
+    let mut first = Op::call(&c, &mut b1, &secrets, "echo", None);
+    let mut waiter = Op::call(&c, &mut b2, &secrets, "echo", None);
+    assert!(matches!(first.poll(&mut slot, 0), Action::Connect { .. }));
+    assert_eq!(waiter.poll(&mut slot, 0), Action::Sleep { slot: true });
+    first.handle_connected(false);
+    run(&mut first, &mut slot, 0, |_| status(500, ""));
+    assert!(matches!(
+        first.failure(),
+        Some(Failure::Status { code: 500, .. })
+    ));
+    assert!(slot.take_changed());
+    let seen = run(&mut waiter, &mut slot, 0, |_| {
+        panic!("the waiter sends nothing")
+    });
+    assert!(seen.requests.is_empty());
+    assert!(matches!(
+        waiter.failure(),
+        Some(Failure::Status { code: 500, .. })
+    ));
+    // A later op starts a new handshake (the failure was not cached).
+    let mut s3 = Store::new();
+    let mut b3 = s3.bufs();
+    let mut later = Op::call(&c, &mut b3, &secrets, "echo", None);
+    let seen = run(
+        &mut later,
+        &mut slot,
+        0,
+        with_handshake(|_, id| call_ok(id, "ok")),
+    );
+    assert_eq!(seen.methods()[0], "POST:initialize");
+    assert!(later.outcome().is_ok());
+}
+
+#[test]
+fn a_written_tools_call_is_never_sent_again_when_the_server_closes_before_replying() {
+    let c = cfg(false);
+    let mut slot = SlotState::new(c.version, false);
+    let secrets: [&str; 0] = [];
+    let mut store = Store::new();
+    let mut bufs = store.bufs();
+    let mut op = Op::call(&c, &mut bufs, &secrets, "nmap", None);
+    // The handshake's connection is kept alive and recycled, so the call goes out on a pooled
+    // connection, which the server then closes without a byte.
+    let seen = run(&mut op, &mut slot, 0, with_handshake(|_, _| Reply::Close));
+    let calls = seen
+        .methods()
+        .iter()
+        .filter(|m| *m == "POST:tools/call")
+        .count();
+    assert_eq!(
+        calls,
+        1,
+        "the tools/call went out once: {:?}",
+        seen.methods()
+    );
+    assert!(matches!(op.failure(), Some(Failure::MayHaveRun)));
+}
+
+#[test]
+fn a_safe_request_on_a_stale_pooled_connection_is_sent_again_fresh_with_a_new_id() {
+    let c = cfg(false);
+    let mut slot = SlotState::new(c.version, false);
+    let secrets: [&str; 0] = [];
+    let mut store = Store::new();
+    let mut bufs = store.bufs();
+    let mut op = Op::list(&c, &mut bufs, &secrets, ListMethod::Tools, |_| {});
+    let mut lists = 0;
+    let seen = run(
+        &mut op,
+        &mut slot,
+        0,
+        with_handshake(|_, id| {
+            lists += 1;
+            if lists == 1 {
+                Reply::Close
+            } else {
+                json(&format!(
+                    r#"{{"jsonrpc":"2.0","id":{id},"result":{{"tools":[{{"name":"a","inputSchema":{{}}}}]}}}}"#
+                ))
+            }
+        }),
+    );
+    assert!(op.list_outcome().is_ok(), "{:?}", op.list_outcome());
+    let lists: Vec<&(Target, String)> = seen
+        .requests
+        .iter()
+        .filter(|(_, r)| method_of(r) == "POST:tools/list")
+        .collect();
+    assert_eq!(lists.len(), 2);
+    assert_ne!(
+        id_of(&lists[0].1),
+        id_of(&lists[1].1),
+        "a re-sent request has a new id"
+    );
+    assert_eq!(
+        seen.connects.last(),
+        Some(&(Target::Primary, true)),
+        "on a fresh connection"
+    );
+}
+
+#[test]
+fn a_404_in_a_session_reinitializes_once() {
+    let c = cfg(false);
+    let mut slot = SlotState::new(c.version, false);
+    let secrets: [&str; 0] = [];
+    let mut store = Store::new();
+    let mut bufs = store.bufs();
+    let mut op = Op::call(&c, &mut bufs, &secrets, "echo", None);
+    let mut calls = 0;
+    let seen = run(
+        &mut op,
+        &mut slot,
+        0,
+        with_handshake(|_, id| {
+            calls += 1;
+            if calls == 1 {
+                status(404, "")
+            } else {
+                call_ok(id, "again")
+            }
+        }),
+    );
+    assert_eq!(
+        seen.methods(),
+        [
+            "POST:initialize",
+            "POST:notifications/initialized",
+            "POST:tools/call",
+            "POST:initialize",
+            "POST:notifications/initialized",
+            "POST:tools/call"
+        ]
+    );
+    assert!(op.outcome().is_ok());
+}
+
+#[test]
+fn a_stalled_reply_fails_as_stalled_and_the_call_is_cancelled() {
+    let mut c = cfg(false);
+    c.idle_timeout_ms = Some(2_000);
+    let mut slot = SlotState::new(c.version, false);
+    let secrets: [&str; 0] = [];
+    let mut store = Store::new();
+    let mut bufs = store.bufs();
+    let mut op = Op::call(&c, &mut bufs, &secrets, "scan", None);
+    let seen = run(
+        &mut op,
+        &mut slot,
+        0,
+        with_handshake(|req, _| {
+            if req.contains("notifications/cancelled") {
+                status(202, "")
+            } else {
+                Reply::Silence
+            }
+        }),
+    );
+    assert!(matches!(
+        op.failure(),
+        Some(Failure::Stalled { idle_ms: 2_000 })
+    ));
+    assert_eq!(
+        seen.methods().last().unwrap(),
+        "POST:notifications/cancelled"
+    );
+    assert!(
+        seen.ended_at < 10_000,
+        "stalled at the idle time, before the deadline"
+    );
+}
+
+#[test]
+fn retry_after_waits_then_sends_the_call_again_within_the_deadline() {
+    let c = cfg(false);
+    let mut slot = SlotState::new(c.version, false);
+    let secrets: [&str; 0] = [];
+    let mut store = Store::new();
+    let mut bufs = store.bufs();
+    let mut op = Op::call(&c, &mut bufs, &secrets, "echo", None);
+    let mut calls = 0;
+    let seen = run(
+        &mut op,
+        &mut slot,
+        0,
+        with_handshake(|_, id| {
+            calls += 1;
+            if calls == 1 {
+                status(429, "retry-after: 3\r\n")
+            } else {
+                call_ok(id, "ok")
+            }
+        }),
+    );
+    assert!(op.outcome().is_ok(), "{:?}", op.failure());
+    assert_eq!(seen.ended_at, 3_000, "the retry waited the server's 3 s");
+    // A retry-after past the deadline is not waited for.
+    let mut store = Store::new();
+    let mut bufs = store.bufs();
+    let mut op = Op::call(&c, &mut bufs, &secrets, "echo", None);
+    run(&mut op, &mut slot, 0, |_| {
+        status(503, "retry-after: 60\r\n")
+    });
+    assert!(matches!(
+        op.failure(),
+        Some(Failure::RetryTooLate { code: 503, .. })
+    ));
+}
+
+#[test]
+fn a_reply_stream_that_ends_early_is_resumed_with_last_event_id() {
+    let c = cfg(false);
+    let mut slot = SlotState::new(c.version, false);
+    let secrets: [&str; 0] = [];
+    let mut store = Store::new();
+    let mut bufs = store.bufs();
+    let mut op = Op::call(&c, &mut bufs, &secrets, "echo", None);
+    let mut call_id = 0;
+    let seen = run(
+        &mut op,
+        &mut slot,
+        0,
+        with_handshake(|req, id| {
+            if method_of(req) == "GET" {
+                assert!(req.contains("last-event-id: ev-7"), "{req}");
+                Reply::Bytes(
+                    format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n\
+                         id: ev-8\ndata: {{\"jsonrpc\":\"2.0\",\"id\":{call_id},\"result\":{{\"content\":[{{\"type\":\"text\",\"text\":\"resumed\"}}]}}}}\n\n"
+                    )
+                    .into_bytes(),
+                )
+            } else {
+                call_id = id;
+                Reply::Bytes(
+                    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\nid: ev-7\nretry: 250\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{}}\n\n".to_vec(),
+                )
+            }
+        }),
+    );
+    assert_eq!(seen.methods().last().unwrap(), "GET");
+    assert!(op.outcome().is_ok(), "{:?}", op.failure());
+    drop(op);
+    assert_eq!(bufs.text.bytes(), b"resumed");
+}
+
+#[test]
+fn a_server_that_repeats_its_cursor_is_stopped() {
+    let c = cfg(false);
+    let mut slot = SlotState::new(c.version, false);
+    let secrets: [&str; 0] = [];
+    let mut store = Store::new();
+    let mut bufs = store.bufs();
+    let mut items = 0;
+    let mut op = Op::list(&c, &mut bufs, &secrets, ListMethod::Tools, |_| items += 1);
+    let seen = run(
+        &mut op,
+        &mut slot,
+        0,
+        with_handshake(|_, id| {
+            json(&format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"result":{{"tools":[{{"name":"a","inputSchema":{{}}}}],"nextCursor":"same"}}}}"#
+            ))
+        }),
+    );
+    assert!(matches!(op.failure(), Some(Failure::EndlessPaging)));
+    let lists = seen
+        .methods()
+        .iter()
+        .filter(|m| *m == "POST:tools/list")
+        .count();
+    assert_eq!(lists, 2, "the second page repeating the cursor ends it");
+    drop(op);
+    assert_eq!(items, 2);
+}
+
+#[test]
+fn an_unreachable_primary_fails_over_and_reports_each_attempt() {
+    let c = cfg(true);
+    let mut slot = SlotState::new(c.version, true);
+    let secrets: [&str; 0] = [];
+    let mut store = Store::new();
+    let mut bufs = store.bufs();
+    let mut op = Op::call(&c, &mut bufs, &secrets, "echo", None);
+    let mut target = Target::Primary;
+    let mut seen = Seen::default();
+    let mut now = 0;
+    // A connect to the primary fails; the fallback answers.
+    let mut pending: Option<Reply> = None;
+    let mut server = with_handshake(|_, id| call_ok(id, "from fallback"));
+    loop {
+        match op.poll(&mut slot, now) {
+            Action::Connect { target: t, .. } => {
+                target = t;
+                if t == Target::Primary {
+                    op.handle_connect_failed(verifi_mcp_core::wire::failure::ConnectError::new(
+                        verifi_mcp_core::wire::failure::ConnectErrorKind::Refused,
+                        "",
+                    ));
+                } else {
+                    op.handle_connected(false);
+                }
+            }
+            Action::Transmit => {
+                let req = String::from_utf8_lossy(op.transmit()).into_owned();
+                seen.requests.push((target, req.clone()));
+                pending = Some(server(&req));
+                op.handle_sent(now, true);
+            }
+            Action::Receive => match pending.take() {
+                Some(Reply::Bytes(b)) if !b.is_empty() => {
+                    let n = b.len().min(op.read_buf().len());
+                    op.read_buf()[..n].copy_from_slice(&b[..n]);
+                    op.handle_read(now, n);
+                }
+                _ => {
+                    now = op.timeout();
+                    op.handle_timeout(now);
+                }
+            },
+            Action::Report => seen.reports.push(op.report().unwrap().outcome),
+            Action::Sleep { .. } => now = op.timeout(),
+            Action::Recycle | Action::Close => {}
+            Action::Done => break,
+        }
+    }
+    assert_eq!(
+        seen.reports,
+        [AttemptOutcome::Unreachable, AttemptOutcome::Answered]
+    );
+    assert!(seen.requests.iter().all(|(t, _)| *t == Target::Fallback));
+    assert!(op.report().unwrap().fallback_used);
+    drop(op);
+    assert_eq!(bufs.text.bytes(), b"from fallback");
+}
