@@ -510,6 +510,8 @@ pub(crate) fn redact_into<Sec: AsRef<[u8]>>(
     r.finish(out)
 }
 
+// Used by the async pump (`drive`) to write results.
+#[cfg_attr(not(feature = "drive"), allow(dead_code))]
 /// `core::fmt::Write` over a `Sink` (for the error messages).
 pub(crate) struct FmtSink<'s, S: Sink>(pub(crate) &'s mut S);
 impl<S: Sink> core::fmt::Write for FmtSink<'_, S> {
@@ -518,6 +520,8 @@ impl<S: Sink> core::fmt::Write for FmtSink<'_, S> {
     }
 }
 
+// Used by the async pump (`drive`) to write results.
+#[cfg_attr(not(feature = "drive"), allow(dead_code))]
 /// Writes a failure's message, redacted, into `out` (a cut ends in `…`).
 pub(crate) fn write_failure<Sec: AsRef<[u8]>, B: Buf>(
     secrets: &[Sec],
@@ -527,6 +531,8 @@ pub(crate) fn write_failure<Sec: AsRef<[u8]>, B: Buf>(
     write_line(secrets, format_args!("{failure}"), out);
 }
 
+// Used by the async pump (`drive`) to write results.
+#[cfg_attr(not(feature = "drive"), allow(dead_code))]
 /// Writes one error line, redacted, into `out`; a line longer than `out` (or than
 /// [`ERROR_LINE_BYTES`]) is cut at a character boundary and ends in `…`.
 pub(crate) fn write_line<Sec: AsRef<[u8]>, B: Buf>(
@@ -554,6 +560,8 @@ pub(crate) fn write_line<Sec: AsRef<[u8]>, B: Buf>(
     let _ = out.put(mark.as_bytes());
 }
 
+// Used by the async pump (`drive`) to write results.
+#[cfg_attr(not(feature = "drive"), allow(dead_code))]
 pub(crate) fn as_text<B: Buf>(b: &B) -> &str {
     match core::str::from_utf8(b.bytes()) {
         Ok(s) => s,
@@ -648,6 +656,8 @@ impl<F: FnMut(Option<(Value<'_>, &[u8])>), B: Buf, Sec: AsRef<[u8]>> OnMessage
     }
 }
 
+// Used by the async pump (`drive`) to write results.
+#[cfg_attr(not(feature = "drive"), allow(dead_code))]
 pub(crate) fn redact_list_error<Sec: AsRef<[u8]>>(secrets: &[Sec], e: ListError) -> ListError {
     match e {
         ListError::Refused { code, message } => {
