@@ -449,8 +449,11 @@ impl Rig {
     }
 }
 
+/// A slot in the handshake era (these scripts are old-era servers; the 2026 era and the probe
+/// are tested in `machine.rs`).
 fn cfg<'a>(primary: &'a Endpoint<'a>, fallback: Option<&'a Endpoint<'a>>) -> SlotConfig<'a> {
     let mut c = SlotConfig::new("kali", *primary, "http://127.0.0.1:9001");
+    c.era = verifi_mcp_core::wire::era::EraSetting::Legacy;
     if let Some(f) = fallback {
         c.fallback = Some(*f);
         c.fallback_label = "http://127.0.0.1:9002";

@@ -5,6 +5,7 @@ use verifi_mcp_core::buf::{Buf, Overflow, Sink};
 use verifi_mcp_core::harness::failover::{AttemptOutcome, Target};
 use verifi_mcp_core::machine::{Action, Answer, CallBuffers, Op, SlotConfig, SlotState};
 use verifi_mcp_core::wire::endpoint::Endpoint;
+use verifi_mcp_core::wire::era::EraSetting;
 use verifi_mcp_core::wire::failure::Failure;
 use verifi_mcp_core::wire::json::Value;
 use verifi_mcp_core::wire::jsonrpc::ListMethod;
@@ -77,6 +78,7 @@ fn cfg(fallback: bool) -> SlotConfig<'static> {
         "http://127.0.0.1:8000",
     );
     c.timeout_ms = 10_000;
+    c.era = EraSetting::Legacy;
     if fallback {
         c.fallback = Some(Endpoint::parse_base("http://127.0.0.1:9000").unwrap());
         c.fallback_label = "http://127.0.0.1:9000";
@@ -668,4 +670,436 @@ fn an_unreachable_primary_fails_over_and_reports_each_attempt() {
     assert!(op.report().unwrap().fallback_used);
     drop(op);
     assert_eq!(bufs.text.bytes(), b"from fallback");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The 2026-07-28 era and the probe.
+
+fn auto_cfg() -> SlotConfig<'static> {
+    let mut c = cfg(false);
+    c.era = EraSetting::Auto;
+    c
+}
+
+fn discover_ok(id: u64) -> Reply {
+    json(&format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"result":{{"supportedVersions":["2026-07-28"],"capabilities":{{"tools":{{}}}},"ttlMs":0,"cacheScope":"private","resultType":"complete"}}}}"#
+    ))
+}
+
+fn error_body(status_code: u16, code: i64, id: &str) -> Reply {
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":{code},"message":"m","data":{{"supported":["2026-07-28"]}}}}}}"#
+    );
+    Reply::Bytes(
+        format!(
+            "HTTP/1.1 {status_code} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .into_bytes(),
+    )
+}
+
+/// A 2026-era server: discover, one page of tools (`echo` with `region` as `x-mcp-header:
+/// Region`), and `rest` for everything else.
+fn modern_server(mut rest: impl FnMut(&str, u64) -> Reply) -> impl FnMut(&str) -> Reply {
+    move |req: &str| {
+        let id = id_of(req);
+        match method_of(req).as_str() {
+            "POST:server/discover" => discover_ok(id),
+            "POST:tools/list" => json(&format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"result":{{"tools":[{{"name":"echo","inputSchema":{{"type":"object","properties":{{"text":{{"type":"string"}},"region":{{"type":"string","x-mcp-header":"Region"}}}}}}}},{{"name":"bad","inputSchema":{{"type":"object","properties":{{"a":{{"type":"string","x-mcp-header":"A B"}}}}}}}}],"ttlMs":0,"resultType":"complete"}}}}"#
+            )),
+            "POST:initialize" | "POST:notifications/initialized" => {
+                panic!("a 2026 server is never sent the old handshake: {req}")
+            }
+            _ => rest(req, id),
+        }
+    }
+}
+
+fn args(json: &'static str) -> Option<Value<'static>> {
+    Value::parse(
+        json.as_bytes(),
+        verifi_mcp_core::wire::json::JsonLimits::default(),
+    )
+    .ok()
+}
+
+#[test]
+fn auto_probes_once_then_speaks_2026_with_meta_and_headers() {
+    let c = auto_cfg();
+    let mut slot = SlotState::new(c.version, false);
+    let secrets: [&str; 0] = [];
+    let mut calls = Vec::new();
+    for round in 0..2 {
+        let mut store = Store::new();
+        let mut bufs = store.bufs();
+        let mut op = Op::call(
+            &c,
+            &mut bufs,
+            &secrets,
+            "echo",
+            args(r#"{"text":"hi","region":"Zürich "}"#),
+        );
+        let seen = run(
+            &mut op,
+            &mut slot,
+            0,
+            modern_server(|req, id| {
+                calls.push(req.to_string());
+                call_ok(id, "hi")
+            }),
+        );
+        assert!(op.outcome().is_ok(), "{:?}", op.failure());
+        let want: &[&str] = if round == 0 {
+            &["POST:server/discover", "POST:tools/list", "POST:tools/call"]
+        } else {
+            &["POST:tools/call"]
+        };
+        assert_eq!(
+            seen.methods(),
+            want,
+            "round {round}: one probe and one list per run"
+        );
+        let probe = &seen.requests[0].1;
+        if round == 0 {
+            assert!(
+                probe.contains("mcp-protocol-version: 2026-07-28\r\n"),
+                "{probe}"
+            );
+            assert!(probe.contains("mcp-method: server/discover\r\n"), "{probe}");
+            assert!(
+                probe.contains(r#""params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"verifi-harness-sdk","version":"1.0.0"},"io.modelcontextprotocol/clientCapabilities":{}}}"#),
+                "{probe}"
+            );
+        }
+    }
+    assert_eq!(slot.era(Target::Primary), Some(true));
+    assert_eq!(slot.take_era_news(), Some((Target::Primary, true)));
+    assert_eq!(slot.take_era_news(), None, "a verdict is news once");
+    let call = &calls[0];
+    for header in [
+        "mcp-protocol-version: 2026-07-28\r\n",
+        "mcp-method: tools/call\r\n",
+        "mcp-name: echo\r\n",
+        "Mcp-Param-Region: =?base64?WsO8cmljaCA=?=\r\n",
+    ] {
+        assert!(call.contains(header), "missing {header:?} in {call}");
+    }
+    assert!(!call.contains("mcp-session-id"));
+    assert!(
+        call.contains(r#""arguments":{"text":"hi","region":"Zürich "},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28""#),
+        "{call}"
+    );
+}
+
+#[test]
+fn an_old_era_server_gets_initialize_after_its_400_and_the_verdict_is_kept() {
+    let c = auto_cfg();
+    let mut slot = SlotState::new(c.version, false);
+    let secrets: [&str; 0] = [];
+    for round in 0..2 {
+        let mut store = Store::new();
+        let mut bufs = store.bufs();
+        let mut op = Op::call(&c, &mut bufs, &secrets, "echo", None);
+        let seen = run(&mut op, &mut slot, 0, |req: &str| {
+            match method_of(req).as_str() {
+                // TS 1.32 stateful, as captured.
+                "POST:server/discover" => error_body(400, -32000, "null"),
+                "POST:initialize" => init_ok(id_of(req)),
+                "POST:notifications/initialized" => status(202, ""),
+                _ => {
+                    assert!(
+                        !req.contains("mcp-method"),
+                        "old-era requests carry no Mcp-Method"
+                    );
+                    call_ok(id_of(req), "old")
+                }
+            }
+        });
+        assert!(op.outcome().is_ok(), "{:?}", op.failure());
+        if round == 0 {
+            assert_eq!(
+                seen.methods(),
+                [
+                    "POST:server/discover",
+                    "POST:initialize",
+                    "POST:notifications/initialized",
+                    "POST:tools/call"
+                ]
+            );
+        } else {
+            assert_eq!(seen.methods(), ["POST:tools/call"]);
+        }
+    }
+    assert_eq!(slot.era(Target::Primary), Some(false));
+}
+
+#[test]
+fn the_probe_verdict_table() {
+    // (answer to the probe, what follows): modern answers go on in 2026, old-era ones to
+    // initialize, failures fail the call naming the status and keep no verdict.
+    #[derive(Debug, PartialEq)]
+    enum Then {
+        Modern,
+        Legacy,
+        Fails,
+    }
+    let cases: Vec<(&str, Reply, Then)> = vec![
+        ("400 -32020", error_body(400, -32020, "1"), Then::Modern),
+        ("400 -32021", error_body(400, -32021, "1"), Then::Modern),
+        ("404 -32601", error_body(404, -32601, "1"), Then::Modern),
+        ("400 -32000", error_body(400, -32000, "null"), Then::Legacy),
+        ("400 -32602", error_body(400, -32602, "1"), Then::Legacy),
+        ("404 plain", status(404, ""), Then::Legacy),
+        ("405", status(405, ""), Then::Legacy),
+        (
+            "200 with an error",
+            json(
+                r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"Method not found"}}"#,
+            ),
+            Then::Legacy,
+        ),
+        (
+            "401",
+            status(401, "www-authenticate: Bearer\r\n"),
+            Then::Fails,
+        ),
+        ("403", status(403, ""), Then::Fails),
+        ("500", status(500, ""), Then::Fails),
+        ("503", status(503, ""), Then::Fails),
+        (
+            "empty 200",
+            Reply::Bytes(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n".to_vec()),
+            Then::Fails,
+        ),
+        ("reset", Reply::Close, Then::Fails),
+        ("timeout", Reply::Silence, Then::Fails),
+    ];
+    for (name, answer, then) in cases {
+        let c = auto_cfg();
+        let mut slot = SlotState::new(c.version, false);
+        let secrets: [&str; 0] = [];
+        let mut store = Store::new();
+        let mut bufs = store.bufs();
+        let mut op = Op::call(&c, &mut bufs, &secrets, "echo", None);
+        let mut answer = Some(answer);
+        let seen = run(&mut op, &mut slot, 0, |req: &str| {
+            let id = id_of(req);
+            match method_of(req).as_str() {
+                "POST:server/discover" => answer.take().unwrap_or(Reply::Close),
+                "POST:initialize" => init_ok(id),
+                "POST:notifications/initialized" => status(202, ""),
+                "POST:tools/list" => json(&format!(
+                    r#"{{"jsonrpc":"2.0","id":{id},"result":{{"tools":[]}}}}"#
+                )),
+                _ => call_ok(id, "x"),
+            }
+        });
+        let methods = seen.methods();
+        let got = if methods.contains(&"POST:initialize".to_string()) {
+            Then::Legacy
+        } else if methods.contains(&"POST:tools/call".to_string()) {
+            Then::Modern
+        } else {
+            Then::Fails
+        };
+        assert_eq!(got, then, "{name}: {methods:?} {:?}", op.failure());
+        match then {
+            Then::Fails => {
+                assert_eq!(slot.era(Target::Primary), None, "{name}: no verdict kept");
+                assert_eq!(
+                    methods,
+                    ["POST:server/discover"],
+                    "{name}: a probe never runs a tool"
+                );
+            }
+            Then::Modern => assert_eq!(slot.era(Target::Primary), Some(true), "{name}"),
+            Then::Legacy => assert_eq!(slot.era(Target::Primary), Some(false), "{name}"),
+        }
+    }
+}
+
+#[test]
+fn forced_eras_never_send_the_other_eras_opening() {
+    let secrets: [&str; 0] = [];
+    let mut c = cfg(false);
+    c.era = EraSetting::Modern;
+    let mut slot = SlotState::new(c.version, false);
+    let mut store = Store::new();
+    let mut bufs = store.bufs();
+    let mut op = Op::call(&c, &mut bufs, &secrets, "echo", None);
+    let seen = run(
+        &mut op,
+        &mut slot,
+        0,
+        modern_server(|_, id| call_ok(id, "m")),
+    );
+    assert_eq!(seen.methods(), ["POST:tools/list", "POST:tools/call"]);
+    // A legacy-only server under --era modern: the call fails naming the status.
+    let mut slot = SlotState::new(c.version, false);
+    let mut store = Store::new();
+    let mut bufs = store.bufs();
+    let mut op = Op::call(&c, &mut bufs, &secrets, "echo", None);
+    let seen = run(&mut op, &mut slot, 0, |_| error_body(400, -32000, "null"));
+    assert!(!seen.methods().iter().any(|m| m == "POST:initialize"));
+    assert!(matches!(
+        op.failure(),
+        Some(Failure::Status { code: 400, .. })
+    ));
+    // --era legacy never probes.
+    let c = cfg(false);
+    let mut slot = SlotState::new(c.version, false);
+    let mut store = Store::new();
+    let mut bufs = store.bufs();
+    let mut op = Op::call(&c, &mut bufs, &secrets, "echo", None);
+    let seen = run(
+        &mut op,
+        &mut slot,
+        0,
+        with_handshake(|_, id| call_ok(id, "l")),
+    );
+    assert!(!seen.methods().iter().any(|m| m.contains("discover")));
+}
+
+#[test]
+fn a_header_mismatch_relists_and_sends_the_call_once_more_with_a_new_id() {
+    let c = auto_cfg();
+    let mut slot = SlotState::new(c.version, false);
+    let secrets: [&str; 0] = [];
+    let mut store = Store::new();
+    let mut bufs = store.bufs();
+    let mut op = Op::call(&c, &mut bufs, &secrets, "echo", args(r#"{"region":"eu"}"#));
+    let mut ids = Vec::new();
+    let seen = run(
+        &mut op,
+        &mut slot,
+        0,
+        modern_server(|_, id| {
+            ids.push(id);
+            if ids.len() == 1 {
+                error_body(400, -32020, &id.to_string())
+            } else {
+                call_ok(id, "ok")
+            }
+        }),
+    );
+    assert!(op.outcome().is_ok(), "{:?}", op.failure());
+    assert_eq!(
+        seen.methods(),
+        [
+            "POST:server/discover",
+            "POST:tools/list",
+            "POST:tools/call",
+            "POST:tools/list",
+            "POST:tools/call"
+        ]
+    );
+    assert_ne!(ids[0], ids[1]);
+    // A second -32020 is the call's failure (one re-list only).
+    let mut store = Store::new();
+    let mut bufs = store.bufs();
+    let mut op = Op::call(&c, &mut bufs, &secrets, "echo", None);
+    let seen = run(
+        &mut op,
+        &mut slot,
+        0,
+        modern_server(|_, id| error_body(400, -32020, &id.to_string())),
+    );
+    let calls = seen
+        .methods()
+        .iter()
+        .filter(|m| *m == "POST:tools/call")
+        .count();
+    assert_eq!(calls, 2);
+    assert!(matches!(
+        op.failure(),
+        Some(Failure::Status { code: 400, .. })
+    ));
+}
+
+#[test]
+fn a_tool_with_invalid_header_annotations_is_dropped_and_never_called() {
+    let c = auto_cfg();
+    let mut slot = SlotState::new(c.version, false);
+    let secrets: [&str; 0] = [];
+    let mut store = Store::new();
+    let mut bufs = store.bufs();
+    let mut op = Op::call(&c, &mut bufs, &secrets, "bad", None);
+    let seen = run(
+        &mut op,
+        &mut slot,
+        0,
+        modern_server(|_, _| panic!("never called")),
+    );
+    assert_eq!(seen.methods(), ["POST:server/discover", "POST:tools/list"]);
+    assert!(matches!(op.failure(), Some(Failure::ToolDropped)));
+}
+
+#[test]
+fn input_required_without_a_handler_is_one_call_and_says_what_was_asked() {
+    let c = auto_cfg();
+    let mut slot = SlotState::new(c.version, false);
+    let secrets: [&str; 0] = [];
+    let mut store = Store::new();
+    let mut bufs = store.bufs();
+    let mut op = Op::call(&c, &mut bufs, &secrets, "echo", None);
+    let seen = run(
+        &mut op,
+        &mut slot,
+        0,
+        modern_server(|_, id| {
+            json(&format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"result":{{"resultType":"input_required","inputRequests":{{"q":{{"method":"elicitation/create","params":{{"message":"Which port?"}}}}}},"requestState":"s"}}}}"#
+            ))
+        }),
+    );
+    let calls = seen
+        .methods()
+        .iter()
+        .filter(|m| *m == "POST:tools/call")
+        .count();
+    assert_eq!(calls, 1);
+    let f = op.failure().expect("a failure");
+    let text = f.to_string();
+    assert!(
+        text.contains("input") && text.contains("Which port?"),
+        "{text}"
+    );
+    assert!(matches!(f, Failure::InputRequired(_)));
+}
+
+#[test]
+fn a_broken_2026_stream_after_a_written_call_may_have_run_and_is_not_sent_again() {
+    let c = auto_cfg();
+    let mut slot = SlotState::new(c.version, false);
+    let secrets: [&str; 0] = [];
+    let mut store = Store::new();
+    let mut bufs = store.bufs();
+    let mut op = Op::call(&c, &mut bufs, &secrets, "echo", None);
+    let seen = run(
+        &mut op,
+        &mut slot,
+        0,
+        modern_server(|_, _| {
+            Reply::Bytes(
+                b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\nid: 1\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":9,\"progress\":1}}\n\n".to_vec(),
+            )
+        }),
+    );
+    let calls = seen
+        .methods()
+        .iter()
+        .filter(|m| *m == "POST:tools/call")
+        .count();
+    assert_eq!(calls, 1, "{:?}", seen.methods());
+    assert!(
+        !seen
+            .methods()
+            .iter()
+            .any(|m| m == "GET" || m.contains("cancelled"))
+    );
+    assert!(matches!(op.failure(), Some(Failure::MayHaveRun)));
+    assert!(op.failure().unwrap().to_string().contains("may have run"));
 }

@@ -6,6 +6,7 @@ use core::sync::atomic::{AtomicU8, AtomicU32, Ordering};
 use crate::buf::Buf;
 use crate::harness::failover::Target;
 use crate::wire::endpoint::Endpoint;
+use crate::wire::era::{ClientCapabilities, EraSetting};
 use crate::wire::exchange::ReplyLimits;
 use crate::wire::jsonrpc::ProtocolVersion;
 
@@ -45,6 +46,10 @@ pub struct SlotConfig<'a> {
     /// Where a call says which `tools/call` it has on the wire (for an adapter that cancels a
     /// call whose future was dropped).
     pub in_flight: Option<&'a InFlight>,
+    /// Which era to speak: probe each server once (`Auto`, the default), or force one.
+    pub era: EraSetting,
+    /// What the client declares (in `initialize` and in the 2026 `_meta`).
+    pub capabilities: ClientCapabilities,
 }
 
 /// The `tools/call` a call has on the wire, if any: an adapter reads it when the caller drops
@@ -157,6 +162,8 @@ impl<'a> SlotConfig<'a> {
             on_progress: None,
             idle_timeout_ms: Some(DEFAULT_IDLE_TIMEOUT_MS),
             in_flight: None,
+            era: EraSetting::Auto,
+            capabilities: ClientCapabilities::default(),
         }
     }
 

@@ -8,13 +8,15 @@ use heapless::String;
 
 use super::MAX_CURSOR;
 use super::config::{MAX_PROGRESS_MESSAGE, ProgressObserver, ProgressUpdate, SlotConfig};
+use crate::buf::Overflow;
 use crate::buf::{Buf, Sink};
 use crate::harness::redact::Redactor;
 use crate::wire::content;
 use crate::wire::endpoint::Endpoint;
+use crate::wire::era::ClientCapabilities;
 use crate::wire::exchange::{Expect, OnMessage, Verdict};
 use crate::wire::failure::{BufferName, DETAIL_BYTES, Failure, HandshakeError, StrSink, truncated};
-use crate::wire::http::{Method, RequestHead, write_request_head};
+use crate::wire::http::{McpHeaders, Method, RequestHead, write_request_head};
 use crate::wire::json::{JsonLimits, Value};
 use crate::wire::jsonrpc::{self, Found, ListMethod, Message, Outcome, ProtocolVersion};
 use crate::wire::session::Snapshot;
@@ -121,6 +123,10 @@ pub(super) enum Body<'x> {
         id: u64,
         reason: &'static str,
     },
+    /// The 2026-07-28 era's probe, `server/discover`.
+    Discover {
+        id: u64,
+    },
     None,
 }
 
@@ -150,8 +156,101 @@ impl<'x> Body<'x> {
                 progress,
             } => jsonrpc::encode_tools_call(out, *id, tool, *args, *progress),
             Body::Cancelled { id, reason } => jsonrpc::encode_cancelled(out, *id, reason),
+            // `_meta` is added by the modern writer, as to every 2026 request.
+            Body::Discover { id } => {
+                out.put(b"{\"jsonrpc\":\"2.0\",\"id\":")?;
+                crate::buf::put_u64(out, *id)?;
+                out.put(b",\"method\":\"server/discover\"}")
+            }
             Body::None => Ok(()),
         }
+    }
+
+    /// The JSON-RPC method and the `mcp-name` value, for the 2026 era's headers.
+    fn method_and_name(&self) -> (&'x str, Option<&'x str>) {
+        match *self {
+            Body::Initialize { .. } => ("initialize", None),
+            Body::Initialized => ("notifications/initialized", None),
+            Body::List { list, .. } => (list.method(), None),
+            Body::Request { req, .. } => (
+                req.method(),
+                match req {
+                    jsonrpc::Request::ResourcesRead { uri } => Some(uri),
+                    jsonrpc::Request::PromptsGet { name, .. } => Some(name),
+                    jsonrpc::Request::Ping => None,
+                },
+            ),
+            Body::ToolsCall { tool, .. } => ("tools/call", Some(tool)),
+            Body::Cancelled { .. } => ("notifications/cancelled", None),
+            Body::Discover { .. } => ("server/discover", None),
+            Body::None => ("", None),
+        }
+    }
+}
+
+/// What a 2026-07-28 request adds: `_meta` in its params, `Mcp-*` headers.
+#[derive(Clone, Copy)]
+pub(super) struct Modern<'x> {
+    /// The version in `_meta` and `MCP-Protocol-Version`.
+    pub(super) version: &'static str,
+    pub(super) caps: ClientCapabilities,
+    /// A `progressToken` for `_meta` (the request's id), when someone listens for progress.
+    pub(super) progress: Option<u64>,
+    /// The tool's `x-mcp-header` pairs (`argument\0Header\0`…) and the call's arguments.
+    pub(super) params: &'x [u8],
+    pub(super) args: Option<Value<'x>>,
+}
+
+/// Passes a JSON-RPC message through, holding back its last two bytes, so that `_meta` can be
+/// put into its `params` at the end: `…}}` (params) becomes `…,"_meta":{…}}}`, and `…"}` (no
+/// params) becomes `…","params":{"_meta":{…}}}`. One pass, for counting and for writing.
+struct MetaSink<'s> {
+    inner: &'s mut dyn Sink,
+    held: [u8; 2],
+    len: usize,
+}
+
+impl Sink for MetaSink<'_> {
+    fn put(&mut self, bytes: &[u8]) -> Result<(), Overflow> {
+        if bytes.len() >= 2 {
+            self.inner.put(self.held.get(..self.len).unwrap_or(&[]))?;
+            let (body, last) = bytes.split_at(bytes.len() - 2);
+            self.inner.put(body)?;
+            self.held = [
+                last.first().copied().unwrap_or(0),
+                last.get(1).copied().unwrap_or(0),
+            ];
+            self.len = 2;
+            return Ok(());
+        }
+        for &b in bytes {
+            if self.len == 2 {
+                self.inner.put(&self.held[..1])?;
+                self.held = [self.held[1], b];
+            } else {
+                if let Some(slot) = self.held.get_mut(self.len) {
+                    *slot = b;
+                }
+                self.len += 1;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl MetaSink<'_> {
+    /// Writes `_meta` into the params and the held end.
+    fn finish(self, m: &Modern<'_>) -> Result<(), Overflow> {
+        let MetaSink { inner, held, len } = self;
+        let mut out = inner;
+        if len == 2 && held == *b"}}" {
+            out.put(b",")?;
+        } else {
+            out.put(held.get(..len.saturating_sub(1)).unwrap_or(&[]))?;
+            out.put(b",\"params\":{")?;
+        }
+        crate::wire::era::write_meta_with_progress(&mut out, m.version, &m.caps, m.progress)?;
+        out.put(b"}}")
     }
 }
 
@@ -176,6 +275,8 @@ pub(super) struct Trip<'x> {
     pub(super) last_event_id: Option<&'x str>,
     pub(super) body: Body<'x>,
     pub(super) expect: Expect,
+    /// In the 2026-07-28 era: `_meta` and the `Mcp-*` headers.
+    pub(super) modern: Option<Modern<'x>>,
 }
 
 impl<'x> Trip<'x> {
@@ -192,6 +293,23 @@ impl<'x> Trip<'x> {
             last_event_id: None,
             body,
             expect,
+            modern: None,
+        }
+    }
+
+    /// Writes the body, with `_meta` in the 2026 era.
+    fn write_body(&self, out: &mut dyn Sink) -> Result<(), Overflow> {
+        match &self.modern {
+            None => self.body.write(out),
+            Some(m) => {
+                let mut sink = MetaSink {
+                    inner: out,
+                    held: [0; 2],
+                    len: 0,
+                };
+                self.body.write(&mut sink)?;
+                sink.finish(m)
+            }
         }
     }
 
@@ -199,22 +317,31 @@ impl<'x> Trip<'x> {
     pub(super) fn write<B: Buf>(&self, out: &mut B, cfg: &SlotConfig<'_>) -> Result<(), Failure> {
         out.clear();
         let mut count = crate::buf::CountingSink::default();
-        self.body
-            .write(&mut count)
+        self.write_body(&mut count)
             .map_err(|o| Failure::TooLarge(BufferName::Request, o))?;
+        let (method, name) = self.body.method_and_name();
+        let mcp = self.modern.as_ref().map(|m| McpHeaders {
+            method,
+            name,
+            params: m.params,
+            args: m.args,
+        });
         let head = RequestHead {
             method: self.method,
             endpoint: self.ep,
             accept_json_and_sse: self.method != Method::Get,
             session_id: self.snap.and_then(|s| s.id()),
-            protocol_version: self.snap.and_then(|s| s.version_header()),
+            protocol_version: match &self.modern {
+                Some(m) => Some(m.version),
+                None => self.snap.and_then(|s| s.version_header()),
+            },
             last_event_id: self.last_event_id,
             extra_headers: cfg.headers,
             content_length: (self.method == Method::Post).then_some(count.count),
+            mcp,
         };
         write_request_head(&head, out).map_err(Failure::Request)?;
-        self.body
-            .write(out)
+        self.write_body(out)
             .map_err(|o| Failure::TooLarge(BufferName::Request, o))
     }
 }
@@ -224,6 +351,36 @@ pub(super) struct Accept;
 impl OnMessage for Accept {
     fn on_message(&mut self, _msg: &[u8], _last: bool) -> Result<Verdict, Failure> {
         Ok(Verdict::Done)
+    }
+}
+
+/// Handles the answer to the `server/discover` probe: a result object says modern, a
+/// JSON-RPC error in a 2xx says an old-era dispatcher.
+#[derive(Default)]
+pub(super) struct ProbeHandler {
+    pub(super) id: u64,
+    /// `Some(true)`: modern; `Some(false)`: old era.
+    pub(super) modern: Option<bool>,
+}
+
+impl OnMessage for ProbeHandler {
+    fn renumber(&mut self, id: u64) {
+        self.id = id;
+    }
+
+    fn on_message(&mut self, msg: &[u8], last_chance: bool) -> Result<Verdict, Failure> {
+        match find(msg, self.id, last_chance)? {
+            Lookup::Ours(Outcome::Result(r)) => {
+                self.modern = Some(r.kind() == crate::wire::json::Kind::Object);
+                Ok(Verdict::Done)
+            }
+            Lookup::Ours(Outcome::Error(_)) => {
+                self.modern = Some(false);
+                Ok(Verdict::Done)
+            }
+            Lookup::OtherResponse => Ok(Verdict::Hold),
+            Lookup::Other(_) => Ok(Verdict::Continue),
+        }
     }
 }
 
@@ -331,12 +488,16 @@ pub enum Answer {
 
 /// Why a tool call's result could not be taken. Small on purpose: the handler holding it
 /// lives in the call future across every read (a whole [`Failure`] would be larger).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(super) enum Untaken {
     /// The flattened text did not fit the text buffer.
     TextTooLarge(crate::buf::Overflow),
     /// The result is not a tool result object.
     NotAnObject,
+    /// `resultType: "input_required"` and no input handler: what the server asked for.
+    InputRequired(crate::wire::failure::Detail),
+    /// A `resultType` the call did not ask for.
+    ResultType(String<32>),
 }
 
 impl From<Untaken> for Failure {
@@ -344,6 +505,8 @@ impl From<Untaken> for Failure {
         match u {
             Untaken::TextTooLarge(o) => Failure::TooLarge(BufferName::Text, o),
             Untaken::NotAnObject => Failure::Rpc(jsonrpc::RpcDecodeError::NotAnObject),
+            Untaken::InputRequired(asked) => Failure::InputRequired(asked),
+            Untaken::ResultType(t) => Failure::UnexpectedResultType(t),
         }
     }
 }
@@ -353,13 +516,19 @@ pub(super) struct CallHandler<'x, B: Buf, Sec: AsRef<[u8]>> {
     id: u64,
     secrets: &'x [Sec],
     pub(super) text: &'x mut B,
-    error: &'x mut B,
+    pub(super) error: &'x mut B,
     raw: Option<&'x mut B>,
     pub(super) answer: Option<Result<Answer, Untaken>>,
     progress: u32,
     on_progress: Option<ProgressObserver<'x>>,
     /// The call sends a progress token (its id): someone listens for progress.
     pub(super) progress_token: bool,
+    /// Reading `tools/list` pages for the tools' `x-mcp-header` annotations (2026 era): the
+    /// records go to `error` (`name\0` + `argument\0Header\0`… + `\x1e`; a dropped tool's
+    /// pairs are `\x15`), the cursor to `text`.
+    pub(super) listing: bool,
+    /// The listed page came and has a next one.
+    pub(super) list_page: Option<bool>,
 }
 
 impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
@@ -380,7 +549,56 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
             progress: 0,
             on_progress: cfg.on_progress,
             progress_token: cfg.progress_extends_to_ms.is_some() || cfg.on_progress.is_some(),
+            listing: false,
+            list_page: None,
         }
+    }
+
+    /// One `tools/list` page read for its `x-mcp-header` annotations.
+    fn on_list_page(&mut self, outcome: Outcome<'_>) -> Result<(), Failure> {
+        let Outcome::Result(result) = outcome else {
+            // A server that cannot list: the call goes on without annotations.
+            self.list_page = Some(false);
+            return Ok(());
+        };
+        let page = jsonrpc::parse_page(result, ListMethod::Tools)?;
+        for tool in page.items {
+            let (Some(name), Some(schema)) = (jsonrpc::tool_name(tool), tool.get("inputSchema"))
+            else {
+                continue;
+            };
+            if memchr::memmem::find(schema.raw(), b"\"x-mcp-header\"").is_none() {
+                continue;
+            }
+            // A record that does not fit is left out whole (the arena is capped).
+            let mark = self.error.len();
+            let written = (|| -> Result<(), Overflow> {
+                self.error.put(name.raw())?;
+                self.error.put(b"\0")?;
+                match crate::wire::era::header_params(schema) {
+                    Ok(found) => {
+                        for p in found {
+                            self.error.put(p.argument)?;
+                            self.error.put(b"\0")?;
+                            self.error.put(p.header)?;
+                            self.error.put(b"\0")?;
+                        }
+                    }
+                    Err(_) => self.error.put(b"\x15")?,
+                }
+                self.error.put(b"\x1e")
+            })();
+            if written.is_err() {
+                self.error.truncate(mark);
+            }
+        }
+        let mut next = false;
+        if let Some(cursor) = page.next_cursor {
+            self.text.clear();
+            next = cursor.unescape_into(&mut *self.text).is_ok();
+        }
+        self.list_page = Some(next);
+        Ok(())
     }
 
     /// A new attempt: nothing of the last one is kept.
@@ -405,8 +623,13 @@ impl<B: Buf, Sec: AsRef<[u8]>> OnMessage for CallHandler<'_, B, Sec> {
 
     fn on_message(&mut self, msg: &[u8], last_chance: bool) -> Result<Verdict, Failure> {
         let outcome = match find(msg, self.id, last_chance)? {
+            Lookup::Ours(outcome) if self.listing => {
+                self.on_list_page(outcome)?;
+                return Ok(Verdict::Done);
+            }
             Lookup::Ours(outcome) => outcome,
             Lookup::OtherResponse => return Ok(Verdict::Hold),
+            Lookup::Other(_) if self.listing => return Ok(Verdict::Continue),
             Lookup::Other(m) => {
                 if let Some(p) =
                     jsonrpc::as_progress(&m).filter(|p| p.token.as_u64() == Some(self.id))
@@ -419,12 +642,17 @@ impl<B: Buf, Sec: AsRef<[u8]>> OnMessage for CallHandler<'_, B, Sec> {
                 return Ok(Verdict::Continue);
             }
         };
+        // The annotation pairs the request was written with are done with.
+        self.error.clear();
         if let Some(raw) = self.raw.as_deref_mut() {
             raw.clear();
             redact_into(self.secrets, msg, raw)
                 .map_err(|o| Failure::TooLarge(BufferName::Raw, o))?;
         }
         self.answer = Some(match outcome {
+            Outcome::Result(result) if result_type(result).is_some_and(|t| t != "complete") => {
+                Err(untaken_result_type(result))
+            }
             Outcome::Result(result) => {
                 self.text.clear();
                 let mut redactor = Redactor::new(self.secrets);
@@ -458,6 +686,50 @@ impl<B: Buf, Sec: AsRef<[u8]>> OnMessage for CallHandler<'_, B, Sec> {
             }
         });
         Ok(Verdict::Done)
+    }
+}
+
+/// A 2026 result's `resultType` (missing means complete).
+fn result_type<'v>(result: Value<'v>) -> Option<&'v str> {
+    let t = result.get("resultType")?.as_str()?;
+    Some(t.as_plain().unwrap_or("?"))
+}
+
+/// Why a result of another `resultType` than `complete` is not the call's answer.
+fn untaken_result_type(result: Value<'_>) -> Untaken {
+    match result_type(result) {
+        Some("input_required") => {
+            // What the server asked for: each request's method (and message), cut to fit.
+            let mut asked = StrSink::<DETAIL_BYTES>::default();
+            let requests = result.get("inputRequests");
+            let mut first = true;
+            let each = requests.into_iter().flat_map(|r| {
+                // An object of named requests, or an array of them.
+                r.members().map(|(_, v)| v).chain(r.elements())
+            });
+            for request in each {
+                if !first {
+                    let _ = asked.put(b"; ");
+                }
+                first = false;
+                if let Some(m) = request.get("method").and_then(|m| m.as_str()) {
+                    let _ = m.unescape_into(&mut asked);
+                }
+                if let Some(msg) = request
+                    .get("params")
+                    .and_then(|p| p.get("message"))
+                    .and_then(|m| m.as_str())
+                {
+                    let _ = asked.put(b": ");
+                    let _ = msg.unescape_into(&mut asked);
+                }
+            }
+            if first {
+                let _ = asked.put(b"input");
+            }
+            Untaken::InputRequired(truncated(asked.as_str()))
+        }
+        other => Untaken::ResultType(truncated(other.unwrap_or(""))),
     }
 }
 

@@ -132,6 +132,24 @@ pub struct SlotState {
     retries: u64,
     /// A handshake ended (or a session was forgotten): ops waiting on the slot should look.
     changed: bool,
+    /// Per server (primary, fallback): the era found (`Some(true)`: 2026-07-28), whether the
+    /// verdict is news for the timeline, whether its tools were listed for their
+    /// `x-mcp-header` annotations (2026 era), and those annotations.
+    eras: [Option<bool>; 2],
+    era_news: [bool; 2],
+    listed: [bool; 2],
+    annotations: [heapless::Vec<u8, ANNOTATIONS>; 2],
+}
+
+/// Bytes kept per server for its tools' `x-mcp-header` annotations (tools without any take
+/// none; a server whose annotations do not fit has the rest re-listed on `-32020`).
+pub const ANNOTATIONS: usize = 512;
+
+fn index(target: Target) -> usize {
+    match target {
+        Target::Primary => 0,
+        Target::Fallback => 1,
+    }
 }
 
 impl SlotState {
@@ -145,7 +163,84 @@ impl SlotState {
             calls: 0,
             retries: 0,
             changed: false,
+            eras: [None; 2],
+            era_news: [false; 2],
+            listed: [false; 2],
+            annotations: [heapless::Vec::new(), heapless::Vec::new()],
         }
+    }
+
+    /// The era a server was found to speak: `Some(true)` for 2026-07-28, `Some(false)` for the
+    /// handshake era, `None` before its probe.
+    pub fn era(&self, target: Target) -> Option<bool> {
+        self.eras.get(index(target)).copied().flatten()
+    }
+
+    fn set_era(&mut self, target: Target, modern: bool) {
+        let i = index(target);
+        if let (Some(e), Some(n)) = (self.eras.get_mut(i), self.era_news.get_mut(i)) {
+            *n = *e != Some(modern);
+            *e = Some(modern);
+        }
+    }
+
+    /// A server's era verdict not yet put on the timeline (each is told once).
+    pub fn take_era_news(&mut self) -> Option<(Target, bool)> {
+        for target in [Target::Primary, Target::Fallback] {
+            let i = index(target);
+            if let Some(news) = self.era_news.get_mut(i)
+                && core::mem::take(news)
+            {
+                return self.era(target).map(|m| (target, m));
+            }
+        }
+        None
+    }
+
+    fn listed(&self, target: Target) -> bool {
+        self.listed.get(index(target)).copied().unwrap_or(false)
+    }
+
+    /// Keeps a server's annotations (records as the call handler writes them).
+    fn set_annotations(&mut self, target: Target, records: &[u8]) {
+        let i = index(target);
+        if let Some(l) = self.listed.get_mut(i) {
+            *l = true;
+        }
+        if let Some(a) = self.annotations.get_mut(i) {
+            a.clear();
+            // Whole records only.
+            let mut keep = records.len().min(ANNOTATIONS);
+            while keep > 0 && records.get(keep - 1) != Some(&0x1e) {
+                keep -= 1;
+            }
+            let _ = a.extend_from_slice(records.get(..keep).unwrap_or(&[]));
+        }
+    }
+
+    fn forget_annotations(&mut self, target: Target) {
+        if let Some(l) = self.listed.get_mut(index(target)) {
+            *l = false;
+        }
+    }
+
+    /// A tool's annotation pairs (`argument\0Header\0`…); `Err` when the tool is dropped for
+    /// invalid ones; empty when it has none.
+    fn annotations_of(&self, target: Target, tool: &[u8]) -> Result<&[u8], ()> {
+        let arena = self
+            .annotations
+            .get(index(target))
+            .map_or(&[][..], |a| a.as_slice());
+        for record in arena.split(|&b| b == 0x1e) {
+            let Some(nul) = record.iter().position(|&b| b == 0) else {
+                continue;
+            };
+            if record.get(..nul) == Some(tool) {
+                let pairs = record.get(nul + 1..).unwrap_or(&[]);
+                return if pairs == b"\x15" { Err(()) } else { Ok(pairs) };
+            }
+        }
+        Ok(&[])
     }
 
     /// True once after a handshake ended: the adapter then wakes the ops that sleep on the

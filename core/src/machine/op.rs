@@ -4,18 +4,21 @@
 use heapless::String;
 
 use super::config::{CallBuffers, SlotConfig};
-use super::handlers::{Accept, CallHandler, InitHandler, ListHandler, RequestHandler, Trip};
+use super::handlers::{
+    Accept, CallHandler, InitHandler, ListHandler, Modern, ProbeHandler, RequestHandler, Trip,
+};
 use super::{
     CANCEL_DROPPED, CANCEL_TIMED_OUT, Deadline, MAX_PAGES, MAX_RESUMES, MAX_TAIL_BYTES, Millis,
     SlotState, TAIL_MS,
 };
 use crate::buf::Buf;
 use crate::harness::failover::{AttemptOutcome, Target};
+use crate::wire::era::{self, EraSetting, Verdict as EraVerdict};
 use crate::wire::exchange::{Exchange, Expect, OnMessage, Step};
 use crate::wire::failure::{ConnectError, Failure, truncated};
 use crate::wire::http::Method;
 use crate::wire::json::{Kind, Value};
-use crate::wire::jsonrpc::{self, ListMethod};
+use crate::wire::jsonrpc::{self, ListMethod, ProtocolVersion};
 use crate::wire::session::{Begin, Phase, Snapshot};
 use crate::wire::sse::MAX_EVENT_ID;
 
@@ -98,6 +101,12 @@ enum Job<'o, B: Buf, Sec: AsRef<[u8]>, F: FnMut(Option<(Value<'_>, &[u8])>)> {
 /// Why a round trip runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Purpose {
+    /// `server/discover`: which era the server speaks (the 2026 era's handshake).
+    Probe {
+        attempt: u32,
+    },
+    /// `tools/list` pages read for `x-mcp-header` annotations before a 2026 `tools/call`.
+    HeaderList,
     Initialize {
         attempt: u32,
     },
@@ -176,6 +185,12 @@ enum TripEnd {
     Failed,
 }
 
+/// The JSON-RPC error code of an error body, if it is one.
+fn error_code(body: &[u8]) -> Option<i64> {
+    let v = Value::parse(body, crate::wire::json::JsonLimits::default()).ok()?;
+    v.get("error")?.get("code")?.as_i64()
+}
+
 /// FNV-1a, 64 bits: a list remembers its last cursors by hash, not by copy.
 fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
@@ -220,6 +235,10 @@ pub struct Op<'o, B: Buf, Sec: AsRef<[u8]>, F: FnMut(Option<(Value<'_>, &[u8])>)
     /// What the current round trip's reply must be, and whether it carried a session id.
     expect: Expect,
     sent_session_id: bool,
+    probe: ProbeHandler,
+    reprobed: bool,
+    relisted: bool,
+    list_pages: u32,
 }
 
 impl<'o, B: Buf, Sec: AsRef<[u8]>> Op<'o, B, Sec> {
@@ -340,6 +359,10 @@ where
             timeout: 0,
             expect: Expect::Response,
             sent_session_id: false,
+            probe: ProbeHandler::default(),
+            reprobed: false,
+            relisted: false,
+            list_pages: 0,
         }
     }
 }
@@ -574,10 +597,20 @@ where
                 self.start_main(slot, now);
             }
             Some(Begin::Start { attempt }) => {
-                self.init.id = slot.next_id();
-                self.init.version = None;
                 self.snap = None;
-                self.start_trip(Purpose::Initialize { attempt }, now);
+                match (self.cfg.era, slot.era(self.target)) {
+                    (EraSetting::Legacy, _) | (EraSetting::Auto, Some(false)) => {
+                        self.start_initialize(slot, attempt, now)
+                    }
+                    (EraSetting::Modern, _) | (EraSetting::Auto, Some(true)) => {
+                        self.modern_ready(slot, attempt, now)
+                    }
+                    (EraSetting::Auto, None) => {
+                        self.probe.id = slot.next_id();
+                        self.probe.modern = None;
+                        self.start_trip(Purpose::Probe { attempt }, now);
+                    }
+                }
             }
             Some(Begin::Wait { attempt }) => self.stage = Stage::Waiting { attempt },
         }
@@ -610,7 +643,65 @@ where
         }
     }
 
+    fn start_initialize(&mut self, slot: &mut SlotState, attempt: u32, now: Millis) {
+        self.init.id = slot.next_id();
+        self.init.version = None;
+        self.snap = None;
+        self.start_trip(Purpose::Initialize { attempt }, now);
+    }
+
+    /// The server speaks the 2026-07-28 era: no handshake, no session.
+    fn modern_ready(&mut self, slot: &mut SlotState, attempt: u32, now: Millis) {
+        let snap = Snapshot {
+            session_id: None,
+            version: ProtocolVersion::V2026_07_28,
+        };
+        if let Some(session) = slot.session_mut(self.target) {
+            session.handshake_succeeded(attempt, None, snap.version);
+        }
+        slot.changed = true;
+        self.snap = Some(snap);
+        self.start_main(slot, now);
+    }
+
+    fn modern(&self) -> bool {
+        self.snap.as_ref().is_some_and(|s| s.version.is_modern())
+    }
+
+    /// Before a 2026 `tools/call`: the server's tools are listed once per run for their
+    /// `x-mcp-header` annotations, then the call carries its tool's.
     fn start_main(&mut self, slot: &mut SlotState, now: Millis) {
+        let (modern, target) = (self.modern(), self.target);
+        if let Job::Call { handler, tool, .. } = &mut self.job
+            && modern
+        {
+            if !slot.listed(target) {
+                self.list_pages = 0;
+                self.id = slot.next_id();
+                handler.renumber(self.id);
+                handler.listing = true;
+                handler.list_page = None;
+                handler.error.clear();
+                handler.text.clear();
+                self.start_trip(Purpose::HeaderList, now);
+                return;
+            }
+            handler.listing = false;
+            handler.error.clear();
+            handler.text.clear();
+            match slot.annotations_of(target, tool.as_bytes()) {
+                Err(()) => return self.fail(Failure::ToolDropped),
+                // Pairs that do not fit the error buffer are left out (the server then says
+                // -32020 and the call is re-listed once).
+                Ok(pairs) => {
+                    let _ = handler.error.put(pairs);
+                }
+            }
+        }
+        self.start_request(slot, now);
+    }
+
+    fn start_request(&mut self, slot: &mut SlotState, now: Millis) {
         self.id = slot.next_id();
         self.resumes = 0;
         let (id, target) = (self.id, self.target);
@@ -649,6 +740,20 @@ where
         let snap = self.snap.as_ref();
         let id = self.id;
         let trip = match purpose {
+            Purpose::Probe { .. } => Trip::post(ep, None, Body::Discover { id: self.probe.id }),
+            Purpose::HeaderList => Trip::post(
+                ep,
+                snap,
+                match &self.job {
+                    Job::Call { handler, .. } => Body::List {
+                        id,
+                        list: ListMethod::Tools,
+                        cursor: (self.list_pages > 0)
+                            .then(|| super::handlers::as_text(&*handler.text)),
+                    },
+                    _ => Body::None,
+                },
+            ),
             Purpose::Initialize { .. } => Trip::post(
                 ep,
                 None,
@@ -709,6 +814,38 @@ where
                     ..Trip::post(ep, snap, Body::None)
                 },
             },
+        };
+        let modern_era =
+            matches!(purpose, Purpose::Probe { .. }) || snap.is_some_and(|s| s.version.is_modern());
+        let modern = modern_era.then(|| match (&self.job, purpose) {
+            (Job::Call { handler, args, .. }, Purpose::Main) => Modern {
+                version: era::MODERN_VERSION,
+                caps: self.cfg.capabilities,
+                progress: handler.progress_token.then_some(id),
+                params: handler.error.bytes(),
+                args: *args,
+            },
+            _ => Modern {
+                version: era::MODERN_VERSION,
+                caps: self.cfg.capabilities,
+                progress: None,
+                params: b"",
+                args: None,
+            },
+        });
+        let trip = Trip {
+            modern,
+            body: match trip.body {
+                // In the 2026 era the progress token rides in `_meta` with the rest.
+                Body::ToolsCall { id, tool, args, .. } if modern_era => Body::ToolsCall {
+                    id,
+                    tool,
+                    args,
+                    progress: None,
+                },
+                body => body,
+            },
+            ..trip
         };
         self.expect = trip.expect;
         self.sent_session_id = snap.is_some_and(|s| s.session_id.is_some())
@@ -851,7 +988,8 @@ where
                 let mut accept = Accept;
                 let handler: &mut dyn OnMessage = match purpose {
                     Purpose::Initialize { .. } => &mut self.init,
-                    Purpose::Main | Purpose::Resume => match &mut self.job {
+                    Purpose::Probe { .. } => &mut self.probe,
+                    Purpose::Main | Purpose::Resume | Purpose::HeaderList => match &mut self.job {
                         Job::Call { handler, .. } => handler,
                         Job::List { handler, .. } => handler,
                         Job::Request(handler) => handler,
@@ -999,7 +1137,10 @@ where
             Purpose::Initialize { .. } => {
                 self.init.id ^= RESENT_ID_BIT;
             }
-            Purpose::Main => {
+            Purpose::Probe { .. } => {
+                self.probe.id ^= RESENT_ID_BIT;
+            }
+            Purpose::Main | Purpose::HeaderList => {
                 self.id ^= RESENT_ID_BIT;
                 let (id, target) = (self.id, self.target);
                 match &mut self.job {
@@ -1079,6 +1220,8 @@ where
         result: Result<bool, Failure>,
     ) {
         match purpose {
+            Purpose::Probe { attempt } => self.probe_done(slot, now, attempt, result),
+            Purpose::HeaderList => self.header_list_done(slot, now, result),
             Purpose::Initialize { attempt } => {
                 let version = result.and_then(|_| match self.init.version.take() {
                     Some(version) => version,
@@ -1120,6 +1263,83 @@ where
         }
     }
 
+    /// The probe's answer, judged exactly as the era's verdict table says
+    /// ([`era::judge_probe`]): modern, old era (then `initialize` in the same attempt, its
+    /// waiters still waiting), a re-probe at a common version, or no verdict (the call fails
+    /// naming the answer; nothing is kept).
+    fn probe_done(
+        &mut self,
+        slot: &mut SlotState,
+        now: Millis,
+        attempt: u32,
+        result: Result<bool, Failure>,
+    ) {
+        let verdict = match &result {
+            Ok(_) => match self.probe.modern {
+                Some(true) => EraVerdict::Modern,
+                Some(false) => EraVerdict::Legacy,
+                None => EraVerdict::NoVerdict,
+            },
+            // An error status: its body (up to 512 bytes) is in the reply buffer.
+            Err(Failure::Status { code, .. }) => era::judge_probe(*code, Some(self.reply.bytes())),
+            Err(_) => EraVerdict::NoVerdict,
+        };
+        match verdict {
+            EraVerdict::Modern => {
+                slot.set_era(self.target, true);
+                self.modern_ready(slot, attempt, now);
+            }
+            EraVerdict::ReprobeAt(_) if !self.reprobed => {
+                self.reprobed = true;
+                self.probe.id = slot.next_id();
+                self.probe.modern = None;
+                self.start_trip(Purpose::Probe { attempt }, now);
+            }
+            EraVerdict::ReprobeAt(_) | EraVerdict::NoCommonVersion => {
+                slot.set_era(self.target, true);
+                let f =
+                    Failure::Handshake(crate::wire::failure::HandshakeError::UnsupportedVersion(
+                        truncated(era::MODERN_VERSION),
+                    ));
+                self.handshake_failed(slot, attempt, f);
+            }
+            EraVerdict::Legacy => {
+                slot.set_era(self.target, false);
+                self.start_initialize(slot, attempt, now);
+            }
+            EraVerdict::NoVerdict => {
+                let f = result.err().unwrap_or(Failure::EmptyReply);
+                self.handshake_failed(slot, attempt, f);
+            }
+        }
+    }
+
+    /// A page of the 2026 `tools/list` read for annotations: the next page, or the call.
+    fn header_list_done(
+        &mut self,
+        slot: &mut SlotState,
+        now: Millis,
+        result: Result<bool, Failure>,
+    ) {
+        let Job::Call { handler, .. } = &mut self.job else {
+            return self.fail(Failure::NoResponse);
+        };
+        if let Err(f) = result {
+            handler.listing = false;
+            return self.fail(f);
+        }
+        if handler.list_page == Some(true) && self.list_pages + 1 < MAX_PAGES {
+            self.list_pages += 1;
+            self.id = slot.next_id();
+            handler.renumber(self.id);
+            handler.list_page = None;
+            return self.start_trip(Purpose::HeaderList, now);
+        }
+        handler.listing = false;
+        slot.set_annotations(self.target, handler.error.bytes());
+        self.start_main(slot, now);
+    }
+
     fn handshake_failed(&mut self, slot: &mut SlotState, attempt: u32, f: Failure) {
         if let Some(session) = slot.session_mut(self.target) {
             session.handshake_failed(attempt, f.clone());
@@ -1150,12 +1370,23 @@ where
             Fail(Failure),
             Ended,
             NextPage,
+            Relist,
         }
         let deadline = self.deadline.at;
+        let modern = self.modern();
+        // -32020 (a header the server wanted is missing or wrong): list the tools again and
+        // send the call once more, under a new id (a 400 ran nothing).
+        let header_mismatch = modern
+            && matches!(result, Err(Failure::Status { code: 400, .. }))
+            && error_code(self.reply.bytes()) == Some(era::HEADER_MISMATCH);
         let then = match (&mut self.job, result) {
-            (Job::Call { handler, .. }, Ok(done)) => match (handler.answer, &self.resume) {
+            (Job::Call { .. }, Err(_)) if header_mismatch && !self.relisted => Then::Relist,
+            (Job::Call { handler, .. }, Ok(done)) => match (&handler.answer, &self.resume) {
                 // A reply stream that ended without the response, from a server that gave
                 // event ids: resume with GET and Last-Event-ID after its retry delay.
+                // The 2026 era has no resumption: a broken stream after a written call may
+                // have run the tool.
+                (None, _) if !done && modern => Then::Fail(Failure::MayHaveRun),
                 (None, Some((_, retry))) if !done && self.resumes < MAX_RESUMES => {
                     let wake = now.saturating_add(u64::from(retry.unwrap_or(0)));
                     if wake >= deadline {
@@ -1165,7 +1396,7 @@ where
                     }
                 }
                 (Some(Ok(_)), _) => Then::Ended,
-                (Some(Err(u)), _) => Then::Fail(Failure::from(u)),
+                (Some(Err(u)), _) => Then::Fail(Failure::from(u.clone())),
                 (None, _) => Then::Fail(Failure::NoResponse),
             },
             (Job::Call { .. }, Err(f @ (Failure::TimedOut | Failure::Stalled { .. }))) => {
@@ -1243,6 +1474,12 @@ where
                 self.stage = Stage::AttemptEnded;
             }
             Then::NextPage => self.stage = Stage::Ready,
+            Then::Relist => {
+                self.clear_in_flight();
+                self.relisted = true;
+                slot.forget_annotations(self.target);
+                self.stage = Stage::Ready;
+            }
         }
     }
 
@@ -1254,11 +1491,16 @@ where
         }
     }
 
-    /// The call timed out or stalled: tell the server (best effort), then fail with `f`.
+    /// The call timed out or stalled: tell the server (best effort), then fail with `f`. In
+    /// the 2026 era closing the stream is the cancel.
     fn cancel_after(&mut self, f: Failure, now: Millis) {
         self.clear_in_flight();
         self.failure = Some(f);
-        self.start_trip(Purpose::Cancel, now);
+        if self.modern() {
+            self.stage = Stage::AttemptEnded;
+        } else {
+            self.start_trip(Purpose::Cancel, now);
+        }
     }
 
     /// The attempt ended: failover decides whether another server is tried.
@@ -1357,11 +1599,12 @@ where
                 .and_then(|x| x.snapshot().cloned())
         };
         match snap {
-            Some(snap) => {
+            // In the 2026 era the closed connection was the cancel.
+            Some(snap) if !snap.version.is_modern() => {
                 self.snap = Some(snap);
                 self.start_trip(Purpose::Courtesy, now);
             }
-            None => self.stage = Stage::Done,
+            _ => self.stage = Stage::Done,
         }
     }
 }

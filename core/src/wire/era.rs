@@ -179,7 +179,23 @@ pub fn write_meta(
     version: &str,
     caps: &ClientCapabilities,
 ) -> Result<(), Overflow> {
-    out.put(b"\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":")?;
+    write_meta_with_progress(out, version, caps, None)
+}
+
+/// [`write_meta`], with a `progressToken` first when the request wants progress.
+pub fn write_meta_with_progress(
+    out: &mut impl Sink,
+    version: &str,
+    caps: &ClientCapabilities,
+    progress_token: Option<u64>,
+) -> Result<(), Overflow> {
+    out.put(b"\"_meta\":{")?;
+    if let Some(token) = progress_token {
+        out.put(b"\"progressToken\":")?;
+        crate::buf::put_u64(out, token)?;
+        out.put(b",")?;
+    }
+    out.put(b"\"io.modelcontextprotocol/protocolVersion\":")?;
     write_str_literal(out, version)?;
     out.put(b",\"io.modelcontextprotocol/clientInfo\":{\"name\":")?;
     write_str_literal(out, CLIENT_NAME)?;

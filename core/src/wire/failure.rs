@@ -216,6 +216,13 @@ pub enum Failure {
         /// The delay as the server sent it.
         retry_after: RetryAfter,
     },
+    /// A 2026-era server asked for input (`resultType: "input_required"`) and the call has no
+    /// input handler: what the server asked for.
+    InputRequired(Detail),
+    /// A `resultType` this request did not ask for (e.g. `task` without the tasks extension).
+    UnexpectedResultType(String<32>),
+    /// The tool's `x-mcp-header` annotations are invalid, so its server's list drops it.
+    ToolDropped,
 }
 
 impl Failure {
@@ -272,7 +279,10 @@ impl Failure {
             | Failure::Json(_)
             | Failure::Rpc(_)
             | Failure::Handshake(_)
+            | Failure::UnexpectedResultType(_)
+            | Failure::ToolDropped
             | Failure::EndlessPaging => Cause::Malformed,
+            Failure::InputRequired(_) => Cause::InputRequired,
         }
     }
 }
@@ -301,6 +311,8 @@ pub enum Cause {
     TooLarge,
     /// The call failed before anything was sent (arguments, endpoint, request cap).
     Local,
+    /// The server asked for input that the call has no handler for.
+    InputRequired,
 }
 
 impl Cause {
@@ -317,6 +329,7 @@ impl Cause {
             Cause::Cancelled => "cancelled",
             Cause::TooLarge => "tooLarge",
             Cause::Local => "local",
+            Cause::InputRequired => "inputRequired",
         }
     }
 }
@@ -431,6 +444,16 @@ impl fmt::Display for Failure {
                  tool may have run, so the call was not sent again",
             ),
             Failure::Cancelled => f.write_str("the call was cancelled by its caller"),
+            Failure::InputRequired(asked) => write!(
+                f,
+                "the server asked for input ({asked}) and this call has no input handler"
+            ),
+            Failure::UnexpectedResultType(t) => {
+                write!(f, "the server answered with resultType \"{t}\", which this call did not ask for")
+            }
+            Failure::ToolDropped => f.write_str(
+                "the tool's x-mcp-header annotations are invalid, so its server's tool list drops it",
+            ),
             Failure::RetryTooLate { code, retry_after } => {
                 write!(f, "HTTP {code}")?;
                 let reason = reason_phrase(*code);

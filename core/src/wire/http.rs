@@ -53,6 +53,51 @@ pub struct RequestHead<'a> {
     pub extra_headers: &'a [(&'a str, &'a str)],
     /// Some(n): `content-type: application/json` and `content-length: n`.
     pub content_length: Option<usize>,
+    /// The 2026-07-28 era's `Mcp-*` headers, when the request is in that era.
+    pub mcp: Option<McpHeaders<'a>>,
+}
+
+/// The `Mcp-*` headers of a 2026-07-28 request (values that are not header-safe go as
+/// `=?base64?…?=`).
+#[derive(Debug, Clone, Copy)]
+pub struct McpHeaders<'a> {
+    /// `mcp-method`: the JSON-RPC method.
+    pub method: &'a str,
+    /// `mcp-name`: the tool (`tools/call`), the prompt (`prompts/get`) or the URI
+    /// (`resources/read`).
+    pub name: Option<&'a str>,
+    /// The tool's `x-mcp-header` annotations as `argument\0Header\0` pairs: each argument
+    /// present in `args` with a primitive value is mirrored as `Mcp-Param-{Header}`.
+    pub params: &'a [u8],
+    /// The call's arguments.
+    pub args: Option<crate::wire::json::Value<'a>>,
+}
+
+impl McpHeaders<'_> {
+    fn write(&self, out: &mut impl Sink) -> Result<(), Overflow> {
+        put_header(out, "mcp-method", self.method)?;
+        if let Some(name) = self.name {
+            out.put(b"mcp-name: ")?;
+            crate::wire::era::write_header_value(out, name.as_bytes())?;
+            out.put(b"\r\n")?;
+        }
+        let mut parts = self.params.split(|&b| b == 0);
+        while let (Some(argument), Some(header)) = (parts.next(), parts.next()) {
+            let value = core::str::from_utf8(argument)
+                .ok()
+                .and_then(|a| self.args.and_then(|args| args.get(a)));
+            let Some(value) = value else { continue };
+            let mut line = crate::wire::failure::StrSink::<1024>::default();
+            if let Some(Ok(())) = crate::wire::era::write_param_value(&mut line, value) {
+                out.put(b"Mcp-Param-")?;
+                out.put(header)?;
+                out.put(b": ")?;
+                out.put(line.as_str().as_bytes())?;
+                out.put(b"\r\n")?;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Why a request head could not be written.
@@ -157,6 +202,9 @@ pub fn write_request_head(head: &RequestHead<'_>, out: &mut impl Sink) -> Result
     }
     for (n, v) in head.extra_headers {
         put_header(out, n, v)?;
+    }
+    if let Some(mcp) = &head.mcp {
+        mcp.write(out)?;
     }
     out.put(b"\r\n")?;
     Ok(())

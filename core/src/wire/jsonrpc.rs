@@ -43,6 +43,10 @@ pub enum ProtocolVersion {
     V2025_06_18,
     /// `2025-11-25`.
     V2025_11_25,
+    /// `2026-07-28`: the era without a handshake or sessions. Never offered in `initialize`
+    /// (not in [`ProtocolVersion::ALL`]); a server speaks it after a `server/discover` probe
+    /// or when the slot forces the modern era.
+    V2026_07_28,
 }
 
 impl ProtocolVersion {
@@ -64,6 +68,7 @@ impl ProtocolVersion {
             ProtocolVersion::V2025_03_26 => "2025-03-26",
             ProtocolVersion::V2025_06_18 => "2025-06-18",
             ProtocolVersion::V2025_11_25 => "2025-11-25",
+            ProtocolVersion::V2026_07_28 => "2026-07-28",
         }
     }
 
@@ -76,6 +81,11 @@ impl ProtocolVersion {
     /// and later).
     pub fn sends_version_header(self) -> bool {
         self >= ProtocolVersion::V2025_06_18
+    }
+
+    /// True for the 2026-07-28 era: `_meta` and `Mcp-*` headers on every request, no session.
+    pub fn is_modern(self) -> bool {
+        self == ProtocolVersion::V2026_07_28
     }
 }
 

@@ -121,6 +121,7 @@ fn request_head_has_every_header_in_lower_case() {
         last_event_id: None,
         extra_headers: &[("Authorization", "Bearer t0k")],
         content_length: Some(57),
+        mcp: None,
     };
     let want = std::format!(
         "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1:8080\r\nuser-agent: verifi-mcp/{}\r\n\
@@ -144,6 +145,7 @@ fn get_resume_head_accepts_sse_only_and_sends_last_event_id() {
         last_event_id: Some("0/3"),
         extra_headers: &[],
         content_length: None,
+        mcp: None,
     };
     let s = write(&head).unwrap();
     assert!(
@@ -173,6 +175,7 @@ fn request_head_refuses_header_injection_and_writes_nothing() {
         last_event_id: None,
         extra_headers: &[],
         content_length: Some(2),
+        mcp: None,
     };
     let bad: &[RequestHead<'_>] = &[
         RequestHead {
