@@ -306,6 +306,22 @@ where
         };
         (failure, answer)
     };
+    // Each server's era, once per run, on the timeline of the call that found it.
+    while let Some((target, modern)) = state.with(SlotState::take_era_news) {
+        meter.timeline.emit(&TimelineEvent::Era {
+            slot: cfg.slot,
+            tool,
+            server: match target {
+                crate::harness::failover::Target::Primary => cfg.primary_label,
+                crate::harness::failover::Target::Fallback => cfg.fallback_label,
+            },
+            era: if modern {
+                crate::wire::era::MODERN_VERSION
+            } else {
+                "legacy"
+            },
+        });
+    }
     let latency = net.now().saturating_sub(start);
     match (&failure, answer) {
         (Some(f), _) => write_failure(secrets, f, &mut bufs.error),

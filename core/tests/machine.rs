@@ -1103,3 +1103,58 @@ fn a_broken_2026_stream_after_a_written_call_may_have_run_and_is_not_sent_again(
     assert!(matches!(op.failure(), Some(Failure::MayHaveRun)));
     assert!(op.failure().unwrap().to_string().contains("may have run"));
 }
+
+#[test]
+fn concurrent_2026_calls_share_one_probe_and_one_tool_list() {
+    let c = auto_cfg();
+    let mut slot = SlotState::new(c.version, false);
+    let secrets: [&str; 0] = [];
+    let (mut s1, mut s2) = (Store::new(), Store::new());
+    let (mut b1, mut b2) = (s1.bufs(), s2.bufs());
+    let mut first = Op::call(&c, &mut b1, &secrets, "echo", None);
+    let mut second = Op::call(&c, &mut b2, &secrets, "echo", None);
+    // The first probes; the second waits on the slot.
+    assert!(matches!(first.poll(&mut slot, 0), Action::Connect { .. }));
+    assert_eq!(second.poll(&mut slot, 0), Action::Sleep { slot: true });
+    // The first's probe is answered; it goes on to list the tools.
+    first.handle_connected(false);
+    assert_eq!(first.poll(&mut slot, 0), Action::Transmit);
+    first.handle_sent(0, true);
+    assert_eq!(first.poll(&mut slot, 0), Action::Receive);
+    let Reply::Bytes(probe) = discover_ok(1) else {
+        unreachable!()
+    };
+    first.read_buf()[..probe.len()].copy_from_slice(&probe);
+    first.handle_read(0, probe.len());
+    // (The probe's reply may leave the connection to recycle or to tail.)
+    let mut action = first.poll(&mut slot, 0);
+    while !matches!(action, Action::Connect { .. } | Action::Transmit) {
+        if action == Action::Receive {
+            first.handle_timeout(0);
+        }
+        action = first.poll(&mut slot, 0);
+    }
+    assert!(slot.take_changed(), "the probe's verdict wakes the waiter");
+    // The waiter finds the list under way and waits for it, not a second tools/list.
+    assert_eq!(second.poll(&mut slot, 0), Action::Sleep { slot: true });
+    // The first ends (list, call); then the second calls straight away.
+    if let Action::Connect { .. } = action {
+        first.handle_connected(true);
+    }
+    let seen = run(
+        &mut first,
+        &mut slot,
+        0,
+        modern_server(|_, id| call_ok(id, "1")),
+    );
+    assert_eq!(seen.methods(), ["POST:tools/list", "POST:tools/call"]);
+    assert!(slot.take_changed());
+    let seen = run(
+        &mut second,
+        &mut slot,
+        0,
+        modern_server(|_, id| call_ok(id, "2")),
+    );
+    assert_eq!(seen.methods(), ["POST:tools/call"]);
+    assert!(first.outcome().is_ok() && second.outcome().is_ok());
+}

@@ -11,7 +11,8 @@
 //! - `nikto {target}`: a scanner that is not installed on this box, so it always reports a
 //!   tool-level error (`isError: true`);
 //! - `echo {text}`: returns its text (what `mcp bench` calls by default);
-//! - `session_info {}`: what the last `initialize` offered (client info, protocol version);
+//! - `session_info {}`: what the client said of itself (client info, protocol version): in the
+//!   2026 era from the call's `_meta`, else from the last `initialize`;
 //! - `headers {}`: the request's HTTP headers, one `name: value` a line (to show redaction of
 //!   the client's own header values).
 //!
@@ -287,7 +288,14 @@ impl ServerHandler for Box_ {
                     .and_then(Value::as_str)
                     .unwrap_or_default(),
             )),
-            "session_info" => Ok(text(lock(&self.hello).clone())),
+            // The old era's `initialize`, or in the 2026 era what this request's `_meta` says.
+            "session_info" => match (context.meta.client_info(), context.meta.protocol_version()) {
+                (Some(client), Some(version)) => Ok(text(format!(
+                    "client: {} {}\nprotocolVersion: {}",
+                    client.name, client.version, version
+                ))),
+                _ => Ok(text(lock(&self.hello).clone())),
+            },
             "headers" => {
                 let lines: Vec<String> = context
                     .extensions

@@ -66,10 +66,13 @@ fn call_prints_the_tool_result_and_exits_0_when_ok() {
 #[test]
 fn the_handshake_offers_the_seeds_client_info_and_version() {
     let s = server();
+    // The old era: what `initialize` offered.
     let o = mcp(&[
         "call",
         &s.base_url(),
         "session_info",
+        "--era",
+        "legacy",
         "--protocol-version",
         "2024-11-05",
     ]);
@@ -78,6 +81,15 @@ fn the_handshake_offers_the_seeds_client_info_and_version() {
     assert_eq!(
         v["text"],
         json!("client: verifi-harness-sdk 1.0.0\nprotocolVersion: 2024-11-05"),
+        "{v}"
+    );
+    // The 2026 era (found by the probe): the same identity in every request's `_meta`.
+    let o = mcp(&["call", &s.base_url(), "session_info"]);
+    assert_eq!(code(&o), 0, "{}", describe(&o));
+    let v = json_line(stdout(&o).trim());
+    assert_eq!(
+        v["text"],
+        json!("client: verifi-harness-sdk 1.0.0\nprotocolVersion: 2026-07-28"),
         "{v}"
     );
     let o = mcp(&[
@@ -263,7 +275,9 @@ fn batch_runs_every_line_through_one_slot_then_prints_ledger_and_timeline() {
         .iter()
         .filter_map(|e| e["kind"].as_str())
         .collect();
-    assert_eq!(kinds, vec!["tool_error"], "{last}");
+    // The run's timeline: the server's era (found once), then the one failure.
+    assert_eq!(kinds, vec!["mcp.era", "tool_error"], "{last}");
+    assert_eq!(last["timeline"][0]["era"], json!("2026-07-28"), "{last}");
     assert_eq!(s.tool_calls(), 3);
 }
 

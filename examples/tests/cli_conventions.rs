@@ -356,8 +356,10 @@ fn verbose_prints_a_redacted_wire_trace_on_stderr_only() {
         "> #1 user-agent: verifi-mcp/",
         "> #1 authorization: [REDACTED]",
         "> #1 x-custom: [REDACTED]",
-        "\"method\":\"initialize\"",
+        // The era probe, then the call in the 2026 era with its headers.
+        "\"method\":\"server/discover\"",
         "\"method\":\"tools/call\"",
+        "> #1 mcp-method: tools/call",
         "< #1 HTTP/1.1 200 OK",
         "< #1 content-type: text/event-stream",
         "< #1 data: {\"jsonrpc\":\"2.0\"",

@@ -26,11 +26,14 @@ fn describe(o: &Output) -> String {
 
 #[test]
 fn protocol_version_flag_is_the_version_offered_in_initialize() {
+    // (`--protocol-version 2026-07-28` forces the 2026 era; see `era_flags_force_an_era`.)
     let s = KaliServer::start("gap-version").expect("start");
     let o = mcp(&[
         "call",
         &s.base_url(),
         "session_info",
+        "--era",
+        "legacy",
         "--protocol-version",
         "2025-06-18",
     ]);
@@ -79,4 +82,42 @@ fn tools_json_gives_the_full_descriptions() {
         "tools --json gives each tool's description and input schema: {}",
         describe(&o)
     );
+}
+
+#[test]
+fn era_flags_force_an_era() {
+    let s = KaliServer::start("gap-era").expect("start");
+    let url = s.base_url();
+    for (flags, want) in [
+        (&["--era", "modern"][..], "protocolVersion: 2026-07-28"),
+        (
+            &["--protocol-version", "2026-07-28"][..],
+            "protocolVersion: 2026-07-28",
+        ),
+        (&["--era", "legacy"][..], "protocolVersion: 2024-11-05"),
+        (&[][..], "protocolVersion: 2026-07-28"),
+    ] {
+        let mut args = vec!["call", &url, "session_info"];
+        args.extend_from_slice(flags);
+        let o = mcp(&args);
+        assert_eq!(o.status.code(), Some(0), "{flags:?}: {}", describe(&o));
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);
+        assert!(
+            v["text"].as_str().unwrap_or("").ends_with(want),
+            "{flags:?}: {}",
+            describe(&o)
+        );
+    }
+    let o = mcp(&["call", &url, "echo", "--era", "sideways"]);
+    assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
+    let o = mcp(&[
+        "call",
+        &url,
+        "echo",
+        "--era",
+        "legacy",
+        "--protocol-version",
+        "2026-07-28",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
 }

@@ -24,10 +24,13 @@ fn ctx(slots: &[(&str, &str, Option<&str>)], options: Options) -> HarnessContext
     HarnessContext::from_manifest_value(json!({ "slotFills": fills }), "run-42", options).unwrap()
 }
 
+/// The handshake era's promises (sessions, 404, DELETE, notifications/cancelled) against
+/// rmcp; the same server in the 2026 era (`auto`) is tested in `era.rs` and `interop_peers.rs`.
 fn quiet() -> Options {
     Options::default()
         .secrets(Some(Vec::new()))
         .timeout_ms(20_000)
+        .era(verifi_mcp_host::EraSetting::Legacy)
 }
 
 fn closed_port_url() -> String {

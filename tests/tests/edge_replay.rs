@@ -92,6 +92,9 @@ fn config(slot: &'static str, primary: u16, fallback: Option<u16>) -> SlotConfig
         c.fallback_label = f;
     }
     c.timeout_ms = 10_000;
+    // The replayed transcripts are old-era servers' (captured before 2026-07-28); the edge in
+    // the 2026 era runs against real rmcp in `edge_tap.rs`.
+    c.era = verifi_mcp_core::wire::era::EraSetting::Legacy;
     c
 }
 
@@ -109,6 +112,7 @@ fn kind(e: &TimelineEvent<'_>) -> &'static str {
         TimelineEvent::ToolError { .. } => "mcp.tool_error",
         TimelineEvent::FallbackUsed { .. } => "mcp.fallback_used",
         TimelineEvent::NoHealthyTool { .. } => "mcp.no_healthy_tool",
+        TimelineEvent::Era { .. } => "mcp.era",
     }
 }
 

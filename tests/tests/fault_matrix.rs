@@ -16,7 +16,19 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use support::{context, context_with, run_bounded, timed, with_timeout};
+use support::{run_bounded, timed, with_timeout};
+use verifi_mcp_host::EraSetting;
+
+/// The byte-level servers here speak the handshake era (they answer `initialize` and read a
+/// session id): the probe and the 2026 era have their own faults in `era.rs` and the core's
+/// `machine.rs`.
+fn context(url: &str, run_id: &str, opts: Options) -> HarnessContext {
+    support::context(url, run_id, opts.era(EraSetting::Legacy))
+}
+
+fn context_with(manifest: serde_json::Value, run_id: &str, opts: Options) -> HarnessContext {
+    support::context_with(manifest, run_id, opts.era(EraSetting::Legacy))
+}
 use verifi_mcp_host::{HarnessContext, LedgerTotals, Options, ToolResult};
 use verifi_mcp_tests::hostile::{http_response, json_response, rpc_result, sse_response};
 use verifi_mcp_tests::{Mode, Request, TestServer};

@@ -46,8 +46,11 @@ fn run(kind: PeerKind) {
     ];
     if kind.sdk() != Sdk::Rmcp {
         want.push("peer_stats");
-        want.sort();
     }
+    if kind.sdk() == Sdk::Py {
+        want.push("regional");
+    }
+    want.sort();
     assert_eq!(names, want);
 
     // call, answered.

@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use serde_json::json;
 use support::{
-    CHECK_BOUND, Check, Peer, PeerKind, Sdk, context, eventually, peer_stats, run_bounded, timed,
-    with_timeout,
+    CHECK_BOUND, Check, Peer, PeerKind, Sdk, context, eventually, failure_events, peer_stats,
+    run_bounded, timed, with_timeout,
 };
 use verifi_mcp_host::{LedgerTotals, Options};
 
@@ -53,9 +53,11 @@ crate::peer_tests!(run_all);
 
 // ---- the checks ---------------------------------------------------------------------------
 
-/// The lazy handshake happens once for the context, and later calls ride the same session (a
-/// stateful TS or Python server refuses a call without its session id, so calls that succeed
-/// after the first prove the id was sent back).
+/// The era is found once per server per context (`auto`): a dual-era server (Python, rmcp) is
+/// spoken to in the 2026 era with no `initialize` at all; an old-era one (TypeScript) gets one
+/// lazy handshake for the context, and later calls ride the same session (a stateful TS server
+/// refuses a call without its session id, so calls that succeed after the first prove the id
+/// was sent back). The verdict is one `mcp.era` event.
 async fn handshake_once_and_session_reused(p: &Peer) {
     let ctx = context(p.base_url(), "run-handshake", Options::default());
     let kali = ctx.mcp("kali").unwrap();
@@ -70,12 +72,16 @@ async fn handshake_once_and_session_reused(p: &Peer) {
         assert_eq!(r.text, format!("hello {i}"));
     }
     let after = peer_stats(p, &kali).await;
+    let want = if p.kind.modern() { 0 } else { 1 - first_init };
     assert_eq!(
         after.initializes - before.initializes,
-        1 - first_init,
-        "one initialize for the whole context (before {before:?}, after {after:?})"
+        want,
+        "initialize only in the old era, once for the whole context (before {before:?}, after {after:?})"
     );
-    if let Some(s) = p.rmcp() {
+    let eras = ctx.events_of("mcp.era");
+    assert_eq!(eras.len(), 1, "{eras:?}");
+    assert_eq!(eras[0].value()["era"], p.kind.era_name());
+    if let Some(s) = p.rmcp().filter(|_| !p.kind.modern()) {
         let hello = s.stats().client_hello().expect("rmcp saw initialize");
         assert_eq!(hello.name, "verifi-harness-sdk");
         assert_eq!(hello.version, "1.0.0");
@@ -90,7 +96,8 @@ async fn handshake_once_and_session_reused(p: &Peer) {
         .await;
     assert!(r.ok, "{r:?}");
     let again = peer_stats(p, &kali).await;
-    assert_eq!(again.initializes, after.initializes + 1);
+    let want = if p.kind.modern() { 0 } else { 1 };
+    assert_eq!(again.initializes, after.initializes + want);
     ctx.close().await;
     ctx2.close().await;
 }
@@ -115,8 +122,11 @@ async fn list_tools_names_every_tool(p: &Peer) {
     ];
     if p.kind.sdk() != Sdk::Rmcp {
         want.push("peer_stats");
-        want.sort();
     }
+    if p.kind.sdk() == Sdk::Py {
+        want.push("regional");
+    }
+    want.sort();
     assert_eq!(names, want);
     // list_tools is not a tool call: nothing metered.
     assert_eq!(ctx.ledger(), LedgerTotals::default());
@@ -139,7 +149,7 @@ async fn answered_call(p: &Peer) {
             evidence_bytes: "héllo wörld".len() as u64
         }
     );
-    assert!(ctx.timeline().is_empty(), "{:?}", ctx.timeline());
+    assert!(failure_events(&ctx).is_empty(), "{:?}", ctx.timeline());
 }
 
 async fn is_error_call(p: &Peer) {
@@ -232,7 +242,7 @@ async fn ten_mib_reply(p: &Peer) {
             .await;
         assert!(!r.ok && !r.is_error, "ok: {} error: {:?}", r.ok, r.error);
         let error = r.error.clone().unwrap_or_default();
-        if p.kind.json_replies() {
+        if p.kind.json_bodies() {
             // A JSON body meets the reply buffer's cap, which says by how much at least.
             assert!(
                 error.starts_with("reply buffer too small: needs at least ")
@@ -376,11 +386,14 @@ async fn timeout_then_cancellation(p: &Peer) {
         peer_stats(p, &stats_slot).await.slow_interrupted > before.slow_interrupted
     })
     .await;
+    // The old era tells the server with notifications/cancelled; in the 2026 era closing the
+    // stream is the cancellation, and nothing else is sent.
     if let Some(s) = p.rmcp() {
         let cancels = s.stats().cancelled();
-        assert!(
-            !cancels.is_empty(),
-            "rmcp saw no notifications/cancelled at the HTTP layer"
+        assert_eq!(
+            cancels.is_empty(),
+            p.kind.modern(),
+            "rmcp's notifications/cancelled at the HTTP layer: {cancels:?}"
         );
     }
     let handler_stops = handler_stops_on_cancel(p.kind);
@@ -397,9 +410,13 @@ async fn timeout_then_cancellation(p: &Peer) {
 /// Whether the `slow` handler is interrupted once the client gives up (measured, per SDK/mode):
 /// with a session the cancellation reaches the handler; without one the server still stops it
 /// when the client drops the reply's connection, except Python's stateless JSON mode.
+///
+/// In the 2026 era (Python, rmcp under `auto`) closing the reply stream is the only cancel:
+/// Python's JSON replies then do not stop the handler (measured), its SSE ones do.
 fn handler_stops_on_cancel(kind: PeerKind) -> bool {
     match kind {
-        PeerKind::TsStateful | PeerKind::TsJson | PeerKind::PyStateful | PeerKind::PyJson => true,
+        PeerKind::PyJson => false,
+        PeerKind::TsStateful | PeerKind::TsJson | PeerKind::PyStateful => true,
         PeerKind::RmcpStateful => true,
         PeerKind::PyStateless | PeerKind::RmcpStateless | PeerKind::RmcpJson => true,
         // Python without sessions and with JSON replies: the handler does not notice the
@@ -441,8 +458,8 @@ async fn thirty_two_concurrent_calls(p: &Peer) {
     let after = peer_stats(p, &stats_slot).await;
     assert_eq!(
         after.initializes - before.initializes,
-        1,
-        "32 concurrent first calls share one handshake"
+        if p.kind.modern() { 0 } else { 1 },
+        "32 concurrent first calls share one handshake (none in the 2026 era)"
     );
 }
 

@@ -132,7 +132,10 @@ async fn unknown_resource_is_a_refusal_on_the_timeline(p: &Peer) {
         .expect_err("no such resource");
     assert_eq!(err.method, "resources/read");
     // Each SDK's own refusal of an unknown resource.
+    // rmcp renumbers it in the 2026 era (-32602, as the 2026-07-28 schema has it; -32002 in
+    // the old era).
     let (code, message) = match p.kind.sdk() {
+        Sdk::Rmcp if p.kind.modern() => (-32602, "resource not found: test://nope"),
         Sdk::Rmcp => (-32002, "resource not found: test://nope"),
         Sdk::Ts => (-32602, "MCP error -32602: Resource test://nope not found"),
         Sdk::Py => (-32602, "Unknown resource: test://nope"),
@@ -150,7 +153,7 @@ async fn unknown_resource_is_a_refusal_on_the_timeline(p: &Peer) {
             evidence_bytes: 0
         }
     );
-    let timeline = ctx.timeline();
+    let timeline = support::failure_events(&ctx);
     assert_eq!(timeline.len(), 1, "{timeline:?}");
     assert_eq!(timeline[0].kind, "tool_error");
     let event: Value = serde_json::from_str(&timeline[0].json).unwrap();
@@ -210,7 +213,7 @@ async fn structured_output_matches_its_schema(p: &Peer) {
     let result = r.call_result().expect("the CallToolResult");
     assert_eq!(result["structuredContent"], json!({"open": [22, 80]}));
     assert!(result["content"].is_array(), "{result}");
-    assert!(ctx.timeline().is_empty());
+    assert!(support::failure_events(&ctx).is_empty());
 }
 
 /// A session the server forgot (404) is re-initialized once and the request retried, as for
@@ -220,7 +223,12 @@ fn a_forgotten_session_is_reinitialized_for_a_read() {
     let server =
         verifi_mcp_tests::servers::TestServer::start(verifi_mcp_tests::servers::Mode::Stateful)
             .unwrap();
-    let ctx = context(&server.base_url(), "run-404", Options::default());
+    // Sessions (and their 404) are the handshake era's.
+    let ctx = context(
+        &server.base_url(),
+        "run-404",
+        Options::default().era(verifi_mcp_host::EraSetting::Legacy),
+    );
     let kali = ctx.mcp("kali").unwrap();
     run_bounded(CHECK_BOUND, kali.ping()).expect("ping");
     assert_eq!(server.stats().initializes(), 1);
@@ -500,7 +508,7 @@ fn structured_content_that_does_not_match_is_a_tool_error_naming_the_path() {
     assert_eq!(r.raw, None);
     // Both calls metered; one tool_error, for the mismatch.
     assert_eq!(ctx.ledger().tool_calls, 2);
-    let timeline = ctx.timeline();
+    let timeline = support::failure_events(&ctx);
     assert_eq!(timeline.len(), 1, "{timeline:?}");
     assert_eq!(
         serde_json::from_str::<Value>(&timeline[0].json).unwrap(),

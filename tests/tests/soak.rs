@@ -105,11 +105,21 @@ fn ten_thousand_calls_at_64_in_flight() {
             (WARM_UP + CALLS) as u64,
             "every call metered once"
         );
-        assert!(ctx.timeline().is_empty(), "no tool_error under load");
-        // Connections: reused, within the slot's limit (client pool + the server's side).
+        // One mcp.era event (rmcp speaks the 2026 era), no tool_error under load.
+        let timeline = ctx.timeline();
         assert!(
-            server.stats().max_open_connections() <= limit as u64,
-            "more connections open at once ({}) than the slot's limit {limit}",
+            timeline.len() == 1 && timeline[0].kind == "mcp.era",
+            "no tool_error under load: {timeline:?}"
+        );
+        // Connections: reused, within the slot's limit. The server sees a replaced
+        // connection's close later than the client frees its permit (rmcp ends a 2026 reply
+        // stream when its handler task ends, which under load can come after the client's
+        // tail read gave up on it), so its count may exceed the limit by the connections that
+        // were replaced, never by more. The client-side limit is asserted in transport.rs.
+        let replaced = conns_end - conns_warm;
+        assert!(
+            server.stats().max_open_connections() <= limit as u64 + replaced,
+            "more connections open at once ({}) than the slot's limit {limit} (+{replaced} replaced)",
             server.stats().max_open_connections()
         );
         assert!(
@@ -130,9 +140,10 @@ fn ten_thousand_calls_at_64_in_flight() {
         );
         assert_eq!(
             server.stats().initializes(),
-            1,
-            "one session for the whole soak"
+            0,
+            "the 2026 era (found once) has no handshake for the whole soak"
         );
+        assert_eq!(ctx.events_of("mcp.era").len(), 1, "one probe verdict");
     });
 }
 
@@ -148,7 +159,14 @@ fn two_hundred_concurrent_runs_never_see_each_others_workspace() {
                 let url = url.clone();
                 smol::spawn(async move {
                     let run_id = format!("run-{i:03}-{:x}", i * 7919 + 13);
-                    let ctx = context(&url, &run_id, Options::default().timeout_ms(60_000));
+                    // One session per run is how the test sees runs apart: the handshake era.
+                    let ctx = context(
+                        &url,
+                        &run_id,
+                        Options::default()
+                            .timeout_ms(60_000)
+                            .era(verifi_mcp_host::EraSetting::Legacy),
+                    );
                     let exec = Exec::new(&ctx, "kali").expect("kali slot");
                     let mut bad = Vec::new();
                     for k in 0..EXECS {

@@ -330,6 +330,11 @@ fn log_event(event: &TimelineEvent<'_>) {
         TimelineEvent::NoHealthyTool { slot, tool } => {
             defmt::error!("mcp.no_healthy_tool {=str}/{=str}", slot, tool)
         }
+        TimelineEvent::Era {
+            slot, server, era, ..
+        } => {
+            defmt::info!("mcp.era {=str} {=str} {=str}", slot, server, era)
+        }
     }
 }
 

@@ -13,6 +13,7 @@ use serde_json::Value;
 use verifi_mcp_core::buf::Buf;
 use verifi_mcp_core::harness::redact::{collect_run_secrets, redact};
 use verifi_mcp_core::harness::slots::Manifest;
+use verifi_mcp_core::wire::era::EraSetting;
 use verifi_mcp_core::wire::jsonrpc::ProtocolVersion;
 
 use crate::auth::AuthConfig;
@@ -85,6 +86,11 @@ pub struct Options {
     /// The protocol version offered in `initialize` (default the seed's `2024-11-05`); the
     /// server's choice among the versions the core speaks is then followed.
     pub protocol_version: ProtocolVersion,
+    /// Which MCP era to speak (default [`EraSetting::Auto`]: each server is probed once per
+    /// run with `server/discover`; a 2026-07-28 server is spoken to without a handshake, an
+    /// old-era one gets `initialize`). `Modern` never sends `initialize`, `Legacy` never
+    /// probes.
+    pub era: EraSetting,
     /// Take the manifest's endpoints as exact MCP URLs, used as given, instead of base URLs
     /// with `/mcp` appended (default false, as the seed): for servers mounted elsewhere.
     pub exact_mcp_urls: bool,
@@ -164,6 +170,11 @@ impl Options {
         self.protocol_version = version;
         self
     }
+    /// Sets [`Options::era`].
+    pub fn era(mut self, era: EraSetting) -> Self {
+        self.era = era;
+        self
+    }
     /// Sets [`Options::exact_mcp_urls`].
     pub fn exact_mcp_urls(mut self, exact: bool) -> Self {
         self.exact_mcp_urls = exact;
@@ -193,6 +204,7 @@ impl Default for Options {
             idle_timeout_ms: Some(verifi_mcp_core::drive::DEFAULT_IDLE_TIMEOUT_MS),
             keep_raw: false,
             protocol_version: ProtocolVersion::DEFAULT,
+            era: EraSetting::Auto,
             exact_mcp_urls: false,
             wire_trace: None,
         }

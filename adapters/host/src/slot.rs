@@ -429,6 +429,7 @@ impl SlotHandle {
         cfg.limits.max_event_bytes = o.reply_cap;
         cfg.keep_raw = o.keep_raw;
         cfg.version = o.protocol_version;
+        cfg.era = o.era;
         cfg.idle_timeout_ms = o.idle_timeout_ms;
         cfg
     }

@@ -39,6 +39,17 @@ pub enum TimelineEvent<'a> {
         /// The tool.
         tool: &'a str,
     },
+    /// Which era a server speaks, found by its probe (or forced): once per server per run.
+    Era {
+        /// The slot.
+        slot: &'a str,
+        /// The tool whose call found it.
+        tool: &'a str,
+        /// The server's endpoint, as in the manifest.
+        server: &'a str,
+        /// `2026-07-28`, or `legacy` (the handshake era).
+        era: &'a str,
+    },
 }
 
 impl TimelineEvent<'_> {
@@ -49,6 +60,7 @@ impl TimelineEvent<'_> {
             TimelineEvent::ToolError { .. } => "tool_error",
             TimelineEvent::FallbackUsed { .. } => "mcp.fallback_used",
             TimelineEvent::NoHealthyTool { .. } => "mcp.no_healthy_tool",
+            TimelineEvent::Era { .. } => "mcp.era",
         }
     }
 
@@ -60,7 +72,8 @@ impl TimelineEvent<'_> {
         let (slot, tool) = match *self {
             TimelineEvent::ToolError { slot, tool, .. }
             | TimelineEvent::FallbackUsed { slot, tool, .. }
-            | TimelineEvent::NoHealthyTool { slot, tool } => (slot, tool),
+            | TimelineEvent::NoHealthyTool { slot, tool }
+            | TimelineEvent::Era { slot, tool, .. } => (slot, tool),
         };
         field(out, "slot", slot)?;
         field(out, "tool", tool)?;
@@ -73,6 +86,10 @@ impl TimelineEvent<'_> {
                 field(out, "fallback", fallback)?;
             }
             TimelineEvent::NoHealthyTool { .. } => {}
+            TimelineEvent::Era { server, era, .. } => {
+                field(out, "server", server)?;
+                field(out, "era", era)?;
+            }
         }
         out.put(b"}")
     }
@@ -115,6 +132,8 @@ pub struct CountingTimeline {
     pub fallback_used: u32,
     /// `mcp.no_healthy_tool` events.
     pub no_healthy_tool: u32,
+    /// `mcp.era` events.
+    pub era: u32,
 }
 
 impl Timeline for CountingTimeline {
@@ -123,6 +142,7 @@ impl Timeline for CountingTimeline {
             TimelineEvent::ToolError { .. } => &mut self.tool_errors,
             TimelineEvent::FallbackUsed { .. } => &mut self.fallback_used,
             TimelineEvent::NoHealthyTool { .. } => &mut self.no_healthy_tool,
+            TimelineEvent::Era { .. } => &mut self.era,
         };
         *n = n.saturating_add(1);
     }
@@ -247,7 +267,8 @@ mod tests {
             CountingTimeline {
                 tool_errors: 2,
                 fallback_used: 0,
-                no_healthy_tool: 1
+                no_healthy_tool: 1,
+                era: 0
             }
         );
     }

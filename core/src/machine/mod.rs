@@ -8,7 +8,11 @@
 //! goes through lives here as states: the lazy handshake and its waiters, the request, the
 //! stale-connection retry (never for a written `tools/call`), the stall timer and the deadline,
 //! the tail read that keeps a connection reusable, the 404 re-initialization, `Retry-After`,
-//! the SSE resume, paging, the cancel on timeout and failover.
+//! the SSE resume, paging, the cancel on timeout and failover; and the 2026-07-28 era: the
+//! `server/discover` probe (judged by [`crate::wire::era::judge_probe`], once per server per
+//! run, its waiters queued like a handshake's), `_meta` and `Mcp-*` headers on every request,
+//! the `tools/list` that learns a tool's `x-mcp-header` parameters before its first call, and
+//! the `-32020` re-list.
 //!
 //! The slot's state is shared by every op of the slot and passed in to [`Op::poll`] only, so
 //! an adapter holds its lock for one short transition, never across I/O or parsing. An op that
@@ -25,7 +29,10 @@
 //! use verifi_mcp_core::wire::json::{JsonLimits, Value};
 //!
 //! let endpoint = Endpoint::parse_base("http://10.0.0.5:8000").unwrap();
-//! let cfg = SlotConfig::new("kali", endpoint, "http://10.0.0.5:8000");
+//! let mut cfg = SlotConfig::new("kali", endpoint, "http://10.0.0.5:8000");
+//! // An old-era server, spoken to without the era probe (`EraSetting::Auto` would send
+//! // `server/discover` first).
+//! cfg.era = verifi_mcp_core::wire::era::EraSetting::Legacy;
 //! let mut slot = SlotState::new(cfg.version, false);
 //! let (mut request, mut head, mut read) = ([0u8; 1024], [0u8; 1024], [0u8; 512]);
 //! let (mut reply, mut text, mut error) = ([0u8; 1024], [0u8; 256], [0u8; 256]);
@@ -101,7 +108,7 @@ const MAX_PAGES: u32 = 1_000;
 /// Most GET resumptions of one SSE reply that ended without its response.
 const MAX_RESUMES: u32 = 3;
 /// How long the machine keeps reading after the response for the end of its framing.
-const TAIL_MS: Millis = 10;
+const TAIL_MS: Millis = 25;
 /// Most bytes read after the response while waiting for the end of its framing.
 const MAX_TAIL_BYTES: usize = 64 * 1024;
 /// Longest list cursor kept between pages.
@@ -138,6 +145,9 @@ pub struct SlotState {
     eras: [Option<bool>; 2],
     era_news: [bool; 2],
     listed: [bool; 2],
+    /// A 2026 `tools/list` for annotations is under way until this time (its op's deadline):
+    /// other calls wait for it instead of listing again. 0: none.
+    listing_until: [Millis; 2],
     annotations: [heapless::Vec<u8, ANNOTATIONS>; 2],
 }
 
@@ -166,6 +176,7 @@ impl SlotState {
             eras: [None; 2],
             era_news: [false; 2],
             listed: [false; 2],
+            listing_until: [0; 2],
             annotations: [heapless::Vec::new(), heapless::Vec::new()],
         }
     }
@@ -215,6 +226,22 @@ impl SlotState {
                 keep -= 1;
             }
             let _ = a.extend_from_slice(records.get(..keep).unwrap_or(&[]));
+        }
+    }
+
+    /// Another op lists the server's tools (and has not given up on it by `now`).
+    fn listing_elsewhere(&self, target: Target, now: Millis) -> bool {
+        self.listing_until
+            .get(index(target))
+            .is_some_and(|&until| until > now)
+    }
+
+    fn set_listing(&mut self, target: Target, until: Millis) {
+        if let Some(u) = self.listing_until.get_mut(index(target)) {
+            *u = until;
+        }
+        if until == 0 {
+            self.changed = true;
         }
     }
 

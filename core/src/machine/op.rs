@@ -14,7 +14,7 @@ use super::{
 use crate::buf::Buf;
 use crate::harness::failover::{AttemptOutcome, Target};
 use crate::wire::era::{self, EraSetting, Verdict as EraVerdict};
-use crate::wire::exchange::{Exchange, Expect, OnMessage, Step};
+use crate::wire::exchange::{Exchange, Expect, OnMessage, Step, Verdict};
 use crate::wire::failure::{ConnectError, Failure, truncated};
 use crate::wire::http::Method;
 use crate::wire::json::{Kind, Value};
@@ -133,6 +133,8 @@ enum Stage {
     Waiting {
         attempt: u32,
     },
+    /// Another op lists the server's tools for their annotations (2026 era).
+    WaitList,
     /// A round trip; `Op::wire` says where it is.
     Trip(Purpose),
     /// Waiting for a `retry-after` time, then the request again.
@@ -523,6 +525,20 @@ where
                 None
             }
             Stage::Waiting { attempt } => self.waiting(slot, now, attempt),
+            Stage::WaitList
+                if slot.listed(self.target) || !slot.listing_elsewhere(self.target, now) =>
+            {
+                self.start_main(slot, now);
+                None
+            }
+            Stage::WaitList if now >= self.deadline.at => {
+                self.fail(Failure::TimedOut);
+                None
+            }
+            Stage::WaitList => {
+                self.timeout = self.deadline.at;
+                Some(Action::Sleep { slot: true })
+            }
             Stage::Trip(purpose) => self.trip_step(slot, now, purpose),
             Stage::RetryWait { at } | Stage::ResumeWait { at } if now < at => {
                 self.timeout = at;
@@ -676,6 +692,12 @@ where
             && modern
         {
             if !slot.listed(target) {
+                // One list per server for concurrent calls: the others wait for it.
+                if slot.listing_elsewhere(target, now) {
+                    self.stage = Stage::WaitList;
+                    return;
+                }
+                slot.set_listing(target, self.deadline.at);
                 self.list_pages = 0;
                 self.id = slot.next_id();
                 handler.renumber(self.id);
@@ -782,6 +804,13 @@ where
                         list: handler.list,
                         cursor: (*pages > 0).then(|| super::handlers::as_text(&*handler.cursor)),
                     },
+                    // The 2026 era has no `ping`: `server/discover` is its liveness check.
+                    Job::Request(handler)
+                        if handler.req == jsonrpc::Request::Ping
+                            && snap.is_some_and(|s| s.version.is_modern()) =>
+                    {
+                        Body::Discover { id }
+                    }
                     Job::Request(handler) => Body::request(id, handler.req),
                     Job::Close(_) | Job::Cancel(_) => Body::None,
                 },
@@ -1326,6 +1355,7 @@ where
         };
         if let Err(f) = result {
             handler.listing = false;
+            slot.set_listing(self.target, 0);
             return self.fail(f);
         }
         if handler.list_page == Some(true) && self.list_pages + 1 < MAX_PAGES {
@@ -1337,6 +1367,7 @@ where
         }
         handler.listing = false;
         slot.set_annotations(self.target, handler.error.bytes());
+        slot.set_listing(self.target, 0);
         self.start_main(slot, now);
     }
 
@@ -1379,6 +1410,14 @@ where
         let header_mismatch = modern
             && matches!(result, Err(Failure::Status { code: 400, .. }))
             && error_code(self.reply.bytes()) == Some(era::HEADER_MISMATCH);
+        // In the 2026 era a JSON-RPC error comes with an HTTP error status (400, 404): it is
+        // the server's answer (a refusal), not a transport failure.
+        let result = match result {
+            Err(Failure::Status {
+                code: 400 | 404, ..
+            }) if modern && !header_mismatch && self.deliver_error_body() => Ok(true),
+            other => other,
+        };
         let then = match (&mut self.job, result) {
             (Job::Call { .. }, Err(_)) if header_mismatch && !self.relisted => Then::Relist,
             (Job::Call { handler, .. }, Ok(done)) => match (&handler.answer, &self.resume) {
@@ -1481,6 +1520,25 @@ where
                 self.stage = Stage::Ready;
             }
         }
+    }
+
+    /// Hands an error status's body to the request's handler when it is a JSON-RPC error
+    /// response; true when the handler took it as the answer.
+    fn deliver_error_body(&mut self) -> bool {
+        let body = self.reply.bytes();
+        let is_rpc_error = Value::parse(body, crate::wire::json::JsonLimits::default())
+            .ok()
+            .is_some_and(|v| v.get("error").is_some() && v.get("jsonrpc").is_some());
+        if !is_rpc_error {
+            return false;
+        }
+        let handler: &mut dyn OnMessage = match &mut self.job {
+            Job::Call { handler, .. } => handler,
+            Job::List { handler, .. } => handler,
+            Job::Request(handler) => handler,
+            Job::Close(_) | Job::Cancel(_) => return false,
+        };
+        matches!(handler.on_message(body, true), Ok(Verdict::Done))
     }
 
     fn clear_in_flight(&self) {

@@ -19,7 +19,7 @@ use crate::buf::{Buf, Overflow, Sink};
 
 /// Bytes of an error body kept for the failure's snippet (in the reply buffer, which an error
 /// reply does not otherwise use; a reply buffer under this cap keeps what fits).
-const ERROR_BODY_BYTES: usize = 512;
+const ERROR_BODY_BYTES: usize = 4096;
 
 /// What the request was, and so what reply completes it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

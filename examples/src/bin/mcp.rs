@@ -24,11 +24,11 @@ use verifi_mcp_host::auth::loopback::LoopbackHook;
 use verifi_mcp_host::auth::{AuthConfig, AuthFlow, AuthorizeHook};
 use verifi_mcp_host::context::INSECURE_WARNING;
 use verifi_mcp_host::proxy::EnvProxies;
+use verifi_mcp_host::{EraSetting, ProxyRule, RootCert};
 use verifi_mcp_host::{
     Exec, HarnessContext, Options, ProgressUpdate, ProtocolVersion, SlotHandle, ToolResult,
     WireEvent, WireTrace,
 };
-use verifi_mcp_host::{ProxyRule, RootCert};
 
 /// Longest stdin line `batch` accepts.
 const MAX_BATCH_LINE: usize = 4 * 1024 * 1024;
@@ -172,9 +172,15 @@ struct Common {
     /// progress and keep-alive comments count; 0 turns it off, leaving only the timeout).
     #[arg(long, value_name = "MS")]
     idle_timeout_ms: Option<u64>,
-    /// The MCP protocol version offered in the handshake (default 2024-11-05).
+    /// The MCP protocol version to offer: in `initialize` for an old-era server (default
+    /// 2024-11-05); 2026-07-28 forces the 2026 era (no handshake).
     #[arg(long, value_name = "VERSION")]
     protocol_version: Option<String>,
+    /// Which MCP era to speak: auto (probe each server once with server/discover, then speak
+    /// 2026-07-28 or fall back to initialize), modern (2026-07-28 only, never initialize) or
+    /// legacy (the handshake era only, never probe).
+    #[arg(long, value_name = "ERA", default_value = "auto", value_parser = ["auto", "modern", "legacy"])]
+    era: String,
     /// A header sent on every request, 'Name: value' (repeatable; values are redacted in all
     /// output).
     #[arg(long = "header", short = 'H', value_name = "'NAME: VALUE'")]
@@ -440,12 +446,18 @@ struct Run {
     slot: SlotHandle,
     p: Printer,
     url: String,
+    /// `-v`: the era verdict (`mcp.era`) is printed with the other events.
+    verbose: bool,
 }
 
 impl Run {
-    /// The timeline, one line per event, on stderr.
+    /// The timeline, one line per event, on stderr (which era a server speaks only with `-v`:
+    /// it is how the call went, not something that went wrong).
     fn timeline_to_stderr(&self) {
         for e in self.ctx.timeline() {
+            if e.kind == "mcp.era" && !self.verbose {
+                continue;
+            }
             self.p.err(&format!("event: {}", event_line(&e)));
         }
     }
@@ -529,10 +541,30 @@ fn build(common: &Common, pos: &mut Vec<String>, run_id: &str) -> Result<Run, Fa
         headers.push(("authorization".into(), format!("Bearer {token}")));
     }
     let auth = auth_config(common, &env)?;
+    let mut era = match common.era.as_str() {
+        "modern" => EraSetting::Modern,
+        "legacy" => EraSetting::Legacy,
+        _ => EraSetting::Auto,
+    };
     let protocol_version = match &common.protocol_version {
         None => ProtocolVersion::DEFAULT,
+        Some(v) if v == ProtocolVersion::V2026_07_28.as_str() => {
+            if era == EraSetting::Legacy {
+                return Err(UsageError(
+                    "--protocol-version 2026-07-28 is the 2026 era; it cannot go with --era legacy"
+                        .into(),
+                )
+                .into());
+            }
+            era = EraSetting::Modern;
+            ProtocolVersion::DEFAULT
+        }
         Some(v) => ProtocolVersion::parse(v.as_bytes()).ok_or_else(|| {
-            let known: Vec<&str> = ProtocolVersion::ALL.iter().map(|p| p.as_str()).collect();
+            let known: Vec<&str> = ProtocolVersion::ALL
+                .iter()
+                .chain([ProtocolVersion::V2026_07_28].iter())
+                .map(|p| p.as_str())
+                .collect();
             UsageError(format!(
                 "--protocol-version {v:?} is not one of {}",
                 known.join(", ")
@@ -625,6 +657,7 @@ fn build(common: &Common, pos: &mut Vec<String>, run_id: &str) -> Result<Run, Fa
     let mut options = Options::default()
         .reply_cap(common.max_reply_bytes)
         .protocol_version(protocol_version)
+        .era(era)
         .exact_mcp_urls(exact)
         .root_certs(root_certs)
         .insecure(common.insecure)
@@ -648,7 +681,13 @@ fn build(common: &Common, pos: &mut Vec<String>, run_id: &str) -> Result<Run, Fa
         .mcp(&slot_name)
         .map_err(|e| UsageError(scrub(&e.to_string(), &secrets)))?;
     let url = mcp_url(slot.endpoint(), exact).unwrap_or_else(|_| slot.endpoint().to_owned());
-    Ok(Run { ctx, slot, p, url })
+    Ok(Run {
+        ctx,
+        slot,
+        p,
+        url,
+        verbose: common.verbose,
+    })
 }
 
 /// `-v`: every connection, request and reply line on stderr as `* #N`, `> #N`, `< #N`, with

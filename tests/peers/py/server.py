@@ -6,7 +6,7 @@ usage: server.py MODE PORT
   PORT  a TCP port on 127.0.0.1; 0 picks a free one. The chosen port is printed on stdout
         (one line, flushed) once the server accepts connections.
 
-Tools: echo, run_command (formats a result, never runs anything), fail (isError), mixed
+Tools: echo, regional {text, region} (region declared `x-mcp-header: Region`), run_command (formats a result, never runs anything), fail (isError), mixed
 (text + image), big {bytes}, slow {ms, steps} (progress per step when a progressToken is given;
 notices cancellation), peer_stats (what this process has seen, as JSON text), ports (structured
 output with an outputSchema).
@@ -18,7 +18,9 @@ import asyncio
 import json
 import socket
 import sys
-from typing import TypedDict
+from typing import Annotated, TypedDict
+
+from pydantic import Field
 
 import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
@@ -61,6 +63,12 @@ def exit_code_of(command: str) -> int:
 def echo(text: str) -> str:
     STATS["tool_calls"] += 1
     return text
+
+
+@server.tool(description="Returns its text and the region, which rides in the Mcp-Param-Region header (2026 era)")
+def regional(text: str, region: Annotated[str, Field(json_schema_extra={"x-mcp-header": "Region"})]) -> str:
+    STATS["tool_calls"] += 1
+    return f"{text} @ {region}"
 
 
 @server.tool(description="Formats a command result as a Kali box would, without running anything")

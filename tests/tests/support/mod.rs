@@ -79,6 +79,27 @@ impl PeerKind {
         )
     }
     /// Replies are `application/json` (TS and Python then drop progress notifications).
+    /// The era a client in `auto` speaks to this peer: the Python SDK 2.3 and rmcp 3.11 are
+    /// dual-era (2026-07-28 first), the TypeScript SDK 1.32 stops at 2025-11-25.
+    pub fn modern(self) -> bool {
+        self.sdk() != Sdk::Ts
+    }
+
+    /// The era named on the timeline's `mcp.era` event for this peer.
+    pub fn era_name(self) -> &'static str {
+        if self.modern() {
+            "2026-07-28"
+        } else {
+            "legacy"
+        }
+    }
+
+    /// Replies come as a JSON body: the JSON modes, and the Python SDK in the 2026 era (it
+    /// answers every 2026 request with `application/json`, even in its SSE modes).
+    pub fn json_bodies(self) -> bool {
+        self.json_replies() || (self.modern() && self.sdk() == Sdk::Py)
+    }
+
     pub fn json_replies(self) -> bool {
         matches!(
             self,
@@ -356,6 +377,15 @@ pub fn context_with(manifest: Value, run_id: &str, mut opts: Options) -> Harness
         opts.secrets = Some(Vec::new());
     }
     HarnessContext::from_manifest_value(manifest, run_id, opts).expect("context builds")
+}
+
+/// The timeline without its `mcp.era` entries (what failures and failovers put there).
+#[allow(dead_code)]
+pub fn failure_events(ctx: &HarnessContext) -> Vec<verifi_mcp_host::TimelineEntry> {
+    ctx.timeline()
+        .into_iter()
+        .filter(|e| e.kind != "mcp.era")
+        .collect()
 }
 
 /// Options with a per-call timeout.

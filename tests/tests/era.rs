@@ -1,0 +1,237 @@
+//! The 2026-07-28 era and the era probe over real TCP: against the real Python SDK 2.3 server
+//! (an `x-mcp-header` parameter it checks), the real rmcp 3.11 server (many concurrent calls
+//! share one probe and one tool list), a byte-level modern-only server (no flag needed), and the
+//! probe's traps (auth, server errors, resets, empty answers, silence), which must fail the
+//! call naming what happened and never send `initialize` or a `tools/call`.
+
+mod support;
+
+use std::time::Duration;
+
+use serde_json::json;
+use support::{CHECK_BOUND, Peer, PeerKind, context, mcp_bin, run_bounded, with_timeout};
+use verifi_mcp_host::{EraSetting, Options};
+use verifi_mcp_tests::hostile::{
+    HostileServer, Request, Step, http_response, json_response, rpc_result,
+};
+use verifi_mcp_tests::{Mode, TestServer};
+
+/// A modern-only server: answers `server/discover`, `tools/list` and `tools/call` as the 2026
+/// era does, and refuses `initialize` (HTTP 400, `-32601`) like a server without the old era.
+fn modern_only(req: &Request) -> Vec<u8> {
+    let modern = req.header("mcp-protocol-version").as_deref() == Some("2026-07-28");
+    match req.method().as_deref() {
+        Some("server/discover") if modern => json_response(&rpc_result(
+            req,
+            r#"{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"ttlMs":0,"resultType":"complete"}"#,
+        )),
+        Some("tools/list") if modern => json_response(&rpc_result(
+            req,
+            r#"{"tools":[{"name":"echo","inputSchema":{"type":"object"}}],"resultType":"complete"}"#,
+        )),
+        Some("tools/call") if modern && req.header("mcp-name").as_deref() == Some("echo") => {
+            json_response(&rpc_result(
+                req,
+                r#"{"content":[{"type":"text","text":"modern only"}],"resultType":"complete"}"#,
+            ))
+        }
+        _ => http_response(
+            400,
+            &[("content-type", "application/json")],
+            br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32601,"message":"Method not found"}}"#,
+        ),
+    }
+}
+
+fn serve_forever(responder: fn(&Request) -> Vec<u8>) -> HostileServer {
+    HostileServer::start(move |_| {
+        let mut steps = Vec::new();
+        for _ in 0..16 {
+            steps.push(Step::ReadRequest);
+            steps.push(Step::SendWith(std::sync::Arc::new(responder)));
+        }
+        steps
+    })
+    .expect("server")
+}
+
+#[test]
+fn a_modern_only_server_works_with_no_flag_from_the_library_and_the_command_line() {
+    let server = serve_forever(modern_only);
+    let ctx = context(&server.base_url(), "run-modern-only", Options::default());
+    let kali = ctx.mcp("kali").unwrap();
+    let r = run_bounded(CHECK_BOUND, kali.call("echo", json!({"text": "x"})));
+    assert!(r.ok, "{r:?}");
+    assert_eq!(r.text, "modern only");
+    let methods: Vec<String> = server
+        .requests()
+        .iter()
+        .filter_map(|r| r.method())
+        .collect();
+    assert_eq!(methods, ["server/discover", "tools/list", "tools/call"]);
+    let eras = ctx.events_of("mcp.era");
+    assert_eq!(eras.len(), 1);
+    assert_eq!(eras[0].value()["era"], "2026-07-28");
+
+    let out = std::process::Command::new(mcp_bin())
+        .args(["call", &server.base_url(), "echo", r#"{"text":"y"}"#])
+        .output()
+        .expect("run mcp");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["text"], "modern only");
+    // --era legacy never probes: the modern-only server refuses initialize, and the error
+    // names the status.
+    let out = std::process::Command::new(mcp_bin())
+        .args(["call", &server.base_url(), "echo", "--era", "legacy"])
+        .output()
+        .expect("run mcp");
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert!(v["error"].as_str().unwrap_or("").contains("400"), "{v}");
+}
+
+#[test]
+fn probe_traps_fail_the_call_naming_them_and_never_run_a_tool() {
+    let cases: Vec<(&str, Vec<Step>, &str)> = vec![
+        (
+            "401",
+            vec![
+                Step::ReadRequest,
+                Step::Send(http_response(401, &[("www-authenticate", "Bearer")], b"")),
+            ],
+            "HTTP 401",
+        ),
+        (
+            "403",
+            vec![
+                Step::ReadRequest,
+                Step::Send(http_response(403, &[], b"no")),
+            ],
+            "HTTP 403",
+        ),
+        (
+            "500",
+            vec![
+                Step::ReadRequest,
+                Step::Send(http_response(500, &[], b"boom")),
+            ],
+            "HTTP 500",
+        ),
+        ("reset", vec![Step::ReadRequest, Step::Close], ""),
+        (
+            "empty 200",
+            vec![Step::ReadRequest, Step::Send(http_response(200, &[], b""))],
+            "",
+        ),
+        (
+            "silence",
+            vec![Step::ReadRequest, Step::Hold(Duration::from_secs(5))],
+            "tool call timed out",
+        ),
+    ];
+    for (name, script, says) in cases {
+        let server = HostileServer::start(move |_| script.clone()).expect("server");
+        let ctx = context(&server.base_url(), "run-trap", with_timeout(1_000));
+        let kali = ctx.mcp("kali").unwrap();
+        let r = run_bounded(CHECK_BOUND, kali.call("echo", json!({"text": "x"})));
+        assert!(!r.ok && !r.is_error, "{name}: {r:?}");
+        let error = r.error.clone().unwrap_or_default();
+        assert!(error.contains(says), "{name}: {error}");
+        let methods: Vec<String> = server
+            .requests()
+            .iter()
+            .filter_map(|r| r.method())
+            .collect();
+        assert_eq!(
+            methods,
+            ["server/discover"],
+            "{name}: a probe, nothing else"
+        );
+        assert!(ctx.events_of("mcp.era").is_empty(), "{name}: no verdict");
+        assert_eq!(ctx.events_of("tool_error").len(), 1, "{name}");
+    }
+}
+
+#[test]
+fn sixty_four_concurrent_calls_share_one_probe_and_one_tool_list() {
+    for mode in Mode::ALL {
+        let server = TestServer::start(mode).unwrap();
+        let ctx = context(&server.base_url(), "run-64", Options::default());
+        let kali = ctx.mcp("kali").unwrap();
+        let ex = smol::Executor::new();
+        let results = smol::block_on(ex.run(async {
+            let tasks: Vec<_> = (0..64)
+                .map(|i| {
+                    let kali = kali.clone();
+                    ex.spawn(
+                        async move { kali.call("echo", json!({ "text": format!("n{i}") })).await },
+                    )
+                })
+                .collect();
+            let mut out = Vec::new();
+            for t in tasks {
+                out.push(t.await);
+            }
+            out
+        }));
+        for (i, r) in results.iter().enumerate() {
+            assert!(r.ok && r.text == format!("n{i}"), "{mode:?} #{i}: {r:?}");
+        }
+        let st = server.stats();
+        assert_eq!(
+            st.initializes(),
+            0,
+            "{mode:?}: the 2026 era has no handshake"
+        );
+        assert_eq!(
+            st.http_requests(),
+            64 + 2,
+            "{mode:?}: one server/discover, one tools/list, 64 calls"
+        );
+        assert_eq!(ctx.events_of("mcp.era").len(), 1, "{mode:?}");
+    }
+}
+
+#[test]
+fn forced_legacy_against_a_dual_era_server_never_probes() {
+    let server = TestServer::start(Mode::Stateful).unwrap();
+    let ctx = context(
+        &server.base_url(),
+        "run-legacy",
+        Options::default().era(EraSetting::Legacy),
+    );
+    let r = run_bounded(
+        CHECK_BOUND,
+        ctx.mcp("kali")
+            .unwrap()
+            .call("echo", json!({"text": "old"})),
+    );
+    assert!(r.ok, "{r:?}");
+    assert_eq!(server.stats().initializes(), 1);
+    assert!(
+        ctx.events_of("mcp.era").is_empty(),
+        "forced: no probe, no verdict"
+    );
+}
+
+/// The real Python SDK server checks `x-mcp-header` parameters: without the header a call with
+/// the argument is refused (`-32020`). The client learns the annotation from `tools/list` and
+/// mirrors the argument, base64-encoded when it is not header-safe.
+#[test]
+fn the_python_server_gets_its_x_mcp_header_parameter() {
+    let peer = Peer::start(PeerKind::PyStateful);
+    let ctx = context(peer.base_url(), "run-header", Options::default());
+    let kali = ctx.mcp("kali").unwrap();
+    for region in ["eu-west", "Zürich "] {
+        let r = run_bounded(
+            CHECK_BOUND,
+            kali.call("regional", json!({"text": "hi", "region": region})),
+        );
+        assert!(r.ok, "{region:?}: {r:?}");
+        assert_eq!(r.text, format!("hi @ {region}"));
+    }
+    let eras = ctx.events_of("mcp.era");
+    assert_eq!(eras.len(), 1);
+    assert_eq!(eras[0].value()["era"], "2026-07-28");
+}
