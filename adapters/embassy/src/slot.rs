@@ -72,7 +72,8 @@ pub struct EdgeSlot<'a> {
 
 impl<'a> EdgeSlot<'a> {
     /// A slot for `config`, in run `run_id` (the workspace of `exec`), redacting `secrets`
-    /// (given at build or boot time) and the values of the slot's static headers: every
+    /// (given at build or boot time) and the values of the slot's static headers (and the
+    /// credential of an `authorization: Bearer …` value on its own): every
     /// occurrence becomes `[REDACTED]` before anything is metered, logged or returned.
     /// More than [`MAX_SECRETS`] in all is an error, not a secret silently left out.
     pub fn new(
@@ -81,11 +82,24 @@ impl<'a> EdgeSlot<'a> {
         secrets: &'a [&'a [u8]],
     ) -> Result<Self, TooManySecrets> {
         let mut all = Vec::new();
-        let headers = config.header_values().map(str::as_bytes);
-        for s in secrets.iter().copied().chain(headers) {
+        // A header value and, for `<scheme> <credential>` (`Bearer …`), the credential alone:
+        // a tool that echoes the bare token must not show it either.
+        let headers = || {
+            config
+                .header_values()
+                .flat_map(|v| {
+                    let credential = v.split_once(' ').map(|(_, c)| c.trim());
+                    // Under 4 bytes it is no secret (the run's rule), and would scrub evidence.
+                    [Some(v), credential.filter(|c| c.len() >= 4)]
+                })
+                .flatten()
+                .map(str::as_bytes)
+        };
+        let given = secrets.len() + headers().count();
+        for s in secrets.iter().copied().chain(headers()) {
             all.push(s).map_err(|_| TooManySecrets {
                 limit: MAX_SECRETS,
-                given: secrets.len() + config.headers.len(),
+                given,
             })?;
         }
         let state = CellShared::new(SlotState::new(config.version, config.fallback.is_some()));

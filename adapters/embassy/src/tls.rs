@@ -1,0 +1,512 @@
+//! `https://` on the edge (feature `tls`): [`TlsNet`] wraps an [`EdgeNet`] and speaks TLS 1.3
+//! ([`embedded_tls`], no allocator) on the TCP socket when an endpoint is `https`; plain `http`
+//! endpoints go through the wrapped `EdgeNet` unchanged.
+//!
+//! Owns: the TLS buffer sets ([`TlsPool`], caller's storage, lent to one connection at a time),
+//! the trust anchor ([`Trust`]: a pinned CA certificate, or the server's own self-signed
+//! certificate), the RNG handle, and the mapping of handshake failures to
+//! `ConnectErrorKind::Tls` with words a person can act on.
+//! Does not own: anything about HTTP or MCP (the core's driver), sockets (`crate::net`).
+//!
+//! Trust is a pin, never "any certificate": the server's chain must be signed by the pinned
+//! certificate (ECDSA P-256 with SHA-256) and the leaf must name the endpoint's host (DNS SAN,
+//! else CN; SNI = that host name, none for an IP literal). There is no insecure mode. The board
+//! has no wall clock, so validity dates are **not** checked: rotating a pinned CA means new
+//! firmware. The handshake must prove the certificate (a `CertificateVerify` signed by its key)
+//! or the connection is refused.
+//!
+//! Cost: every TLS connection is a full handshake (one ECDHE on P-256 and two ECDSA
+//! verifications); TLS connections are not kept alive, so a buffer set is never parked idle.
+//! A buffer set is a 16 640-byte read buffer (one whole TLS record) and a write buffer (2 KiB by
+//! default) per connection open at once; [`TlsStorage`] holds one.
+//!
+//! The RNG is the caller's: on the board, the HAL's hardware RNG (e.g. `embassy_stm32::rng::Rng`);
+//! in host tests, one seeded from the operating system.
+
+use core::cell::{Cell, RefCell, RefMut};
+use core::fmt::Write as _;
+use core::marker::PhantomData;
+
+use embassy_net::tcp;
+use embedded_tls::pki::CertVerifier;
+use embedded_tls::{
+    Aes128GcmSha256, Certificate, CertificateRef, CertificateVerifyRef, CryptoProvider,
+    CryptoRngCore, NoClock, TlsConfig, TlsConnection, TlsContext, TlsError, TlsVerifier,
+};
+use heapless::String;
+use verifi_mcp_core::drive::{Millis, Net};
+use verifi_mcp_core::wire::endpoint::{Endpoint, Scheme};
+use verifi_mcp_core::wire::failure::{ConnectError, ConnectErrorKind, DETAIL_BYTES};
+
+use crate::net::{EdgeConn, EdgeNet};
+
+/// Bytes of the read buffer that hold any TLS record (2^14 of data plus the record overhead).
+pub const TLS_READ_BUFFER: usize = 16_640;
+/// The default write buffer: requests larger than this go out as several records.
+pub const TLS_WRITE_BUFFER: usize = 2_048;
+/// The largest server certificate chain (DER, all entries) the client verifies; a longer
+/// chain is refused with a message that names this cap.
+pub const MAX_CERT_CHAIN: usize = 2_048;
+
+/// The only cipher suite offered: TLS_AES_128_GCM_SHA256 (mandatory for every TLS 1.3 server).
+type Suite = Aes128GcmSha256;
+
+/// What the client trusts: one pinned certificate (DER).
+#[derive(Clone, Copy, Debug)]
+pub struct Trust<'t> {
+    ca_der: &'t [u8],
+}
+
+impl<'t> Trust<'t> {
+    /// Trusts servers whose certificate chain ends in a certificate signed by `ca_der` (DER of
+    /// an ECDSA P-256 certificate): a private CA, or the server's own self-signed certificate.
+    /// The leaf must still name the endpoint's host.
+    pub const fn pinned_ca(ca_der: &'t [u8]) -> Self {
+        Trust { ca_der }
+    }
+}
+
+/// Storage for one TLS connection: `READ` bytes of read buffer (at least one whole record:
+/// [`TLS_READ_BUFFER`]) and `WRITE` bytes of write buffer. Place it in a `static`.
+pub struct TlsStorage<const READ: usize = TLS_READ_BUFFER, const WRITE: usize = TLS_WRITE_BUFFER> {
+    read: [u8; READ],
+    write: [u8; WRITE],
+}
+
+impl<const READ: usize, const WRITE: usize> TlsStorage<READ, WRITE> {
+    /// Zeroed storage (const, so it can live in `.bss`).
+    pub const fn new() -> Self {
+        TlsStorage {
+            read: [0; READ],
+            write: [0; WRITE],
+        }
+    }
+
+    /// The buffers, for [`TlsPool::new`].
+    pub fn buffers(&mut self) -> TlsBuffers<'_> {
+        TlsBuffers {
+            read: &mut self.read,
+            write: &mut self.write,
+        }
+    }
+}
+
+impl<const READ: usize, const WRITE: usize> Default for TlsStorage<READ, WRITE> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// One connection's TLS buffers (read, write), borrowed for the pool's lifetime.
+pub struct TlsBuffers<'t> {
+    /// The record read buffer.
+    pub read: &'t mut [u8],
+    /// The record write buffer.
+    pub write: &'t mut [u8],
+}
+
+/// A buffer set that is lent to one connection at a time.
+///
+/// `embedded_tls::TlsConnection` takes its buffers as `&mut [u8]` for its whole life and never
+/// gives them back, so a pool that reuses them for the next connection has to hand out the
+/// same exclusive borrow again. The set keeps the pointers of the `&'t mut` it was built from
+/// (that borrow is consumed here, so nothing else can reach the bytes) and `busy` makes the
+/// lending exclusive: a slice is made only when `busy` was false, and `busy` turns false again
+/// only when the connection holding the slice has been dropped ([`TlsConn`]'s field order).
+struct Lendable<'t> {
+    read: *mut u8,
+    read_len: usize,
+    write: *mut u8,
+    write_len: usize,
+    busy: Cell<bool>,
+    _bytes: PhantomData<&'t mut [u8]>,
+}
+
+impl<'t> Lendable<'t> {
+    fn new(b: TlsBuffers<'t>) -> Self {
+        Lendable {
+            read_len: b.read.len(),
+            read: b.read.as_mut_ptr(),
+            write_len: b.write.len(),
+            write: b.write.as_mut_ptr(),
+            busy: Cell::new(false),
+            _bytes: PhantomData,
+        }
+    }
+
+    /// The buffers, when no connection holds them.
+    #[allow(unsafe_code)]
+    // Lending `&mut` from `&self` is the point; `busy` makes it exclusive (see the type).
+    #[allow(clippy::mut_from_ref)]
+    fn lend(&'t self) -> Option<(&'t mut [u8], &'t mut [u8], Lent<'t>)> {
+        if self.busy.get() {
+            return None;
+        }
+        self.busy.set(true);
+        // SAFETY: the pointers come from two distinct `&'t mut [u8]` consumed in `new`, so
+        // they are valid for 't and nothing else refers to the bytes. `busy` was false, so no
+        // slice made by an earlier call is alive: `Lent` clears `busy` only when dropped, and
+        // every holder of the slices (`TlsConn`, or the locals of `TlsNet::connect`) drops
+        // them before its `Lent`. `Lendable` is not `Sync` (`Cell`), so no other thread races.
+        let read = unsafe { core::slice::from_raw_parts_mut(self.read, self.read_len) };
+        // SAFETY: as above, for the write buffer.
+        let write = unsafe { core::slice::from_raw_parts_mut(self.write, self.write_len) };
+        Some((read, write, Lent(&self.busy)))
+    }
+}
+
+/// Gives a buffer set back to its pool when dropped.
+struct Lent<'t>(&'t Cell<bool>);
+
+impl Drop for Lent<'_> {
+    fn drop(&mut self) {
+        self.0.set(false);
+    }
+}
+
+/// `K` TLS buffer sets (so `K` TLS connections can be open at once), the trust anchor and the
+/// RNG, made once at boot from the caller's storage.
+pub struct TlsPool<'t, R, const K: usize> {
+    sets: [Lendable<'t>; K],
+    rng: RefCell<R>,
+    trust: Trust<'t>,
+}
+
+impl<'t, R: CryptoRngCore, const K: usize> TlsPool<'t, R, K> {
+    /// A pool over `buffers`, trusting `trust`, drawing handshake randomness from `rng` (a
+    /// cryptographic RNG: the board's hardware RNG).
+    pub fn new(buffers: [TlsBuffers<'t>; K], trust: Trust<'t>, rng: R) -> Self {
+        TlsPool {
+            sets: buffers.map(Lendable::new),
+            rng: RefCell::new(rng),
+            trust,
+        }
+    }
+
+    /// Buffer sets not lent to a connection right now.
+    pub fn available(&self) -> usize {
+        self.sets.iter().filter(|s| !s.busy.get()).count()
+    }
+
+    fn lend(&'t self) -> Option<(&'t mut [u8], &'t mut [u8], Lent<'t>)> {
+        self.sets.iter().find_map(Lendable::lend)
+    }
+}
+
+/// The adapter's `Net` with TLS: `https` endpoints get a TLS 1.3 connection verified against
+/// the pool's [`Trust`], `http` endpoints the wrapped [`EdgeNet`]'s plain TCP.
+pub struct TlsNet<'e, 'p, 's, 't, R, const N: usize, const K: usize> {
+    net: &'e EdgeNet<'p, 's, N>,
+    pool: &'t TlsPool<'t, R, K>,
+}
+
+impl<'e, 'p: 't, 's: 't, 't, R: CryptoRngCore, const N: usize, const K: usize>
+    TlsNet<'e, 'p, 's, 't, R, N, K>
+{
+    /// TLS over `net`'s sockets with `pool`'s buffers, trust and RNG.
+    pub fn new(net: &'e EdgeNet<'p, 's, N>, pool: &'t TlsPool<'t, R, K>) -> Self {
+        TlsNet { net, pool }
+    }
+
+    async fn connect_tls(&self, ep: &Endpoint<'_>) -> Result<TlsConn<'p, 's, 't, N>, ConnectError> {
+        let Some((read, write, lent)) = self.pool.lend() else {
+            return Err(ConnectError::new(
+                ConnectErrorKind::Io,
+                "every TLS buffer set is in use (give the TlsPool more)",
+            ));
+        };
+        // A fresh socket: a kept-alive one would be a plain-HTTP connection.
+        let (tcp, _) = self.net.connect_tcp(ep, true).await?;
+        let mut conn = TlsConn {
+            tls: TlsConnection::new(tcp, read, write),
+            _lent: lent,
+        };
+        let host = ep.host();
+        let ip_literal = host.contains(':') || host.parse::<core::net::Ipv4Addr>().is_ok();
+        let config = if ip_literal {
+            // RFC 6066: no SNI for an address; the certificate must still name it.
+            TlsConfig::new()
+        } else {
+            TlsConfig::new().with_server_name(host)
+        };
+        let mut provider = Provider {
+            rng: &self.pool.rng,
+            verifier: PinnedVerifier::new(self.pool.trust),
+        };
+        provider
+            .verifier
+            .set_hostname_verification(host)
+            .map_err(|e| handshake_error(e, host))?;
+        conn.tls
+            .open(TlsContext::new(&config, &mut provider))
+            .await
+            .map_err(|e| handshake_error(e, host))?;
+        if !provider.verifier.proved() {
+            return Err(ConnectError::new(
+                ConnectErrorKind::Tls,
+                "the server finished the handshake without proving a certificate",
+            ));
+        }
+        crate::log::log_debug!("mcp: TLS 1.3 handshake done");
+        Ok(conn)
+    }
+}
+
+impl<'e, 'p: 't, 's: 't, 't, R: CryptoRngCore, const N: usize, const K: usize> Net
+    for TlsNet<'e, 'p, 's, 't, R, N, K>
+{
+    type Conn = TlsNetConn<'p, 's, 't, N>;
+
+    async fn connect(
+        &self,
+        ep: &Endpoint<'_>,
+        fresh: bool,
+    ) -> Result<(Self::Conn, bool), ConnectError> {
+        match ep.scheme() {
+            Scheme::Http => {
+                let (conn, reused) = self.net.connect(ep, fresh).await?;
+                Ok((TlsNetConn::Plain(conn), reused))
+            }
+            Scheme::Https => Ok((TlsNetConn::Tls(self.connect_tls(ep).await?), false)),
+        }
+    }
+
+    fn recycle(&self, ep: &Endpoint<'_>, conn: Self::Conn) {
+        match conn {
+            TlsNetConn::Plain(c) => self.net.recycle(ep, c),
+            // Not kept alive: an idle TLS session would hold a buffer set, and its socket
+            // cannot be checked for staleness under the TLS layer. Dropping it gives both back.
+            TlsNetConn::Tls(c) => drop(c),
+        }
+    }
+
+    fn now(&self) -> Millis {
+        self.net.now()
+    }
+
+    async fn sleep_until(&self, at: Millis) {
+        self.net.sleep_until(at).await
+    }
+}
+
+/// One TLS connection: the TLS state over a lent TCP socket and a lent buffer set. Dropping it
+/// resets the TCP connection and gives the socket and the buffers back.
+pub struct TlsConn<'p: 't, 's: 't, 't, const N: usize> {
+    // Declared first, so dropped first: the buffers are given back (`_lent`) only after the
+    // connection that borrows them is gone.
+    tls: TlsConnection<'t, EdgeConn<'p, 's, N>, Suite>,
+    _lent: Lent<'t>,
+}
+
+/// A connection of [`TlsNet`]: plain TCP for `http`, TLS for `https`.
+// No allocator to box the TLS state (key schedule, about 1.3 KiB): a plain connection through a
+// TlsNet costs as much room in the call's future as a TLS one, as it must be able to be either.
+#[allow(clippy::large_enum_variant)]
+pub enum TlsNetConn<'p: 't, 's: 't, 't, const N: usize> {
+    /// An `http` endpoint's TCP connection.
+    Plain(EdgeConn<'p, 's, N>),
+    /// An `https` endpoint's TLS connection.
+    Tls(TlsConn<'p, 's, 't, N>),
+}
+
+/// An I/O error of a [`TlsNetConn`]: the socket's, or the TLS layer's.
+#[derive(Debug, Clone, Copy)]
+pub enum EdgeIoError {
+    /// The TCP socket failed.
+    Tcp(tcp::Error),
+    /// A TLS record could not be read, decrypted or written.
+    Tls(TlsError),
+}
+
+impl core::fmt::Display for EdgeIoError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            EdgeIoError::Tcp(e) => write!(f, "TCP: {e:?}"),
+            EdgeIoError::Tls(e) => write!(f, "TLS: {e:?}"),
+        }
+    }
+}
+
+impl core::error::Error for EdgeIoError {}
+
+impl embedded_io_async::Error for EdgeIoError {
+    fn kind(&self) -> embedded_io_async::ErrorKind {
+        match self {
+            EdgeIoError::Tcp(e) => embedded_io_async::Error::kind(e),
+            EdgeIoError::Tls(TlsError::Io(k)) => *k,
+            EdgeIoError::Tls(_) => embedded_io_async::ErrorKind::InvalidData,
+        }
+    }
+}
+
+impl<const N: usize> embedded_io_async::ErrorType for TlsNetConn<'_, '_, '_, N> {
+    type Error = EdgeIoError;
+}
+
+impl<const N: usize> embedded_io_async::Read for TlsNetConn<'_, '_, '_, N> {
+    async fn read(&mut self, buf: &mut [u8]) -> Result<usize, Self::Error> {
+        match self {
+            TlsNetConn::Plain(c) => c.read(buf).await.map_err(EdgeIoError::Tcp),
+            TlsNetConn::Tls(c) => match c.tls.read(buf).await {
+                // The server's close_notify is the end of the stream.
+                Err(TlsError::ConnectionClosed) => Ok(0),
+                other => other.map_err(EdgeIoError::Tls),
+            },
+        }
+    }
+}
+
+impl<const N: usize> embedded_io_async::Write for TlsNetConn<'_, '_, '_, N> {
+    async fn write(&mut self, buf: &[u8]) -> Result<usize, Self::Error> {
+        match self {
+            TlsNetConn::Plain(c) => c.write(buf).await.map_err(EdgeIoError::Tcp),
+            TlsNetConn::Tls(c) => c.tls.write(buf).await.map_err(EdgeIoError::Tls),
+        }
+    }
+
+    async fn flush(&mut self) -> Result<(), Self::Error> {
+        match self {
+            TlsNetConn::Plain(c) => c.flush().await.map_err(EdgeIoError::Tcp),
+            TlsNetConn::Tls(c) => c.tls.flush().await.map_err(EdgeIoError::Tls),
+        }
+    }
+}
+
+/// What embedded-tls asks of the client for one handshake: randomness and the verifier.
+struct Provider<'x, R> {
+    rng: &'x RefCell<R>,
+    verifier: PinnedVerifier<'x>,
+}
+
+/// A borrow of the pool's RNG for one synchronous draw (the ClientHello's random and key).
+struct RngBorrow<'x, R>(RefMut<'x, R>);
+
+impl<R: CryptoRngCore> embedded_tls::CryptoRng for RngBorrow<'_, R> {}
+
+impl<R: CryptoRngCore> rand_core::RngCore for RngBorrow<'_, R> {
+    fn next_u32(&mut self) -> u32 {
+        self.0.next_u32()
+    }
+    fn next_u64(&mut self) -> u64 {
+        self.0.next_u64()
+    }
+    fn fill_bytes(&mut self, dest: &mut [u8]) {
+        self.0.fill_bytes(dest)
+    }
+    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), rand_core::Error> {
+        self.0.try_fill_bytes(dest)
+    }
+}
+
+impl<R: CryptoRngCore> CryptoProvider for Provider<'_, R> {
+    type CipherSuite = Suite;
+    // The client never signs (no client certificate).
+    type Signature = [u8; 0];
+
+    fn rng(&mut self) -> impl CryptoRngCore {
+        // Used only inside the ClientHello's construction, which does not await: the borrow
+        // ends before any other task can run.
+        RngBorrow(self.rng.borrow_mut())
+    }
+
+    fn verifier(&mut self) -> Result<&mut impl TlsVerifier<Self::CipherSuite>, TlsError> {
+        Ok(&mut self.verifier)
+    }
+}
+
+/// The pinned-CA verifier, with the order of the handshake enforced: a certificate first, then
+/// exactly one signature over the transcript, and both before the handshake may finish.
+struct PinnedVerifier<'x> {
+    inner: CertVerifier<'x, Suite, NoClock, MAX_CERT_CHAIN>,
+    certificate: bool,
+    signature: bool,
+}
+
+impl<'x> PinnedVerifier<'x> {
+    fn new(trust: Trust<'x>) -> Self {
+        PinnedVerifier {
+            inner: CertVerifier::new(Certificate::X509(trust.ca_der)),
+            certificate: false,
+            signature: false,
+        }
+    }
+
+    /// The server sent a certificate that verified and proved it holds its key.
+    fn proved(&self) -> bool {
+        self.certificate && self.signature
+    }
+}
+
+impl TlsVerifier<Suite> for PinnedVerifier<'_> {
+    fn set_hostname_verification(&mut self, hostname: &str) -> Result<(), TlsError> {
+        self.inner.set_hostname_verification(hostname)
+    }
+
+    fn verify_certificate(
+        &mut self,
+        transcript: &<Suite as embedded_tls::TlsCipherSuite>::Hash,
+        cert: CertificateRef,
+    ) -> Result<(), TlsError> {
+        if self.certificate {
+            return Err(TlsError::InvalidHandshake);
+        }
+        self.inner.verify_certificate(transcript, cert)?;
+        self.certificate = true;
+        Ok(())
+    }
+
+    fn verify_signature(&mut self, verify: CertificateVerifyRef) -> Result<(), TlsError> {
+        if !self.certificate || self.signature {
+            return Err(TlsError::InvalidHandshake);
+        }
+        self.inner.verify_signature(verify)?;
+        self.signature = true;
+        Ok(())
+    }
+}
+
+/// A handshake failure in words a person can act on.
+fn handshake_error(e: TlsError, host: &str) -> ConnectError {
+    let mut d: String<DETAIL_BYTES> = String::new();
+    let _ = match e {
+        TlsError::InvalidCertificate => write!(
+            d,
+            "server certificate refused: not signed by the pinned CA, or not issued for {host}"
+        ),
+        TlsError::InvalidSignature => {
+            write!(
+                d,
+                "the server's handshake signature does not match its certificate"
+            )
+        }
+        TlsError::InvalidSignatureScheme => write!(
+            d,
+            "server certificate needs a signature this client cannot check (ECDSA P-256 only)"
+        ),
+        TlsError::OutOfMemory | TlsError::InsufficientSpace => write!(
+            d,
+            "the server's handshake is larger than the client's TLS buffers (chain cap {MAX_CERT_CHAIN} B)"
+        ),
+        TlsError::HandshakeAborted(_, why) => write!(d, "the server sent the alert {why:?}"),
+        TlsError::InvalidCipherSuite
+        | TlsError::InvalidKeyShare
+        | TlsError::InvalidSupportedVersions => write!(
+            d,
+            "the server does not offer TLS 1.3 with AES-128-GCM and P-256"
+        ),
+        TlsError::UnknownContentType | TlsError::InvalidRecord => {
+            write!(
+                d,
+                "the server does not speak TLS on this port (use http://?)"
+            )
+        }
+        TlsError::Io(_) | TlsError::ConnectionClosed => {
+            write!(d, "the connection closed during the TLS handshake")
+        }
+        TlsError::DecodeError | TlsError::ParseError(_) => {
+            write!(d, "malformed TLS handshake or certificate from the server")
+        }
+        other => write!(d, "TLS error {other:?}"),
+    };
+    ConnectError::new(ConnectErrorKind::Tls, &d)
+}
