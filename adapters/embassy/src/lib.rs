@@ -40,5 +40,5 @@ pub use slot::{
     TooManySecrets,
 };
 #[cfg(feature = "tls")]
-pub use tls::{TlsNet, TlsPool, TlsStorage, Trust};
+pub use tls::{CryptoRngCore, TlsNet, TlsPool, TlsStorage, Trust};
 pub use verifi_mcp_core;

@@ -30,8 +30,8 @@ use core::marker::PhantomData;
 use embassy_net::tcp;
 use embedded_tls::pki::CertVerifier;
 use embedded_tls::{
-    Aes128GcmSha256, Certificate, CertificateRef, CertificateVerifyRef, CryptoProvider,
-    CryptoRngCore, NoClock, TlsConfig, TlsConnection, TlsContext, TlsError, TlsVerifier,
+    Aes128GcmSha256, Certificate, CertificateRef, CertificateVerifyRef, CryptoProvider, NoClock,
+    TlsConfig, TlsConnection, TlsContext, TlsError, TlsVerifier,
 };
 use heapless::String;
 use verifi_mcp_core::drive::{Millis, Net};
@@ -39,6 +39,10 @@ use verifi_mcp_core::wire::endpoint::{Endpoint, Scheme};
 use verifi_mcp_core::wire::failure::{ConnectError, ConnectErrorKind, DETAIL_BYTES};
 
 use crate::net::{EdgeConn, EdgeNet};
+
+/// The bound on the RNG a [`TlsPool`] takes (rand_core 0.6's `RngCore + CryptoRng`, which the
+/// embassy HALs' hardware RNGs implement).
+pub use embedded_tls::CryptoRngCore;
 
 /// Bytes of the read buffer that hold any TLS record (2^14 of data plus the record overhead).
 pub const TLS_READ_BUFFER: usize = 16_640;
@@ -145,9 +149,10 @@ impl<'t> Lendable<'t> {
         self.busy.set(true);
         // SAFETY: the pointers come from two distinct `&'t mut [u8]` consumed in `new`, so
         // they are valid for 't and nothing else refers to the bytes. `busy` was false, so no
-        // slice made by an earlier call is alive: `Lent` clears `busy` only when dropped, and
-        // every holder of the slices (`TlsConn`, or the locals of `TlsNet::connect`) drops
-        // them before its `Lent`. `Lendable` is not `Sync` (`Cell`), so no other thread races.
+        // slice made by an earlier call is still used: `Lent` clears `busy` only when dropped,
+        // and the slices are never used after their `Lent` is gone (`TlsConn` drops its
+        // connection first; `TlsNet::connect_tls` returns on an error before touching them).
+        // `Lendable` is not `Sync` (`Cell`), so no other thread races.
         let read = unsafe { core::slice::from_raw_parts_mut(self.read, self.read_len) };
         // SAFETY: as above, for the write buffer.
         let write = unsafe { core::slice::from_raw_parts_mut(self.write, self.write_len) };
@@ -209,6 +214,12 @@ impl<'e, 'p: 't, 's: 't, 't, R: CryptoRngCore, const N: usize, const K: usize>
     }
 
     async fn connect_tls(&self, ep: &Endpoint<'_>) -> Result<TlsConn<'p, 's, 't, N>, ConnectError> {
+        if self.pool.trust.ca_der.is_empty() {
+            return Err(ConnectError::new(
+                ConnectErrorKind::Tls,
+                "no pinned CA: Trust::pinned_ca was given no certificate bytes",
+            ));
+        }
         let Some((read, write, lent)) = self.pool.lend() else {
             return Err(ConnectError::new(
                 ConnectErrorKind::Io,
@@ -509,4 +520,62 @@ fn handshake_error(e: TlsError, host: &str) -> ConnectError {
         other => write!(d, "TLS error {other:?}"),
     };
     ConnectError::new(ConnectErrorKind::Tls, &d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Never used for a handshake here; only to build a pool.
+    struct NoRng;
+    impl rand_core::RngCore for NoRng {
+        fn next_u32(&mut self) -> u32 {
+            0
+        }
+        fn next_u64(&mut self) -> u64 {
+            0
+        }
+        fn fill_bytes(&mut self, dest: &mut [u8]) {
+            dest.fill(0)
+        }
+        fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), rand_core::Error> {
+            dest.fill(0);
+            Ok(())
+        }
+    }
+    impl embedded_tls::CryptoRng for NoRng {}
+
+    #[test]
+    fn a_buffer_set_is_lent_once_and_comes_back_when_its_holder_is_dropped() {
+        let mut a = TlsStorage::<64, 32>::new();
+        let mut b = TlsStorage::<64, 32>::new();
+        let pool = TlsPool::new([a.buffers(), b.buffers()], Trust::pinned_ca(b"x"), NoRng);
+        assert_eq!(pool.available(), 2);
+        let (r1, w1, l1) = pool.lend().expect("first set");
+        let (r2, w2, l2) = pool.lend().expect("second set");
+        assert!(pool.lend().is_none(), "both sets are out");
+        assert_eq!((r1.len(), w1.len(), r2.len(), w2.len()), (64, 32, 64, 32));
+        r1[0] = 1;
+        r2[0] = 2;
+        drop((r1, w1, l1));
+        assert_eq!(pool.available(), 1);
+        let (r3, _w3, _l3) = pool.lend().expect("the first set again");
+        assert_eq!(r3[0], 1, "the same bytes, lent again");
+        drop((r2, w2, l2));
+        assert_eq!(pool.available(), 1);
+    }
+
+    #[test]
+    fn handshake_failures_say_what_to_do() {
+        let e = handshake_error(TlsError::InvalidCertificate, "mcp.example");
+        assert_eq!(e.kind, ConnectErrorKind::Tls);
+        assert_eq!(
+            e.detail.as_str(),
+            "server certificate refused: not signed by the pinned CA, or not issued for mcp.example"
+        );
+        let e = handshake_error(TlsError::InvalidRecord, "h");
+        assert!(e.detail.contains("does not speak TLS"), "{}", e.detail);
+        let e = handshake_error(TlsError::OutOfMemory, "h");
+        assert!(e.detail.contains("2048"), "{}", e.detail);
+    }
 }
