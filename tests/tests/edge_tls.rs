@@ -42,6 +42,10 @@ const RMCP: u16 = 8001;
 const GOOD: u16 = 8443;
 const ROGUE: u16 = 8444;
 const WRONG_NAME: u16 = 8445;
+/// Byte-level TLS peers: one accepts and never answers, one answers the ClientHello with a
+/// record header announcing 65 535 bytes (more than any TLS record may hold).
+const SILENT: u16 = 8446;
+const HUGE_RECORD: u16 = 8447;
 /// The bearer token provisioned on the edge (a header of the slot's config).
 const TOKEN: &str = "edge-bearer-7d1c9a4e5f";
 
@@ -284,6 +288,28 @@ fn dns_answer(q: &[u8], names: &[&str]) -> Option<Vec<u8>> {
     Some(r)
 }
 
+/// A byte-level peer on `port`: each accepted connection reads what comes, writes `answer` once
+/// and stays open (never closing first) until `stop`.
+fn start_hostile(port: u16, answer: &'static [u8], stop: Arc<AtomicBool>) {
+    let listener = std::net::TcpListener::bind((SERVER, port)).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        while !stop.load(Ordering::SeqCst) {
+            if let Ok((mut s, _)) = listener.accept() {
+                s.set_nonblocking(false).unwrap();
+                s.set_read_timeout(Some(Duration::from_millis(500)))
+                    .unwrap();
+                let mut hello = [0u8; 1024];
+                let _ = std::io::Read::read(&mut s, &mut hello);
+                let _ = std::io::Write::write_all(&mut s, answer);
+                held.push(s);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    });
+}
+
 fn args(json: &'static str) -> Option<Value<'static>> {
     Some(Value::parse(json.as_bytes(), JsonLimits::default()).unwrap())
 }
@@ -370,7 +396,13 @@ fn edge_https_pinned_ca_bearer_and_refusals() {
         let (cert, key) = ca.leaf("other.edge.test");
         let wrong_name = start_front(at(WRONG_NAME), upstream, cert, key, stop.clone());
         start_dns(&[NAME, "other.edge.test"], stop.clone());
-        for port in [GOOD, ROGUE, WRONG_NAME] {
+        start_hostile(SILENT, b"", stop.clone());
+        start_hostile(
+            HUGE_RECORD,
+            &[0x16, 0x03, 0x03, 0xff, 0xff, 0x02],
+            stop.clone(),
+        );
+        for port in [GOOD, ROGUE, WRONG_NAME, SILENT, HUGE_RECORD] {
             wait_listening(port);
         }
         let fronts = Fronts {
@@ -532,6 +564,36 @@ async fn scenario(stack: embassy_net::Stack<'static>, ca_der: &'static [u8], fro
     let (e, out) = refused(leak(format!("https://{SERVER}:{RMCP}")), "plain").await;
     outputs.push(out);
     assert!(e.contains("TLS handshake failed"), "{e}");
+    // A record header announcing more than the read buffer: refused by name, at once.
+    let (e, out) = refused(leak(format!("https://{NAME}:{HUGE_RECORD}")), "huge").await;
+    outputs.push(out);
+    assert!(
+        e.contains("TLS handshake failed (a TLS record (or the host name) is larger than"),
+        "{e}"
+    );
+    // A peer that never answers the ClientHello: the call's deadline ends it, no hang.
+    {
+        let mut c = config("silent", leak(format!("https://{NAME}:{SILENT}")));
+        c.timeout_ms = 1_500;
+        let silent = EdgeSlot::new(c, "run-tls", &[])
+            .unwrap()
+            .with_timeline(&on_event);
+        let started = Instant::now();
+        let mut b = st.buffers();
+        let r = silent
+            .call(&tls, "echo", args(r#"{"text":"x"}"#), &mut b)
+            .await;
+        let e = r.error().unwrap_or_default().to_string();
+        eprintln!("edge_tls: silent after {:?}: {e}", started.elapsed());
+        assert!(!r.ok() && e.contains("timed out"), "{e}");
+        assert!(
+            started.elapsed() >= Duration::from_millis(1_400)
+                && started.elapsed() < Duration::from_secs(5),
+            "ended by the call's deadline: {:?}",
+            started.elapsed()
+        );
+        outputs.push(format!("{r:?}"));
+    }
     for front in [&fronts.rogue, &fronts.wrong_name] {
         let f = front.lock().unwrap();
         assert!(

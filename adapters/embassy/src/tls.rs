@@ -494,9 +494,13 @@ fn handshake_error(e: TlsError, host: &str) -> ConnectError {
             d,
             "server certificate needs a signature this client cannot check (ECDSA P-256 only)"
         ),
-        TlsError::OutOfMemory | TlsError::InsufficientSpace => write!(
+        TlsError::OutOfMemory => write!(
             d,
-            "the server's handshake is larger than the client's TLS buffers (chain cap {MAX_CERT_CHAIN} B)"
+            "the server's certificate chain is larger than the client's cap of {MAX_CERT_CHAIN} bytes"
+        ),
+        TlsError::InsufficientSpace => write!(
+            d,
+            "a TLS record (or the host name) is larger than the client's buffer for it"
         ),
         TlsError::HandshakeAborted(_, why) => write!(d, "the server sent the alert {why:?}"),
         TlsError::InvalidCipherSuite
@@ -511,7 +515,7 @@ fn handshake_error(e: TlsError, host: &str) -> ConnectError {
                 "the server does not speak TLS on this port (use http://?)"
             )
         }
-        TlsError::Io(_) | TlsError::ConnectionClosed => {
+        TlsError::Io(_) | TlsError::IoError | TlsError::ConnectionClosed => {
             write!(d, "the connection closed during the TLS handshake")
         }
         TlsError::DecodeError | TlsError::ParseError(_) => {
