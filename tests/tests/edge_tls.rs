@@ -46,6 +46,9 @@ const WRONG_NAME: u16 = 8445;
 /// record header announcing 65 535 bytes (more than any TLS record may hold).
 const SILENT: u16 = 8446;
 const HUGE_RECORD: u16 = 8447;
+/// A leaf of the pinned CA (for another name) used as a CA: it signs a certificate for `NAME`
+/// and sends both.
+const LEAF_AS_CA: u16 = 8448;
 /// The bearer token provisioned on the edge (a header of the slot's config).
 const TOKEN: &str = "edge-bearer-7d1c9a4e5f";
 
@@ -146,6 +149,22 @@ impl Ca {
         let cert = p.signed_by(&key, &self.issuer).unwrap();
         (cert.der().to_vec(), key.serialize_der())
     }
+
+    /// A certificate for `name` signed by the key of an ordinary leaf of this CA (issued for
+    /// another name): (chain [forged, leaf], forged's key).
+    fn forged_under_leaf(&self, name: &str) -> (Vec<Vec<u8>>, Vec<u8>) {
+        let leaf_key = rcgen::KeyPair::generate().unwrap();
+        let leaf_params = rcgen::CertificateParams::new(vec!["other.edge.test".into()]).unwrap();
+        let leaf = leaf_params.signed_by(&leaf_key, &self.issuer).unwrap();
+        let leaf_issuer = rcgen::Issuer::new(leaf_params, leaf_key);
+        let key = rcgen::KeyPair::generate().unwrap();
+        let p = rcgen::CertificateParams::new(vec![name.to_string()]).unwrap();
+        let forged = p.signed_by(&key, &leaf_issuer).unwrap();
+        (
+            vec![forged.der().to_vec(), leaf.der().to_vec()],
+            key.serialize_der(),
+        )
+    }
 }
 
 /// What a TLS front saw: handshakes, the SNI of each, and the decrypted bytes the client sent.
@@ -160,7 +179,7 @@ struct FrontLog {
 fn start_front(
     bind: SocketAddr,
     upstream: SocketAddr,
-    cert: Vec<u8>,
+    chain: Vec<Vec<u8>>,
     key: Vec<u8>,
     stop: Arc<AtomicBool>,
 ) -> Arc<Mutex<FrontLog>> {
@@ -170,7 +189,7 @@ fn start_front(
         .unwrap()
         .with_no_client_auth()
         .with_single_cert(
-            vec![CertificateDer::from(cert)],
+            chain.into_iter().map(CertificateDer::from).collect(),
             PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key)),
         )
         .unwrap();
@@ -333,6 +352,7 @@ struct Fronts {
     good: Arc<Mutex<FrontLog>>,
     rogue: Arc<Mutex<FrontLog>>,
     wrong_name: Arc<Mutex<FrontLog>>,
+    leaf_as_ca: Arc<Mutex<FrontLog>>,
 }
 
 #[test]
@@ -384,17 +404,19 @@ fn edge_https_pinned_ca_bearer_and_refusals() {
         let upstream: SocketAddr = format!("{SERVER}:{RMCP}").parse().unwrap();
         let at = |port: u16| -> SocketAddr { format!("{SERVER}:{port}").parse().unwrap() };
         let (cert, key) = ca.leaf(NAME);
-        let good = start_front(at(GOOD), upstream, cert, key, stop.clone());
+        let good = start_front(at(GOOD), upstream, vec![cert], key, stop.clone());
         let own = rcgen::generate_simple_self_signed(vec![NAME.to_string()]).unwrap();
         let rogue = start_front(
             at(ROGUE),
             upstream,
-            own.cert.der().to_vec(),
+            vec![own.cert.der().to_vec()],
             own.signing_key.serialize_der(),
             stop.clone(),
         );
         let (cert, key) = ca.leaf("other.edge.test");
-        let wrong_name = start_front(at(WRONG_NAME), upstream, cert, key, stop.clone());
+        let wrong_name = start_front(at(WRONG_NAME), upstream, vec![cert], key, stop.clone());
+        let (chain, key) = ca.forged_under_leaf(NAME);
+        let leaf_as_ca = start_front(at(LEAF_AS_CA), upstream, chain, key, stop.clone());
         start_dns(&[NAME, "other.edge.test"], stop.clone());
         start_hostile(SILENT, b"", stop.clone());
         start_hostile(
@@ -402,13 +424,14 @@ fn edge_https_pinned_ca_bearer_and_refusals() {
             &[0x16, 0x03, 0x03, 0xff, 0xff, 0x02],
             stop.clone(),
         );
-        for port in [GOOD, ROGUE, WRONG_NAME, SILENT, HUGE_RECORD] {
+        for port in [GOOD, ROGUE, WRONG_NAME, SILENT, HUGE_RECORD, LEAF_AS_CA] {
             wait_listening(port);
         }
         let fronts = Fronts {
             good,
             rogue,
             wrong_name,
+            leaf_as_ca,
         };
         let ca_der: &'static [u8] = Box::leak(ca.der.into_boxed_slice());
 
@@ -560,6 +583,11 @@ async fn scenario(stack: embassy_net::Stack<'static>, ca_der: &'static [u8], fro
     let (e, out) = refused(leak(format!("https://{NAME}:{WRONG_NAME}")), "wrong-name").await;
     outputs.push(out);
     assert!(e.contains("server certificate refused"), "{e}");
+    // A certificate for the right name, signed by an ordinary leaf of the pinned CA that the
+    // server sends along: a leaf is no CA.
+    let (e, out) = refused(leak(format!("https://{NAME}:{LEAF_AS_CA}")), "leaf-as-ca").await;
+    outputs.push(out);
+    assert!(e.contains("server certificate refused"), "{e}");
     // The plain rmcp server spoken to with https://.
     let (e, out) = refused(leak(format!("https://{SERVER}:{RMCP}")), "plain").await;
     outputs.push(out);
@@ -594,7 +622,7 @@ async fn scenario(stack: embassy_net::Stack<'static>, ca_der: &'static [u8], fro
         );
         outputs.push(format!("{r:?}"));
     }
-    for front in [&fronts.rogue, &fronts.wrong_name] {
+    for front in [&fronts.rogue, &fronts.wrong_name, &fronts.leaf_as_ca] {
         let f = front.lock().unwrap();
         assert!(
             f.plaintext.is_empty(),

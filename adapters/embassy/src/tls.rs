@@ -8,9 +8,11 @@
 //! `ConnectErrorKind::Tls` with words a person can act on.
 //! Does not own: anything about HTTP or MCP (the core's driver), sockets (`crate::net`).
 //!
-//! Trust is a pin, never "any certificate": the server's chain must be signed by the pinned
-//! certificate (ECDSA P-256 with SHA-256) and the leaf must name the endpoint's host (DNS SAN,
-//! else CN; SNI = that host name, none for an IP literal). There is no insecure mode. The board
+//! Trust is a pin, never "any certificate": the server's leaf must be signed by the pinned
+//! certificate itself (ECDSA P-256 with SHA-256: a private CA, the issuing intermediate of a
+//! larger PKI, or the server's own self-signed certificate; other certificates the server sends
+//! are not used, so no leaf can act as a CA) and must name the endpoint's host (DNS SAN, else
+//! CN; SNI = that host name, none for an IP literal). There is no insecure mode. The board
 //! has no wall clock, so validity dates are **not** checked: rotating a pinned CA means new
 //! firmware. The handshake must prove the certificate (a `CertificateVerify` signed by its key)
 //! or the connection is refused.
@@ -62,9 +64,10 @@ pub struct Trust<'t> {
 }
 
 impl<'t> Trust<'t> {
-    /// Trusts servers whose certificate chain ends in a certificate signed by `ca_der` (DER of
-    /// an ECDSA P-256 certificate): a private CA, or the server's own self-signed certificate.
-    /// The leaf must still name the endpoint's host.
+    /// Trusts servers whose certificate is signed by `ca_der` (DER of an ECDSA P-256
+    /// certificate) itself: a private CA, the intermediate that issues the servers'
+    /// certificates, or the server's own self-signed certificate. The leaf must still name the
+    /// endpoint's host.
     pub const fn pinned_ca(ca_der: &'t [u8]) -> Self {
         Trust { ca_der }
     }
@@ -456,11 +459,15 @@ impl TlsVerifier<Suite> for PinnedVerifier<'_> {
     fn verify_certificate(
         &mut self,
         transcript: &<Suite as embedded_tls::TlsCipherSuite>::Hash,
-        cert: CertificateRef,
+        mut cert: CertificateRef,
     ) -> Result<(), TlsError> {
         if self.certificate {
             return Err(TlsError::InvalidHandshake);
         }
+        // The leaf alone, checked against the pin: embedded-tls would walk any intermediates
+        // the server sends without looking at their CA flag, so one host's leaf could sign a
+        // certificate for another. Chains are one level: pin the leaf's issuer.
+        cert.entries.truncate(1);
         self.inner.verify_certificate(transcript, cert)?;
         self.certificate = true;
         Ok(())
