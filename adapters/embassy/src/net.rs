@@ -26,7 +26,7 @@ pub const NO_TLS: &str = "https needs the `tls` feature of verifi-mcp-embassy; t
 /// Why [`EdgeNet`] refuses an `https://` endpoint (before any packet is sent).
 #[cfg(feature = "tls")]
 pub const NO_TLS: &str =
-    "EdgeNet is plain TCP: give the call a TlsNet (crate::tls) to reach https:// endpoints";
+    "EdgeNet is plain TCP, no TLS: give the call a TlsNet to reach https:// endpoints";
 
 /// Longest host name a kept-alive socket remembers; longer hosts are served unpooled.
 pub const MAX_POOLED_HOST: usize = 64;
