@@ -178,11 +178,7 @@ fn retry_leading_zeros_do_not_count_toward_the_cap() {
         let input = format!("retry: {value}\n");
         assert_eq!(run(input.as_bytes()).retry, want, "whole: {value}");
         let bytes: Vec<&[u8]> = input.as_bytes().chunks(1).collect();
-        assert_eq!(
-            run_with(&bytes, lim(4096)).retry,
-            want,
-            "byte-wise: {value}"
-        );
+        assert_eq!(run_with(&bytes, lim(4096)).retry, want, "byte-wise: {value}");
     }
 }
 
