@@ -33,7 +33,9 @@ use verifi_mcp_core::drive::SlotConfig;
 use verifi_mcp_core::harness::events::TimelineEvent;
 use verifi_mcp_core::wire::endpoint::Endpoint;
 use verifi_mcp_core::wire::json::{JsonLimits, Value};
-use verifi_mcp_embassy::{EdgeNet, EdgeSlot, ProbeCallStorage, TlsNet, TlsPool, TlsStorage, Trust};
+use verifi_mcp_embassy::{
+    CallStorage, EdgeNet, EdgeSlot, ProbeCallStorage, TlsNet, TlsPool, TlsStorage, Trust,
+};
 
 const TAP: &str = "vtls0";
 const SERVER: &str = "192.0.2.1";
@@ -499,6 +501,15 @@ async fn scenario(stack: embassy_net::Stack<'static>, ca_der: &'static [u8], fro
         "a tool echoing the token"
     );
     outputs.push(format!("{r:?}"));
+    // A request and a reply over several TLS records each (the write buffer is 2 KiB).
+    let big: &mut CallStorage<8192, 1024, 1024, 16384, 8192, 256, 0> =
+        Box::leak(Box::new(CallStorage::new()));
+    let long = "0123456789abcdef".repeat(375);
+    let json = leak(format!(r#"{{"text":"{long}"}}"#));
+    let mut b = big.buffers();
+    let r = slot.call(&tls, "echo", args(json), &mut b).await;
+    assert!(r.ok(), "6000-byte echo over TLS: {:?}", r.error());
+    assert_eq!(r.text, long);
     let mut b = st.buffers();
     let r = slot
         .call(&tls, "fail", args(r#"{"message":"boom"}"#), &mut b)
@@ -524,7 +535,7 @@ async fn scenario(stack: embassy_net::Stack<'static>, ca_der: &'static [u8], fro
         let sent = String::from_utf8_lossy(&good.plaintext).to_ascii_lowercase();
         let header = format!("authorization: bearer {}", TOKEN.to_ascii_lowercase());
         let posts = sent.matches("post /mcp http/1.1").count();
-        assert!(posts >= 4, "requests seen by the front: {posts}");
+        assert!(posts >= 5, "requests seen by the front: {posts}");
         assert_eq!(
             sent.matches(&header).count(),
             posts,
