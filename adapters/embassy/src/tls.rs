@@ -163,6 +163,12 @@ impl<'t> Lendable<'t> {
     }
 }
 
+// SAFETY: a `Lendable` stands for the `&'t mut [u8]` pair it was made from, which is `Send`;
+// moving it to another thread needs no outstanding lend (every lend borrows it for 't), and
+// `Cell` is `Send`. It stays `!Sync`. So a `TlsPool` can live in a `StaticCell`.
+#[allow(unsafe_code)]
+unsafe impl Send for Lendable<'_> {}
+
 /// Gives a buffer set back to its pool when dropped.
 struct Lent<'t>(&'t Cell<bool>);
 
@@ -574,6 +580,12 @@ mod tests {
         assert_eq!(r3[0], 1, "the same bytes, lent again");
         drop((r2, w2, l2));
         assert_eq!(pool.available(), 1);
+    }
+
+    #[test]
+    fn a_pool_can_move_into_a_static_cell() {
+        fn send<T: Send>() {}
+        send::<TlsPool<'static, NoRng, 2>>();
     }
 
     #[test]
