@@ -48,6 +48,9 @@ const WRONG_NAME: u16 = 8445;
 /// record header announcing 65 535 bytes (more than any TLS record may hold).
 const SILENT: u16 = 8446;
 const HUGE_RECORD: u16 = 8447;
+/// A byte-level peer answering with an encrypted record too short to hold content (which
+/// embedded-tls itself would panic on once it could decrypt it).
+const EMPTY_RECORD: u16 = 8449;
 /// A leaf of the pinned CA (for another name) used as a CA: it signs a certificate for `NAME`
 /// and sends both.
 const LEAF_AS_CA: u16 = 8448;
@@ -426,7 +429,18 @@ fn edge_https_pinned_ca_bearer_and_refusals() {
             &[0x16, 0x03, 0x03, 0xff, 0xff, 0x02],
             stop.clone(),
         );
-        for port in [GOOD, ROGUE, WRONG_NAME, SILENT, HUGE_RECORD, LEAF_AS_CA] {
+        let mut empty = vec![23, 3, 3, 0, 16];
+        empty.extend_from_slice(&[0; 16]);
+        start_hostile(EMPTY_RECORD, empty.leak(), stop.clone());
+        for port in [
+            GOOD,
+            ROGUE,
+            WRONG_NAME,
+            SILENT,
+            HUGE_RECORD,
+            LEAF_AS_CA,
+            EMPTY_RECORD,
+        ] {
             wait_listening(port);
         }
         let fronts = Fronts {
@@ -608,6 +622,14 @@ async fn scenario(stack: embassy_net::Stack<'static>, ca_der: &'static [u8], fro
     outputs.push(out);
     assert!(
         e.contains("TLS handshake failed (a TLS record (or the host name) is larger than"),
+        "{e}"
+    );
+    let (e, out) = refused(leak(format!("https://{NAME}:{EMPTY_RECORD}")), "empty").await;
+    outputs.push(out);
+    assert!(
+        e.contains(
+            "TLS handshake failed (the server sent an encrypted TLS record with no content)"
+        ),
         "{e}"
     );
     // A peer that never answers the ClientHello: the call's deadline ends it, no hang.

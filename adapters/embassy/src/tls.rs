@@ -238,7 +238,14 @@ impl<'e, 'p: 't, 's: 't, 't, R: CryptoRngCore, const N: usize, const K: usize>
         // A fresh socket: a kept-alive one would be a plain-HTTP connection.
         let (tcp, _) = self.net.connect_tcp(ep, true).await?;
         let mut conn = TlsConn {
-            tls: TlsConnection::new(tcp, read, write),
+            tls: TlsConnection::new(
+                Guarded {
+                    tcp,
+                    scan: RecordScan::new(),
+                },
+                read,
+                write,
+            ),
             _lent: lent,
         };
         let host = ep.host();
@@ -314,7 +321,7 @@ impl<'e, 'p: 't, 's: 't, 't, R: CryptoRngCore, const N: usize, const K: usize> N
 pub struct TlsConn<'p: 't, 's: 't, 't, const N: usize> {
     // Declared first, so dropped first: the buffers are given back (`_lent`) only after the
     // connection that borrows them is gone.
-    tls: TlsConnection<'t, EdgeConn<'p, 's, N>, Suite>,
+    tls: TlsConnection<'t, Guarded<'p, 's, N>, Suite>,
     _lent: Lent<'t>,
 }
 
@@ -389,6 +396,121 @@ impl<const N: usize> embedded_io_async::Write for TlsNetConn<'_, '_, '_, N> {
             TlsNetConn::Plain(c) => c.flush().await.map_err(EdgeIoError::Tcp),
             TlsNetConn::Tls(c) => c.tls.flush().await.map_err(EdgeIoError::Tls),
         }
+    }
+}
+
+/// The TCP connection under the TLS layer, with the incoming records' framing watched.
+///
+/// embedded-tls 0.19 panics (`last().unwrap()`) on an encrypted record whose plaintext is
+/// empty, and the handshake keys it decrypts with are not yet authenticated: anyone who answers
+/// the ClientHello could reset the board. A TLS 1.3 record of type application_data is at
+/// least 17 bytes (a content-type byte and the 16-byte AES-GCM tag); a shorter one is refused
+/// here, before embedded-tls reads it.
+pub struct Guarded<'p, 's, const N: usize> {
+    tcp: EdgeConn<'p, 's, N>,
+    scan: RecordScan,
+}
+
+/// An I/O error under the TLS layer.
+#[derive(Debug, Clone, Copy)]
+pub enum GuardError {
+    /// The socket failed.
+    Tcp(tcp::Error),
+    /// The server sent an encrypted record too short to hold any content.
+    EmptyRecord,
+}
+
+impl core::fmt::Display for GuardError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            GuardError::Tcp(e) => write!(f, "TCP: {e:?}"),
+            GuardError::EmptyRecord => f.write_str("an encrypted TLS record with no content"),
+        }
+    }
+}
+
+impl core::error::Error for GuardError {}
+
+impl embedded_io_async::Error for GuardError {
+    fn kind(&self) -> embedded_io_async::ErrorKind {
+        match self {
+            GuardError::Tcp(e) => embedded_io_async::Error::kind(e),
+            GuardError::EmptyRecord => embedded_io_async::ErrorKind::InvalidData,
+        }
+    }
+}
+
+impl<const N: usize> embedded_io_async::ErrorType for Guarded<'_, '_, N> {
+    type Error = GuardError;
+}
+
+impl<const N: usize> embedded_io_async::Read for Guarded<'_, '_, N> {
+    async fn read(&mut self, buf: &mut [u8]) -> Result<usize, Self::Error> {
+        let n = self.tcp.read(buf).await.map_err(GuardError::Tcp)?;
+        self.scan.feed(buf.get(..n).unwrap_or(&[]))?;
+        Ok(n)
+    }
+}
+
+impl<const N: usize> embedded_io_async::Write for Guarded<'_, '_, N> {
+    async fn write(&mut self, buf: &[u8]) -> Result<usize, Self::Error> {
+        self.tcp.write(buf).await.map_err(GuardError::Tcp)
+    }
+
+    async fn flush(&mut self) -> Result<(), Self::Error> {
+        self.tcp.flush().await.map_err(GuardError::Tcp)
+    }
+}
+
+/// Where the incoming byte stream is in its TLS records: in a 5-byte header, or in a body.
+struct RecordScan {
+    header: [u8; 5],
+    have: usize,
+    body_left: usize,
+}
+
+impl RecordScan {
+    /// application_data: every record after the ServerHello is one.
+    const APPLICATION_DATA: u8 = 23;
+    /// A content-type byte and the AES-GCM tag.
+    const MIN_ENCRYPTED: usize = 17;
+
+    fn new() -> Self {
+        RecordScan {
+            header: [0; 5],
+            have: 0,
+            body_left: 0,
+        }
+    }
+
+    fn feed(&mut self, mut bytes: &[u8]) -> Result<(), GuardError> {
+        while !bytes.is_empty() {
+            if self.body_left > 0 {
+                let n = self.body_left.min(bytes.len());
+                self.body_left -= n;
+                bytes = bytes.get(n..).unwrap_or(&[]);
+                continue;
+            }
+            let n = (self.header.len() - self.have).min(bytes.len());
+            if let (Some(to), Some(from)) = (
+                self.header.get_mut(self.have..self.have + n),
+                bytes.get(..n),
+            ) {
+                to.copy_from_slice(from);
+            }
+            self.have += n;
+            bytes = bytes.get(n..).unwrap_or(&[]);
+            if self.have == self.header.len() {
+                self.have = 0;
+                let [kind, _, _, hi, lo] = self.header;
+                let len = usize::from(u16::from_be_bytes([hi, lo]));
+                if kind == Self::APPLICATION_DATA && len < Self::MIN_ENCRYPTED {
+                    return Err(GuardError::EmptyRecord);
+                }
+                self.body_left = len;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -528,6 +650,9 @@ fn handshake_error(e: TlsError, host: &str) -> ConnectError {
                 "the server does not speak TLS on this port (use http://?)"
             )
         }
+        TlsError::Io(embedded_io_async::ErrorKind::InvalidData) => {
+            write!(d, "the server sent an encrypted TLS record with no content")
+        }
         TlsError::Io(_) | TlsError::IoError | TlsError::ConnectionClosed => {
             write!(d, "the connection closed during the TLS handshake")
         }
@@ -541,6 +666,8 @@ fn handshake_error(e: TlsError, host: &str) -> ConnectError {
 
 #[cfg(test)]
 mod tests {
+    extern crate std;
+
     use super::*;
 
     /// Never used for a handshake here; only to build a pool.
@@ -586,6 +713,34 @@ mod tests {
     fn a_pool_can_move_into_a_static_cell() {
         fn send<T: Send>() {}
         send::<TlsPool<'static, NoRng, 2>>();
+    }
+
+    #[test]
+    fn an_encrypted_record_too_short_for_content_is_refused_in_any_split() {
+        // A handshake record, a ChangeCipherSpec, a 17-byte application_data record (the
+        // smallest real one), then a 16-byte one (only a tag: empty plaintext).
+        let mut stream = std::vec::Vec::new();
+        stream.extend_from_slice(&[22, 3, 3, 0, 4, 1, 2, 3, 4]);
+        stream.extend_from_slice(&[20, 3, 3, 0, 1, 1]);
+        stream.extend_from_slice(&[23, 3, 3, 0, 17]);
+        stream.extend_from_slice(&[0xaa; 17]);
+        let good = stream.len();
+        stream.extend_from_slice(&[23, 3, 3, 0, 16]);
+        stream.extend_from_slice(&[0xbb; 16]);
+        for split in 0..=stream.len() {
+            let mut scan = RecordScan::new();
+            let (a, b) = stream.split_at(split);
+            let first = scan.feed(a);
+            let refused = first.is_err() || scan.feed(b).is_err();
+            assert!(refused, "split at {split}");
+            if split <= good {
+                assert!(first.is_ok(), "the good records pass (split {split})");
+            }
+        }
+        let mut scan = RecordScan::new();
+        for byte in &stream[..good] {
+            assert!(scan.feed(core::slice::from_ref(byte)).is_ok());
+        }
     }
 
     #[test]
