@@ -21,8 +21,7 @@ use verifi_mcp_core::wire::failure::{ConnectError, ConnectErrorKind};
 
 /// Why [`EdgeNet`] refuses an `https://` endpoint (before any packet is sent).
 #[cfg(not(feature = "tls"))]
-pub const NO_TLS: &str = "https needs the `tls` feature of verifi-mcp-embassy; this build has \
-     no TLS (use http://)";
+pub const NO_TLS: &str = "no TLS in this build (verifi-mcp-embassy's tls feature); use http://";
 /// Why [`EdgeNet`] refuses an `https://` endpoint (before any packet is sent).
 #[cfg(feature = "tls")]
 pub const NO_TLS: &str =
@@ -205,15 +204,13 @@ fn connect_error(e: tcp::ConnectError) -> ConnectError {
 impl<'p, 's, const N: usize> Net for EdgeNet<'p, 's, N> {
     type Conn = EdgeConn<'p, 's, N>;
 
-    async fn connect(
+    // The body itself (no wrapping future: the client's size is what it was before TLS).
+    fn connect(
         &self,
         ep: &Endpoint<'_>,
         fresh: bool,
-    ) -> Result<(Self::Conn, bool), ConnectError> {
-        if ep.scheme() == Scheme::Https {
-            return Err(ConnectError::new(ConnectErrorKind::Unsupported, NO_TLS));
-        }
-        self.connect_tcp(ep, fresh).await
+    ) -> impl core::future::Future<Output = Result<(Self::Conn, bool), ConnectError>> {
+        self.connect_tcp(ep, fresh, false)
     }
 
     fn recycle(&self, ep: &Endpoint<'_>, mut conn: Self::Conn) {
@@ -239,13 +236,18 @@ impl<'p, 's, const N: usize> Net for EdgeNet<'p, 's, N> {
 }
 
 impl<'p, 's, const N: usize> EdgeNet<'p, 's, N> {
-    /// A TCP connection to `ep`'s host and port whatever its scheme (TLS, when wanted, is
-    /// the caller's layer on top: `crate::tls`), or a kept-alive one unless `fresh`.
+    /// A TCP connection to `ep`'s host and port, or a kept-alive one unless `fresh`. An
+    /// `https` endpoint is refused ([`NO_TLS`]) unless `tls_above` (the caller, `crate::tls`,
+    /// speaks TLS on it).
     pub(crate) async fn connect_tcp(
         &self,
         ep: &Endpoint<'_>,
         fresh: bool,
+        tls_above: bool,
     ) -> Result<(EdgeConn<'p, 's, N>, bool), ConnectError> {
+        if ep.scheme() == Scheme::Https && !tls_above {
+            return Err(ConnectError::new(ConnectErrorKind::Unsupported, NO_TLS));
+        }
         let key = PoolKey::of(ep);
         if !fresh && let Some(socket) = key.as_ref().and_then(|k| self.pool.take_kept(k)) {
             // Checked before a write (the driver never re-sends a written tools/call): a

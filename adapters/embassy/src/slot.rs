@@ -81,26 +81,30 @@ impl<'a> EdgeSlot<'a> {
         run_id: &'a str,
         secrets: &'a [&'a [u8]],
     ) -> Result<Self, TooManySecrets> {
-        let mut all = Vec::new();
-        // A header value and, for `<scheme> <credential>` (`Bearer …`), the credential alone:
-        // a tool that echoes the bare token must not show it either.
-        let headers = || {
-            config
-                .header_values()
-                .flat_map(|v| {
-                    let credential = v.split_once(' ').map(|(_, c)| c.trim());
-                    // Under 4 bytes it is no secret (the run's rule), and would scrub evidence.
-                    [Some(v), credential.filter(|c| c.len() >= 4)]
-                })
-                .flatten()
-                .map(str::as_bytes)
+        let mut all: Vec<&'a [u8], MAX_SECRETS> = Vec::new();
+        let mut given = 0;
+        let mut add = |s: &'a [u8]| {
+            given += 1;
+            // Past the cap it is only counted, and refused below.
+            let _ = all.push(s);
         };
-        let given = secrets.len() + headers().count();
-        for s in secrets.iter().copied().chain(headers()) {
-            all.push(s).map_err(|_| TooManySecrets {
+        secrets.iter().for_each(|s| add(s));
+        for v in config.header_values() {
+            add(v.as_bytes());
+            // `<scheme> <credential>` (`Bearer …`): the credential alone too, so a tool that
+            // echoes the bare token does not show it either; under 4 bytes it is no secret
+            // (the run's rule) and would scrub evidence.
+            if let Some((_, c)) = v.split_once(' ')
+                && c.trim().len() >= 4
+            {
+                add(c.trim().as_bytes());
+            }
+        }
+        if given > MAX_SECRETS {
+            return Err(TooManySecrets {
                 limit: MAX_SECRETS,
                 given,
-            })?;
+            });
         }
         let state = CellShared::new(SlotState::new(config.version, config.fallback.is_some()));
         Ok(EdgeSlot {

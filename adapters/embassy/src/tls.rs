@@ -236,7 +236,7 @@ impl<'e, 'p: 't, 's: 't, 't, R: CryptoRngCore, const N: usize, const K: usize>
             ));
         };
         // A fresh socket: a kept-alive one would be a plain-HTTP connection.
-        let (tcp, _) = self.net.connect_tcp(ep, true).await?;
+        let (tcp, _) = self.net.connect_tcp(ep, true, true).await?;
         let mut conn = TlsConn {
             tls: TlsConnection::new(
                 Guarded {
