@@ -50,9 +50,10 @@ pub use embedded_tls::CryptoRngCore;
 pub const TLS_READ_BUFFER: usize = 16_640;
 /// The default write buffer: requests larger than this go out as several records.
 pub const TLS_WRITE_BUFFER: usize = 2_048;
-/// The largest server certificate chain (DER, all entries) the client verifies; a longer
-/// chain is refused with a message that names this cap.
-pub const MAX_CERT_CHAIN: usize = 2_048;
+/// The largest certificate chain (DER, all the entries the server sends) the client takes; a
+/// longer one is refused with a message that names this cap. An ECDSA leaf and one
+/// intermediate (a public CA's usual chain) fit; a private CA's leaf alone is well under it.
+pub const MAX_CERT_CHAIN: usize = 3_072;
 
 /// The only cipher suite offered: TLS_AES_128_GCM_SHA256 (mandatory for every TLS 1.3 server).
 type Suite = Aes128GcmSha256;
@@ -235,6 +236,16 @@ impl<'e, 'p: 't, 's: 't, 't, R: CryptoRngCore, const N: usize, const K: usize>
                 "every TLS buffer set is in use (give the TlsPool more)",
             ));
         };
+        let host = ep.host();
+        let mut provider = Provider {
+            rng: &self.pool.rng,
+            verifier: PinnedVerifier::new(self.pool.trust),
+        };
+        // Before any packet: a host name too long to check is refused here.
+        provider
+            .verifier
+            .set_hostname_verification(host)
+            .map_err(|e| handshake_error(e, host))?;
         // A fresh socket: a kept-alive one would be a plain-HTTP connection.
         let (tcp, _) = self.net.connect_tcp(ep, true, true).await?;
         let mut conn = TlsConn {
@@ -248,7 +259,6 @@ impl<'e, 'p: 't, 's: 't, 't, R: CryptoRngCore, const N: usize, const K: usize>
             ),
             _lent: lent,
         };
-        let host = ep.host();
         let ip_literal = host.contains(':') || host.parse::<core::net::Ipv4Addr>().is_ok();
         let config = if ip_literal {
             // RFC 6066: no SNI for an address; the certificate must still name it.
@@ -256,14 +266,6 @@ impl<'e, 'p: 't, 's: 't, 't, R: CryptoRngCore, const N: usize, const K: usize>
         } else {
             TlsConfig::new().with_server_name(host)
         };
-        let mut provider = Provider {
-            rng: &self.pool.rng,
-            verifier: PinnedVerifier::new(self.pool.trust),
-        };
-        provider
-            .verifier
-            .set_hostname_verification(host)
-            .map_err(|e| handshake_error(e, host))?;
         conn.tls
             .open(TlsContext::new(&config, &mut provider))
             .await
@@ -754,6 +756,6 @@ mod tests {
         let e = handshake_error(TlsError::InvalidRecord, "h");
         assert!(e.detail.contains("does not speak TLS"), "{}", e.detail);
         let e = handshake_error(TlsError::OutOfMemory, "h");
-        assert!(e.detail.contains("2048"), "{}", e.detail);
+        assert!(e.detail.contains("3072"), "{}", e.detail);
     }
 }
