@@ -18,5 +18,5 @@ for c in "${crates[@]}"; do args+=(-p "$c"); done
 cargo package "${args[@]}" -j2 "$@"
 RUSTDOCFLAGS="--cfg docsrs -D warnings" cargo doc --no-deps -j2 -p verifi-mcp-core --features drive
 RUSTDOCFLAGS="--cfg docsrs -D warnings" cargo doc --no-deps -j2 -p verifi-mcp-host
-RUSTDOCFLAGS="--cfg docsrs -D warnings" cargo doc --no-deps -j2 -p verifi-mcp-embassy --features proto-ipv6
+RUSTDOCFLAGS="--cfg docsrs -D warnings" cargo doc --no-deps -j2 -p verifi-mcp-embassy --features proto-ipv6,tls
 echo "package.sh: ${crates[*]} packaged; docs build with docs.rs settings"

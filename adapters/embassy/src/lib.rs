@@ -20,14 +20,18 @@
 //!
 //! Layers, top to bottom: [`slot`] (a slot's counters, timeline and `exec`), the core's
 //! `drive` (handshake, failover, redaction, metering), [`net`] (sockets, DNS, time) and
-//! [`shared`] (the slot state's cell). There is no TLS on the edge yet: an `https://`
-//! endpoint gives `ok: false` with "no TLS on the edge adapter; use http://".
+//! [`shared`] (the slot state's cell). With the `tls` feature, `tls::TlsNet` wraps `EdgeNet`
+//! and reaches `https://` endpoints over TLS 1.3 verified against a pinned CA; without it (or
+//! through a bare `EdgeNet`) an `https://` endpoint gives `ok: false` with [`net::NO_TLS`].
 #![no_std]
+#![cfg_attr(not(feature = "tls"), forbid(unsafe_code))]
 
 mod log;
 pub mod net;
 pub mod shared;
 pub mod slot;
+#[cfg(feature = "tls")]
+pub mod tls;
 
 pub use net::{EdgeConn, EdgeNet, SocketPool};
 pub use shared::CellShared;
@@ -35,4 +39,6 @@ pub use slot::{
     CallStorage, Counters, EdgeSlot, ExecResult, MAX_SECRETS, OnEvent, ProbeCallStorage,
     TooManySecrets,
 };
+#[cfg(feature = "tls")]
+pub use tls::{CryptoRngCore, TlsNet, TlsPool, TlsStorage, Trust};
 pub use verifi_mcp_core;

@@ -4,8 +4,9 @@
 //! Owns: a fixed pool of TCP sockets built once from the caller's RX/TX buffers (a socket and
 //! its buffers are never freed: a used socket goes back to the pool, idle or kept alive for its
 //! endpoint), name resolution, and the mapping of socket errors to `ConnectError`.
-//! Does not own: anything about HTTP or MCP (that is the core's driver). No TLS: an `https`
-//! endpoint is refused with `ConnectErrorKind::Unsupported` before any packet is sent.
+//! Does not own: anything about HTTP or MCP (that is the core's driver), nor TLS: `EdgeNet`
+//! refuses an `https` endpoint with `ConnectErrorKind::Unsupported` ([`NO_TLS`]) before any
+//! packet is sent; with the `tls` feature, `crate::tls::TlsNet` wraps it and speaks TLS 1.3.
 
 use core::cell::RefCell;
 
@@ -17,6 +18,14 @@ use heapless::{String, Vec};
 use verifi_mcp_core::drive::{Millis, Net};
 use verifi_mcp_core::wire::endpoint::{Endpoint, Scheme};
 use verifi_mcp_core::wire::failure::{ConnectError, ConnectErrorKind};
+
+/// Why [`EdgeNet`] refuses an `https://` endpoint (before any packet is sent).
+#[cfg(not(feature = "tls"))]
+pub const NO_TLS: &str = "no TLS in this build (verifi-mcp-embassy's tls feature); use http://";
+/// Why [`EdgeNet`] refuses an `https://` endpoint (before any packet is sent).
+#[cfg(feature = "tls")]
+pub const NO_TLS: &str =
+    "EdgeNet is plain TCP, no TLS: give the call a TlsNet to reach https:// endpoints";
 
 /// Longest host name a kept-alive socket remembers; longer hosts are served unpooled.
 pub const MAX_POOLED_HOST: usize = 64;
@@ -195,16 +204,49 @@ fn connect_error(e: tcp::ConnectError) -> ConnectError {
 impl<'p, 's, const N: usize> Net for EdgeNet<'p, 's, N> {
     type Conn = EdgeConn<'p, 's, N>;
 
-    async fn connect(
+    // The body itself (no wrapping future: the client's size is what it was before TLS).
+    fn connect(
         &self,
         ep: &Endpoint<'_>,
         fresh: bool,
-    ) -> Result<(Self::Conn, bool), ConnectError> {
-        if ep.scheme() == Scheme::Https {
-            return Err(ConnectError::new(
-                ConnectErrorKind::Unsupported,
-                "no TLS on the edge adapter; use http://",
-            ));
+    ) -> impl core::future::Future<Output = Result<(Self::Conn, bool), ConnectError>> {
+        self.connect_tcp(ep, fresh, false)
+    }
+
+    fn recycle(&self, ep: &Endpoint<'_>, mut conn: Self::Conn) {
+        if let Some(socket) = conn.socket.take() {
+            let key = PoolKey::of(ep);
+            if key.is_some() && socket.state() == State::Established {
+                self.pool.put_back(socket, key);
+            } else {
+                let mut socket = socket;
+                socket.abort();
+                self.pool.put_back(socket, None);
+            }
+        }
+    }
+
+    fn now(&self) -> Millis {
+        Instant::now().as_millis()
+    }
+
+    async fn sleep_until(&self, at: Millis) {
+        Timer::at(Instant::from_millis(at)).await
+    }
+}
+
+impl<'p, 's, const N: usize> EdgeNet<'p, 's, N> {
+    /// A TCP connection to `ep`'s host and port, or a kept-alive one unless `fresh`. An
+    /// `https` endpoint is refused ([`NO_TLS`]) unless `tls_above` (the caller, `crate::tls`,
+    /// speaks TLS on it).
+    pub(crate) async fn connect_tcp(
+        &self,
+        ep: &Endpoint<'_>,
+        fresh: bool,
+        tls_above: bool,
+    ) -> Result<(EdgeConn<'p, 's, N>, bool), ConnectError> {
+        if ep.scheme() == Scheme::Https && !tls_above {
+            return Err(ConnectError::new(ConnectErrorKind::Unsupported, NO_TLS));
         }
         let key = PoolKey::of(ep);
         if !fresh && let Some(socket) = key.as_ref().and_then(|k| self.pool.take_kept(k)) {
@@ -241,27 +283,6 @@ impl<'p, 's, const N: usize> Net for EdgeNet<'p, 's, N> {
         // Established: no idle timeout (the driver's deadline bounds every wait).
         conn.socket_mut().set_timeout(None);
         Ok((conn, false))
-    }
-
-    fn recycle(&self, ep: &Endpoint<'_>, mut conn: Self::Conn) {
-        if let Some(socket) = conn.socket.take() {
-            let key = PoolKey::of(ep);
-            if key.is_some() && socket.state() == State::Established {
-                self.pool.put_back(socket, key);
-            } else {
-                let mut socket = socket;
-                socket.abort();
-                self.pool.put_back(socket, None);
-            }
-        }
-    }
-
-    fn now(&self) -> Millis {
-        Instant::now().as_millis()
-    }
-
-    async fn sleep_until(&self, at: Millis) {
-        Timer::at(Instant::from_millis(at)).await
     }
 }
 

@@ -72,7 +72,8 @@ pub struct EdgeSlot<'a> {
 
 impl<'a> EdgeSlot<'a> {
     /// A slot for `config`, in run `run_id` (the workspace of `exec`), redacting `secrets`
-    /// (given at build or boot time) and the values of the slot's static headers: every
+    /// (given at build or boot time) and the values of the slot's static headers (and the
+    /// credential of an `authorization: Bearer …` value on its own): every
     /// occurrence becomes `[REDACTED]` before anything is metered, logged or returned.
     /// More than [`MAX_SECRETS`] in all is an error, not a secret silently left out.
     pub fn new(
@@ -80,13 +81,30 @@ impl<'a> EdgeSlot<'a> {
         run_id: &'a str,
         secrets: &'a [&'a [u8]],
     ) -> Result<Self, TooManySecrets> {
-        let mut all = Vec::new();
-        let headers = config.header_values().map(str::as_bytes);
-        for s in secrets.iter().copied().chain(headers) {
-            all.push(s).map_err(|_| TooManySecrets {
+        let mut all: Vec<&'a [u8], MAX_SECRETS> = Vec::new();
+        let mut given = 0;
+        let mut add = |s: &'a [u8]| {
+            given += 1;
+            // Past the cap it is only counted, and refused below.
+            let _ = all.push(s);
+        };
+        secrets.iter().for_each(|s| add(s));
+        for v in config.header_values() {
+            add(v.as_bytes());
+            // `<scheme> <credential>` (`Bearer …`): the credential alone too, so a tool that
+            // echoes the bare token does not show it either; under 4 bytes it is no secret
+            // (the run's rule) and would scrub evidence.
+            if let Some((_, c)) = v.split_once(' ')
+                && c.trim().len() >= 4
+            {
+                add(c.trim().as_bytes());
+            }
+        }
+        if given > MAX_SECRETS {
+            return Err(TooManySecrets {
                 limit: MAX_SECRETS,
-                given: secrets.len() + config.headers.len(),
-            })?;
+                given,
+            });
         }
         let state = CellShared::new(SlotState::new(config.version, config.fallback.is_some()));
         Ok(EdgeSlot {

@@ -92,8 +92,14 @@ async fn main(spawner: Spawner) -> ! {
     let outcome = crate::size::baseline(stack, &PROBE).await;
     #[cfg(feature = "size-parse")]
     let outcome = crate::size::parse_only(stack, &PROBE).await;
-    #[cfg(not(any(feature = "size-baseline", feature = "size-parse")))]
+    #[cfg(not(any(feature = "size-baseline", feature = "size-parse", feature = "tls")))]
     let outcome = crate::probe::run(stack, &PROBE).await;
+    // The TLS handshakes draw from the hardware RNG.
+    #[cfg(all(
+        feature = "tls",
+        not(any(feature = "size-baseline", feature = "size-parse"))
+    ))]
+    let outcome = crate::probe::run(stack, &PROBE, rng).await;
     match outcome {
         Ok(good) => defmt::info!("edge-probe: done, {} probes answered", good),
         Err(why) => defmt::error!("edge-probe: {}", why),
@@ -109,6 +115,7 @@ static PROBE: crate::probe::ProbeConfig = crate::probe::ProbeConfig {
     slot: "kali",
     primary: match option_env!("EDGE_PROBE_PRIMARY") {
         Some(u) => u,
+        None if cfg!(feature = "tls") => "https://mcp-tools.local:8443",
         None => "http://mcp-tools.local:8080",
     },
     fallback: option_env!("EDGE_PROBE_FALLBACK"),
@@ -127,6 +134,8 @@ static PROBE: crate::probe::ProbeConfig = crate::probe::ProbeConfig {
         Some(t) => core::slice::from_ref(t),
         None => &[],
     },
+    #[cfg(feature = "tls")]
+    ca_der: include_bytes!(concat!(env!("OUT_DIR"), "/ca.der")),
 };
 
 const TOKEN_STR: Option<&str> = option_env!("EDGE_PROBE_TOKEN");

@@ -7,6 +7,8 @@
 //!     --primary http://192.0.2.1:8001 --fallback http://192.0.2.1:8002 --count 3 --period 5
 //! ```
 //! `EDGE_PROBE_TOKEN` (read at start) is sent as `authorization: Bearer …` and redacted.
+//! With `--features tls`, `https://` endpoints are verified against the DER file that
+//! `EDGE_PROBE_CA` names (read at start).
 
 use embassy_executor::{Executor, Spawner};
 use embassy_net::{Config, Ipv4Address, Ipv4Cidr, Runner, StackResources, StaticConfigV4};
@@ -117,6 +119,15 @@ fn parse_args() -> Args {
             run_id: "edge-probe-host",
             headers,
             secrets,
+            #[cfg(feature = "tls")]
+            ca_der: match std::env::var("EDGE_PROBE_CA") {
+                Ok(path) => Box::leak(
+                    std::fs::read(&path)
+                        .unwrap_or_else(|e| fail(&format!("read EDGE_PROBE_CA {path}: {e}")))
+                        .into_boxed_slice(),
+                ),
+                Err(_) => &[],
+            },
         })),
     }
 }
@@ -132,7 +143,12 @@ async fn probe_task(stack: embassy_net::Stack<'static>, cfg: &'static ProbeConfi
     if let Some(c) = stack.config_v4() {
         println!("edge-probe: address {}", c.address);
     }
-    match probe::run(stack, cfg).await {
+    #[cfg(not(feature = "tls"))]
+    let outcome = probe::run(stack, cfg).await;
+    // On Linux the handshake randomness comes from the OS (on the board: the hardware RNG).
+    #[cfg(feature = "tls")]
+    let outcome = probe::run(stack, cfg, rand_core::OsRng).await;
+    match outcome {
         Ok(good) => {
             println!("edge-probe: done, {good} probes answered");
             std::process::exit(if good > 0 { 0 } else { 1 })

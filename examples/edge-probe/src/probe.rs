@@ -36,6 +36,9 @@ pub struct ProbeConfig {
     pub headers: &'static [(&'static str, &'static str)],
     /// Secrets of the run, given at build or boot time.
     pub secrets: &'static [&'static [u8]],
+    /// The pinned CA for `https` endpoints (DER, ECDSA P-256; feature `tls`).
+    #[cfg(feature = "tls")]
+    pub ca_der: &'static [u8],
 }
 
 /// Logs on the device through defmt, on Linux to stdout.
@@ -56,10 +59,19 @@ static POOL: StaticCell<SocketPool<'static, SOCKETS>> = StaticCell::new();
 pub(crate) static CALL: ConstStaticCell<ProbeCallStorage> =
     ConstStaticCell::new(ProbeCallStorage::new());
 pub(crate) static ARGS: ConstStaticCell<[u8; 512]> = ConstStaticCell::new([0; 512]);
+/// One TLS connection's buffers (a whole TLS record to read, 2 KiB to write).
+#[cfg(feature = "tls")]
+pub(crate) static TLS: ConstStaticCell<verifi_mcp_embassy::TlsStorage> =
+    ConstStaticCell::new(verifi_mcp_embassy::TlsStorage::new());
 
 /// Runs the probe on `stack` (already configured) until `count` probes are done.
-/// Returns how many probes succeeded; `Err` when an endpoint does not parse.
-pub async fn run(stack: Stack<'static>, cfg: &'static ProbeConfig) -> Result<u32, &'static str> {
+/// Returns how many probes succeeded; `Err` when an endpoint does not parse. With `tls`,
+/// `rng` (the board's hardware RNG) feeds the TLS handshakes.
+pub async fn run(
+    stack: Stack<'static>,
+    cfg: &'static ProbeConfig,
+    #[cfg(feature = "tls")] rng: impl verifi_mcp_embassy::CryptoRngCore,
+) -> Result<u32, &'static str> {
     let [rx0, rx1] = RX.take();
     let [tx0, tx1] = TX.take();
     let pool = POOL.init(SocketPool::new(
@@ -67,6 +79,20 @@ pub async fn run(stack: Stack<'static>, cfg: &'static ProbeConfig) -> Result<u32
         [(&mut rx0[..], &mut tx0[..]), (&mut rx1[..], &mut tx1[..])],
     ));
     let net = EdgeNet::new(pool);
+    #[cfg(feature = "tls")]
+    let tls = {
+        use verifi_mcp_embassy::{TlsPool, Trust};
+        // black_box: the CA is data the linker embeds, never a constant to fold away.
+        let ca = core::hint::black_box(cfg.ca_der);
+        let https = |u: &str| u.starts_with("https://");
+        if ca.is_empty() && (https(cfg.primary) || cfg.fallback.is_some_and(https)) {
+            return Err("an https endpoint needs a pinned CA: build with EDGE_PROBE_CA=ca.der");
+        }
+        TlsPool::new([TLS.take().buffers()], Trust::pinned_ca(ca), rng)
+    };
+    // https endpoints over TLS, http ones over the same sockets as before.
+    #[cfg(feature = "tls")]
+    let net = verifi_mcp_embassy::TlsNet::new(&net, &tls);
     let call = CALL.take();
     let scratch = ARGS.take();
 
