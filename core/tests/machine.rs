@@ -1158,3 +1158,37 @@ fn concurrent_2026_calls_share_one_probe_and_one_tool_list() {
     assert_eq!(seen.methods(), ["POST:tools/call"]);
     assert!(first.outcome().is_ok() && second.outcome().is_ok());
 }
+
+/// Found by the `machine` fuzz target: a call that timed out keeps its failure when the
+/// courtesy `notifications/cancelled` fails too (it was lost, and the call looked answered).
+#[test]
+fn a_timed_out_call_stays_timed_out_when_its_cancel_fails() {
+    let c = cfg(false);
+    let mut slot = SlotState::new(c.version, false);
+    let secrets: [&str; 0] = [];
+    let mut store = Store::new();
+    let mut bufs = store.bufs();
+    let mut op = Op::call(&c, &mut bufs, &secrets, "scan", None);
+    let seen = run(
+        &mut op,
+        &mut slot,
+        0,
+        with_handshake(|req, _| {
+            if req.contains("notifications/cancelled") {
+                Reply::Close
+            } else {
+                Reply::Silence
+            }
+        }),
+    );
+    assert_eq!(
+        seen.methods().last().unwrap(),
+        "POST:notifications/cancelled"
+    );
+    assert!(
+        matches!(op.failure(), Some(Failure::TimedOut)),
+        "{:?}",
+        op.failure()
+    );
+    assert_eq!(op.answer(), None);
+}

@@ -919,9 +919,12 @@ where
                 })
             }
             Wire::Idle => {
+                let courtesy = matches!(purpose, Purpose::Cancel | Purpose::Courtesy);
                 let result = match self.trip.take() {
                     Some(TripEnd::Done) => Ok(true),
                     Some(TripEnd::Ended) => Ok(false),
+                    // A courtesy's failure was never kept: the attempt's own stays.
+                    _ if courtesy => Err(Failure::NoResponse),
                     _ => Err(self.failure.take().unwrap_or(Failure::NoResponse)),
                 };
                 self.trip_done(slot, now, purpose, result);
