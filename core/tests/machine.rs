@@ -106,6 +106,8 @@ struct Seen {
     /// Each connect: (server, fresh).
     connects: Vec<(Target, bool)>,
     reports: Vec<AttemptOutcome>,
+    /// When each request was written.
+    times: Vec<u64>,
     /// When the op ended.
     ended_at: u64,
 }
@@ -208,6 +210,7 @@ fn run<F: FnMut(Option<(Value<'_>, &[u8])>)>(
                 let req = String::from_utf8_lossy(op.transmit()).into_owned();
                 let target = seen.connects.last().map_or(Target::Primary, |c| c.0);
                 seen.requests.push((target, req.clone()));
+                seen.times.push(now);
                 pending = Some(server(&req));
                 closing = false;
                 op.handle_sent(now, true);
@@ -770,7 +773,7 @@ fn auto_probes_once_then_speaks_2026_with_meta_and_headers() {
             );
             assert!(probe.contains("mcp-method: server/discover\r\n"), "{probe}");
             assert!(
-                probe.contains(r#""params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"verifi-harness-sdk","version":"1.0.0"},"io.modelcontextprotocol/clientCapabilities":{}}}"#),
+                probe.contains(r#""params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"verifi-harness-sdk","version":"1.0.0"},"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}}"#),
                 "{probe}"
             );
         }
@@ -1191,4 +1194,283 @@ fn a_timed_out_call_stays_timed_out_when_its_cancel_fails() {
         op.failure()
     );
     assert_eq!(op.answer(), None);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tasks (the 2026 era's tasks extension).
+
+const TASK: &str = "tsk-6NkSxChLt69";
+
+fn task_created(id: u64, interval: u64) -> Reply {
+    json(&format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"result":{{"taskId":"{TASK}","status":"working","createdAt":"t","lastUpdatedAt":"t","ttlMs":900000,"pollIntervalMs":{interval},"resultType":"task"}}}}"#
+    ))
+}
+
+fn task_status(id: u64, status: &str, extra: &str) -> Reply {
+    json(&format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"result":{{"taskId":"{TASK}","status":"{status}","resultType":"complete"{extra}}}}}"#
+    ))
+}
+
+/// A 2026 server whose `tools/call` becomes a task; `poll(n, req)` answers the n-th
+/// `tasks/get` (from 0), `cancel` counts `tasks/cancel`.
+fn task_server(
+    interval: u64,
+    mut poll: impl FnMut(usize, &str, u64) -> Reply,
+) -> impl FnMut(&str) -> Reply {
+    let mut polls = 0;
+    modern_server(move |req, id| match method_of(req).as_str() {
+        "POST:tools/call" => task_created(id, interval),
+        "POST:tasks/get" => {
+            polls += 1;
+            poll(polls - 1, req, id)
+        }
+        "POST:tasks/cancel" => task_status(id, "cancelled", ""),
+        other => panic!("unexpected {other}"),
+    })
+}
+
+fn count(seen: &Seen, method: &str) -> usize {
+    seen.methods().iter().filter(|m| *m == method).count()
+}
+
+#[test]
+fn a_task_is_polled_to_its_result_which_is_redacted_and_the_tool_ran_once() {
+    let c = auto_cfg();
+    let mut slot = SlotState::new(c.version, false);
+    let secrets = ["hunter2-secret"];
+    let mut store = Store::new();
+    let mut bufs = store.bufs();
+    let mut op = Op::call(&c, &mut bufs, &secrets, "echo", None);
+    let seen = run(
+        &mut op,
+        &mut slot,
+        0,
+        task_server(200, |n, req, id| {
+            assert!(req.contains(&format!("mcp-name: {TASK}\r\n")), "{req}");
+            assert!(req.contains(r#""io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}"#), "{req}");
+            if n < 2 {
+                task_status(id, "working", "")
+            } else {
+                task_status(
+                    id,
+                    "completed",
+                    r#","result":{"content":[{"type":"text","text":"scanned; key hunter2-secret"}],"isError":false,"resultType":"complete"}"#,
+                )
+            }
+        }),
+    );
+    assert!(op.outcome().is_ok(), "{:?}", op.failure());
+    assert_eq!(op.answer(), Some(Answer::Result { is_error: false }));
+    assert_eq!(count(&seen, "POST:tools/call"), 1);
+    assert_eq!(count(&seen, "POST:tasks/get"), 3);
+    // The first poll at once, then a ramp from the floor.
+    let polls: Vec<u64> = seen
+        .requests
+        .iter()
+        .zip(&seen.times)
+        .filter(|((_, r), _)| method_of(r) == "POST:tasks/get")
+        .map(|(_, t)| *t)
+        .collect();
+    assert_eq!(polls[0], 0);
+    assert!(polls.windows(2).all(|w| w[1] - w[0] >= 20), "{polls:?}");
+    drop(op);
+    assert_eq!(bufs.text.bytes(), b"scanned; key [REDACTED]");
+}
+
+#[test]
+fn a_tool_error_and_a_failed_task_say_the_tools_and_the_servers_words() {
+    for (status, extra, want) in [
+        (
+            "completed",
+            r#","result":{"content":[{"type":"text","text":"nmap: host down"}],"isError":true}"#,
+            Answer::Result { is_error: true },
+        ),
+        (
+            "failed",
+            r#","error":{"code":-32000,"message":"scanner crashed"}"#,
+            Answer::Refused {
+                code: -32000,
+                unknown_tool: false,
+            },
+        ),
+    ] {
+        let c = auto_cfg();
+        let mut slot = SlotState::new(c.version, false);
+        let secrets: [&str; 0] = [];
+        let mut store = Store::new();
+        let mut bufs = store.bufs();
+        let mut op = Op::call(&c, &mut bufs, &secrets, "echo", None);
+        run(
+            &mut op,
+            &mut slot,
+            0,
+            task_server(20, |_, _, id| task_status(id, status, extra)),
+        );
+        assert_eq!(op.answer(), Some(want), "{status}");
+        drop(op);
+        if status == "failed" {
+            assert_eq!(
+                bufs.error.bytes(),
+                b"JSON-RPC error -32000: scanner crashed"
+            );
+        } else {
+            assert_eq!(bufs.text.bytes(), b"nmap: host down");
+        }
+    }
+}
+
+#[test]
+fn a_reset_between_polls_loses_nothing_and_a_zero_interval_does_not_spin() {
+    let c = auto_cfg();
+    let mut slot = SlotState::new(c.version, false);
+    let secrets: [&str; 0] = [];
+    let mut store = Store::new();
+    let mut bufs = store.bufs();
+    let mut op = Op::call(&c, &mut bufs, &secrets, "echo", None);
+    let seen = run(
+        &mut op,
+        &mut slot,
+        0,
+        task_server(0, |n, _, id| match n {
+            1 => Reply::Close,
+            _ if n < 40 => task_status(id, "working", r#","pollIntervalMs":0"#),
+            _ => task_status(
+                id,
+                "completed",
+                r#","result":{"content":[{"type":"text","text":"done"}]}"#,
+            ),
+        }),
+    );
+    assert!(op.outcome().is_ok(), "{:?}", op.failure());
+    assert_eq!(count(&seen, "POST:tools/call"), 1, "the tool ran once");
+    // 41 polls (the first at once) at a 20 ms floor take at least 0.78 s: a 1 s task gets at
+    // most ~50.
+    assert!(
+        seen.ended_at >= 39 * 20,
+        "polls spun: ended at {} ms",
+        seen.ended_at
+    );
+}
+
+#[test]
+fn at_the_deadline_a_task_gets_exactly_one_cancel_and_the_error_names_it() {
+    let c = auto_cfg();
+    let mut slot = SlotState::new(c.version, false);
+    let secrets: [&str; 0] = [];
+    let mut store = Store::new();
+    let mut bufs = store.bufs();
+    let mut op = Op::call(&c, &mut bufs, &secrets, "echo", None);
+    // An interval of 10^9 ms is capped by the deadline.
+    let seen = run(
+        &mut op,
+        &mut slot,
+        0,
+        task_server(1_000_000_000, |_, _, id| task_status(id, "working", "")),
+    );
+    assert_eq!(count(&seen, "POST:tasks/cancel"), 1);
+    assert_eq!(
+        seen.methods().last().unwrap(),
+        "POST:tasks/cancel",
+        "no poll after it"
+    );
+    let text = op.failure().unwrap().to_string();
+    assert!(text.contains("timed out") && text.contains(TASK), "{text}");
+    assert!(
+        seen.ended_at <= 10_000 + 1_000,
+        "ended at {}",
+        seen.ended_at
+    );
+}
+
+#[test]
+fn an_expired_task_a_cancelled_task_and_input_required_end_the_call_clearly() {
+    let secrets: [&str; 0] = [];
+    // Unknown or expired: 400 with -32602.
+    let c = auto_cfg();
+    let mut slot = SlotState::new(c.version, false);
+    let mut store = Store::new();
+    let mut bufs = store.bufs();
+    let mut op = Op::call(&c, &mut bufs, &secrets, "echo", None);
+    let seen = run(
+        &mut op,
+        &mut slot,
+        0,
+        task_server(20, |_, _, id| error_body(400, -32602, &id.to_string())),
+    );
+    let text = op.failure().unwrap().to_string();
+    assert!(
+        text.contains("not found or expired") && text.contains(TASK),
+        "{text}"
+    );
+    assert_eq!(count(&seen, "POST:tools/call"), 1, "no new tools/call");
+    // input_required with no handler: one tasks/cancel, no tasks/update.
+    let mut store = Store::new();
+    let mut bufs = store.bufs();
+    let mut op = Op::call(&c, &mut bufs, &secrets, "echo", None);
+    let seen = run(
+        &mut op,
+        &mut slot,
+        0,
+        task_server(20, |_, _, id| {
+            task_status(
+                id,
+                "input_required",
+                r#","inputRequests":{"q":{"method":"elicitation/create","params":{"message":"Which subnet?"}}}"#,
+            )
+        }),
+    );
+    assert_eq!(count(&seen, "POST:tasks/cancel"), 1);
+    assert!(!seen.methods().iter().any(|m| m.contains("tasks/update")));
+    let text = op.failure().unwrap().to_string();
+    assert!(
+        text.contains("input") && text.contains("Which subnet?"),
+        "{text}"
+    );
+}
+
+#[test]
+fn with_tasks_off_a_task_reply_is_a_failure_and_never_polled() {
+    let mut c = auto_cfg();
+    c.capabilities.tasks = false;
+    let mut slot = SlotState::new(c.version, false);
+    let secrets: [&str; 0] = [];
+    let mut store = Store::new();
+    let mut bufs = store.bufs();
+    let mut op = Op::call(&c, &mut bufs, &secrets, "echo", None);
+    let seen = run(
+        &mut op,
+        &mut slot,
+        0,
+        task_server(20, |_, _, _| panic!("never polled")),
+    );
+    assert!(!seen.requests[0].1.contains("io.modelcontextprotocol/tasks"));
+    let text = op.failure().unwrap().to_string();
+    assert!(text.contains("task"), "{text}");
+}
+
+#[test]
+fn a_task_never_fails_over_and_a_lost_server_is_named_with_the_task() {
+    let mut c = auto_cfg();
+    c.fallback = Some(Endpoint::parse_base("http://127.0.0.1:9000").unwrap());
+    c.fallback_label = "http://127.0.0.1:9000";
+    let mut slot = SlotState::new(c.version, true);
+    let secrets: [&str; 0] = [];
+    let mut store = Store::new();
+    let mut bufs = store.bufs();
+    let mut op = Op::call(&c, &mut bufs, &secrets, "echo", None);
+    let seen = run(
+        &mut op,
+        &mut slot,
+        0,
+        task_server(20, |_, _, _| Reply::Close),
+    );
+    let text = op.failure().unwrap().to_string();
+    assert!(text.contains(TASK) && text.contains("lost"), "{text}");
+    assert!(
+        seen.requests.iter().all(|(t, _)| *t == Target::Primary),
+        "nothing went to the fallback"
+    );
+    assert_eq!(count(&seen, "POST:tools/call"), 1);
 }

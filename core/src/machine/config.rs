@@ -163,7 +163,12 @@ impl<'a> SlotConfig<'a> {
             idle_timeout_ms: Some(DEFAULT_IDLE_TIMEOUT_MS),
             in_flight: None,
             era: EraSetting::Auto,
-            capabilities: ClientCapabilities::default(),
+            // The tasks extension is declared by default (2026 era): a long tool can run as a
+            // task that outlives a dropped connection.
+            capabilities: ClientCapabilities {
+                tasks: true,
+                ..ClientCapabilities::default()
+            },
         }
     }
 

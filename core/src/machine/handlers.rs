@@ -127,6 +127,12 @@ pub(super) enum Body<'x> {
     Discover {
         id: u64,
     },
+    /// `tasks/get` or `tasks/cancel` (the tasks extension) of a task.
+    Task {
+        id: u64,
+        method: &'static str,
+        task: &'x str,
+    },
     None,
 }
 
@@ -162,6 +168,15 @@ impl<'x> Body<'x> {
                 crate::buf::put_u64(out, *id)?;
                 out.put(b",\"method\":\"server/discover\"}")
             }
+            Body::Task { id, method, task } => {
+                out.put(b"{\"jsonrpc\":\"2.0\",\"id\":")?;
+                crate::buf::put_u64(out, *id)?;
+                out.put(b",\"method\":\"")?;
+                out.put(method.as_bytes())?;
+                out.put(b"\",\"params\":{\"taskId\":")?;
+                crate::wire::json::write_str_literal(out, task)?;
+                out.put(b"}}")
+            }
             Body::None => Ok(()),
         }
     }
@@ -183,6 +198,7 @@ impl<'x> Body<'x> {
             Body::ToolsCall { tool, .. } => ("tools/call", Some(tool)),
             Body::Cancelled { .. } => ("notifications/cancelled", None),
             Body::Discover { .. } => ("server/discover", None),
+            Body::Task { method, task, .. } => (method, Some(task)),
             Body::None => ("", None),
         }
     }
@@ -529,6 +545,36 @@ pub(super) struct CallHandler<'x, B: Buf, Sec: AsRef<[u8]>> {
     pub(super) listing: bool,
     /// The listed page came and has a next one.
     pub(super) list_page: Option<bool>,
+    /// The call declared the tasks extension (a `resultType: "task"` reply is then taken).
+    pub(super) tasks: bool,
+    /// The task this call became, once the server answered with one.
+    pub(super) task: Option<TaskRef>,
+    /// Reading `tasks/get` replies: what the last one said, when it was not the result.
+    pub(super) polling: bool,
+    pub(super) task_status: Option<TaskStatus>,
+}
+
+/// The longest task id kept (longer ones are a malformed reply).
+pub(super) const MAX_TASK_ID: usize = 64;
+
+/// A task a call became: its id and the server's poll interval.
+#[derive(Debug, Clone)]
+pub(super) struct TaskRef {
+    pub(super) id: String<MAX_TASK_ID>,
+    pub(super) interval_ms: u64,
+}
+
+/// What a `tasks/get` said, when it was not the result.
+#[derive(Debug, Clone)]
+pub(super) enum TaskStatus {
+    /// Not done yet (`working`, or any other status that is not an end).
+    Working,
+    /// `cancelled`.
+    Cancelled,
+    /// `input_required`: what the server asked for.
+    InputRequired(crate::wire::failure::Detail),
+    /// A JSON-RPC error: the task is unknown or expired.
+    Gone,
 }
 
 impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
@@ -551,6 +597,96 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
             progress_token: cfg.progress_extends_to_ms.is_some() || cfg.on_progress.is_some(),
             listing: false,
             list_page: None,
+            tasks: cfg.capabilities.tasks,
+            task: None,
+            polling: false,
+            task_status: None,
+        }
+    }
+
+    /// A task's poll interval from a task object (`pollIntervalMs`, absent: none given).
+    fn interval_of(task: Value<'_>) -> u64 {
+        task.get("pollIntervalMs")
+            .and_then(|v| v.as_u64())
+            .unwrap_or(1_000)
+    }
+
+    /// The tool's result (inline in a task's `result`, or the reply itself): flattened and
+    /// redacted into `text`.
+    fn take_result(&mut self, result: Value<'_>) -> Result<Answer, Untaken> {
+        self.text.clear();
+        let mut redactor = Redactor::new(self.secrets);
+        let mut sink = redactor.sink(&mut *self.text);
+        let flat = content::flatten(result, &mut sink).map_err(|e| match e {
+            content::ContentError::Overflow(o) => Untaken::TextTooLarge(o),
+            _ => Untaken::NotAnObject,
+        });
+        flat.and_then(|f| {
+            sink.finish()
+                .map_err(Untaken::TextTooLarge)
+                .map(|_| Answer::Result {
+                    is_error: f.is_error,
+                })
+        })
+    }
+
+    /// A JSON-RPC error as the call's refusal: its line, redacted, into `error`.
+    fn take_refusal(
+        &mut self,
+        code: i64,
+        message: &crate::wire::json::JsonStr<'_>,
+        unknown_tool: bool,
+    ) -> Answer {
+        self.error.clear();
+        let mut line = StrSink::<ERROR_LINE_BYTES>::default();
+        // A message longer than the line is cut, and the cut marked; the code fits.
+        if crate::harness::result::write_rpc_error(&mut line, code, message).is_err() {
+            mark_cut(&mut line);
+        }
+        let _ = redact_into(self.secrets, line.as_str().as_bytes(), self.error);
+        Answer::Refused { code, unknown_tool }
+    }
+
+    /// One `tasks/get` reply.
+    fn on_task_poll(&mut self, outcome: Outcome<'_>) {
+        let result = match outcome {
+            Outcome::Error(_) => {
+                self.task_status = Some(TaskStatus::Gone);
+                return;
+            }
+            Outcome::Result(r) => r,
+        };
+        let status = result.get("status").and_then(|s| s.as_str());
+        let status = status.and_then(|s| s.as_plain()).unwrap_or("");
+        if let Some(task) = self.task.as_mut() {
+            task.interval_ms = Self::interval_of(result);
+        }
+        match status {
+            "completed" => {
+                self.answer = Some(match result.get("result") {
+                    Some(inner) => self.take_result(inner),
+                    None => Err(Untaken::NotAnObject),
+                });
+            }
+            "failed" => {
+                let error = result.get("error");
+                let code = error
+                    .and_then(|e| e.get("code"))
+                    .and_then(|c| c.as_i64())
+                    .unwrap_or(-32603);
+                let message = error
+                    .and_then(|e| e.get("message"))
+                    .and_then(|m| m.as_str());
+                self.answer = Some(match message {
+                    Some(m) => Ok(self.take_refusal(code, &m, false)),
+                    None => Err(Untaken::NotAnObject),
+                });
+            }
+            "cancelled" => self.task_status = Some(TaskStatus::Cancelled),
+            "input_required" => {
+                self.task_status = Some(TaskStatus::InputRequired(input_asked(result)));
+            }
+            _ => self.task_status = Some(TaskStatus::Working),
         }
     }
 
@@ -603,6 +739,9 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
 
     /// A new attempt: nothing of the last one is kept.
     pub(super) fn begin_attempt(&mut self) {
+        self.task = None;
+        self.polling = false;
+        self.task_status = None;
         self.text.clear();
         self.error.clear();
         if let Some(raw) = self.raw.as_deref_mut() {
@@ -627,6 +766,10 @@ impl<B: Buf, Sec: AsRef<[u8]>> OnMessage for CallHandler<'_, B, Sec> {
                 self.on_list_page(outcome)?;
                 return Ok(Verdict::Done);
             }
+            Lookup::Ours(outcome) if self.polling => {
+                self.on_task_poll(outcome);
+                return Ok(Verdict::Done);
+            }
             Lookup::Ours(outcome) => outcome,
             Lookup::OtherResponse => return Ok(Verdict::Hold),
             Lookup::Other(_) if self.listing => return Ok(Verdict::Continue),
@@ -649,40 +792,34 @@ impl<B: Buf, Sec: AsRef<[u8]>> OnMessage for CallHandler<'_, B, Sec> {
             redact_into(self.secrets, msg, raw)
                 .map_err(|o| Failure::TooLarge(BufferName::Raw, o))?;
         }
+        // A task (the tasks extension): taken only when this call declared it.
+        if let Outcome::Result(result) = outcome
+            && self.tasks
+            && result_type(result) == Some("task")
+        {
+            let id = result
+                .get("taskId")
+                .and_then(|t| t.as_str())
+                .and_then(|t| t.as_plain())
+                .filter(|t| !t.is_empty() && t.len() <= MAX_TASK_ID);
+            match id {
+                Some(id) => {
+                    self.task = Some(TaskRef {
+                        id: truncated(id),
+                        interval_ms: Self::interval_of(result),
+                    });
+                }
+                None => self.answer = Some(Err(Untaken::NotAnObject)),
+            }
+            return Ok(Verdict::Done);
+        }
         self.answer = Some(match outcome {
             Outcome::Result(result) if result_type(result).is_some_and(|t| t != "complete") => {
                 Err(untaken_result_type(result))
             }
-            Outcome::Result(result) => {
-                self.text.clear();
-                let mut redactor = Redactor::new(self.secrets);
-                let mut sink = redactor.sink(&mut *self.text);
-                let flat = content::flatten(result, &mut sink).map_err(|e| match e {
-                    content::ContentError::Overflow(o) => Untaken::TextTooLarge(o),
-                    _ => Untaken::NotAnObject,
-                });
-                flat.and_then(|f| {
-                    sink.finish()
-                        .map_err(Untaken::TextTooLarge)
-                        .map(|_| Answer::Result {
-                            is_error: f.is_error,
-                        })
-                })
-            }
+            Outcome::Result(result) => self.take_result(result),
             Outcome::Error(err) => {
-                self.error.clear();
-                let mut line = StrSink::<ERROR_LINE_BYTES>::default();
-                // A message longer than the line is cut, and the cut marked; the code fits.
-                if crate::harness::result::write_rpc_error(&mut line, err.code, &err.message)
-                    .is_err()
-                {
-                    mark_cut(&mut line);
-                }
-                let _ = redact_into(self.secrets, line.as_str().as_bytes(), self.error);
-                Ok(Answer::Refused {
-                    code: err.code,
-                    unknown_tool: jsonrpc::is_unknown_tool(&err),
-                })
+                Ok(self.take_refusal(err.code, &err.message, jsonrpc::is_unknown_tool(&err)))
             }
         });
         Ok(Verdict::Done)
@@ -698,39 +835,42 @@ fn result_type<'v>(result: Value<'v>) -> Option<&'v str> {
 /// Why a result of another `resultType` than `complete` is not the call's answer.
 fn untaken_result_type(result: Value<'_>) -> Untaken {
     match result_type(result) {
-        Some("input_required") => {
-            // What the server asked for: each request's method (and message), cut to fit.
-            let mut asked = StrSink::<DETAIL_BYTES>::default();
-            let requests = result.get("inputRequests");
-            let mut first = true;
-            let each = requests.into_iter().flat_map(|r| {
-                // An object of named requests, or an array of them.
-                r.members().map(|(_, v)| v).chain(r.elements())
-            });
-            for request in each {
-                if !first {
-                    let _ = asked.put(b"; ");
-                }
-                first = false;
-                if let Some(m) = request.get("method").and_then(|m| m.as_str()) {
-                    let _ = m.unescape_into(&mut asked);
-                }
-                if let Some(msg) = request
-                    .get("params")
-                    .and_then(|p| p.get("message"))
-                    .and_then(|m| m.as_str())
-                {
-                    let _ = asked.put(b": ");
-                    let _ = msg.unescape_into(&mut asked);
-                }
-            }
-            if first {
-                let _ = asked.put(b"input");
-            }
-            Untaken::InputRequired(truncated(asked.as_str()))
-        }
+        Some("input_required") => Untaken::InputRequired(input_asked(result)),
         other => Untaken::ResultType(truncated(other.unwrap_or(""))),
     }
+}
+
+/// What a server asked for in `inputRequests`: each request's method (and message), cut to
+/// fit.
+pub(super) fn input_asked(result: Value<'_>) -> crate::wire::failure::Detail {
+    let mut asked = StrSink::<DETAIL_BYTES>::default();
+    let requests = result.get("inputRequests");
+    let mut first = true;
+    let each = requests.into_iter().flat_map(|r| {
+        // An object of named requests, or an array of them.
+        r.members().map(|(_, v)| v).chain(r.elements())
+    });
+    for request in each {
+        if !first {
+            let _ = asked.put(b"; ");
+        }
+        first = false;
+        if let Some(m) = request.get("method").and_then(|m| m.as_str()) {
+            let _ = m.unescape_into(&mut asked);
+        }
+        if let Some(msg) = request
+            .get("params")
+            .and_then(|p| p.get("message"))
+            .and_then(|m| m.as_str())
+        {
+            let _ = asked.put(b": ");
+            let _ = msg.unescape_into(&mut asked);
+        }
+    }
+    if first {
+        let _ = asked.put(b"input");
+    }
+    truncated(asked.as_str())
 }
 
 /// Ends a cut line with `…` (dropping what it takes to make room).

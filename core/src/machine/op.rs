@@ -107,6 +107,10 @@ enum Purpose {
     },
     /// `tools/list` pages read for `x-mcp-header` annotations before a 2026 `tools/call`.
     HeaderList,
+    /// `tasks/get` of the task the call became.
+    TaskGet,
+    /// `tasks/cancel` at the deadline (best effort; the call's failure is kept).
+    TaskCancel,
     Initialize {
         attempt: u32,
     },
@@ -135,6 +139,10 @@ enum Stage {
     },
     /// Another op lists the server's tools for their annotations (2026 era).
     WaitList,
+    /// The call became a task: the next `tasks/get` at `at`.
+    TaskWait {
+        at: Millis,
+    },
     /// A round trip; `Op::wire` says where it is.
     Trip(Purpose),
     /// Waiting for a `retry-after` time, then the request again.
@@ -193,6 +201,11 @@ fn error_code(body: &[u8]) -> Option<i64> {
     v.get("error")?.get("code")?.as_i64()
 }
 
+/// The shortest wait between two `tasks/get` (a `pollIntervalMs` of 0 must not spin).
+const TASK_POLL_FLOOR_MS: Millis = 20;
+/// `tasks/get` failures in a row after which the task's server is taken as lost.
+const MAX_TASK_POLL_FAILURES: u32 = 3;
+
 /// FNV-1a, 64 bits: a list remembers its last cursors by hash, not by copy.
 fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
@@ -241,6 +254,9 @@ pub struct Op<'o, B: Buf, Sec: AsRef<[u8]>, F: FnMut(Option<(Value<'_>, &[u8])>)
     reprobed: bool,
     relisted: bool,
     list_pages: u32,
+    /// `tasks/get` polls sent, and failed in a row.
+    task_polls: u32,
+    task_failures: u32,
 }
 
 impl<'o, B: Buf, Sec: AsRef<[u8]>> Op<'o, B, Sec> {
@@ -365,6 +381,8 @@ where
             reprobed: false,
             relisted: false,
             list_pages: 0,
+            task_polls: 0,
+            task_failures: 0,
         }
     }
 }
@@ -539,6 +557,26 @@ where
                 self.timeout = self.deadline.at;
                 Some(Action::Sleep { slot: true })
             }
+            Stage::TaskWait { .. } if now >= self.deadline.at => {
+                self.task_timed_out(now);
+                None
+            }
+            Stage::TaskWait { at } if now < at => {
+                self.timeout = at;
+                Some(Action::Sleep { slot: false })
+            }
+            Stage::TaskWait { .. } => {
+                self.id = slot.next_id();
+                let id = self.id;
+                if let Job::Call { handler, .. } = &mut self.job {
+                    handler.renumber(id);
+                    handler.polling = true;
+                    handler.task_status = None;
+                }
+                self.task_polls += 1;
+                self.start_trip(Purpose::TaskGet, now);
+                None
+            }
             Stage::Trip(purpose) => self.trip_step(slot, now, purpose),
             Stage::RetryWait { at } | Stage::ResumeWait { at } if now < at => {
                 self.timeout = at;
@@ -688,6 +726,10 @@ where
     /// `x-mcp-header` annotations, then the call carries its tool's.
     fn start_main(&mut self, slot: &mut SlotState, now: Millis) {
         let (modern, target) = (self.modern(), self.target);
+        if let Job::Call { handler, .. } = &mut self.job {
+            // The tasks extension is declared (and a task taken) in the 2026 era only.
+            handler.tasks = modern && self.cfg.capabilities.tasks;
+        }
         if let Job::Call { handler, tool, .. } = &mut self.job
             && modern
         {
@@ -744,8 +786,11 @@ where
     fn start_trip(&mut self, purpose: Purpose, now: Millis) {
         self.stage = Stage::Trip(purpose);
         self.trip = None;
-        self.courtesy =
-            matches!(purpose, Purpose::Cancel | Purpose::Courtesy).then(|| Deadline::courtesy(now));
+        self.courtesy = matches!(
+            purpose,
+            Purpose::Cancel | Purpose::Courtesy | Purpose::TaskCancel
+        )
+        .then(|| Deadline::courtesy(now));
         match self.write_request(purpose) {
             Ok(()) => self.wire = Wire::Connect { fresh: false },
             Err(f) => {
@@ -772,6 +817,28 @@ where
                         list: ListMethod::Tools,
                         cursor: (self.list_pages > 0)
                             .then(|| super::handlers::as_text(&*handler.text)),
+                    },
+                    _ => Body::None,
+                },
+            ),
+            Purpose::TaskGet | Purpose::TaskCancel => Trip::post(
+                ep,
+                snap,
+                match &self.job {
+                    Job::Call {
+                        handler:
+                            CallHandler {
+                                task: Some(task), ..
+                            },
+                        ..
+                    } => Body::Task {
+                        id,
+                        method: if purpose == Purpose::TaskGet {
+                            "tasks/get"
+                        } else {
+                            "tasks/cancel"
+                        },
+                        task: task.id.as_str(),
                     },
                     _ => Body::None,
                 },
@@ -919,7 +986,10 @@ where
                 })
             }
             Wire::Idle => {
-                let courtesy = matches!(purpose, Purpose::Cancel | Purpose::Courtesy);
+                let courtesy = matches!(
+                    purpose,
+                    Purpose::Cancel | Purpose::Courtesy | Purpose::TaskCancel
+                );
                 let result = match self.trip.take() {
                     Some(TripEnd::Done) => Ok(true),
                     Some(TripEnd::Ended) => Ok(false),
@@ -1021,12 +1091,14 @@ where
                 let handler: &mut dyn OnMessage = match purpose {
                     Purpose::Initialize { .. } => &mut self.init,
                     Purpose::Probe { .. } => &mut self.probe,
-                    Purpose::Main | Purpose::Resume | Purpose::HeaderList => match &mut self.job {
-                        Job::Call { handler, .. } => handler,
-                        Job::List { handler, .. } => handler,
-                        Job::Request(handler) => handler,
-                        Job::Close(_) | Job::Cancel(_) => &mut accept,
-                    },
+                    Purpose::Main | Purpose::Resume | Purpose::HeaderList | Purpose::TaskGet => {
+                        match &mut self.job {
+                            Job::Call { handler, .. } => handler,
+                            Job::List { handler, .. } => handler,
+                            Job::Request(handler) => handler,
+                            Job::Close(_) | Job::Cancel(_) => &mut accept,
+                        }
+                    }
                     _ => &mut accept,
                 };
                 let step = if n == 0 {
@@ -1172,7 +1244,7 @@ where
             Purpose::Probe { .. } => {
                 self.probe.id ^= RESENT_ID_BIT;
             }
-            Purpose::Main | Purpose::HeaderList => {
+            Purpose::Main | Purpose::HeaderList | Purpose::TaskGet => {
                 self.id ^= RESENT_ID_BIT;
                 let (id, target) = (self.id, self.target);
                 match &mut self.job {
@@ -1207,7 +1279,10 @@ where
     /// Keeps a round trip's failure for delivery; a courtesy's is dropped (the attempt's own
     /// failure, if any, stays).
     fn trip_failed(&mut self, f: Failure) {
-        if !matches!(self.stage, Stage::Trip(Purpose::Cancel | Purpose::Courtesy)) {
+        if !matches!(
+            self.stage,
+            Stage::Trip(Purpose::Cancel | Purpose::Courtesy | Purpose::TaskCancel)
+        ) {
             self.failure = Some(f);
         }
         self.trip = Some(TripEnd::Failed);
@@ -1254,6 +1329,11 @@ where
         match purpose {
             Purpose::Probe { attempt } => self.probe_done(slot, now, attempt, result),
             Purpose::HeaderList => self.header_list_done(slot, now, result),
+            Purpose::TaskGet => self.task_polled(now, result),
+            Purpose::TaskCancel => {
+                self.courtesy = None;
+                self.stage = Stage::AttemptEnded;
+            }
             Purpose::Initialize { attempt } => {
                 let version = result.and_then(|_| match self.init.version.take() {
                     Some(version) => version,
@@ -1405,6 +1485,7 @@ where
             Ended,
             NextPage,
             Relist,
+            Poll,
         }
         let deadline = self.deadline.at;
         let modern = self.modern();
@@ -1423,6 +1504,12 @@ where
         };
         let then = match (&mut self.job, result) {
             (Job::Call { .. }, Err(_)) if header_mismatch && !self.relisted => Then::Relist,
+            // The call became a task: poll it (right away first).
+            (Job::Call { handler, .. }, Ok(_))
+                if handler.answer.is_none() && handler.task.is_some() =>
+            {
+                Then::Poll
+            }
             (Job::Call { handler, .. }, Ok(done)) => match (&handler.answer, &self.resume) {
                 // A reply stream that ended without the response, from a server that gave
                 // event ids: resume with GET and Last-Event-ID after its retry delay.
@@ -1516,6 +1603,11 @@ where
                 self.stage = Stage::AttemptEnded;
             }
             Then::NextPage => self.stage = Stage::Ready,
+            Then::Poll => {
+                self.task_polls = 0;
+                self.task_failures = 0;
+                self.stage = Stage::TaskWait { at: now };
+            }
             Then::Relist => {
                 self.clear_in_flight();
                 self.relisted = true;
@@ -1542,6 +1634,88 @@ where
             Job::Close(_) | Job::Cancel(_) => return false,
         };
         matches!(handler.on_message(body, true), Ok(Verdict::Done))
+    }
+
+    /// A `tasks/get` came back: the result, another poll, or the task's end.
+    fn task_polled(&mut self, now: Millis, result: Result<bool, Failure>) {
+        let result = match result {
+            // An unknown or expired task: a JSON-RPC error with an HTTP error status.
+            Err(Failure::Status {
+                code: 400 | 404, ..
+            }) if self.deliver_error_body() => Ok(true),
+            other => other,
+        };
+        let Job::Call { handler, .. } = &mut self.job else {
+            return self.fail(Failure::NoResponse);
+        };
+        handler.polling = false;
+        let id = handler
+            .task
+            .as_ref()
+            .map(|t| t.id.clone())
+            .unwrap_or_default();
+        let interval = handler.task.as_ref().map_or(1_000, |t| t.interval_ms);
+        if matches!(result, Err(Failure::TimedOut)) && now >= self.deadline.at {
+            return self.task_timed_out(now);
+        }
+        if result.is_err() {
+            // A lost poll loses nothing: `tasks/get` is asked again (new id, fresh
+            // connection); only a server gone for good ends the call, naming the task.
+            self.task_failures += 1;
+            if self.task_failures >= MAX_TASK_POLL_FAILURES {
+                return self.fail(Failure::Task {
+                    id,
+                    end: crate::wire::failure::TaskEnd::Lost,
+                });
+            }
+            return self.schedule_poll(now, interval);
+        }
+        self.task_failures = 0;
+        match (&handler.answer, handler.task_status.take()) {
+            (Some(Ok(_)), _) => self.stage = Stage::AttemptEnded,
+            (Some(Err(u)), _) => {
+                let f = Failure::from(u.clone());
+                self.fail(f);
+            }
+            (None, Some(super::handlers::TaskStatus::Cancelled)) => self.fail(Failure::Task {
+                id,
+                end: crate::wire::failure::TaskEnd::Cancelled,
+            }),
+            (None, Some(super::handlers::TaskStatus::Gone)) => self.fail(Failure::Task {
+                id,
+                end: crate::wire::failure::TaskEnd::Gone,
+            }),
+            // No input handler: the task is cancelled and the call says what was asked.
+            (None, Some(super::handlers::TaskStatus::InputRequired(asked))) => {
+                self.failure = Some(Failure::InputRequired(asked));
+                self.start_trip(Purpose::TaskCancel, now);
+            }
+            (None, _) => self.schedule_poll(now, interval),
+        }
+    }
+
+    /// The next `tasks/get`: a ramp (20, 40, 80 … ms) up to the server's interval, never
+    /// under the floor (a `0` must not spin), never past the deadline.
+    fn schedule_poll(&mut self, now: Millis, interval: u64) {
+        let ramp = TASK_POLL_FLOOR_MS.saturating_mul(1 << self.task_polls.min(10));
+        let delay = ramp.min(interval.max(TASK_POLL_FLOOR_MS));
+        self.stage = Stage::TaskWait {
+            at: now.saturating_add(delay).min(self.deadline.at),
+        };
+    }
+
+    /// The deadline passed while the call was a task: one `tasks/cancel`, then the call fails
+    /// naming the task.
+    fn task_timed_out(&mut self, now: Millis) {
+        let id = match &self.job {
+            Job::Call { handler, .. } => handler.task.as_ref().map(|t| t.id.clone()),
+            _ => None,
+        };
+        self.failure = Some(Failure::Task {
+            id: id.unwrap_or_default(),
+            end: crate::wire::failure::TaskEnd::TimedOut,
+        });
+        self.start_trip(Purpose::TaskCancel, now);
     }
 
     fn clear_in_flight(&self) {
@@ -1571,6 +1745,9 @@ where
             Job::Call { handler, tool, .. } => {
                 if self.failure.as_ref().is_some_and(Failure::is_local) {
                     // Says nothing about the servers: no failover.
+                    (AttemptOutcome::Unreachable, None, false, false)
+                } else if handler.task.is_some() && failed {
+                    // A task lives on its server: never a second run on the fallback.
                     (AttemptOutcome::Unreachable, None, false, false)
                 } else {
                     let outcome = match handler.answer {

@@ -223,6 +223,27 @@ pub enum Failure {
     UnexpectedResultType(String<32>),
     /// The tool's `x-mcp-header` annotations are invalid, so its server's list drops it.
     ToolDropped,
+    /// A call that became a task (the tasks extension) ended without its result.
+    Task {
+        /// The task's id, as the server gave it.
+        id: String<64>,
+        /// How it ended.
+        end: TaskEnd,
+    },
+}
+
+/// How a task ended without its result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum TaskEnd {
+    /// The call's deadline passed; the client cancelled the task (`tasks/cancel`).
+    TimedOut,
+    /// The server says the task was cancelled.
+    Cancelled,
+    /// The server does not know the task (unknown or expired).
+    Gone,
+    /// Polling the task failed again and again: the server is unreachable.
+    Lost,
 }
 
 impl Failure {
@@ -283,6 +304,14 @@ impl Failure {
             | Failure::ToolDropped
             | Failure::EndlessPaging => Cause::Malformed,
             Failure::InputRequired(_) => Cause::InputRequired,
+            Failure::Task {
+                end: TaskEnd::TimedOut,
+                ..
+            } => Cause::TimedOut,
+            Failure::Task {
+                end: TaskEnd::Lost, ..
+            } => Cause::Truncated,
+            Failure::Task { .. } => Cause::Malformed,
         }
     }
 }
@@ -451,6 +480,17 @@ impl fmt::Display for Failure {
             Failure::UnexpectedResultType(t) => {
                 write!(f, "the server answered with resultType \"{t}\", which this call did not ask for")
             }
+            Failure::Task { id, end } => match end {
+                TaskEnd::TimedOut => {
+                    write!(f, "tool call timed out (task {id} was cancelled)")
+                }
+                TaskEnd::Cancelled => write!(f, "the server cancelled task {id}"),
+                TaskEnd::Gone => write!(f, "task {id} is not found or expired on the server"),
+                TaskEnd::Lost => write!(
+                    f,
+                    "lost the server while it ran task {id}; the task may still be running there"
+                ),
+            },
             Failure::ToolDropped => f.write_str(
                 "the tool's x-mcp-header annotations are invalid, so its server's tool list drops it",
             ),
