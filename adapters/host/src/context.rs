@@ -91,6 +91,9 @@ pub struct Options {
     /// old-era one gets `initialize`). `Modern` never sends `initialize`, `Legacy` never
     /// probes.
     pub era: EraSetting,
+    /// Declare the tasks extension in the 2026 era (default true): a server may then run a
+    /// long tool as a task, which the call polls to its result (transparent to the caller).
+    pub tasks: bool,
     /// Take the manifest's endpoints as exact MCP URLs, used as given, instead of base URLs
     /// with `/mcp` appended (default false, as the seed): for servers mounted elsewhere.
     pub exact_mcp_urls: bool,
@@ -170,6 +173,11 @@ impl Options {
         self.protocol_version = version;
         self
     }
+    /// Sets [`Options::tasks`].
+    pub fn tasks(mut self, on: bool) -> Self {
+        self.tasks = on;
+        self
+    }
     /// Sets [`Options::era`].
     pub fn era(mut self, era: EraSetting) -> Self {
         self.era = era;
@@ -205,6 +213,7 @@ impl Default for Options {
             keep_raw: false,
             protocol_version: ProtocolVersion::DEFAULT,
             era: EraSetting::Auto,
+            tasks: true,
             exact_mcp_urls: false,
             wire_trace: None,
         }

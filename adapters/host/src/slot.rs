@@ -430,6 +430,7 @@ impl SlotHandle {
         cfg.keep_raw = o.keep_raw;
         cfg.version = o.protocol_version;
         cfg.era = o.era;
+        cfg.capabilities.tasks = o.tasks;
         cfg.idle_timeout_ms = o.idle_timeout_ms;
         cfg
     }

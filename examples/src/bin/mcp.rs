@@ -181,6 +181,10 @@ struct Common {
     /// legacy (the handshake era only, never probe).
     #[arg(long, value_name = "ERA", default_value = "auto", value_parser = ["auto", "modern", "legacy"])]
     era: String,
+    /// Declare the tasks extension (2026 era): a long tool may then run as a task, polled to
+    /// its result; off: a server that answers with a task anyway is an error.
+    #[arg(long, value_name = "on|off", default_value = "on", value_parser = ["on", "off"])]
+    tasks: String,
     /// A header sent on every request, 'Name: value' (repeatable; values are redacted in all
     /// output).
     #[arg(long = "header", short = 'H', value_name = "'NAME: VALUE'")]
@@ -658,6 +662,7 @@ fn build(common: &Common, pos: &mut Vec<String>, run_id: &str) -> Result<Run, Fa
         .reply_cap(common.max_reply_bytes)
         .protocol_version(protocol_version)
         .era(era)
+        .tasks(common.tasks == "on")
         .exact_mcp_urls(exact)
         .root_certs(root_certs)
         .insecure(common.insecure)

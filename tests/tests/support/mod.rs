@@ -198,6 +198,19 @@ impl Drop for Peer {
 }
 
 impl Peer {
+    /// Starts the FastMCP tasks peer (`tests/peers/py/tasks_server.py`: the tasks extension in
+    /// memory) on 127.0.0.1. Its `kind` is the SDK it runs on.
+    #[allow(dead_code)]
+    pub fn start_tasks() -> Peer {
+        let script = workspace_root().join("tests/peers/py/tasks_server.py");
+        Peer::spawn(
+            PeerKind::PyStateful,
+            py_venv().join("bin/python"),
+            vec![script.display().to_string(), "0".into()],
+            workspace_root(),
+        )
+    }
+
     /// Starts `kind` on 127.0.0.1 (a free port). Panics (the test fails) with the reason when it
     /// cannot; callers check [`peer_unavailable`] first.
     pub fn start(kind: PeerKind) -> Peer {
@@ -231,6 +244,10 @@ impl Peer {
                 workspace_root(),
             ),
         };
+        Peer::spawn(kind, program, args, dir)
+    }
+
+    fn spawn(kind: PeerKind, program: PathBuf, args: Vec<String>, dir: PathBuf) -> Peer {
         let mut child = Command::new(&program)
             .args(&args)
             .current_dir(&dir)
