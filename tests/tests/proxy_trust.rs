@@ -80,9 +80,11 @@ fn https_goes_through_tinyproxy_in_a_connect_tunnel() {
             "{requests:?}"
         );
     }
-    // The tunnel is a kept-alive connection like any other: three calls, one tunnel.
-    assert_eq!(requests.len(), 1, "{requests:?}");
-    assert_eq!(tls.handshakes(), 1);
+    // The tunnel is a kept-alive connection like any other: the probe, the tool list and three
+    // calls share it (rmcp may end a 2026 reply stream after the tail read gave up on it, and
+    // then one more tunnel is opened: never one per request).
+    assert!(requests.len() <= 2, "{requests:?}");
+    assert_eq!(tls.handshakes(), requests.len());
 }
 
 #[test]
