@@ -298,6 +298,17 @@ where
                 });
             }
         }
+        if let Some(task) = op.task_id() {
+            // The task's start and end, once each (the tool ran once, on its server).
+            for status in ["working", op.task_end()] {
+                meter.timeline.emit(&TimelineEvent::Task {
+                    slot: cfg.slot,
+                    tool,
+                    task,
+                    status,
+                });
+            }
+        }
         let answer = op.answer();
         let failure = match (op.failure(), answer) {
             (Some(f), _) => Some(f.clone()),

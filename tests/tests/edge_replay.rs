@@ -113,6 +113,7 @@ fn kind(e: &TimelineEvent<'_>) -> &'static str {
         TimelineEvent::FallbackUsed { .. } => "mcp.fallback_used",
         TimelineEvent::NoHealthyTool { .. } => "mcp.no_healthy_tool",
         TimelineEvent::Era { .. } => "mcp.era",
+        TimelineEvent::Task { .. } => "mcp.task",
     }
 }
 

@@ -210,6 +210,7 @@ async fn scenario(stack: embassy_net::Stack<'static>, servers: &Mutex<Vec<(u16, 
             TimelineEvent::FallbackUsed { tool, .. } => format!("fallback_used:{tool}"),
             TimelineEvent::NoHealthyTool { tool, .. } => format!("no_healthy_tool:{tool}"),
             TimelineEvent::Era { era, .. } => format!("era:{era}"),
+            TimelineEvent::Task { status, .. } => format!("task:{status}"),
         })
     };
 

@@ -42,6 +42,12 @@ fn a_task_required_tool_returns_its_result_and_runs_once() {
     let seen = run_bounded(CHECK_BOUND, runs(&peer));
     assert_eq!(seen["scan_started"], 1, "{seen}");
     assert_eq!(seen["scan_finished"], 1, "{seen}");
+    // On the timeline: the task's start and its end, naming it.
+    let tasks = ctx.events_of("mcp.task");
+    assert_eq!(tasks.len(), 2, "{tasks:?}");
+    assert_eq!(tasks[0].value()["status"], "working");
+    assert_eq!(tasks[1].value()["status"], "completed");
+    assert_eq!(tasks[0].value()["task"], tasks[1].value()["task"]);
     // One ledger record for the call (not one per poll), its evidence the result's bytes.
     let ledger = ctx.ledger();
     assert_eq!(ledger.tool_calls, 1);
@@ -99,6 +105,11 @@ fn a_deadline_shorter_than_the_task_cancels_it_and_names_it() {
         "ended {} ms after the start",
         r.latency_ms
     );
+    let tasks = ctx.events_of("mcp.task");
+    assert_eq!(tasks.len(), 2, "{tasks:?}");
+    assert_eq!(tasks[1].value()["status"], "timedOut");
+    let id = tasks[1].value()["task"].as_str().unwrap_or("?").to_owned();
+    assert!(error.contains(&id), "{error} names {id}");
     // The server saw the cancel: the tool stopped, it did not run on.
     let stopped = run_bounded(CHECK_BOUND, async {
         for _ in 0..50 {

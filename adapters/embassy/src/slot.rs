@@ -353,6 +353,9 @@ fn log_event(event: &TimelineEvent<'_>) {
         } => {
             defmt::info!("mcp.era {=str} {=str} {=str}", slot, server, era)
         }
+        TimelineEvent::Task {
+            slot, task, status, ..
+        } => defmt::info!("mcp.task {=str} {=str} {=str}", slot, task, status),
     }
 }
 

@@ -50,6 +50,19 @@ pub enum TimelineEvent<'a> {
         /// `2026-07-28`, or `legacy` (the handshake era).
         era: &'a str,
     },
+    /// A call ran as a task (the tasks extension): once when it became one (`status`
+    /// `working`), once at its end (`completed`, `failed`, `cancelled`, `timedOut`, `gone`,
+    /// `lost`, `inputRequired`).
+    Task {
+        /// The slot.
+        slot: &'a str,
+        /// The tool called.
+        tool: &'a str,
+        /// The task's id.
+        task: &'a str,
+        /// Where the task stands.
+        status: &'a str,
+    },
 }
 
 impl TimelineEvent<'_> {
@@ -61,6 +74,7 @@ impl TimelineEvent<'_> {
             TimelineEvent::FallbackUsed { .. } => "mcp.fallback_used",
             TimelineEvent::NoHealthyTool { .. } => "mcp.no_healthy_tool",
             TimelineEvent::Era { .. } => "mcp.era",
+            TimelineEvent::Task { .. } => "mcp.task",
         }
     }
 
@@ -73,7 +87,8 @@ impl TimelineEvent<'_> {
             TimelineEvent::ToolError { slot, tool, .. }
             | TimelineEvent::FallbackUsed { slot, tool, .. }
             | TimelineEvent::NoHealthyTool { slot, tool }
-            | TimelineEvent::Era { slot, tool, .. } => (slot, tool),
+            | TimelineEvent::Era { slot, tool, .. }
+            | TimelineEvent::Task { slot, tool, .. } => (slot, tool),
         };
         field(out, "slot", slot)?;
         field(out, "tool", tool)?;
@@ -89,6 +104,10 @@ impl TimelineEvent<'_> {
             TimelineEvent::Era { server, era, .. } => {
                 field(out, "server", server)?;
                 field(out, "era", era)?;
+            }
+            TimelineEvent::Task { task, status, .. } => {
+                field(out, "task", task)?;
+                field(out, "status", status)?;
             }
         }
         out.put(b"}")
@@ -134,6 +153,8 @@ pub struct CountingTimeline {
     pub no_healthy_tool: u32,
     /// `mcp.era` events.
     pub era: u32,
+    /// `mcp.task` events.
+    pub task: u32,
 }
 
 impl Timeline for CountingTimeline {
@@ -143,6 +164,7 @@ impl Timeline for CountingTimeline {
             TimelineEvent::FallbackUsed { .. } => &mut self.fallback_used,
             TimelineEvent::NoHealthyTool { .. } => &mut self.no_healthy_tool,
             TimelineEvent::Era { .. } => &mut self.era,
+            TimelineEvent::Task { .. } => &mut self.task,
         };
         *n = n.saturating_add(1);
     }
@@ -268,7 +290,8 @@ mod tests {
                 tool_errors: 2,
                 fallback_used: 0,
                 no_healthy_tool: 1,
-                era: 0
+                era: 0,
+                task: 0
             }
         );
     }

@@ -485,6 +485,32 @@ where
         answer.unwrap_or(Err(super::ListError::Unreachable(Failure::NoResponse)))
     }
 
+    /// The task this call became (the tasks extension), if it did: its id.
+    pub fn task_id(&self) -> Option<&str> {
+        match &self.job {
+            Job::Call { handler, .. } => handler.task.as_ref().map(|t| t.id.as_str()),
+            _ => None,
+        }
+    }
+
+    /// Where a call's task ended, for the timeline: `completed`, `failed`, `cancelled`,
+    /// `timedOut`, `gone`, `lost`, `inputRequired` (or `ended` for another failure).
+    pub fn task_end(&self) -> &'static str {
+        use crate::wire::failure::TaskEnd;
+        match (&self.failure, self.answer()) {
+            (None, Some(Answer::Result { .. })) => "completed",
+            (None, Some(Answer::Refused { .. })) => "failed",
+            (Some(Failure::Task { end, .. }), _) => match end {
+                TaskEnd::TimedOut => "timedOut",
+                TaskEnd::Cancelled => "cancelled",
+                TaskEnd::Gone => "gone",
+                TaskEnd::Lost => "lost",
+            },
+            (Some(Failure::InputRequired(_)), _) => "inputRequired",
+            _ => "ended",
+        }
+    }
+
     /// Bytes of the answer in `text` (for the ledger's evidence bytes).
     pub fn text_len(&self) -> usize {
         match &self.job {
