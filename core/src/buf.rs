@@ -29,6 +29,11 @@ impl fmt::Display for Overflow {
     }
 }
 
+#[cfg(feature = "std")]
+mod vec_buf;
+#[cfg(feature = "std")]
+pub use vec_buf::VecBuf;
+
 /// Somewhere bytes can be appended to, up to a cap.
 pub trait Sink {
     /// Appends `bytes` whole, or appends nothing and reports the overflow.

@@ -10,7 +10,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::rc::Rc;
 
-use verifi_mcp_core::buf::{Buf, Overflow, Sink};
+use verifi_mcp_core::buf::VecBuf;
 use verifi_mcp_core::drive::{self, CallBuffers, Millis, Net, Shared, SlotConfig, SlotState};
 use verifi_mcp_core::harness::events::{Timeline, TimelineEvent};
 use verifi_mcp_core::harness::meter::{Ledger, LedgerRecord};
@@ -18,44 +18,6 @@ use verifi_mcp_core::wire::endpoint::Endpoint;
 use verifi_mcp_core::wire::failure::{ConnectError, ConnectErrorKind};
 use verifi_mcp_core::wire::json::{JsonLimits, Value};
 use verifi_mcp_core::wire::jsonrpc::ProtocolVersion;
-
-/// A capped Vec buffer (what the host adapter does too).
-struct VecBuf {
-    v: Vec<u8>,
-    cap: usize,
-}
-impl VecBuf {
-    fn new(cap: usize) -> Self {
-        VecBuf { v: Vec::new(), cap }
-    }
-}
-impl Sink for VecBuf {
-    fn put(&mut self, bytes: &[u8]) -> Result<(), Overflow> {
-        let needed = self.v.len() + bytes.len();
-        if needed > self.cap {
-            return Err(Overflow {
-                limit: self.cap,
-                needed,
-            });
-        }
-        self.v.extend_from_slice(bytes);
-        Ok(())
-    }
-}
-impl Buf for VecBuf {
-    fn bytes(&self) -> &[u8] {
-        &self.v
-    }
-    fn clear(&mut self) {
-        self.v.clear()
-    }
-    fn truncate(&mut self, len: usize) {
-        self.v.truncate(len)
-    }
-    fn limit(&self) -> usize {
-        self.cap
-    }
-}
 
 /// The head and read scratch of one call (16 KiB head, 4 KiB reads).
 fn scratch() -> (Vec<u8>, Vec<u8>) {
@@ -319,7 +281,7 @@ impl Timeline for Events {
     fn emit(&mut self, e: &TimelineEvent<'_>) {
         let mut b = VecBuf::new(4096);
         e.write_json(&mut b).unwrap();
-        self.0.push(String::from_utf8(b.v).unwrap());
+        self.0.push(String::from_utf8(b.into_vec()).unwrap());
     }
 }
 

@@ -1,7 +1,7 @@
 //! The call machine as plain input and output: each test hands an op bytes, closes and time,
 //! and reads what it asks for. No executor, no scripted `Net`, no clock but a number.
 
-use verifi_mcp_core::buf::{Buf, Overflow, Sink};
+use verifi_mcp_core::buf::{Buf, VecBuf};
 use verifi_mcp_core::harness::failover::{AttemptOutcome, Target};
 use verifi_mcp_core::machine::{Action, Answer, CallBuffers, Op, SlotConfig, SlotState};
 use verifi_mcp_core::wire::endpoint::Endpoint;
@@ -10,40 +10,8 @@ use verifi_mcp_core::wire::failure::Failure;
 use verifi_mcp_core::wire::json::Value;
 use verifi_mcp_core::wire::jsonrpc::ListMethod;
 
-/// A capped `Vec` buffer.
-struct VecBuf {
-    v: Vec<u8>,
-    cap: usize,
-}
-impl Sink for VecBuf {
-    fn put(&mut self, bytes: &[u8]) -> Result<(), Overflow> {
-        let needed = self.v.len() + bytes.len();
-        if needed > self.cap {
-            return Err(Overflow {
-                limit: self.cap,
-                needed,
-            });
-        }
-        self.v.extend_from_slice(bytes);
-        Ok(())
-    }
-}
-impl Buf for VecBuf {
-    fn bytes(&self) -> &[u8] {
-        &self.v
-    }
-    fn clear(&mut self) {
-        self.v.clear()
-    }
-    fn truncate(&mut self, len: usize) {
-        self.v.truncate(len)
-    }
-    fn limit(&self) -> usize {
-        self.cap
-    }
-}
 fn vb(cap: usize) -> VecBuf {
-    VecBuf { v: Vec::new(), cap }
+    VecBuf::with_limit(cap)
 }
 
 /// Storage for one op's buffers.

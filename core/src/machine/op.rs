@@ -76,7 +76,9 @@ pub struct Report {
     pub no_healthy_tool: bool,
 }
 
-/// What an op does, with its reply handler.
+/// What an op does, with its reply handler. One lives per op, in its caller's storage (no
+/// allocator to box the larger variants into), so the size difference costs nothing twice.
+#[allow(clippy::large_enum_variant)]
 enum Job<'o, B: Buf, Sec: AsRef<[u8]>, F: FnMut(Option<(Value<'_>, &[u8])>)> {
     Call {
         handler: CallHandler<'o, B, Sec>,

@@ -13,7 +13,8 @@
 use std::collections::HashSet;
 use std::sync::OnceLock;
 
-use verifi_mcp_core::buf::{Buf, Overflow, Sink};
+pub use verifi_mcp_core::buf::VecBuf;
+use verifi_mcp_core::buf::{Buf, Sink};
 use verifi_mcp_core::harness::exec::{exec_outcome, unwrap_run_command};
 use verifi_mcp_core::harness::redact::{MARKER, MIN_SECRET_LEN, Redactor, redact};
 use verifi_mcp_core::harness::slots::Manifest;
@@ -43,47 +44,6 @@ pub use machine::machine;
 
 // ---------------------------------------------------------------------------------------------
 // Shared helpers
-
-/// A capped `Vec` buffer.
-pub struct VecBuf {
-    pub v: Vec<u8>,
-    pub cap: usize,
-}
-
-impl VecBuf {
-    pub fn new(cap: usize) -> Self {
-        VecBuf { v: Vec::new(), cap }
-    }
-}
-
-impl Sink for VecBuf {
-    fn put(&mut self, bytes: &[u8]) -> Result<(), Overflow> {
-        let needed = self.v.len() + bytes.len();
-        if needed > self.cap {
-            return Err(Overflow {
-                limit: self.cap,
-                needed,
-            });
-        }
-        self.v.extend_from_slice(bytes);
-        Ok(())
-    }
-}
-
-impl Buf for VecBuf {
-    fn bytes(&self) -> &[u8] {
-        &self.v
-    }
-    fn clear(&mut self) {
-        self.v.clear()
-    }
-    fn truncate(&mut self, len: usize) {
-        self.v.truncate(len)
-    }
-    fn limit(&self) -> usize {
-        self.cap
-    }
-}
 
 /// Chunk sizes for a split run, chosen by the first (up to) four bytes of the input: small
 /// pieces (1..=16) for bytes below 0x80, larger ones (1..=128) above; cycled over the input.
@@ -137,7 +97,7 @@ fn find(h: &[u8], n: &[u8]) -> Option<usize> {
 fn unescape(s: JsonStr<'_>) -> Vec<u8> {
     let mut b = VecBuf::new(usize::MAX);
     s.unescape_into(&mut b).expect("unbounded sink");
-    b.v
+    b.into_vec()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -304,16 +264,16 @@ fn sse_run(chunks: &[&[u8]]) -> Vec<SseEv> {
                         SseStep::NeedMore => assert!(rest.is_empty(), "NeedMore with input left"),
                         SseStep::Event(k) => {
                             assert!(n > 0, "an event from no bytes");
-                            assert!(!data.v.is_empty(), "an event with empty data");
-                            assert!(data.v.len() <= SSE_MAX_EVENT, "event over its cap");
-                            evs.push(SseEv::Event(kind_is_message(k), data.v.clone()));
+                            assert!(!data.is_empty(), "an event with empty data");
+                            assert!(data.len() <= SSE_MAX_EVENT, "event over its cap");
+                            evs.push(SseEv::Event(kind_is_message(k), data.bytes().to_vec()));
                             data.clear();
                         }
                     }
                 }
                 Err(e) => {
                     let _ = e.to_string();
-                    assert!(data.v.is_empty(), "a failed event left its bytes in data");
+                    assert!(data.is_empty(), "a failed event left its bytes in data");
                     evs.push(SseEv::Err);
                     break 'feed;
                 }
@@ -321,7 +281,7 @@ fn sse_run(chunks: &[&[u8]]) -> Vec<SseEv> {
         }
     }
     dec.finish(&mut data);
-    assert!(data.v.is_empty(), "finish left partial event data");
+    assert!(data.is_empty(), "finish left partial event data");
     if evs.last() != Some(&SseEv::Err) {
         evs.push(SseEv::State {
             last_id: dec.last_event_id().map(str::to_owned),
@@ -466,7 +426,7 @@ fn serde_is_exact() -> bool {
 fn compact(v: Value<'_>) -> Vec<u8> {
     let mut out = VecBuf::new(usize::MAX);
     v.write_compact(&mut out).expect("unbounded sink");
-    out.v
+    out.into_vec()
 }
 
 /// Walks every value (no recursion): accessors agree with each other and never panic.
@@ -761,7 +721,7 @@ impl verifi_mcp_core::harness::events::Timeline for Events {
     fn emit(&mut self, e: &verifi_mcp_core::harness::events::TimelineEvent<'_>) {
         let mut b = VecBuf::new(1 << 16);
         e.write_json(&mut b).expect("event JSON fits");
-        let s = String::from_utf8(b.v).expect("event JSON is UTF-8");
+        let s = String::from_utf8(b.into_vec()).expect("event JSON is UTF-8");
         serde_json::from_str::<serde_json::Value>(&s).expect("event JSON parses");
         self.0.push(s);
     }
@@ -961,7 +921,7 @@ pub fn redactor(data: &[u8]) {
     }
     let mut one = VecBuf::new(usize::MAX);
     redact(text, &secrets, &mut one).expect("unbounded sink");
-    assert_eq!(one.v, expected, "redact differs from the rule");
+    assert_eq!(one.bytes(), expected, "redact differs from the rule");
     for (how, chunks) in feedings(text) {
         let mut r = Redactor::new(&secrets);
         let mut out = VecBuf::new(usize::MAX);
@@ -970,7 +930,11 @@ pub fn redactor(data: &[u8]) {
             assert!(r.held() < secrets.iter().map(|s| s.len()).max().unwrap_or(1).max(1));
         }
         r.finish(&mut out).expect("unbounded sink");
-        assert_eq!(out.v, expected, "Redactor ({how}) differs from the rule");
+        assert_eq!(
+            out.bytes(),
+            expected,
+            "Redactor ({how}) differs from the rule"
+        );
         // Through the sink adapter too.
         let mut r = Redactor::new(&secrets);
         let mut out2 = VecBuf::new(usize::MAX);
@@ -982,7 +946,8 @@ pub fn redactor(data: &[u8]) {
             sink.finish().expect("unbounded sink");
         }
         assert_eq!(
-            out2.v, expected,
+            out2.bytes(),
+            expected,
             "RedactingSink ({how}) differs from the rule"
         );
         // A tiny hold matches long secrets piecewise: still nothing survives.
@@ -992,7 +957,7 @@ pub fn redactor(data: &[u8]) {
             small.write(c, &mut out3).expect("unbounded sink");
         }
         small.finish(&mut out3).expect("unbounded sink");
-        assert_no_secret(&out3.v, &secrets);
+        assert_no_secret(out3.bytes(), &secrets);
     }
     assert_no_secret(&expected, &secrets);
     // A capped sink: overflow is a value, and poisons the redactor.
@@ -1066,13 +1031,13 @@ pub fn run_command(data: &[u8]) {
 fn target_of(e: &Endpoint<'_>) -> String {
     let mut b = VecBuf::new(usize::MAX);
     e.write_target(&mut b).expect("unbounded sink");
-    String::from_utf8(b.v).expect("target is UTF-8")
+    String::from_utf8(b.into_vec()).expect("target is UTF-8")
 }
 
 fn host_header_of(e: &Endpoint<'_>) -> String {
     let mut b = VecBuf::new(usize::MAX);
     e.write_host_header(&mut b).expect("unbounded sink");
-    String::from_utf8(b.v).expect("host header is UTF-8")
+    String::from_utf8(b.into_vec()).expect("host header is UTF-8")
 }
 
 /// Endpoint parsing: accepted endpoints have a port, a clean ASCII host and a target starting
