@@ -794,21 +794,26 @@ where
     }
 
     fn start_request(&mut self, slot: &mut SlotState, now: Millis) {
-        self.id = slot.next_id();
         self.resumes = 0;
-        let (id, target) = (self.id, self.target);
+        self.set_id(slot.next_id(), true);
+        self.start_trip(Purpose::Main, now);
+    }
+
+    /// The op's request id from now on: its handler looks for the response to it, and a
+    /// `tools/call` on the wire (`on_wire`) says so for an adapter that cancels dropped calls.
+    fn set_id(&mut self, id: u64, on_wire: bool) {
+        self.id = id;
         match &mut self.job {
             Job::Call { handler, .. } => {
                 handler.renumber(id);
-                if let Some(w) = self.cfg.in_flight {
-                    w.set(target, id);
+                if let Some(w) = self.cfg.in_flight.filter(|_| on_wire) {
+                    w.set(self.target, id);
                 }
             }
             Job::List { handler, .. } => handler.renumber(id),
             Job::Request(handler) => handler.renumber(id),
             Job::Close(_) | Job::Cancel(_) => {}
         }
-        self.start_trip(Purpose::Main, now);
     }
 
     fn start_trip(&mut self, purpose: Purpose, now: Millis) {
@@ -1273,19 +1278,7 @@ where
                 self.probe.id ^= RESENT_ID_BIT;
             }
             Purpose::Main | Purpose::HeaderList | Purpose::TaskGet => {
-                self.id ^= RESENT_ID_BIT;
-                let (id, target) = (self.id, self.target);
-                match &mut self.job {
-                    Job::Call { handler, .. } => {
-                        handler.renumber(id);
-                        if let Some(w) = self.cfg.in_flight {
-                            w.set(target, id);
-                        }
-                    }
-                    Job::List { handler, .. } => handler.renumber(id),
-                    Job::Request(handler) => handler.renumber(id),
-                    Job::Close(_) | Job::Cancel(_) => {}
-                }
+                self.set_id(self.id ^ RESENT_ID_BIT, purpose == Purpose::Main);
             }
             _ => {}
         }
