@@ -71,7 +71,20 @@ fn sse_reply(events: &str) -> Vec<u8> {
 
 /// A canned reply to the request with `id`, chosen by `pick`.
 fn canned(pick: u8, id: u64) -> Vec<u8> {
-    match pick % 12 {
+    match pick % 16 {
+        12 => json_reply(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"result":{{"taskId":"t-1","status":"working","pollIntervalMs":{},"resultType":"task"}}}}"#,
+            u32::from(pick) * 7
+        )),
+        13 => json_reply(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"result":{{"taskId":"t-1","status":"working","resultType":"complete"}}}}"#
+        )),
+        14 => json_reply(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"result":{{"taskId":"t-1","status":"completed","result":{{"content":[{{"type":"text","text":"done sekrit-value"}}]}},"resultType":"complete"}}}}"#
+        )),
+        15 => json_reply(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"result":{{"taskId":"t-1","status":"input_required","inputRequests":{{"a":{{"method":"elicitation/create"}}}},"resultType":"complete"}}}}"#
+        )),
         0 => json_reply(&format!(
             r#"{{"jsonrpc":"2.0","id":{id},"result":{{"protocolVersion":"2025-06-18","capabilities":{{}},"serverInfo":{{"name":"f","version":"1"}}}}}}"#
         )),
@@ -182,7 +195,7 @@ fn drive<F: FnMut(Option<(Value<'_>, &[u8])>)>(
     is_call: bool,
 ) {
     // Two attempts (primary, fallback), each its deadline (progress may stretch it to three
-    // times), a retry-after wait inside it, and a courtesy cancel after each.
+    // times), a retry-after wait inside it, and a courtesy cancel (or tasks/cancel) after each.
     let bound = 2 * (3 * TIMEOUT_MS + 1_000) + 1_000;
     let mut now = 0u64;
     let mut pending: Vec<u8> = Vec::new();
