@@ -444,8 +444,6 @@ where
     Sec: AsRef<[u8]> + Sync,
     F: FnMut(Option<(Value<'_>, &[u8])>) + Send,
 {
-    let mut on_item = on_item;
-    let on_item: crate::machine::OnItem<'_> = &mut on_item;
     let mut op = Op::list(cfg, bufs, secrets, list, on_item);
     run(net, cfg, state, &mut op).await;
     op.list_outcome().map_err(|e| redact_list_error(secrets, e))

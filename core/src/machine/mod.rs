@@ -92,7 +92,7 @@ pub use config::{
     CallBuffers, InFlight, MAX_PROGRESS_MESSAGE, ProgressObserver, ProgressUpdate, SlotConfig,
 };
 pub use handlers::{Answered, ListError, ListItem, MethodError};
-pub use op::{Action, Answer, OnItem, Op, Report};
+pub use op::{Action, Answer, Op, Report};
 
 use crate::harness::failover::{FailoverState, Target};
 use crate::wire::jsonrpc::ProtocolVersion;

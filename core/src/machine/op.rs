@@ -215,14 +215,13 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     })
 }
 
-/// A list's callback, type-erased: every op of a slot is then one type, so the machine is
-/// compiled once (not once per callback), which the edge's flash feels.
-pub type OnItem<'o> = &'o mut (dyn FnMut(Option<(Value<'_>, &[u8])>) + Send);
+/// The list callback type of ops that are not lists.
+type NoItems = fn(Option<(Value<'_>, &[u8])>);
 
 /// One operation of a slot, as a state machine over the caller's buffers (see the module
 /// docs). Its outcome, when [`Action::Done`] comes, is [`Op::outcome`] and what its handler
 /// wrote into the buffers.
-pub struct Op<'o, B: Buf, Sec: AsRef<[u8]>, F: FnMut(Option<(Value<'_>, &[u8])>) = OnItem<'o>> {
+pub struct Op<'o, B: Buf, Sec: AsRef<[u8]>, F: FnMut(Option<(Value<'_>, &[u8])>) = NoItems> {
     cfg: &'o SlotConfig<'o>,
     request: &'o mut B,
     read: &'o mut [u8],
