@@ -73,6 +73,9 @@ pub trait Shared<T> {
     fn notify(&self);
 }
 
+/// How long answering a server's request on the side may take.
+const ANSWER_MS: Millis = 1_000;
+
 /// Does what `op` asks until it reports an attempt ([`Action::Report`]) or is done
 /// ([`Action::Done`]), which it returns. `conn` is the op's connection between calls.
 async fn pump<N, S, B, Sec, F>(
@@ -153,6 +156,20 @@ where
                 let _ = select(state.changed(generation), net.sleep_until(at)).await;
             }
             Action::Sleep { slot: false } => net.sleep_until(at).await,
+            Action::Respond { target } => {
+                // On the side, best effort: the call's own connection stays as it is.
+                if let Some(ep) = cfg.endpoint(target) {
+                    let until = net.now().saturating_add(ANSWER_MS).min(at);
+                    let answer = async {
+                        let (mut side, _) = net.connect(ep, true).await.ok()?;
+                        side.write_all(op.transmit()).await.ok()?;
+                        side.flush().await.ok()?;
+                        let mut status = [0u8; 64];
+                        side.read(&mut status).await.ok()
+                    };
+                    let _ = select(answer, net.sleep_until(until)).await;
+                }
+            }
             Action::Report | Action::Done => return action,
         }
     }

@@ -215,6 +215,12 @@ fn run<F: FnMut(Option<(Value<'_>, &[u8])>)>(
             Action::Recycle => pooled = true,
             Action::Close => pooled = false,
             Action::Sleep { .. } => now = now.max(op.timeout()),
+            Action::Respond { target } => {
+                // An answer to the server, on the side: recorded, the call's stream goes on.
+                let req = String::from_utf8_lossy(op.transmit()).into_owned();
+                seen.requests.push((target, req));
+                seen.times.push(now);
+            }
             Action::Report => seen.reports.push(op.report().unwrap().outcome),
             Action::Done => {
                 seen.ended_at = now;
@@ -629,7 +635,7 @@ fn an_unreachable_primary_fails_over_and_reports_each_attempt() {
             },
             Action::Report => seen.reports.push(op.report().unwrap().outcome),
             Action::Sleep { .. } => now = op.timeout(),
-            Action::Recycle | Action::Close => {}
+            Action::Recycle | Action::Close | Action::Respond { .. } => {}
             Action::Done => break,
         }
     }
@@ -1441,4 +1447,62 @@ fn a_task_never_fails_over_and_a_lost_server_is_named_with_the_task() {
         "nothing went to the fallback"
     );
     assert_eq!(count(&seen, "POST:tools/call"), 1);
+}
+
+/// The old era: a server's request on the call's stream gets an answer on the side (so a
+/// server that waits for it does not hold the call), in the call's session, and the call goes
+/// on to its result.
+#[test]
+fn requests_from_the_server_on_a_calls_stream_are_answered() {
+    for (request, answer) in [
+        (
+            r#"{"jsonrpc":"2.0","id":"e-1","method":"elicitation/create","params":{"message":"Port?","requestedSchema":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":"e-1","result":{"action":"decline"}}"#,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":7,"result":{}}"#,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":8,"method":"sampling/createMessage","params":{}}"#,
+            r#"{"jsonrpc":"2.0","id":8,"error":{"code":-32601,"message":"this client has no handler for it"}}"#,
+        ),
+    ] {
+        let c = cfg(false);
+        let mut slot = SlotState::new(c.version, false);
+        let secrets: [&str; 0] = [];
+        let mut store = Store::new();
+        let mut bufs = store.bufs();
+        let mut op = Op::call(&c, &mut bufs, &secrets, "ask", None);
+        let seen = run(
+            &mut op,
+            &mut slot,
+            0,
+            with_handshake(|_, id| {
+                // The request, then (past one read) the result.
+                let padding = format!(": {}\n\n", "x".repeat(1100));
+                Reply::Bytes(
+                    format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n\
+                         data: {request}\n\n{padding}\
+                         data: {{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"content\":[{{\"type\":\"text\",\"text\":\"ok\"}}]}}}}\n\n"
+                    )
+                    .into_bytes(),
+                )
+            }),
+        );
+        assert!(op.outcome().is_ok(), "{:?}", op.failure());
+        let answers: Vec<&String> = seen
+            .requests
+            .iter()
+            .map(|(_, r)| r)
+            .filter(|r| r.contains("\"result\"") || r.contains("\"error\""))
+            .collect();
+        assert_eq!(answers.len(), 1, "{:?}", seen.methods());
+        assert!(answers[0].ends_with(answer), "{}", answers[0]);
+        assert!(
+            answers[0].contains("mcp-session-id: s-1\r\n"),
+            "in the call's session"
+        );
+    }
 }

@@ -127,6 +127,8 @@ pub(super) enum Body<'x> {
     Discover {
         id: u64,
     },
+    /// The client's answer to a server's request.
+    Answer(&'x ServerRequest),
     /// `tasks/get` or `tasks/cancel` (the tasks extension) of a task.
     Task {
         id: u64,
@@ -177,6 +179,7 @@ impl<'x> Body<'x> {
                 crate::wire::json::write_str_literal(out, task)?;
                 out.put(b"}}")
             }
+            Body::Answer(request) => request.write(*out),
             Body::None => Ok(()),
         }
     }
@@ -199,6 +202,7 @@ impl<'x> Body<'x> {
             Body::Cancelled { .. } => ("notifications/cancelled", None),
             Body::Discover { .. } => ("server/discover", None),
             Body::Task { method, task, .. } => (method, Some(task)),
+            Body::Answer(_) => ("", None),
             Body::None => ("", None),
         }
     }
@@ -299,7 +303,7 @@ impl<'x> Trip<'x> {
     /// A POST of `body` in the session `snap` (none before the handshake).
     pub(super) fn post(ep: &'x Endpoint<'x>, snap: Option<&'x Snapshot>, body: Body<'x>) -> Self {
         let expect = match body {
-            Body::Initialized | Body::Cancelled { .. } => Expect::Accepted,
+            Body::Initialized | Body::Cancelled { .. } | Body::Answer(_) => Expect::Accepted,
             _ => Expect::Response,
         };
         Trip {
@@ -552,6 +556,60 @@ pub(super) struct CallHandler<'x, B: Buf, Sec: AsRef<[u8]>> {
     /// Reading `tasks/get` replies: what the last one said, when it was not the result.
     pub(super) polling: bool,
     pub(super) task_status: Option<TaskStatus>,
+    /// A request from the server on the call's stream, not yet answered.
+    pub(super) server_request: Option<ServerRequest>,
+}
+
+/// A request a server sent on a call's stream (old era): `ping`, `elicitation/create`,
+/// `sampling/createMessage`, `roots/list` … Without a handler for it the client still answers,
+/// so the server does not hold the call waiting: `ping` with an empty result, an elicitation
+/// with `decline`, anything else with JSON-RPC `-32601`.
+#[derive(Debug, Clone)]
+pub(super) struct ServerRequest {
+    /// The request's id as JSON text (a number, or a quoted string as written).
+    id: String<72>,
+    kind: ServerAsks,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ServerAsks {
+    Ping,
+    Elicitation,
+    Other,
+}
+
+impl ServerRequest {
+    fn new(id: jsonrpc::Id<'_>, method: &crate::wire::json::JsonStr<'_>) -> Option<Self> {
+        let mut text: String<72> = String::new();
+        match id {
+            jsonrpc::Id::Number(n) => text.push_str(core::str::from_utf8(n.raw()).ok()?).ok()?,
+            jsonrpc::Id::String(s) => {
+                text.push('"').ok()?;
+                text.push_str(core::str::from_utf8(s.raw()).ok()?).ok()?;
+                text.push('"').ok()?;
+            }
+            jsonrpc::Id::Null => return None,
+        }
+        let kind = match method.as_plain() {
+            Some("ping") => ServerAsks::Ping,
+            Some("elicitation/create") => ServerAsks::Elicitation,
+            _ => ServerAsks::Other,
+        };
+        Some(ServerRequest { id: text, kind })
+    }
+
+    /// The answer, as a JSON-RPC response.
+    pub(super) fn write(&self, out: &mut dyn Sink) -> Result<(), Overflow> {
+        out.put(b"{\"jsonrpc\":\"2.0\",\"id\":")?;
+        out.put(self.id.as_bytes())?;
+        out.put(match self.kind {
+            ServerAsks::Ping => b",\"result\":{}}".as_slice(),
+            ServerAsks::Elicitation => b",\"result\":{\"action\":\"decline\"}}",
+            ServerAsks::Other => {
+                b",\"error\":{\"code\":-32601,\"message\":\"this client has no handler for it\"}}"
+            }
+        })
+    }
 }
 
 /// The longest task id kept (longer ones are a malformed reply).
@@ -601,6 +659,7 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
             task: None,
             polling: false,
             task_status: None,
+            server_request: None,
         }
     }
 
@@ -773,6 +832,12 @@ impl<B: Buf, Sec: AsRef<[u8]>> OnMessage for CallHandler<'_, B, Sec> {
             Lookup::Ours(outcome) => outcome,
             Lookup::OtherResponse => return Ok(Verdict::Hold),
             Lookup::Other(_) if self.listing => return Ok(Verdict::Continue),
+            Lookup::Other(Message::Request { id, method, .. }) => {
+                // The server asks the client something on the call's stream: it must get an
+                // answer or it may hold the call (`Op` sends it on the side).
+                self.server_request = ServerRequest::new(id, &method);
+                return Ok(Verdict::Continue);
+            }
             Lookup::Other(m) => {
                 if let Some(p) =
                     jsonrpc::as_progress(&m).filter(|p| p.token.as_u64() == Some(self.id))

@@ -57,6 +57,13 @@ pub enum Action {
     /// One server's attempt ended: [`Op::report`] says how (for metering and events). Poll
     /// again.
     Report,
+    /// Answer a request the server sent on the call's stream: POST [`Op::transmit`] to
+    /// `target` on a fresh connection (best effort, about a second; its reply is not read
+    /// beyond its status), keeping the call's own connection; then poll again.
+    Respond {
+        /// Which server of the slot.
+        target: Target,
+    },
     /// The op has ended; its answer is in its buffers ([`Op::outcome`]). Nothing more comes.
     Done,
 }
@@ -1003,6 +1010,9 @@ where
                 Some(Action::Transmit)
             }
             Wire::Read { last_byte, .. } => {
+                if let Some(answer) = self.answer_server_request() {
+                    return Some(answer);
+                }
                 self.timeout = self.read_until(last_byte).0;
                 Some(Action::Receive)
             }
@@ -1034,6 +1044,28 @@ where
                 None
             }
         }
+    }
+
+    /// A request from the server on an old-era call's stream gets its answer before the next
+    /// read (the request buffer is free: a call that got reply bytes is never re-sent).
+    fn answer_server_request(&mut self) -> Option<Action> {
+        if self.modern() {
+            return None;
+        }
+        let Job::Call { handler, .. } = &mut self.job else {
+            return None;
+        };
+        let request = handler.server_request.take()?;
+        let ep = self.cfg.endpoint(self.target)?;
+        let trip = Trip::post(
+            ep,
+            self.snap.as_ref(),
+            super::handlers::Body::Answer(&request),
+        );
+        trip.write(self.request, self.cfg).ok()?;
+        Some(Action::Respond {
+            target: self.target,
+        })
     }
 
     /// When a read must have returned: the deadline, or earlier the stall time; and whether

@@ -331,6 +331,14 @@ fn drive<F: FnMut(Option<(Value<'_>, &[u8])>)>(
                 }
             }
             Action::Sleep { .. } => now = now.max(op.timeout()),
+            Action::Respond { .. } => {
+                // An answer to the server's own request: never a tool call.
+                let req = op.transmit();
+                assert!(
+                    !req.windows(19).any(|w| w == b"\"method\":\"tools/call"),
+                    "an answer to the server carried a tools/call"
+                );
+            }
             Action::Report => {
                 assert!(op.report().is_some(), "a report says how the attempt ended");
                 // A new attempt (another server, or none): what may have run there stays
