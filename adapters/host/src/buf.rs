@@ -1,12 +1,13 @@
-//! `VecBuf`: the host's [`Buf`], a `Vec` that grows on demand up to a stated cap.
+//! `VecBuf`: the host's `Buf`, a `Vec` that grows on demand up to a stated cap (the core's
+//! [`verifi_mcp_core::buf::VecBuf`]).
 //!
-//! Owns: storage and its cap. Overflow is the core's [`Overflow`] value, never a panic, and
+//! Owns: storage and its cap. Overflow is the core's `Overflow` value, never a panic, and
 //! nothing is written by a `put` that does not fit.
 
 /// Default cap of a reply buffer: 16 MiB.
 pub const DEFAULT_REPLY_CAP: usize = 16 * 1024 * 1024;
 
-/// The host's [`Buf`]: the core's `Vec`-backed buffer with a cap.
+/// The host's `Buf`: the core's `Vec`-backed buffer with a cap.
 pub use verifi_mcp_core::buf::VecBuf;
 
 #[cfg(test)]
