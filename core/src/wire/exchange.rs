@@ -308,7 +308,9 @@ impl<'h> Exchange<'h> {
             Mode::Lines => {
                 // The server's output ended; a last line without its newline still counts.
                 self.mode = Mode::Finished;
-                if !reply.is_empty() && handler.on_message(trim_cr(reply.bytes()), true)? == Verdict::Done {
+                if !reply.is_empty()
+                    && handler.on_message(trim_cr(reply.bytes()), true)? == Verdict::Done
+                {
                     return Ok(Step::Done);
                 }
                 return Ok(Step::Ended);
@@ -663,7 +665,11 @@ mod tests {
             self.seen += 1;
             self.last = last;
             let ours = msg.windows(6).any(|w| w == br#""id":7"#);
-            Ok(if ours { Verdict::Done } else { Verdict::Continue })
+            Ok(if ours {
+                Verdict::Done
+            } else {
+                Verdict::Continue
+            })
         }
     }
 
@@ -699,9 +705,15 @@ mod tests {
         let mut ex = Exchange::lines(&mut head, Expect::Response, limits);
         let mut buf = Hinted::default();
         let mut h = Seven::default();
-        assert_eq!(ex.feed(b"0123456789", &mut buf, &mut h).unwrap().1, Step::NeedMore);
+        assert_eq!(
+            ex.feed(b"0123456789", &mut buf, &mut h).unwrap().1,
+            Step::NeedMore
+        );
         let err = ex.feed(b"0123456789", &mut buf, &mut h).unwrap_err();
-        assert!(matches!(err, Failure::TooLarge(BufferName::Reply, o) if o.limit == 16), "{err:?}");
+        assert!(
+            matches!(err, Failure::TooLarge(BufferName::Reply, o) if o.limit == 16),
+            "{err:?}"
+        );
         // The output ends in a line without its newline: it is the last chance.
         let mut head = [0u8; 8];
         let mut ex = Exchange::lines(&mut head, Expect::Response, ReplyLimits::default());
@@ -714,7 +726,10 @@ mod tests {
         // Nothing at all: ended without the response.
         let mut head = [0u8; 8];
         let mut ex = Exchange::lines(&mut head, Expect::Response, ReplyLimits::default());
-        assert_eq!(ex.finish(&mut Hinted::default(), &mut h).unwrap(), Step::Ended);
+        assert_eq!(
+            ex.finish(&mut Hinted::default(), &mut h).unwrap(),
+            Step::Ended
+        );
         assert!(!ex.received_any());
     }
 
