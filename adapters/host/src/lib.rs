@@ -51,6 +51,7 @@ pub mod proxy;
 pub mod result;
 pub mod route;
 pub mod shared;
+pub mod stdio;
 pub mod slot;
 pub mod tool;
 pub mod trace;
