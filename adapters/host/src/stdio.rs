@@ -28,10 +28,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use verifi_mcp_core::drive::{Millis, Net};
+use verifi_mcp_core::harness::failover::Target;
+use verifi_mcp_core::wire::endpoint::Endpoint;
 use verifi_mcp_core::wire::failure::{ConnectError, ConnectErrorKind};
 use verifi_mcp_core::wire::json::{JsonLimits, Kind, Value};
 
 use crate::context::lock;
+use crate::net::{Conn, RoutedNet};
 
 /// The variables of our environment a child gets (when we have them): what programs need to
 /// run (find executables, a home, a locale, a temp directory), nothing that carries secrets.
@@ -508,8 +512,7 @@ fn read_loop(stdout: std::process::ChildStdout, running: &Running, cap: usize) {
             // error can say how it ended.
             let deadline = Instant::now() + EXIT_WAIT;
             while Instant::now() < deadline
-                && (running.try_status().is_none()
-                    || !running.stderr_done.load(Ordering::Acquire))
+                && (running.try_status().is_none() || !running.stderr_done.load(Ordering::Acquire))
             {
                 std::thread::sleep(Duration::from_millis(10));
             }
@@ -554,7 +557,9 @@ fn route(running: &Running, line: &[u8]) -> Result<(), String> {
                     .get("params")
                     .and_then(|p| p.get("progressToken"))
                     .and_then(|t| t.as_u64());
-                if method.as_str().is_some_and(|m| m.eq_str("notifications/progress"))
+                if method
+                    .as_str()
+                    .is_some_and(|m| m.eq_str("notifications/progress"))
                     && let Some(token) = token
                 {
                     deliver(running, token, text, false);
@@ -712,15 +717,114 @@ impl embedded_io_async::Write for StdioConn {
     }
 }
 
+/// The endpoint that stands for a slot's stdio server in the core's config: a reserved name
+/// (`.invalid` never resolves) that [`SlotNet`] recognises and never dials.
+pub(crate) fn placeholder(target: Target) -> Endpoint<'static> {
+    let url = match target {
+        Target::Primary => PRIMARY_URL,
+        Target::Fallback => FALLBACK_URL,
+    };
+    // Both parse (checked by a test); the fallback branch is never taken.
+    Endpoint::parse_base(url).unwrap_or_else(|_| placeholder(Target::Primary))
+}
+
+const PRIMARY_URL: &str = "http://primary.stdio.invalid";
+const FALLBACK_URL: &str = "http://fallback.stdio.invalid";
+
+/// A slot's way to its servers: TCP/TLS through its route, and its stdio servers.
+#[derive(Clone, Copy)]
+pub(crate) struct SlotNet<'a> {
+    pub(crate) routed: RoutedNet<'a>,
+    pub(crate) stdio: [Option<&'a StdioServer>; 2],
+}
+
+impl SlotNet<'_> {
+    fn stdio_of(&self, ep: &Endpoint<'_>) -> Option<&StdioServer> {
+        match ep.host() {
+            "primary.stdio.invalid" => self.stdio[0],
+            "fallback.stdio.invalid" => self.stdio[1],
+            _ => None,
+        }
+    }
+}
+
+/// A connection of a [`SlotNet`].
+pub(crate) enum SlotConn {
+    Tcp(Conn),
+    Stdio(StdioConn),
+}
+
+impl embedded_io_async::ErrorType for SlotConn {
+    type Error = io::Error;
+}
+
+impl embedded_io_async::Read for SlotConn {
+    async fn read(&mut self, buf: &mut [u8]) -> Result<usize, io::Error> {
+        match self {
+            SlotConn::Tcp(c) => c.read(buf).await,
+            SlotConn::Stdio(c) => c.read(buf).await,
+        }
+    }
+}
+
+impl embedded_io_async::Write for SlotConn {
+    async fn write(&mut self, buf: &[u8]) -> Result<usize, io::Error> {
+        match self {
+            SlotConn::Tcp(c) => c.write(buf).await,
+            SlotConn::Stdio(c) => c.write(buf).await,
+        }
+    }
+
+    async fn flush(&mut self) -> Result<(), io::Error> {
+        match self {
+            SlotConn::Tcp(c) => c.flush().await,
+            SlotConn::Stdio(c) => c.flush().await,
+        }
+    }
+}
+
+impl Net for SlotNet<'_> {
+    type Conn = SlotConn;
+
+    async fn connect(
+        &self,
+        ep: &Endpoint<'_>,
+        fresh: bool,
+    ) -> Result<(SlotConn, bool), ConnectError> {
+        if let Some(server) = self.stdio_of(ep) {
+            return server.connect().map(|c| (SlotConn::Stdio(c), false));
+        }
+        let (c, reused) = self.routed.connect(ep, fresh).await?;
+        Ok((SlotConn::Tcp(c), reused))
+    }
+
+    fn recycle(&self, ep: &Endpoint<'_>, conn: SlotConn) {
+        if let SlotConn::Tcp(c) = conn {
+            self.routed.recycle(ep, c);
+        }
+    }
+
+    fn now(&self) -> Millis {
+        self.routed.now()
+    }
+
+    async fn sleep_until(&self, at: Millis) {
+        self.routed.sleep_until(at).await;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn command_lines_split_like_a_shell_without_expansion() {
-        let s = StdioSpec::parse_command_line(r#"uvx  nmap-mcp --flag 'a b' "c \"d\"" e\ f"#)
-            .unwrap();
-        assert_eq!(s.argv, ["uvx", "nmap-mcp", "--flag", "a b", "c \"d\"", "e f"]);
+        let s =
+            StdioSpec::parse_command_line(r#"uvx  nmap-mcp --flag 'a b' "c \"d\"" e\ f"#).unwrap();
+        assert_eq!(
+            s.argv,
+            ["uvx", "nmap-mcp", "--flag", "a b", "c \"d\"", "e f"]
+        );
         assert_eq!(
             StdioSpec::parse_command_line("''").unwrap().argv,
             [String::new()]
@@ -728,6 +832,15 @@ mod tests {
         assert!(StdioSpec::parse_command_line("  ").is_err());
         assert!(StdioSpec::parse_command_line("x 'y").is_err());
         assert_eq!(s.label(), "stdio:uvx nmap-mcp --flag a b c \"d\" e f");
+    }
+
+    #[test]
+    fn placeholders_parse_and_are_told_apart() {
+        assert_eq!(placeholder(Target::Primary).host(), "primary.stdio.invalid");
+        assert_eq!(
+            placeholder(Target::Fallback).host(),
+            "fallback.stdio.invalid"
+        );
     }
 
     #[test]
