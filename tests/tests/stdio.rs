@@ -261,7 +261,11 @@ fn a_child_that_exits_mid_reply_is_unreachable_with_its_status_and_stderr_redact
         assert_eq!(ctx.ledger().tool_calls, 1);
         let tl = ctx.timeline();
         assert!(tl.iter().all(|t| !t.json.contains(secret)));
-        assert!(tl.iter().any(|t| t.kind == "tool_error"), "{tl:?}");
+        assert!(
+            tl.iter()
+                .any(|t| t.kind == "tool_error" && t.json.contains("exit status: 3")),
+            "{tl:?}"
+        );
         // The server is dead for the run: the next call does not start another child.
         let r2 = slot.call("echo", json!({ "text": "x" })).await;
         assert!(!r2.ok);

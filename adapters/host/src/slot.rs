@@ -189,6 +189,31 @@ impl Timeline for RunTimeline<'_> {
     }
 }
 
+/// The run's timeline, with what happened to a stopped stdio server added to a call's
+/// `tool_error` when no server answered it (the result's error says the same).
+struct NotedTimeline<'a> {
+    inner: RunTimeline<'a>,
+    slot: &'a SlotHandle,
+}
+
+impl Timeline for NotedTimeline<'_> {
+    fn emit(&mut self, e: &TimelineEvent<'_>) {
+        if let TimelineEvent::ToolError { slot, tool, error } = e
+            && !error.starts_with("tool error")
+            && !error.starts_with("JSON-RPC")
+            && let Some(note) = self.slot.stdio_note()
+        {
+            let error = format!("{error} ({note})");
+            return self.inner.emit(&TimelineEvent::ToolError {
+                slot,
+                tool,
+                error: &error,
+            });
+        }
+        self.inner.emit(e);
+    }
+}
+
 /// Storage a pooled reply buffer may keep between calls; a bigger one is given back.
 const KEEP_BYTES: usize = 64 * 1024;
 
@@ -270,13 +295,14 @@ impl SlotHandle {
             c.clone()
                 .map(|c| crate::stdio::StdioServer::new(c, line_cap))
         });
-        // Values the slot hands its processes are secrets of the run too.
+        // A secret the slot hands its process (by the run's rule: a secret-looking name) is a
+        // secret of the run too, even when our own environment does not have it.
         secrets.extend(
             stdio
                 .iter()
                 .flatten()
                 .flat_map(|s| s.spec().env.iter())
-                .filter(|(_, v)| v.len() >= 4)
+                .filter(|(k, v)| verifi_mcp_core::harness::redact::is_secret_var(k, v))
                 .map(|(_, v)| v.as_bytes().to_vec()),
         );
         let state = HostShared::new(SlotState::new(
@@ -617,7 +643,10 @@ impl SlotHandle {
         let mut scratch = self.scratch();
         let mut bufs = self.bufs_keeping_raw(scratch.get(), cfg.keep_raw);
         let mut ledger = RunLedger(&run.records);
-        let mut timeline = RunTimeline(&run.records);
+        let mut timeline = NotedTimeline {
+            inner: RunTimeline(&run.records),
+            slot: self,
+        };
         let Ok(net) = self.net() else {
             return (self.local_failure(tool, "slot route unavailable"), None);
         };

@@ -65,6 +65,7 @@ Where the server is (the first that applies):
                                 MCP URL (http://host:port/mcp, or any path with --exact-url)
   --config FILE --server NAME   an entry of an mcpServers JSON file (the format MCP clients
                                 share; entries with a \"url\")
+  --stdio 'CMD ARGS…'           a local server, run as a process and spoken to over stdio
   --manifest FILE --slot NAME   a slot of a run manifest (slotFills / endpoints). A slot is
                                 a named place for a tool server in a run, e.g. \"kali\".
   MCP_ENDPOINT                  an ENDPOINT from the environment
@@ -77,6 +78,7 @@ Examples:
   mcp tools http://127.0.0.1:8080
   mcp call http://127.0.0.1:8080/mcp echo text='hello world'
   mcp exec http://127.0.0.1:8080 'uname -a'
+  mcp call --stdio 'uvx nmap-mcp' scan target=10.0.0.5
   mcp call --config ~/.cursor/mcp.json --server kali echo text=hi
   MCP_ENDPOINT=http://127.0.0.1:8080 mcp call echo text=hi
   mcp completions bash > /etc/bash_completion.d/mcp";
@@ -197,6 +199,15 @@ struct Common {
         conflicts_with = "config"
     )]
     manifest: Option<String>,
+    /// Run the server as a local process and speak to it over stdio: its command line, quoted
+    /// as one argument ('uvx nmap-mcp --flag'; words split as a shell would, no expansion).
+    /// It gets an allow-listed environment (PATH, HOME, LANG …) and is closed at the end.
+    #[arg(
+        long,
+        value_name = "'CMD ARGS…'",
+        conflicts_with_all = ["manifest", "config"]
+    )]
+    stdio: Option<String>,
     /// The manifest's slot to use: the name a run gives a tool server, e.g. kali.
     #[arg(long, value_name = "NAME", requires = "manifest")]
     slot: Option<String>,
@@ -481,6 +492,7 @@ impl Run {
 /// Where the server comes from.
 enum Source {
     Url(String),
+    Stdio(String),
     Manifest { file: String, slot: String },
     Config { file: String, server: String },
 }
@@ -507,11 +519,11 @@ fn source(common: &Common, pos: &mut Vec<String>) -> Result<Source, UsageError> 
             file: file.clone(),
             server: server.clone(),
         }),
-        _ => None,
+        _ => common.stdio.clone().map(Source::Stdio),
     };
     match (first_is_url, flagged) {
         (true, Some(_)) => Err(UsageError(format!(
-            "both ENDPOINT {:?} and --manifest/--config were given; use one",
+            "both ENDPOINT {:?} and --manifest/--config/--stdio were given; use one",
             pos[0]
         ))),
         (true, None) => Ok(Source::Url(pos.remove(0))),
@@ -612,6 +624,19 @@ fn build(common: &Common, pos: &mut Vec<String>, run_id: &str) -> Result<Run, Fa
             (
                 one_slot_manifest(&server, &url, fallback.as_deref(), &headers),
                 server,
+            )
+        }
+        Source::Stdio(line) => {
+            let spec = verifi_mcp_host::stdio::StdioSpec::parse_command_line(&line)
+                .map_err(|e| UsageError(format!("--stdio: {e}")))?;
+            let mut fill = serde_json::Map::new();
+            fill.insert("command".into(), json!(spec.argv));
+            if let Some(f) = &fallback {
+                fill.insert("fallback".into(), json!(f));
+            }
+            (
+                json!({ "slotFills": { CLI_SLOT: Value::Object(fill) } }),
+                CLI_SLOT.to_owned(),
             )
         }
         Source::Url(ep) => {

@@ -9,7 +9,10 @@
 //! - `garbage`: writes a line that is not JSON, then waits forever.
 //! - `long-line`: writes `$FAULT_BYTES` (default 40 MiB) without a newline, then waits.
 //! - `stderr-flood`: writes `$FAULT_BYTES` (default 8 MiB) to stderr before answering.
+//! - `plain`: behaves, and asks nothing (for concurrent calls).
 //! - `env`: answers a call with its environment (`K=V` lines) and working directory.
+//!
+//! In every mode, a call of the tool `stats` answers `initializes=N pid=P`.
 //!
 //! Waiting forever means until stdin ends (it then exits 0).
 
@@ -43,6 +46,7 @@ fn main() {
     let stdin = std::io::stdin();
     let mut lines = stdin.lock().lines();
     let mut asked = 0u64;
+    let mut initializes = 0u64;
     while let Some(Ok(line)) = lines.next() {
         let Ok(msg) = serde_json::from_str::<serde_json::Value>(&line) else {
             continue;
@@ -53,15 +57,22 @@ fn main() {
             out(&serde_json::json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string())
         };
         match method {
-            "initialize" => reply(serde_json::json!({
+            "initialize" => {
+                initializes += 1;
+                reply(serde_json::json!({
                 "protocolVersion": "2024-11-05",
                 "capabilities": {"tools": {}},
                 "serverInfo": {"name": "verifi-stdio-fault", "version": "0.1.0"}
-            })),
+                }))
+            }
             "tools/list" => reply(serde_json::json!({"tools": [
                 {"name": "echo", "inputSchema": {"type": "object"}}
             ]})),
             "ping" => reply(serde_json::json!({})),
+            "tools/call" if msg["params"]["name"] == "stats" => {
+                let text = format!("initializes={initializes} pid={}", std::process::id());
+                reply(serde_json::json!({"content": [{"type": "text", "text": text}]}));
+            }
             "tools/call" => {
                 let text = msg["params"]["arguments"]["text"]
                     .as_str()
@@ -112,6 +123,9 @@ fn main() {
                             let _ = e.write_all(line.as_bytes());
                         }
                         drop(e);
+                        reply(serde_json::json!({"content": [{"type": "text", "text": text}]}));
+                    }
+                    "plain" => {
                         reply(serde_json::json!({"content": [{"type": "text", "text": text}]}));
                     }
                     "env" => {
