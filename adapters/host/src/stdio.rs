@@ -263,6 +263,8 @@ impl StdioServer {
 
     /// A virtual connection to the child, starting it if none runs yet. A child that is no
     /// longer usable is not restarted: its server is unreachable for the run (until close).
+    // The error is the `Net::connect` error it becomes, returned once per operation.
+    #[allow(clippy::result_large_err)]
     pub(crate) fn connect(&self) -> Result<StdioConn, ConnectError> {
         let running = {
             let mut child = lock(&self.child);
@@ -290,6 +292,7 @@ impl StdioServer {
         })
     }
 
+    #[allow(clippy::result_large_err)] // as `connect`
     fn start(&self) -> Result<Arc<Running>, ConnectError> {
         let program = self.spec.argv.first().map(String::as_str).unwrap_or("");
         let mut cmd = Command::new(program);
