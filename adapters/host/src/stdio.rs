@@ -197,15 +197,25 @@ impl Running {
         *status
     }
 
-    fn signal(&self, sig: rustix::process::Signal) {
+    /// SIGTERM (`kill: false`) or SIGKILL to the child's process group: the child and what it
+    /// started (npx, uvx run a second process). Elsewhere than Unix, a kill of the child.
+    fn signal(&self, kill: bool) {
         if self.try_status().is_some() {
             return;
         }
-        if let Some(pid) = rustix::process::Pid::from_raw(self.pid) {
-            // The whole group: the child and what it started (npx, uvx run a second process).
-            if rustix::process::kill_process_group(pid, sig).is_err() {
-                let _ = rustix::process::kill_process(pid, sig);
+        #[cfg(unix)]
+        {
+            use rustix::process::{Pid, Signal, kill_process, kill_process_group};
+            let sig = if kill { Signal::KILL } else { Signal::TERM };
+            if let Some(pid) = Pid::from_raw(self.pid)
+                && kill_process_group(pid, sig).is_err()
+            {
+                let _ = kill_process(pid, sig);
             }
+        }
+        #[cfg(not(unix))]
+        if kill {
+            let _ = lock(&self.process).kill();
         }
     }
 
@@ -377,7 +387,7 @@ impl StdioServer {
         if wait_exit(&running, self.grace).await {
             return;
         }
-        running.signal(rustix::process::Signal::TERM);
+        running.signal(false);
         if wait_exit(&running, self.grace).await {
             return;
         }
@@ -395,7 +405,7 @@ impl Drop for StdioServer {
 
 /// SIGKILL to the group, then reaped (quick once killed).
 fn kill_now(running: &Running) {
-    running.signal(rustix::process::Signal::KILL);
+    running.signal(true);
     let deadline = Instant::now() + Duration::from_secs(2);
     while running.try_status().is_none() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(5));
