@@ -190,6 +190,39 @@ fn interop(sdk: support::Sdk) {
     });
 }
 
+/// A call that times out is cancelled over stdio (`notifications/cancelled`): the TypeScript
+/// server's tool sees the abort, and the child goes on serving.
+#[test]
+fn a_timed_out_call_is_cancelled_over_stdio() {
+    let Some(argv) = sdk_command(support::Sdk::Ts) else {
+        return;
+    };
+    let ctx = stdio_ctx(
+        json!({ "command": argv }),
+        Options::default().timeout_ms(1_000),
+    );
+    let slot = ctx.mcp("local").unwrap();
+    run_bounded(BOUND, async {
+        let r = slot.call("slow", json!({ "ms": 20_000, "steps": 1 })).await;
+        assert!(!r.ok, "{r:?}");
+        assert_eq!(r.error.as_deref(), Some("tool call timed out"));
+        let mut interrupted = false;
+        for _ in 0..50 {
+            let st = slot.call("peer_stats", json!({})).await;
+            assert!(st.ok, "{:?}", st.error);
+            let v: Value = serde_json::from_str(&st.text).unwrap();
+            if v["slow_interrupted"].as_u64() >= Some(1) {
+                interrupted = true;
+                break;
+            }
+            async_io::Timer::after(Duration::from_millis(100)).await;
+        }
+        assert!(interrupted, "the server never saw the cancellation");
+        let pids = slot.stdio_pids();
+        close_and_check(&ctx, &[&slot], &pids).await;
+    });
+}
+
 #[test]
 fn typescript_sdk_over_stdio() {
     interop(support::Sdk::Ts);

@@ -76,6 +76,10 @@ const STDERR_LINES: usize = 8;
 const STDERR_LINE_BYTES: usize = 512;
 /// Lines written to the child that may wait for its stdin at once.
 const WRITE_QUEUE: usize = 64;
+/// Lines routed to one operation that may wait for it to read them: past this, the oldest
+/// progress notification is dropped (a response always gets in), so a server that floods
+/// progress cannot grow memory without bound.
+const MAILBOX: usize = 256;
 /// How long the reader waits for an exiting child's status and its last stderr lines.
 const EXIT_WAIT: Duration = Duration::from_millis(1_500);
 
@@ -290,7 +294,7 @@ impl StdioServer {
         if lock(&running.routes).gone.is_some() {
             return Err(ConnectError::new(ConnectErrorKind::Process, "it stopped"));
         }
-        let (tx, rx) = async_channel::unbounded();
+        let (tx, rx) = async_channel::bounded(MAILBOX);
         Ok(StdioConn {
             running,
             tx: Some(tx),
@@ -601,7 +605,12 @@ fn deliver(running: &Running, id: u64, line: &[u8], response: bool) {
         let mut owned = Vec::with_capacity(line.len() + 1);
         owned.extend_from_slice(line);
         owned.push(b'\n');
-        let _ = tx.try_send(owned);
+        if response {
+            // Pushes out the oldest progress line when the mailbox is full.
+            let _ = tx.force_send(owned);
+        } else {
+            let _ = tx.try_send(owned);
+        }
     }
 }
 

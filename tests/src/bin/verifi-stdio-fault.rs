@@ -2,8 +2,9 @@
 //! newline-delimited JSON-RPC on stdin/stdout just well enough (`initialize`, `tools/list`,
 //! `tools/call` of `echo`, `ping`), and misbehaves as MODE says when a tool is called:
 //!
-//! - `ok`: behaves; before each answer it asks the client `ping` and `roots/list` (and checks
-//!   the answers came), and sends a notification whose `id` equals the call's.
+//! - `ok`: behaves; before each answer it asks the client `ping` (with the call's own id) and
+//!   `roots/list` (and checks the answers came), and sends a notification carrying the call's
+//!   id.
 //! - `exit-mid-reply`: writes half a response, a stderr line naming `$FAULT_SECRET`, exits 3.
 //! - `exit-at-start`: writes a stderr line and exits 7 before reading anything.
 //! - `garbage`: writes a line that is not JSON, then waits forever.
@@ -141,9 +142,14 @@ fn main() {
                         );
                     }
                     _ => {
-                        // Ask the client two things; a notification reuses the call's id.
+                        // Ask the client two things (the ping with the call's own id: it is
+                        // still our request, not the call's answer); a notification carries
+                        // the call's id too.
                         asked += 2;
-                        out(&serde_json::json!({"jsonrpc":"2.0","id":format!("s{asked}"),"method":"ping"}).to_string());
+                        out(
+                            &serde_json::json!({"jsonrpc":"2.0","id":id,"method":"ping"})
+                                .to_string(),
+                        );
                         out(&serde_json::json!({"jsonrpc":"2.0","id":9000 + asked,"method":"roots/list"}).to_string());
                         out(&serde_json::json!({"jsonrpc":"2.0","id":id,"method":"notifications/message","params":{"level":"info","data":"same id"}}).to_string());
                         // The client's two answers come before anything else we read.
@@ -155,7 +161,7 @@ fn main() {
                             }
                         }
                         let ok = answers.iter().any(|a| {
-                            a.contains("\"result\":{}") && a.contains(&format!("\"s{asked}\""))
+                            a.contains("\"result\":{}") && a.contains(&format!("\"id\":{id},"))
                         }) && answers.iter().any(|a| {
                             a.contains("\"error\"") && a.contains(&format!("{}", 9000 + asked))
                         });
