@@ -10,12 +10,12 @@
 //! never waits on us. Its stderr is drained (the last lines kept, for errors).
 //!
 //! A child that exits, writes a line that is not JSON-RPC, or a line over the cap, is an
-//! unreachable server: every operation waiting on it ends at once, and [`StdioServer::note`]
-//! says what happened (`exit status: N` and its last stderr lines), for the error.
+//! unreachable server: every operation waiting on it ends at once, and the slot's error
+//! says what happened (`exit status: N` and its last stderr lines).
 //!
 //! The child's environment is an allow-list ([`ENV_ALLOW`]) plus the slot's `env`; nothing
 //! else of ours (secrets included) reaches it. It runs in its own process group, so closing it
-//! also ends what it started: [`StdioServer::close`] closes its stdin, waits a grace period,
+//! also ends what it started: the slot's `close()` closes its stdin, waits a grace period,
 //! then sends SIGTERM, waits again, then SIGKILL, and reaps it. Dropping a running server
 //! kills its group at once.
 //!

@@ -52,8 +52,8 @@ pub struct SlotConfig<'a> {
     pub capabilities: ClientCapabilities,
     /// Which servers of the slot are local processes spoken to over stdio (`[primary,
     /// fallback]`): their requests are newline-delimited JSON-RPC (no HTTP head), their
-    /// replies read line by line, and a notification is done once written. The adapter's
-    /// [`crate::drive::Net`] knows these targets' endpoints (placeholders) from the others.
+    /// replies read line by line, and a notification is done once written.
+    /// The adapter's `Net` tells these targets' endpoints (placeholders) from the others.
     pub stdio: [bool; 2],
 }
 
