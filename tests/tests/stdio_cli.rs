@@ -107,6 +107,26 @@ fn a_manifest_slot_with_a_command() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// An mcpServers config entry with a `command` (the format desktop hosts share) runs over stdio.
+#[test]
+fn a_config_file_command_entry() {
+    let dir = std::env::temp_dir().join(format!("verifi-stdio-cfg-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("mcp.json");
+    let cfg = serde_json::json!({ "mcpServers": { "local": {
+        "command": env!("CARGO_BIN_EXE_verifi-stdio-fault"),
+        "args": ["env"],
+        "env": { "FROM_CONFIG": "yes-it-is" },
+    } } });
+    std::fs::write(&file, cfg.to_string()).unwrap();
+    let f = file.display().to_string();
+    let o = mcp(&["call", "--config", &f, "--server", "local", "echo"]);
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    let text = stdout_json(&o)["text"].as_str().unwrap_or("").to_owned();
+    assert!(text.contains("FROM_CONFIG=yes-it-is"), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn an_exited_child_is_an_unreachable_server_with_its_status_and_stderr() {
     let server = fault("exit-at-start");

@@ -54,17 +54,18 @@ const LONG_VERSION: &str = concat!(
     "\n  so servers' logs read the same as for the TypeScript SDK; it is not bumped with the crate)"
 );
 
-const ABOUT: &str = "Call MCP tools over streamable HTTP, the way a harness does";
+const ABOUT: &str = "Call MCP tools over streamable HTTP or stdio, the way a harness does";
 
 const LONG_ABOUT: &str = "\
-Call MCP tools over streamable HTTP, the way a harness does: one session per run, the run's
-secrets redacted from everything printed, failover to --fallback when the primary is down.
+Call MCP tools over streamable HTTP or stdio, the way a harness does: one session per run,
+the run's secrets redacted from everything printed, failover to --fallback when the primary
+is down.
 
 Where the server is (the first that applies):
   ENDPOINT                      a URL: http://host:port (MCP at /mcp below it), or the full
                                 MCP URL (http://host:port/mcp, or any path with --exact-url)
   --config FILE --server NAME   an entry of an mcpServers JSON file (the format MCP clients
-                                share; entries with a \"url\")
+                                share: a \"url\", or a \"command\" run over stdio)
   --stdio 'CMD ARGS…'           a local server, run as a process and spoken to over stdio
   --manifest FILE --slot NAME   a slot of a run manifest (slotFills / endpoints). A slot is
                                 a named place for a tool server in a run, e.g. \"kali\".
@@ -613,18 +614,29 @@ fn build(common: &Common, pos: &mut Vec<String>, run_id: &str) -> Result<Run, Fa
             let text = std::fs::read_to_string(&file)
                 .map_err(|e| UsageError(format!("cannot read config {file}: {e}")))?;
             let s = config_server(&text, &file, &server)?;
-            let url = endpoint_base(&s.url, true)?;
-            // The file's headers first; a --header of the same name wins.
-            let mut all = s.headers;
-            for (k, v) in headers.drain(..) {
-                all.retain(|(n, _)| !n.eq_ignore_ascii_case(&k));
-                all.push((k, v));
+            if let Some(Value::Object(mut fill)) = s.stdio {
+                // A local server (`command`): run it and speak to it over stdio.
+                if let Some(f) = &fallback {
+                    fill.insert("fallback".into(), json!(f));
+                }
+                (
+                    json!({ "slotFills": { server.as_str(): Value::Object(fill) } }),
+                    server,
+                )
+            } else {
+                let url = endpoint_base(&s.url, true)?;
+                // The file's headers first; a --header of the same name wins.
+                let mut all = s.headers;
+                for (k, v) in headers.drain(..) {
+                    all.retain(|(n, _)| !n.eq_ignore_ascii_case(&k));
+                    all.push((k, v));
+                }
+                headers = all;
+                (
+                    one_slot_manifest(&server, &url, fallback.as_deref(), &headers),
+                    server,
+                )
             }
-            headers = all;
-            (
-                one_slot_manifest(&server, &url, fallback.as_deref(), &headers),
-                server,
-            )
         }
         Source::Stdio(line) => {
             let spec = verifi_mcp_host::stdio::StdioSpec::parse_command_line(&line)
