@@ -488,9 +488,12 @@ fn push_stderr(running: &Running, line: &[u8]) {
 /// Reads the child's stdout line by line (each at most `cap` bytes) and routes each line.
 fn read_loop(stdout: std::process::ChildStdout, running: &Running, cap: usize) {
     let mut r = BufReader::with_capacity(64 * 1024, stdout);
-    let mut line = Vec::new();
+    // A line in the making, as the reads brought it (no doubling copies while it grows: a
+    // line without its newline costs what was read, up to the cap), and its length.
+    let mut pieces: Vec<Vec<u8>> = Vec::new();
+    let mut len = 0usize;
     let why = loop {
-        let (used, complete) = match r.fill_buf() {
+        let (used, line) = match r.fill_buf() {
             Ok([]) => break None,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => break Some(format!("the server process's output failed: {e}")),
@@ -499,22 +502,33 @@ fn read_loop(stdout: std::process::ChildStdout, running: &Running, cap: usize) {
                     Some(i) => (buf.get(..i).unwrap_or(&[]), true),
                     None => (buf, false),
                 };
-                if line.len().saturating_add(part.len()) > cap {
+                if len.saturating_add(part.len()) > cap {
                     break Some(format!(
                         "the server process wrote a line over the {cap}-byte cap"
                     ));
                 }
-                line.extend_from_slice(part);
-                (part.len() + usize::from(complete), complete)
+                let used = part.len() + usize::from(complete);
+                if complete {
+                    // The whole line in one allocation, with room for the newline it is
+                    // handed on with.
+                    let mut line = Vec::with_capacity(len + part.len() + 1);
+                    for p in pieces.drain(..) {
+                        line.extend_from_slice(&p);
+                    }
+                    line.extend_from_slice(part);
+                    len = 0;
+                    (used, Some(line))
+                } else {
+                    len += part.len();
+                    pieces.push(part.to_vec());
+                    (used, None)
+                }
             }
         };
         r.consume(used);
-        if !complete {
-            continue;
-        }
-        let routed = route(running, &line);
-        line.clear();
-        if let Err(why) = routed {
+        if let Some(line) = line
+            && let Err(why) = route(running, line)
+        {
             break Some(why);
         }
     };
@@ -545,71 +559,90 @@ fn read_loop(stdout: std::process::ChildStdout, running: &Running, cap: usize) {
     drop(r);
 }
 
-/// Routes one line of the child's output. `Err`: the line is not JSON-RPC.
-fn route(running: &Running, line: &[u8]) -> Result<(), String> {
-    let text = line.strip_suffix(b"\r").unwrap_or(line);
-    if text.iter().all(u8::is_ascii_whitespace) {
+/// Routes one line of the child's output (without its newline). `Err`: the line is not
+/// JSON-RPC.
+fn route(running: &Running, mut line: Vec<u8>) -> Result<(), String> {
+    if line.ends_with(b"\r") {
+        line.pop();
+    }
+    if line.iter().all(u8::is_ascii_whitespace) {
         return Ok(());
     }
-    let garbage = || {
-        let shown = String::from_utf8_lossy(text.get(..80).unwrap_or(text)).into_owned();
-        format!("the server process wrote a line that is not JSON-RPC: {shown:?}")
-    };
-    let value = Value::parse(text, JsonLimits::default()).map_err(|_| garbage())?;
-    let messages: Vec<Value<'_>> = match value.kind() {
-        Kind::Object => vec![value],
-        Kind::Array => value.elements().collect(),
-        _ => return Err(garbage()),
-    };
-    for msg in messages {
-        if msg.kind() != Kind::Object {
-            return Err(garbage());
-        }
-        let id = msg.get("id").filter(|i| !i.is_null());
-        match (msg.get("method"), id) {
-            // The server asks us something: answer, so it never waits.
-            (Some(method), Some(id)) => answer(running, method, id),
-            (Some(method), None) => {
-                let token = msg
-                    .get("params")
-                    .and_then(|p| p.get("progressToken"))
-                    .and_then(|t| t.as_u64());
-                if method
-                    .as_str()
-                    .is_some_and(|m| m.eq_str("notifications/progress"))
-                    && let Some(token) = token
-                {
-                    deliver(running, token, text, false);
-                }
+    // Where the line goes: (id, is the response). Worked out first, while it is parsed.
+    let mut to: Vec<(u64, bool)> = Vec::new();
+    {
+        let text = &line[..];
+        let garbage = || {
+            let shown = String::from_utf8_lossy(text.get(..80).unwrap_or(text)).into_owned();
+            format!("the server process wrote a line that is not JSON-RPC: {shown:?}")
+        };
+        let value = Value::parse(text, JsonLimits::default()).map_err(|_| garbage())?;
+        let messages: Vec<Value<'_>> = match value.kind() {
+            Kind::Object => vec![value],
+            Kind::Array => value.elements().collect(),
+            _ => return Err(garbage()),
+        };
+        for msg in messages {
+            if msg.kind() != Kind::Object {
+                return Err(garbage());
             }
-            (None, Some(id)) => {
-                if let Some(id) = id.as_u64() {
-                    deliver(running, id, text, true);
+            let id = msg.get("id").filter(|i| !i.is_null());
+            match (msg.get("method"), id) {
+                // The server asks us something: answer, so it never waits.
+                (Some(method), Some(id)) => answer(running, method, id),
+                (Some(method), None) => {
+                    let token = msg
+                        .get("params")
+                        .and_then(|p| p.get("progressToken"))
+                        .and_then(|t| t.as_u64());
+                    if method
+                        .as_str()
+                        .is_some_and(|m| m.eq_str("notifications/progress"))
+                        && let Some(token) = token
+                    {
+                        to.push((token, false));
+                    }
                 }
+                (None, Some(id)) => {
+                    if let Some(id) = id.as_u64() {
+                        to.push((id, true));
+                    }
+                }
+                (None, None) => {}
             }
-            (None, None) => {}
         }
+    }
+    line.push(b'\n');
+    let last = to.len().saturating_sub(1);
+    for (i, (id, response)) in to.into_iter().enumerate() {
+        // The last (usually the only) one takes the line itself, not a copy.
+        let owned = if i == last {
+            std::mem::take(&mut line)
+        } else {
+            line.clone()
+        };
+        deliver(running, id, owned, response);
     }
     Ok(())
 }
 
-/// Hands `line` (and its newline) to the connection waiting for `id`; a response ends the wait.
-fn deliver(running: &Running, id: u64, line: &[u8], response: bool) {
-    let mut routes = lock(&running.routes);
-    let tx = if response {
-        routes.waiting.remove(&id)
-    } else {
-        routes.waiting.get(&id).cloned()
+/// Hands `line` (with its newline) to the connection waiting for `id`; a response ends the
+/// wait.
+fn deliver(running: &Running, id: u64, line: Vec<u8>, response: bool) {
+    let tx = {
+        let mut routes = lock(&running.routes);
+        if response {
+            routes.waiting.remove(&id)
+        } else {
+            routes.waiting.get(&id).cloned()
+        }
     };
     if let Some(tx) = tx {
-        let mut owned = Vec::with_capacity(line.len() + 1);
-        owned.extend_from_slice(line);
-        owned.push(b'\n');
         if response {
             // Pushes out the oldest progress line when the mailbox is full.
-            let _ = tx.force_send(owned);
+            let _ = tx.force_send(line);
         } else {
-            let _ = tx.try_send(owned);
+            let _ = tx.try_send(line);
         }
     }
 }
