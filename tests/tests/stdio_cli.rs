@@ -107,6 +107,30 @@ fn a_manifest_slot_with_a_command() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `-v` traces the lines sent to and read from a stdio server, redacted.
+#[test]
+fn verbose_traces_stdio_lines() {
+    let server = fault("plain");
+    let o = mcp(&["call", "-v", "--stdio", &server, "echo", "text=traced"]);
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("connected to stdio:"), "{err}");
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("> #") && l.contains("\"tools/call\"") && l.contains("traced")),
+        "{err}"
+    );
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("< #") && l.contains("\"text\":\"traced\"")),
+        "{err}"
+    );
+    assert!(
+        !err.lines().any(|l| l.trim().is_empty()),
+        "no blank lines: {err}"
+    );
+}
+
 /// An mcpServers config entry with a `command` (the format desktop hosts share) runs over stdio.
 #[test]
 fn a_config_file_command_entry() {

@@ -36,6 +36,7 @@ use verifi_mcp_core::wire::json::{JsonLimits, Kind, Value};
 
 use crate::context::lock;
 use crate::net::{Conn, RoutedNet};
+use crate::trace::{WireEvent, WireTrace};
 
 /// The variables of our environment a child gets (when we have them): what programs need to
 /// run (find executables, a home, a locale, a temp directory), nothing that carries secrets.
@@ -279,7 +280,10 @@ impl StdioServer {
     /// longer usable is not restarted: its server is unreachable for the run (until close).
     // The error is the `Net::connect` error it becomes, returned once per operation.
     #[allow(clippy::result_large_err)]
-    pub(crate) fn connect(&self) -> Result<StdioConn, ConnectError> {
+    pub(crate) fn connect(
+        &self,
+        trace: impl FnOnce(&str) -> Option<(WireTrace, u64)>,
+    ) -> Result<StdioConn, ConnectError> {
         let running = {
             let mut child = lock(&self.child);
             match child.as_ref() {
@@ -296,6 +300,7 @@ impl StdioServer {
         }
         let (tx, rx) = async_channel::bounded(MAILBOX);
         Ok(StdioConn {
+            trace: trace(&self.spec.label()),
             running,
             tx: Some(tx),
             rx,
@@ -678,6 +683,8 @@ pub struct StdioConn {
     pending: Vec<u8>,
     at: usize,
     ids: Vec<u64>,
+    /// The wire observer and this connection's number, when tracing.
+    trace: Option<(WireTrace, u64)>,
 }
 
 fn broken() -> io::Error {
@@ -706,6 +713,12 @@ impl StdioConn {
             }
         }
         let writer = lock(&self.running.writer).clone().ok_or_else(broken)?;
+        if let Some((t, conn)) = &self.trace {
+            t.emit(&WireEvent::Sent {
+                conn: *conn,
+                bytes: &line,
+            });
+        }
         writer.send(line).await.map_err(|_| broken())
     }
 }
@@ -750,6 +763,9 @@ impl embedded_io_async::Read for StdioConn {
             dst.copy_from_slice(src);
         }
         self.at += n;
+        if let (Some((t, conn)), Some(bytes)) = (&self.trace, rest.get(..n)) {
+            t.emit(&WireEvent::Received { conn: *conn, bytes });
+        }
         Ok(n)
     }
 }
@@ -847,7 +863,10 @@ impl Net for SlotNet<'_> {
         fresh: bool,
     ) -> Result<(SlotConn, bool), ConnectError> {
         if let Some(server) = self.stdio_of(ep) {
-            return server.connect().map(|c| (SlotConn::Stdio(c), false));
+            let net = self.routed.net;
+            return server
+                .connect(|label| net.trace_stdio(label))
+                .map(|c| (SlotConn::Stdio(c), false));
         }
         let (c, reused) = self.routed.connect(ep, fresh).await?;
         Ok((SlotConn::Tcp(c), reused))

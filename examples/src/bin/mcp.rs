@@ -747,7 +747,12 @@ fn wire_trace(secrets: Vec<Vec<u8>>) -> WireTrace {
                 tls,
             } => {
                 let t = if *tls { " (TLS)" } else { "" };
-                out.push_str(&format!("* #{conn} connected to {host}:{port}{t}\n"));
+                if *port == 0 {
+                    // A stdio server: its label, `stdio:<command line>`.
+                    out.push_str(&format!("* #{conn} connected to {host}\n"));
+                } else {
+                    out.push_str(&format!("* #{conn} connected to {host}:{port}{t}\n"));
+                }
             }
             WireEvent::Sent { conn, bytes } => {
                 let text = String::from_utf8_lossy(bytes);
@@ -758,6 +763,8 @@ fn wire_trace(secrets: Vec<Vec<u8>>) -> WireTrace {
                 for l in head.lines() {
                     out.push_str(&format!("> #{conn} {}\n", trace_line(l)));
                 }
+                // A stdio request is one line that ends in its newline.
+                let body = body.trim_end_matches(['\r', '\n']);
                 if !body.is_empty() {
                     out.push_str(&format!("> #{conn} {}\n", trace_line(body)));
                 }
