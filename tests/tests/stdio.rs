@@ -395,6 +395,45 @@ fn a_child_that_ignores_eof_and_sigterm_is_killed_after_the_grace() {
     });
 }
 
+/// The 2026-07-28 era over stdio: the probe finds a modern server, no `initialize` is sent,
+/// and every request carries its version in `_meta`; an old-era child refuses the probe and
+/// gets the handshake.
+#[test]
+fn both_eras_over_stdio() {
+    let ctx = context_with(
+        json!({ "slotFills": {
+            "new": { "command": [fault_bin(), "modern"] },
+            "old": { "command": [fault_bin(), "plain"] }
+        } }),
+        "run-eras",
+        Options::default().timeout_ms(1_000),
+    );
+    let (new, old) = (ctx.mcp("new").unwrap(), ctx.mcp("old").unwrap());
+    run_bounded(BOUND, async {
+        let r = new.call("echo", json!({ "text": "hi" })).await;
+        assert!(r.ok, "{:?}", r.error);
+        assert_eq!(r.text, "hi at 2026-07-28");
+        let st = new.call("stats", json!({})).await;
+        assert!(st.text.starts_with("initializes=0 "), "{}", st.text);
+        // A timed-out call is cancelled with a notification in both eras: on stdio there is
+        // no stream whose closing would tell the server.
+        for slot in [&new, &old] {
+            let r = slot.call("wait", json!({})).await;
+            assert_eq!(r.error.as_deref(), Some("tool call timed out"));
+            let st = slot.call("stats", json!({})).await;
+            assert!(st.text.ends_with(" cancelled=1"), "{}", st.text);
+        }
+        let r = old.call("echo", json!({ "text": "hi" })).await;
+        assert!(r.ok, "{:?}", r.error);
+        assert_eq!(r.text, "hi");
+        let st = old.call("stats", json!({})).await;
+        assert!(st.text.starts_with("initializes=1 "), "{}", st.text);
+        let pids = [new.stdio_pids(), old.stdio_pids()].concat();
+        assert_eq!(pids.len(), 2);
+        close_and_check(&ctx, &[&new, &old], &pids).await;
+    });
+}
+
 /// The child's environment is the allow-list plus the slot's `env`; its `cwd` is the slot's.
 #[test]
 fn the_child_gets_only_the_allow_list_and_the_slots_env_in_its_cwd() {

@@ -1791,7 +1791,8 @@ where
     fn cancel_after(&mut self, f: Failure, now: Millis) {
         self.clear_in_flight();
         self.failure = Some(f);
-        if self.modern() {
+        // Over stdio there is no stream to close: the notification is the only cancel.
+        if self.modern() && !self.cfg.is_stdio(self.target) {
             self.stage = Stage::AttemptEnded;
         } else {
             self.start_trip(Purpose::Cancel, now);

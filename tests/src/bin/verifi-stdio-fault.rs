@@ -13,7 +13,12 @@
 //! - `plain`: behaves, and asks nothing (for concurrent calls).
 //! - `env`: answers a call with its environment (`K=V` lines) and working directory.
 //!
-//! In every mode, a call of the tool `stats` answers `initializes=N pid=P`.
+//! - `modern`: a 2026-07-28 server: answers `server/discover` with a result (other modes
+//!   refuse it as an unknown method, as old-era servers do), and answers a call with the
+//!   protocol version in its `_meta`, or `no _meta`.
+//!
+//! In every mode, a call of the tool `stats` answers `initializes=N pid=P cancelled=C`, and a
+//! call of `wait` is never answered: it waits for its `notifications/cancelled` (counted in C).
 //!
 //! Waiting forever means until stdin ends (it then exits 0).
 
@@ -48,6 +53,7 @@ fn main() {
     let mut lines = stdin.lock().lines();
     let mut asked = 0u64;
     let mut initializes = 0u64;
+    let mut cancelled = 0u64;
     while let Some(Ok(line)) = lines.next() {
         let Ok(msg) = serde_json::from_str::<serde_json::Value>(&line) else {
             continue;
@@ -70,8 +76,16 @@ fn main() {
                 {"name": "echo", "inputSchema": {"type": "object"}}
             ]})),
             "ping" => reply(serde_json::json!({})),
+            "server/discover" if mode == "modern" => reply(serde_json::json!({
+                "supportedVersions": ["2026-07-28"],
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "verifi-stdio-fault", "version": "0.1.0"}
+            })),
             "tools/call" if msg["params"]["name"] == "stats" => {
-                let text = format!("initializes={initializes} pid={}", std::process::id());
+                let text = format!(
+                    "initializes={initializes} pid={} cancelled={cancelled}",
+                    std::process::id()
+                );
                 reply(serde_json::json!({"content": [{"type": "text", "text": text}]}));
             }
             "tools/call" => {
@@ -124,6 +138,30 @@ fn main() {
                             let _ = e.write_all(line.as_bytes());
                         }
                         drop(e);
+                        reply(serde_json::json!({"content": [{"type": "text", "text": text}]}));
+                    }
+                    // Never answers: waits for the call's `notifications/cancelled`.
+                    _ if msg["params"]["name"] == "wait" => loop {
+                        match lines.next() {
+                            Some(Ok(l)) => {
+                                let v: serde_json::Value =
+                                    serde_json::from_str(&l).unwrap_or_default();
+                                if v["method"] == "notifications/cancelled"
+                                    && v["params"]["requestId"] == id
+                                {
+                                    cancelled += 1;
+                                    break;
+                                }
+                            }
+                            _ => std::process::exit(0),
+                        }
+                    },
+                    "modern" => {
+                        let meta =
+                            &msg["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"];
+                        let text = meta
+                            .as_str()
+                            .map_or("no _meta".to_owned(), |v| format!("{text} at {v}"));
                         reply(serde_json::json!({"content": [{"type": "text", "text": text}]}));
                     }
                     "plain" => {
