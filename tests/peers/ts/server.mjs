@@ -132,7 +132,6 @@ if (mode === 'stdio') {
   // Newline-delimited JSON-RPC on stdin/stdout (the SDK's stdio transport); ends with stdin.
   const { StdioServerTransport } = await import('@modelcontextprotocol/sdk/server/stdio.js');
   stats.connections++;
-  stats.initializes++;
   await buildServer().connect(new StdioServerTransport());
   process.stdin.on('end', () => process.exit(0));
 }
