@@ -347,10 +347,12 @@ impl<'h> Exchange<'h> {
             used += part.len() + usize::from(complete);
             if reply.len().saturating_add(part.len()) > self.max_line {
                 self.mode = Mode::Finished;
+                // How far past the cap the line goes depends on where the reads split it; the
+                // error does not (the line needs at least one byte more than the cap).
                 return Err(Failure::TooLarge(
                     BufferName::Reply,
                     Overflow {
-                        needed: reply.len().saturating_add(part.len()),
+                        needed: self.max_line.saturating_add(1),
                         limit: self.max_line,
                     },
                 ));
