@@ -395,6 +395,55 @@ fn a_child_that_ignores_eof_and_sigterm_is_killed_after_the_grace() {
     });
 }
 
+/// What the child started and left behind when it exited (its process group) is killed at
+/// `close()` too.
+#[test]
+fn what_the_child_started_is_gone_after_close() {
+    let dir = std::env::temp_dir().join(format!("verifi-stdio-group-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pidfile = dir.join("grandchild.pid");
+    let script = format!(
+        "sleep 300 & echo $! > '{}'; while read line; do :; done",
+        pidfile.display()
+    );
+    let ctx = stdio_ctx(
+        json!({ "command": ["sh", "-c", script] }),
+        Options::default().timeout_ms(500),
+    );
+    let slot = ctx.mcp("local").unwrap();
+    run_bounded(BOUND, async {
+        assert!(slot.ping().await.is_err());
+        let pids = slot.stdio_pids();
+        let mut grandchild = None;
+        for _ in 0..100 {
+            if let Some(p) = std::fs::read_to_string(&pidfile)
+                .ok()
+                .and_then(|t| t.trim().parse::<u32>().ok())
+            {
+                grandchild = Some(p);
+                break;
+            }
+            async_io::Timer::after(Duration::from_millis(20)).await;
+        }
+        let grandchild = grandchild.expect("the child wrote its grandchild's pid");
+        assert!(alive(grandchild));
+        close_and_check(&ctx, &[&slot], &pids).await;
+        // SIGKILL is sent by then; the kernel takes a moment to end the process.
+        for _ in 0..100 {
+            if !alive(grandchild) {
+                break;
+            }
+            async_io::Timer::after(Duration::from_millis(10)).await;
+        }
+        let stat = std::fs::read_to_string(format!("/proc/{grandchild}/stat")).unwrap_or_default();
+        assert!(
+            !alive(grandchild),
+            "the grandchild {grandchild} outlived close(): {stat} (children of the slot: {pids:?})"
+        );
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// The 2026-07-28 era over stdio: the probe finds a modern server, no `initialize` is sent,
 /// and every request carries its version in `_meta`; an old-era child refuses the probe and
 /// gets the handshake.

@@ -203,23 +203,24 @@ impl Running {
     }
 
     /// SIGTERM (`kill: false`) or SIGKILL to the child's process group: the child and what it
-    /// started (npx, uvx run a second process). Elsewhere than Unix, a kill of the child.
+    /// started (npx, uvx run a second process), also when the child itself already exited and
+    /// left them (a group's id is not reused while any member lives). Elsewhere than Unix, a
+    /// kill of the child.
     fn signal(&self, kill: bool) {
-        if self.try_status().is_some() {
-            return;
-        }
         #[cfg(unix)]
         {
             use rustix::process::{Pid, Signal, kill_process, kill_process_group};
             let sig = if kill { Signal::KILL } else { Signal::TERM };
             if let Some(pid) = Pid::from_raw(self.pid)
                 && kill_process_group(pid, sig).is_err()
+                // Only a child not yet reaped: its pid cannot have been reused.
+                && self.try_status().is_none()
             {
                 let _ = kill_process(pid, sig);
             }
         }
         #[cfg(not(unix))]
-        if kill {
+        if kill && self.try_status().is_none() {
             let _ = lock(&self.process).kill();
         }
     }
@@ -332,9 +333,13 @@ impl StdioServer {
         #[cfg(unix)]
         std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
         let mut child = cmd.spawn().map_err(|e| {
+            let place = match &self.spec.cwd {
+                Some(dir) => format!(" in {dir:?}"),
+                None => String::new(),
+            };
             ConnectError::new(
                 ConnectErrorKind::Process,
-                &format!("cannot start {program:?}: {e}"),
+                &format!("cannot start {program:?}{place}: {e}"),
             )
         })?;
         let (Some(stdin), Some(stdout), Some(stderr)) =
@@ -393,13 +398,11 @@ impl StdioServer {
         };
         running.fail("the server process was closed".into());
         lock(&running.writer).take();
-        if wait_exit(&running, self.grace).await {
-            return;
+        if !wait_exit(&running, self.grace).await {
+            running.signal(false);
+            wait_exit(&running, self.grace).await;
         }
-        running.signal(false);
-        if wait_exit(&running, self.grace).await {
-            return;
-        }
+        // SIGKILL to whatever is left of its group (the child, or what it started and left).
         kill_now(&running);
     }
 }
