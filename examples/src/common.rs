@@ -202,15 +202,19 @@ pub fn add_pairs(args: &mut Value, pairs: &[String]) -> Result<(), UsageError> {
 /// A server from an `mcpServers` config file (the format MCP clients share).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigServer {
-    /// Its full MCP URL (`url`, or `serverUrl`).
+    /// Its full MCP URL (`url`, or `serverUrl`); empty for a local server (`command`).
     pub url: String,
+    /// A local server spoken to over stdio: the manifest fill `{command, env, cwd}` made of
+    /// the entry's `command`, `args`, `env` and `cwd`.
+    pub stdio: Option<Value>,
     /// Its `headers`, in file order.
     pub headers: Vec<(String, String)>,
 }
 
-/// Finds `name` in the `mcpServers` JSON `text` (read from `file`). Only entries with a `url`
-/// (streamable HTTP) can be used; a `command` entry (a local stdio server) is refused with the
-/// reason, and a missing name lists the names there are.
+/// Finds `name` in the `mcpServers` JSON `text` (read from `file`): an entry with a `url`
+/// (streamable HTTP) or a `command` (a local server over stdio, with `args`, `env`, `cwd`); an
+/// older HTTP+SSE entry is refused with the reason, and a missing name lists the names there
+/// are.
 pub fn config_server(text: &str, file: &str, name: &str) -> Result<ConfigServer, UsageError> {
     let v: Value = serde_json::from_str(text)
         .map_err(|e| UsageError(format!("config {file} is not JSON: {e}")))?;
@@ -235,7 +239,7 @@ pub fn config_server(text: &str, file: &str, name: &str) -> Result<ConfigServer,
     if kind.eq_ignore_ascii_case("sse") {
         return usage(format!(
             "server {name:?} in {file} uses the older HTTP+SSE transport (\"type\": \"sse\"); mcp \
-             speaks streamable HTTP only"
+             speaks streamable HTTP and stdio"
         ));
     }
     let url = entry
@@ -243,13 +247,12 @@ pub fn config_server(text: &str, file: &str, name: &str) -> Result<ConfigServer,
         .or_else(|| entry.get("serverUrl"))
         .and_then(Value::as_str);
     let Some(url) = url else {
-        if entry.get("command").is_some() {
-            return usage(format!(
-                "server {name:?} in {file} is a local stdio server (\"command\"); mcp speaks \
-                 streamable HTTP only, so it needs an entry with a \"url\""
-            ));
+        if let Some(command) = entry.get("command") {
+            return stdio_entry(entry, command, file, name);
         }
-        return usage(format!("server {name:?} in {file} has no \"url\""));
+        return usage(format!(
+            "server {name:?} in {file} has no \"url\" (nor a \"command\")"
+        ));
     };
     let mut headers = Vec::new();
     match entry.get("headers") {
@@ -272,7 +275,67 @@ pub fn config_server(text: &str, file: &str, name: &str) -> Result<ConfigServer,
     }
     Ok(ConfigServer {
         url: url.to_owned(),
+        stdio: None,
         headers,
+    })
+}
+
+/// A `command` entry of an mcpServers file as a manifest fill: `command` (a string, or an
+/// array) and `args` make the command line; `env` (strings) and `cwd` go as they are.
+fn stdio_entry(
+    entry: &Value,
+    command: &Value,
+    file: &str,
+    name: &str,
+) -> Result<ConfigServer, UsageError> {
+    let strings = |v: &Value, what: &str| -> Result<Vec<Value>, UsageError> {
+        match v {
+            Value::String(s) => Ok(vec![json!(s)]),
+            Value::Array(a) if a.iter().all(Value::is_string) => Ok(a.clone()),
+            _ => usage(format!(
+                "server {name:?} in {file}: \"{what}\" must be a string or an array of strings"
+            )),
+        }
+    };
+    let mut argv = strings(command, "command")?;
+    if let Some(args) = entry.get("args").filter(|a| !a.is_null()) {
+        argv.extend(strings(args, "args")?);
+    }
+    if argv
+        .first()
+        .and_then(Value::as_str)
+        .is_none_or(str::is_empty)
+    {
+        return usage(format!("server {name:?} in {file}: \"command\" is empty"));
+    }
+    let mut fill = Map::new();
+    fill.insert("command".into(), Value::Array(argv));
+    match entry.get("env") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(e)) if e.values().all(Value::is_string) => {
+            fill.insert("env".into(), Value::Object(e.clone()));
+        }
+        Some(_) => {
+            return usage(format!(
+                "server {name:?} in {file}: \"env\" must be an object of strings"
+            ));
+        }
+    }
+    match entry.get("cwd") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(d)) => {
+            fill.insert("cwd".into(), json!(d));
+        }
+        Some(_) => {
+            return usage(format!(
+                "server {name:?} in {file}: \"cwd\" must be a string"
+            ));
+        }
+    }
+    Ok(ConfigServer {
+        url: String::new(),
+        stdio: Some(Value::Object(fill)),
+        headers: Vec::new(),
     })
 }
 
@@ -569,10 +632,11 @@ mod tests {
     }
 
     #[test]
-    fn config_servers_need_a_url_and_list_the_names_there_are() {
+    fn config_servers_need_a_url_or_a_command_and_list_the_names_there_are() {
         let cfg = r#"{"mcpServers": {
             "kali": {"type": "http", "url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": "Bearer t0ken"}},
-            "local": {"command": "npx", "args": ["-y", "some-server"]},
+            "local": {"command": "npx", "args": ["-y", "some-server"], "env": {"K": "v"}, "cwd": "/tmp"},
+            "bad_args": {"command": "npx", "args": [1]},
             "bare": {},
             "old": {"type": "sse", "url": "http://127.0.0.1:9/sse"}
         }}"#;
@@ -582,14 +646,21 @@ mod tests {
             s.headers,
             vec![("Authorization".into(), "Bearer t0ken".into())]
         );
-        let e = config_server(cfg, "c.json", "local").unwrap_err();
-        assert!(e.0.contains("stdio"), "{e}");
+        let s = config_server(cfg, "c.json", "local").unwrap();
+        assert_eq!(
+            s.stdio,
+            Some(
+                json!({ "command": ["npx", "-y", "some-server"], "env": { "K": "v" }, "cwd": "/tmp" })
+            )
+        );
+        let e = config_server(cfg, "c.json", "bad_args").unwrap_err();
+        assert!(e.0.contains("\"args\" must be"), "{e}");
         let e = config_server(cfg, "c.json", "bare").unwrap_err();
         assert!(e.0.contains("no \"url\""), "{e}");
         let e = config_server(cfg, "c.json", "old").unwrap_err();
         assert!(e.0.contains("older HTTP+SSE transport"), "{e}");
         let e = config_server(cfg, "c.json", "nope").unwrap_err();
-        assert!(e.0.contains("bare, kali, local, old"), "{e}");
+        assert!(e.0.contains("bad_args, bare, kali, local, old"), "{e}");
         assert!(config_server("{}", "c.json", "x").is_err());
         assert!(config_server("{", "c.json", "x").is_err());
     }

@@ -284,7 +284,7 @@ fn config_files_and_the_environment_name_the_server() {
         json!({ "mcpServers": {
             "kali": { "type": "http", "url": format!("{}/mcp", s.base_url()),
                       "headers": { "X-Tenant-Token": token } },
-            "local": { "command": "npx", "args": ["some-stdio-server"] }
+            "local": { "command": "/nonexistent/stdio-server", "args": ["--x"] }
         }})
         .to_string(),
     )
@@ -298,9 +298,14 @@ fn config_files_and_the_environment_name_the_server() {
         "the file's header is sent and its value redacted: {}",
         describe(&o)
     );
+    // A `command` entry is run over stdio (this one cannot start, and says so).
     let o = mcp(&["tools", "--config", &c, "--server", "local"]);
-    assert_eq!(code(&o), 2, "{}", describe(&o));
-    assert!(stderr(&o).contains("stdio"), "{}", describe(&o));
+    assert_eq!(code(&o), 1, "{}", describe(&o));
+    assert!(
+        stderr(&o).contains("cannot start") && stderr(&o).contains("/nonexistent/stdio-server"),
+        "{}",
+        describe(&o)
+    );
     let o = mcp(&["tools", "--config", &c, "--server", "nope"]);
     assert_eq!(code(&o), 2, "{}", describe(&o));
     assert!(stderr(&o).contains("kali, local"), "{}", describe(&o));

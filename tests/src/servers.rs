@@ -386,6 +386,26 @@ fn from_json<T: serde::de::DeserializeOwned>(v: Value) -> Result<T, ErrorData> {
     serde_json::from_value(v).map_err(|e| ErrorData::internal_error(e.to_string(), None))
 }
 
+/// Serves the tools over stdio (rmcp's stdio transport: newline-delimited JSON-RPC on this
+/// process's stdin and stdout) until stdin ends: `verifi-test-server --stdio`.
+pub fn serve_stdio() -> io::Result<()> {
+    use rmcp::ServiceExt;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let tools = Tools {
+            stats: Arc::new(Stats::default()),
+        };
+        let running = tools
+            .serve(rmcp::transport::io::stdio())
+            .await
+            .map_err(io::Error::other)?;
+        running.waiting().await.map_err(io::Error::other)?;
+        Ok(())
+    })
+}
+
 /// The exit code `run_command` reports: the number after the last `exit ` in the command,
 /// else 0.
 pub fn scripted_exit_code(command: &str) -> i64 {

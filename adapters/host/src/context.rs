@@ -562,6 +562,70 @@ impl HarnessContextBuilder {
         self
     }
 
+    /// Adds a slot whose primary server is a local process spoken to over stdio: `argv` is
+    /// the program and its arguments (as a manifest's `command`). It starts on the slot's
+    /// first operation, gets an allow-listed environment ([`crate::stdio::ENV_ALLOW`]) plus
+    /// [`env`](Self::env), and ends with [`HarnessContext::close`] (or when dropped).
+    pub fn stdio_slot<S: Into<String>>(
+        mut self,
+        name: impl Into<String>,
+        argv: impl IntoIterator<Item = S>,
+    ) -> Self {
+        let name = name.into();
+        if self.slots.iter().any(|(n, _)| *n == name) {
+            self.fail(format!("slot '{name}' is added twice"));
+        }
+        let mut fill = serde_json::Map::new();
+        fill.insert("command".into(), argv_value(argv));
+        self.slots.push((name, fill));
+        self
+    }
+
+    /// The fallback of the slot added last is a local process (see
+    /// [`stdio_slot`](Self::stdio_slot)).
+    pub fn fallback_command<S: Into<String>>(mut self, argv: impl IntoIterator<Item = S>) -> Self {
+        match self.slots.last_mut() {
+            Some((_, fill)) => {
+                let mut fb = serde_json::Map::new();
+                fb.insert("command".into(), argv_value(argv));
+                fill.insert("fallback".into(), Value::Object(fb));
+            }
+            None => self.fail("fallback_command() before any slot()".into()),
+        }
+        self
+    }
+
+    /// A variable for the process of the slot added last (its primary if that is a command,
+    /// else its fallback). A value whose name looks like a secret is redacted like one.
+    /// Repeatable.
+    pub fn env(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        let (name, value) = (name.into(), value.into());
+        match self.slots.last_mut().and_then(|(_, f)| command_fill(f)) {
+            Some(fill) => {
+                let env = fill
+                    .entry("env")
+                    .or_insert_with(|| Value::Object(serde_json::Map::new()));
+                if let Value::Object(e) = env {
+                    e.insert(name, Value::String(value));
+                }
+            }
+            None => self.fail(format!("env({name:?}) before any stdio slot")),
+        }
+        self
+    }
+
+    /// The working directory of the process of the slot added last (as for [`env`](Self::env)).
+    pub fn cwd(mut self, dir: impl Into<String>) -> Self {
+        let dir = dir.into();
+        match self.slots.last_mut().and_then(|(_, f)| command_fill(f)) {
+            Some(fill) => {
+                fill.insert("cwd".into(), Value::String(dir));
+            }
+            None => self.fail(format!("cwd({dir:?}) before any stdio slot")),
+        }
+        self
+    }
+
     /// The fallback endpoint of the slot added last.
     pub fn fallback(mut self, endpoint: impl Into<String>) -> Self {
         match self.slots.last_mut() {
@@ -626,9 +690,61 @@ impl HarnessContextBuilder {
     }
 }
 
+/// A manifest `command` array.
+fn argv_value<S: Into<String>>(argv: impl IntoIterator<Item = S>) -> Value {
+    Value::Array(argv.into_iter().map(|a| Value::String(a.into())).collect())
+}
+
+/// The fill object that holds a slot's process: the slot's own, or its fallback's.
+fn command_fill(
+    fill: &mut serde_json::Map<String, Value>,
+) -> Option<&mut serde_json::Map<String, Value>> {
+    if fill.contains_key("command") {
+        return Some(fill);
+    }
+    match fill.get_mut("fallback") {
+        Some(Value::Object(fb)) if fb.contains_key("command") => Some(fb),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_builder_makes_stdio_slots() {
+        let ctx = HarnessContext::builder()
+            .run_id("r")
+            .stdio_slot("nmap", ["uvx", "nmap-mcp"])
+            .env("NMAP_TOKEN", "tok-123456")
+            .cwd("/tmp")
+            .fallback("http://127.0.0.1:9")
+            .slot("web", "http://127.0.0.1:9")
+            .fallback_command(["web-mcp", "--x"])
+            .env("LEVEL", "debug")
+            .options(Options::default().secrets(Some(vec![])))
+            .build()
+            .unwrap();
+        let nmap = ctx.mcp("nmap").unwrap();
+        assert_eq!(nmap.endpoint(), "stdio:uvx nmap-mcp");
+        assert_eq!(nmap.fallback(), Some("http://127.0.0.1:9"));
+        let spec = nmap.inner.spec.primary_command.clone().unwrap();
+        assert_eq!(spec.env, vec![("NMAP_TOKEN".into(), "tok-123456".into())]);
+        assert_eq!(spec.cwd.as_deref(), Some("/tmp"));
+        // A secret-named value the slot hands its process is redacted like a run secret.
+        assert!(nmap.secrets_now().iter().any(|s| s == b"tok-123456"));
+        let web = ctx.mcp("web").unwrap();
+        assert_eq!(web.fallback(), Some("stdio:web-mcp --x"));
+        let fb = web.inner.spec.fallback_command.clone().unwrap();
+        assert_eq!(fb.env, vec![("LEVEL".into(), "debug".into())]);
+        assert!(!web.secrets_now().iter().any(|s| s == b"debug"));
+        let e = HarnessContext::builder()
+            .slot("a", "http://h")
+            .env("K", "v")
+            .build();
+        assert!(e.is_err());
+    }
 
     #[test]
     fn slots_are_memoized_and_unfilled_slots_are_typed_errors() {

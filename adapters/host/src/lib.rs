@@ -35,7 +35,8 @@
 //!
 //! Modules: [`context`] (`HarnessContext`, its builder, `Options`, `ctx.mcp(slot)`), [`slot`]
 //! (slot handles), [`tool`] (typed `Tool` from `tools/list`), [`exec`] (`run_command` on a
-//! shared box), [`net`] (connections, pool, TLS, clock), [`proxy`] (forward proxies),
+//! shared box), [`net`] (connections, pool, TLS, clock), [`stdio`] (local servers over
+//! stdio: child processes, routed lines), [`proxy`] (forward proxies),
 //! [`trust`] (roots and certificate errors), [`protocol`] (resources, prompts, ping,
 //! structured output), [`auth`] (the OAuth client), [`trace`] (a wire
 //! observer), [`result`] (owned results), [`buf`] (capped `Vec` buffers), [`shared`] (a slot's
@@ -52,6 +53,7 @@ pub mod result;
 pub mod route;
 pub mod shared;
 pub mod slot;
+pub mod stdio;
 pub mod tool;
 pub mod trace;
 pub mod trust;

@@ -369,6 +369,21 @@ impl HostNet {
         }
     }
 
+    /// A number for a new connection to a stdio server (`label`, e.g. `stdio:uvx nmap-mcp`),
+    /// told to the wire observer as connected (port 0), when there is an observer.
+    pub(crate) fn trace_stdio(&self, label: &str) -> Option<(WireTrace, u64)> {
+        self.inner.trace.as_ref().map(|t| {
+            let conn = self.inner.conns.fetch_add(1, Ordering::Relaxed) + 1;
+            t.emit(&WireEvent::Connected {
+                conn,
+                host: label,
+                port: 0,
+                tls: false,
+            });
+            (t.clone(), conn)
+        })
+    }
+
     /// The route of [`HostNet::open`].
     pub fn route(&self) -> &Route {
         &self.inner.route

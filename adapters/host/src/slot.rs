@@ -51,6 +51,20 @@ pub struct SlotSpec {
     pub ca: Option<String>,
     /// The slot's own OAuth settings (`auth` in the manifest), winning over the context's.
     pub auth: Option<crate::route::SlotAuth>,
+    /// The primary is a local process spoken to over stdio (then `primary` is its label,
+    /// `stdio:<command line>`).
+    pub primary_command: Option<crate::stdio::StdioSpec>,
+    /// The fallback is a local process (then `fallback` is its label).
+    pub fallback_command: Option<crate::stdio::StdioSpec>,
+}
+
+/// A manifest `command` object as an owned spec.
+fn stdio_spec(c: &verifi_mcp_core::harness::slots::StdioCommand<'_>) -> crate::stdio::StdioSpec {
+    crate::stdio::StdioSpec {
+        argv: c.argv().map(|a| owned(&a)).collect(),
+        env: c.env.iter().map(|(k, v)| (owned(&k), owned(&v))).collect(),
+        cwd: c.cwd.as_ref().map(owned),
+    }
 }
 
 fn owned(j: &JsonStr<'_>) -> String {
@@ -78,8 +92,16 @@ impl SlotSpec {
         match manifest.resolve(slot) {
             Ok(fill) => Ok(SlotSpec {
                 slot: slot.to_owned(),
-                primary: owned(&fill.endpoint),
-                fallback: fill.fallback.as_ref().map(owned),
+                primary: match &fill.command {
+                    Some(c) => stdio_spec(c).label(),
+                    None => owned(&fill.endpoint),
+                },
+                fallback: match &fill.fallback_command {
+                    Some(c) => Some(stdio_spec(c).label()),
+                    None => fill.fallback.as_ref().map(owned),
+                },
+                primary_command: fill.command.as_ref().map(stdio_spec),
+                fallback_command: fill.fallback_command.as_ref().map(stdio_spec),
                 headers: fill
                     .headers
                     .iter()
@@ -114,6 +136,8 @@ pub(crate) struct SlotInner {
     scratch: Mutex<Vec<Scratch>>,
     /// The `outputSchema` of each tool that declared one in the slot's latest `tools/list`.
     output_schemas: Mutex<HashMap<String, Arc<OutputSchema>>>,
+    /// The stdio servers of the slot (`[primary, fallback]`), for targets that are commands.
+    pub(crate) stdio: [Option<crate::stdio::StdioServer>; 2],
 }
 
 /// A slot of the run. Clones share one session and one failover state.
@@ -162,6 +186,31 @@ impl Timeline for RunTimeline<'_> {
             kind: e.kind().to_owned(),
             json: String::from_utf8_lossy(json.bytes()).into_owned(),
         });
+    }
+}
+
+/// The run's timeline, with what happened to a stopped stdio server added to a call's
+/// `tool_error` when no server answered it (the result's error says the same).
+struct NotedTimeline<'a> {
+    inner: RunTimeline<'a>,
+    slot: &'a SlotHandle,
+}
+
+impl Timeline for NotedTimeline<'_> {
+    fn emit(&mut self, e: &TimelineEvent<'_>) {
+        if let TimelineEvent::ToolError { slot, tool, error } = e
+            && !error.starts_with("tool error")
+            && !error.starts_with("JSON-RPC")
+            && let Some(note) = self.slot.stdio_note()
+        {
+            let error = format!("{error} ({note})");
+            return self.inner.emit(&TimelineEvent::ToolError {
+                slot,
+                tool,
+                error: &error,
+            });
+        }
+        self.inner.emit(e);
     }
 }
 
@@ -241,6 +290,21 @@ impl SlotHandle {
         if let Ok(r) = &route {
             secrets.extend(r.proxy.secrets().into_iter().map(String::into_bytes));
         }
+        let line_cap = run.options.reply_cap;
+        let stdio = [&spec.primary_command, &spec.fallback_command].map(|c| {
+            c.clone()
+                .map(|c| crate::stdio::StdioServer::new(c, line_cap))
+        });
+        // A secret the slot hands its process (by the run's rule: a secret-looking name) is a
+        // secret of the run too, even when our own environment does not have it.
+        secrets.extend(
+            stdio
+                .iter()
+                .flatten()
+                .flat_map(|s| s.spec().env.iter())
+                .filter(|(k, v)| verifi_mcp_core::harness::redact::is_secret_var(k, v))
+                .map(|(_, v)| v.as_bytes().to_vec()),
+        );
         let state = HostShared::new(SlotState::new(
             run.options.protocol_version,
             spec.fallback.is_some(),
@@ -255,6 +319,7 @@ impl SlotHandle {
                 route,
                 scratch: Mutex::new(Vec::new()),
                 output_schemas: Mutex::new(HashMap::new()),
+                stdio,
             }),
         }
     }
@@ -318,13 +383,23 @@ impl SlotHandle {
             Endpoint::parse_base
         };
         let route = self.route()?;
-        let primary = parse(&spec.primary)
-            .map_err(|e| format!("slot '{}': bad endpoint {:?}: {e}", spec.slot, spec.primary))?;
-        let fallback = match &spec.fallback {
-            Some(f) => Some(
+        // A stdio server's endpoint is a placeholder the slot's net knows (never dialled).
+        let primary = match spec.primary_command {
+            Some(_) => {
+                crate::stdio::placeholder(verifi_mcp_core::harness::failover::Target::Primary)
+            }
+            None => parse(&spec.primary).map_err(|e| {
+                format!("slot '{}': bad endpoint {:?}: {e}", spec.slot, spec.primary)
+            })?,
+        };
+        let fallback = match (&spec.fallback, &spec.fallback_command) {
+            (_, Some(_)) => Some(crate::stdio::placeholder(
+                verifi_mcp_core::harness::failover::Target::Fallback,
+            )),
+            (Some(f), None) => Some(
                 parse(f).map_err(|e| format!("slot '{}': bad fallback {f:?}: {e}", spec.slot))?,
             ),
-            None => None,
+            (None, None) => None,
         };
         Ok((route.endpoint(primary), fallback.map(|f| route.endpoint(f))))
     }
@@ -391,12 +466,46 @@ impl SlotHandle {
         self.inner.route.as_ref().map_err(Clone::clone)
     }
 
-    /// The context's pool and clock through this slot's route.
-    fn net(&self) -> Result<RoutedNet<'_>, String> {
-        Ok(RoutedNet {
-            net: &self.inner.run.net,
-            route: self.route()?,
+    /// The context's pool and clock through this slot's route, and the slot's stdio servers.
+    fn net(&self) -> Result<crate::stdio::SlotNet<'_>, String> {
+        Ok(crate::stdio::SlotNet {
+            routed: RoutedNet {
+                net: &self.inner.run.net,
+                route: self.route()?,
+            },
+            stdio: [self.inner.stdio[0].as_ref(), self.inner.stdio[1].as_ref()],
         })
+    }
+
+    /// What happened to the slot's stdio servers that stopped, redacted (for an error), e.g.
+    /// `the server process exited (exit status: 3); its stderr ends: …`.
+    pub(crate) fn stdio_note(&self) -> Option<String> {
+        let notes: Vec<String> = self
+            .inner
+            .stdio
+            .iter()
+            .flatten()
+            .filter_map(|s| s.note().map(|n| format!("{}: {n}", s.spec().label())))
+            .collect();
+        (!notes.is_empty()).then(|| redact_string(&notes.join("; "), &self.secrets_now()))
+    }
+
+    /// The process ids of the slot's running stdio servers (for tests that check none is left).
+    pub fn stdio_pids(&self) -> Vec<u32> {
+        self.inner
+            .stdio
+            .iter()
+            .flatten()
+            .filter_map(|s| s.pid())
+            .collect()
+    }
+
+    /// `message` with the note of a stopped stdio server added, when there is one.
+    fn with_stdio_note(&self, message: String) -> String {
+        match self.stdio_note() {
+            Some(note) => format!("{message} ({note})"),
+            None => message,
+        }
     }
 
     fn headers(&self) -> Vec<(&str, &str)> {
@@ -432,6 +541,10 @@ impl SlotHandle {
         cfg.era = o.era;
         cfg.capabilities.tasks = o.tasks;
         cfg.idle_timeout_ms = o.idle_timeout_ms;
+        cfg.stdio = [
+            spec.primary_command.is_some(),
+            spec.fallback_command.is_some(),
+        ];
         cfg
     }
 
@@ -530,7 +643,10 @@ impl SlotHandle {
         let mut scratch = self.scratch();
         let mut bufs = self.bufs_keeping_raw(scratch.get(), cfg.keep_raw);
         let mut ledger = RunLedger(&run.records);
-        let mut timeline = RunTimeline(&run.records);
+        let mut timeline = NotedTimeline {
+            inner: RunTimeline(&run.records),
+            slot: self,
+        };
         let Ok(net) = self.net() else {
             return (self.local_failure(tool, "slot route unavailable"), None);
         };
@@ -547,6 +663,11 @@ impl SlotHandle {
         )
         .await;
         let mut owned = ToolResult::from_core_without_text(&r);
+        if matches!(owned.kind, Kind::Unreachable(_))
+            && let Some(e) = owned.error.take()
+        {
+            owned.error = Some(self.with_stdio_note(e));
+        }
         let text_len = r.text.len();
         std::mem::forget(cancel_if_dropped);
         // The head and read borrows end with `bufs`; the growable buffers go back to the pool,
@@ -634,7 +755,7 @@ impl SlotHandle {
         )
         .await
         .map_err(|e| ListToolsError {
-            message: redact_string(&e.to_string(), &secrets),
+            message: self.with_stdio_note(redact_string(&e.to_string(), &secrets)),
             kind: ListToolsError::kind_of(&e.error),
         })?;
         let tools = tools.finish().map_err(|why| ListToolsError {
@@ -689,6 +810,9 @@ impl SlotHandle {
     /// Ends this slot's sessions (best-effort HTTP DELETE; 405 is fine).
     pub async fn close(&self) {
         let (Ok(endpoints), Ok(net)) = (self.endpoints(), self.net()) else {
+            for server in self.inner.stdio.iter().flatten() {
+                server.close().await;
+            }
             return;
         };
         // The token held, if any (ending a session never starts an authorization).
@@ -698,6 +822,9 @@ impl SlotHandle {
         let mut scratch = self.scratch();
         let mut bufs = self.bufs(scratch.get());
         drive::close(&net, &cfg, &self.inner.state, &mut bufs).await;
+        for server in self.inner.stdio.iter().flatten() {
+            server.close().await;
+        }
     }
 }
 
@@ -775,7 +902,15 @@ impl SlotHandle {
             on_item,
         )
         .await
-        .map_err(|e| ProtocolError::from_core(&e, &secrets))
+        .map_err(|e| self.noted(ProtocolError::from_core(&e, &secrets)))
+    }
+
+    /// A protocol error with the note of a stopped stdio server, when no server answered.
+    fn noted(&self, mut e: ProtocolError) -> ProtocolError {
+        if e.code.is_none() {
+            e.message = self.with_stdio_note(e.message);
+        }
+        e
     }
 
     /// Every page of `list`, each item typed.
@@ -859,7 +994,7 @@ impl SlotHandle {
             &mut bufs,
         )
         .await
-        .map_err(|e| ProtocolError::from_core(&e, secrets))?;
+        .map_err(|e| self.noted(ProtocolError::from_core(&e, secrets)))?;
         Ok((answered.result.to_vec(), answered.latency_ms))
     }
 

@@ -14,6 +14,18 @@
 //!   "endpoints": { "recon": "http://10.0.0.7" } }
 //! ```
 //!
+//! A server may also be a local process spoken to over stdio: an object fill names a
+//! `command` (a non-empty array of strings: the program and its arguments) instead of an
+//! `endpoint`, with an optional `env` (an object of strings, added to the child's allow-listed
+//! environment) and `cwd` (a string); `fallback` may be such an object too (or
+//! `{"endpoint": …}`):
+//!
+//! ```json
+//! { "slotFills": { "nmap": { "command": ["uvx", "nmap-mcp"], "env": { "LOG": "1" },
+//!                            "cwd": "/tmp", "fallback": "http://10.0.0.5:8080" },
+//!                  "web": { "endpoint": "http://w1", "fallback": { "command": ["web-mcp"] } } } }
+//! ```
+//!
 //! Other top-level fields are ignored. `null` for `slotFills`, `endpoints`, `fallback` or
 //! `headers` means absent. Anything else of the wrong type is a [`ManifestError`] naming the
 //! field, e.g. `manifest field slotFills.kali.endpoint must be a string`.
@@ -137,12 +149,59 @@ fn field_err<'a>(
     }
 }
 
+/// Checks a `command` object's fields (`command`, `env`, `cwd`); `prefix` names them in errors.
+fn check_command<'a>(
+    slot: JsonStr<'a>,
+    v: Value<'a>,
+    keys: [&'static str; 3],
+) -> Result<(), ManifestError<'a>> {
+    const MAP: &str = "slotFills";
+    let [command, env, cwd] = keys;
+    let argv = v.get("command").filter(|c| c.kind() == Kind::Array);
+    let ok = argv.is_some_and(|a| {
+        a.elements().next().is_some() && a.elements().all(|e| e.kind() == Kind::String)
+    });
+    if !ok {
+        return Err(field_err(
+            MAP,
+            Some(slot),
+            Some(command),
+            None,
+            "a non-empty array of strings",
+        ));
+    }
+    if let Some(e) = present(v.get("env")) {
+        if e.kind() != Kind::Object {
+            return Err(field_err(MAP, Some(slot), Some(env), None, "an object"));
+        }
+        for (name, value) in e.members() {
+            if value.kind() != Kind::String {
+                return Err(field_err(
+                    MAP,
+                    Some(slot),
+                    Some(env),
+                    Some(name),
+                    "a string",
+                ));
+            }
+        }
+    }
+    if let Some(c) = present(v.get("cwd"))
+        && c.kind() != Kind::String
+    {
+        return Err(field_err(MAP, Some(slot), Some(cwd), None, "a string"));
+    }
+    Ok(())
+}
+
 fn check_fill<'a>(slot: JsonStr<'a>, v: Value<'a>) -> Result<(), ManifestError<'a>> {
     const MAP: &str = "slotFills";
     match v.kind() {
         Kind::String => Ok(()),
         Kind::Object => {
-            if v.get("endpoint").and_then(|e| e.as_str()).is_none() {
+            if present(v.get("command")).is_some() {
+                check_command(slot, v, ["command", "env", "cwd"])?;
+            } else if v.get("endpoint").and_then(|e| e.as_str()).is_none() {
                 return Err(field_err(
                     MAP,
                     Some(slot),
@@ -151,16 +210,25 @@ fn check_fill<'a>(slot: JsonStr<'a>, v: Value<'a>) -> Result<(), ManifestError<'
                     "a string",
                 ));
             }
-            if let Some(fb) = present(v.get("fallback"))
-                && fb.kind() != Kind::String
-            {
-                return Err(field_err(
-                    MAP,
-                    Some(slot),
-                    Some("fallback"),
-                    None,
-                    "a string",
-                ));
+            if let Some(fb) = present(v.get("fallback")) {
+                match fb.kind() {
+                    Kind::String => {}
+                    Kind::Object if present(fb.get("command")).is_some() => check_command(
+                        slot,
+                        fb,
+                        ["fallback.command", "fallback.env", "fallback.cwd"],
+                    )?,
+                    Kind::Object if fb.get("endpoint").and_then(|e| e.as_str()).is_some() => {}
+                    _ => {
+                        return Err(field_err(
+                            MAP,
+                            Some(slot),
+                            Some("fallback"),
+                            None,
+                            "a string or an object with an endpoint or a command",
+                        ));
+                    }
+                }
             }
             if let Some(h) = present(v.get("headers")) {
                 if h.kind() != Kind::Object {
@@ -194,6 +262,20 @@ fn check_fill<'a>(slot: JsonStr<'a>, v: Value<'a>) -> Result<(), ManifestError<'
             "a string or an object",
         )),
     }
+}
+
+/// A validated `{command, env, cwd}` object as a [`StdioCommand`], with its program's name.
+fn command_of(v: Value<'_>) -> Option<(JsonStr<'_>, StdioCommand<'_>)> {
+    let argv = present(v.get("command"))?;
+    let program = argv.elements().next()?.as_str()?;
+    Some((
+        program,
+        StdioCommand {
+            argv,
+            env: Headers(present(v.get("env"))),
+            cwd: present(v.get("cwd")).and_then(|c| c.as_str()),
+        },
+    ))
 }
 
 impl<'a> Manifest<'a> {
@@ -237,13 +319,32 @@ impl<'a> Manifest<'a> {
                     endpoint,
                     fallback: None,
                     headers: Headers(None),
+                    command: None,
+                    fallback_command: None,
                 });
             }
-            if let Some(endpoint) = v.get("endpoint").and_then(|e| e.as_str()) {
+            let primary = match command_of(v) {
+                Some((program, command)) => Some((program, Some(command))),
+                None => v
+                    .get("endpoint")
+                    .and_then(|e| e.as_str())
+                    .map(|e| (e, None)),
+            };
+            if let Some((endpoint, command)) = primary {
+                let fb = present(v.get("fallback"));
+                let (fallback, fallback_command) = match fb.and_then(command_of) {
+                    Some((program, c)) => (Some(program), Some(c)),
+                    None => (
+                        fb.and_then(|f| f.as_str().or_else(|| f.get("endpoint")?.as_str())),
+                        None,
+                    ),
+                };
                 return Ok(SlotFill {
                     endpoint,
-                    fallback: present(v.get("fallback")).and_then(|f| f.as_str()),
+                    fallback,
                     headers: Headers(present(v.get("headers"))),
+                    command,
+                    fallback_command,
                 });
             }
         }
@@ -256,6 +357,8 @@ impl<'a> Manifest<'a> {
                 endpoint,
                 fallback: None,
                 headers: Headers(None),
+                command: None,
+                fallback_command: None,
             });
         }
         Err(SlotNotFilledError {
@@ -411,6 +514,29 @@ pub struct SlotFill<'a> {
     pub fallback: Option<JsonStr<'a>>,
     /// Static headers sent on every request to this slot (values are secrets of the run).
     pub headers: Headers<'a>,
+    /// The primary server is a local process spoken to over stdio (then `endpoint` is its
+    /// program's name, a label only).
+    pub command: Option<StdioCommand<'a>>,
+    /// The fallback server is a local process (then `fallback` is its program's name).
+    pub fallback_command: Option<StdioCommand<'a>>,
+}
+
+/// A server that is a local process: its command line, extra environment and directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StdioCommand<'a> {
+    argv: Value<'a>,
+    /// Variables added to the child's allow-listed environment (values may be secrets: its
+    /// `Debug` prints them as `[REDACTED]`).
+    pub env: Headers<'a>,
+    /// The child's working directory, if given.
+    pub cwd: Option<JsonStr<'a>>,
+}
+
+impl<'a> StdioCommand<'a> {
+    /// The program and its arguments (at least one; every element a string).
+    pub fn argv(&self) -> impl Iterator<Item = JsonStr<'a>> + 'a {
+        self.argv.elements().filter_map(|e| e.as_str())
+    }
 }
 
 /// The slot is in neither `slotFills` nor `endpoints`: a provisioning fault.
@@ -538,6 +664,70 @@ mod tests {
     }
 
     #[test]
+    fn command_fills_and_command_fallbacks() {
+        let json = br#"{"slotFills":{
+            "nmap":{"command":["uvx","nmap-mcp","--x"],"env":{"K":"v1"},"cwd":"/tmp",
+                    "fallback":"http://f"},
+            "web":{"endpoint":"http://w","fallback":{"command":["web-mcp"]}},
+            "old":{"endpoint":"http://o","fallback":{"endpoint":"http://o2"}}}}"#;
+        let m = Manifest::parse(json).unwrap();
+        let f = m.resolve("nmap").unwrap();
+        let c = f.command.unwrap();
+        assert_eq!(
+            c.argv().map(|a| s(&a)).collect::<std::vec::Vec<_>>(),
+            ["uvx", "nmap-mcp", "--x"]
+        );
+        assert_eq!(s(&f.endpoint), "uvx");
+        assert_eq!(
+            c.env
+                .iter()
+                .map(|(k, v)| (s(&k), s(&v)))
+                .collect::<std::vec::Vec<_>>(),
+            [("K".into(), "v1".into())]
+        );
+        assert_eq!(c.cwd.map(|d| s(&d)).as_deref(), Some("/tmp"));
+        assert_eq!(f.fallback.map(|x| s(&x)).as_deref(), Some("http://f"));
+        assert!(f.fallback_command.is_none());
+        let w = m.resolve("web").unwrap();
+        assert!(w.command.is_none());
+        assert_eq!(
+            s(&w.fallback_command.unwrap().argv().next().unwrap()),
+            "web-mcp"
+        );
+        let o = m.resolve("old").unwrap();
+        assert_eq!(o.fallback.map(|x| s(&x)).as_deref(), Some("http://o2"));
+        for (bad, msg) in [
+            (
+                &br#"{"slotFills":{"a":{"command":[]}}}"#[..],
+                "slotFills.a.command must be a non-empty array of strings",
+            ),
+            (
+                br#"{"slotFills":{"a":{"command":["x",1]}}}"#,
+                "slotFills.a.command must be a non-empty array of strings",
+            ),
+            (
+                br#"{"slotFills":{"a":{"command":["x"],"env":{"K":1}}}}"#,
+                "slotFills.a.env.K must be a string",
+            ),
+            (
+                br#"{"slotFills":{"a":{"command":["x"],"cwd":3}}}"#,
+                "slotFills.a.cwd must be a string",
+            ),
+            (
+                br#"{"slotFills":{"a":{"endpoint":"http://a","fallback":{"command":"x"}}}}"#,
+                "slotFills.a.fallback.command must be a non-empty array of strings",
+            ),
+            (
+                br#"{"slotFills":{"a":{"endpoint":"http://a","fallback":3}}}"#,
+                "slotFills.a.fallback must be a string or an object with an endpoint or a command",
+            ),
+        ] {
+            let e = Manifest::parse(bad).unwrap_err().to_string();
+            assert!(e.ends_with(msg), "{e}");
+        }
+    }
+
+    #[test]
     fn nulls_mean_absent() {
         let m = Manifest::parse(
             br#"{"slotFills":{"a":{"endpoint":"http://a","fallback":null,"headers":null}},"endpoints":null}"#,
@@ -578,7 +768,7 @@ mod tests {
             ),
             (
                 br#"{"slotFills":{"kali":{"endpoint":"e","fallback":1}}}"#,
-                "manifest field slotFills.kali.fallback must be a string",
+                "manifest field slotFills.kali.fallback must be a string or an object with an endpoint or a command",
             ),
             (
                 br#"{"slotFills":{"kali":{"endpoint":"e","headers":[]}}}"#,

@@ -50,6 +50,11 @@ pub struct SlotConfig<'a> {
     pub era: EraSetting,
     /// What the client declares (in `initialize` and in the 2026 `_meta`).
     pub capabilities: ClientCapabilities,
+    /// Which servers of the slot are local processes spoken to over stdio (`[primary,
+    /// fallback]`): their requests are newline-delimited JSON-RPC (no HTTP head), their
+    /// replies read line by line, and a notification is done once written.
+    /// The adapter's `Net` tells these targets' endpoints (placeholders) from the others.
+    pub stdio: [bool; 2],
 }
 
 /// The `tools/call` a call has on the wire, if any: an adapter reads it when the caller drops
@@ -169,6 +174,15 @@ impl<'a> SlotConfig<'a> {
                 tasks: true,
                 ..ClientCapabilities::default()
             },
+            stdio: [false; 2],
+        }
+    }
+
+    /// True when `target` is a stdio server (see [`SlotConfig::stdio`]).
+    pub fn is_stdio(&self, target: Target) -> bool {
+        match target {
+            Target::Primary => self.stdio[0],
+            Target::Fallback => self.stdio[1],
         }
     }
 

@@ -333,6 +333,16 @@ impl<'x> Trip<'x> {
         }
     }
 
+    /// Writes the body alone (with `_meta` in the 2026 era) and `\n` into `out`: one line of
+    /// newline-delimited JSON-RPC, for a stdio server (the encoders never write a raw newline;
+    /// strings escape it). There are no headers on stdio.
+    pub(super) fn write_line<B: Buf>(&self, out: &mut B) -> Result<(), Failure> {
+        out.clear();
+        self.write_body(out)
+            .and_then(|()| out.put(b"\n"))
+            .map_err(|o| Failure::TooLarge(BufferName::Request, o))
+    }
+
     /// Writes head and body into `out`, so the adapter sends them in one write.
     pub(super) fn write<B: Buf>(&self, out: &mut B, cfg: &SlotConfig<'_>) -> Result<(), Failure> {
         out.clear();

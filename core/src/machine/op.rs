@@ -986,6 +986,9 @@ where
         self.expect = trip.expect;
         self.sent_session_id = snap.is_some_and(|s| s.session_id.is_some())
             && !matches!(purpose, Purpose::Initialize { .. });
+        if self.cfg.is_stdio(self.target) {
+            return trip.write_line(self.request);
+        }
         trip.write(self.request, self.cfg)
     }
 }
@@ -1114,12 +1117,16 @@ where
             self.end_trip(Failure::NoResponse);
             return;
         };
-        self.exchange = Some(Exchange::new(
-            head,
-            self.expect,
-            self.sent_session_id,
-            self.cfg.limits,
-        ));
+        let stdio = self.cfg.is_stdio(self.target);
+        self.exchange = Some(if stdio {
+            Exchange::lines(head, self.expect, self.cfg.limits)
+        } else {
+            Exchange::new(head, self.expect, self.sent_session_id, self.cfg.limits)
+        });
+        if stdio && self.expect == Expect::Accepted {
+            // A notification over stdio has no reply: it is done once written.
+            return self.finish_trip(true);
+        }
         self.progress_seen = self.current_progress();
         self.wire = Wire::Read {
             retry_fresh,
@@ -1784,7 +1791,8 @@ where
     fn cancel_after(&mut self, f: Failure, now: Millis) {
         self.clear_in_flight();
         self.failure = Some(f);
-        if self.modern() {
+        // Over stdio there is no stream to close: the notification is the only cancel.
+        if self.modern() && !self.cfg.is_stdio(self.target) {
             self.stage = Stage::AttemptEnded;
         } else {
             self.start_trip(Purpose::Cancel, now);

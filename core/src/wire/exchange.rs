@@ -11,6 +11,10 @@
 //! the response whose id matches, which the handler looks for. When the stream ends and no
 //! id matched, the last response-shaped message the handler chose to hold is offered once more
 //! as a last chance (the seed's fallback; the driver takes it only when its id is `null`).
+//!
+//! [`Exchange::lines`] is the same for a stdio server: no HTTP, each `\n`-terminated line is
+//! one JSON-RPC message (a trailing `\r` and blank lines are ignored), a line longer than
+//! [`ReplyLimits::max_event_bytes`] (or the reply buffer) is an error, never held whole.
 
 use super::failure::{BufferName, Failure};
 use super::http::{Decoded, Framing, MediaType, ResponseDecoder, ResponseHead, ResponseLimits};
@@ -108,6 +112,8 @@ enum Mode {
     ErrorBody(u16),
     /// Response done: only framing is decoded, to learn whether the connection can be reused.
     Drain,
+    /// Newline-delimited JSON-RPC (stdio): each line is one message.
+    Lines,
     Finished,
 }
 
@@ -123,6 +129,8 @@ pub struct Exchange<'h> {
     held: bool,
     http_ended: bool,
     received: u64,
+    /// The longest line of a [`Mode::Lines`] exchange.
+    max_line: usize,
 }
 
 impl<'h> Exchange<'h> {
@@ -151,7 +159,17 @@ impl<'h> Exchange<'h> {
             held: false,
             http_ended: false,
             received: 0,
+            max_line: limits.max_event_bytes,
         }
+    }
+
+    /// An exchange over newline-delimited JSON-RPC (a stdio server): every line is handed to
+    /// the handler; `Expect::Accepted` completes at the first byte (an adapter usually does
+    /// not read at all after a notification). `head_storage` is only kept, to give back.
+    pub fn lines(head_storage: &'h mut [u8], expect: Expect, limits: ReplyLimits) -> Self {
+        let mut ex = Exchange::new(head_storage, expect, false, limits);
+        ex.mode = Mode::Lines;
+        ex
     }
 
     /// Gives the head storage back (for the next exchange on the same buffers).
@@ -218,6 +236,9 @@ impl<'h> Exchange<'h> {
         handler: &mut H,
     ) -> Result<(usize, Step), Failure> {
         self.received = self.received.saturating_add(input.len() as u64);
+        if self.mode == Mode::Lines {
+            return self.feed_lines(input, reply, handler);
+        }
         let mut used = 0;
         // Decode until the decoder asks for more input: a body that ends exactly at the end
         // of `input` reports its end on one more (empty) decode.
@@ -284,6 +305,16 @@ impl<'h> Exchange<'h> {
         match self.mode {
             Mode::Finished | Mode::Drain => return Ok(Step::Done),
             Mode::ErrorBody(code) => return Err(self.error_failure(code, reply.bytes())),
+            Mode::Lines => {
+                // The server's output ended; a last line without its newline still counts.
+                self.mode = Mode::Finished;
+                if !reply.is_empty()
+                    && handler.on_message(trim_cr(reply.bytes()), true)? == Verdict::Done
+                {
+                    return Ok(Step::Done);
+                }
+                return Ok(Step::Ended);
+            }
             _ => {}
         }
         match self.http.finish()? {
@@ -294,6 +325,57 @@ impl<'h> Exchange<'h> {
             // Already ended (we would have stopped); treat as the end of the stream.
             false => self.on_end(reply, handler),
         }
+    }
+
+    /// [`Mode::Lines`]: splits `input` at `\n`, each whole line to the handler.
+    fn feed_lines<B: Buf, H: OnMessage + ?Sized>(
+        &mut self,
+        input: &[u8],
+        reply: &mut B,
+        handler: &mut H,
+    ) -> Result<(usize, Step), Failure> {
+        if self.expect == Expect::Accepted {
+            self.mode = Mode::Finished;
+            return Ok((0, Step::Done));
+        }
+        let mut used = 0;
+        while let Some(rest) = input.get(used..).filter(|r| !r.is_empty()) {
+            let (part, complete) = match rest.iter().position(|&b| b == b'\n') {
+                Some(i) => (rest.get(..i).unwrap_or(&[]), true),
+                None => (rest, false),
+            };
+            used += part.len() + usize::from(complete);
+            if reply.len().saturating_add(part.len()) > self.max_line {
+                self.mode = Mode::Finished;
+                // How far past the cap the line goes depends on where the reads split it; the
+                // error does not (the line needs at least one byte more than the cap).
+                return Err(Failure::TooLarge(
+                    BufferName::Reply,
+                    Overflow {
+                        needed: self.max_line.saturating_add(1),
+                        limit: self.max_line,
+                    },
+                ));
+            }
+            reply
+                .put(part)
+                .map_err(|o| Failure::TooLarge(BufferName::Reply, o))?;
+            if !complete {
+                break;
+            }
+            let line = trim_cr(reply.bytes());
+            let verdict = if line.iter().all(u8::is_ascii_whitespace) {
+                Verdict::Continue
+            } else {
+                handler.on_message(line, false)?
+            };
+            reply.clear();
+            if verdict == Verdict::Done {
+                self.mode = Mode::Finished;
+                return Ok((used, Step::Done));
+            }
+        }
+        Ok((used, Step::NeedMore))
     }
 
     fn on_head<B: Buf>(&mut self, head: ResponseHead, reply: &mut B) -> Result<Step, Failure> {
@@ -368,7 +450,7 @@ impl<'h> Exchange<'h> {
                 }
                 Ok(Step::NeedMore)
             }
-            Mode::Drain | Mode::Head | Mode::Finished => Ok(Step::NeedMore),
+            Mode::Drain | Mode::Head | Mode::Finished | Mode::Lines => Ok(Step::NeedMore),
         }
     }
 
@@ -441,7 +523,7 @@ impl<'h> Exchange<'h> {
             }
             Mode::ErrorBody(code) => Err(self.error_failure(code, reply.bytes())),
             Mode::Head => Err(Failure::EmptyReply),
-            Mode::Drain | Mode::Finished => Ok(Step::Done),
+            Mode::Drain | Mode::Finished | Mode::Lines => Ok(Step::Done),
         }
     }
 
@@ -456,6 +538,11 @@ impl<'h> Exchange<'h> {
             f
         }
     }
+}
+
+/// `line` without one trailing `\r` (a CRLF line).
+fn trim_cr(line: &[u8]) -> &[u8] {
+    line.strip_suffix(b"\r").unwrap_or(line)
 }
 
 /// The reply buffer seen by the SSE decoder: a held message is cleared only when the next
@@ -567,6 +654,85 @@ mod tests {
             }
         }
         buf
+    }
+
+    /// Takes the message whose text contains `"id":7`; counts the others.
+    #[derive(Default)]
+    struct Seven {
+        seen: usize,
+        last: bool,
+    }
+    impl OnMessage for Seven {
+        fn on_message(&mut self, msg: &[u8], last: bool) -> Result<Verdict, Failure> {
+            self.seen += 1;
+            self.last = last;
+            let ours = msg.windows(6).any(|w| w == br#""id":7"#);
+            Ok(if ours {
+                Verdict::Done
+            } else {
+                Verdict::Continue
+            })
+        }
+    }
+
+    #[test]
+    fn lines_mode_hands_each_line_over_at_any_split() {
+        let input = b"{\"method\":\"x\"}\r\n\n  \n{\"id\":3}\n{\"id\":7}\n{\"id\":8}\n";
+        for read in [1, 2, 5, input.len()] {
+            let mut head = [0u8; 8];
+            let mut ex = Exchange::lines(&mut head, Expect::Response, ReplyLimits::default());
+            let (mut buf, mut h) = (Hinted::default(), Seven::default());
+            let mut done = false;
+            for c in input.chunks(read) {
+                let (_, step) = ex.feed(c, &mut buf, &mut h).unwrap();
+                if step == Step::Done {
+                    done = true;
+                    break;
+                }
+            }
+            assert!(done, "read {read}");
+            // The blank lines are skipped; the line after ours is not read.
+            assert_eq!(h.seen, 3, "read {read}");
+            assert!(!ex.reusable() && !ex.awaits_end() && ex.resume_from().is_none());
+        }
+    }
+
+    #[test]
+    fn lines_mode_caps_a_line_and_ends_without_a_newline() {
+        let limits = ReplyLimits {
+            max_event_bytes: 16,
+            ..ReplyLimits::default()
+        };
+        let mut head = [0u8; 8];
+        let mut ex = Exchange::lines(&mut head, Expect::Response, limits);
+        let mut buf = Hinted::default();
+        let mut h = Seven::default();
+        assert_eq!(
+            ex.feed(b"0123456789", &mut buf, &mut h).unwrap().1,
+            Step::NeedMore
+        );
+        let err = ex.feed(b"0123456789", &mut buf, &mut h).unwrap_err();
+        assert!(
+            matches!(err, Failure::TooLarge(BufferName::Reply, o) if o.limit == 16),
+            "{err:?}"
+        );
+        // The output ends in a line without its newline: it is the last chance.
+        let mut head = [0u8; 8];
+        let mut ex = Exchange::lines(&mut head, Expect::Response, ReplyLimits::default());
+        let mut buf = Hinted::default();
+        let mut h = Seven::default();
+        ex.feed(br#"{"id":7}"#, &mut buf, &mut h).unwrap();
+        assert_eq!(h.seen, 0);
+        assert_eq!(ex.finish(&mut buf, &mut h).unwrap(), Step::Done);
+        assert!(h.last);
+        // Nothing at all: ended without the response.
+        let mut head = [0u8; 8];
+        let mut ex = Exchange::lines(&mut head, Expect::Response, ReplyLimits::default());
+        assert_eq!(
+            ex.finish(&mut Hinted::default(), &mut h).unwrap(),
+            Step::Ended
+        );
+        assert!(!ex.received_any());
     }
 
     #[test]

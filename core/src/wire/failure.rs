@@ -45,6 +45,8 @@ pub enum ConnectErrorKind {
     Io,
     /// The endpoint needs something this adapter does not offer (e.g. TLS on the edge).
     Unsupported,
+    /// A stdio server's process could not be started, or is no longer running.
+    Process,
 }
 
 /// A connection that could not be opened: a kind, and the adapter's words for it.
@@ -75,6 +77,7 @@ impl fmt::Display for ConnectError {
             ConnectErrorKind::Tls => "TLS handshake failed",
             ConnectErrorKind::Io => "socket error",
             ConnectErrorKind::Unsupported => "not supported by this adapter",
+            ConnectErrorKind::Process => "server process not running",
         };
         if self.detail.is_empty() {
             f.write_str(what)

@@ -840,6 +840,98 @@ pub fn exchange(data: &[u8]) {
         let bytewise = exchange_run(data, 1);
         assert_eq!(&bytewise, w, "byte reads differ from one read");
     }
+    exchange_lines(data);
+}
+
+/// What a stdio exchange ([`Exchange::lines`]) handed over: each message, and how it ended
+/// (the step, or the failure's words).
+#[derive(Debug, PartialEq, Eq)]
+struct LinesOutcome {
+    messages: Vec<Vec<u8>>,
+    end: Result<String, String>,
+}
+
+/// The same bytes as a stdio server's output, fed in `pieces`: a message that holds
+/// `"result"` is the answer; then the output ends.
+fn lines_run(pieces: &[&[u8]], max_line: usize) -> LinesOutcome {
+    use verifi_mcp_core::wire::exchange::{
+        Exchange, Expect, OnMessage, ReplyLimits, Step, Verdict,
+    };
+    use verifi_mcp_core::wire::failure::Failure;
+    struct Take(Vec<Vec<u8>>);
+    impl OnMessage for Take {
+        fn on_message(&mut self, msg: &[u8], _last: bool) -> Result<Verdict, Failure> {
+            self.0.push(msg.to_vec());
+            Ok(if find(msg, b"\"result\"").is_some() {
+                Verdict::Done
+            } else {
+                Verdict::Continue
+            })
+        }
+    }
+    let mut head = [0u8; 16];
+    let limits = ReplyLimits {
+        max_event_bytes: max_line,
+        ..ReplyLimits::default()
+    };
+    let mut ex = Exchange::lines(&mut head, Expect::Response, limits);
+    let mut reply = VecBuf::new(1 << 15);
+    let mut take = Take(Vec::new());
+    let mut end = None;
+    for piece in pieces {
+        match ex.feed(piece, &mut reply, &mut take) {
+            Ok((used, Step::NeedMore)) => {
+                assert_eq!(used, piece.len(), "a line feed used part of its input");
+            }
+            // A feed may stop short at the answer; the rest is not part of it.
+            Ok((used, step)) => {
+                assert!(used <= piece.len());
+                end = Some(Ok(format!("{step:?}")));
+                break;
+            }
+            Err(f) => {
+                end = Some(Err(f.to_string()));
+                break;
+            }
+        }
+    }
+    let end = match end {
+        Some(e) => e,
+        None => match ex.finish(&mut reply, &mut take) {
+            Ok(step) => Ok(format!("{step:?}")),
+            Err(f) => Err(f.to_string()),
+        },
+    };
+    LinesOutcome {
+        messages: take.0,
+        end,
+    }
+}
+
+/// The stdio line mode on the same input: any split gives the same messages and end; no
+/// message holds a newline or a trailing CR, or is over the line cap (or the reply buffer).
+fn exchange_lines(data: &[u8]) {
+    let max_line = 1 << 12;
+    let whole = lines_run(&[data], max_line);
+    for m in &whole.messages {
+        assert!(!m.contains(&b'\n'), "a message holds a newline");
+        assert!(!m.ends_with(b"\r"), "a message ends in CR");
+        assert!(m.len() <= max_line, "a message over the line cap");
+        assert!(
+            !m.iter().all(u8::is_ascii_whitespace),
+            "a blank line was handed over"
+        );
+    }
+    let planned = lines_run(&split(data, &plan(data)), max_line);
+    assert_eq!(planned, whole, "planned reads differ from one read (lines)");
+    if data.len() <= 1024 {
+        let bytes: Vec<&[u8]> = data.chunks(1).collect();
+        assert_eq!(
+            lines_run(&bytes, max_line),
+            whole,
+            "byte reads differ (lines)"
+        );
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -54,17 +54,19 @@ const LONG_VERSION: &str = concat!(
     "\n  so servers' logs read the same as for the TypeScript SDK; it is not bumped with the crate)"
 );
 
-const ABOUT: &str = "Call MCP tools over streamable HTTP, the way a harness does";
+const ABOUT: &str = "Call MCP tools over streamable HTTP or stdio, the way a harness does";
 
 const LONG_ABOUT: &str = "\
-Call MCP tools over streamable HTTP, the way a harness does: one session per run, the run's
-secrets redacted from everything printed, failover to --fallback when the primary is down.
+Call MCP tools over streamable HTTP or stdio, the way a harness does: one session per run,
+the run's secrets redacted from everything printed, failover to --fallback when the primary
+is down.
 
 Where the server is (the first that applies):
   ENDPOINT                      a URL: http://host:port (MCP at /mcp below it), or the full
                                 MCP URL (http://host:port/mcp, or any path with --exact-url)
   --config FILE --server NAME   an entry of an mcpServers JSON file (the format MCP clients
-                                share; entries with a \"url\")
+                                share: a \"url\", or a \"command\" run over stdio)
+  --stdio 'CMD ARGS…'           a local server, run as a process and spoken to over stdio
   --manifest FILE --slot NAME   a slot of a run manifest (slotFills / endpoints). A slot is
                                 a named place for a tool server in a run, e.g. \"kali\".
   MCP_ENDPOINT                  an ENDPOINT from the environment
@@ -77,6 +79,7 @@ Examples:
   mcp tools http://127.0.0.1:8080
   mcp call http://127.0.0.1:8080/mcp echo text='hello world'
   mcp exec http://127.0.0.1:8080 'uname -a'
+  mcp call --stdio 'uvx nmap-mcp' scan target=10.0.0.5
   mcp call --config ~/.cursor/mcp.json --server kali echo text=hi
   MCP_ENDPOINT=http://127.0.0.1:8080 mcp call echo text=hi
   mcp completions bash > /etc/bash_completion.d/mcp";
@@ -197,6 +200,15 @@ struct Common {
         conflicts_with = "config"
     )]
     manifest: Option<String>,
+    /// Run the server as a local process and speak to it over stdio: its command line, quoted
+    /// as one argument ('uvx nmap-mcp --flag'; words split as a shell would, no expansion).
+    /// It gets an allow-listed environment (PATH, HOME, LANG …) and is closed at the end.
+    #[arg(
+        long,
+        value_name = "'CMD ARGS…'",
+        conflicts_with_all = ["manifest", "config"]
+    )]
+    stdio: Option<String>,
     /// The manifest's slot to use: the name a run gives a tool server, e.g. kali.
     #[arg(long, value_name = "NAME", requires = "manifest")]
     slot: Option<String>,
@@ -481,6 +493,7 @@ impl Run {
 /// Where the server comes from.
 enum Source {
     Url(String),
+    Stdio(String),
     Manifest { file: String, slot: String },
     Config { file: String, server: String },
 }
@@ -507,11 +520,11 @@ fn source(common: &Common, pos: &mut Vec<String>) -> Result<Source, UsageError> 
             file: file.clone(),
             server: server.clone(),
         }),
-        _ => None,
+        _ => common.stdio.clone().map(Source::Stdio),
     };
     match (first_is_url, flagged) {
         (true, Some(_)) => Err(UsageError(format!(
-            "both ENDPOINT {:?} and --manifest/--config were given; use one",
+            "both ENDPOINT {:?} and --manifest/--config/--stdio were given; use one",
             pos[0]
         ))),
         (true, None) => Ok(Source::Url(pos.remove(0))),
@@ -601,17 +614,41 @@ fn build(common: &Common, pos: &mut Vec<String>, run_id: &str) -> Result<Run, Fa
             let text = std::fs::read_to_string(&file)
                 .map_err(|e| UsageError(format!("cannot read config {file}: {e}")))?;
             let s = config_server(&text, &file, &server)?;
-            let url = endpoint_base(&s.url, true)?;
-            // The file's headers first; a --header of the same name wins.
-            let mut all = s.headers;
-            for (k, v) in headers.drain(..) {
-                all.retain(|(n, _)| !n.eq_ignore_ascii_case(&k));
-                all.push((k, v));
+            if let Some(Value::Object(mut fill)) = s.stdio {
+                // A local server (`command`): run it and speak to it over stdio.
+                if let Some(f) = &fallback {
+                    fill.insert("fallback".into(), json!(f));
+                }
+                (
+                    json!({ "slotFills": { server.as_str(): Value::Object(fill) } }),
+                    server,
+                )
+            } else {
+                let url = endpoint_base(&s.url, true)?;
+                // The file's headers first; a --header of the same name wins.
+                let mut all = s.headers;
+                for (k, v) in headers.drain(..) {
+                    all.retain(|(n, _)| !n.eq_ignore_ascii_case(&k));
+                    all.push((k, v));
+                }
+                headers = all;
+                (
+                    one_slot_manifest(&server, &url, fallback.as_deref(), &headers),
+                    server,
+                )
             }
-            headers = all;
+        }
+        Source::Stdio(line) => {
+            let spec = verifi_mcp_host::stdio::StdioSpec::parse_command_line(&line)
+                .map_err(|e| UsageError(format!("--stdio: {e}")))?;
+            let mut fill = serde_json::Map::new();
+            fill.insert("command".into(), json!(spec.argv));
+            if let Some(f) = &fallback {
+                fill.insert("fallback".into(), json!(f));
+            }
             (
-                one_slot_manifest(&server, &url, fallback.as_deref(), &headers),
-                server,
+                json!({ "slotFills": { CLI_SLOT: Value::Object(fill) } }),
+                CLI_SLOT.to_owned(),
             )
         }
         Source::Url(ep) => {
@@ -710,7 +747,12 @@ fn wire_trace(secrets: Vec<Vec<u8>>) -> WireTrace {
                 tls,
             } => {
                 let t = if *tls { " (TLS)" } else { "" };
-                out.push_str(&format!("* #{conn} connected to {host}:{port}{t}\n"));
+                if *port == 0 {
+                    // A stdio server: its label, `stdio:<command line>`.
+                    out.push_str(&format!("* #{conn} connected to {host}\n"));
+                } else {
+                    out.push_str(&format!("* #{conn} connected to {host}:{port}{t}\n"));
+                }
             }
             WireEvent::Sent { conn, bytes } => {
                 let text = String::from_utf8_lossy(bytes);
@@ -721,6 +763,8 @@ fn wire_trace(secrets: Vec<Vec<u8>>) -> WireTrace {
                 for l in head.lines() {
                     out.push_str(&format!("> #{conn} {}\n", trace_line(l)));
                 }
+                // A stdio request is one line that ends in its newline.
+                let body = body.trim_end_matches(['\r', '\n']);
                 if !body.is_empty() {
                     out.push_str(&format!("> #{conn} {}\n", trace_line(body)));
                 }

@@ -1,7 +1,7 @@
 """Interop peer: a small MCP server on the official Python SDK (`mcp`, MCPServer, the class
 FastMCP became in mcp 2.x), for the verifi-mcp-tests interop suite.
 
-usage: server.py MODE PORT
+usage: server.py MODE PORT | server.py stdio
   MODE  stateful | stateless | json | stateless-json
   PORT  a TCP port on 127.0.0.1; 0 picks a free one. The chosen port is printed on stdout
         (one line, flushed) once the server accepts connections.
@@ -199,6 +199,10 @@ class Observe:
 
 
 def main() -> int:
+    if len(sys.argv) == 2 and sys.argv[1] == "stdio":
+        # Newline-delimited JSON-RPC on stdin/stdout (the SDK's stdio transport).
+        server.run(transport="stdio")
+        return 0
     if len(sys.argv) != 3 or sys.argv[1] not in ("stateful", "stateless", "json", "stateless-json"):
         print(__doc__, file=sys.stderr)
         return 2

@@ -2,8 +2,9 @@
 // `StreamableHTTPServerTransport` on plain node http), for the verifi-mcp-tests interop suite.
 // Plain ES module JavaScript, so it runs on node with no compile step.
 //
-// usage: node server.mjs MODE PORT
-//   MODE  stateful (sessions, SSE replies) | json (sessions, application/json replies)
+// usage: node server.mjs MODE PORT | node server.mjs stdio
+//   MODE  stateful (sessions, SSE replies) | json (sessions, application/json replies) |
+//         stdio (newline-delimited JSON-RPC on stdin/stdout; no port)
 //   PORT  a TCP port on 127.0.0.1; 0 picks a free one. The chosen port is printed on stdout
 //         (one line) once the server listens.
 //
@@ -25,8 +26,8 @@ const BIG_MAX_BYTES = 64 * 1024 * 1024;
 const MAX_BODY_BYTES = 4 * 1024 * 1024;
 
 const [mode, portArg] = process.argv.slice(2);
-if (!['stateful', 'json'].includes(mode) || portArg === undefined || !/^\d+$/.test(portArg)) {
-  process.stderr.write('usage: node server.mjs stateful|json PORT\n');
+if (mode !== 'stdio' && (!['stateful', 'json'].includes(mode) || portArg === undefined || !/^\d+$/.test(portArg))) {
+  process.stderr.write('usage: node server.mjs stateful|json PORT | node server.mjs stdio\n');
   process.exit(2);
 }
 
@@ -127,6 +128,14 @@ function buildServer() {
   return server;
 }
 
+if (mode === 'stdio') {
+  // Newline-delimited JSON-RPC on stdin/stdout (the SDK's stdio transport); ends with stdin.
+  const { StdioServerTransport } = await import('@modelcontextprotocol/sdk/server/stdio.js');
+  stats.connections++;
+  await buildServer().connect(new StdioServerTransport());
+  process.stdin.on('end', () => process.exit(0));
+}
+
 const sessions = new Map();
 
 function reply(res, status, body) {
@@ -186,7 +195,9 @@ const httpServer = http.createServer((req, res) => {
 });
 httpServer.keepAliveTimeout = 30000;
 httpServer.on('connection', (sock) => { stats.connections++; sock.setNoDelay(true); });
-httpServer.listen(Number(portArg), '127.0.0.1', () => {
-  process.stdout.write(`${httpServer.address().port}\n`);
-});
+if (mode !== 'stdio') {
+  httpServer.listen(Number(portArg), '127.0.0.1', () => {
+    process.stdout.write(`${httpServer.address().port}\n`);
+  });
+}
 for (const sig of ['SIGTERM', 'SIGINT']) process.on(sig, () => process.exit(0));

@@ -1,6 +1,7 @@
 //! `verifi-test-server --mode stateful|stateless|json --bind ADDR:PORT`: the tests' rmcp server
 //! as a process (for tests that run it elsewhere, e.g. inside a network namespace). Prints its
-//! base URL on stdout (flushed), then serves until killed.
+//! base URL on stdout (flushed), then serves until killed. `--stdio` serves the same tools
+//! over stdio instead, until stdin ends.
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -9,7 +10,7 @@ use verifi_mcp_tests::{Mode, ServerOptions, TestServer};
 
 fn usage() -> ExitCode {
     eprintln!(
-        "usage: verifi-test-server [--mode stateful|stateless|json] [--bind ADDR:PORT] [--no-nodelay]"
+        "usage: verifi-test-server [--mode stateful|stateless|json] [--bind ADDR:PORT] [--no-nodelay] | --stdio"
     );
     ExitCode::from(2)
 }
@@ -28,6 +29,15 @@ fn main() -> ExitCode {
                 None => return usage(),
             },
             "--no-nodelay" => opts.nodelay = false,
+            "--stdio" => {
+                return match verifi_mcp_tests::servers::serve_stdio() {
+                    Ok(()) => ExitCode::SUCCESS,
+                    Err(e) => {
+                        eprintln!("verifi-test-server: stdio: {e}");
+                        ExitCode::FAILURE
+                    }
+                };
+            }
             _ => return usage(),
         }
     }
