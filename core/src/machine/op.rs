@@ -1052,7 +1052,8 @@ where
     /// A request from the server on an old-era call's stream gets its answer before the next
     /// read (the request buffer is free: a call that got reply bytes is never re-sent).
     fn answer_server_request(&mut self) -> Option<Action> {
-        if self.modern() {
+        // (A stdio server's requests are answered by the adapter that reads its lines.)
+        if self.modern() || self.cfg.is_stdio(self.target) {
             return None;
         }
         let Job::Call { handler, .. } = &mut self.job else {
