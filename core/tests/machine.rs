@@ -231,24 +231,53 @@ fn run<F: FnMut(Option<(Value<'_>, &[u8])>)>(
     panic!("the op did not end");
 }
 
+/// One call op from start to end against `server`, on its own buffers: what it saw and how it
+/// ended.
+struct Called {
+    seen: Seen,
+    failure: Option<Failure>,
+    answer: Option<Answer>,
+    text: Vec<u8>,
+}
+
+fn call_with(
+    c: &SlotConfig<'static>,
+    slot: &mut SlotState,
+    secrets: &[&str],
+    tool: &str,
+    args: Option<Value<'static>>,
+    server: impl FnMut(&str) -> Reply,
+) -> Called {
+    let mut store = Store::new();
+    let mut bufs = store.bufs();
+    let mut op = Op::call(c, &mut bufs, secrets, tool, args);
+    let seen = run(&mut op, slot, 0, server);
+    let (failure, answer) = (op.failure().cloned(), op.answer());
+    drop(op);
+    Called {
+        seen,
+        failure,
+        answer,
+        text: bufs.text.bytes().to_vec(),
+    }
+}
+
 #[test]
 fn a_call_handshakes_once_and_the_session_is_reused() {
     let c = cfg(false);
     let mut slot = SlotState::new(c.version, false);
     let secrets: [&str; 0] = [];
     for round in 0..2 {
-        let mut store = Store::new();
-        let mut bufs = store.bufs();
-        let mut op = Op::call(&c, &mut bufs, &secrets, "echo", None);
-        let seen = run(
-            &mut op,
+        let r = call_with(
+            &c,
             &mut slot,
-            0,
+            &secrets,
+            "echo",
+            None,
             with_handshake(|_, id| call_ok(id, "hi")),
         );
-        assert_eq!(op.answer(), Some(Answer::Result { is_error: false }));
-        drop(op);
-        assert_eq!(bufs.text.bytes(), b"hi");
+        assert_eq!(r.answer, Some(Answer::Result { is_error: false }));
+        assert_eq!(&r.text[..], b"hi");
         let want: &[&str] = if round == 0 {
             &[
                 "POST:initialize",
@@ -258,9 +287,10 @@ fn a_call_handshakes_once_and_the_session_is_reused() {
         } else {
             &["POST:tools/call"]
         };
-        assert_eq!(seen.methods(), want, "round {round}");
+        assert_eq!(r.seen.methods(), want, "round {round}");
         assert!(
-            seen.requests
+            r.seen
+                .requests
                 .last()
                 .unwrap()
                 .1
@@ -456,13 +486,12 @@ fn a_stalled_reply_fails_as_stalled_and_the_call_is_cancelled() {
     c.idle_timeout_ms = Some(2_000);
     let mut slot = SlotState::new(c.version, false);
     let secrets: [&str; 0] = [];
-    let mut store = Store::new();
-    let mut bufs = store.bufs();
-    let mut op = Op::call(&c, &mut bufs, &secrets, "scan", None);
-    let seen = run(
-        &mut op,
+    let r = call_with(
+        &c,
         &mut slot,
-        0,
+        &secrets,
+        "scan",
+        None,
         with_handshake(|req, _| {
             if req.contains("notifications/cancelled") {
                 status(202, "")
@@ -472,15 +501,15 @@ fn a_stalled_reply_fails_as_stalled_and_the_call_is_cancelled() {
         }),
     );
     assert!(matches!(
-        op.failure(),
+        r.failure.as_ref(),
         Some(Failure::Stalled { idle_ms: 2_000 })
     ));
     assert_eq!(
-        seen.methods().last().unwrap(),
+        r.seen.methods().last().unwrap(),
         "POST:notifications/cancelled"
     );
     assert!(
-        seen.ended_at < 10_000,
+        r.seen.ended_at < 10_000,
         "stalled at the idle time, before the deadline"
     );
 }
@@ -777,10 +806,7 @@ fn an_old_era_server_gets_initialize_after_its_400_and_the_verdict_is_kept() {
     let mut slot = SlotState::new(c.version, false);
     let secrets: [&str; 0] = [];
     for round in 0..2 {
-        let mut store = Store::new();
-        let mut bufs = store.bufs();
-        let mut op = Op::call(&c, &mut bufs, &secrets, "echo", None);
-        let seen = run(&mut op, &mut slot, 0, |req: &str| {
+        let r = call_with(&c, &mut slot, &secrets, "echo", None, |req: &str| {
             match method_of(req).as_str() {
                 // TS 1.32 stateful, as captured.
                 "POST:server/discover" => error_body(400, -32000, "null"),
@@ -795,10 +821,10 @@ fn an_old_era_server_gets_initialize_after_its_400_and_the_verdict_is_kept() {
                 }
             }
         });
-        assert!(op.outcome().is_ok(), "{:?}", op.failure());
+        assert!(r.failure.is_none(), "{:?}", r.failure.as_ref());
         if round == 0 {
             assert_eq!(
-                seen.methods(),
+                r.seen.methods(),
                 [
                     "POST:server/discover",
                     "POST:initialize",
@@ -807,7 +833,7 @@ fn an_old_era_server_gets_initialize_after_its_400_and_the_verdict_is_kept() {
                 ]
             );
         } else {
-            assert_eq!(seen.methods(), ["POST:tools/call"]);
+            assert_eq!(r.seen.methods(), ["POST:tools/call"]);
         }
     }
     assert_eq!(slot.era(Target::Primary), Some(false));
@@ -904,40 +930,37 @@ fn forced_eras_never_send_the_other_eras_opening() {
     let mut c = cfg(false);
     c.era = EraSetting::Modern;
     let mut slot = SlotState::new(c.version, false);
-    let mut store = Store::new();
-    let mut bufs = store.bufs();
-    let mut op = Op::call(&c, &mut bufs, &secrets, "echo", None);
-    let seen = run(
-        &mut op,
+    let r = call_with(
+        &c,
         &mut slot,
-        0,
+        &secrets,
+        "echo",
+        None,
         modern_server(|_, id| call_ok(id, "m")),
     );
-    assert_eq!(seen.methods(), ["POST:tools/list", "POST:tools/call"]);
+    assert_eq!(r.seen.methods(), ["POST:tools/list", "POST:tools/call"]);
     // A legacy-only server under --era modern: the call fails naming the status.
     let mut slot = SlotState::new(c.version, false);
-    let mut store = Store::new();
-    let mut bufs = store.bufs();
-    let mut op = Op::call(&c, &mut bufs, &secrets, "echo", None);
-    let seen = run(&mut op, &mut slot, 0, |_| error_body(400, -32000, "null"));
-    assert!(!seen.methods().iter().any(|m| m == "POST:initialize"));
+    let r = call_with(&c, &mut slot, &secrets, "echo", None, |_| {
+        error_body(400, -32000, "null")
+    });
+    assert!(!r.seen.methods().iter().any(|m| m == "POST:initialize"));
     assert!(matches!(
-        op.failure(),
+        r.failure.as_ref(),
         Some(Failure::Status { code: 400, .. })
     ));
     // --era legacy never probes.
     let c = cfg(false);
     let mut slot = SlotState::new(c.version, false);
-    let mut store = Store::new();
-    let mut bufs = store.bufs();
-    let mut op = Op::call(&c, &mut bufs, &secrets, "echo", None);
-    let seen = run(
-        &mut op,
+    let r = call_with(
+        &c,
         &mut slot,
-        0,
+        &secrets,
+        "echo",
+        None,
         with_handshake(|_, id| call_ok(id, "l")),
     );
-    assert!(!seen.methods().iter().any(|m| m.contains("discover")));
+    assert!(!r.seen.methods().iter().any(|m| m.contains("discover")));
 }
 
 #[test]
@@ -975,23 +998,23 @@ fn a_header_mismatch_relists_and_sends_the_call_once_more_with_a_new_id() {
     );
     assert_ne!(ids[0], ids[1]);
     // A second -32020 is the call's failure (one re-list only).
-    let mut store = Store::new();
-    let mut bufs = store.bufs();
-    let mut op = Op::call(&c, &mut bufs, &secrets, "echo", None);
-    let seen = run(
-        &mut op,
+    let r = call_with(
+        &c,
         &mut slot,
-        0,
+        &secrets,
+        "echo",
+        None,
         modern_server(|_, id| error_body(400, -32020, &id.to_string())),
     );
-    let calls = seen
+    let calls = r
+        .seen
         .methods()
         .iter()
         .filter(|m| *m == "POST:tools/call")
         .count();
     assert_eq!(calls, 2);
     assert!(matches!(
-        op.failure(),
+        r.failure.as_ref(),
         Some(Failure::Status { code: 400, .. })
     ));
 }
@@ -1001,17 +1024,19 @@ fn a_tool_with_invalid_header_annotations_is_dropped_and_never_called() {
     let c = auto_cfg();
     let mut slot = SlotState::new(c.version, false);
     let secrets: [&str; 0] = [];
-    let mut store = Store::new();
-    let mut bufs = store.bufs();
-    let mut op = Op::call(&c, &mut bufs, &secrets, "bad", None);
-    let seen = run(
-        &mut op,
+    let r = call_with(
+        &c,
         &mut slot,
-        0,
+        &secrets,
+        "bad",
+        None,
         modern_server(|_, _| panic!("never called")),
     );
-    assert_eq!(seen.methods(), ["POST:server/discover", "POST:tools/list"]);
-    assert!(matches!(op.failure(), Some(Failure::ToolDropped)));
+    assert_eq!(
+        r.seen.methods(),
+        ["POST:server/discover", "POST:tools/list"]
+    );
+    assert!(matches!(r.failure.as_ref(), Some(Failure::ToolDropped)));
 }
 
 #[test]
@@ -1019,26 +1044,26 @@ fn input_required_without_a_handler_is_one_call_and_says_what_was_asked() {
     let c = auto_cfg();
     let mut slot = SlotState::new(c.version, false);
     let secrets: [&str; 0] = [];
-    let mut store = Store::new();
-    let mut bufs = store.bufs();
-    let mut op = Op::call(&c, &mut bufs, &secrets, "echo", None);
-    let seen = run(
-        &mut op,
+    let r = call_with(
+        &c,
         &mut slot,
-        0,
+        &secrets,
+        "echo",
+        None,
         modern_server(|_, id| {
             json(&format!(
                 r#"{{"jsonrpc":"2.0","id":{id},"result":{{"resultType":"input_required","inputRequests":{{"q":{{"method":"elicitation/create","params":{{"message":"Which port?"}}}}}},"requestState":"s"}}}}"#
             ))
         }),
     );
-    let calls = seen
+    let calls = r
+        .seen
         .methods()
         .iter()
         .filter(|m| *m == "POST:tools/call")
         .count();
     assert_eq!(calls, 1);
-    let f = op.failure().expect("a failure");
+    let f = r.failure.as_ref().expect("a failure");
     let text = f.to_string();
     assert!(
         text.contains("input") && text.contains("Which port?"),
@@ -1052,33 +1077,39 @@ fn a_broken_2026_stream_after_a_written_call_may_have_run_and_is_not_sent_again(
     let c = auto_cfg();
     let mut slot = SlotState::new(c.version, false);
     let secrets: [&str; 0] = [];
-    let mut store = Store::new();
-    let mut bufs = store.bufs();
-    let mut op = Op::call(&c, &mut bufs, &secrets, "echo", None);
-    let seen = run(
-        &mut op,
+    let r = call_with(
+        &c,
         &mut slot,
-        0,
+        &secrets,
+        "echo",
+        None,
         modern_server(|_, _| {
             Reply::Bytes(
                 b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\nid: 1\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":9,\"progress\":1}}\n\n".to_vec(),
             )
         }),
     );
-    let calls = seen
+    let calls = r
+        .seen
         .methods()
         .iter()
         .filter(|m| *m == "POST:tools/call")
         .count();
-    assert_eq!(calls, 1, "{:?}", seen.methods());
+    assert_eq!(calls, 1, "{:?}", r.seen.methods());
     assert!(
-        !seen
+        !r.seen
             .methods()
             .iter()
             .any(|m| m == "GET" || m.contains("cancelled"))
     );
-    assert!(matches!(op.failure(), Some(Failure::MayHaveRun)));
-    assert!(op.failure().unwrap().to_string().contains("may have run"));
+    assert!(matches!(r.failure.as_ref(), Some(Failure::MayHaveRun)));
+    assert!(
+        r.failure
+            .as_ref()
+            .unwrap()
+            .to_string()
+            .contains("may have run")
+    );
 }
 
 #[test]
@@ -1143,13 +1174,12 @@ fn a_timed_out_call_stays_timed_out_when_its_cancel_fails() {
     let c = cfg(false);
     let mut slot = SlotState::new(c.version, false);
     let secrets: [&str; 0] = [];
-    let mut store = Store::new();
-    let mut bufs = store.bufs();
-    let mut op = Op::call(&c, &mut bufs, &secrets, "scan", None);
-    let seen = run(
-        &mut op,
+    let r = call_with(
+        &c,
         &mut slot,
-        0,
+        &secrets,
+        "scan",
+        None,
         with_handshake(|req, _| {
             if req.contains("notifications/cancelled") {
                 Reply::Close
@@ -1159,15 +1189,15 @@ fn a_timed_out_call_stays_timed_out_when_its_cancel_fails() {
         }),
     );
     assert_eq!(
-        seen.methods().last().unwrap(),
+        r.seen.methods().last().unwrap(),
         "POST:notifications/cancelled"
     );
     assert!(
-        matches!(op.failure(), Some(Failure::TimedOut)),
+        matches!(r.failure.as_ref(), Some(Failure::TimedOut)),
         "{:?}",
-        op.failure()
+        r.failure.as_ref()
     );
-    assert_eq!(op.answer(), None);
+    assert_eq!(r.answer, None);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1214,13 +1244,12 @@ fn a_task_is_polled_to_its_result_which_is_redacted_and_the_tool_ran_once() {
     let c = auto_cfg();
     let mut slot = SlotState::new(c.version, false);
     let secrets = ["hunter2-secret"];
-    let mut store = Store::new();
-    let mut bufs = store.bufs();
-    let mut op = Op::call(&c, &mut bufs, &secrets, "echo", None);
-    let seen = run(
-        &mut op,
+    let r = call_with(
+        &c,
         &mut slot,
-        0,
+        &secrets,
+        "echo",
+        None,
         task_server(200, |n, req, id| {
             assert!(req.contains(&format!("mcp-name: {TASK}\r\n")), "{req}");
             assert!(req.contains(r#""io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}"#), "{req}");
@@ -1235,22 +1264,22 @@ fn a_task_is_polled_to_its_result_which_is_redacted_and_the_tool_ran_once() {
             }
         }),
     );
-    assert!(op.outcome().is_ok(), "{:?}", op.failure());
-    assert_eq!(op.answer(), Some(Answer::Result { is_error: false }));
-    assert_eq!(count(&seen, "POST:tools/call"), 1);
-    assert_eq!(count(&seen, "POST:tasks/get"), 3);
+    assert!(r.failure.is_none(), "{:?}", r.failure.as_ref());
+    assert_eq!(r.answer, Some(Answer::Result { is_error: false }));
+    assert_eq!(count(&r.seen, "POST:tools/call"), 1);
+    assert_eq!(count(&r.seen, "POST:tasks/get"), 3);
     // The first poll at once, then a ramp from the floor.
-    let polls: Vec<u64> = seen
+    let polls: Vec<u64> = r
+        .seen
         .requests
         .iter()
-        .zip(&seen.times)
+        .zip(&r.seen.times)
         .filter(|((_, r), _)| method_of(r) == "POST:tasks/get")
         .map(|(_, t)| *t)
         .collect();
     assert_eq!(polls[0], 0);
     assert!(polls.windows(2).all(|w| w[1] - w[0] >= 20), "{polls:?}");
-    drop(op);
-    assert_eq!(bufs.text.bytes(), b"scanned; key [REDACTED]");
+    assert_eq!(&r.text[..], b"scanned; key [REDACTED]");
 }
 
 #[test]
@@ -1300,13 +1329,12 @@ fn a_reset_between_polls_loses_nothing_and_a_zero_interval_does_not_spin() {
     let c = auto_cfg();
     let mut slot = SlotState::new(c.version, false);
     let secrets: [&str; 0] = [];
-    let mut store = Store::new();
-    let mut bufs = store.bufs();
-    let mut op = Op::call(&c, &mut bufs, &secrets, "echo", None);
-    let seen = run(
-        &mut op,
+    let r = call_with(
+        &c,
         &mut slot,
-        0,
+        &secrets,
+        "echo",
+        None,
         task_server(0, |n, _, id| match n {
             1 => Reply::Close,
             _ if n < 40 => task_status(id, "working", r#","pollIntervalMs":0"#),
@@ -1317,14 +1345,14 @@ fn a_reset_between_polls_loses_nothing_and_a_zero_interval_does_not_spin() {
             ),
         }),
     );
-    assert!(op.outcome().is_ok(), "{:?}", op.failure());
-    assert_eq!(count(&seen, "POST:tools/call"), 1, "the tool ran once");
+    assert!(r.failure.is_none(), "{:?}", r.failure.as_ref());
+    assert_eq!(count(&r.seen, "POST:tools/call"), 1, "the tool ran once");
     // 41 polls (the first at once) at a 20 ms floor take at least 0.78 s: a 1 s task gets at
     // most ~50.
     assert!(
-        seen.ended_at >= 39 * 20,
+        r.seen.ended_at >= 39 * 20,
         "polls spun: ended at {} ms",
-        seen.ended_at
+        r.seen.ended_at
     );
 }
 
@@ -1364,29 +1392,27 @@ fn an_expired_task_a_cancelled_task_and_input_required_end_the_call_clearly() {
     // Unknown or expired: 400 with -32602.
     let c = auto_cfg();
     let mut slot = SlotState::new(c.version, false);
-    let mut store = Store::new();
-    let mut bufs = store.bufs();
-    let mut op = Op::call(&c, &mut bufs, &secrets, "echo", None);
-    let seen = run(
-        &mut op,
+    let r = call_with(
+        &c,
         &mut slot,
-        0,
+        &secrets,
+        "echo",
+        None,
         task_server(20, |_, _, id| error_body(400, -32602, &id.to_string())),
     );
-    let text = op.failure().unwrap().to_string();
+    let text = r.failure.as_ref().unwrap().to_string();
     assert!(
         text.contains("not found or expired") && text.contains(TASK),
         "{text}"
     );
-    assert_eq!(count(&seen, "POST:tools/call"), 1, "no new tools/call");
+    assert_eq!(count(&r.seen, "POST:tools/call"), 1, "no new tools/call");
     // input_required with no handler: one tasks/cancel, no tasks/update.
-    let mut store = Store::new();
-    let mut bufs = store.bufs();
-    let mut op = Op::call(&c, &mut bufs, &secrets, "echo", None);
-    let seen = run(
-        &mut op,
+    let r = call_with(
+        &c,
         &mut slot,
-        0,
+        &secrets,
+        "echo",
+        None,
         task_server(20, |_, _, id| {
             task_status(
                 id,
@@ -1395,9 +1421,9 @@ fn an_expired_task_a_cancelled_task_and_input_required_end_the_call_clearly() {
             )
         }),
     );
-    assert_eq!(count(&seen, "POST:tasks/cancel"), 1);
-    assert!(!seen.methods().iter().any(|m| m.contains("tasks/update")));
-    let text = op.failure().unwrap().to_string();
+    assert_eq!(count(&r.seen, "POST:tasks/cancel"), 1);
+    assert!(!r.seen.methods().iter().any(|m| m.contains("tasks/update")));
+    let text = r.failure.as_ref().unwrap().to_string();
     assert!(
         text.contains("input") && text.contains("Which subnet?"),
         "{text}"
@@ -1410,17 +1436,20 @@ fn with_tasks_off_a_task_reply_is_a_failure_and_never_polled() {
     c.capabilities.tasks = false;
     let mut slot = SlotState::new(c.version, false);
     let secrets: [&str; 0] = [];
-    let mut store = Store::new();
-    let mut bufs = store.bufs();
-    let mut op = Op::call(&c, &mut bufs, &secrets, "echo", None);
-    let seen = run(
-        &mut op,
+    let r = call_with(
+        &c,
         &mut slot,
-        0,
+        &secrets,
+        "echo",
+        None,
         task_server(20, |_, _, _| panic!("never polled")),
     );
-    assert!(!seen.requests[0].1.contains("io.modelcontextprotocol/tasks"));
-    let text = op.failure().unwrap().to_string();
+    assert!(
+        !r.seen.requests[0]
+            .1
+            .contains("io.modelcontextprotocol/tasks")
+    );
+    let text = r.failure.as_ref().unwrap().to_string();
     assert!(text.contains("task"), "{text}");
 }
 
@@ -1431,22 +1460,21 @@ fn a_task_never_fails_over_and_a_lost_server_is_named_with_the_task() {
     c.fallback_label = "http://127.0.0.1:9000";
     let mut slot = SlotState::new(c.version, true);
     let secrets: [&str; 0] = [];
-    let mut store = Store::new();
-    let mut bufs = store.bufs();
-    let mut op = Op::call(&c, &mut bufs, &secrets, "echo", None);
-    let seen = run(
-        &mut op,
+    let r = call_with(
+        &c,
         &mut slot,
-        0,
+        &secrets,
+        "echo",
+        None,
         task_server(20, |_, _, _| Reply::Close),
     );
-    let text = op.failure().unwrap().to_string();
+    let text = r.failure.as_ref().unwrap().to_string();
     assert!(text.contains(TASK) && text.contains("lost"), "{text}");
     assert!(
-        seen.requests.iter().all(|(t, _)| *t == Target::Primary),
+        r.seen.requests.iter().all(|(t, _)| *t == Target::Primary),
         "nothing went to the fallback"
     );
-    assert_eq!(count(&seen, "POST:tools/call"), 1);
+    assert_eq!(count(&r.seen, "POST:tools/call"), 1);
 }
 
 /// The old era: a server's request on the call's stream gets an answer on the side (so a
@@ -1471,13 +1499,12 @@ fn requests_from_the_server_on_a_calls_stream_are_answered() {
         let c = cfg(false);
         let mut slot = SlotState::new(c.version, false);
         let secrets: [&str; 0] = [];
-        let mut store = Store::new();
-        let mut bufs = store.bufs();
-        let mut op = Op::call(&c, &mut bufs, &secrets, "ask", None);
-        let seen = run(
-            &mut op,
+        let r = call_with(
+            &c,
             &mut slot,
-            0,
+            &secrets,
+            "ask",
+            None,
             with_handshake(|_, id| {
                 // The request, then (past one read) the result.
                 let padding = format!(": {}\n\n", "x".repeat(1100));
@@ -1491,14 +1518,15 @@ fn requests_from_the_server_on_a_calls_stream_are_answered() {
                 )
             }),
         );
-        assert!(op.outcome().is_ok(), "{:?}", op.failure());
-        let answers: Vec<&String> = seen
+        assert!(r.failure.is_none(), "{:?}", r.failure.as_ref());
+        let answers: Vec<&String> = r
+            .seen
             .requests
             .iter()
             .map(|(_, r)| r)
             .filter(|r| r.contains("\"result\"") || r.contains("\"error\""))
             .collect();
-        assert_eq!(answers.len(), 1, "{:?}", seen.methods());
+        assert_eq!(answers.len(), 1, "{:?}", r.seen.methods());
         assert!(answers[0].ends_with(answer), "{}", answers[0]);
         assert!(
             answers[0].contains("mcp-session-id: s-1\r\n"),
