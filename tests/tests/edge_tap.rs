@@ -11,11 +11,13 @@
 
 mod edge_support;
 
+use edge_support::netns::{Netns, can_run, ip};
+
 use std::cell::RefCell;
 use std::net::TcpStream;
 use std::os::fd::AsRawFd;
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use embassy_futures::select::select;
@@ -31,59 +33,6 @@ const STATEFUL: u16 = 8001;
 const JSON: u16 = 8002;
 const DYING: u16 = 8003;
 const NOTHING: u16 = 8009;
-
-/// The namespace and the servers in it; dropping it kills the servers and deletes the namespace.
-struct Netns {
-    name: String,
-    servers: Arc<Mutex<Vec<(u16, Child)>>>,
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        for (_, child) in self
-            .servers
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .iter_mut()
-        {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-        let _ = Command::new("ip")
-            .args(["netns", "del", &self.name])
-            .status();
-    }
-}
-
-fn ip(args: &[&str]) {
-    let out = Command::new("ip").args(args).output().expect("run ip");
-    assert!(
-        out.status.success(),
-        "ip {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// True when the test can run; panics with the reason when it cannot and may not skip.
-fn can_run() -> bool {
-    let reason = if unsafe { libc::geteuid() } != 0 {
-        Some("not root: a network namespace and a TAP device need root (CAP_NET_ADMIN)")
-    } else if Command::new("ip").arg("-V").output().is_err() {
-        Some("the `ip` command (iproute2) is missing: apt-get install iproute2")
-    } else {
-        None
-    };
-    match reason {
-        None => true,
-        Some(why) if std::env::var("VERIFI_ALLOW_NO_NETNS").as_deref() == Ok("1") => {
-            eprintln!("edge_tap DID NOT RUN ({why}); allowed by VERIFI_ALLOW_NO_NETNS=1");
-            false
-        }
-        Some(why) => panic!(
-            "edge_tap cannot run: {why}. Run as root, or set VERIFI_ALLOW_NO_NETNS=1 to allow this."
-        ),
-    }
-}
 
 fn start_server(ns: &str, servers: &Mutex<Vec<(u16, Child)>>, mode: &str, port: u16) {
     let child = Command::new("ip")
@@ -149,13 +98,10 @@ fn args(json: &'static str) -> Option<Value<'static>> {
 
 #[test]
 fn edge_tap_real_rmcp_server_in_own_namespace() {
-    if !can_run() {
+    if !can_run("edge_tap") {
         return;
     }
-    let ns = Netns {
-        name: format!("verifi-edge-{}", std::process::id()),
-        servers: Arc::new(Mutex::new(Vec::new())),
-    };
+    let ns = Netns::named(format!("verifi-edge-{}", std::process::id()));
     ip(&["netns", "add", &ns.name]);
     ip(&["-n", &ns.name, "link", "set", "lo", "up"]);
     let ns_file = std::fs::File::open(format!("/run/netns/{}", ns.name)).expect("open netns");

@@ -14,10 +14,12 @@
 
 mod edge_support;
 
+use edge_support::netns::{Netns, can_run, ip};
+
 use std::cell::RefCell;
 use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::os::fd::AsRawFd;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -56,59 +58,6 @@ const EMPTY_RECORD: u16 = 8449;
 const LEAF_AS_CA: u16 = 8448;
 /// The bearer token provisioned on the edge (a header of the slot's config).
 const TOKEN: &str = "edge-bearer-7d1c9a4e5f";
-
-/// The namespace and the server processes in it; dropping it kills them and deletes it.
-struct Netns {
-    name: String,
-    servers: Arc<Mutex<Vec<Child>>>,
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        for child in self
-            .servers
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .iter_mut()
-        {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-        let _ = Command::new("ip")
-            .args(["netns", "del", &self.name])
-            .status();
-    }
-}
-
-fn ip(args: &[&str]) {
-    let out = Command::new("ip").args(args).output().expect("run ip");
-    assert!(
-        out.status.success(),
-        "ip {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// True when the test can run; panics with the reason when it cannot and may not skip.
-fn can_run() -> bool {
-    let reason = if unsafe { libc::geteuid() } != 0 {
-        Some("not root: a network namespace and a TAP device need root (CAP_NET_ADMIN)")
-    } else if Command::new("ip").arg("-V").output().is_err() {
-        Some("the `ip` command (iproute2) is missing: apt-get install iproute2")
-    } else {
-        None
-    };
-    match reason {
-        None => true,
-        Some(why) if std::env::var("VERIFI_ALLOW_NO_NETNS").as_deref() == Ok("1") => {
-            eprintln!("edge_tls DID NOT RUN ({why}); allowed by VERIFI_ALLOW_NO_NETNS=1");
-            false
-        }
-        Some(why) => panic!(
-            "edge_tls cannot run: {why}. Run as root, or set VERIFI_ALLOW_NO_NETNS=1 to allow this."
-        ),
-    }
-}
 
 /// Waits (bounded) until something accepts on `port`; this thread is inside the namespace.
 fn wait_listening(port: u16) {
@@ -362,13 +311,10 @@ struct Fronts {
 
 #[test]
 fn edge_https_pinned_ca_bearer_and_refusals() {
-    if !can_run() {
+    if !can_run("edge_tls") {
         return;
     }
-    let ns = Netns {
-        name: format!("verifi-edgetls-{}", std::process::id()),
-        servers: Arc::new(Mutex::new(Vec::new())),
-    };
+    let ns = Netns::named(format!("verifi-edgetls-{}", std::process::id()));
     ip(&["netns", "add", &ns.name]);
     ip(&["-n", &ns.name, "link", "set", "lo", "up"]);
     let ns_file = std::fs::File::open(format!("/run/netns/{}", ns.name)).expect("open netns");
@@ -402,7 +348,7 @@ fn edge_https_pinned_ca_bearer_and_refusals() {
             .stdout(Stdio::null())
             .spawn()
             .expect("start verifi-test-server");
-        servers.lock().unwrap().push(child);
+        servers.lock().unwrap().push((0, child));
         wait_listening(RMCP);
 
         let ca = Ca::new();

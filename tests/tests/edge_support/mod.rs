@@ -6,6 +6,7 @@
 //! embassy-net sockets; this module only builds stacks and leaks their storage (tests may).
 #![allow(dead_code)]
 
+pub mod netns;
 pub mod replay;
 
 use std::time::Duration as StdDuration;
