@@ -540,9 +540,11 @@ impl<'h> Exchange<'h> {
     }
 }
 
-/// `line` without one trailing `\r` (a CRLF line).
+/// `line` without its trailing `\r`s (a CRLF line, or a stray CR before it: JSON whitespace
+/// either way; found by the `exchange` fuzz target).
 fn trim_cr(line: &[u8]) -> &[u8] {
-    line.strip_suffix(b"\r").unwrap_or(line)
+    let keep = line.iter().rposition(|&b| b != b'\r').map_or(0, |i| i + 1);
+    line.get(..keep).unwrap_or(&[])
 }
 
 /// The reply buffer seen by the SSE decoder: a held message is cleared only when the next
