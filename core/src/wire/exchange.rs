@@ -308,8 +308,10 @@ impl<'h> Exchange<'h> {
             Mode::Lines => {
                 // The server's output ended; a last line without its newline still counts.
                 self.mode = Mode::Finished;
-                if !reply.is_empty()
-                    && handler.on_message(trim_cr(reply.bytes()), true)? == Verdict::Done
+                let line = trim_cr(reply.bytes());
+                // A blank last line (a lone CR, spaces) is no message, as a blank line never is.
+                if !line.iter().all(u8::is_ascii_whitespace)
+                    && handler.on_message(line, true)? == Verdict::Done
                 {
                     return Ok(Step::Done);
                 }
