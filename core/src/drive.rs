@@ -15,19 +15,19 @@ use embedded_io_async::{Read, Write};
 
 use crate::buf::Buf;
 use crate::harness::events::{Timeline, TimelineEvent};
-use crate::harness::failover::AttemptOutcome;
+use crate::harness::failover::{AttemptOutcome, Target};
 use crate::harness::meter::{Ledger, LedgerRecord};
 use crate::harness::result::{ToolResult, write_tool_error};
 use crate::machine::handlers::{FmtSink, as_text, redact_list_error, write_failure, write_line};
 use crate::machine::{Action, Answer, Op};
 use crate::wire::endpoint::Endpoint;
-use crate::wire::failure::{ConnectError, ConnectErrorKind, Failure, StrSink};
+use crate::wire::failure::{ConnectError, ConnectErrorKind, Failure, StrSink, truncated};
 use crate::wire::json::Value;
 use crate::wire::jsonrpc::{self, ListMethod};
 
 pub use crate::machine::{
     Answered, CANCEL_DROPPED, CallBuffers, DEFAULT_IDLE_TIMEOUT_MS, InFlight, ListError, ListItem,
-    MAX_PROGRESS_MESSAGE, MethodError, Millis, ProgressObserver, ProgressUpdate,
+    MAX_PROGRESS_MESSAGE, MAX_TASK_ID, MethodError, Millis, ProgressObserver, ProgressUpdate,
     RETRY_BUDGET_CALLS_PER_RETRY, RETRY_BUDGET_FLOOR, SlotConfig, SlotState,
 };
 
@@ -195,7 +195,7 @@ pub async fn cancel_dropped<N: Net, S: Shared<SlotState>, B: Buf>(
     net: &N,
     cfg: &SlotConfig<'_>,
     state: &S,
-    call: (crate::harness::failover::Target, u64),
+    call: (Target, u64),
     bufs: &mut CallBuffers<'_, B>,
 ) {
     let mut op = Op::<B, &[u8]>::cancel(cfg, bufs, call);
@@ -211,12 +211,16 @@ struct Metered<'m, L: Ledger, T: Timeline> {
     slot: &'m str,
     tool: &'m str,
     attempt_open: bool,
+    /// The call counts as a tool call (not so a call that follows an earlier call's task).
+    counts_call: bool,
 }
 
 impl<L: Ledger, T: Timeline> Drop for Metered<'_, L, T> {
     fn drop(&mut self) {
         if self.attempt_open {
-            self.ledger.record(LedgerRecord::transport_failure());
+            let mut record = LedgerRecord::transport_failure();
+            record.tool_calls = u32::from(self.counts_call);
+            self.ledger.record(record);
             let mut line = StrSink::<64>::default();
             let _ = write!(FmtSink(&mut line), "{}", Failure::Cancelled);
             self.timeline.emit(&TimelineEvent::ToolError {
@@ -274,16 +278,162 @@ where
     L: Ledger,
     T: Timeline,
 {
+    let meter = Meter { ledger, timeline };
+    call_as(
+        net,
+        cfg,
+        state,
+        (tool, args),
+        Tasking::Wait,
+        secrets,
+        meter,
+        bufs,
+    )
+    .await
+    .0
+}
+
+/// How a call started with [`start_task`] came back.
+#[derive(Debug)]
+pub enum Started<'b> {
+    /// The server made the call a task, which runs on: follow it with [`attach_task`].
+    Task {
+        /// The server that runs it.
+        target: Target,
+        /// The task's id, as the server gave it.
+        id: heapless::String<MAX_TASK_ID>,
+    },
+    /// The server answered at once (or the call failed): the call's result, as [`call`]'s.
+    Done(ToolResult<'b>),
+}
+
+/// [`call`], but a call its server makes a task (the tasks extension) comes back at once as
+/// [`Started::Task`], for [`attach_task`] now or later. The call is metered once here
+/// (`tool_calls: 1`); the task's result bytes are metered when it is followed.
+#[allow(clippy::too_many_arguments)]
+pub async fn start_task<'b, N, S, B, Sec, L, T>(
+    net: &N,
+    cfg: &SlotConfig<'_>,
+    state: &S,
+    tool: &str,
+    args: Option<Value<'_>>,
+    secrets: &[Sec],
+    ledger: &mut L,
+    timeline: &mut T,
+    bufs: &'b mut CallBuffers<'_, B>,
+) -> Started<'b>
+where
+    N: Net,
+    S: Shared<SlotState>,
+    B: Buf + Send,
+    Sec: AsRef<[u8]> + Sync,
+    L: Ledger,
+    T: Timeline,
+{
+    let meter = Meter { ledger, timeline };
+    match call_as(
+        net,
+        cfg,
+        state,
+        (tool, args),
+        Tasking::Detach,
+        secrets,
+        meter,
+        bufs,
+    )
+    .await
+    {
+        (_, Some((target, id))) => Started::Task { target, id },
+        (result, None) => Started::Done(result),
+    }
+}
+
+/// Follows the task `task` on `target` (a call of `tool` became it, maybe in an earlier run)
+/// to its end, as [`call`] does a call: the result flattened, redacted and metered (its bytes;
+/// no second tool call counted), a deadline of `timeout_ms` from now that cancels the task
+/// (`tasks/cancel`), no failover. The server must speak the 2026-07-28 era.
+#[allow(clippy::too_many_arguments)]
+pub async fn attach_task<'b, N, S, B, Sec, L, T>(
+    net: &N,
+    cfg: &SlotConfig<'_>,
+    state: &S,
+    (target, tool): (Target, &str),
+    task: &str,
+    secrets: &[Sec],
+    ledger: &mut L,
+    timeline: &mut T,
+    bufs: &'b mut CallBuffers<'_, B>,
+) -> ToolResult<'b>
+where
+    N: Net,
+    S: Shared<SlotState>,
+    B: Buf + Send,
+    Sec: AsRef<[u8]> + Sync,
+    L: Ledger,
+    T: Timeline,
+{
+    let meter = Meter { ledger, timeline };
+    let how = Tasking::Attach { target, task };
+    call_as(net, cfg, state, (tool, None), how, secrets, meter, bufs)
+        .await
+        .0
+}
+
+/// Where a call's ledger records and events go.
+struct Meter<'m, L, T> {
+    ledger: &'m mut L,
+    timeline: &'m mut T,
+}
+
+/// What a call does with a task its server makes of it.
+#[derive(Clone, Copy)]
+enum Tasking<'t> {
+    Wait,
+    Detach,
+    Attach { target: Target, task: &'t str },
+}
+
+/// A running task's id, when a detached call became one.
+type TaskStarted = Option<(Target, heapless::String<MAX_TASK_ID>)>;
+
+/// The one body of [`call`], [`start_task`] and [`attach_task`].
+#[allow(clippy::too_many_arguments)]
+async fn call_as<'b, N, S, B, Sec, L, T>(
+    net: &N,
+    cfg: &SlotConfig<'_>,
+    state: &S,
+    (tool, args): (&str, Option<Value<'_>>),
+    tasking: Tasking<'_>,
+    secrets: &[Sec],
+    Meter { ledger, timeline }: Meter<'_, L, T>,
+    bufs: &'b mut CallBuffers<'_, B>,
+) -> (ToolResult<'b>, TaskStarted)
+where
+    N: Net,
+    S: Shared<SlotState>,
+    B: Buf + Send,
+    Sec: AsRef<[u8]> + Sync,
+    L: Ledger,
+    T: Timeline,
+{
     let start = net.now();
+    let attached = matches!(tasking, Tasking::Attach { .. });
     let mut meter = Metered {
         ledger,
         timeline,
         slot: cfg.slot,
         tool,
         attempt_open: false,
+        counts_call: !attached,
     };
-    let (failure, answer) = {
-        let mut op = Op::call(cfg, bufs, secrets, tool, args);
+    let (failure, answer, started) = {
+        let mut op = match tasking {
+            Tasking::Wait => Op::call(cfg, bufs, secrets, tool, args),
+            Tasking::Detach => Op::call(cfg, bufs, secrets, tool, args).detached(),
+            Tasking::Attach { target, task } => {
+                Op::attach(cfg, bufs, secrets, (target, tool), task)
+            }
+        };
         let mut conn = None;
         loop {
             meter.attempt_open = true;
@@ -315,9 +465,16 @@ where
                 });
             }
         }
+        let started = op
+            .detached_task()
+            .then(|| op.task_id().map(|id| (op.target(), truncated(id))))
+            .flatten();
         if let Some(task) = op.task_id() {
-            // The task's start and end, once each (the tool ran once, on its server).
-            for status in ["working", op.task_end()] {
+            // The task's start and end, once each (the tool ran once, on its server); a
+            // detached call says only its start, the call that follows it only its end.
+            let start = (!attached).then_some("working");
+            let end = (started.is_none()).then(|| op.task_end());
+            for status in start.into_iter().chain(end) {
                 meter.timeline.emit(&TimelineEvent::Task {
                     slot: cfg.slot,
                     tool,
@@ -329,10 +486,11 @@ where
         let answer = op.answer();
         let failure = match (op.failure(), answer) {
             (Some(f), _) => Some(f.clone()),
+            (None, None) if started.is_some() => None,
             (None, None) => Some(Failure::NoResponse),
             (None, Some(_)) => None,
         };
-        (failure, answer)
+        (failure, answer, started)
     };
     // Each server's era, once per run, on the timeline of the call that found it.
     while let Some((target, modern)) = state.with(SlotState::take_era_news) {
@@ -340,8 +498,8 @@ where
             slot: cfg.slot,
             tool,
             server: match target {
-                crate::harness::failover::Target::Primary => cfg.primary_label,
-                crate::harness::failover::Target::Fallback => cfg.fallback_label,
+                Target::Primary => cfg.primary_label,
+                Target::Fallback => cfg.fallback_label,
             },
             era: if modern {
                 crate::wire::era::MODERN_VERSION
@@ -375,15 +533,21 @@ where
         (None, Some(Answer::Refused { code, unknown_tool })) => {
             ToolResult::refused(as_text(&bufs.error), code, unknown_tool, latency, raw)
         }
+        (None, None) if started.is_some() => ToolResult::answered("", latency, None),
         (None, None) => {
             ToolResult::unreachable(as_text(&bufs.error), Failure::NoResponse.cause(), latency)
         }
     };
-    meter.ledger.record(out.ledger_record());
+    let mut record = out.ledger_record();
+    if attached {
+        // The call that made the task counted the tool call.
+        record.tool_calls = 0;
+    }
+    meter.ledger.record(record);
     if let Some(event) = out.timeline_event(cfg.slot, tool) {
         meter.timeline.emit(&event);
     }
-    out
+    (out, started)
 }
 
 /// tools/list across pages, each name to `on_tool`. A primary failure is retried on the
@@ -539,6 +703,61 @@ where
     L: Ledger,
     T: Timeline,
 {
+    let meter = Meter { ledger, timeline };
+    request_as(net, cfg, state, (None, req), secrets, meter, bufs).await
+}
+
+/// A task's request (`tasks/get`, `tasks/cancel`: [`jsonrpc::Request::TaskGet`],
+/// [`jsonrpc::Request::TaskCancel`]) to `target`, the task's server, alone: no failover, not
+/// metered (the call that follows the task meters its result). The answer is the whole
+/// result, redacted.
+pub async fn task_request<'b, N, S, B, Sec>(
+    net: &N,
+    cfg: &SlotConfig<'_>,
+    state: &S,
+    (target, req): (Target, jsonrpc::Request<'_>),
+    secrets: &[Sec],
+    bufs: &'b mut CallBuffers<'_, B>,
+) -> Result<Answered<'b>, MethodError>
+where
+    N: Net,
+    S: Shared<SlotState>,
+    B: Buf + Send,
+    Sec: AsRef<[u8]> + Sync,
+{
+    /// Nothing to meter or tell.
+    struct Unmetered;
+    impl Ledger for Unmetered {
+        fn record(&mut self, _: LedgerRecord) {}
+    }
+    impl Timeline for Unmetered {
+        fn emit(&mut self, _: &TimelineEvent<'_>) {}
+    }
+    let meter = Meter {
+        ledger: &mut Unmetered,
+        timeline: &mut Unmetered,
+    };
+    request_as(net, cfg, state, (Some(target), req), secrets, meter, bufs).await
+}
+
+/// The one body of [`request`] and [`task_request`]: failover, or `pin`ned to one server.
+async fn request_as<'b, N, S, B, Sec, L, T>(
+    net: &N,
+    cfg: &SlotConfig<'_>,
+    state: &S,
+    (pin, req): (Option<Target>, jsonrpc::Request<'_>),
+    secrets: &[Sec],
+    Meter { ledger, timeline }: Meter<'_, L, T>,
+    bufs: &'b mut CallBuffers<'_, B>,
+) -> Result<Answered<'b>, MethodError>
+where
+    N: Net,
+    S: Shared<SlotState>,
+    B: Buf + Send,
+    Sec: AsRef<[u8]> + Sync,
+    L: Ledger,
+    T: Timeline,
+{
     let start = net.now();
     let content = req.bears_content();
     let method = req.method();
@@ -548,9 +767,13 @@ where
         slot: cfg.slot,
         tool: method,
         attempt_open: false,
+        counts_call: true,
     };
     let result = {
-        let mut op = Op::request(cfg, bufs, secrets, req);
+        let mut op = match pin {
+            Some(target) => Op::pinned_request(cfg, bufs, secrets, target, req),
+            None => Op::request(cfg, bufs, secrets, req),
+        };
         let mut conn = None;
         loop {
             meter.attempt_open = content;

@@ -1534,3 +1534,198 @@ fn requests_from_the_server_on_a_calls_stream_are_answered() {
         );
     }
 }
+
+/// A detached call ends as soon as its server makes it a task: the task's id comes back, no
+/// `tasks/get` was sent, and the attempt counts as answered (no failover).
+#[test]
+fn a_detached_call_hands_back_its_task_without_polling() {
+    let mut c = auto_cfg();
+    c.fallback = Some(Endpoint::parse_base("http://127.0.0.1:9000").unwrap());
+    c.fallback_label = "http://127.0.0.1:9000";
+    let mut slot = SlotState::new(c.version, true);
+    let secrets: [&str; 0] = [];
+    let mut store = Store::new();
+    let mut bufs = store.bufs();
+    let mut op = Op::call(&c, &mut bufs, &secrets, "scan", None).detached();
+    let seen = run(
+        &mut op,
+        &mut slot,
+        0,
+        task_server(20, |_, _, _| panic!("a detached call polls nothing")),
+    );
+    assert!(op.detached_task());
+    assert_eq!(op.task_id(), Some(TASK));
+    assert!(op.failure().is_none());
+    assert_eq!(seen.reports, vec![AttemptOutcome::Answered]);
+    assert_eq!(count(&seen, "POST:tools/call"), 1);
+    assert!(seen.requests.iter().all(|(t, _)| *t == Target::Primary));
+
+    // A server that answers at once: a detached call is an ordinary call.
+    let mut slot = SlotState::new(c.version, true);
+    let mut op = Op::call(&c, &mut bufs, &secrets, "echo", None).detached();
+    run(
+        &mut op,
+        &mut slot,
+        0,
+        modern_server(|_, id| call_ok(id, "at once")),
+    );
+    assert!(!op.detached_task());
+    assert_eq!(op.answer(), Some(Answer::Result { is_error: false }));
+}
+
+/// Attaching to a task polls it to its end with no `tools/call`, on the task's server alone,
+/// and the server's `statusMessage` reaches the progress observer, redacted.
+#[test]
+fn an_attached_call_polls_the_task_to_its_result_and_tells_its_status() {
+    use std::sync::Mutex;
+    use verifi_mcp_core::machine::{ProgressObserver, ProgressUpdate};
+    let statuses = Mutex::new(Vec::<String>::new());
+    let observe = |p: &ProgressUpdate<'_>| {
+        assert_eq!(p.progress, "");
+        statuses
+            .lock()
+            .unwrap()
+            .push(p.message.unwrap_or("").to_owned());
+    };
+    let mut c = auto_cfg();
+    c.fallback = Some(Endpoint::parse_base("http://127.0.0.1:9000").unwrap());
+    c.fallback_label = "http://127.0.0.1:9000";
+    c.on_progress = Some(ProgressObserver(&observe));
+    let mut slot = SlotState::new(c.version, true);
+    let secrets = ["hunter2-secret"];
+    let mut store = Store::new();
+    let mut bufs = store.bufs();
+    let mut op = Op::attach(&c, &mut bufs, &secrets, (Target::Fallback, "scan"), TASK);
+    let seen = run(
+        &mut op,
+        &mut slot,
+        0,
+        task_server(20, |n, req, id| {
+            assert!(req.contains(&format!(r#""taskId":"{TASK}""#)), "{req}");
+            if n == 0 {
+                task_status(
+                    id,
+                    "working",
+                    r#","statusMessage":"host 3 of 9 (key hunter2-secret)""#,
+                )
+            } else {
+                task_status(
+                    id,
+                    "completed",
+                    r#","result":{"content":[{"type":"text","text":"9 hosts up"}]}"#,
+                )
+            }
+        }),
+    );
+    assert!(op.failure().is_none(), "{:?}", op.failure());
+    assert_eq!(op.answer(), Some(Answer::Result { is_error: false }));
+    assert_eq!(count(&seen, "POST:tools/call"), 0);
+    assert_eq!(count(&seen, "POST:tasks/get"), 2);
+    assert!(
+        seen.requests.iter().all(|(t, _)| *t == Target::Fallback),
+        "the task's server alone"
+    );
+    drop(op);
+    assert_eq!(bufs.text.bytes(), b"9 hosts up");
+    assert_eq!(
+        *statuses.lock().unwrap(),
+        vec!["host 3 of 9 (key [REDACTED])".to_owned()]
+    );
+}
+
+/// Attaching needs a 2026 server: an old-era one is told apart by the probe, and the call
+/// fails saying so, sending nothing else.
+#[test]
+fn attaching_to_a_task_on_an_old_era_server_fails_clearly() {
+    let c = auto_cfg();
+    let mut slot = SlotState::new(c.version, false);
+    let secrets: [&str; 0] = [];
+    let mut store = Store::new();
+    let mut bufs = store.bufs();
+    let mut op = Op::attach(&c, &mut bufs, &secrets, (Target::Primary, "scan"), TASK);
+    let seen = run(
+        &mut op,
+        &mut slot,
+        0,
+        with_handshake(|req, _| match method_of(req).as_str() {
+            "POST:server/discover" => status(400, ""),
+            other => panic!("unexpected {other}"),
+        }),
+    );
+    let f = op.failure().unwrap().to_string();
+    assert!(f.contains("2026-07-28"), "{f}");
+    assert_eq!(count(&seen, "POST:tasks/get"), 0);
+    assert_eq!(count(&seen, "POST:tools/call"), 0);
+}
+
+/// While a call is a task, its in-flight record holds the task (for a dropped call's
+/// `tasks/cancel`), not a request id; at the end it holds nothing.
+#[test]
+fn a_calls_in_flight_record_holds_its_task_while_it_polls() {
+    use verifi_mcp_core::machine::InFlight;
+    let in_flight = Box::leak(Box::new(InFlight::new()));
+    let mut c = auto_cfg();
+    c.in_flight = Some(in_flight);
+    let mut slot = SlotState::new(c.version, false);
+    let secrets: [&str; 0] = [];
+    let seen_task = std::cell::RefCell::new(Vec::new());
+    let r = call_with(
+        &c,
+        &mut slot,
+        &secrets,
+        "scan",
+        None,
+        task_server(20, |n, _, id| {
+            seen_task
+                .borrow_mut()
+                .push((in_flight.get(), in_flight.task()));
+            if n == 0 {
+                task_status(id, "working", "")
+            } else {
+                task_status(id, "completed", r#","result":{"content":[]}"#)
+            }
+        }),
+    );
+    assert!(r.failure.is_none());
+    for (request, task) in seen_task.borrow().iter() {
+        assert_eq!(*request, None);
+        let (target, id) = task.clone().unwrap();
+        assert_eq!((target, id.as_str()), (Target::Primary, TASK));
+    }
+    assert_eq!(in_flight.get(), None);
+    assert_eq!(in_flight.task(), None);
+}
+
+/// A task's own request (`tasks/get`, `tasks/cancel`) goes to its server alone, with the
+/// task id as `Mcp-Name` and the extension declared; a refusal is the answer, not a failover.
+#[test]
+fn a_pinned_task_request_never_fails_over() {
+    use verifi_mcp_core::wire::jsonrpc::Request;
+    let mut c = auto_cfg();
+    c.fallback = Some(Endpoint::parse_base("http://127.0.0.1:9000").unwrap());
+    c.fallback_label = "http://127.0.0.1:9000";
+    let mut slot = SlotState::new(c.version, true);
+    let secrets: [&str; 0] = [];
+    let mut store = Store::new();
+    let mut bufs = store.bufs();
+    let mut op = Op::pinned_request(
+        &c,
+        &mut bufs,
+        &secrets,
+        Target::Primary,
+        Request::TaskCancel { task: TASK },
+    );
+    let seen = run(
+        &mut op,
+        &mut slot,
+        0,
+        modern_server(|req, id| {
+            assert!(req.contains(&format!("mcp-name: {TASK}\r\n")), "{req}");
+            assert!(req.contains("io.modelcontextprotocol/tasks"), "{req}");
+            error_body(400, -32602, &id.to_string())
+        }),
+    );
+    assert!(op.list_outcome().is_err());
+    assert!(seen.requests.iter().all(|(t, _)| *t == Target::Primary));
+    assert_eq!(count(&seen, "POST:tasks/cancel"), 1);
+}

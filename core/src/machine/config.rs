@@ -62,12 +62,26 @@ pub struct SlotConfig<'a> {
 ///
 /// Plain 32-bit atomics (Cortex-M has no 64-bit ones); one writer, the call, and one reader,
 /// its adapter after the call's future is gone.
-#[derive(Debug, Default)]
+///
+/// Once the call became a task (the tasks extension), it holds the task's id instead: a
+/// dropped call's task is cancelled with `tasks/cancel`.
+#[derive(Debug)]
 pub struct InFlight {
     id_low: AtomicU32,
     id_high: AtomicU32,
     target: AtomicU8,
+    task_len: AtomicU8,
+    task: [AtomicU8; MAX_TASK_ID],
 }
+
+impl Default for InFlight {
+    fn default() -> Self {
+        InFlight::new()
+    }
+}
+
+/// The longest task id a call keeps (a longer one is a malformed reply).
+pub const MAX_TASK_ID: usize = 64;
 
 impl InFlight {
     /// Nothing on the wire.
@@ -76,40 +90,74 @@ impl InFlight {
             id_low: AtomicU32::new(0),
             id_high: AtomicU32::new(0),
             target: AtomicU8::new(0),
+            task_len: AtomicU8::new(0),
+            task: [const { AtomicU8::new(0) }; MAX_TASK_ID],
         }
     }
 
-    pub(crate) fn set(&self, target: Target, id: u64) {
+    fn set_target(&self, target: Target) {
         let t = match target {
             Target::Primary => 0,
             Target::Fallback => 1,
         };
         self.target.store(t, Ordering::Relaxed);
+    }
+
+    pub(crate) fn set(&self, target: Target, id: u64) {
+        self.set_target(target);
+        self.task_len.store(0, Ordering::Relaxed);
         self.id_high.store((id >> 32) as u32, Ordering::Relaxed);
         self.id_low.store(id as u32, Ordering::Relaxed);
+    }
+
+    /// The call became the task `id` on `target`: no request is on the wire any more.
+    pub(crate) fn set_task(&self, target: Target, id: &str) {
+        self.clear();
+        self.set_target(target);
+        for (slot, b) in self.task.iter().zip(id.bytes()) {
+            slot.store(b, Ordering::Relaxed);
+        }
+        self.task_len
+            .store(id.len().min(MAX_TASK_ID) as u8, Ordering::Relaxed);
     }
 
     pub(crate) fn clear(&self) {
         self.id_low.store(0, Ordering::Relaxed);
         self.id_high.store(0, Ordering::Relaxed);
+        self.task_len.store(0, Ordering::Relaxed);
+    }
+
+    /// The server and id of the task the call became and that has not ended, if one.
+    pub fn task(&self) -> Option<(Target, heapless::String<MAX_TASK_ID>)> {
+        let len = usize::from(self.task_len.load(Ordering::Relaxed));
+        let mut bytes = heapless::Vec::<u8, MAX_TASK_ID>::new();
+        for slot in self.task.iter().take(len) {
+            let _ = bytes.push(slot.load(Ordering::Relaxed));
+        }
+        let id = heapless::String::from_utf8(bytes).ok()?;
+        (!id.is_empty()).then(|| (self.target(), id))
+    }
+
+    fn target(&self) -> Target {
+        match self.target.load(Ordering::Relaxed) {
+            0 => Target::Primary,
+            _ => Target::Fallback,
+        }
     }
 
     /// The server and request id of the `tools/call` on the wire, if one is.
     pub fn get(&self) -> Option<(Target, u64)> {
         let id = (u64::from(self.id_high.load(Ordering::Relaxed)) << 32)
             | u64::from(self.id_low.load(Ordering::Relaxed));
-        let target = match self.target.load(Ordering::Relaxed) {
-            0 => Target::Primary,
-            _ => Target::Fallback,
-        };
-        (id != 0).then_some((target, id))
+        (id != 0).then_some((self.target(), id))
     }
 }
 
 /// One progress notification of a call, as a person would show it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ProgressUpdate<'u> {
-    /// `progress`, the number as the server wrote it (`3`, `1.0`).
+    /// `progress`, the number as the server wrote it (`3`, `1.0`); empty for a task's
+    /// `statusMessage`, which comes without a number.
     pub progress: &'u str,
     /// `total`, if the server gave one, as written.
     pub total: Option<&'u str>,

@@ -196,6 +196,10 @@ impl<'x> Body<'x> {
                     jsonrpc::Request::ResourcesRead { uri } => Some(uri),
                     jsonrpc::Request::PromptsGet { name, .. } => Some(name),
                     jsonrpc::Request::Ping => None,
+                    // If `Mcp-Name` rides on `tasks/*`, it carries the task id.
+                    jsonrpc::Request::TaskGet { task } | jsonrpc::Request::TaskCancel { task } => {
+                        Some(task)
+                    }
                 },
             ),
             Body::ToolsCall { tool, .. } => ("tools/call", Some(tool)),
@@ -568,6 +572,8 @@ pub(super) struct CallHandler<'x, B: Buf, Sec: AsRef<[u8]>> {
     pub(super) task_status: Option<TaskStatus>,
     /// A request from the server on the call's stream, not yet answered.
     pub(super) server_request: Option<ServerRequest>,
+    /// Follows a task an earlier call became (no `tools/call` of its own).
+    attached: bool,
 }
 
 /// A request a server sent on a call's stream (old era): `ping`, `elicitation/create`,
@@ -622,8 +628,7 @@ impl ServerRequest {
     }
 }
 
-/// The longest task id kept (longer ones are a malformed reply).
-pub(super) const MAX_TASK_ID: usize = 64;
+pub(super) use super::config::MAX_TASK_ID;
 
 /// A task a call became: its id and the server's poll interval.
 #[derive(Debug, Clone)]
@@ -670,6 +675,7 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
             polling: false,
             task_status: None,
             server_request: None,
+            attached: false,
         }
     }
 
@@ -729,6 +735,14 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
         let status = status.and_then(|s| s.as_plain()).unwrap_or("");
         if let Some(task) = self.task.as_mut() {
             task.interval_ms = Self::interval_of(result);
+        }
+        // The task's own words on how it goes (`statusMessage`) go to whoever watches
+        // progress, redacted, as a progress update without a number.
+        if let (Some(observer), Some(m)) = (
+            self.on_progress,
+            result.get("statusMessage").and_then(|m| m.as_str()),
+        ) {
+            tell_status(observer, &m, self.secrets);
         }
         match status {
             "completed" => {
@@ -807,8 +821,19 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
     }
 
     /// A new attempt: nothing of the last one is kept.
+    /// The call follows a task an earlier call became (an attached call).
+    pub(super) fn attach(&mut self, id: &str) {
+        self.attached = true;
+        self.task = Some(TaskRef {
+            id: truncated(id),
+            interval_ms: 1_000,
+        });
+    }
+
     pub(super) fn begin_attempt(&mut self) {
-        self.task = None;
+        if !self.attached {
+            self.task = None;
+        }
         self.polling = false;
         self.task_status = None;
         self.text.clear();
@@ -983,6 +1008,23 @@ fn tell_progress<Sec: AsRef<[u8]>>(
         progress: number(&p.progress),
         total: p.total.as_ref().map(number),
         message: p.message.is_some().then(|| clean.as_str()),
+    });
+}
+
+/// A task's `statusMessage` to a progress observer: `progress` is empty (no number).
+fn tell_status<Sec: AsRef<[u8]>>(
+    observer: ProgressObserver<'_>,
+    m: &crate::wire::json::JsonStr<'_>,
+    secrets: &[Sec],
+) {
+    let mut message = StrSink::<MAX_PROGRESS_MESSAGE>::default();
+    let mut clean = StrSink::<MAX_PROGRESS_MESSAGE>::default();
+    let _ = m.unescape_into(&mut message);
+    let _ = redact_into(secrets, message.as_str().as_bytes(), &mut clean);
+    (observer.0)(&ProgressUpdate {
+        progress: "",
+        total: None,
+        message: Some(clean.as_str()),
     });
 }
 

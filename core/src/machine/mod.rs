@@ -89,7 +89,8 @@ pub(crate) mod handlers;
 mod op;
 
 pub use config::{
-    CallBuffers, InFlight, MAX_PROGRESS_MESSAGE, ProgressObserver, ProgressUpdate, SlotConfig,
+    CallBuffers, InFlight, MAX_PROGRESS_MESSAGE, MAX_TASK_ID, ProgressObserver, ProgressUpdate,
+    SlotConfig,
 };
 pub use handlers::{Answered, ListError, ListItem, MethodError};
 pub use op::{Action, Answer, Op, Report};

@@ -266,6 +266,20 @@ pub struct Op<'o, B: Buf, Sec: AsRef<[u8]>, F: FnMut(Option<(Value<'_>, &[u8])>)
     /// `tasks/get` polls sent, and failed in a row.
     task_polls: u32,
     task_failures: u32,
+    /// What a call does with a task: wait for its end, hand it back, or attach to one.
+    tasking: Tasking,
+}
+
+/// What a call does with a task (the tasks extension).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tasking {
+    /// Polls the task the call becomes until it ends (the default: a task is transparent).
+    Wait,
+    /// Ends as soon as the call is a task, handing its id back ([`Op::detached`]).
+    Detach,
+    /// Polls a task an earlier call became ([`Op::attach`]); sends no `tools/call`. Also a
+    /// task's request ([`Op::pinned_request`]): to the task's server alone.
+    Attach,
 }
 
 impl<'o, B: Buf, Sec: AsRef<[u8]>> Op<'o, B, Sec> {
@@ -289,6 +303,49 @@ impl<'o, B: Buf, Sec: AsRef<[u8]>> Op<'o, B, Sec> {
                 args,
             },
         )
+    }
+
+    /// A call that ends as soon as its server makes it a task (the tasks extension), handing
+    /// back the task's id ([`Op::task_id`], with [`Op::detached_task`] true) for a later
+    /// [`Op::attach`]. A server that answers at once gives the result as any call does.
+    pub fn detached(mut self) -> Self {
+        self.tasking = Tasking::Detach;
+        self
+    }
+
+    /// Follows the task `task` on `target` (made by an earlier call of `tool`, e.g. a
+    /// [`detached`](Op::detached) one, maybe in another run) to its end, as a call does: the
+    /// result flattened and redacted, a deadline that cancels it. Sends no `tools/call`, never
+    /// fails over (a task lives on its server), and needs a 2026-07-28 server.
+    pub fn attach(
+        cfg: &'o SlotConfig<'o>,
+        bufs: &'o mut CallBuffers<'_, B>,
+        secrets: &'o [Sec],
+        (target, tool): (Target, &'o str),
+        task: &str,
+    ) -> Self {
+        let mut op = Op::call(cfg, bufs, secrets, tool, None);
+        op.tasking = Tasking::Attach;
+        op.target = target;
+        if let Job::Call { handler, .. } = &mut op.job {
+            handler.attach(task);
+        }
+        op
+    }
+
+    /// A request to `target` alone, with no failover: a task's (`tasks/get`, `tasks/cancel`),
+    /// which lives on its server.
+    pub fn pinned_request(
+        cfg: &'o SlotConfig<'o>,
+        bufs: &'o mut CallBuffers<'_, B>,
+        secrets: &'o [Sec],
+        target: Target,
+        req: jsonrpc::Request<'o>,
+    ) -> Self {
+        let mut op = Op::request(cfg, bufs, secrets, req);
+        op.tasking = Tasking::Attach;
+        op.target = target;
+        op
     }
 
     /// A request other than `tools/call` and the lists (`resources/read`, `prompts/get`,
@@ -392,6 +449,7 @@ where
             list_pages: 0,
             task_polls: 0,
             task_failures: 0,
+            tasking: Tasking::Wait,
         }
     }
 }
@@ -502,6 +560,17 @@ where
         }
     }
 
+    /// The call ended as a task that is still running (a [`detached`](Op::detached) call):
+    /// [`Op::task_id`] is its id, to [`attach`](Op::attach) to later.
+    pub fn detached_task(&self) -> bool {
+        match &self.job {
+            Job::Call { handler, .. } => {
+                self.failure.is_none() && handler.answer.is_none() && handler.task.is_some()
+            }
+            _ => false,
+        }
+    }
+
     /// Where a call's task ended, for the timeline: `completed`, `failed`, `cancelled`,
     /// `timedOut`, `gone`, `lost`, `inputRequired` (or `ended` for another failure).
     pub fn task_end(&self) -> &'static str {
@@ -563,7 +632,10 @@ where
                         if self.is_call() {
                             slot.calls = slot.calls.saturating_add(1);
                         }
-                        self.target = slot.failover.first_target();
+                        // A task's server is the task's; the others start where failover says.
+                        if self.tasking != Tasking::Attach {
+                            self.target = slot.failover.first_target();
+                        }
                         self.stage = Stage::Attempt;
                     }
                 }
@@ -765,6 +837,9 @@ where
             // The tasks extension is declared (and a task taken) in the 2026 era only.
             handler.tasks = modern && self.cfg.capabilities.tasks;
         }
+        if self.tasking == Tasking::Attach && self.is_call() {
+            return self.attached(now);
+        }
         if let Job::Call { handler, tool, .. } = &mut self.job
             && modern
         {
@@ -798,6 +873,19 @@ where
             }
         }
         self.start_request(slot, now);
+    }
+
+    /// An attached call polls its task from the start (tasks are a 2026-era extension).
+    fn attached(&mut self, now: Millis) {
+        if !self.modern() {
+            return self.fail(Failure::NotModern);
+        }
+        if let (Some(w), Some(id)) = (self.cfg.in_flight, self.task_id()) {
+            w.set_task(self.target, id);
+        }
+        self.task_polls = 0;
+        self.task_failures = 0;
+        self.stage = Stage::TaskWait { at: now };
     }
 
     fn start_request(&mut self, slot: &mut SlotState, now: Millis) {
@@ -1664,7 +1752,14 @@ where
                 self.stage = Stage::AttemptEnded;
             }
             Then::NextPage => self.stage = Stage::Ready,
+            Then::Poll if self.tasking == Tasking::Detach => {
+                self.clear_in_flight();
+                self.stage = Stage::AttemptEnded;
+            }
             Then::Poll => {
+                if let (Some(w), Some(id)) = (self.cfg.in_flight, self.task_id()) {
+                    w.set_task(self.target, id);
+                }
                 self.task_polls = 0;
                 self.task_failures = 0;
                 self.stage = Stage::TaskWait { at: now };
@@ -1802,6 +1897,7 @@ where
 
     /// The attempt ended: failover decides whether another server is tried.
     fn attempt_ended(&mut self, slot: &mut SlotState) -> Action {
+        self.clear_in_flight();
         let failed = self.failure.is_some();
         let (outcome, next, fallback_used, no_healthy_tool) = match &self.job {
             Job::Call { handler, tool, .. } => {
@@ -1811,6 +1907,9 @@ where
                 } else if handler.task.is_some() && failed {
                     // A task lives on its server: never a second run on the fallback.
                     (AttemptOutcome::Unreachable, None, false, false)
+                } else if handler.task.is_some() && handler.answer.is_none() {
+                    // Detached as a task: the server took the call.
+                    (AttemptOutcome::Answered, None, false, false)
                 } else {
                     let outcome = match handler.answer {
                         _ if failed => AttemptOutcome::Unreachable,
@@ -1839,7 +1938,11 @@ where
                     },
                     None => AttemptOutcome::Unreachable,
                 };
-                let next = slot.failover.after_list_attempt(self.target, outcome);
+                let next = match self.tasking {
+                    // A task's request goes to the task's server alone.
+                    Tasking::Attach => None,
+                    _ => slot.failover.after_list_attempt(self.target, outcome),
+                };
                 (outcome, next, false, false)
             }
         };

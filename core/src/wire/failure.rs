@@ -226,6 +226,9 @@ pub enum Failure {
     UnexpectedResultType(String<32>),
     /// The tool's `x-mcp-header` annotations are invalid, so its server's list drops it.
     ToolDropped,
+    /// The request needs the 2026-07-28 era (e.g. following a task) and the server speaks
+    /// an older one.
+    NotModern,
     /// A call that became a task (the tasks extension) ended without its result.
     Task {
         /// The task's id, as the server gave it.
@@ -305,6 +308,7 @@ impl Failure {
             | Failure::Handshake(_)
             | Failure::UnexpectedResultType(_)
             | Failure::ToolDropped
+            | Failure::NotModern
             | Failure::EndlessPaging => Cause::Malformed,
             Failure::InputRequired(_) => Cause::InputRequired,
             Failure::Task {
@@ -494,6 +498,9 @@ impl fmt::Display for Failure {
                     "lost the server while it ran task {id}; the task may still be running there"
                 ),
             },
+            Failure::NotModern => f.write_str(
+                "the server does not speak the 2026-07-28 protocol, which tasks need",
+            ),
             Failure::ToolDropped => f.write_str(
                 "the tool's x-mcp-header annotations are invalid, so its server's tool list drops it",
             ),

@@ -208,6 +208,17 @@ pub enum Request<'a> {
     },
     /// `ping` (the answer is an empty object).
     Ping,
+    /// `tasks/get` of a task (the tasks extension, 2026 era): its status, and its result or
+    /// error once it ended.
+    TaskGet {
+        /// The task's id.
+        task: &'a str,
+    },
+    /// `tasks/cancel` of a task (the tasks extension, 2026 era).
+    TaskCancel {
+        /// The task's id.
+        task: &'a str,
+    },
 }
 
 impl Request<'_> {
@@ -217,13 +228,19 @@ impl Request<'_> {
             Request::ResourcesRead { .. } => "resources/read",
             Request::PromptsGet { .. } => "prompts/get",
             Request::Ping => "ping",
+            Request::TaskGet { .. } => "tasks/get",
+            Request::TaskCancel { .. } => "tasks/cancel",
         }
     }
 
     /// Whether the answer is content a harness uses as evidence (metered like a tool call):
-    /// `resources/read` and `prompts/get`, not `ping`.
+    /// `resources/read` and `prompts/get`, not `ping` nor a task's status (a task's result is
+    /// metered by the call that follows it).
     pub fn bears_content(&self) -> bool {
-        !matches!(self, Request::Ping)
+        matches!(
+            self,
+            Request::ResourcesRead { .. } | Request::PromptsGet { .. }
+        )
     }
 }
 
@@ -247,6 +264,11 @@ pub fn encode_request(out: &mut impl Sink, id: u64, req: &Request<'_>) -> Result
             out.put(b"}")?;
         }
         Request::Ping => {}
+        Request::TaskGet { task } | Request::TaskCancel { task } => {
+            out.put(b",\"params\":{\"taskId\":")?;
+            write_str_literal(out, task)?;
+            out.put(b"}")?;
+        }
     }
     out.put(b"}")
 }
@@ -260,7 +282,7 @@ pub fn check_request_result(req: &Request<'_>, result: Value<'_>) -> Result<(), 
     let key = match req {
         Request::ResourcesRead { .. } => "contents",
         Request::PromptsGet { .. } => "messages",
-        Request::Ping => return Ok(()),
+        Request::Ping | Request::TaskGet { .. } | Request::TaskCancel { .. } => return Ok(()),
     };
     match result.get(key) {
         Some(v) if v.kind() == Kind::Array => Ok(()),
