@@ -1729,3 +1729,223 @@ fn a_pinned_task_request_never_fails_over() {
     assert!(seen.requests.iter().all(|(t, _)| *t == Target::Primary));
     assert_eq!(count(&seen, "POST:tasks/cancel"), 1);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Input: elicitation answered by the slot's policy, in both eras.
+
+/// The body of the request in `req` (after the head).
+fn body_of(req: &str) -> serde_json::Value {
+    let body = req.split("\r\n\r\n").nth(1).unwrap_or("");
+    serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"))
+}
+
+const ASK_PORT: &str = r#""inputRequests":{"confirm":{"method":"elicitation/create","params":{"message":"Scan which port?","requestedSchema":{"type":"object","properties":{"ok":{"type":"boolean","default":true},"port":{"type":"integer","default":443},"note":{"type":"string"}},"required":["ok"]}}}},"requestState":"st-\u00e9-1""#;
+
+/// With `accept-defaults`, an `input_required` round is answered with the schema's defaults,
+/// the `requestState` echoed, under a new id; the next answer is the result. Elicitation is
+/// declared in `_meta`.
+#[test]
+fn input_required_with_a_handler_answers_with_defaults_and_echoes_the_state() {
+    use verifi_mcp_core::machine::Elicitation;
+    let mut c = auto_cfg();
+    c.elicitation = Some(Elicitation::AcceptDefaults);
+    let mut slot = SlotState::new(c.version, false);
+    let secrets: [&str; 0] = [];
+    let mut rounds = 0;
+    let r = call_with(
+        &c,
+        &mut slot,
+        &secrets,
+        "echo",
+        args(r#"{"text":"x","region":"eu"}"#),
+        modern_server(|req, id| {
+            assert!(req.contains(r#""elicitation":{}"#), "declared: {req}");
+            assert!(req.contains("Mcp-Param-Region: eu\r\n"), "{req}");
+            rounds += 1;
+            let params = &body_of(req)["params"];
+            if rounds == 1 {
+                assert!(params.get("inputResponses").is_none());
+                json(&format!(
+                    r#"{{"jsonrpc":"2.0","id":{id},"result":{{"resultType":"input_required",{ASK_PORT}}}}}"#
+                ))
+            } else {
+                assert_eq!(
+                    params["inputResponses"],
+                    serde_json::json!({"confirm": {"action": "accept", "content": {"ok": true, "port": 443}}})
+                );
+                assert_eq!(params["requestState"], "st-é-1");
+                assert_eq!(
+                    params["arguments"],
+                    serde_json::json!({"text":"x","region":"eu"})
+                );
+                call_ok(id, "scanned 443")
+            }
+        }),
+    );
+    assert!(r.failure.is_none(), "{:?}", r.failure);
+    assert_eq!(r.text, b"scanned 443");
+    let ids: Vec<u64> = r
+        .seen
+        .requests
+        .iter()
+        .filter(|(_, q)| method_of(q) == "POST:tools/call")
+        .map(|(_, q)| id_of(q))
+        .collect();
+    assert_eq!(ids.len(), 2);
+    assert_ne!(ids[0], ids[1], "each round has a fresh id");
+}
+
+/// `decline` and `cancel` answer with that action; a request that is not an elicitation
+/// (sampling) cannot be answered, so the call fails after one `tools/call`, saying what was
+/// asked; a server that keeps asking is stopped after 8 rounds.
+#[test]
+fn input_rounds_decline_cancel_unanswerable_requests_and_the_round_cap() {
+    use verifi_mcp_core::machine::Elicitation;
+    for (policy, action) in [
+        (Elicitation::Decline, "decline"),
+        (Elicitation::Cancel, "cancel"),
+    ] {
+        let mut c = auto_cfg();
+        c.elicitation = Some(policy);
+        let mut slot = SlotState::new(c.version, false);
+        let mut rounds = 0;
+        let r = call_with(
+            &c,
+            &mut slot,
+            &[],
+            "echo",
+            None,
+            modern_server(|req, id| {
+                rounds += 1;
+                if rounds == 1 {
+                    json(&format!(
+                        r#"{{"jsonrpc":"2.0","id":{id},"result":{{"resultType":"input_required",{ASK_PORT}}}}}"#
+                    ))
+                } else {
+                    assert_eq!(
+                        body_of(req)["params"]["inputResponses"]["confirm"],
+                        serde_json::json!({"action": action})
+                    );
+                    call_ok(id, "done")
+                }
+            }),
+        );
+        assert!(r.failure.is_none(), "{policy:?}: {:?}", r.failure);
+    }
+
+    let mut c = auto_cfg();
+    c.elicitation = Some(Elicitation::AcceptDefaults);
+    let mut slot = SlotState::new(c.version, false);
+    let r = call_with(
+        &c,
+        &mut slot,
+        &[],
+        "echo",
+        None,
+        modern_server(|_, id| {
+            json(&format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"result":{{"resultType":"input_required","inputRequests":{{"s":{{"method":"sampling/createMessage","params":{{"messages":[]}}}}}}}}}}"#
+            ))
+        }),
+    );
+    assert_eq!(count(&r.seen, "POST:tools/call"), 1);
+    let f = r.failure.expect("a failure").to_string();
+    assert!(
+        f.contains("input") && f.contains("sampling/createMessage"),
+        "{f}"
+    );
+
+    let mut slot = SlotState::new(c.version, false);
+    let r = call_with(
+        &c,
+        &mut slot,
+        &[],
+        "echo",
+        None,
+        modern_server(|_, id| {
+            json(&format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"result":{{"resultType":"input_required",{ASK_PORT}}}}}"#
+            ))
+        }),
+    );
+    assert_eq!(
+        count(&r.seen, "POST:tools/call"),
+        9,
+        "the first call and 8 answered rounds"
+    );
+    let f = r.failure.expect("a failure").to_string();
+    assert!(f.contains("input") && f.contains("8"), "{f}");
+}
+
+/// The old era: elicitation is declared in `initialize` exactly when there is a handler, and
+/// an `elicitation/create` on the call's stream is answered under the policy (defaults filled
+/// in; a required field without a default is declined).
+#[test]
+fn old_era_elicitation_is_declared_and_answered_under_the_policy() {
+    use verifi_mcp_core::machine::Elicitation;
+    let schema_ok = r#"{"type":"object","properties":{"ok":{"type":"boolean","default":true}},"required":["ok"]}"#;
+    let schema_no_default =
+        r#"{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}"#;
+    for (policy, schema, answer, declared) in [
+        (
+            Some(Elicitation::AcceptDefaults),
+            schema_ok,
+            r#"{"action":"accept","content":{"ok":true}}"#,
+            true,
+        ),
+        (
+            Some(Elicitation::AcceptDefaults),
+            schema_no_default,
+            r#"{"action":"decline"}"#,
+            true,
+        ),
+        (
+            Some(Elicitation::Cancel),
+            schema_ok,
+            r#"{"action":"cancel"}"#,
+            true,
+        ),
+        (None, schema_ok, r#"{"action":"decline"}"#, false),
+    ] {
+        let mut c = cfg(false);
+        c.elicitation = policy;
+        let mut slot = SlotState::new(c.version, false);
+        let mut store = Store::new();
+        let mut bufs = store.bufs();
+        let secrets: [&str; 0] = [];
+        let mut op = Op::call(&c, &mut bufs, &secrets, "ask", None);
+        let seen = run(&mut op, &mut slot, 0, move |req: &str| {
+            let id = id_of(req);
+            match method_of(req).as_str() {
+                "POST:initialize" => {
+                    let caps = &body_of(req)["params"]["capabilities"];
+                    assert_eq!(caps.get("elicitation").is_some(), declared, "{req}");
+                    init_ok(id)
+                }
+                "POST:notifications/initialized" => status(202, ""),
+                _ => {
+                    let request = format!(
+                        r#"{{"jsonrpc":"2.0","id":"e-1","method":"elicitation/create","params":{{"message":"Go?","requestedSchema":{schema}}}}}"#
+                    );
+                    let padding = format!(": {}\n\n", "x".repeat(1100));
+                    Reply::Bytes(format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n\
+                         data: {request}\n\n{padding}\
+                         data: {{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"content\":[{{\"type\":\"text\",\"text\":\"ok\"}}]}}}}\n\n"
+                    ).into_bytes())
+                }
+            }
+        });
+        assert!(op.failure().is_none(), "{:?}", op.failure());
+        let answered: Vec<&String> = seen
+            .requests
+            .iter()
+            .map(|(_, r)| r)
+            .filter(|r| r.contains(r#""id":"e-1""#))
+            .collect();
+        assert_eq!(answered.len(), 1, "{policy:?}");
+        let body = body_of(answered[0]);
+        let want: serde_json::Value = serde_json::from_str(answer).unwrap();
+        assert_eq!(body["result"], want, "{policy:?}");
+    }
+}

@@ -48,14 +48,36 @@ pub struct SlotConfig<'a> {
     pub in_flight: Option<&'a InFlight>,
     /// Which era to speak: probe each server once (`Auto`, the default), or force one.
     pub era: EraSetting,
-    /// What the client declares (in `initialize` and in the 2026 `_meta`).
+    /// What the client declares (in `initialize` and in the 2026 `_meta`); `elicitation` is
+    /// declared exactly when [`SlotConfig::elicitation`] is set (see [`SlotConfig::declared`]).
     pub capabilities: ClientCapabilities,
+    /// How a server's request for the user's input (elicitation) is answered with no person
+    /// at hand: on the call's stream (old era) and in `input_required` rounds (2026 era).
+    /// `None`: the client has no handler, declares none, and an `input_required` call fails
+    /// saying what was asked.
+    pub elicitation: Option<Elicitation>,
     /// Which servers of the slot are local processes spoken to over stdio (`[primary,
     /// fallback]`): their requests are newline-delimited JSON-RPC (no HTTP head), their
     /// replies read line by line, and a notification is done once written.
     /// The adapter's `Net` tells these targets' endpoints (placeholders) from the others.
     pub stdio: [bool; 2],
 }
+
+/// How an elicitation (a server asking the user for input) is answered without a person.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Elicitation {
+    /// `accept`, with the `default` of each field of the requested schema (SEP-1034); a
+    /// required field without a default cannot be answered, so that request is declined.
+    AcceptDefaults,
+    /// `decline`.
+    Decline,
+    /// `cancel`.
+    Cancel,
+}
+
+/// Most `input_required` rounds one call answers (2026 era) before it fails.
+pub const MAX_INPUT_ROUNDS: u32 = 8;
 
 /// The `tools/call` a call has on the wire, if any: an adapter reads it when the caller drops
 /// the call's future, to send the server a cancellation.
@@ -223,6 +245,16 @@ impl<'a> SlotConfig<'a> {
                 ..ClientCapabilities::default()
             },
             stdio: [false; 2],
+            elicitation: None,
+        }
+    }
+
+    /// The capabilities declared: [`SlotConfig::capabilities`], with `elicitation` exactly
+    /// when there is a handler for it.
+    pub fn declared(&self) -> ClientCapabilities {
+        ClientCapabilities {
+            elicitation: self.elicitation.is_some(),
+            ..self.capabilities
         }
     }
 

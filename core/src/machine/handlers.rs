@@ -7,7 +7,9 @@ use core::fmt::Write as _;
 use heapless::String;
 
 use super::MAX_CURSOR;
-use super::config::{MAX_PROGRESS_MESSAGE, ProgressObserver, ProgressUpdate, SlotConfig};
+use super::config::{
+    Elicitation, MAX_PROGRESS_MESSAGE, ProgressObserver, ProgressUpdate, SlotConfig,
+};
 use crate::buf::Overflow;
 use crate::buf::{Buf, Sink};
 use crate::harness::redact::Redactor;
@@ -99,6 +101,8 @@ pub(super) enum Body<'x> {
     Initialize {
         id: u64,
         version: ProtocolVersion,
+        /// Declare elicitation (the client has a handler for it).
+        elicitation: bool,
     },
     Initialized,
     List {
@@ -118,6 +122,8 @@ pub(super) enum Body<'x> {
         tool: &'x str,
         args: Option<Value<'x>>,
         progress: Option<u64>,
+        /// A 2026 round's `,"inputResponses":…,"requestState":…` (or nothing).
+        extra: &'x [u8],
     },
     Cancelled {
         id: u64,
@@ -153,7 +159,11 @@ impl<'x> Body<'x> {
     fn write(&self, out: &mut dyn Sink) -> Result<(), crate::buf::Overflow> {
         let out = &mut &mut *out;
         match self {
-            Body::Initialize { id, version } => jsonrpc::encode_initialize(out, *id, *version),
+            Body::Initialize {
+                id,
+                version,
+                elicitation,
+            } => jsonrpc::encode_initialize_declaring(out, *id, *version, *elicitation),
             Body::Initialized => jsonrpc::encode_initialized(out),
             Body::List { id, list, cursor } => jsonrpc::encode_list(out, *id, *list, *cursor),
             Body::Request { id, req, encode } => encode(out, *id, req),
@@ -162,7 +172,8 @@ impl<'x> Body<'x> {
                 tool,
                 args,
                 progress,
-            } => jsonrpc::encode_tools_call(out, *id, tool, *args, *progress),
+                extra,
+            } => jsonrpc::encode_tools_call_with(out, *id, (tool, *args), *progress, extra),
             Body::Cancelled { id, reason } => jsonrpc::encode_cancelled(out, *id, reason),
             // `_meta` is added by the modern writer, as to every 2026 request.
             Body::Discover { id } => {
@@ -574,6 +585,11 @@ pub(super) struct CallHandler<'x, B: Buf, Sec: AsRef<[u8]>> {
     pub(super) server_request: Option<ServerRequest>,
     /// Follows a task an earlier call became (no `tools/call` of its own).
     attached: bool,
+    /// How elicitations are answered (none: no handler).
+    elicitation: Option<Elicitation>,
+    /// A 2026 `input_required` round was answered: `text` holds the next request's
+    /// `,"inputResponses":{…},"requestState":…` members; the call is sent again with them.
+    pub(super) input_ready: bool,
 }
 
 /// A request a server sent on a call's stream (old era): `ping`, `elicitation/create`,
@@ -585,7 +601,13 @@ pub(super) struct ServerRequest {
     /// The request's id as JSON text (a number, or a quoted string as written).
     id: String<72>,
     kind: ServerAsks,
+    /// An elicitation's answer (the result object), under the slot's [`Elicitation`] policy.
+    answer: String<ELICIT_ANSWER_BYTES>,
 }
+
+/// The longest elicitation answer kept for an old-era request on a call's stream (defaults
+/// that do not fit are declined: nothing is sent half written).
+const ELICIT_ANSWER_BYTES: usize = 128;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum ServerAsks {
@@ -594,8 +616,64 @@ enum ServerAsks {
     Other,
 }
 
+/// Writes the answer to an elicitation whose `params` are given, under `policy`: `decline`,
+/// `cancel`, or `accept` with the requested schema's defaults (SEP-1034), as a result object
+/// (`{"action":"accept","content":{…}}`). A request that `accept-defaults` cannot answer (a
+/// required field without a default, a URL-mode elicitation) is declined.
+pub(super) fn write_elicit_answer(
+    out: &mut dyn Sink,
+    params: Option<Value<'_>>,
+    policy: Elicitation,
+) -> Result<(), Overflow> {
+    let schema = params.and_then(|p| p.get("requestedSchema"));
+    let properties = schema.and_then(|s| s.get("properties"));
+    let url_mode = params
+        .and_then(|p| p.get("mode"))
+        .and_then(|m| m.as_str())
+        .is_some_and(|m| m.eq_str("url"));
+    let answerable = !url_mode
+        && schema.is_some()
+        && schema
+            .and_then(|s| s.get("required"))
+            .into_iter()
+            .flat_map(|r| r.elements())
+            .all(|name| {
+                let name = name.as_str();
+                properties
+                    .into_iter()
+                    .flat_map(|p| p.members())
+                    .any(|(k, v)| {
+                        name.is_some_and(|n| n.raw() == k.raw()) && v.get("default").is_some()
+                    })
+            });
+    match policy {
+        Elicitation::AcceptDefaults if answerable => {
+            out.put(b"{\"action\":\"accept\",\"content\":{")?;
+            let mut first = true;
+            for (name, prop) in properties.into_iter().flat_map(|p| p.members()) {
+                let Some(default) = prop.get("default") else {
+                    continue;
+                };
+                out.put(if first { b"\"" } else { b",\"" })?;
+                first = false;
+                out.put(name.raw())?;
+                out.put(b"\":")?;
+                default.write_compact(&mut &mut *out)?;
+            }
+            out.put(b"}}")
+        }
+        Elicitation::Cancel => out.put(b"{\"action\":\"cancel\"}"),
+        _ => out.put(b"{\"action\":\"decline\"}"),
+    }
+}
+
 impl ServerRequest {
-    fn new(id: jsonrpc::Id<'_>, method: &crate::wire::json::JsonStr<'_>) -> Option<Self> {
+    fn new(
+        id: jsonrpc::Id<'_>,
+        method: &crate::wire::json::JsonStr<'_>,
+        params: Option<Value<'_>>,
+        policy: Option<Elicitation>,
+    ) -> Option<Self> {
         let mut text: String<72> = String::new();
         match id {
             jsonrpc::Id::Number(n) => text.push_str(core::str::from_utf8(n.raw()).ok()?).ok()?,
@@ -611,20 +689,37 @@ impl ServerRequest {
             Some("elicitation/create") => ServerAsks::Elicitation,
             _ => ServerAsks::Other,
         };
-        Some(ServerRequest { id: text, kind })
+        let mut answer = String::new();
+        if kind == ServerAsks::Elicitation {
+            let policy = policy.unwrap_or(Elicitation::Decline);
+            let mut written = StrSink::<ELICIT_ANSWER_BYTES>::default();
+            answer = match write_elicit_answer(&mut written, params, policy) {
+                Ok(()) => truncated(written.as_str()),
+                Err(_) => truncated("{\"action\":\"decline\"}"),
+            };
+        }
+        Some(ServerRequest {
+            id: text,
+            kind,
+            answer,
+        })
     }
 
     /// The answer, as a JSON-RPC response.
     pub(super) fn write(&self, out: &mut dyn Sink) -> Result<(), Overflow> {
         out.put(b"{\"jsonrpc\":\"2.0\",\"id\":")?;
         out.put(self.id.as_bytes())?;
-        out.put(match self.kind {
-            ServerAsks::Ping => b",\"result\":{}}".as_slice(),
-            ServerAsks::Elicitation => b",\"result\":{\"action\":\"decline\"}}",
-            ServerAsks::Other => {
-                b",\"error\":{\"code\":-32601,\"message\":\"this client has no handler for it\"}}"
+        match self.kind {
+            ServerAsks::Ping => out.put(b",\"result\":{}}"),
+            ServerAsks::Elicitation => {
+                out.put(b",\"result\":")?;
+                out.put(self.answer.as_str().as_bytes())?;
+                out.put(b"}")
             }
-        })
+            ServerAsks::Other => out.put(
+                b",\"error\":{\"code\":-32601,\"message\":\"this client has no handler for it\"}}",
+            ),
+        }
     }
 }
 
@@ -676,7 +771,58 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
             task_status: None,
             server_request: None,
             attached: false,
+            elicitation: cfg.elicitation,
+            input_ready: false,
         }
+    }
+
+    /// Answers a 2026 `input_required` result under the slot's policy: the next request's
+    /// `inputResponses` (one answer per key of `inputRequests`) and the echoed `requestState`
+    /// go to `text`. `false` (and `text` empty) when the call cannot answer: no handler, a
+    /// request that is not an elicitation, requests not keyed by name, or no room.
+    fn answer_input(&mut self, result: Value<'_>) -> bool {
+        self.text.clear();
+        let Some(policy) = self.elicitation else {
+            return false;
+        };
+        let requests = result.get("inputRequests");
+        let state = result.get("requestState");
+        let keyed = requests.is_some_and(|r| r.kind() == crate::wire::json::Kind::Object);
+        let all_elicitations = requests
+            .into_iter()
+            .flat_map(|r| r.members())
+            .all(|(_, r)| {
+                r.get("method")
+                    .and_then(|m| m.as_str())
+                    .is_some_and(|m| m.eq_str("elicitation/create"))
+            });
+        if !(keyed || requests.is_none() && state.is_some()) || !all_elicitations {
+            return false;
+        }
+        let out: &mut dyn Sink = &mut *self.text;
+        let written = (|| {
+            out.put(b",\"inputResponses\":{")?;
+            let mut first = true;
+            for (key, request) in requests.into_iter().flat_map(|r| r.members()) {
+                out.put(if first { b"\"" } else { b",\"" })?;
+                first = false;
+                out.put(key.raw())?;
+                out.put(b"\":")?;
+                write_elicit_answer(out, request.get("params"), policy)?;
+            }
+            out.put(b"}")?;
+            if let Some(state) = state {
+                out.put(b",\"requestState\":")?;
+                state.write_compact(&mut &mut *out)?;
+            }
+            Ok::<(), Overflow>(())
+        })();
+        if written.is_err() {
+            self.text.clear();
+            return false;
+        }
+        self.input_ready = true;
+        true
     }
 
     /// A task's poll interval from a task object (`pollIntervalMs`, absent: none given).
@@ -834,6 +980,7 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
         if !self.attached {
             self.task = None;
         }
+        self.input_ready = false;
         self.polling = false;
         self.task_status = None;
         self.text.clear();
@@ -864,13 +1011,17 @@ impl<B: Buf, Sec: AsRef<[u8]>> OnMessage for CallHandler<'_, B, Sec> {
                 self.on_task_poll(outcome);
                 return Ok(Verdict::Done);
             }
-            Lookup::Ours(outcome) => outcome,
+            Lookup::Ours(outcome) => {
+                // The round's answers were sent with the request this answers.
+                self.input_ready = false;
+                outcome
+            }
             Lookup::OtherResponse => return Ok(Verdict::Hold),
             Lookup::Other(_) if self.listing => return Ok(Verdict::Continue),
-            Lookup::Other(Message::Request { id, method, .. }) => {
+            Lookup::Other(Message::Request { id, method, params }) => {
                 // The server asks the client something on the call's stream: it must get an
                 // answer or it may hold the call (`Op` sends it on the side).
-                self.server_request = ServerRequest::new(id, &method);
+                self.server_request = ServerRequest::new(id, &method, params, self.elicitation);
                 return Ok(Verdict::Continue);
             }
             Lookup::Other(m) => {
@@ -911,6 +1062,13 @@ impl<B: Buf, Sec: AsRef<[u8]>> OnMessage for CallHandler<'_, B, Sec> {
                 }
                 None => self.answer = Some(Err(Untaken::NotAnObject)),
             }
+            return Ok(Verdict::Done);
+        }
+        // A round of input (2026 era): answered under the slot's policy, the call goes again.
+        if let Outcome::Result(result) = outcome
+            && result_type(result) == Some("input_required")
+            && self.answer_input(result)
+        {
             return Ok(Verdict::Done);
         }
         self.answer = Some(match outcome {

@@ -89,8 +89,8 @@ pub(crate) mod handlers;
 mod op;
 
 pub use config::{
-    CallBuffers, InFlight, MAX_PROGRESS_MESSAGE, MAX_TASK_ID, ProgressObserver, ProgressUpdate,
-    SlotConfig,
+    CallBuffers, Elicitation, InFlight, MAX_INPUT_ROUNDS, MAX_PROGRESS_MESSAGE, MAX_TASK_ID,
+    ProgressObserver, ProgressUpdate, SlotConfig,
 };
 pub use handlers::{Answered, ListError, ListItem, MethodError};
 pub use op::{Action, Answer, Op, Report};

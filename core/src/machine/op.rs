@@ -3,7 +3,7 @@
 
 use heapless::String;
 
-use super::config::{CallBuffers, SlotConfig};
+use super::config::{CallBuffers, MAX_INPUT_ROUNDS, SlotConfig};
 use super::handlers::{
     Accept, CallHandler, InitHandler, ListHandler, Modern, ProbeHandler, RequestHandler, Trip,
 };
@@ -268,6 +268,8 @@ pub struct Op<'o, B: Buf, Sec: AsRef<[u8]>, F: FnMut(Option<(Value<'_>, &[u8])>)
     task_failures: u32,
     /// What a call does with a task: wait for its end, hand it back, or attach to one.
     tasking: Tasking,
+    /// `input_required` rounds answered (2026 era).
+    input_rounds: u32,
 }
 
 /// What a call does with a task (the tasks extension).
@@ -450,6 +452,7 @@ where
             task_polls: 0,
             task_failures: 0,
             tasking: Tasking::Wait,
+            input_rounds: 0,
         }
     }
 }
@@ -856,13 +859,18 @@ where
                 handler.listing = true;
                 handler.list_page = None;
                 handler.error.clear();
+                // The list's cursor goes to `text`: a round's answers there are lost, and the
+                // server asks again.
+                handler.input_ready = false;
                 handler.text.clear();
                 self.start_trip(Purpose::HeaderList, now);
                 return;
             }
             handler.listing = false;
             handler.error.clear();
-            handler.text.clear();
+            if !handler.input_ready {
+                handler.text.clear();
+            }
             match slot.annotations_of(target, tool.as_bytes()) {
                 Err(()) => return self.fail(Failure::ToolDropped),
                 // Pairs that do not fit the error buffer are left out (the server then says
@@ -977,6 +985,7 @@ where
                 Body::Initialize {
                     id: self.init.id,
                     version: self.cfg.version,
+                    elicitation: self.cfg.elicitation.is_some(),
                 },
             ),
             Purpose::Initialized { .. } => Trip::post(ep, snap, Body::Initialized),
@@ -993,6 +1002,11 @@ where
                         tool,
                         args: *args,
                         progress: handler.progress_token.then_some(id),
+                        extra: if handler.input_ready {
+                            handler.text.bytes()
+                        } else {
+                            b""
+                        },
                     },
                     Job::List { handler, pages, .. } => Body::List {
                         id,
@@ -1044,14 +1058,14 @@ where
         let modern = modern_era.then(|| match (&self.job, purpose) {
             (Job::Call { handler, args, .. }, Purpose::Main) => Modern {
                 version: era::MODERN_VERSION,
-                caps: self.cfg.capabilities,
+                caps: self.cfg.declared(),
                 progress: handler.progress_token.then_some(id),
                 params: handler.error.bytes(),
                 args: *args,
             },
             _ => Modern {
                 version: era::MODERN_VERSION,
-                caps: self.cfg.capabilities,
+                caps: self.cfg.declared(),
                 progress: None,
                 params: b"",
                 args: None,
@@ -1061,11 +1075,18 @@ where
             modern,
             body: match trip.body {
                 // In the 2026 era the progress token rides in `_meta` with the rest.
-                Body::ToolsCall { id, tool, args, .. } if modern_era => Body::ToolsCall {
+                Body::ToolsCall {
+                    id,
+                    tool,
+                    args,
+                    extra,
+                    ..
+                } if modern_era => Body::ToolsCall {
                     id,
                     tool,
                     args,
                     progress: None,
+                    extra,
                 },
                 body => body,
             },
@@ -1635,6 +1656,7 @@ where
             NextPage,
             Relist,
             Poll,
+            Again,
         }
         let deadline = self.deadline.at;
         let modern = self.modern();
@@ -1653,6 +1675,12 @@ where
         };
         let then = match (&mut self.job, result) {
             (Job::Call { .. }, Err(_)) if header_mismatch && !self.relisted => Then::Relist,
+            // The server asked for input and the round is answered: the call goes again.
+            (Job::Call { handler, .. }, Ok(_))
+                if handler.input_ready && handler.answer.is_none() =>
+            {
+                Then::Again
+            }
             // The call became a task: poll it (right away first).
             (Job::Call { handler, .. }, Ok(_))
                 if handler.answer.is_none() && handler.task.is_some() =>
@@ -1763,6 +1791,17 @@ where
                 self.task_polls = 0;
                 self.task_failures = 0;
                 self.stage = Stage::TaskWait { at: now };
+            }
+            Then::Again if self.input_rounds >= MAX_INPUT_ROUNDS => {
+                self.clear_in_flight();
+                self.fail(Failure::InputRequired(truncated(
+                    "more rounds of input than a call answers (8)",
+                )));
+            }
+            Then::Again => {
+                self.clear_in_flight();
+                self.input_rounds += 1;
+                self.start_main(slot, now);
             }
             Then::Relist => {
                 self.clear_in_flight();
@@ -2020,10 +2059,11 @@ mod tests {
     /// An op lives in its caller's future (or static task on the edge) for the whole call: it
     /// stays small. Its largest parts are the reply decoder (about 1 KiB, SSE ids included),
     /// the session snapshot (256-byte session id), the resume point (128-byte event id) and,
-    /// since the 2026 era and tasks, the probe's state and a task id (64 bytes): 2 440 bytes.
+    /// since the 2026 era and tasks, the probe's state and a task id (64 bytes): 2 440 bytes;
+    /// since elicitation answers, an old-era elicitation's answer (128 bytes): 2 680 bytes.
     #[test]
     fn an_op_stays_small() {
         let call = core::mem::size_of::<Op<'static, SliceBuf<'static>, &'static [u8]>>();
-        assert!(call <= 2560, "an op is {call} bytes, over its cap of 2560");
+        assert!(call <= 2688, "an op is {call} bytes, over its cap of 2688");
     }
 }

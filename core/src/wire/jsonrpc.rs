@@ -110,10 +110,25 @@ pub fn encode_initialize(
     id: u64,
     version: ProtocolVersion,
 ) -> Result<(), Overflow> {
+    encode_initialize_declaring(out, id, version, false)
+}
+
+/// [`encode_initialize`], declaring `"capabilities":{"elicitation":{}}` when `elicitation`
+/// (the client has a handler for it).
+pub fn encode_initialize_declaring(
+    out: &mut impl Sink,
+    id: u64,
+    version: ProtocolVersion,
+    elicitation: bool,
+) -> Result<(), Overflow> {
     put_request_head(out, id, "initialize")?;
     out.put(b",\"params\":{\"protocolVersion\":\"")?;
     out.put(version.as_str().as_bytes())?;
-    out.put(b"\",\"capabilities\":{},\"clientInfo\":{\"name\":")?;
+    out.put(if elicitation {
+        b"\",\"capabilities\":{\"elicitation\":{}},\"clientInfo\":{\"name\":".as_slice()
+    } else {
+        b"\",\"capabilities\":{},\"clientInfo\":{\"name\":"
+    })?;
     write_str_literal(out, CLIENT_NAME)?;
     out.put(b",\"version\":")?;
     write_str_literal(out, SDK_VERSION)?;
@@ -306,6 +321,18 @@ pub fn encode_tools_call(
     arguments: Option<Value<'_>>,
     progress_token: Option<u64>,
 ) -> Result<(), Overflow> {
+    encode_tools_call_with(out, id, (name, arguments), progress_token, b"")
+}
+
+/// [`encode_tools_call`], with `extra` (members that start with `,`, already JSON: e.g. a
+/// 2026 round's `,"inputResponses":{…},"requestState":"…"`) at the end of `params`.
+pub fn encode_tools_call_with(
+    out: &mut impl Sink,
+    id: u64,
+    (name, arguments): (&str, Option<Value<'_>>),
+    progress_token: Option<u64>,
+    extra: &[u8],
+) -> Result<(), Overflow> {
     put_request_head(out, id, "tools/call")?;
     out.put(b",\"params\":{\"name\":")?;
     write_str_literal(out, name)?;
@@ -314,6 +341,7 @@ pub fn encode_tools_call(
         Some(args) => args.write_compact(out)?,
         None => out.put(b"{}")?,
     }
+    out.put(extra)?;
     if let Some(token) = progress_token {
         out.put(b",\"_meta\":{\"progressToken\":")?;
         put_u64(out, token)?;
