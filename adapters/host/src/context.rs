@@ -13,6 +13,7 @@ use serde_json::Value;
 use verifi_mcp_core::buf::Buf;
 use verifi_mcp_core::harness::redact::{collect_run_secrets, redact};
 use verifi_mcp_core::harness::slots::Manifest;
+use verifi_mcp_core::machine::Elicitation;
 use verifi_mcp_core::wire::era::EraSetting;
 use verifi_mcp_core::wire::jsonrpc::ProtocolVersion;
 
@@ -94,6 +95,10 @@ pub struct Options {
     /// Declare the tasks extension in the 2026 era (default true): a server may then run a
     /// long tool as a task, which the call polls to its result (transparent to the caller).
     pub tasks: bool,
+    /// How a server's request for the user's input (elicitation) is answered (default `None`:
+    /// no handler, none declared; a 2026 `input_required` call then fails saying what was
+    /// asked). See [`Elicitation`].
+    pub elicitation: Option<Elicitation>,
     /// Take the manifest's endpoints as exact MCP URLs, used as given, instead of base URLs
     /// with `/mcp` appended (default false, as the seed): for servers mounted elsewhere.
     pub exact_mcp_urls: bool,
@@ -178,6 +183,12 @@ impl Options {
         self.tasks = on;
         self
     }
+    /// Sets [`Options::elicitation`].
+    pub fn elicitation(mut self, answer: Option<Elicitation>) -> Self {
+        self.elicitation = answer;
+        self
+    }
+
     /// Sets [`Options::era`].
     pub fn era(mut self, era: EraSetting) -> Self {
         self.era = era;
@@ -214,6 +225,7 @@ impl Default for Options {
             protocol_version: ProtocolVersion::DEFAULT,
             era: EraSetting::Auto,
             tasks: true,
+            elicitation: None,
             exact_mcp_urls: false,
             wire_trace: None,
         }

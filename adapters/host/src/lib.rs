@@ -79,6 +79,7 @@ pub use trace::{WireEvent, WireTrace};
 pub use trust::{CertProblem, Trust};
 pub use verifi_mcp_core::drive::ProgressUpdate;
 pub use verifi_mcp_core::harness::result::Kind;
+pub use verifi_mcp_core::machine::Elicitation;
 pub use verifi_mcp_core::wire::era::EraSetting;
 pub use verifi_mcp_core::wire::failure::Cause;
 pub use verifi_mcp_core::wire::jsonrpc::ProtocolVersion;

@@ -540,6 +540,7 @@ impl SlotHandle {
         cfg.version = o.protocol_version;
         cfg.era = o.era;
         cfg.capabilities.tasks = o.tasks;
+        cfg.elicitation = o.elicitation;
         cfg.idle_timeout_ms = o.idle_timeout_ms;
         cfg.stdio = [
             spec.primary_command.is_some(),

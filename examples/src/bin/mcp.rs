@@ -24,7 +24,7 @@ use verifi_mcp_host::auth::loopback::LoopbackHook;
 use verifi_mcp_host::auth::{AuthConfig, AuthFlow, AuthorizeHook};
 use verifi_mcp_host::context::INSECURE_WARNING;
 use verifi_mcp_host::proxy::EnvProxies;
-use verifi_mcp_host::{EraSetting, ProxyRule, RootCert};
+use verifi_mcp_host::{Elicitation, EraSetting, ProxyRule, RootCert};
 use verifi_mcp_host::{
     Exec, HarnessContext, Options, ProgressUpdate, ProtocolVersion, SlotHandle, ToolResult,
     WireEvent, WireTrace,
@@ -188,6 +188,12 @@ struct Common {
     /// its result; off: a server that answers with a task anyway is an error.
     #[arg(long, value_name = "on|off", default_value = "on", value_parser = ["on", "off"])]
     tasks: String,
+    /// Answer a server that asks for input (elicitation) without a person: accept-defaults
+    /// (the requested fields' defaults), decline or cancel; on the old era's stream and in the
+    /// 2026 era's input_required rounds. Not given: none is declared, and a 2026 call that
+    /// needs input fails saying what was asked.
+    #[arg(long, value_name = "ANSWER", value_parser = ["accept-defaults", "decline", "cancel"])]
+    elicitation: Option<String>,
     /// A header sent on every request, 'Name: value' (repeatable; values are redacted in all
     /// output).
     #[arg(long = "header", short = 'H', value_name = "'NAME: VALUE'")]
@@ -700,6 +706,12 @@ fn build(common: &Common, pos: &mut Vec<String>, run_id: &str) -> Result<Run, Fa
         .protocol_version(protocol_version)
         .era(era)
         .tasks(common.tasks == "on")
+        .elicitation(match common.elicitation.as_deref() {
+            Some("accept-defaults") => Some(Elicitation::AcceptDefaults),
+            Some("decline") => Some(Elicitation::Decline),
+            Some("cancel") => Some(Elicitation::Cancel),
+            _ => None,
+        })
         .exact_mcp_urls(exact)
         .root_certs(root_certs)
         .insecure(common.insecure)

@@ -20,10 +20,10 @@ import socket
 import sys
 from typing import Annotated, TypedDict
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 import uvicorn
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import Context, Elicit, ElicitationResult, MCPServer, Resolve
 from mcp_types import CallToolResult, ImageContent, TextContent
 
 BIG_MAX_BYTES = 64 * 1024 * 1024
@@ -69,6 +69,24 @@ def echo(text: str) -> str:
 def regional(text: str, region: Annotated[str, Field(json_schema_extra={"x-mcp-header": "Region"})]) -> str:
     STATS["tool_calls"] += 1
     return f"{text} @ {region}"
+
+
+class ScanPlan(BaseModel):
+    """What confirm_scan asks the user (every field has a default)."""
+
+    port: int = 443
+    ok: bool = True
+
+
+def ask_plan() -> Elicit[ScanPlan]:
+    return Elicit("Scan which port?", ScanPlan)
+
+
+@server.tool(description="Asks the user which port to scan (elicitation: input_required in the 2026 era, elicitation/create before), then says what it would scan")
+def confirm_scan(host: str, plan: Annotated[ElicitationResult[ScanPlan], Resolve(ask_plan)]) -> str:
+    if plan.action != "accept":
+        return f"not scanning {host}: the user chose {plan.action}"
+    return f"scanning {host}:{plan.data.port} ok={plan.data.ok}"
 
 
 @server.tool(description="Formats a command result as a Kali box would, without running anything")

@@ -211,6 +211,18 @@ impl Peer {
         )
     }
 
+    /// Starts the official `everything` test server (`tests/peers/ts/everything.mjs`, on the
+    /// TypeScript SDK 1.32: old era only, stateful, SSE replies with event ids) on 127.0.0.1.
+    #[allow(dead_code)]
+    pub fn start_everything() -> Peer {
+        Peer::spawn(
+            PeerKind::TsStateful,
+            PathBuf::from("node"),
+            vec!["everything.mjs".into()],
+            ts_dir(),
+        )
+    }
+
     /// Starts `kind` on 127.0.0.1 (a free port). Panics (the test fails) with the reason when it
     /// cannot; callers check [`peer_unavailable`] first.
     pub fn start(kind: PeerKind) -> Peer {

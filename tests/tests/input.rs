@@ -1,0 +1,120 @@
+//! A server that asks the user for input (elicitation), answered without a person by the
+//! slot's policy (`Options::elicitation`, `mcp --elicitation`), against real servers: the
+//! Python SDK 2.3 (`confirm_scan`, which elicits through a resolver: `input_required` rounds in
+//! the 2026 era, `elicitation/create` on the call's stream in the old one) and the official
+//! `everything` server (old era only; its `trigger-elicitation-request` exists only for a
+//! client that declares elicitation, and requires a field that has no default).
+
+mod support;
+
+use serde_json::json;
+use support::{CHECK_BOUND, Peer, PeerKind, context, mcp_bin, run_bounded};
+use verifi_mcp_host::{Elicitation, EraSetting, Options};
+
+/// `mcp ARGS…`: its exit code and its JSON result.
+fn mcp_json(args: &[&str]) -> (Option<i32>, serde_json::Value) {
+    let out = std::process::Command::new(mcp_bin())
+        .args(args)
+        .output()
+        .expect("run mcp");
+    let v = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    (out.status.code(), v)
+}
+
+#[test]
+fn the_python_server_elicits_in_both_eras_and_the_policy_answers() {
+    let peer = Peer::start(PeerKind::PyStateful);
+    for era in [EraSetting::Auto, EraSetting::Legacy] {
+        for (policy, want) in [
+            (Elicitation::AcceptDefaults, "scanning 10.0.0.1:443 ok=True"),
+            (
+                Elicitation::Decline,
+                "not scanning 10.0.0.1: the user chose decline",
+            ),
+            (
+                Elicitation::Cancel,
+                "not scanning 10.0.0.1: the user chose cancel",
+            ),
+        ] {
+            let opts = Options::default().era(era).elicitation(Some(policy));
+            let ctx = context(peer.base_url(), "run-elicit", opts);
+            let kali = ctx.mcp("kali").unwrap();
+            let r = run_bounded(
+                CHECK_BOUND,
+                kali.call("confirm_scan", json!({"host": "10.0.0.1"})),
+            );
+            assert!(r.ok, "{era:?} {policy:?}: {r:?}");
+            assert_eq!(r.text, want, "{era:?} {policy:?}");
+            // The tool ran to its result once: one call on the ledger.
+            assert_eq!(ctx.ledger().tool_calls, 1, "{era:?} {policy:?}");
+        }
+    }
+    // No handler: none declared, and the server says it needs one; one call, no success.
+    let ctx = context(peer.base_url(), "run-no-elicit", Options::default());
+    let kali = ctx.mcp("kali").unwrap();
+    let r = run_bounded(
+        CHECK_BOUND,
+        kali.call("confirm_scan", json!({"host": "10.0.0.1"})),
+    );
+    assert!(!r.ok && !r.is_error, "{r:?}");
+    assert!(
+        r.error.as_deref().unwrap_or("").contains("elicitation"),
+        "{r:?}"
+    );
+
+    // The command line.
+    let url = peer.base_url().to_owned();
+    let (code, v) = mcp_json(&[
+        "call",
+        &url,
+        "confirm_scan",
+        "host=10.0.0.1",
+        "--elicitation",
+        "accept-defaults",
+    ]);
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(v["text"], "scanning 10.0.0.1:443 ok=True");
+}
+
+#[test]
+fn the_everything_server_is_old_era_and_its_elicitation_is_declined() {
+    let peer = Peer::start_everything();
+    let url = peer.base_url().to_owned();
+    // Without a handler the client declares none, so the server does not offer the tool.
+    let ctx = context(&url, "run-everything", Options::default());
+    let kali = ctx.mcp("kali").unwrap();
+    let tools = run_bounded(CHECK_BOUND, kali.list_tools()).expect("tools/list");
+    assert!(tools.iter().any(|t| t == "echo"), "{tools:?}");
+    assert!(
+        !tools.iter().any(|t| t == "trigger-elicitation-request"),
+        "{tools:?}"
+    );
+    let r = run_bounded(CHECK_BOUND, kali.call("echo", json!({"message": "hi"})));
+    assert!(r.ok, "{r:?}");
+    assert_eq!(r.text, "Echo: hi");
+    let eras = ctx.events_of("mcp.era");
+    assert_eq!(eras.len(), 1);
+    assert_eq!(eras[0].value()["era"], "legacy");
+
+    // `--elicitation decline`: declared, offered, answered on the call's stream.
+    let (code, v) = mcp_json(&[
+        "call",
+        &url,
+        "trigger-elicitation-request",
+        "--elicitation",
+        "decline",
+    ]);
+    assert_eq!(code, Some(0), "{v}");
+    assert!(v["text"].as_str().unwrap_or("").contains("declined"), "{v}");
+    // accept-defaults cannot fill its required `name` (no default): declined, not invented.
+    let (code, v) = mcp_json(&[
+        "call",
+        &url,
+        "trigger-elicitation-request",
+        "--elicitation",
+        "accept-defaults",
+    ]);
+    assert_eq!(code, Some(0), "{v}");
+    assert!(v["text"].as_str().unwrap_or("").contains("declined"), "{v}");
+}
