@@ -2,8 +2,8 @@
 # Installs the interop peers for the tests crate (idempotent; a second run does nothing), then
 # starts each of our peer servers once on 127.0.0.1 to prove the install works:
 #   - the official TypeScript SDK (@modelcontextprotocol/sdk) and the official everything test
-#     server (@modelcontextprotocol/server-everything), pinned in tests/peers/ts/package.json
-#     and package-lock.json) into tests/peers/ts/node_modules, with npm ci;
+#     server (@modelcontextprotocol/server-everything), both pinned in tests/peers/ts/package.json
+#     and package-lock.json, into tests/peers/ts/node_modules, with npm ci;
 #   - the official Python SDK (mcp, pinned with its dependencies in tests/peers/py/requirements.txt)
 #     into a venv at target/peers/venv, with pip.
 # Packages come from the registries by name through npm and pip as configured on the machine.
