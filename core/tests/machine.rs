@@ -1949,3 +1949,56 @@ fn old_era_elicitation_is_declared_and_answered_under_the_policy() {
         assert_eq!(body["result"], want, "{policy:?}");
     }
 }
+
+/// A task that needs input: with a policy, its requests are answered with one `tasks/update`
+/// (the task id and `inputResponses`), then polling goes on to the result; the tool ran once.
+#[test]
+fn a_task_that_needs_input_gets_a_tasks_update_under_the_policy() {
+    use verifi_mcp_core::machine::Elicitation;
+    let mut c = auto_cfg();
+    c.elicitation = Some(Elicitation::AcceptDefaults);
+    let mut slot = SlotState::new(c.version, false);
+    let mut updated = false;
+    let r = call_with(
+        &c,
+        &mut slot,
+        &[],
+        "scan",
+        None,
+        modern_server(move |req, id| match method_of(req).as_str() {
+            "POST:tools/call" => task_created(id, 20),
+            "POST:tasks/update" => {
+                let params = &body_of(req)["params"];
+                assert_eq!(params["taskId"], TASK);
+                assert_eq!(
+                    params["inputResponses"],
+                    serde_json::json!({"confirm": {"action": "accept", "content": {"ok": true, "port": 443}}})
+                );
+                assert!(req.contains(&format!("mcp-name: {TASK}\r\n")), "{req}");
+                updated = true;
+                json(&format!(
+                    r#"{{"jsonrpc":"2.0","id":{id},"result":{{"resultType":"complete"}}}}"#
+                ))
+            }
+            "POST:tasks/get" if !updated => task_status(
+                id,
+                "input_required",
+                &format!(
+                    ",{}",
+                    ASK_PORT.replace(r#","requestState":"st-\u00e9-1""#, "")
+                ),
+            ),
+            "POST:tasks/get" => task_status(
+                id,
+                "completed",
+                r#","result":{"content":[{"type":"text","text":"scanned 443"}]}"#,
+            ),
+            other => panic!("unexpected {other}"),
+        }),
+    );
+    assert!(r.failure.is_none(), "{:?}", r.failure);
+    assert_eq!(r.text, b"scanned 443");
+    assert_eq!(count(&r.seen, "POST:tools/call"), 1);
+    assert_eq!(count(&r.seen, "POST:tasks/update"), 1);
+    assert_eq!(count(&r.seen, "POST:tasks/cancel"), 0);
+}

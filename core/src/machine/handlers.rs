@@ -140,6 +140,8 @@ pub(super) enum Body<'x> {
         id: u64,
         method: &'static str,
         task: &'x str,
+        /// `tasks/update`'s `,"inputResponses":{…}` (or nothing).
+        extra: &'x [u8],
     },
     None,
 }
@@ -181,13 +183,19 @@ impl<'x> Body<'x> {
                 crate::buf::put_u64(out, *id)?;
                 out.put(b",\"method\":\"server/discover\"}")
             }
-            Body::Task { id, method, task } => {
+            Body::Task {
+                id,
+                method,
+                task,
+                extra,
+            } => {
                 out.put(b"{\"jsonrpc\":\"2.0\",\"id\":")?;
                 crate::buf::put_u64(out, *id)?;
                 out.put(b",\"method\":\"")?;
                 out.put(method.as_bytes())?;
                 out.put(b"\",\"params\":{\"taskId\":")?;
                 crate::wire::json::write_str_literal(out, task)?;
+                out.put(extra)?;
                 out.put(b"}}")
             }
             Body::Answer(request) => request.write(*out),
@@ -741,6 +749,9 @@ pub(super) enum TaskStatus {
     Cancelled,
     /// `input_required`: what the server asked for.
     InputRequired(crate::wire::failure::Detail),
+    /// `input_required`, answered under the slot's policy (`text` holds the
+    /// `inputResponses` for `tasks/update`).
+    InputAnswered,
     /// A JSON-RPC error: the task is unknown or expired.
     Gone,
 }
@@ -912,6 +923,9 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
                 });
             }
             "cancelled" => self.task_status = Some(TaskStatus::Cancelled),
+            "input_required" if self.answer_input(result) => {
+                self.task_status = Some(TaskStatus::InputAnswered);
+            }
             "input_required" => {
                 self.task_status = Some(TaskStatus::InputRequired(input_asked(result)));
             }

@@ -120,6 +120,8 @@ enum Purpose {
     TaskGet,
     /// `tasks/cancel` at the deadline (best effort; the call's failure is kept).
     TaskCancel,
+    /// `tasks/update` with the answers to an `input_required` task's requests (then a poll).
+    TaskUpdate,
     Initialize {
         attempt: u32,
     },
@@ -957,24 +959,23 @@ where
                     _ => Body::None,
                 },
             ),
-            Purpose::TaskGet | Purpose::TaskCancel => Trip::post(
+            Purpose::TaskGet | Purpose::TaskCancel | Purpose::TaskUpdate => Trip::post(
                 ep,
                 snap,
                 match &self.job {
-                    Job::Call {
-                        handler:
-                            CallHandler {
-                                task: Some(task), ..
-                            },
-                        ..
-                    } => Body::Task {
+                    Job::Call { handler, .. } if let Some(task) = &handler.task => Body::Task {
                         id,
-                        method: if purpose == Purpose::TaskGet {
-                            "tasks/get"
-                        } else {
-                            "tasks/cancel"
+                        method: match purpose {
+                            Purpose::TaskGet => "tasks/get",
+                            Purpose::TaskUpdate => "tasks/update",
+                            _ => "tasks/cancel",
                         },
                         task: task.id.as_str(),
+                        extra: if purpose == Purpose::TaskUpdate {
+                            handler.text.bytes()
+                        } else {
+                            b""
+                        },
                     },
                     _ => Body::None,
                 },
@@ -1273,14 +1274,16 @@ where
                 let handler: &mut dyn OnMessage = match purpose {
                     Purpose::Initialize { .. } => &mut self.init,
                     Purpose::Probe { .. } => &mut self.probe,
-                    Purpose::Main | Purpose::Resume | Purpose::HeaderList | Purpose::TaskGet => {
-                        match &mut self.job {
-                            Job::Call { handler, .. } => handler,
-                            Job::List { handler, .. } => handler,
-                            Job::Request(handler) => handler,
-                            Job::Close(_) | Job::Cancel(_) => &mut accept,
-                        }
-                    }
+                    Purpose::Main
+                    | Purpose::Resume
+                    | Purpose::HeaderList
+                    | Purpose::TaskGet
+                    | Purpose::TaskUpdate => match &mut self.job {
+                        Job::Call { handler, .. } => handler,
+                        Job::List { handler, .. } => handler,
+                        Job::Request(handler) => handler,
+                        Job::Close(_) | Job::Cancel(_) => &mut accept,
+                    },
                     _ => &mut accept,
                 };
                 let step = if n == 0 {
@@ -1426,7 +1429,7 @@ where
             Purpose::Probe { .. } => {
                 self.probe.id ^= RESENT_ID_BIT;
             }
-            Purpose::Main | Purpose::HeaderList | Purpose::TaskGet => {
+            Purpose::Main | Purpose::HeaderList | Purpose::TaskGet | Purpose::TaskUpdate => {
                 self.set_id(self.id ^ RESENT_ID_BIT, purpose == Purpose::Main);
             }
             _ => {}
@@ -1500,6 +1503,7 @@ where
             Purpose::Probe { attempt } => self.probe_done(slot, now, attempt, result),
             Purpose::HeaderList => self.header_list_done(slot, now, result),
             Purpose::TaskGet => self.task_polled(now, result),
+            Purpose::TaskUpdate => self.task_updated(now, result),
             Purpose::TaskCancel => {
                 self.courtesy = None;
                 self.stage = Stage::AttemptEnded;
@@ -1880,6 +1884,19 @@ where
                 id,
                 end: crate::wire::failure::TaskEnd::Gone,
             }),
+            // The slot's policy answered the task's requests: `tasks/update`, then a poll.
+            (None, Some(super::handlers::TaskStatus::InputAnswered))
+                if self.input_rounds < MAX_INPUT_ROUNDS =>
+            {
+                self.input_rounds += 1;
+                self.start_trip(Purpose::TaskUpdate, now);
+            }
+            (None, Some(super::handlers::TaskStatus::InputAnswered)) => {
+                self.failure = Some(Failure::InputRequired(truncated(
+                    "more rounds of input than a call answers (8)",
+                )));
+                self.start_trip(Purpose::TaskCancel, now);
+            }
             // No input handler: the task is cancelled and the call says what was asked.
             (None, Some(super::handlers::TaskStatus::InputRequired(asked))) => {
                 self.failure = Some(Failure::InputRequired(asked));
@@ -1887,6 +1904,21 @@ where
             }
             (None, _) => self.schedule_poll(now, interval),
         }
+    }
+
+    /// `tasks/update` came back (its answer is an empty result): the task's state is seen by
+    /// the next poll, at once. A failed update is not the call's end either: the poll says.
+    fn task_updated(&mut self, now: Millis, result: Result<bool, Failure>) {
+        if let Job::Call { handler, .. } = &mut self.job {
+            handler.polling = false;
+            handler.input_ready = false;
+            handler.task_status = None;
+            handler.text.clear();
+        }
+        if matches!(result, Err(Failure::TimedOut)) && now >= self.deadline.at {
+            return self.task_timed_out(now);
+        }
+        self.stage = Stage::TaskWait { at: now };
     }
 
     /// The next `tasks/get`: a ramp (20, 40, 80 … ms) up to the server's interval, never
