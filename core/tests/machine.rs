@@ -2002,3 +2002,54 @@ fn a_task_that_needs_input_gets_a_tasks_update_under_the_policy() {
     assert_eq!(count(&r.seen, "POST:tasks/update"), 1);
     assert_eq!(count(&r.seen, "POST:tasks/cancel"), 0);
 }
+
+/// A broken 2026 stream after a written call: a tool the server's list annotates
+/// `idempotentHint: true` is sent once more (new id) and answers; any other is not sent
+/// again and may have run.
+#[test]
+fn only_an_idempotent_tool_is_sent_again_after_a_broken_stream() {
+    let broken = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":\"info\",\"data\":\"x\"}}\n\n".to_vec();
+    for (tool, calls, ok) in [("lookup", 2, true), ("scan", 1, false)] {
+        let c = auto_cfg();
+        let mut slot = SlotState::new(c.version, false);
+        let mut n = 0;
+        let broken = broken.clone();
+        let r = call_with(&c, &mut slot, &[], tool, None, move |req: &str| {
+            let id = id_of(req);
+            match method_of(req).as_str() {
+                "POST:server/discover" => discover_ok(id),
+                "POST:tools/list" => json(&format!(
+                    r#"{{"jsonrpc":"2.0","id":{id},"result":{{"tools":[{{"name":"lookup","inputSchema":{{"type":"object"}},"annotations":{{"idempotentHint":true,"readOnlyHint":true}}}},{{"name":"scan","inputSchema":{{"type":"object"}},"annotations":{{"idempotentHint":false}}}}]}}}}"#
+                )),
+                "POST:tools/call" => {
+                    n += 1;
+                    if n == 1 {
+                        Reply::Bytes(broken.clone())
+                    } else {
+                        call_ok(id, "found")
+                    }
+                }
+                other => panic!("unexpected {other}"),
+            }
+        });
+        assert_eq!(count(&r.seen, "POST:tools/call"), calls, "{tool}");
+        assert_eq!(r.failure.is_none(), ok, "{tool}: {:?}", r.failure);
+        if ok {
+            assert_eq!(r.text, b"found");
+            let ids: Vec<u64> = r
+                .seen
+                .requests
+                .iter()
+                .filter(|(_, q)| method_of(q) == "POST:tools/call")
+                .map(|(_, q)| id_of(q))
+                .collect();
+            assert_ne!(ids[0], ids[1]);
+        } else {
+            assert!(
+                matches!(r.failure, Some(Failure::MayHaveRun)),
+                "{:?}",
+                r.failure
+            );
+        }
+    }
+}

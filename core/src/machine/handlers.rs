@@ -946,7 +946,14 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
             else {
                 continue;
             };
-            if memchr::memmem::find(schema.raw(), b"\"x-mcp-header\"").is_none() {
+            let headers = memchr::memmem::find(schema.raw(), b"\"x-mcp-header\"").is_some();
+            // `annotations.idempotentHint`: a call of it may be sent again after a broken
+            // stream (it does no harm twice).
+            let idempotent = tool
+                .get("annotations")
+                .and_then(|a| a.get("idempotentHint"))
+                .is_some_and(|v| v.raw() == b"true");
+            if !headers && !idempotent {
                 continue;
             }
             // A record that does not fit is left out whole (the arena is capped).
@@ -965,6 +972,9 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
                     }
                     Err(_) => self.error.put(b"\x15")?,
                 }
+                if idempotent {
+                    self.error.put(b"\x06")?;
+                }
                 self.error.put(b"\x1e")
             })();
             if written.is_err() {
@@ -980,7 +990,6 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
         Ok(())
     }
 
-    /// A new attempt: nothing of the last one is kept.
     /// The call follows a task an earlier call became (an attached call).
     pub(super) fn attach(&mut self, id: &str) {
         self.attached = true;
@@ -990,6 +999,7 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
         });
     }
 
+    /// A new attempt: nothing of the last one is kept.
     pub(super) fn begin_attempt(&mut self) {
         if !self.attached {
             self.task = None;

@@ -252,9 +252,9 @@ impl SlotState {
         }
     }
 
-    /// A tool's annotation pairs (`argument\0Header\0`…); `Err` when the tool is dropped for
-    /// invalid ones; empty when it has none.
-    fn annotations_of(&self, target: Target, tool: &[u8]) -> Result<&[u8], ()> {
+    /// A tool's record: its annotation pairs (`argument\0Header\0`…, or `\x15` when they are
+    /// invalid) and a `\x06` when it is idempotent.
+    fn record_of(&self, target: Target, tool: &[u8]) -> &[u8] {
         let arena = self
             .annotations
             .get(index(target))
@@ -264,11 +264,23 @@ impl SlotState {
                 continue;
             };
             if record.get(..nul) == Some(tool) {
-                let pairs = record.get(nul + 1..).unwrap_or(&[]);
-                return if pairs == b"\x15" { Err(()) } else { Ok(pairs) };
+                return record.get(nul + 1..).unwrap_or(&[]);
             }
         }
-        Ok(&[])
+        &[]
+    }
+
+    /// A tool's annotation pairs (`argument\0Header\0`…); `Err` when the tool is dropped for
+    /// invalid ones; empty when it has none.
+    fn annotations_of(&self, target: Target, tool: &[u8]) -> Result<&[u8], ()> {
+        let record = self.record_of(target, tool);
+        let pairs = record.strip_suffix(b"\x06").unwrap_or(record);
+        if pairs == b"\x15" { Err(()) } else { Ok(pairs) }
+    }
+
+    /// The server's list annotates the tool `idempotentHint: true` (2026 era).
+    fn idempotent(&self, target: Target, tool: &[u8]) -> bool {
+        self.record_of(target, tool).ends_with(b"\x06")
     }
 
     /// True once after a handshake ended: the adapter then wakes the ops that sleep on the

@@ -272,6 +272,8 @@ pub struct Op<'o, B: Buf, Sec: AsRef<[u8]>, F: FnMut(Option<(Value<'_>, &[u8])>)
     tasking: Tasking,
     /// `input_required` rounds answered (2026 era).
     input_rounds: u32,
+    /// An idempotent tool's call was sent again after a broken stream (once).
+    resent: bool,
 }
 
 /// What a call does with a task (the tasks extension).
@@ -455,6 +457,7 @@ where
             task_failures: 0,
             tasking: Tasking::Wait,
             input_rounds: 0,
+            resent: false,
         }
     }
 }
@@ -1661,6 +1664,7 @@ where
             Relist,
             Poll,
             Again,
+            Resend,
         }
         let deadline = self.deadline.at;
         let modern = self.modern();
@@ -1679,6 +1683,17 @@ where
         };
         let then = match (&mut self.job, result) {
             (Job::Call { .. }, Err(_)) if header_mismatch && !self.relisted => Then::Relist,
+            // A broken 2026 stream may have run the tool: sent again (once, new id) only when
+            // the server's list says the tool is idempotent.
+            (Job::Call { tool, handler, .. }, Err(Failure::MayHaveRun) | Ok(false))
+                if modern
+                    && handler.answer.is_none()
+                    && handler.task.is_none()
+                    && !self.resent
+                    && slot.idempotent(self.target, tool.as_bytes()) =>
+            {
+                Then::Resend
+            }
             // The server asked for input and the round is answered: the call goes again.
             (Job::Call { handler, .. }, Ok(_))
                 if handler.input_ready && handler.answer.is_none() =>
@@ -1795,6 +1810,11 @@ where
                 self.task_polls = 0;
                 self.task_failures = 0;
                 self.stage = Stage::TaskWait { at: now };
+            }
+            Then::Resend => {
+                self.clear_in_flight();
+                self.resent = true;
+                self.start_main(slot, now);
             }
             Then::Again if self.input_rounds >= MAX_INPUT_ROUNDS => {
                 self.clear_in_flight();
