@@ -2053,3 +2053,66 @@ fn only_an_idempotent_tool_is_sent_again_after_a_broken_stream() {
         }
     }
 }
+
+/// A server that changed era between calls (upgraded to 2026, or rolled back to the old era)
+/// says so in its answer; the slot probes it once more and the call goes on in the new era.
+#[test]
+fn a_server_that_changed_era_is_probed_once_more() {
+    let rpc_error = |status_code: u16, code: i64, id: u64| {
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":{code},"message":"Bad Request: Server not initialized"}}}}"#
+        );
+        Reply::Bytes(
+            format!(
+                "HTTP/1.1 {status_code} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+                body.len()
+            )
+            .into_bytes(),
+        )
+    };
+    for upgrade in [true, false] {
+        let c = auto_cfg();
+        let mut slot = SlotState::new(c.version, false);
+        let modern_now = std::cell::Cell::new(!upgrade);
+        let mut server = |req: &str| {
+            let id = id_of(req);
+            let method = method_of(req);
+            let modern_req = req.contains("mcp-protocol-version: 2026-07-28");
+            match (modern_now.get(), method.as_str()) {
+                (true, "POST:server/discover") => discover_ok(id),
+                (true, "POST:tools/list") => json(&format!(
+                    r#"{{"jsonrpc":"2.0","id":{id},"result":{{"tools":[]}}}}"#
+                )),
+                (true, "POST:tools/call") if modern_req => call_ok(id, "modern"),
+                (true, _) => rpc_error(400, -32021, id),
+                (false, "POST:initialize") => init_ok(id),
+                (false, "POST:notifications/initialized") => status(202, ""),
+                (false, "POST:tools/call") if !modern_req => call_ok(id, "legacy"),
+                (false, _) => rpc_error(400, -32000, id),
+            }
+        };
+        let first = call_with(&c, &mut slot, &[], "echo", None, &mut server);
+        assert!(first.failure.is_none(), "{:?}", first.failure);
+        modern_now.set(upgrade);
+        let second = call_with(&c, &mut slot, &[], "echo", None, &mut server);
+        assert!(
+            second.failure.is_none(),
+            "upgrade {upgrade}: {:?}",
+            second.failure
+        );
+        assert_eq!(
+            second.text,
+            if upgrade {
+                b"modern".as_slice()
+            } else {
+                b"legacy"
+            }
+        );
+        assert_eq!(
+            count(&second.seen, "POST:server/discover"),
+            1,
+            "one probe more"
+        );
+        assert_eq!(slot.era(Target::Primary), Some(upgrade));
+    }
+}

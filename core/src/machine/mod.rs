@@ -196,6 +196,22 @@ impl SlotState {
         }
     }
 
+    /// The server seems to have changed era: its verdict, session and tool list are forgotten,
+    /// so the next op probes it again.
+    fn forget_era(&mut self, target: Target) {
+        let i = index(target);
+        if let Some(e) = self.eras.get_mut(i) {
+            *e = None;
+        }
+        if let Some(l) = self.listed.get_mut(i) {
+            *l = false;
+        }
+        if let Some(session) = self.session_mut(target) {
+            session.reset();
+        }
+        self.changed = true;
+    }
+
     /// A server's era verdict not yet put on the timeline (each is told once).
     pub fn take_era_news(&mut self) -> Option<(Target, bool)> {
         for target in [Target::Primary, Target::Fallback] {

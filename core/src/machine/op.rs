@@ -274,6 +274,8 @@ pub struct Op<'o, B: Buf, Sec: AsRef<[u8]>, F: FnMut(Option<(Value<'_>, &[u8])>)
     input_rounds: u32,
     /// An idempotent tool's call was sent again after a broken stream (once).
     resent: bool,
+    /// The server was probed again after an answer from the other era (once).
+    era_reprobed: bool,
 }
 
 /// What a call does with a task (the tasks extension).
@@ -458,6 +460,7 @@ where
             tasking: Tasking::Wait,
             input_rounds: 0,
             resent: false,
+            era_reprobed: false,
         }
     }
 }
@@ -1668,6 +1671,20 @@ where
         }
         let deadline = self.deadline.at;
         let modern = self.modern();
+        // An answer that says the server now speaks the other era (a 4xx ran nothing): its
+        // verdict is forgotten and it is probed once more, then the request goes again.
+        if let Err(Failure::Status { code, .. }) = &result
+            && self.cfg.era == EraSetting::Auto
+            && !self.era_reprobed
+            && era::era_changed(modern, *code, self.reply.bytes())
+        {
+            self.era_reprobed = true;
+            self.clear_in_flight();
+            slot.forget_era(self.target);
+            self.snap = None;
+            self.stage = Stage::Ready;
+            return;
+        }
         // -32020 (a header the server wanted is missing or wrong): list the tools again and
         // send the call once more, under a new id (a 400 ran nothing).
         let header_mismatch = modern

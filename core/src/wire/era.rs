@@ -105,6 +105,30 @@ pub fn judge_probe(status: u16, body: Option<&[u8]>) -> Verdict {
     }
 }
 
+/// A request to a server whose era is known failed with `status` and `body`: does the answer
+/// say the server now speaks the other era (then it is probed once more)?
+///
+/// Known modern: a 400 whose JSON-RPC error is implementation-defined (`-32000`…`-32019`, an
+/// old-era server's "not initialized" or "no session"), or that is no JSON-RPC error at all.
+/// Known old era: an answer the probe's table reads as modern (a 400 with `-32020`, `-32021`
+/// or `-32022`, a 404 with `-32601`).
+pub fn era_changed(was_modern: bool, status: u16, body: &[u8]) -> bool {
+    if was_modern {
+        let code = Value::parse(body, JsonLimits::default())
+            .ok()
+            .and_then(|m| m.get("error"))
+            .and_then(|e| e.get("code"))
+            .and_then(|c| c.as_i64());
+        status == 400 && code.is_none_or(|c| (-32019..=-32000).contains(&c))
+    } else {
+        matches!(status, 400 | 404)
+            && matches!(
+                judge_probe(status, Some(body)),
+                Verdict::Modern | Verdict::ReprobeAt(_) | Verdict::NoCommonVersion
+            )
+    }
+}
+
 /// `error.data.supported` of a `-32022` answer.
 fn supported_versions(message: Option<Value<'_>>) -> Option<Value<'_>> {
     message?
