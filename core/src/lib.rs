@@ -5,55 +5,85 @@
 //!
 //! ## The run loop
 //!
-//! One request is one [`wire::exchange::Exchange`]: the caller writes the request bytes, then
-//! feeds whatever the socket returns, in any split, until the exchange says it is done. Every
-//! complete JSON-RPC message of the reply (a JSON body or one SSE event) goes to a handler that
-//! says whether it was the response. That is the whole contract between bytes and protocol:
+//! A slot's sequencing is a state machine ([`machine`]), in the style of quinn-proto: an
+//! [`machine::Op`] (one call, list or request) says what to do next ([`machine::Action`]), the
+//! caller does it and says how it went. Bytes and time are inputs; nothing awaits, locks or
+//! reads a clock. This loop drives one whole `tools/call` against canned bytes (a 2026-era
+//! server: its tool list, then the call's reply), as an adapter drives it over a socket:
 //!
 //! ```
 //! use verifi_mcp_core::buf::{Buf, SliceBuf};
-//! use verifi_mcp_core::wire::exchange::{Exchange, Expect, OnMessage, ReplyLimits, Step, Verdict};
-//! use verifi_mcp_core::wire::failure::Failure;
+//! use verifi_mcp_core::machine::{Action, Answer, CallBuffers, Op, SlotConfig, SlotState};
+//! use verifi_mcp_core::wire::{endpoint::Endpoint, era::EraSetting};
 //!
-//! // What a server sent back to a request with id 7 (two reads' worth, split anywhere).
-//! let reads: [&[u8]; 2] = [
-//!     b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\nevent: message\ndata: {\"jsonrpc\"",
-//!     b":\"2.0\",\"id\":7,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"hi\"}]}}\n\n",
+//! /// A JSON reply, as a server frames it.
+//! fn reply(body: &str) -> Vec<u8> {
+//!     format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}", body.len())
+//!         .into_bytes()
+//! }
+//! // What the server answers to each request the op writes (ids 1 and 2).
+//! let replies = [
+//!     reply(r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"echo","inputSchema":{"type":"object"}}]}}"#),
+//!     reply(r#"{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"hi, key hunter2"}]}}"#),
 //! ];
 //!
-//! struct Wants7(bool);
-//! impl OnMessage for Wants7 {
-//!     fn on_message(&mut self, msg: &[u8], _last_chance: bool) -> Result<Verdict, Failure> {
-//!         self.0 = msg.windows(6).any(|w| w == b"\"id\":7");
-//!         Ok(if self.0 { Verdict::Done } else { Verdict::Continue })
+//! let mut cfg = SlotConfig::new("kali", Endpoint::parse_base("http://127.0.0.1:8000")?, "kali-box");
+//! cfg.era = EraSetting::Modern; // known to speak 2026-07-28: no probe
+//! let mut slot = SlotState::new(cfg.version, false);
+//! let (mut head, mut read) = ([0u8; 2048], [0u8; 512]);
+//! let mut storage = [[0u8; 4096]; 5];
+//! let [request, reply_buf, text, error, raw] = &mut storage;
+//! let mut bufs = CallBuffers {
+//!     request: SliceBuf::new(request),
+//!     head: &mut head,
+//!     read: &mut read,
+//!     reply: SliceBuf::new(reply_buf),
+//!     text: SliceBuf::new(text),
+//!     error: SliceBuf::new(error),
+//!     raw: SliceBuf::new(raw),
+//! };
+//! let secrets = ["hunter2"];
+//! let mut op = Op::call(&cfg, &mut bufs, &secrets, "echo", None);
+//!
+//! let (mut now, mut sent, mut pending) = (0u64, 0, &[][..]);
+//! loop {
+//!     match op.poll(&mut slot, now) {
+//!         Action::Connect { .. } => op.handle_connected(false),
+//!         Action::Transmit => {
+//!             // op.transmit() holds the request (head and body) to write.
+//!             pending = &replies[sent];
+//!             sent += 1;
+//!             op.handle_sent(now, true);
+//!         }
+//!         Action::Receive => {
+//!             // One socket read, split wherever the network splits it.
+//!             let n = pending.len().min(op.read_buf().len());
+//!             op.read_buf()[..n].copy_from_slice(&pending[..n]);
+//!             pending = &pending[n..];
+//!             op.handle_read(now, n);
+//!         }
+//!         Action::Sleep { .. } => now = op.timeout(),
+//!         Action::Recycle | Action::Close | Action::Report | Action::Respond { .. } => {}
+//!         Action::Done => break,
 //!     }
 //! }
-//!
-//! let mut head = [0u8; 1024];
-//! let mut storage = [0u8; 4096];
-//! let mut reply = SliceBuf::new(&mut storage);
-//! let mut exchange = Exchange::new(&mut head, Expect::Response, false, ReplyLimits::default());
-//! let mut handler = Wants7(false);
-//! let mut step = Step::NeedMore;
-//! for bytes in reads {                       // for each socket read …
-//!     let (_used, s) = exchange.feed(bytes, &mut reply, &mut handler)?;
-//!     step = s;
-//!     if step != Step::NeedMore { break }    // … until the response is in
-//! }
-//! assert_eq!(step, Step::Done);
-//! assert!(reply.bytes().starts_with(b"{\"jsonrpc\""));
-//! # Ok::<(), Failure>(())
+//! assert_eq!(op.answer(), Some(Answer::Result { is_error: false }));
+//! drop(op);
+//! assert_eq!(bufs.text.bytes(), b"hi, key [REDACTED]");
+//! # Ok::<(), verifi_mcp_core::wire::endpoint::EndpointError>(())
 //! ```
 //!
-//! Around that loop, [`drive`] (feature `drive`) sequences a whole tool call over any
-//! `embedded_io_async` connection: the lazy, never-poisoned handshake
-//! ([`wire::session`]), the 404 re-initialization, failover ([`harness::failover`]),
-//! redaction ([`harness::redact`]), metering and the run timeline. An adapter implements
-//! [`drive::Net`] (open a connection, tell the time, sleep) and [`drive::Shared`] (where a
-//! slot's state lives) and owns the buffers; it contains no protocol logic.
+//! [`drive`] (feature `drive`) is that loop as one async pump over any `embedded_io_async`
+//! connection, shared by both adapters, plus metering and the run timeline (which must happen
+//! also when a call's future is dropped). An adapter implements [`drive::Net`] (open a
+//! connection, tell the time, sleep) and [`drive::Shared`] (where a slot's state lives) and
+//! owns the buffers; it contains no protocol logic. The reply parser under the machine stays a
+//! streaming scanner ([`wire::exchange`]): a reply is never held whole to be parsed.
 //!
 //! ## Layers, top to bottom
 //!
+//! - [`machine`]: a slot's sequencing as states: the handshake or the 2026 era's probe,
+//!   waiters, retries, resumption, failover, tasks, input rounds.
 //! - [`harness`]: the seed's run rules as pure decisions: [`harness::result::ToolResult`] and
 //!   its four shapes, redaction, failover, ledger, timeline, slots, `run_command` helpers.
 //! - [`wire`]: the protocol: [`wire::endpoint`], [`wire::http`] (request head, streaming

@@ -11,8 +11,11 @@
 //! the SSE resume, paging, the cancel on timeout and failover; and the 2026-07-28 era: the
 //! `server/discover` probe (judged by [`crate::wire::era::judge_probe`], once per server per
 //! run, its waiters queued like a handshake's), `_meta` and `Mcp-*` headers on every request,
-//! the `tools/list` that learns a tool's `x-mcp-header` parameters before its first call, and
-//! the `-32020` re-list.
+//! the `tools/list` that learns a tool's `x-mcp-header` parameters (and `idempotentHint`)
+//! before its first call, the `-32020` re-list, a second probe when an answer says the server
+//! changed era, `input_required` rounds answered by the slot's elicitation policy, and the
+//! tasks extension (a call that becomes a task is polled to its end, or handed back detached
+//! and followed later by an attached op).
 //!
 //! The slot's state is shared by every op of the slot and passed in to [`Op::poll`] only, so
 //! an adapter holds its lock for one short transition, never across I/O or parsing. An op that
