@@ -603,7 +603,9 @@ where
             }
         }
     };
-    list_paged(net, cfg, state, ListMethod::Tools, secrets, bufs, on_item).await
+    list_paged(net, cfg, state, ListMethod::Tools, secrets, bufs, on_item)
+        .await
+        .map_err(|(e, _)| e)
 }
 
 /// A list across pages with failover: a primary failure is retried on the fallback (after
@@ -617,7 +619,7 @@ async fn list_paged<N, S, B, Sec, F>(
     secrets: &[Sec],
     bufs: &mut CallBuffers<'_, B>,
     on_item: F,
-) -> Result<(), ListError>
+) -> Result<(), (ListError, bool)>
 where
     N: Net,
     S: Shared<SlotState>,
@@ -627,7 +629,9 @@ where
 {
     let mut op = Op::list(cfg, bufs, secrets, list, on_item);
     run(net, cfg, state, &mut op).await;
-    op.list_outcome().map_err(|e| redact_list_error(secrets, e))
+    let modern = op.spoke_modern();
+    op.list_outcome()
+        .map_err(|e| (redact_list_error(secrets, e), modern))
 }
 
 /// Ends each open session with HTTP DELETE (best effort; 405 is fine) and forgets it.
@@ -669,9 +673,10 @@ where
     };
     list_paged(net, cfg, state, list, secrets, bufs, each)
         .await
-        .map_err(|error| MethodError {
+        .map_err(|(error, modern)| MethodError {
             method: list.method(),
             error,
+            modern,
         })
 }
 
@@ -792,8 +797,9 @@ where
                 });
             }
         }
-        op.list_outcome()
+        (op.list_outcome(), op.spoke_modern())
     };
+    let (result, modern) = result;
     match result {
         Ok(()) => Ok(Answered {
             result: bufs.text.bytes(),
@@ -803,6 +809,7 @@ where
             let error = MethodError {
                 method,
                 error: redact_list_error(secrets, e),
+                modern,
             };
             if content {
                 write_line(secrets, format_args!("{error}"), &mut bufs.error);

@@ -145,6 +145,9 @@ async fn unknown_resource_is_a_refusal_on_the_timeline(p: &Peer) {
         err.to_string(),
         format!("resources/read failed: JSON-RPC error {code}: {message}")
     );
+    // "Not found" read by era: -32002 in the old era, -32602 in the 2026 era (an old-era
+    // -32602 is only "invalid params").
+    assert_eq!(err.not_found, code == -32002 || p.kind.modern(), "{err}");
     // Metered like a refused call, and on the timeline with the method as the tool.
     assert_eq!(
         ctx.ledger(),

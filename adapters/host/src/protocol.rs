@@ -159,6 +159,9 @@ pub struct ProtocolError {
     pub code: Option<i64>,
     /// The whole message, `<method> failed: …`.
     pub message: String,
+    /// A `resources/read` refused because the resource does not exist, read by the server's
+    /// era (`-32002` in the old era; `-32602`, or the old `-32002`, in the 2026 era).
+    pub not_found: bool,
 }
 
 impl fmt::Display for ProtocolError {
@@ -179,6 +182,7 @@ impl ProtocolError {
             method: e.method,
             code,
             message: redact_string(&e.to_string(), secrets),
+            not_found: e.not_found(),
         }
     }
 
@@ -187,6 +191,7 @@ impl ProtocolError {
             method,
             code: None,
             message: redact_string(&format!("{method} failed: {why}"), secrets),
+            not_found: false,
         }
     }
 }

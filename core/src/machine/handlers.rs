@@ -68,6 +68,27 @@ pub struct MethodError {
     pub method: &'static str,
     /// What happened (no server answered, or the server refused).
     pub error: ListError,
+    /// The answer came in the 2026-07-28 era (error codes are read by era).
+    pub modern: bool,
+}
+
+/// `resources/read`'s "not found" in the old era (and still sent by some 2026 servers).
+pub const RESOURCE_NOT_FOUND_LEGACY: i64 = -32002;
+/// `resources/read`'s "not found" in the 2026 era (SEP-2164: JSON-RPC's invalid params).
+pub const RESOURCE_NOT_FOUND_MODERN: i64 = -32602;
+
+impl MethodError {
+    /// A `resources/read` the server refused because the resource does not exist, read by
+    /// era: `-32002` in the old era (where `-32602` is only "invalid params"); `-32602` in
+    /// the 2026 era, which renumbered it (the old `-32002` is still taken).
+    pub fn not_found(&self) -> bool {
+        let ListError::Refused { code, .. } = self.error else {
+            return false;
+        };
+        self.method == "resources/read"
+            && (code == RESOURCE_NOT_FOUND_LEGACY
+                || (self.modern && code == RESOURCE_NOT_FOUND_MODERN))
+    }
 }
 
 impl core::fmt::Display for MethodError {
@@ -1429,5 +1450,27 @@ impl<B: Buf, Sec: AsRef<[u8]>> OnMessage for RequestHandler<'_, B, Sec> {
             }),
         });
         Ok(Verdict::Done)
+    }
+}
+
+#[cfg(test)]
+mod method_error_tests {
+    use super::*;
+
+    #[test]
+    fn resource_not_found_is_read_by_era() {
+        let refused = |method, code, modern| MethodError {
+            method,
+            error: ListError::Refused {
+                code,
+                message: truncated("x"),
+            },
+            modern,
+        };
+        assert!(refused("resources/read", -32002, false).not_found());
+        assert!(refused("resources/read", -32002, true).not_found());
+        assert!(refused("resources/read", -32602, true).not_found());
+        assert!(!refused("resources/read", -32602, false).not_found());
+        assert!(!refused("prompts/get", -32602, true).not_found());
     }
 }

@@ -836,6 +836,12 @@ where
         self.start_main(slot, now);
     }
 
+    /// The op's last request went to its server in the 2026-07-28 era (its error codes are
+    /// read by that era's numbering).
+    pub fn spoke_modern(&self) -> bool {
+        self.modern()
+    }
+
     fn modern(&self) -> bool {
         self.snap.as_ref().is_some_and(|s| s.version.is_modern())
     }
