@@ -6,7 +6,7 @@
 //! Needs root (a namespace and a TAP device). Not root: the test FAILS and says why, unless
 //! `VERIFI_ALLOW_NO_NETNS=1`, when it says loudly that it did not run.
 //!
-//! Covers: handshake, tools/list, ok / tool error / refused / unreachable, SSE and JSON replies,
+//! Covers: the era probe (rmcp 3.11 speaks 2026-07-28), tools/list, ok / tool error / refused / unreachable, SSE and JSON replies,
 //! exec with the tool's exit code, failover to a second server, a server killed mid-reply.
 
 mod edge_support;
@@ -290,4 +290,6 @@ async fn scenario(stack: embassy_net::Stack<'static>, servers: &Mutex<Vec<(u16, 
         "{ev:?}"
     );
     assert!(ev.contains(&"tool_error:fail".to_string()), "{ev:?}");
+    // rmcp 3.11 speaks the 2026-07-28 era: the edge found it by the probe, with no flag.
+    assert!(ev.contains(&"era:2026-07-28".to_string()), "{ev:?}");
 }

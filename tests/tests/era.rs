@@ -235,3 +235,48 @@ fn the_python_server_gets_its_x_mcp_header_parameter() {
     assert_eq!(eras.len(), 1);
     assert_eq!(eras[0].value()["era"], "2026-07-28");
 }
+
+/// A tool's schema may point anywhere with `$ref`; the client never dereferences it (the list
+/// and the call of that tool make no connection but to the server itself).
+#[test]
+fn a_network_ref_in_a_tool_schema_is_never_fetched() {
+    use std::net::TcpListener;
+    use std::sync::OnceLock;
+    static TRAP: OnceLock<String> = OnceLock::new();
+    let trap = TcpListener::bind("127.0.0.1:0").expect("bind the trap");
+    trap.set_nonblocking(true).expect("nonblocking");
+    TRAP.set(format!("http://{}/schema.json", trap.local_addr().unwrap()))
+        .unwrap();
+    fn responder(req: &Request) -> Vec<u8> {
+        let trap = TRAP.get().map(String::as_str).unwrap_or("");
+        match req.method().as_deref() {
+            Some("server/discover") => json_response(&rpc_result(
+                req,
+                r#"{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"resultType":"complete"}"#,
+            )),
+            Some("tools/list") => json_response(&rpc_result(
+                req,
+                &format!(
+                    r#"{{"tools":[{{"name":"scan","inputSchema":{{"type":"object","properties":{{"target":{{"$ref":"{trap}"}},"region":{{"type":"string","x-mcp-header":"Region"}}}},"$defs":{{"x":{{"$ref":"{trap}#/x"}}}}}}}}],"resultType":"complete"}}"#
+                ),
+            )),
+            Some("tools/call") => json_response(&rpc_result(
+                req,
+                r#"{"content":[{"type":"text","text":"scanned"}],"resultType":"complete"}"#,
+            )),
+            _ => http_response(400, &[], b""),
+        }
+    }
+    let server = serve_forever(responder);
+    let ctx = context(&server.base_url(), "run-ref", Options::default());
+    let kali = ctx.mcp("kali").unwrap();
+    let tools = run_bounded(CHECK_BOUND, kali.list_tools_described()).expect("tools/list");
+    assert_eq!(tools.len(), 1);
+    let r = run_bounded(
+        CHECK_BOUND,
+        kali.call("scan", json!({"target": "10.0.0.1", "region": "eu"})),
+    );
+    assert!(r.ok, "{r:?}");
+    let accepted = std::iter::from_fn(|| trap.accept().ok()).count();
+    assert_eq!(accepted, 0, "the $ref was fetched");
+}
