@@ -2116,3 +2116,77 @@ fn a_server_that_changed_era_is_probed_once_more() {
         assert_eq!(slot.era(Target::Primary), Some(upgrade));
     }
 }
+
+/// The caller's own elicitation handler answers before any policy, in both eras: it gets the
+/// request's params and its result object is sent as written.
+#[test]
+fn a_callers_elicitation_handler_answers_in_both_eras() {
+    use verifi_mcp_core::buf::{Overflow, Sink};
+    use verifi_mcp_core::machine::{ElicitHandler, Elicitation};
+    fn answer(params: Value<'_>, out: &mut dyn Sink) -> Result<(), Overflow> {
+        let message = params.get("message").and_then(|m| m.as_str());
+        assert!(message.is_some_and(|m| m.eq_str("Scan which port?")));
+        out.put(br#"{"action":"accept","content":{"ok":true,"port":8443}}"#)
+    }
+    let handler = ElicitHandler(&answer);
+    let want = serde_json::json!({"action":"accept","content":{"ok":true,"port":8443}});
+
+    // 2026: input_required rounds.
+    let mut c = auto_cfg();
+    c.elicit_with = Some(handler);
+    c.elicitation = Some(Elicitation::Decline); // the handler goes first
+    let mut slot = SlotState::new(c.version, false);
+    let mut round = 0;
+    let r = call_with(
+        &c,
+        &mut slot,
+        &[],
+        "echo",
+        None,
+        modern_server(|req, id| {
+            round += 1;
+            if round == 1 {
+                json(&format!(
+                    r#"{{"jsonrpc":"2.0","id":{id},"result":{{"resultType":"input_required",{ASK_PORT}}}}}"#
+                ))
+            } else {
+                assert_eq!(body_of(req)["params"]["inputResponses"]["confirm"], want);
+                call_ok(id, "scanned 8443")
+            }
+        }),
+    );
+    assert!(r.failure.is_none(), "{:?}", r.failure);
+    assert_eq!(r.text, b"scanned 8443");
+
+    // The old era: elicitation/create on the call's stream.
+    let mut c = cfg(false);
+    c.elicit_with = Some(handler);
+    let mut slot = SlotState::new(c.version, false);
+    let r = call_with(
+        &c,
+        &mut slot,
+        &[],
+        "ask",
+        None,
+        with_handshake(|_, id| {
+            let request = r#"{"jsonrpc":"2.0","id":"e-1","method":"elicitation/create","params":{"message":"Scan which port?","requestedSchema":{"type":"object","properties":{}}}}"#;
+            let padding = format!(": {}\n\n", "x".repeat(1100));
+            Reply::Bytes(format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n\
+             data: {request}\n\n{padding}\
+             data: {{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"content\":[{{\"type\":\"text\",\"text\":\"ok\"}}]}}}}\n\n"
+        ).into_bytes())
+        }),
+    );
+    assert!(r.failure.is_none(), "{:?}", r.failure);
+    let answered: Vec<&String> = r
+        .seen
+        .requests
+        .iter()
+        .map(|(_, q)| q)
+        .filter(|q| q.contains(r#""id":"e-1""#))
+        .collect();
+    assert_eq!(answered.len(), 1);
+    assert_eq!(body_of(answered[0])["result"], want);
+    assert_eq!(r.text, b"ok");
+}

@@ -9,6 +9,7 @@ use std::fmt;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
+use crate::elicit::OnElicit;
 use serde_json::Value;
 use verifi_mcp_core::buf::Buf;
 use verifi_mcp_core::harness::redact::{collect_run_secrets, redact};
@@ -99,6 +100,9 @@ pub struct Options {
     /// no handler, none declared; a 2026 `input_required` call then fails saying what was
     /// asked). See [`Elicitation`].
     pub elicitation: Option<Elicitation>,
+    /// The harness's own answers to elicitations (default none), asked before
+    /// [`Options::elicitation`]'s policy; setting one declares elicitation.
+    pub on_elicit: Option<OnElicit>,
     /// Take the manifest's endpoints as exact MCP URLs, used as given, instead of base URLs
     /// with `/mcp` appended (default false, as the seed): for servers mounted elsewhere.
     pub exact_mcp_urls: bool,
@@ -189,6 +193,12 @@ impl Options {
         self
     }
 
+    /// Sets [`Options::on_elicit`].
+    pub fn on_elicit(mut self, handler: Option<OnElicit>) -> Self {
+        self.on_elicit = handler;
+        self
+    }
+
     /// Sets [`Options::era`].
     pub fn era(mut self, era: EraSetting) -> Self {
         self.era = era;
@@ -226,6 +236,7 @@ impl Default for Options {
             era: EraSetting::Auto,
             tasks: true,
             elicitation: None,
+            on_elicit: None,
             exact_mcp_urls: false,
             wire_trace: None,
         }

@@ -45,6 +45,7 @@
 pub mod auth;
 pub mod buf;
 pub mod context;
+pub mod elicit;
 pub mod exec;
 pub mod net;
 pub mod protocol;
@@ -64,6 +65,7 @@ pub use context::{
     ContextError, HarnessContext, HarnessContextBuilder, LedgerTotals, Options, SlotNotFilledError,
     TimelineEntry, env_secrets,
 };
+pub use elicit::{ElicitAnswer, OnElicit};
 pub use exec::{Exec, ExecResult};
 pub use net::{ConnectFailure, FailureKind, HostNet, PoolKey, RootCert, Route};
 pub use protocol::{

@@ -12,6 +12,7 @@ use verifi_mcp_core::harness::slots::Manifest;
 use verifi_mcp_core::wire::json::JsonStr;
 
 use crate::buf::VecBuf;
+use crate::elicit::OnElicit;
 
 use serde::Serialize;
 use verifi_mcp_core::drive::{
@@ -291,9 +292,10 @@ impl SlotHandle {
             secrets.extend(r.proxy.secrets().into_iter().map(String::into_bytes));
         }
         let line_cap = run.options.reply_cap;
+        let elicit = (run.options.elicitation, run.options.on_elicit.clone());
         let stdio = [&spec.primary_command, &spec.fallback_command].map(|c| {
             c.clone()
-                .map(|c| crate::stdio::StdioServer::new(c, line_cap))
+                .map(|c| crate::stdio::StdioServer::new(c, line_cap, elicit.clone()))
         });
         // A secret the slot hands its process (by the run's rule: a secret-looking name) is a
         // secret of the run too, even when our own environment does not have it.
@@ -541,6 +543,7 @@ impl SlotHandle {
         cfg.era = o.era;
         cfg.capabilities.tasks = o.tasks;
         cfg.elicitation = o.elicitation;
+        cfg.elicit_with = o.on_elicit.as_ref().map(OnElicit::core);
         cfg.idle_timeout_ms = o.idle_timeout_ms;
         cfg.stdio = [
             spec.primary_command.is_some(),

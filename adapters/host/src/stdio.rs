@@ -34,9 +34,13 @@ use verifi_mcp_core::wire::endpoint::Endpoint;
 use verifi_mcp_core::wire::failure::{ConnectError, ConnectErrorKind};
 use verifi_mcp_core::wire::json::{JsonLimits, Kind, Value};
 
+use crate::buf::VecBuf;
 use crate::context::lock;
+use crate::elicit::OnElicit;
 use crate::net::{Conn, RoutedNet};
 use crate::trace::{WireEvent, WireTrace};
+use verifi_mcp_core::buf::Buf;
+use verifi_mcp_core::machine::Elicitation;
 
 /// The variables of our environment a child gets (when we have them): what programs need to
 /// run (find executables, a home, a locale, a temp directory), nothing that carries secrets.
@@ -169,7 +173,12 @@ pub(crate) struct StdioServer {
     line_cap: usize,
     grace: Duration,
     child: Mutex<Option<Arc<Running>>>,
+    /// How the child's elicitations are answered.
+    elicit: Elicit,
 }
+
+/// The largest elicitation answer written back to a stdio server (a larger one is a decline).
+const ELICIT_ANSWER_CAP: usize = 64 * 1024;
 
 /// Where a running child's output goes.
 #[derive(Default)]
@@ -191,7 +200,12 @@ struct Running {
     stderr_done: AtomicBool,
     /// The exit status, once reaped.
     status: Mutex<Option<ExitStatus>>,
+    /// How its elicitations are answered (the slot's policy and handler).
+    elicit: Elicit,
 }
+
+/// A slot's elicitation policy and handler, for the requests a stdio server sends.
+pub(crate) type Elicit = (Option<Elicitation>, Option<OnElicit>);
 
 impl Running {
     fn try_status(&self) -> Option<ExitStatus> {
@@ -250,10 +264,11 @@ impl Running {
 }
 
 impl StdioServer {
-    pub(crate) fn new(spec: StdioSpec, line_cap: usize) -> Self {
+    pub(crate) fn new(spec: StdioSpec, line_cap: usize, elicit: Elicit) -> Self {
         StdioServer {
             spec,
             line_cap,
+            elicit,
             grace: DEFAULT_GRACE,
             child: Mutex::new(None),
         }
@@ -358,6 +373,7 @@ impl StdioServer {
             stderr: Mutex::new(VecDeque::new()),
             stderr_done: AtomicBool::new(false),
             status: Mutex::new(None),
+            elicit: self.elicit.clone(),
         });
         let spawn = |name: &str, f: Box<dyn FnOnce() + Send>| {
             std::thread::Builder::new()
@@ -597,7 +613,7 @@ fn route(running: &Running, mut line: Vec<u8>) -> Result<(), String> {
             let id = msg.get("id").filter(|i| !i.is_null());
             match (msg.get("method"), id) {
                 // The server asks us something: answer, so it never waits.
-                (Some(method), Some(id)) => answer(running, method, id),
+                (Some(method), Some(id)) => answer(running, method, id, msg.get("params")),
                 (Some(method), None) => {
                     let token = msg
                         .get("params")
@@ -655,13 +671,30 @@ fn deliver(running: &Running, id: u64, line: Vec<u8>, response: bool) {
     }
 }
 
-/// Answers a request of the server: `ping` with an empty result, anything else with
-/// "method not found" (this client offers no roots, sampling or elicitation).
-fn answer(running: &Running, method: Value<'_>, id: Value<'_>) {
+/// Answers a request of the server: `ping` with an empty result, an elicitation by the
+/// slot's handler or policy (a decline without either), anything else with "method not
+/// found" (this client offers no roots or sampling).
+fn answer(running: &Running, method: Value<'_>, id: Value<'_>, params: Option<Value<'_>>) {
     let id = String::from_utf8_lossy(id.raw());
     let ping = method.as_str().is_some_and(|m| m.eq_str("ping"));
+    let elicit = method
+        .as_str()
+        .is_some_and(|m| m.eq_str("elicitation/create"));
     let reply = if ping {
         format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{}}}}\n")
+    } else if elicit {
+        let (policy, handler) = &running.elicit;
+        let mut out = VecBuf::with_limit(ELICIT_ANSWER_CAP);
+        let answered = verifi_mcp_core::machine::answer_elicitation(
+            &mut out,
+            params,
+            (*policy, handler.as_ref().map(OnElicit::core)),
+        );
+        let result = match answered {
+            Ok(()) => String::from_utf8_lossy(out.bytes()).into_owned(),
+            Err(_) => "{\"action\":\"decline\"}".to_owned(),
+        };
+        format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{result}}}\n")
     } else {
         format!(
             "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{{\"code\":-32601,\"message\":\"this client does not offer that method\"}}}}\n"

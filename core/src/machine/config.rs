@@ -3,11 +3,12 @@
 
 use core::sync::atomic::{AtomicU8, AtomicU32, Ordering};
 
-use crate::buf::Buf;
+use crate::buf::{Buf, Overflow, Sink};
 use crate::harness::failover::Target;
 use crate::wire::endpoint::Endpoint;
 use crate::wire::era::{ClientCapabilities, EraSetting};
 use crate::wire::exchange::ReplyLimits;
+use crate::wire::json::Value;
 use crate::wire::jsonrpc::ProtocolVersion;
 
 use super::DEFAULT_IDLE_TIMEOUT_MS;
@@ -56,6 +57,9 @@ pub struct SlotConfig<'a> {
     /// `None`: the client has no handler, declares none, and an `input_required` call fails
     /// saying what was asked.
     pub elicitation: Option<Elicitation>,
+    /// The caller's own answers to elicitations (before [`SlotConfig::elicitation`]): it gets
+    /// each request's `params` and writes the result object.
+    pub elicit_with: Option<ElicitHandler<'a>>,
     /// Which servers of the slot are local processes spoken to over stdio (`[primary,
     /// fallback]`): their requests are newline-delimited JSON-RPC (no HTTP head), their
     /// replies read line by line, and a notification is done once written.
@@ -74,6 +78,22 @@ pub enum Elicitation {
     Decline,
     /// `cancel`.
     Cancel,
+}
+
+/// A caller's elicitation handler: given an elicitation's `params` (`message`,
+/// `requestedSchema` …), it writes the result object, `{"action":"accept","content":{…}}`,
+/// `{"action":"decline"}` or `{"action":"cancel"}`, as JSON. What it writes is sent as it is
+/// (old era: on the side; 2026: in `inputResponses`); a write over the buffer's cap is a
+/// decline (old era) or fails the round (2026).
+#[derive(Clone, Copy)]
+pub struct ElicitHandler<'a>(
+    pub &'a (dyn Fn(Value<'_>, &mut dyn Sink) -> Result<(), Overflow> + Sync),
+);
+
+impl core::fmt::Debug for ElicitHandler<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("ElicitHandler")
+    }
 }
 
 /// Most `input_required` rounds one call answers (2026 era) before it fails.
@@ -246,6 +266,7 @@ impl<'a> SlotConfig<'a> {
             },
             stdio: [false; 2],
             elicitation: None,
+            elicit_with: None,
         }
     }
 
@@ -253,7 +274,7 @@ impl<'a> SlotConfig<'a> {
     /// when there is a handler for it.
     pub fn declared(&self) -> ClientCapabilities {
         ClientCapabilities {
-            elicitation: self.elicitation.is_some(),
+            elicitation: self.elicitation.is_some() || self.elicit_with.is_some(),
             ..self.capabilities
         }
     }

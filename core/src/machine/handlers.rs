@@ -8,7 +8,7 @@ use heapless::String;
 
 use super::MAX_CURSOR;
 use super::config::{
-    Elicitation, MAX_PROGRESS_MESSAGE, ProgressObserver, ProgressUpdate, SlotConfig,
+    ElicitHandler, Elicitation, MAX_PROGRESS_MESSAGE, ProgressObserver, ProgressUpdate, SlotConfig,
 };
 use crate::buf::Overflow;
 use crate::buf::{Buf, Sink};
@@ -154,8 +154,8 @@ pub(super) enum Body<'x> {
     Discover {
         id: u64,
     },
-    /// The client's answer to a server's request.
-    Answer(&'x ServerRequest),
+    /// The client's answer to a server's request (an elicitation's result object with it).
+    Answer(&'x ServerRequest, &'x [u8]),
     /// `tasks/get` or `tasks/cancel` (the tasks extension) of a task.
     Task {
         id: u64,
@@ -219,7 +219,7 @@ impl<'x> Body<'x> {
                 out.put(extra)?;
                 out.put(b"}}")
             }
-            Body::Answer(request) => request.write(*out),
+            Body::Answer(request, answer) => request.write(*out, answer),
             Body::None => Ok(()),
         }
     }
@@ -246,7 +246,7 @@ impl<'x> Body<'x> {
             Body::Cancelled { .. } => ("notifications/cancelled", None),
             Body::Discover { .. } => ("server/discover", None),
             Body::Task { method, task, .. } => (method, Some(task)),
-            Body::Answer(_) => ("", None),
+            Body::Answer(..) => ("", None),
             Body::None => ("", None),
         }
     }
@@ -347,7 +347,7 @@ impl<'x> Trip<'x> {
     /// A POST of `body` in the session `snap` (none before the handshake).
     pub(super) fn post(ep: &'x Endpoint<'x>, snap: Option<&'x Snapshot>, body: Body<'x>) -> Self {
         let expect = match body {
-            Body::Initialized | Body::Cancelled { .. } | Body::Answer(_) => Expect::Accepted,
+            Body::Initialized | Body::Cancelled { .. } | Body::Answer(..) => Expect::Accepted,
             _ => Expect::Response,
         };
         Trip {
@@ -616,6 +616,8 @@ pub(super) struct CallHandler<'x, B: Buf, Sec: AsRef<[u8]>> {
     attached: bool,
     /// How elicitations are answered (none: no handler).
     elicitation: Option<Elicitation>,
+    /// The caller's own elicitation handler (before the policy).
+    elicit_with: Option<ElicitHandler<'x>>,
     /// A 2026 `input_required` round was answered: `text` holds the next request's
     /// `,"inputResponses":{…},"requestState":…` members; the call is sent again with them.
     pub(super) input_ready: bool,
@@ -630,13 +632,7 @@ pub(super) struct ServerRequest {
     /// The request's id as JSON text (a number, or a quoted string as written).
     id: String<72>,
     kind: ServerAsks,
-    /// An elicitation's answer (the result object), under the slot's [`Elicitation`] policy.
-    answer: String<ELICIT_ANSWER_BYTES>,
 }
-
-/// The longest elicitation answer kept for an old-era request on a call's stream (defaults
-/// that do not fit are declined: nothing is sent half written).
-const ELICIT_ANSWER_BYTES: usize = 128;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum ServerAsks {
@@ -645,15 +641,20 @@ enum ServerAsks {
     Other,
 }
 
-/// Writes the answer to an elicitation whose `params` are given, under `policy`: `decline`,
-/// `cancel`, or `accept` with the requested schema's defaults (SEP-1034), as a result object
-/// (`{"action":"accept","content":{…}}`). A request that `accept-defaults` cannot answer (a
-/// required field without a default, a URL-mode elicitation) is declined.
-pub(super) fn write_elicit_answer(
+/// Writes the answer to an elicitation whose `params` are given, as a result object
+/// (`{"action":"accept","content":{…}}`, `decline`, `cancel`): the caller's handler's when
+/// there is one, else under `policy`: `decline`, `cancel`, or `accept` with the requested
+/// schema's defaults (SEP-1034). A request that `accept-defaults` cannot answer (a required
+/// field without a default, a URL-mode elicitation) is declined.
+pub fn write_elicit_answer(
     out: &mut dyn Sink,
     params: Option<Value<'_>>,
-    policy: Elicitation,
+    (policy, handler): (Option<Elicitation>, Option<ElicitHandler<'_>>),
 ) -> Result<(), Overflow> {
+    if let (Some(handler), Some(params)) = (handler, params) {
+        return (handler.0)(params, out);
+    }
+    let policy = policy.unwrap_or(Elicitation::Decline);
     let schema = params.and_then(|p| p.get("requestedSchema"));
     let properties = schema.and_then(|s| s.get("properties"));
     let url_mode = params
@@ -697,12 +698,7 @@ pub(super) fn write_elicit_answer(
 }
 
 impl ServerRequest {
-    fn new(
-        id: jsonrpc::Id<'_>,
-        method: &crate::wire::json::JsonStr<'_>,
-        params: Option<Value<'_>>,
-        policy: Option<Elicitation>,
-    ) -> Option<Self> {
+    fn new(id: jsonrpc::Id<'_>, method: &crate::wire::json::JsonStr<'_>) -> Option<Self> {
         let mut text: String<72> = String::new();
         match id {
             jsonrpc::Id::Number(n) => text.push_str(core::str::from_utf8(n.raw()).ok()?).ok()?,
@@ -718,31 +714,18 @@ impl ServerRequest {
             Some("elicitation/create") => ServerAsks::Elicitation,
             _ => ServerAsks::Other,
         };
-        let mut answer = String::new();
-        if kind == ServerAsks::Elicitation {
-            let policy = policy.unwrap_or(Elicitation::Decline);
-            let mut written = StrSink::<ELICIT_ANSWER_BYTES>::default();
-            answer = match write_elicit_answer(&mut written, params, policy) {
-                Ok(()) => truncated(written.as_str()),
-                Err(_) => truncated("{\"action\":\"decline\"}"),
-            };
-        }
-        Some(ServerRequest {
-            id: text,
-            kind,
-            answer,
-        })
+        Some(ServerRequest { id: text, kind })
     }
 
-    /// The answer, as a JSON-RPC response.
-    pub(super) fn write(&self, out: &mut dyn Sink) -> Result<(), Overflow> {
+    /// The answer, as a JSON-RPC response (`answer`: an elicitation's result object).
+    pub(super) fn write(&self, out: &mut dyn Sink, answer: &[u8]) -> Result<(), Overflow> {
         out.put(b"{\"jsonrpc\":\"2.0\",\"id\":")?;
         out.put(self.id.as_bytes())?;
         match self.kind {
             ServerAsks::Ping => out.put(b",\"result\":{}}"),
             ServerAsks::Elicitation => {
                 out.put(b",\"result\":")?;
-                out.put(self.answer.as_str().as_bytes())?;
+                out.put(answer)?;
                 out.put(b"}")
             }
             ServerAsks::Other => out.put(
@@ -804,6 +787,7 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
             server_request: None,
             attached: false,
             elicitation: cfg.elicitation,
+            elicit_with: cfg.elicit_with,
             input_ready: false,
         }
     }
@@ -814,9 +798,10 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
     /// request that is not an elicitation, requests not keyed by name, or no room.
     fn answer_input(&mut self, result: Value<'_>) -> bool {
         self.text.clear();
-        let Some(policy) = self.elicitation else {
+        if self.elicitation.is_none() && self.elicit_with.is_none() {
             return false;
-        };
+        }
+        let policy = (self.elicitation, self.elicit_with);
         let requests = result.get("inputRequests");
         let state = result.get("requestState");
         let keyed = requests.is_some_and(|r| r.kind() == crate::wire::json::Kind::Object);
@@ -1057,8 +1042,11 @@ impl<B: Buf, Sec: AsRef<[u8]>> OnMessage for CallHandler<'_, B, Sec> {
                 return Ok(Verdict::Done);
             }
             Lookup::Ours(outcome) => {
-                // The round's answers were sent with the request this answers.
+                // The round's answers were sent with the request this answers, and a server
+                // that answered no longer waits for a request's answer (`text` is the result's
+                // from here).
                 self.input_ready = false;
+                self.server_request = None;
                 outcome
             }
             Lookup::OtherResponse => return Ok(Verdict::Hold),
@@ -1066,7 +1054,21 @@ impl<B: Buf, Sec: AsRef<[u8]>> OnMessage for CallHandler<'_, B, Sec> {
             Lookup::Other(Message::Request { id, method, params }) => {
                 // The server asks the client something on the call's stream: it must get an
                 // answer or it may hold the call (`Op` sends it on the side).
-                self.server_request = ServerRequest::new(id, &method, params, self.elicitation);
+                self.server_request = ServerRequest::new(id, &method);
+                if self
+                    .server_request
+                    .as_ref()
+                    .is_some_and(|r| r.kind == ServerAsks::Elicitation)
+                {
+                    // The answer waits in `text` (empty until the call's result) for `Op`
+                    // to send; one that does not fit is a decline.
+                    self.text.clear();
+                    let policy = (self.elicitation, self.elicit_with);
+                    if write_elicit_answer(&mut *self.text, params, policy).is_err() {
+                        self.text.clear();
+                        let _ = self.text.put(b"{\"action\":\"decline\"}");
+                    }
+                }
                 return Ok(Verdict::Continue);
             }
             Lookup::Other(m) => {

@@ -92,9 +92,12 @@ pub(crate) mod handlers;
 mod op;
 
 pub use config::{
-    CallBuffers, Elicitation, InFlight, MAX_INPUT_ROUNDS, MAX_PROGRESS_MESSAGE, MAX_TASK_ID,
-    ProgressObserver, ProgressUpdate, SlotConfig,
+    CallBuffers, ElicitHandler, Elicitation, InFlight, MAX_INPUT_ROUNDS, MAX_PROGRESS_MESSAGE,
+    MAX_TASK_ID, ProgressObserver, ProgressUpdate, SlotConfig,
 };
+/// An elicitation's answer under a policy and a handler, for an adapter that answers a
+/// server's requests itself (stdio): see [`SlotConfig::elicitation`].
+pub use handlers::write_elicit_answer as answer_elicitation;
 pub use handlers::{Answered, ListError, ListItem, MethodError};
 pub use op::{Action, Answer, Op, Report};
 
