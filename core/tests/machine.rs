@@ -2190,3 +2190,84 @@ fn a_callers_elicitation_handler_answers_in_both_eras() {
     assert_eq!(body_of(answered[0])["result"], want);
     assert_eq!(r.text, b"ok");
 }
+
+/// The 2025-11-25 form of tasks (SEP-1686): in a session at that version, the server's list
+/// says which tools run only as tasks; such a call carries `params.task`, its wrapped task is
+/// polled with `tasks/get`, and the result is fetched with `tasks/result`. Other tools are
+/// called as always.
+#[test]
+fn a_task_required_tool_in_a_2025_11_25_session_runs_as_a_task() {
+    use verifi_mcp_core::wire::jsonrpc::ProtocolVersion;
+    let mut c = cfg(false);
+    c.version = ProtocolVersion::V2025_11_25;
+    let mut slot = SlotState::new(c.version, false);
+    let server = |polls: std::rc::Rc<std::cell::Cell<u32>>| {
+        move |req: &str| {
+            let id = id_of(req);
+            let params = if req.contains("\r\n\r\n{") {
+                body_of(req)["params"].clone()
+            } else {
+                serde_json::Value::Null
+            };
+            match method_of(req).as_str() {
+                "POST:initialize" => json(&format!(
+                    r#"{{"jsonrpc":"2.0","id":{id},"result":{{"protocolVersion":"2025-11-25","capabilities":{{"tasks":{{"requests":{{"tools":{{"call":{{}}}}}}}}}},"serverInfo":{{"name":"s","version":"1"}}}}}}"#
+                )),
+                "POST:notifications/initialized" => status(202, ""),
+                "POST:tools/list" => json(&format!(
+                    r#"{{"jsonrpc":"2.0","id":{id},"result":{{"tools":[{{"name":"research","inputSchema":{{"type":"object"}},"execution":{{"taskSupport":"required"}}}},{{"name":"echo","inputSchema":{{"type":"object"}},"execution":{{"taskSupport":"forbidden"}}}}]}}}}"#
+                )),
+                "POST:tools/call" if params["name"] == "research" => {
+                    assert_eq!(params["task"], serde_json::json!({}), "called as a task");
+                    json(&format!(
+                        r#"{{"jsonrpc":"2.0","id":{id},"result":{{"task":{{"taskId":"{TASK}","status":"working","ttl":300000,"pollInterval":20,"statusMessage":"Gathering sources..."}}}}}}"#
+                    ))
+                }
+                "POST:tools/call" => {
+                    assert!(params.get("task").is_none(), "{req}");
+                    call_ok(id, "echoed")
+                }
+                "POST:tasks/get" => {
+                    assert_eq!(params["taskId"], TASK);
+                    polls.set(polls.get() + 1);
+                    let status = if polls.get() < 2 {
+                        "working"
+                    } else {
+                        "completed"
+                    };
+                    json(&format!(
+                        r#"{{"jsonrpc":"2.0","id":{id},"result":{{"taskId":"{TASK}","status":"{status}","pollInterval":20}}}}"#
+                    ))
+                }
+                "POST:tasks/result" => {
+                    assert_eq!(params["taskId"], TASK);
+                    json(&format!(
+                        r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":"Research Report"}}],"_meta":{{"io.modelcontextprotocol/related-task":{{"taskId":"{TASK}"}}}}}}}}"#
+                    ))
+                }
+                other => panic!("unexpected {other}"),
+            }
+        }
+    };
+    let polls = std::rc::Rc::new(std::cell::Cell::new(0));
+    let r = call_with(&c, &mut slot, &[], "research", None, server(polls.clone()));
+    assert!(r.failure.is_none(), "{:?}", r.failure);
+    assert_eq!(r.text, b"Research Report");
+    assert_eq!(
+        r.seen.methods(),
+        [
+            "POST:initialize",
+            "POST:notifications/initialized",
+            "POST:tools/list",
+            "POST:tools/call",
+            "POST:tasks/get",
+            "POST:tasks/get",
+            "POST:tasks/result"
+        ]
+    );
+    // The list is kept: the next call of another tool is an ordinary call.
+    let r = call_with(&c, &mut slot, &[], "echo", None, server(polls));
+    assert!(r.failure.is_none(), "{:?}", r.failure);
+    assert_eq!(r.seen.methods(), ["POST:tools/call"]);
+    assert_eq!(r.text, b"echoed");
+}

@@ -1,9 +1,8 @@
 //! A server that asks the user for input (elicitation), answered without a person by the
 //! slot's policy (`Options::elicitation`, `mcp --elicitation`), against real servers: the
 //! Python SDK 2.3 (`confirm_scan`, which elicits through a resolver: `input_required` rounds in
-//! the 2026 era, `elicitation/create` on the call's stream in the old one) and the official
-//! `everything` server (old era only; its `trigger-elicitation-request` exists only for a
-//! client that declares elicitation, and requires a field that has no default).
+//! the 2026 era, `elicitation/create` on the call's stream in the old one), also over stdio.
+//! The official `everything` server's elicitation is in `everything.rs`.
 
 mod support;
 
@@ -75,48 +74,6 @@ fn the_python_server_elicits_in_both_eras_and_the_policy_answers() {
     ]);
     assert_eq!(code, Some(0), "{v}");
     assert_eq!(v["text"], "scanning 10.0.0.1:443 ok=True");
-}
-
-#[test]
-fn the_everything_server_is_old_era_and_its_elicitation_is_declined() {
-    let peer = Peer::start_everything();
-    let url = peer.base_url().to_owned();
-    // Without a handler the client declares none, so the server does not offer the tool.
-    let ctx = context(&url, "run-everything", Options::default());
-    let kali = ctx.mcp("kali").unwrap();
-    let tools = run_bounded(CHECK_BOUND, kali.list_tools()).expect("tools/list");
-    assert!(tools.iter().any(|t| t == "echo"), "{tools:?}");
-    assert!(
-        !tools.iter().any(|t| t == "trigger-elicitation-request"),
-        "{tools:?}"
-    );
-    let r = run_bounded(CHECK_BOUND, kali.call("echo", json!({"message": "hi"})));
-    assert!(r.ok, "{r:?}");
-    assert_eq!(r.text, "Echo: hi");
-    let eras = ctx.events_of("mcp.era");
-    assert_eq!(eras.len(), 1);
-    assert_eq!(eras[0].value()["era"], "legacy");
-
-    // `--elicitation decline`: declared, offered, answered on the call's stream.
-    let (code, v) = mcp_json(&[
-        "call",
-        &url,
-        "trigger-elicitation-request",
-        "--elicitation",
-        "decline",
-    ]);
-    assert_eq!(code, Some(0), "{v}");
-    assert!(v["text"].as_str().unwrap_or("").contains("declined"), "{v}");
-    // accept-defaults cannot fill its required `name` (no default): declined, not invented.
-    let (code, v) = mcp_json(&[
-        "call",
-        &url,
-        "trigger-elicitation-request",
-        "--elicitation",
-        "accept-defaults",
-    ]);
-    assert_eq!(code, Some(0), "{v}");
-    assert!(v["text"].as_str().unwrap_or("").contains("declined"), "{v}");
 }
 
 /// The harness's own handler: it sees the server's question and its answer is what the tool

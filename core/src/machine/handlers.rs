@@ -614,6 +614,8 @@ pub(super) struct CallHandler<'x, B: Buf, Sec: AsRef<[u8]>> {
     pub(super) server_request: Option<ServerRequest>,
     /// Follows a task an earlier call became (no `tools/call` of its own).
     attached: bool,
+    /// The call is a 2025-11-25 task (`params.task` sent; the result comes by `tasks/result`).
+    pub(super) session_task: bool,
     /// How elicitations are answered (none: no handler).
     elicitation: Option<Elicitation>,
     /// The caller's own elicitation handler (before the policy).
@@ -756,6 +758,8 @@ pub(super) enum TaskStatus {
     /// `input_required`, answered under the slot's policy (`text` holds the
     /// `inputResponses` for `tasks/update`).
     InputAnswered,
+    /// Ended, its result to be fetched with `tasks/result` (the 2025-11-25 form).
+    ResultReady,
     /// A JSON-RPC error: the task is unknown or expired.
     Gone,
 }
@@ -786,6 +790,7 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
             task_status: None,
             server_request: None,
             attached: false,
+            session_task: false,
             elicitation: cfg.elicitation,
             elicit_with: cfg.elicit_with,
             input_ready: false,
@@ -845,6 +850,8 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
     /// A task's poll interval from a task object (`pollIntervalMs`, absent: none given).
     fn interval_of(task: Value<'_>) -> u64 {
         task.get("pollIntervalMs")
+            // The 2025-11-25 form's name for it.
+            .or_else(|| task.get("pollInterval"))
             .and_then(|v| v.as_u64())
             .unwrap_or(1_000)
     }
@@ -908,6 +915,10 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
             tell_status(observer, &m, self.secrets);
         }
         match status {
+            // The 2025-11-25 form: the result (or the tool's error) comes by `tasks/result`.
+            "completed" | "failed" if self.session_task && result.get("result").is_none() => {
+                self.task_status = Some(TaskStatus::ResultReady);
+            }
             "completed" => {
                 self.answer = Some(match result.get("result") {
                     Some(inner) => self.take_result(inner),
@@ -948,18 +959,25 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
         };
         let page = jsonrpc::parse_page(result, ListMethod::Tools)?;
         for tool in page.items {
-            let (Some(name), Some(schema)) = (jsonrpc::tool_name(tool), tool.get("inputSchema"))
-            else {
+            let Some(name) = jsonrpc::tool_name(tool) else {
                 continue;
             };
-            let headers = memchr::memmem::find(schema.raw(), b"\"x-mcp-header\"").is_some();
+            let schema = tool.get("inputSchema");
+            let headers = schema
+                .is_some_and(|s| memchr::memmem::find(s.raw(), b"\"x-mcp-header\"").is_some());
             // `annotations.idempotentHint`: a call of it may be sent again after a broken
             // stream (it does no harm twice).
             let idempotent = tool
                 .get("annotations")
                 .and_then(|a| a.get("idempotentHint"))
                 .is_some_and(|v| v.raw() == b"true");
-            if !headers && !idempotent {
+            // `execution.taskSupport: "required"` (2025-11-25): callable only as a task.
+            let task_required = tool
+                .get("execution")
+                .and_then(|e| e.get("taskSupport"))
+                .and_then(|t| t.as_str())
+                .is_some_and(|t| t.eq_str("required"));
+            if !headers && !idempotent && !task_required {
                 continue;
             }
             // A record that does not fit is left out whole (the arena is capped).
@@ -967,8 +985,11 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
             let written = (|| -> Result<(), Overflow> {
                 self.error.put(name.raw())?;
                 self.error.put(b"\0")?;
-                match crate::wire::era::header_params(schema) {
-                    Ok(found) => {
+                match schema
+                    .filter(|_| headers)
+                    .map(crate::wire::era::header_params)
+                {
+                    Some(Ok(found)) => {
                         for p in found {
                             self.error.put(p.argument)?;
                             self.error.put(b"\0")?;
@@ -976,10 +997,14 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
                             self.error.put(b"\0")?;
                         }
                     }
-                    Err(_) => self.error.put(b"\x15")?,
+                    Some(Err(_)) => self.error.put(b"\x15")?,
+                    None => {}
                 }
                 if idempotent {
                     self.error.put(b"\x06")?;
+                }
+                if task_required {
+                    self.error.put(b"\x07")?;
                 }
                 self.error.put(b"\x1e")
             })();
@@ -1011,6 +1036,7 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
             self.task = None;
         }
         self.input_ready = false;
+        self.session_task = false;
         self.polling = false;
         self.task_status = None;
         self.text.clear();
@@ -1090,11 +1116,16 @@ impl<B: Buf, Sec: AsRef<[u8]>> OnMessage for CallHandler<'_, B, Sec> {
             redact_into(self.secrets, msg, raw)
                 .map_err(|o| Failure::TooLarge(BufferName::Raw, o))?;
         }
-        // A task (the tasks extension): taken only when this call declared it.
-        if let Outcome::Result(result) = outcome
-            && self.tasks
-            && result_type(result) == Some("task")
-        {
+        // A task (the tasks extension): taken only when this call declared it; in the
+        // 2025-11-25 form (`params.task` sent), the task object is wrapped in `task`.
+        let task_object = match outcome {
+            Outcome::Result(result) if self.tasks && result_type(result) == Some("task") => {
+                Some(result)
+            }
+            Outcome::Result(result) if self.session_task => result.get("task"),
+            _ => None,
+        };
+        if let Some(result) = task_object {
             let id = result
                 .get("taskId")
                 .and_then(|t| t.as_str())

@@ -275,7 +275,8 @@ impl SlotState {
     }
 
     /// A tool's record: its annotation pairs (`argument\0Header\0`…, or `\x15` when they are
-    /// invalid) and a `\x06` when it is idempotent.
+    /// invalid), then a `\x06` when it is idempotent and a `\x07` when it is callable only as
+    /// a task (2025-11-25).
     fn record_of(&self, target: Target, tool: &[u8]) -> &[u8] {
         let arena = self
             .annotations
@@ -296,13 +297,24 @@ impl SlotState {
     /// invalid ones; empty when it has none.
     fn annotations_of(&self, target: Target, tool: &[u8]) -> Result<&[u8], ()> {
         let record = self.record_of(target, tool);
+        let record = record.strip_suffix(b"\x07").unwrap_or(record);
         let pairs = record.strip_suffix(b"\x06").unwrap_or(record);
         if pairs == b"\x15" { Err(()) } else { Ok(pairs) }
     }
 
-    /// The server's list annotates the tool `idempotentHint: true` (2026 era).
+    /// The server's list annotates the tool `idempotentHint: true`.
     fn idempotent(&self, target: Target, tool: &[u8]) -> bool {
-        self.record_of(target, tool).ends_with(b"\x06")
+        let record = self.record_of(target, tool);
+        record
+            .strip_suffix(b"\x07")
+            .unwrap_or(record)
+            .ends_with(b"\x06")
+    }
+
+    /// The server's list says the tool runs only as a task (`execution.taskSupport:
+    /// "required"`, 2025-11-25).
+    fn task_required(&self, target: Target, tool: &[u8]) -> bool {
+        self.record_of(target, tool).ends_with(b"\x07")
     }
 
     /// True once after a handshake ended: the adapter then wakes the ops that sleep on the

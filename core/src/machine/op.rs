@@ -122,6 +122,8 @@ enum Purpose {
     TaskCancel,
     /// `tasks/update` with the answers to an `input_required` task's requests (then a poll).
     TaskUpdate,
+    /// `tasks/result` of an ended task (the 2025-11-25 form: its result is not inline).
+    TaskResult,
     Initialize {
         attempt: u32,
     },
@@ -850,6 +852,15 @@ where
     /// `x-mcp-header` annotations, then the call carries its tool's.
     fn start_main(&mut self, slot: &mut SlotState, now: Millis) {
         let (modern, target) = (self.modern(), self.target);
+        // A 2025-11-25 session with the tasks extension on: the server's list says which
+        // tools run only as tasks (`execution.taskSupport: "required"`).
+        let session_tasks = !modern
+            && self.cfg.capabilities.tasks
+            && !self.cfg.is_stdio(target)
+            && self
+                .snap
+                .as_ref()
+                .is_some_and(|s| s.version == ProtocolVersion::V2025_11_25);
         if let Job::Call { handler, .. } = &mut self.job {
             // The tasks extension is declared (and a task taken) in the 2026 era only.
             handler.tasks = modern && self.cfg.capabilities.tasks;
@@ -858,7 +869,7 @@ where
             return self.attached(now);
         }
         if let Job::Call { handler, tool, .. } = &mut self.job
-            && modern
+            && (modern || session_tasks)
         {
             if !slot.listed(target) {
                 // One list per server for concurrent calls: the others wait for it.
@@ -884,6 +895,10 @@ where
             handler.error.clear();
             if !handler.input_ready {
                 handler.text.clear();
+            }
+            if !modern {
+                handler.session_task = slot.task_required(target, tool.as_bytes());
+                return self.start_request(slot, now);
             }
             match slot.annotations_of(target, tool.as_bytes()) {
                 Err(()) => return self.fail(Failure::ToolDropped),
@@ -971,27 +986,30 @@ where
                     _ => Body::None,
                 },
             ),
-            Purpose::TaskGet | Purpose::TaskCancel | Purpose::TaskUpdate => Trip::post(
-                ep,
-                snap,
-                match &self.job {
-                    Job::Call { handler, .. } if let Some(task) = &handler.task => Body::Task {
-                        id,
-                        method: match purpose {
-                            Purpose::TaskGet => "tasks/get",
-                            Purpose::TaskUpdate => "tasks/update",
-                            _ => "tasks/cancel",
+            Purpose::TaskGet | Purpose::TaskCancel | Purpose::TaskUpdate | Purpose::TaskResult => {
+                Trip::post(
+                    ep,
+                    snap,
+                    match &self.job {
+                        Job::Call { handler, .. } if let Some(task) = &handler.task => Body::Task {
+                            id,
+                            method: match purpose {
+                                Purpose::TaskGet => "tasks/get",
+                                Purpose::TaskUpdate => "tasks/update",
+                                Purpose::TaskResult => "tasks/result",
+                                _ => "tasks/cancel",
+                            },
+                            task: task.id.as_str(),
+                            extra: if purpose == Purpose::TaskUpdate {
+                                handler.text.bytes()
+                            } else {
+                                b""
+                            },
                         },
-                        task: task.id.as_str(),
-                        extra: if purpose == Purpose::TaskUpdate {
-                            handler.text.bytes()
-                        } else {
-                            b""
-                        },
+                        _ => Body::None,
                     },
-                    _ => Body::None,
-                },
-            ),
+                )
+            }
             Purpose::Initialize { .. } => Trip::post(
                 ep,
                 None,
@@ -1017,6 +1035,9 @@ where
                         progress: handler.progress_token.then_some(id),
                         extra: if handler.input_ready {
                             handler.text.bytes()
+                        } else if handler.session_task {
+                            // The 2025-11-25 form: a task-required tool is called as a task.
+                            b",\"task\":{}"
                         } else {
                             b""
                         },
@@ -1290,7 +1311,8 @@ where
                     | Purpose::Resume
                     | Purpose::HeaderList
                     | Purpose::TaskGet
-                    | Purpose::TaskUpdate => match &mut self.job {
+                    | Purpose::TaskUpdate
+                    | Purpose::TaskResult => match &mut self.job {
                         Job::Call { handler, .. } => handler,
                         Job::List { handler, .. } => handler,
                         Job::Request(handler) => handler,
@@ -1441,7 +1463,11 @@ where
             Purpose::Probe { .. } => {
                 self.probe.id ^= RESENT_ID_BIT;
             }
-            Purpose::Main | Purpose::HeaderList | Purpose::TaskGet | Purpose::TaskUpdate => {
+            Purpose::Main
+            | Purpose::HeaderList
+            | Purpose::TaskGet
+            | Purpose::TaskUpdate
+            | Purpose::TaskResult => {
                 self.set_id(self.id ^ RESENT_ID_BIT, purpose == Purpose::Main);
             }
             _ => {}
@@ -1516,6 +1542,7 @@ where
             Purpose::HeaderList => self.header_list_done(slot, now, result),
             Purpose::TaskGet => self.task_polled(now, result),
             Purpose::TaskUpdate => self.task_updated(now, result),
+            Purpose::TaskResult => self.task_result_fetched(now, result),
             Purpose::TaskCancel => {
                 self.courtesy = None;
                 self.stage = Stage::AttemptEnded;
@@ -1927,6 +1954,10 @@ where
                 id,
                 end: crate::wire::failure::TaskEnd::Gone,
             }),
+            // Ended (2025-11-25 form): its result comes by `tasks/result`.
+            (None, Some(super::handlers::TaskStatus::ResultReady)) => {
+                self.start_trip(Purpose::TaskResult, now);
+            }
             // The slot's policy answered the task's requests: `tasks/update`, then a poll.
             (None, Some(super::handlers::TaskStatus::InputAnswered))
                 if self.input_rounds < MAX_INPUT_ROUNDS =>
@@ -1946,6 +1977,36 @@ where
                 self.start_trip(Purpose::TaskCancel, now);
             }
             (None, _) => self.schedule_poll(now, interval),
+        }
+    }
+
+    /// `tasks/result` came back (the 2025-11-25 form): the tool's result or the server's
+    /// refusal ends the call; a lost answer is asked for again after the next poll (both are
+    /// safe to repeat).
+    fn task_result_fetched(&mut self, now: Millis, result: Result<bool, Failure>) {
+        let answered = match &self.job {
+            Job::Call { handler, .. } => handler.answer.is_some(),
+            _ => false,
+        };
+        if answered && result.is_ok() {
+            self.stage = Stage::AttemptEnded;
+        } else if matches!(result, Err(Failure::TimedOut)) && now >= self.deadline.at {
+            self.task_timed_out(now);
+        } else {
+            self.task_failures += 1;
+            if self.task_failures >= MAX_TASK_POLL_FAILURES {
+                let id = self.task_id().map(truncated).unwrap_or_default();
+                return self.fail(Failure::Task {
+                    id,
+                    end: crate::wire::failure::TaskEnd::Lost,
+                });
+            }
+            if let Job::Call { handler, .. } = &mut self.job {
+                handler.answer = None;
+            }
+            self.stage = Stage::TaskWait {
+                at: now.saturating_add(TASK_POLL_FLOOR_MS).min(self.deadline.at),
+            };
         }
     }
 
