@@ -11,11 +11,13 @@
 
 use verifi_mcp_core::buf::Buf;
 use verifi_mcp_core::harness::failover::Target;
-use verifi_mcp_core::machine::{Action, CallBuffers, Op, SlotConfig, SlotState};
+use verifi_mcp_core::machine::{Action, CallBuffers, Elicitation, Op, SlotConfig, SlotState};
 use verifi_mcp_core::wire::endpoint::Endpoint;
+use verifi_mcp_core::wire::era::EraSetting;
 use verifi_mcp_core::wire::failure::{ConnectError, ConnectErrorKind};
 use verifi_mcp_core::wire::json::{JsonLimits, Value};
 use verifi_mcp_core::wire::jsonrpc::ListMethod;
+use verifi_mcp_core::wire::jsonrpc::ProtocolVersion;
 
 use super::VecBuf;
 
@@ -71,7 +73,20 @@ fn sse_reply(events: &str) -> Vec<u8> {
 
 /// A canned reply to the request with `id`, chosen by `pick`.
 fn canned(pick: u8, id: u64) -> Vec<u8> {
-    match pick % 16 {
+    match pick % 20 {
+        16 => json_reply(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"result":{{"resultType":"input_required","inputRequests":{{"q":{{"method":"elicitation/create","params":{{"message":"m","requestedSchema":{{"type":"object","properties":{{"p":{{"type":"integer","default":1}}}}}}}}}}}},"requestState":"st"}}}}"#
+        )),
+        17 => json_reply(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"result":{{"protocolVersion":"2025-11-25","capabilities":{{}},"serverInfo":{{"name":"f","version":"1"}}}}}}"#
+        )),
+        18 => json_reply(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"result":{{"tools":[{{"name":"t","inputSchema":{{}},"execution":{{"taskSupport":"required"}},"annotations":{{"idempotentHint":true}}}}]}}}}"#
+        )),
+        19 => json_reply(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"result":{{"task":{{"taskId":"t-2","status":"working","pollInterval":{}}}}}}}"#,
+            u32::from(pick) * 3
+        )),
         12 => json_reply(&format!(
             r#"{{"jsonrpc":"2.0","id":{id},"result":{{"taskId":"t-1","status":"working","pollIntervalMs":{},"resultType":"task"}}}}"#,
             u32::from(pick) * 7
@@ -136,6 +151,22 @@ pub fn machine(data: &[u8]) {
     }
     cfg.idle_timeout_ms = (flags & 2 != 0).then_some(1_000);
     cfg.progress_extends_to_ms = (flags & 4 != 0).then_some(3 * TIMEOUT_MS);
+    // The era, the version offered, and how elicitations are answered.
+    let more = script.byte().unwrap_or(0);
+    cfg.era = match more % 3 {
+        0 => EraSetting::Auto,
+        1 => EraSetting::Legacy,
+        _ => EraSetting::Modern,
+    };
+    if more & 4 != 0 {
+        cfg.version = ProtocolVersion::V2025_11_25;
+    }
+    cfg.elicitation = match (more >> 3) % 4 {
+        0 => None,
+        1 => Some(Elicitation::AcceptDefaults),
+        2 => Some(Elicitation::Decline),
+        _ => Some(Elicitation::Cancel),
+    };
     let kind = match (flags >> 3) % 4 {
         0 | 1 => Kind::Call,
         2 => Kind::List,
@@ -203,6 +234,8 @@ fn drive<F: FnMut(Option<(Value<'_>, &[u8])>)>(
     // The last tools/call written, and whether any reply byte came back for it since.
     let mut call_written: Option<bool> = None;
     let mut call_may_have_run = false;
+    // A server that says a tool is idempotent may get its call again after a broken stream.
+    let mut idempotent_listed = false;
     for step in 0.. {
         assert!(step < MAX_STEPS, "the op did not end in {MAX_STEPS} steps");
         let action = op.poll(slot, now);
@@ -247,7 +280,7 @@ fn drive<F: FnMut(Option<(Value<'_>, &[u8])>)>(
                 assert!(connected, "transmit without a connection");
                 let req = op.transmit().to_vec();
                 let is_tools_call = req.windows(19).any(|w| w == b"\"method\":\"tools/call");
-                if is_tools_call {
+                if is_tools_call && !idempotent_listed {
                     assert!(
                         !call_may_have_run,
                         "a tools/call was sent again after its connection ended without a reply"
@@ -272,6 +305,7 @@ fn drive<F: FnMut(Option<(Value<'_>, &[u8])>)>(
                             Some(b) => canned(b, id),
                             None => canned(0, id),
                         };
+                        idempotent_listed |= pending.windows(14).any(|w| w == b"idempotentHint");
                         op.handle_sent(now, true);
                     }
                 }
