@@ -120,8 +120,9 @@ impl TaskHandle {
         self.request(Request::TaskGet { task: &self.id }).await
     }
 
-    /// `tasks/cancel`: asks the server to cancel the task; its answer (the task's status),
-    /// redacted. A task that already ended is the server's to refuse.
+    /// `tasks/cancel`: asks the server to cancel the task; its answer (often an empty result;
+    /// [`status`](Self::status) then says `cancelled`), redacted. A task that already ended
+    /// is the server's to refuse.
     pub async fn cancel(&self) -> Result<serde_json::Value, ProtocolError> {
         self.request(Request::TaskCancel { task: &self.id }).await
     }

@@ -435,9 +435,12 @@ enum TaskCmd {
 /// The arguments of `mcp task …`.
 #[derive(Args, Debug)]
 struct TaskArgs {
-    /// [ENDPOINT] TASK_ID (ENDPOINT omitted with --manifest, --config or MCP_ENDPOINT).
-    #[arg(value_name = "TASK_ID", required = true)]
-    pos: Vec<String>,
+    /// ENDPOINT, or TASK_ID when the server comes from --manifest, --config or MCP_ENDPOINT.
+    #[arg(value_name = "ENDPOINT", allow_hyphen_values = true)]
+    first: String,
+    /// TASK_ID: the id `mcp call --detach` printed (one that starts with `-` is fine).
+    #[arg(value_name = "TASK_ID", allow_hyphen_values = true)]
+    second: Option<String>,
     #[command(flatten)]
     common: Common,
 }
@@ -477,13 +480,14 @@ async fn detached(run: &Run, tool: &str, args: &Value, format: Format) -> Result
 
 /// `mcp task get|wait|cancel`.
 async fn task(cmd: TaskCmd) -> Result<ExitCode, Fail> {
-    let (mut a, wait, cancel) = match cmd {
+    let (a, wait, cancel) = match cmd {
         TaskCmd::Get(a) => (a, None, false),
         TaskCmd::Cancel(a) => (a, None, true),
         TaskCmd::Wait { task, tool } => (task, Some(tool), false),
     };
-    let run = build(&a.common, &mut a.pos, &run_id())?;
-    let id = match a.pos.as_slice() {
+    let mut pos: Vec<String> = std::iter::once(a.first).chain(a.second).collect();
+    let run = build(&a.common, &mut pos, &run_id())?;
+    let id = match pos.as_slice() {
         [id] if !id.trim().is_empty() => id.clone(),
         [] | [_] => return Err(UsageError("missing TASK_ID".into()).into()),
         [_, x, ..] => return Err(UsageError(format!("unexpected argument {x:?}")).into()),
