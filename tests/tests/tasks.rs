@@ -412,6 +412,20 @@ fn mcp_call_detach_then_task_get_and_wait_print_the_result_without_a_status_line
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("-32602"), "{stderr}");
+    // Every task command's help has examples.
+    for sub in [
+        &["task", "--help"][..],
+        &["task", "wait", "--help"],
+        &["task", "get", "--help"],
+    ] {
+        let out = run_mcp(sub, &[], CLI_BOUND);
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        let help = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            help.contains("Examples:") && help.contains("mcp task wait"),
+            "{help}"
+        );
+    }
     // Usage errors: no id, two ids.
     let out = run_mcp(&["task", "wait", url], &[], CLI_BOUND);
     assert_eq!(out.status.code(), Some(2), "{out:?}");

@@ -81,7 +81,8 @@ Examples:
   mcp exec http://127.0.0.1:8080 'uname -a'
   mcp call --stdio 'uvx nmap-mcp' scan target=10.0.0.5
   mcp call --config ~/.cursor/mcp.json --server kali echo text=hi
-  mcp call http://127.0.0.1:8080 scan target=10.0.0.5 --detach && mcp task wait …
+  mcp call http://127.0.0.1:8080 scan target=10.0.0.5 --detach   # a long tool's task id
+  mcp task wait http://127.0.0.1:8080 TASK_ID --tool scan
   MCP_ENDPOINT=http://127.0.0.1:8080 mcp call echo text=hi
   mcp completions bash > /etc/bash_completion.d/mcp";
 
@@ -415,11 +416,17 @@ enum Cmd {
 enum TaskCmd {
     /// Print the task's status (tasks/get) as JSON: status, statusMessage, and its result
     /// or error once it ended.
-    #[command(override_usage = "mcp task get [OPTIONS] [ENDPOINT] <TASK_ID>")]
+    #[command(
+        override_usage = "mcp task get [OPTIONS] [ENDPOINT] <TASK_ID>",
+        after_help = TASK_EXAMPLES
+    )]
     Get(TaskArgs),
     /// Wait for the task's end and print its result like `mcp call` (--timeout-ms from now;
     /// at it, the task is cancelled).
-    #[command(override_usage = "mcp task wait [OPTIONS] [ENDPOINT] <TASK_ID>")]
+    #[command(
+        override_usage = "mcp task wait [OPTIONS] [ENDPOINT] <TASK_ID>",
+        after_help = TASK_EXAMPLES
+    )]
     Wait {
         #[command(flatten)]
         task: TaskArgs,
@@ -428,7 +435,10 @@ enum TaskCmd {
         tool: Option<String>,
     },
     /// Cancel the task (tasks/cancel) and print the server's answer as JSON.
-    #[command(override_usage = "mcp task cancel [OPTIONS] [ENDPOINT] <TASK_ID>")]
+    #[command(
+        override_usage = "mcp task cancel [OPTIONS] [ENDPOINT] <TASK_ID>",
+        after_help = TASK_EXAMPLES
+    )]
     Cancel(TaskArgs),
 }
 
