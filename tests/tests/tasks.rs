@@ -493,20 +493,7 @@ fn on_a_terminal_mcp_task_wait_shows_a_status_line_and_clears_it_before_the_resu
     );
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     let id = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-    // util-linux `script` runs the command on a pseudo-terminal (stdout and stderr both) and
-    // copies what it wrote to our pipe.
-    let line = format!(
-        "{} task wait {url} {id} --tool scan --format text",
-        mcp_bin().display()
-    );
-    let out = Command::new("script")
-        .args(["-qfec", &line, "/dev/null"])
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap_or_else(|e| panic!("`script` (util-linux) is needed for this test: {e}"));
-    assert_eq!(out.status.code(), Some(0), "{out:?}");
-    let tty = String::from_utf8_lossy(&out.stdout).into_owned();
+    let tty = on_a_terminal(&format!("task wait {url} {id} --tool scan --format text"));
     let label = format!("\r\x1b[Ktask {id} ");
     let first = tty
         .find(&label)
@@ -519,6 +506,43 @@ fn on_a_terminal_mcp_task_wait_shows_a_status_line_and_clears_it_before_the_resu
         .unwrap_or_else(|| panic!("no result: {tty:?}"));
     assert!(
         first < cleared && cleared < result && !tty[cleared..result].contains("scanning"),
+        "the status line was not cleared before the result: {tty:?}"
+    );
+}
+
+/// `mcp ARGS` on a pseudo-terminal (util-linux `script`: stdout and stderr both a terminal):
+/// what it wrote there.
+fn on_a_terminal(args: &str) -> String {
+    let line = format!("{} {args}", mcp_bin().display());
+    let out = Command::new("script")
+        .args(["-qfec", &line, "/dev/null"])
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("`script` (util-linux) is needed for this test: {e}"));
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn on_a_terminal_mcp_call_shows_a_bar_when_progress_has_a_total() {
+    if peer_unavailable(PeerKind::PyStateful) {
+        return;
+    }
+    // The Python SDK peer's `slow` sends a progress notification with a total per step.
+    let peer = Peer::start(PeerKind::PyStateful);
+    let tty = on_a_terminal(&format!(
+        "call {} slow ms:=2500 steps:=10 --format text",
+        peer.base_url()
+    ));
+    let first = tty
+        .find("\r\x1b[Kslow 1 s [")
+        .unwrap_or_else(|| panic!("no status line with a bar: {tty:?}"));
+    assert!(tty[first..].contains("#-"), "a bar part filled: {tty:?}");
+    assert!(tty[first..].contains("/10"), "the total: {tty:?}");
+    let cleared = tty.rfind("\r\x1b[K").expect("cleared");
+    assert!(
+        first < cleared && !tty[cleared + 4..].contains(" s ["),
         "the status line was not cleared before the result: {tty:?}"
     );
 }
