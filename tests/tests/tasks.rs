@@ -20,7 +20,7 @@ use support::{
     CHECK_BOUND, Peer, PeerKind, context, failure_events, json_of, mcp_bin, peer_unavailable,
     run_bounded, run_mcp,
 };
-use verifi_mcp_host::{HarnessContext, Options, TaskHandle, TaskStart};
+use verifi_mcp_host::{EraSetting, HarnessContext, Options, TaskHandle, TaskStart};
 
 /// What the tasks peer has seen (its `runs` tool).
 async fn runs(peer: &Peer) -> Value {
@@ -331,6 +331,105 @@ fn a_dropped_call_that_is_a_task_is_cancelled_on_its_server() {
         .collect();
     assert_eq!(errors.len(), 1, "{errors:?}");
     assert_eq!(run_bounded(CHECK_BOUND, runs(&peer))["scan_finished"], 0);
+}
+
+#[test]
+fn a_secret_in_a_tasks_result_is_redacted_in_status_wait_and_the_command_line() {
+    let Some(peer) = peer() else { return };
+    let secret = "hunter2-task-secret";
+    let opts = Options::default().secrets(Some(vec![secret.to_owned()]));
+    let ctx = context(peer.base_url(), "run-task-secret", opts);
+    let (status, r) = run_bounded(CHECK_BOUND, async {
+        let task = detach_scan(&ctx, secret, 0.3).await;
+        let r = task.wait().await;
+        (task.status().await.expect("tasks/get"), r)
+    });
+    assert!(r.ok, "{r:?}");
+    assert_eq!(r.text, "scanned [REDACTED] in 0.3s");
+    assert_eq!(ctx.ledger().evidence_bytes, r.text.len() as u64);
+    let status = status.to_string();
+    assert!(
+        status.contains("completed") && status.contains("scanned [REDACTED] in 0.3s"),
+        "{status}"
+    );
+    assert!(!status.contains(secret), "{status}");
+    // The command line: a header value is a secret of every output.
+    let url = peer.base_url();
+    let header = format!("X-Scan-Key: {secret}");
+    let args = format!(r#"{{"target":"{secret}","seconds":0.3}}"#);
+    let out = run_mcp(
+        &[
+            "call", url, "scan", &args, "--detach", "--format", "text", "-H", &header,
+        ],
+        &[],
+        CLI_BOUND,
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    let wait = run_mcp(&["task", "wait", url, &id, "-H", &header], &[], CLI_BOUND);
+    let get = run_mcp(
+        &["task", "get", url, &id, "-H", &header, "-v"],
+        &[],
+        CLI_BOUND,
+    );
+    for out in [&wait, &get] {
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        let all = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(all.contains("scanned [REDACTED] in 0.3s"), "{all}");
+        assert!(!all.contains(secret), "{all}");
+    }
+}
+
+#[test]
+fn a_task_id_over_the_cap_or_an_old_era_server_is_a_clear_error() {
+    let Some(peer) = peer() else { return };
+    let ctx = context(peer.base_url(), "run-task-long-id", Options::default());
+    let long = "t".repeat(65);
+    let r = run_bounded(CHECK_BOUND, ctx.mcp("kali").unwrap().task(&long).wait());
+    assert!(!r.ok && !r.is_error, "{r:?}");
+    assert_eq!(
+        r.error.as_deref(),
+        Some("task id must be 1 to 64 bytes long, not 65")
+    );
+    // Nothing was sent for it, and it is no tool call.
+    assert_eq!(ctx.ledger().tool_calls, 0);
+    let out = run_mcp(&["task", "wait", peer.base_url(), &long], &[], CLI_BOUND);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert_eq!(
+        json_of(&out)["error"],
+        "task id must be 1 to 64 bytes long, not 65"
+    );
+    // rmcp speaks the 2026 era but has no such task: it says so, naming the id.
+    let rmcp = Peer::start(PeerKind::RmcpStateful);
+    let ctx = context(rmcp.base_url(), "run-task-rmcp", Options::default());
+    let r = run_bounded(CHECK_BOUND, ctx.mcp("kali").unwrap().task("abc").wait());
+    assert!(!r.ok && !r.is_error, "{r:?}");
+    assert_eq!(
+        r.error.as_deref(),
+        Some("task abc is not found or expired on the server")
+    );
+    // Spoken to in the handshake era, a server has no tasks: following one says so.
+    let legacy = Options::default().era(EraSetting::Legacy);
+    let ctx = context(rmcp.base_url(), "run-task-old-era", legacy);
+    let r = run_bounded(CHECK_BOUND, ctx.mcp("kali").unwrap().task("abc").wait());
+    assert!(!r.ok && !r.is_error, "{r:?}");
+    let error = r.error.clone().unwrap_or_default();
+    assert!(error.contains("2026-07-28"), "{error}");
+    // And `start_task` of an ordinary tool there is its answer, at once.
+    let started = run_bounded(
+        CHECK_BOUND,
+        ctx.mcp("kali")
+            .unwrap()
+            .start_task("echo", json!({"text": "now"})),
+    );
+    match started {
+        TaskStart::Done(r) => assert!(r.ok && r.text == "now", "{r:?}"),
+        TaskStart::Task(t) => panic!("an old-era server made a task: {t:?}"),
+    }
 }
 
 // ---- the command line ------------------------------------------------------------------------
