@@ -17,8 +17,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::{
-    CHECK_BOUND, Peer, PeerKind, context, failure_events, json_of, mcp_bin, peer_unavailable,
-    run_bounded, run_mcp,
+    CHECK_BOUND, Peer, PeerKind, context, context_with, failure_events, json_of, mcp_bin,
+    peer_unavailable, run_bounded, run_mcp,
 };
 use verifi_mcp_host::{EraSetting, HarnessContext, Options, TaskHandle, TaskStart};
 
@@ -430,6 +430,71 @@ fn a_task_id_over_the_cap_or_an_old_era_server_is_a_clear_error() {
         TaskStart::Done(r) => assert!(r.ok && r.text == "now", "{r:?}"),
         TaskStart::Task(t) => panic!("an old-era server made a task: {t:?}"),
     }
+}
+
+#[test]
+fn dropping_wait_cancels_the_task_it_follows() {
+    let Some(peer) = peer() else { return };
+    let ctx = context(peer.base_url(), "run-wait-dropped", Options::default());
+    let ended = run_bounded(CHECK_BOUND, async {
+        let task = detach_scan(&ctx, "10.0.0.16", 30.0).await;
+        smol::future::or(async { Some(task.wait().await) }, async {
+            smol::Timer::after(Duration::from_millis(800)).await;
+            None
+        })
+        .await
+    });
+    assert!(ended.is_none(), "wait ended by itself: {ended:?}");
+    assert!(
+        run_bounded(CHECK_BOUND, runs_reach(&peer, "scan_cancelled", 1)),
+        "the task of a dropped wait was not cancelled on the server"
+    );
+    // One tool call (the detach); the dropped wait is no second one.
+    assert_eq!(ctx.ledger().tool_calls, 1);
+}
+
+#[test]
+fn a_task_on_the_fallback_is_followed_there_and_named_so() {
+    let Some(peer) = peer() else { return };
+    // The primary refuses connections: the call fails over before any task exists.
+    let dead = "http://127.0.0.1:1";
+    let manifest = json!({"slotFills": {"kali": {"endpoint": dead, "fallback": peer.base_url()}}});
+    let ctx = context_with(manifest.clone(), "run-task-fallback", Options::default());
+    let task = run_bounded(CHECK_BOUND, detach_scan(&ctx, "10.0.0.17", 0.5));
+    assert!(task.on_fallback(), "{task:?}");
+    let id = task.id().to_owned();
+    // After a restart: named on the fallback, it is followed there (the primary is not asked).
+    let again = context_with(manifest, "run-task-fallback-2", Options::default());
+    let r = run_bounded(
+        CHECK_BOUND,
+        again
+            .mcp("kali")
+            .unwrap()
+            .task(&id)
+            .tool("scan")
+            .fallback()
+            .wait(),
+    );
+    assert!(r.ok, "{r:?}");
+    assert_eq!(r.text, "scanned 10.0.0.17 in 0.5s");
+    assert_eq!(again.ledger().tool_calls, 0);
+    // The command line prints the fallback as the task's endpoint.
+    let out = run_mcp(
+        &[
+            "call",
+            dead,
+            "--fallback",
+            peer.base_url(),
+            "scan",
+            r#"{"target":"10.0.0.18","seconds":0.2}"#,
+            "--detach",
+        ],
+        &[],
+        CLI_BOUND,
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(json_of(&out)["endpoint"], peer.base_url(), "{out:?}");
+    assert_eq!(run_bounded(CHECK_BOUND, runs(&peer))["scan_started"], 2);
 }
 
 // ---- the command line ------------------------------------------------------------------------
