@@ -568,7 +568,9 @@ impl SlotHandle {
 
     /// Calls `tool` with `args` (anything that serializes to a JSON object; `()` or `null`
     /// for none). Never panics and never fails: every outcome is a [`ToolResult`], metered and,
-    /// when not ok, on the timeline.
+    /// when not ok, on the timeline. A call its server makes a task (the 2026-07-28 tasks
+    /// extension) is followed to its result; [`start_task`](Self::start_task) hands the task
+    /// back instead, to follow later (also after a restart, with [`task`](Self::task)).
     pub async fn call(&self, tool: &str, args: impl Serialize) -> ToolResult {
         // Arguments that do not serialize are sent to the core as a non-object, which it
         // reports (and meters) as bad arguments, the same as any non-object arguments.
@@ -1183,7 +1185,10 @@ impl SlotHandle {
 }
 
 /// Armed while a call runs: when the caller drops the call's future with a `tools/call` on the
-/// wire, the server is told to cancel it. A call that ends normally disarms it (`forget`).
+/// wire, the server is told to cancel it (`notifications/cancelled`); when the call is a task
+/// being polled (a transparent call, or a [`crate::TaskHandle::wait`]), the task is cancelled
+/// on its server (`tasks/cancel`). A call that ends normally, or hands its task back running,
+/// disarms it (`forget`).
 struct CancelIfDropped<'s> {
     slot: &'s SlotHandle,
     in_flight: &'s InFlight,
