@@ -674,6 +674,51 @@ fn on_a_terminal_mcp_task_wait_shows_a_status_line_and_clears_it_before_the_resu
     );
 }
 
+#[test]
+fn mcp_task_wait_past_its_timeout_cancels_the_task_and_names_it() {
+    let Some(peer) = peer() else { return };
+    let url = peer.base_url();
+    let out = run_mcp(
+        &[
+            "call",
+            url,
+            "scan",
+            r#"{"target":"10.0.0.19","seconds":30}"#,
+            "--detach",
+            "--format",
+            "text",
+        ],
+        &[],
+        CLI_BOUND,
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    let t0 = std::time::Instant::now();
+    let out = run_mcp(
+        &[
+            "task",
+            "wait",
+            url,
+            &id,
+            "--tool",
+            "scan",
+            "--timeout-ms",
+            "800",
+        ],
+        &[],
+        CLI_BOUND,
+    );
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
+    let r = json_of(&out);
+    let error = r["error"].as_str().unwrap_or_default();
+    assert!(error.contains("timed out") && error.contains(&id), "{r}");
+    assert!(
+        run_bounded(CHECK_BOUND, runs_reach(&peer, "scan_cancelled", 1)),
+        "the task was not cancelled at the deadline"
+    );
+}
+
 /// `mcp ARGS` on a pseudo-terminal (util-linux `script`: stdout and stderr both a terminal):
 /// what it wrote there.
 fn on_a_terminal(args: &str) -> String {

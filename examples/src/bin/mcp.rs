@@ -457,12 +457,18 @@ struct TaskArgs {
 
 /// `mcp call --detach`: the task's id (JSON: `taskId`, `tool`, `endpoint`; text: the id) when
 /// the call became a task, else the result as `mcp call` prints it.
-async fn detached(run: &Run, tool: &str, args: &Value, format: Format) -> Result<ExitCode, Fail> {
+async fn detached(
+    run: &Run,
+    tool: &str,
+    args: &Value,
+    format: Format,
+    raw: bool,
+) -> Result<ExitCode, Fail> {
     let started = with_elapsed(tool, None, run.slot.start_task(tool, args)).await;
     let task = match started {
         TaskStart::Task(t) => t,
         TaskStart::Done(r) => {
-            print_result(run, tool, &r, format, false);
+            print_result(run, tool, &r, format, raw);
             return Ok(finish(run, if r.ok { 0 } else { 1 }).await);
         }
     };
@@ -1265,7 +1271,7 @@ async fn dispatch(cmd: Cmd) -> Result<ExitCode, Fail> {
             }
             let format = common.format.unwrap_or(Format::Json);
             if detach {
-                return detached(&run, tool, &args, format).await;
+                return detached(&run, tool, &args, format, common.raw).await;
             }
             // On a terminal, the status line shows the call's progress notifications and its
             // task's status messages too.
