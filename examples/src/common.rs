@@ -544,6 +544,73 @@ pub fn quantile(sorted: &[f64], q: f64) -> f64 {
     sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
+/// What a call's live status line shows: the latest progress (number and total, as the server
+/// wrote them) and the latest status message (a task's `statusMessage` or a progress message).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CallStatus {
+    /// `progress` and `total` of the latest progress notification with a number.
+    pub progress: Option<(String, Option<String>)>,
+    /// The latest message (already redacted by the core).
+    pub message: Option<String>,
+}
+
+/// Width of the status line's progress bar, in cells.
+const BAR_CELLS: usize = 20;
+/// Most characters of a status line (a longer one would wrap and could not be cleared).
+pub const STATUS_LINE_CHARS: usize = 100;
+
+impl CallStatus {
+    /// Takes a progress update: a number updates the progress, a message the message (a
+    /// task's status message comes with an empty `progress`).
+    pub fn update(&mut self, progress: &str, total: Option<&str>, message: Option<&str>) {
+        if !progress.is_empty() {
+            self.progress = Some((progress.to_owned(), total.map(str::to_owned)));
+        }
+        if let Some(m) = message {
+            self.message = Some(m.to_owned());
+        }
+    }
+
+    /// The line: `LABEL 12 s [#########-----------] 9/20 message`; the bar only when the
+    /// progress has a total (a number above 0), control characters of the message dropped,
+    /// at most [`STATUS_LINE_CHARS`] characters.
+    pub fn line(&self, label: &str, elapsed_s: u64) -> String {
+        let mut line = format!("{label} {elapsed_s} s");
+        if let Some((p, total)) = &self.progress {
+            let ratio = total.as_deref().and_then(|t| {
+                let (p, t) = (p.parse::<f64>().ok()?, t.parse::<f64>().ok()?);
+                (t > 0.0 && p.is_finite() && t.is_finite()).then(|| (p / t).clamp(0.0, 1.0))
+            });
+            if let Some(r) = ratio {
+                let filled = (r * BAR_CELLS as f64).round() as usize;
+                line.push_str(&format!(
+                    " [{}{}]",
+                    "#".repeat(filled),
+                    "-".repeat(BAR_CELLS - filled)
+                ));
+            }
+            line.push(' ');
+            line.push_str(p);
+            if let Some(t) = total {
+                line.push('/');
+                line.push_str(t);
+            }
+        }
+        if let Some(m) = &self.message {
+            line.push(' ');
+            line.extend(m.chars().map(|c| if c.is_control() { ' ' } else { c }));
+        }
+        match line.char_indices().nth(STATUS_LINE_CHARS - 1) {
+            Some((at, _)) => {
+                line.truncate(at);
+                line.push('…');
+                line
+            }
+            None => line,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -712,5 +779,34 @@ mod tests {
         assert_eq!(quantile(&v, 0.5), 50.0);
         assert_eq!(quantile(&v, 0.99), 99.0);
         assert_eq!(quantile(&[], 0.5), 0.0);
+    }
+
+    #[test]
+    fn the_status_line_shows_the_message_the_time_and_a_bar_only_with_a_total() {
+        let mut st = CallStatus::default();
+        assert_eq!(st.line("scan", 0), "scan 0 s");
+        st.update("", None, Some("scanning 10.0.0.5"));
+        assert_eq!(st.line("scan", 3), "scan 3 s scanning 10.0.0.5");
+        st.update("3", None, None);
+        assert_eq!(st.line("scan", 4), "scan 4 s 3 scanning 10.0.0.5");
+        st.update("1", Some("4"), Some("step\n2"));
+        assert_eq!(
+            st.line("scan", 5),
+            "scan 5 s [#####---------------] 1/4 step 2"
+        );
+        // A status message without a number keeps the bar.
+        st.update("", None, Some("almost"));
+        assert_eq!(
+            st.line("scan", 6),
+            "scan 6 s [#####---------------] 1/4 almost"
+        );
+        st.update("9", Some("4"), None);
+        assert!(st.line("s", 1).contains("[####################] 9/4"));
+        st.update("1", Some("0"), None);
+        assert_eq!(st.line("s", 1), "s 1 s 1/0 almost");
+        st.update("", None, Some(&"x".repeat(500)));
+        let long = st.line("s", 1);
+        assert_eq!(long.chars().count(), STATUS_LINE_CHARS);
+        assert!(long.ends_with('…'));
     }
 }

@@ -34,7 +34,8 @@
 //! ```
 //!
 //! Modules: [`context`] (`HarnessContext`, its builder, `Options`, `ctx.mcp(slot)`), [`slot`]
-//! (slot handles), [`tool`] (typed `Tool` from `tools/list`), [`exec`] (`run_command` on a
+//! (slot handles), [`task`] (tool calls held as tasks: start, status, wait, cancel,
+//! re-attach), [`tool`] (typed `Tool` from `tools/list`), [`exec`] (`run_command` on a
 //! shared box), [`net`] (connections, pool, TLS, clock), [`stdio`] (local servers over
 //! stdio: child processes, routed lines), [`proxy`] (forward proxies),
 //! [`trust`] (roots and certificate errors), [`protocol`] (resources, prompts, ping,
@@ -55,6 +56,7 @@ pub mod route;
 pub mod shared;
 pub mod slot;
 pub mod stdio;
+pub mod task;
 pub mod tool;
 pub mod trace;
 pub mod trust;
@@ -76,6 +78,7 @@ pub use proxy::{Proxy, ProxyRule};
 pub use result::{CallError, ListToolsError, ToolResult};
 pub use shared::HostShared;
 pub use slot::{SlotHandle, SlotSpec};
+pub use task::{TaskHandle, TaskStart};
 pub use tool::Tool;
 pub use trace::{WireEvent, WireTrace};
 pub use trust::{CertProblem, Trust};

@@ -19,6 +19,7 @@ use verifi_mcp_core::drive::{
     self, CallBuffers, InFlight, ProgressObserver, ProgressUpdate, SlotConfig, SlotState,
 };
 use verifi_mcp_core::harness::events::{Timeline, TimelineEvent};
+use verifi_mcp_core::harness::failover::Target;
 use verifi_mcp_core::harness::meter::{Ledger, LedgerRecord};
 use verifi_mcp_core::wire::endpoint::Endpoint;
 use verifi_mcp_core::wire::json::{JsonLimits, Value};
@@ -162,6 +163,8 @@ const HEAD_BYTES: usize = 16 * 1024;
 const READ_BYTES: usize = 16 * 1024;
 /// Cap of an error message.
 const ERROR_BYTES: usize = 4 * 1024;
+/// Deadline of the `tasks/cancel` sent for a dropped call's task.
+const TASK_CANCEL_MS: u64 = 2_000;
 
 /// Adds each attempt to the run's totals.
 struct RunLedger<'a>(&'a Records);
@@ -569,7 +572,9 @@ impl SlotHandle {
 
     /// Calls `tool` with `args` (anything that serializes to a JSON object; `()` or `null`
     /// for none). Never panics and never fails: every outcome is a [`ToolResult`], metered and,
-    /// when not ok, on the timeline.
+    /// when not ok, on the timeline. A call its server makes a task (the 2026-07-28 tasks
+    /// extension) is followed to its result; [`start_task`](Self::start_task) hands the task
+    /// back instead, to follow later (also after a restart, with [`task`](Self::task)).
     pub async fn call(&self, tool: &str, args: impl Serialize) -> ToolResult {
         // Arguments that do not serialize are sent to the core as a non-object, which it
         // reports (and meters) as bad arguments, the same as any non-object arguments.
@@ -614,17 +619,41 @@ impl SlotHandle {
         on_progress: Option<ProgressObserver<'_>>,
         bearer: Option<&str>,
     ) -> (ToolResult, Option<String>) {
+        match self
+            .call_as(tool, json, on_progress, bearer, Tasking::Wait)
+            .await
+        {
+            (Ended::Done(r), challenge) => (r, challenge),
+            // A call that waits for its task never comes back as a running task.
+            (Ended::Task { .. }, challenge) => (
+                ToolResult::local_failure("the call came back as a running task"),
+                challenge,
+            ),
+        }
+    }
+
+    /// [`call_once`](Self::call_once), doing `how` with a task the server makes of the call:
+    /// wait for its end, hand it back running (detach), or follow an earlier one (attach).
+    pub(crate) async fn call_as(
+        &self,
+        tool: &str,
+        json: &[u8],
+        on_progress: Option<ProgressObserver<'_>>,
+        bearer: Option<&str>,
+        how: Tasking<'_>,
+    ) -> (Ended, Option<String>) {
+        let done = |r| (Ended::Done(r), None);
         let args = match Value::parse(json, JsonLimits::default()) {
             Ok(v) if v.is_null() => None,
             Ok(v) => Some(v),
             Err(e) => {
                 let e = format!("arguments are not JSON: {e}");
-                return (self.local_failure(tool, &e), None);
+                return done(self.local_failure(tool, &e));
             }
         };
         let endpoints = match self.endpoints() {
             Ok(e) => e,
-            Err(e) => return (self.local_failure(tool, &e), None),
+            Err(e) => return done(self.local_failure(tool, &e)),
         };
         let authorization = bearer.map(|b| format!("Bearer {b}"));
         let headers = self.headers_with(&authorization);
@@ -652,20 +681,62 @@ impl SlotHandle {
             slot: self,
         };
         let Ok(net) = self.net() else {
-            return (self.local_failure(tool, "slot route unavailable"), None);
+            return done(self.local_failure(tool, "slot route unavailable"));
         };
-        let r = drive::call(
-            &net,
-            &cfg,
-            &self.inner.state,
-            tool,
-            args,
-            &secrets,
-            &mut ledger,
-            &mut timeline,
-            &mut bufs,
-        )
-        .await;
+        let state = &self.inner.state;
+        let r = match how {
+            Tasking::Wait => {
+                drive::call(
+                    &net,
+                    &cfg,
+                    state,
+                    tool,
+                    args,
+                    &secrets,
+                    &mut ledger,
+                    &mut timeline,
+                    &mut bufs,
+                )
+                .await
+            }
+            Tasking::Detach => {
+                match drive::start_task(
+                    &net,
+                    &cfg,
+                    state,
+                    tool,
+                    args,
+                    &secrets,
+                    &mut ledger,
+                    &mut timeline,
+                    &mut bufs,
+                )
+                .await
+                {
+                    drive::Started::Done(r) => r,
+                    drive::Started::Task { target, id } => {
+                        // Running on its server: nothing to cancel if this future is dropped.
+                        std::mem::forget(cancel_if_dropped);
+                        let id = id.as_str().to_owned();
+                        return (Ended::Task { target, id }, None);
+                    }
+                }
+            }
+            Tasking::Attach { target, task } => {
+                drive::attach_task(
+                    &net,
+                    &cfg,
+                    state,
+                    (target, tool),
+                    task,
+                    &secrets,
+                    &mut ledger,
+                    &mut timeline,
+                    &mut bufs,
+                )
+                .await
+            }
+        };
         let mut owned = ToolResult::from_core_without_text(&r);
         if matches!(owned.kind, Kind::Unreachable(_))
             && let Some(e) = owned.error.take()
@@ -703,7 +774,7 @@ impl SlotHandle {
         let challenge = crate::auth::slot::status_of(&owned)
             .filter(|c| *c == 401 || *c == 403)
             .and_then(|c| crate::auth::client::challenge_in_head(&s.head, c));
-        (owned, challenge)
+        (Ended::Done(owned), challenge)
     }
 
     /// The names of the slot's tools (every page). Fails over like a call; a failure of the
@@ -809,6 +880,73 @@ impl SlotHandle {
                     drive::cancel_dropped(&net, &cfg, &slot.inner.state, request, &mut bufs).await;
                 })
             });
+    }
+
+    /// Tells the task's server, best effort and off the caller's task, that a dropped call's
+    /// task is cancelled (`tasks/cancel`), as [`cancel_dropped`](Self::cancel_dropped) does a
+    /// `tools/call`.
+    fn cancel_dropped_task(&self, target: Target, task: String) {
+        let slot = self.clone();
+        let _ = std::thread::Builder::new()
+            .name("mcp-task-cancel".into())
+            .spawn(move || {
+                async_io::block_on(async {
+                    let Ok(endpoints) = slot.endpoints() else {
+                        return;
+                    };
+                    let authorization = slot.held_authorization();
+                    let headers = slot.headers_with(&authorization);
+                    let mut cfg = slot.config(endpoints, &headers);
+                    // A courtesy on its own short deadline, never the call's whole timeout.
+                    cfg.timeout_ms = cfg.timeout_ms.min(TASK_CANCEL_MS);
+                    let Ok(net) = slot.net() else {
+                        return;
+                    };
+                    let secrets = slot.secrets_now();
+                    let mut scratch = slot.scratch();
+                    let mut bufs = slot.bufs(scratch.get());
+                    let req = Request::TaskCancel { task: &task };
+                    let _ = drive::task_request(
+                        &net,
+                        &cfg,
+                        &slot.inner.state,
+                        (target, req),
+                        &secrets,
+                        &mut bufs,
+                    )
+                    .await;
+                })
+            });
+    }
+
+    /// One `tasks/get` or `tasks/cancel` to `target` alone (a task lives on its server): the
+    /// whole result, redacted. Not metered; on an OAuth slot, with its bearer token.
+    pub(crate) async fn task_request(
+        &self,
+        target: Target,
+        req: Request<'_>,
+    ) -> Result<Vec<u8>, ProtocolError> {
+        let method = req.method();
+        let local = |e: &str| ProtocolError::local(method, e, &self.secrets_now());
+        let endpoints = self.endpoints().map_err(|e| local(&e))?;
+        let authorization = self.authorization().await.map_err(|e| local(&e))?;
+        let headers = self.headers_with(&authorization);
+        let secrets = self.secrets_now();
+        let cfg = self.config(endpoints, &headers);
+        let net = self.net().map_err(|e| local(&e))?;
+        let mut scratch = self.scratch();
+        let mut bufs = self.bufs(scratch.get());
+        let answered = drive::task_request(
+            &net,
+            &cfg,
+            &self.inner.state,
+            (target, req),
+            &secrets,
+            &mut bufs,
+        )
+        .await
+        .map_err(|e| self.noted(ProtocolError::from_core(&e, &secrets)))?;
+        Ok(answered.result.to_vec())
     }
 
     /// Ends this slot's sessions (best-effort HTTP DELETE; 405 is fine).
@@ -1051,7 +1189,10 @@ impl SlotHandle {
 }
 
 /// Armed while a call runs: when the caller drops the call's future with a `tools/call` on the
-/// wire, the server is told to cancel it. A call that ends normally disarms it (`forget`).
+/// wire, the server is told to cancel it (`notifications/cancelled`); when the call is a task
+/// being polled (a transparent call, or a [`crate::TaskHandle::wait`]), the task is cancelled
+/// on its server (`tasks/cancel`). A call that ends normally, or hands its task back running,
+/// disarms it (`forget`).
 struct CancelIfDropped<'s> {
     slot: &'s SlotHandle,
     in_flight: &'s InFlight,
@@ -1061,8 +1202,42 @@ impl Drop for CancelIfDropped<'_> {
     fn drop(&mut self) {
         if let Some(request) = self.in_flight.get() {
             self.slot.cancel_dropped(request);
+        } else if let Some((target, task)) = self.in_flight.task() {
+            // The call had become a task that runs on: it is cancelled on its server.
+            self.slot
+                .cancel_dropped_task(target, task.as_str().to_owned());
         }
     }
+}
+
+/// What a call does with a task its server makes of it (the tasks extension).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Tasking<'a> {
+    /// Polls it to its end ([`SlotHandle::call`]).
+    Wait,
+    /// Hands it back running ([`SlotHandle::start_task`]).
+    Detach,
+    /// Follows the task `task` on `target`, which an earlier call became.
+    Attach {
+        /// The task's server.
+        target: Target,
+        /// Its id.
+        task: &'a str,
+    },
+}
+
+/// How [`SlotHandle::call_as`] ended.
+#[derive(Debug)]
+pub(crate) enum Ended {
+    /// The call's result (answered, failed, or its task's end).
+    Done(ToolResult),
+    /// The call is the task `id` on `target`, still running (a detached call).
+    Task {
+        /// The task's server.
+        target: Target,
+        /// Its id.
+        id: String,
+    },
 }
 
 #[cfg(test)]

@@ -15,9 +15,9 @@ use std::time::{Duration, Instant};
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use serde_json::{Map, Value, json};
 use verifi_mcp_examples::common::{
-    self, CLI_SLOT, UsageError, add_pairs, amend_manifest, args_from_source, config_server,
-    endpoint_base, event_line, ledger_json, mcp_url, one_slot_manifest, parse_args, parse_header,
-    render_json, result_json, run_secrets, scrub, timeline_json,
+    self, CLI_SLOT, CallStatus, UsageError, add_pairs, amend_manifest, args_from_source,
+    config_server, endpoint_base, event_line, ledger_json, mcp_url, one_slot_manifest, parse_args,
+    parse_header, render_json, result_json, run_secrets, scrub, timeline_json,
 };
 use verifi_mcp_examples::protocol_cmds::{self, ProtoCmd};
 use verifi_mcp_host::auth::loopback::LoopbackHook;
@@ -26,8 +26,8 @@ use verifi_mcp_host::context::INSECURE_WARNING;
 use verifi_mcp_host::proxy::EnvProxies;
 use verifi_mcp_host::{Elicitation, EraSetting, ProxyRule, RootCert};
 use verifi_mcp_host::{
-    Exec, HarnessContext, Options, ProgressUpdate, ProtocolVersion, SlotHandle, ToolResult,
-    WireEvent, WireTrace,
+    Exec, HarnessContext, Options, ProgressUpdate, ProtocolVersion, SlotHandle, TaskStart,
+    ToolResult, WireEvent, WireTrace,
 };
 
 /// Longest stdin line `batch` accepts.
@@ -81,6 +81,8 @@ Examples:
   mcp exec http://127.0.0.1:8080 'uname -a'
   mcp call --stdio 'uvx nmap-mcp' scan target=10.0.0.5
   mcp call --config ~/.cursor/mcp.json --server kali echo text=hi
+  mcp call http://127.0.0.1:8080 scan target=10.0.0.5 --detach   # a long tool's task id
+  mcp task wait http://127.0.0.1:8080 TASK_ID --tool scan
   MCP_ENDPOINT=http://127.0.0.1:8080 mcp call echo text=hi
   mcp completions bash > /etc/bash_completion.d/mcp";
 
@@ -100,7 +102,20 @@ Examples:
   mcp call http://127.0.0.1:8080 run_command command='uname -a' timeout:=30
   mcp call http://127.0.0.1:8080 echo --args @big-args.json
   printf '{\"text\":\"from stdin\"}' | mcp call http://127.0.0.1:8080 echo --args -
-  mcp call http://127.0.0.1:8080 echo text=hi --format text";
+  mcp call http://127.0.0.1:8080 echo text=hi --format text
+  mcp call http://127.0.0.1:8080 scan target=10.0.0.0/24 --detach   # prints the task id
+  mcp task wait http://127.0.0.1:8080 TASK_ID --tool scan";
+
+const TASK_EXAMPLES: &str = "\
+A long tool may run as a task on a 2026-07-28 server (the tasks extension): `mcp call` waits
+for it by itself; `mcp call --detach` prints its id and leaves it running. The task lives on
+the server that took the call: give that server's ENDPOINT.
+
+Examples:
+  mcp call http://127.0.0.1:8080 scan target=10.0.0.0/24 --detach
+  mcp task get http://127.0.0.1:8080 TASK_ID                # its status, as JSON
+  mcp task wait http://127.0.0.1:8080 TASK_ID --tool scan   # its result, like mcp call
+  mcp task cancel http://127.0.0.1:8080 TASK_ID";
 
 const EXEC_EXAMPLES: &str = "\
 Runs COMMAND with the run_command tool of a Kali-style box and prints its output. The
@@ -310,9 +325,17 @@ enum Cmd {
         /// Tool arguments: JSON text, @FILE or - (stdin).
         #[arg(long, value_name = "JSON|@FILE|-")]
         args: Option<String>,
+        /// If the server makes the call a task (2026 tasks extension), print the task's id
+        /// and exit 0 while it runs on (follow it with `mcp task`); a server that answers at
+        /// once gets its result printed as usual.
+        #[arg(long)]
+        detach: bool,
         #[command(flatten)]
         common: Common,
     },
+    /// Follow a task a call became (2026 tasks extension): get, wait, cancel.
+    #[command(subcommand, after_help = TASK_EXAMPLES)]
+    Task(TaskCmd),
     /// Run a command on a Kali-style box (its run_command tool); exits with its exit code.
     #[command(
         after_help = EXEC_EXAMPLES,
@@ -392,6 +415,137 @@ enum Cmd {
     Prompt(ProtoArgs),
     /// Ping the server: `mcp ping ENDPOINT`.
     Ping(ProtoArgs),
+}
+
+/// `mcp task …`: a task a call became.
+#[derive(Subcommand, Debug)]
+enum TaskCmd {
+    /// Print the task's status (tasks/get) as JSON: status, statusMessage, and its result
+    /// or error once it ended.
+    #[command(
+        override_usage = "mcp task get [OPTIONS] [ENDPOINT] <TASK_ID>",
+        after_help = TASK_EXAMPLES
+    )]
+    Get(TaskArgs),
+    /// Wait for the task's end and print its result like `mcp call` (--timeout-ms from now;
+    /// at it, the task is cancelled).
+    #[command(
+        override_usage = "mcp task wait [OPTIONS] [ENDPOINT] <TASK_ID>",
+        after_help = TASK_EXAMPLES
+    )]
+    Wait {
+        #[command(flatten)]
+        task: TaskArgs,
+        /// The tool whose call the task is (its name on the timeline).
+        #[arg(long, value_name = "NAME")]
+        tool: Option<String>,
+    },
+    /// Cancel the task (tasks/cancel) and print the server's answer as JSON.
+    #[command(
+        override_usage = "mcp task cancel [OPTIONS] [ENDPOINT] <TASK_ID>",
+        after_help = TASK_EXAMPLES
+    )]
+    Cancel(TaskArgs),
+}
+
+/// The arguments of `mcp task …`.
+#[derive(Args, Debug)]
+struct TaskArgs {
+    /// ENDPOINT, or TASK_ID when the server comes from --manifest, --config or MCP_ENDPOINT.
+    #[arg(value_name = "ENDPOINT", allow_hyphen_values = true)]
+    first: String,
+    /// TASK_ID: the id `mcp call --detach` printed (one that starts with `-` is fine).
+    #[arg(value_name = "TASK_ID", allow_hyphen_values = true)]
+    second: Option<String>,
+    #[command(flatten)]
+    common: Common,
+}
+
+/// `mcp call --detach`: the task's id (JSON: `taskId`, `tool`, `endpoint`; text: the id) when
+/// the call became a task, else the result as `mcp call` prints it.
+async fn detached(
+    run: &Run,
+    tool: &str,
+    args: &Value,
+    format: Format,
+    raw: bool,
+) -> Result<ExitCode, Fail> {
+    let started = with_elapsed(tool, None, run.slot.start_task(tool, args)).await;
+    let task = match started {
+        TaskStart::Task(t) => t,
+        TaskStart::Done(r) => {
+            print_result(run, tool, &r, format, raw);
+            return Ok(finish(run, if r.ok { 0 } else { 1 }).await);
+        }
+    };
+    let endpoint = match task.on_fallback() {
+        true => run.slot.fallback().unwrap_or_default(),
+        false => run.slot.endpoint(),
+    };
+    match format {
+        Format::Json => run.p.json(&json!({
+            "taskId": task.id(),
+            "tool": tool,
+            "endpoint": endpoint,
+        })),
+        Format::Text => run.p.text(task.id()),
+    }
+    if std::io::stderr().is_terminal() {
+        run.p.err(&format!(
+            "mcp: {tool} runs on as task {}; follow it with: mcp task wait {endpoint} {} --tool {tool}",
+            task.id(),
+            task.id()
+        ));
+    }
+    Ok(finish(run, 0).await)
+}
+
+/// `mcp task get|wait|cancel`.
+async fn task(cmd: TaskCmd) -> Result<ExitCode, Fail> {
+    let (a, wait, cancel) = match cmd {
+        TaskCmd::Get(a) => (a, None, false),
+        TaskCmd::Cancel(a) => (a, None, true),
+        TaskCmd::Wait { task, tool } => (task, Some(tool), false),
+    };
+    let mut pos: Vec<String> = std::iter::once(a.first).chain(a.second).collect();
+    let run = build(&a.common, &mut pos, &run_id())?;
+    let id = match pos.as_slice() {
+        [id] if !id.trim().is_empty() => id.clone(),
+        [] | [_] => return Err(UsageError("missing TASK_ID".into()).into()),
+        [_, x, ..] => return Err(UsageError(format!("unexpected argument {x:?}")).into()),
+    };
+    let mut handle = run.slot.task(&id);
+    let Some(tool) = wait else {
+        let answer = match cancel {
+            true => handle.cancel().await,
+            false => handle.status().await,
+        };
+        return Ok(match answer {
+            Ok(v) => {
+                run.p.json(&v);
+                finish(&run, 0).await
+            }
+            Err(e) => {
+                run.p.err(&format!("mcp: {e}"));
+                run.hint(&e.message);
+                finish(&run, 1).await
+            }
+        });
+    };
+    if let Some(tool) = &tool {
+        handle = handle.tool(tool);
+    }
+    let status = Mutex::new(CallStatus::default());
+    let label = format!("task {id}");
+    let r = with_elapsed(
+        &label,
+        Some(&status),
+        handle.wait_with_progress(status_observer(&status)),
+    )
+    .await;
+    let format = a.common.format.unwrap_or(Format::Json);
+    print_result(&run, handle.tool_name(), &r, format, a.common.raw);
+    Ok(finish(&run, if r.ok { 0 } else { 1 }).await)
 }
 
 /// The arguments of the protocol subcommands (see `protocol_cmds`).
@@ -897,25 +1051,13 @@ fn run_id() -> String {
     format!("mcp-cli-{}-{t}", std::process::id())
 }
 
-/// `progress 2/3: message` (the message already redacted by the core).
-fn progress_line(u: &ProgressUpdate<'_>) -> String {
-    let mut line = format!("progress {}", u.progress);
-    if let Some(total) = u.total {
-        line.push('/');
-        line.push_str(total);
-    }
-    if let Some(m) = u.message {
-        line.push_str(": ");
-        line.push_str(m);
-    }
-    line
-}
-
-/// Runs `fut`; on a terminal, shows the elapsed time (and `status`, the latest progress)
-/// on stderr while it runs.
+/// Runs `fut`; on a terminal, shows a live status line on stderr while it runs (from its
+/// first second): the label, the elapsed time and `status` (the latest progress, with a bar
+/// when it has a total, and the latest status message). The line is cleared before `fut`'s
+/// output is returned, so nothing of it is left above the result. Off a terminal: nothing.
 async fn with_elapsed<T>(
     label: &str,
-    status: Option<&Mutex<String>>,
+    status: Option<&Mutex<CallStatus>>,
     fut: impl std::future::Future<Output = T>,
 ) -> T {
     if !std::io::stderr().is_terminal() {
@@ -925,16 +1067,14 @@ async fn with_elapsed<T>(
     let shown = std::sync::atomic::AtomicBool::new(false);
     let ticker = async {
         loop {
-            smol::Timer::after(Duration::from_millis(500)).await;
-            let s = start.elapsed().as_secs_f64();
-            if s >= 1.0 {
+            smol::Timer::after(Duration::from_millis(250)).await;
+            let s = start.elapsed().as_secs();
+            if s >= 1 {
                 shown.store(true, Ordering::Relaxed);
-                let progress = status
-                    .and_then(|m| m.lock().ok().map(|s| s.clone()))
-                    .filter(|s| !s.is_empty())
-                    .map(|s| format!(", {s}"))
-                    .unwrap_or_default();
-                eprint!("\r\x1b[K{label}: {s:.0} s elapsed{progress}");
+                let line = status
+                    .and_then(|m| m.lock().ok().map(|st| st.line(label, s)))
+                    .unwrap_or_else(|| CallStatus::default().line(label, s));
+                eprint!("\r\x1b[K{line}");
             }
         }
     };
@@ -947,6 +1087,36 @@ async fn with_elapsed<T>(
         eprint!("\r\x1b[K");
     }
     out
+}
+
+/// A progress observer that keeps the latest progress and message in `status`.
+fn status_observer(status: &Mutex<CallStatus>) -> impl Fn(&ProgressUpdate<'_>) + Sync + '_ {
+    move |u: &ProgressUpdate<'_>| {
+        if let Ok(mut st) = status.lock() {
+            st.update(u.progress, u.total, u.message);
+        }
+    }
+}
+
+/// Prints a call's result (or a task's, which is the same) as `format` says.
+fn print_result(run: &Run, tool: &str, r: &ToolResult, format: Format, raw: bool) {
+    match format {
+        Format::Json if raw => run
+            .p
+            .json(&protocol_cmds::with_call_result(result_json(r), r)),
+        Format::Json => run.p.json(&result_json(r)),
+        Format::Text => {
+            if !r.text.is_empty() || r.ok {
+                run.p.text(r.text.trim_end_matches('\n'));
+            }
+            if let Some(e) = &r.error {
+                run.p.err(&format!("mcp: {tool}: {e}"));
+            }
+        }
+    }
+    if let Some(e) = &r.error {
+        run.hint(e);
+    }
 }
 
 /// clap's error as one line that still names what is wrong (the missing argument, the bad
@@ -1097,6 +1267,7 @@ async fn dispatch(cmd: Cmd) -> Result<ExitCode, Fail> {
         Cmd::Call {
             mut pos,
             args,
+            detach,
             common,
         } => {
             let run = build(&common, &mut pos, &run_id())?;
@@ -1110,38 +1281,24 @@ async fn dispatch(cmd: Cmd) -> Result<ExitCode, Fail> {
                 run.p.err(&format!("mcp: {e}"));
                 return Ok(finish(&run, 1).await);
             }
-            // On a terminal, the status line shows the call's progress notifications too.
-            let status = Mutex::new(String::new());
-            let on_progress = |u: &ProgressUpdate<'_>| {
-                if let Ok(mut s) = status.lock() {
-                    *s = progress_line(u);
-                }
-            };
+            let format = common.format.unwrap_or(Format::Json);
+            if detach {
+                return detached(&run, tool, &args, format, common.raw).await;
+            }
+            // On a terminal, the status line shows the call's progress notifications and its
+            // task's status messages too.
+            let status = Mutex::new(CallStatus::default());
             let r = with_elapsed(
                 tool,
                 Some(&status),
-                run.slot.call_with_progress(tool, &args, on_progress),
+                run.slot
+                    .call_with_progress(tool, &args, status_observer(&status)),
             )
             .await;
-            match common.format.unwrap_or(Format::Json) {
-                Format::Json if common.raw => run
-                    .p
-                    .json(&protocol_cmds::with_call_result(result_json(&r), &r)),
-                Format::Json => run.p.json(&result_json(&r)),
-                Format::Text => {
-                    if !r.text.is_empty() || r.ok {
-                        run.p.text(r.text.trim_end_matches('\n'));
-                    }
-                    if let Some(e) = &r.error {
-                        run.p.err(&format!("mcp: {tool}: {e}"));
-                    }
-                }
-            }
-            if let Some(e) = &r.error {
-                run.hint(e);
-            }
+            print_result(&run, tool, &r, format, common.raw);
             Ok(finish(&run, if r.ok { 0 } else { 1 }).await)
         }
+        Cmd::Task(cmd) => task(cmd).await,
         Cmd::Exec {
             mut pos,
             workspace,

@@ -5,7 +5,8 @@ usage: tasks_server.py PORT
   PORT  a TCP port on 127.0.0.1; 0 picks a free one. The chosen port is printed on stdout
         (one line, flushed) once the server accepts connections.
 
-Tools: scan {target, seconds} (task required: sleeps, then reports), scan_fail (task required:
+Tools: scan {target, seconds} (task required: sleeps, with a statusMessage per tenth of a second,
+then reports), scan_fail (task required:
 raises "nmap: host down"), echo {text} (no task), runs {} (what this process has seen, as JSON:
 how many times each task tool started and finished, and how many were cancelled).
 """
@@ -17,7 +18,7 @@ import sys
 from datetime import timedelta
 
 import uvicorn
-from fastmcp import FastMCP
+from fastmcp import Context, FastMCP
 from fastmcp.exceptions import ToolError
 from fastmcp.utilities.tasks import TaskConfig
 from fastmcp_tasks import TasksExtension
@@ -30,11 +31,15 @@ TASK = TaskConfig(mode="required", poll_interval=timedelta(milliseconds=200))
 
 
 @mcp.tool(task=TASK)
-async def scan(target: str, seconds: float = 1.0) -> str:
-    """Scans a target (sleeps `seconds`) as a task."""
+async def scan(target: str, ctx: Context, seconds: float = 1.0) -> str:
+    """Scans a target (sleeps `seconds`) as a task, saying how far it got in the task's
+    statusMessage ("scanning TARGET: step I/N", ten steps a second)."""
     RUNS["scan_started"] += 1
+    steps = max(1, round(seconds * 10))
     try:
-        await asyncio.sleep(seconds)
+        for i in range(steps):
+            await ctx.report_progress(i, steps, f"scanning {target}: step {i}/{steps}")
+            await asyncio.sleep(seconds / steps)
     except asyncio.CancelledError:
         RUNS["scan_cancelled"] += 1
         raise
