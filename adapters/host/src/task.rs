@@ -172,6 +172,7 @@ impl TaskHandle {
             method,
             code: None,
             message: format!("{method} failed: the result is not JSON: {e}"),
+            not_found: false,
         })
     }
 }
