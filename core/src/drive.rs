@@ -170,7 +170,7 @@ where
                     let _ = select(answer, net.sleep_until(until)).await;
                 }
             }
-            Action::Report | Action::Done => return action,
+            Action::Report | Action::Done | Action::TaskStarted => return action,
         }
     }
 }
@@ -435,12 +435,26 @@ where
             }
         };
         let mut conn = None;
+        let mut start_told = false;
         loop {
             meter.attempt_open = true;
             let action = pump(net, cfg, state, &mut op, &mut conn).await;
             meter.attempt_open = false;
             if action == Action::Done {
                 break;
+            }
+            if action == Action::TaskStarted {
+                // When the call becomes a task: a dropped call's task is on the timeline too.
+                if let Some(task) = op.task_id() {
+                    meter.timeline.emit(&TimelineEvent::Task {
+                        slot: cfg.slot,
+                        tool,
+                        task,
+                        status: "working",
+                    });
+                    start_told = true;
+                }
+                continue;
             }
             let Some(report) = op.report() else { continue };
             // Every attempt but the last is metered here; the last with the result below.
@@ -472,7 +486,7 @@ where
         if let Some(task) = op.task_id() {
             // The task's start and end, once each (the tool ran once, on its server); a
             // detached call says only its start, the call that follows it only its end.
-            let start = (!attached).then_some("working");
+            let start = (!attached && !start_told).then_some("working");
             let end = (started.is_none()).then(|| op.task_end());
             for status in start.into_iter().chain(end) {
                 meter.timeline.emit(&TimelineEvent::Task {

@@ -63,7 +63,8 @@
 //!             op.handle_read(now, n);
 //!         }
 //!         Action::Sleep { .. } => now = op.timeout(),
-//!         Action::Recycle | Action::Close | Action::Report | Action::Respond { .. } => {}
+//!         Action::Recycle | Action::Close | Action::Report => {}
+//!         Action::Respond { .. } | Action::TaskStarted => {}
 //!         Action::Done => break,
 //!     }
 //! }

@@ -74,6 +74,8 @@ struct Seen {
     /// Each connect: (server, fresh).
     connects: Vec<(Target, bool)>,
     reports: Vec<AttemptOutcome>,
+    /// How many times the op said the call became a task.
+    task_started: u32,
     /// When each request was written.
     times: Vec<u64>,
     /// When the op ended.
@@ -222,6 +224,7 @@ fn run<F: FnMut(Option<(Value<'_>, &[u8])>)>(
                 seen.times.push(now);
             }
             Action::Report => seen.reports.push(op.report().unwrap().outcome),
+            Action::TaskStarted => seen.task_started += 1,
             Action::Done => {
                 seen.ended_at = now;
                 return seen;
@@ -663,6 +666,7 @@ fn an_unreachable_primary_fails_over_and_reports_each_attempt() {
                 }
             },
             Action::Report => seen.reports.push(op.report().unwrap().outcome),
+            Action::TaskStarted => seen.task_started += 1,
             Action::Sleep { .. } => now = op.timeout(),
             Action::Recycle | Action::Close | Action::Respond { .. } => {}
             Action::Done => break,
@@ -1268,6 +1272,10 @@ fn a_task_is_polled_to_its_result_which_is_redacted_and_the_tool_ran_once() {
     assert_eq!(r.answer, Some(Answer::Result { is_error: false }));
     assert_eq!(count(&r.seen, "POST:tools/call"), 1);
     assert_eq!(count(&r.seen, "POST:tasks/get"), 3);
+    assert_eq!(
+        r.seen.task_started, 1,
+        "the call says once that it became a task"
+    );
     // The first poll at once, then a ramp from the floor.
     let polls: Vec<u64> = r
         .seen

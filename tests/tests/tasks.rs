@@ -331,6 +331,10 @@ fn a_dropped_call_that_is_a_task_is_cancelled_on_its_server() {
         .collect();
     assert_eq!(errors.len(), 1, "{errors:?}");
     assert_eq!(run_bounded(CHECK_BOUND, runs(&peer))["scan_finished"], 0);
+    // The call said when it became a task, so the dropped call's task is on the timeline.
+    let tasks = ctx.events_of("mcp.task");
+    assert_eq!(tasks.len(), 1, "{tasks:?}");
+    assert_eq!(tasks[0].value()["status"], "working");
 }
 
 #[test]

@@ -64,6 +64,9 @@ pub enum Action {
         /// Which server of the slot.
         target: Target,
     },
+    /// The call became a task ([`Op::task_id`]) and polls it from now on: tell the timeline
+    /// (once; a detached call says so when it ends). Poll again.
+    TaskStarted,
     /// The op has ended; its answer is in its buffers ([`Op::outcome`]). Nothing more comes.
     Done,
 }
@@ -278,6 +281,8 @@ pub struct Op<'o, B: Buf, Sec: AsRef<[u8]>, F: FnMut(Option<(Value<'_>, &[u8])>)
     resent: bool,
     /// The server was probed again after an answer from the other era (once).
     era_reprobed: bool,
+    /// The call just became a task: [`Action::TaskStarted`] is due.
+    task_news: bool,
 }
 
 /// What a call does with a task (the tasks extension).
@@ -463,6 +468,7 @@ where
             input_rounds: 0,
             resent: false,
             era_reprobed: false,
+            task_news: false,
         }
     }
 }
@@ -616,6 +622,9 @@ where
     /// adapter holds its lock for this call alone.
     pub fn poll(&mut self, slot: &mut SlotState, now: Millis) -> Action {
         loop {
+            if core::mem::take(&mut self.task_news) {
+                return Action::TaskStarted;
+            }
             if let Some(action) = self.step(slot, now) {
                 return action;
             }
@@ -1857,6 +1866,7 @@ where
                 if let (Some(w), Some(id)) = (self.cfg.in_flight, self.task_id()) {
                     w.set_task(self.target, id);
                 }
+                self.task_news = true;
                 self.task_polls = 0;
                 self.task_failures = 0;
                 self.stage = Stage::TaskWait { at: now };

@@ -236,6 +236,7 @@ fn drive<F: FnMut(Option<(Value<'_>, &[u8])>)>(
     let mut call_may_have_run = false;
     // A server that says a tool is idempotent may get its call again after a broken stream.
     let mut idempotent_listed = false;
+    let mut task_told = false;
     for step in 0.. {
         assert!(step < MAX_STEPS, "the op did not end in {MAX_STEPS} steps");
         let action = op.poll(slot, now);
@@ -372,6 +373,11 @@ fn drive<F: FnMut(Option<(Value<'_>, &[u8])>)>(
                     !req.windows(19).any(|w| w == b"\"method\":\"tools/call"),
                     "an answer to the server carried a tools/call"
                 );
+            }
+            Action::TaskStarted => {
+                assert!(op.task_id().is_some(), "a task start names its task");
+                assert!(!task_told, "a call becomes a task once");
+                task_told = true;
             }
             Action::Report => {
                 assert!(op.report().is_some(), "a report says how the attempt ended");
