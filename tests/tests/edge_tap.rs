@@ -177,6 +177,42 @@ async fn scenario(stack: embassy_net::Stack<'static>, servers: &Mutex<Vec<(u16, 
         .await;
     assert!(r.ok(), "echo: {:?}", r.error());
     assert_eq!(r.text, "over the tap");
+    // Typed arguments (serde-json-core into a scratch slice, no allocator).
+    #[derive(serde::Serialize)]
+    struct Echo<'s> {
+        text: &'s str,
+    }
+    let mut scratch = [0u8; 128];
+    let mut b = st.buffers();
+    let r = sse
+        .call_typed(
+            &net,
+            "echo",
+            &Echo {
+                text: "typed \"tap\"",
+            },
+            &mut scratch,
+            &mut b,
+        )
+        .await;
+    assert!(r.ok(), "typed echo: {:?}", r.error());
+    assert_eq!(r.text, "typed \"tap\"");
+    // A typed structuredContent, from a slot that keeps its replies.
+    #[derive(serde::Deserialize)]
+    struct Ports {
+        open: [u16; 2],
+    }
+    let mut kept_cfg = config("kali", STATEFUL, None);
+    kept_cfg.keep_raw = true;
+    let kept = EdgeSlot::new(kept_cfg, "run-tap", &[]).unwrap();
+    let kept_st: &mut verifi_mcp_embassy::CallStorage<1024, 1024, 1024, 4096, 1024, 256, 1024> =
+        Box::leak(Box::new(verifi_mcp_embassy::CallStorage::new()));
+    let mut b = kept_st.buffers();
+    let r = kept.call(&net, "ports", None, &mut b).await;
+    assert!(r.ok(), "ports: {:?}", r.error());
+    let mut escapes = [0u8; 32];
+    let ports: Ports = verifi_mcp_embassy::typed::structured(&r, &mut escapes).expect("typed");
+    assert_eq!(ports.open, [22, 80]);
     let mut b = st.buffers();
     let r = sse
         .call(&net, "fail", args(r#"{"message":"boom"}"#), &mut b)

@@ -32,6 +32,8 @@ pub mod shared;
 pub mod slot;
 #[cfg(feature = "tls")]
 pub mod tls;
+#[cfg(feature = "serde")]
+pub mod typed;
 
 pub use net::{EdgeConn, EdgeNet, SocketPool};
 pub use shared::CellShared;

@@ -250,7 +250,7 @@ impl<'a> EdgeSlot<'a> {
         drive::close(net, &self.config, &self.state, bufs).await
     }
 
-    fn sinks(&self) -> (SlotLedger<'_>, SlotTimeline<'_>) {
+    pub(crate) fn sinks(&self) -> (SlotLedger<'_>, SlotTimeline<'_>) {
         (
             SlotLedger(&self.counters),
             SlotTimeline {
@@ -303,7 +303,7 @@ impl<B: Buf> core::fmt::Write for BufWriter<'_, B> {
 }
 
 /// The ledger of one slot: adds each record to the counters.
-struct SlotLedger<'x>(&'x Cell<Counters>);
+pub(crate) struct SlotLedger<'x>(&'x Cell<Counters>);
 
 impl Ledger for SlotLedger<'_> {
     fn record(&mut self, r: LedgerRecord) {
@@ -317,7 +317,7 @@ impl Ledger for SlotLedger<'_> {
 }
 
 /// The timeline of one slot: counts tool errors, logs through defmt, calls the callback.
-struct SlotTimeline<'x> {
+pub(crate) struct SlotTimeline<'x> {
     counters: &'x Cell<Counters>,
     on_event: Option<OnEvent<'x>>,
 }
