@@ -48,7 +48,7 @@ fn run(kind: PeerKind) {
         want.push("peer_stats");
     }
     if kind.sdk() == Sdk::Py {
-        want.push("regional");
+        want.extend(["regional", "confirm_scan"]);
     }
     want.sort();
     assert_eq!(names, want);

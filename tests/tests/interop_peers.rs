@@ -124,7 +124,7 @@ async fn list_tools_names_every_tool(p: &Peer) {
         want.push("peer_stats");
     }
     if p.kind.sdk() == Sdk::Py {
-        want.push("regional");
+        want.extend(["regional", "confirm_scan"]);
     }
     want.sort();
     assert_eq!(names, want);
