@@ -72,6 +72,20 @@ pub trait OnMessage {
     /// response came: a response-shaped message should then be taken as the answer.
     fn on_message(&mut self, msg: &[u8], last_chance: bool) -> Result<Verdict, Failure>;
 
+    /// The same message as the first `len` bytes of the reply buffer, which the exchange
+    /// calls instead: a handler may rewrite the buffer (flatten the text where the message
+    /// lies) or take its storage, but only when it answers [`Verdict::Done`], since nothing of
+    /// the reply is read after that. The default hands the bytes to
+    /// [`on_message`](Self::on_message).
+    fn on_reply(
+        &mut self,
+        reply: &mut dyn Buf,
+        len: usize,
+        last_chance: bool,
+    ) -> Result<Verdict, Failure> {
+        self.on_message(reply.bytes().get(..len).unwrap_or(&[]), last_chance)
+    }
+
     /// How many progress notifications for the request this handler has seen so far; the
     /// driver extends the deadline when it changes. Handlers that do not track progress keep
     /// the default (always 0).
@@ -310,9 +324,8 @@ impl<'h> Exchange<'h> {
                 self.mode = Mode::Finished;
                 let line = trim_cr(reply.bytes());
                 // A blank last line (a lone CR, spaces) is no message, as a blank line never is.
-                if !line.iter().all(u8::is_ascii_whitespace)
-                    && handler.on_message(line, true)? == Verdict::Done
-                {
+                let (blank, len) = (line.iter().all(u8::is_ascii_whitespace), line.len());
+                if !blank && handler.on_reply(reply, len, true)? == Verdict::Done {
                     return Ok(Step::Done);
                 }
                 return Ok(Step::Ended);
@@ -366,10 +379,11 @@ impl<'h> Exchange<'h> {
                 break;
             }
             let line = trim_cr(reply.bytes());
-            let verdict = if line.iter().all(u8::is_ascii_whitespace) {
+            let (blank, len) = (line.iter().all(u8::is_ascii_whitespace), line.len());
+            let verdict = if blank {
                 Verdict::Continue
             } else {
-                handler.on_message(line, false)?
+                handler.on_reply(reply, len, false)?
             };
             reply.clear();
             if verdict == Verdict::Done {
@@ -478,7 +492,8 @@ impl<'h> Exchange<'h> {
             if let SseStep::Event(kind) = step {
                 // Only unnamed and `message` events carry JSON-RPC.
                 let verdict = if kind == EventKind::Message {
-                    handler.on_message(reply.bytes(), false)?
+                    let len = reply.len();
+                    handler.on_reply(reply, len, false)?
                 } else {
                     Verdict::Continue
                 };
@@ -507,19 +522,20 @@ impl<'h> Exchange<'h> {
     ) -> Result<Step, Failure> {
         let mode = self.mode;
         self.mode = Mode::Finished;
+        let reply_len = reply.len();
         match mode {
-            Mode::Json => match handler.on_message(reply.bytes(), true)? {
+            Mode::Json => match handler.on_reply(reply, reply_len, true)? {
                 Verdict::Done => Ok(Step::Done),
                 _ => Ok(Step::Ended),
             },
             Mode::Sse => {
                 let mut discard = LazyClear::new(&mut *reply, self.held);
                 self.sse.finish(&mut discard);
-                if self.held
-                    && discard.pending_clear
-                    && handler.on_message(reply.bytes(), true)? == Verdict::Done
-                {
-                    return Ok(Step::Done);
+                if self.held && discard.pending_clear {
+                    let len = reply.len();
+                    if handler.on_reply(reply, len, true)? == Verdict::Done {
+                        return Ok(Step::Done);
+                    }
                 }
                 Ok(Step::Ended)
             }
