@@ -117,7 +117,8 @@ impl<B: Buf> OnMessage for Handler<'_, B> {
         last_chance: bool,
     ) -> Result<Verdict, Failure> {
         let msg = reply.bytes().get(..len).unwrap_or(&[]);
-        if !self.in_place {
+        // What the machine's handler does: small messages by copy.
+        if !self.in_place || len < content::IN_PLACE_FROM {
             return self.on_message(msg, last_chance);
         }
         let value = Value::parse(msg, JsonLimits::default())?;

@@ -843,7 +843,8 @@ impl<B: Buf, Sec: AsRef<[u8]>> OnMessage for CallHandler<'_, B, Sec> {
         last_chance: bool,
     ) -> Result<Verdict, Failure> {
         let text_limit = self.text.limit();
-        let in_place = self.text.vec_buf().is_some()
+        let in_place = len >= content::IN_PLACE_FROM
+            && self.text.vec_buf().is_some()
             && reply.vec_buf().is_some_and(|r| r.limit() >= text_limit);
         let msg = reply.bytes().get(..len).unwrap_or(&[]);
         if !in_place {

@@ -234,7 +234,7 @@ pub fn span_in(outer: &[u8], inner: &[u8]) -> Option<core::ops::Range<usize>> {
 }
 
 #[cfg(feature = "std")]
-pub use in_place::{InPlacePlan, TextFilter};
+pub use in_place::{IN_PLACE_FROM, InPlacePlan, TextFilter};
 
 /// Flattening a result where its message lies (the host's way to hold one copy of a big reply,
 /// not two): what [`flatten`] writes, written over the message it comes from.
@@ -257,6 +257,10 @@ mod in_place {
         /// The text ended: whatever was held back.
         fn finish(&mut self, out: &mut impl Sink) -> Result<(), Overflow>;
     }
+
+    /// Messages shorter than this are flattened by copy: a second buffer of a few KiB costs
+    /// nothing worth saving, and the copy is the quicker way there (no plan, no swap).
+    pub const IN_PLACE_FROM: usize = 32 * 1024;
 
     /// Content blocks an in-place plan holds; a result with more is flattened by copy.
     pub const MAX_SEGMENTS: usize = 32;
