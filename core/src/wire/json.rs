@@ -269,22 +269,22 @@ fn zero_bytes(x: u64) -> u64 {
 }
 
 /// Bit `i` is set when `block[i]` is a quote, a backslash or a control character (below
-/// U+0020): the only bytes a string scan must stop at. No `unsafe`, no target features: the
-/// per-byte flags are a loop the compiler vectorises (compares on 16 bytes at a time), then
-/// each eight flags are gathered into eight bits with one multiplication.
+/// U+0020): the only bytes a string scan must stop at. Eight bytes per word, no `unsafe`, no
+/// target features.
 #[inline(always)]
 fn specials(block: &[u8; 64]) -> u64 {
-    let mut flags = [0u8; 64];
-    for (f, &b) in flags.iter_mut().zip(block.iter()) {
-        *f = u8::from(b == b'"') | u8::from(b == b'\\') | u8::from(b < 0x20);
-    }
     let mut mask = 0u64;
-    for (j, chunk) in flags.chunks_exact(8).enumerate() {
+    for (j, chunk) in block.chunks_exact(8).enumerate() {
         let mut word = [0u8; 8];
         word.copy_from_slice(chunk);
-        // Eight flags (0 or 1, one per byte) into the top byte, first flag lowest.
-        let gathered = u64::from_le_bytes(word).wrapping_mul(0x0102_0408_1020_4080) >> 56;
-        mask |= gathered << (8 * j);
+        let w = u64::from_le_bytes(word);
+        let quote = zero_bytes(w ^ (ONES * u64::from(b'"')));
+        let backslash = zero_bytes(w ^ (ONES * u64::from(b'\\')));
+        // Below 0x20: the low seven bits plus 0x60 stay under 0x80, and the high bit is clear.
+        let control = !((w & LO7).wrapping_add(0x6060_6060_6060_6060) | w) & HIGH;
+        let flags = (quote | backslash | control) >> 7;
+        // Gather the eight flags (one per byte, 0 or 1) into eight bits.
+        mask |= (flags.wrapping_mul(0x0102_0408_1020_4080) >> 56) << (8 * j);
     }
     mask
 }
