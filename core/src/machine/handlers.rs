@@ -886,14 +886,14 @@ impl<B: Buf, Sec: AsRef<[u8]>> CallHandler<'_, B, Sec> {
         }
     }
 
-    /// The result, or (on the host, `defer` given) its in-place plan left in `defer`.
+    /// The result, or (`defer` given) its in-place plan left in `defer`.
+    #[cfg(feature = "std")]
     fn take_or_defer(
         &mut self,
         msg: &[u8],
         result: Value<'_>,
         defer: Defer<'_>,
     ) -> Option<Result<Answer, Untaken>> {
-        #[cfg(feature = "std")]
         if let Some(slot) = defer {
             self.text.clear();
             match content::InPlacePlan::new(msg, result) {
@@ -905,11 +905,11 @@ impl<B: Buf, Sec: AsRef<[u8]>> CallHandler<'_, B, Sec> {
                 Err(_) => return Some(Err(Untaken::NotAnObject)),
             }
         }
-        #[cfg(not(feature = "std"))]
-        let _ = (msg, defer);
         Some(self.take_result(result))
     }
 
+    /// `on_message`, and on the host `on_reply` with somewhere to leave an in-place plan.
+    #[inline(always)]
     fn handle(
         &mut self,
         msg: &[u8],
@@ -978,11 +978,17 @@ impl<B: Buf, Sec: AsRef<[u8]>> CallHandler<'_, B, Sec> {
             Outcome::Result(result) if result_type(result).is_some_and(|t| t != "complete") => {
                 Err(untaken_result_type(result))
             }
+            #[cfg(feature = "std")]
             Outcome::Result(result) => match self.take_or_defer(msg, result, defer) {
                 Some(answer) => answer,
                 // Taken by `on_reply` once the message may be written over.
                 None => return Ok(Verdict::Done),
             },
+            #[cfg(not(feature = "std"))]
+            Outcome::Result(result) => {
+                let _ = defer;
+                self.take_result(result)
+            }
             Outcome::Error(err) => {
                 Ok(self.take_refusal(err.code, &err.message, jsonrpc::is_unknown_tool(&err)))
             }

@@ -73,10 +73,11 @@ pub trait OnMessage {
     fn on_message(&mut self, msg: &[u8], last_chance: bool) -> Result<Verdict, Failure>;
 
     /// The same message as the first `len` bytes of the reply buffer, which the exchange
-    /// calls instead: a handler may rewrite the buffer (flatten the text where the message
-    /// lies) or take its storage, but only when it answers [`Verdict::Done`], since nothing of
-    /// the reply is read after that. The default hands the bytes to
-    /// [`on_message`](Self::on_message).
+    /// calls instead on the host (`std` feature; the edge calls `on_message`, less code): a
+    /// handler may rewrite the buffer (flatten the text where the message lies) or take its
+    /// storage, but only when it answers [`Verdict::Done`], since nothing of the reply is read
+    /// after that. The default hands the bytes to [`on_message`](Self::on_message).
+    #[cfg(feature = "std")]
     fn on_reply(
         &mut self,
         reply: &mut dyn Buf,
@@ -325,7 +326,7 @@ impl<'h> Exchange<'h> {
                 let line = trim_cr(reply.bytes());
                 // A blank last line (a lone CR, spaces) is no message, as a blank line never is.
                 let (blank, len) = (line.iter().all(u8::is_ascii_whitespace), line.len());
-                if !blank && handler.on_reply(reply, len, true)? == Verdict::Done {
+                if !blank && deliver(handler, reply, len, true)? == Verdict::Done {
                     return Ok(Step::Done);
                 }
                 return Ok(Step::Ended);
@@ -383,7 +384,7 @@ impl<'h> Exchange<'h> {
             let verdict = if blank {
                 Verdict::Continue
             } else {
-                handler.on_reply(reply, len, false)?
+                deliver(handler, reply, len, false)?
             };
             reply.clear();
             if verdict == Verdict::Done {
@@ -492,8 +493,7 @@ impl<'h> Exchange<'h> {
             if let SseStep::Event(kind) = step {
                 // Only unnamed and `message` events carry JSON-RPC.
                 let verdict = if kind == EventKind::Message {
-                    let len = reply.len();
-                    handler.on_reply(reply, len, false)?
+                    deliver_all(handler, reply, false)?
                 } else {
                     Verdict::Continue
                 };
@@ -522,20 +522,19 @@ impl<'h> Exchange<'h> {
     ) -> Result<Step, Failure> {
         let mode = self.mode;
         self.mode = Mode::Finished;
-        let reply_len = reply.len();
         match mode {
-            Mode::Json => match handler.on_reply(reply, reply_len, true)? {
+            Mode::Json => match deliver_all(handler, reply, true)? {
                 Verdict::Done => Ok(Step::Done),
                 _ => Ok(Step::Ended),
             },
             Mode::Sse => {
                 let mut discard = LazyClear::new(&mut *reply, self.held);
                 self.sse.finish(&mut discard);
-                if self.held && discard.pending_clear {
-                    let len = reply.len();
-                    if handler.on_reply(reply, len, true)? == Verdict::Done {
-                        return Ok(Step::Done);
-                    }
+                if self.held
+                    && discard.pending_clear
+                    && deliver_all(handler, reply, true)? == Verdict::Done
+                {
+                    return Ok(Step::Done);
                 }
                 Ok(Step::Ended)
             }
@@ -555,6 +554,43 @@ impl<'h> Exchange<'h> {
             }
             f
         }
+    }
+}
+
+/// Hands the message, the first `len` bytes of `reply`, to the handler: with the reply buffer
+/// on the host (`OnMessage::on_reply`), as bytes on the edge.
+#[inline]
+fn deliver<B: Buf, H: OnMessage + ?Sized>(
+    handler: &mut H,
+    reply: &mut B,
+    len: usize,
+    last_chance: bool,
+) -> Result<Verdict, Failure> {
+    #[cfg(feature = "std")]
+    {
+        handler.on_reply(reply, len, last_chance)
+    }
+    #[cfg(not(feature = "std"))]
+    {
+        handler.on_message(reply.bytes().get(..len).unwrap_or(&[]), last_chance)
+    }
+}
+
+/// [`deliver`] of the whole reply buffer.
+#[inline]
+fn deliver_all<B: Buf, H: OnMessage + ?Sized>(
+    handler: &mut H,
+    reply: &mut B,
+    last_chance: bool,
+) -> Result<Verdict, Failure> {
+    #[cfg(feature = "std")]
+    {
+        let len = reply.len();
+        handler.on_reply(reply, len, last_chance)
+    }
+    #[cfg(not(feature = "std"))]
+    {
+        handler.on_message(reply.bytes(), last_chance)
     }
 }
 
