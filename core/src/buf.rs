@@ -67,7 +67,7 @@ pub trait Buf: Sink {
     }
     /// The host's [`VecBuf`] behind this buffer, when it is one: a reply can then be rewritten
     /// where it lies and its storage handed to another buffer instead of copied (see
-    /// `content::flatten_in_place`). `None` (the default) keeps every caller on the copying
+    /// `content::InPlacePlan`). `None` (the default) keeps every caller on the copying
     /// path.
     #[cfg(feature = "std")]
     fn vec_buf(&mut self) -> Option<&mut VecBuf> {

@@ -234,7 +234,7 @@ pub fn span_in(outer: &[u8], inner: &[u8]) -> Option<core::ops::Range<usize>> {
 }
 
 #[cfg(feature = "std")]
-pub use in_place::{IN_PLACE_FROM, InPlacePlan, TextFilter};
+pub use in_place::{IN_PLACE_FROM, InPlacePlan, MAX_SEGMENTS, TextFilter};
 
 /// Flattening a result where its message lies (the host's way to hold one copy of a big reply,
 /// not two): what [`flatten`] writes, written over the message it comes from.
