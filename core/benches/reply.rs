@@ -49,6 +49,11 @@ fn reply(c: &mut Criterion) {
         g.bench_function(BenchmarkId::new("ours", label), |b| {
             b.iter(|| ours(black_box(&wire), &mut head, &mut reply, &mut out))
         });
+        ours_with(&wire, &mut head, &mut reply, &mut out, false);
+        assert_eq!(out.bytes(), want.as_bytes(), "our text, copied");
+        g.bench_function(BenchmarkId::new("ours-copying", label), |b| {
+            b.iter(|| ours_with(black_box(&wire), &mut head, &mut reply, &mut out, false))
+        });
         g.bench_function(BenchmarkId::new("sse-stream+serde_json", label), |b| {
             b.iter(|| rmcp_style(black_box(&body)))
         });

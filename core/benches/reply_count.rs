@@ -1,9 +1,10 @@
 //! A fixed number of runs of our reply path, for instruction counts that the machine's load
 //! does not move (`perf stat -e instructions:u`), to compare two builds on a shared machine.
 //!
-//! Run: `cargo bench -p verifi-mcp-core --bench reply_count -j2 -- 8MiB 100 [peer]`
+//! Run: `cargo bench -p verifi-mcp-core --bench reply_count -j2 -- 8MiB 100 [peer|copying]`
 //! (size `1KiB`, `64KiB` or `8MiB`, the number of runs, and `peer` to run the
-//! `sse-stream` + `serde_json` pipeline instead of ours; prints the mean time per run).
+//! `sse-stream` + `serde_json` pipeline instead of ours, `copying` for our copying path;
+//! prints the mean time per run).
 use std::time::Instant;
 
 mod support;
@@ -21,7 +22,10 @@ fn main() {
         .and_then(|n| n.parse().ok())
         .unwrap_or(100)
         .max(1);
-    let peer = args.next().as_deref() == Some("peer");
+    let mode = args.next();
+    let peer = mode.as_deref() == Some("peer");
+    // `copying`: the text flattened into its own buffer (the edge's way), not in place.
+    let in_place = mode.as_deref() != Some("copying");
     let (json, text) = reply_json(size);
     let (wire, body) = wire_reply(&json);
     let want = expected_text(&text);
@@ -42,11 +46,12 @@ fn main() {
             std::hint::black_box(rmcp_style(std::hint::black_box(&body)));
             continue;
         }
-        std::hint::black_box(ours(
+        std::hint::black_box(ours_with(
             std::hint::black_box(&wire),
             &mut head,
             &mut reply,
             &mut out,
+            in_place,
         ));
     }
     let per = start.elapsed() / runs;

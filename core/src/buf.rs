@@ -65,6 +65,14 @@ pub trait Buf: Sink {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// The host's [`VecBuf`] behind this buffer, when it is one: a reply can then be rewritten
+    /// where it lies and its storage handed to another buffer instead of copied (see
+    /// `content::InPlacePlan`). `None` (the default) keeps every caller on the copying
+    /// path.
+    #[cfg(feature = "std")]
+    fn vec_buf(&mut self) -> Option<&mut VecBuf> {
+        None
+    }
 }
 
 impl<T: Sink + ?Sized> Sink for &mut T {
@@ -88,6 +96,10 @@ impl<T: Buf + ?Sized> Buf for &mut T {
     }
     fn limit(&self) -> usize {
         (**self).limit()
+    }
+    #[cfg(feature = "std")]
+    fn vec_buf(&mut self) -> Option<&mut VecBuf> {
+        (**self).vec_buf()
     }
 }
 

@@ -1611,3 +1611,58 @@ fn progress_updates_read_as_numbers() {
     );
     assert_eq!(u("x", Some("4")).progress_value(), None);
 }
+
+#[test]
+fn a_big_result_flattened_in_place_is_the_whole_redacted_text_over_sse_and_json() {
+    // Big enough for the host's in-place flatten (content::IN_PLACE_FROM): escapes, non-ASCII,
+    // a long secret and a short one (shorter than the marker: the text outgrows its message).
+    let mut text = String::new();
+    for i in 0..3000 {
+        text.push_str(&format!(
+            "line {i}\t\"quoted\" é😀 abcd token=hunter2-secret \\ end\n"
+        ));
+    }
+    assert!(text.len() > verifi_mcp_core::wire::content::IN_PLACE_FROM);
+    let want = text
+        .replace("hunter2-secret", "[REDACTED]")
+        .replace("abcd", "[REDACTED]");
+    for sse in [false, true] {
+        let reply_text = text.clone();
+        let ep = Endpoint::parse_base("http://127.0.0.1:9001").unwrap();
+        let c = cfg(&ep, None);
+        let mut rig = Rig::new(
+            move |seen: &Seen| match seen.rpc_method() {
+                "tools/call" => {
+                    let body = format!(
+                        r#"{{"jsonrpc":"2.0","id":{},"result":{{"content":[{{"type":"text","text":{}}},{{"type":"image","data":"abcd","mimeType":"image/png"}}],"isError":true}}}}"#,
+                        seen.id(),
+                        serde_json::to_string(&reply_text).unwrap()
+                    );
+                    Act::Reply(if sse {
+                        http_sse("", &format!("event: message\ndata: {body}\n\n"))
+                    } else {
+                        http_json("200 OK", "", &body)
+                    })
+                }
+                _ => good_server("s")(seen),
+            },
+            1500,
+            false,
+        );
+        let (ok, got, is_error, error) = rig.call(&c, "big", "{}", &["hunter2-secret", "abcd"]);
+        let want = format!(
+            "{want}\n{{\"type\":\"image\",\"data\":\"[REDACTED]\",\"mimeType\":\"image/png\"}}"
+        );
+        assert!(!ok && is_error, "sse {sse}");
+        assert_eq!(got.len(), want.len(), "sse {sse}");
+        assert!(got == want, "sse {sse}: the text differs");
+        assert_eq!(
+            error.as_deref(),
+            Some("tool error: line 0\t\"quoted\" é😀 [REDACTED] token=[REDACTED] \\ end…")
+        );
+        assert_eq!(
+            rig.ledger.0,
+            vec![LedgerRecord::answered(want.len() as u64)]
+        );
+    }
+}

@@ -4,7 +4,7 @@
 
 use bytes::Bytes;
 use futures_util::StreamExt;
-use verifi_mcp_core::buf::{Buf, Overflow, Sink};
+use verifi_mcp_core::buf::Buf;
 use verifi_mcp_core::harness::redact::Redactor;
 use verifi_mcp_core::wire::content;
 use verifi_mcp_core::wire::exchange::{Exchange, Expect, OnMessage, ReplyLimits, Step, Verdict};
@@ -94,69 +94,51 @@ date: Wed, 02 Dec 2026 13:48:33 GMT\r\ntransfer-encoding: chunked\r\n\r\n",
     (wire, body)
 }
 
-/// A capped `Vec`-backed [`Buf`] as a host adapter would keep it: storage grows on demand by
-/// a sixteenth (not doubled), so capacity stays within ~6 % of what is held.
-pub struct VecBuf {
-    v: Vec<u8>,
-    cap: usize,
-}
+/// The host adapter's buffer: a capped `Vec` that sizes itself once from the core's
+/// `Sink::reserve` hint and never grows past its cap.
+pub use verifi_mcp_core::buf::VecBuf;
 
-impl VecBuf {
-    /// An empty buffer that will hold at most `cap` bytes.
-    pub fn new(cap: usize) -> Self {
-        VecBuf { v: Vec::new(), cap }
-    }
-}
-
-impl Sink for VecBuf {
-    fn put(&mut self, bytes: &[u8]) -> Result<(), Overflow> {
-        let needed = self.v.len() + bytes.len();
-        if needed > self.cap {
-            return Err(Overflow {
-                limit: self.cap,
-                needed,
-            });
-        }
-        if needed > self.v.capacity() {
-            let grown = (self.v.len() + self.v.len() / 16).max(needed).max(4096);
-            self.v.reserve_exact(grown.min(self.cap) - self.v.len());
-        }
-        self.v.extend_from_slice(bytes);
-        Ok(())
-    }
-    fn reserve(&mut self, additional: usize) {
-        // Sized once from the core's hint, never past the cap.
-        let want = self.v.len().saturating_add(additional).min(self.cap);
-        if want > self.v.capacity() {
-            self.v.reserve_exact(want - self.v.len());
-        }
-    }
-}
-
-impl Buf for VecBuf {
-    fn bytes(&self) -> &[u8] {
-        &self.v
-    }
-    fn clear(&mut self) {
-        self.v.clear()
-    }
-    fn truncate(&mut self, len: usize) {
-        self.v.truncate(len)
-    }
-    fn limit(&self) -> usize {
-        self.cap
-    }
-}
-
-/// What `drive`'s call handler does with each message: parse, find our response, flatten its
-/// content through the streaming redactor into the text buffer.
+/// What the machine's call handler does with each message: parse, find our response, flatten
+/// its content through the streaming redactor: where the message lies, the text then taking
+/// the reply's storage (the host's way, `in_place`), or into the text buffer (the copying
+/// path, the edge's).
 pub struct Handler<'x, B: Buf> {
     pub secrets: &'x [&'x str],
     pub text: &'x mut B,
     pub done: bool,
+    pub in_place: bool,
 }
 
 impl<B: Buf> OnMessage for Handler<'_, B> {
+    fn on_reply(
+        &mut self,
+        reply: &mut dyn Buf,
+        len: usize,
+        last_chance: bool,
+    ) -> Result<Verdict, Failure> {
+        let msg = reply.bytes().get(..len).unwrap_or(&[]);
+        // What the machine's handler does: small messages by copy.
+        if !self.in_place || len < content::IN_PLACE_FROM {
+            return self.on_message(msg, last_chance);
+        }
+        let value = Value::parse(msg, JsonLimits::default())?;
+        let Found::Match(Outcome::Result(result)) = jsonrpc::find_response(value, ID)? else {
+            return Ok(Verdict::Continue);
+        };
+        let plan = content::InPlacePlan::new(msg, result)
+            .ok()
+            .flatten()
+            .expect("planned in place");
+        let mut redactor = Redactor::new(self.secrets);
+        let (Some(text), Some(reply)) = (self.text.vec_buf(), reply.vec_buf()) else {
+            panic!("host buffers")
+        };
+        plan.run(reply, &mut redactor, text)
+            .map_err(|_| Failure::Rpc(jsonrpc::RpcDecodeError::NotAnObject))?;
+        self.done = true;
+        Ok(Verdict::Done)
+    }
+
     fn on_message(&mut self, msg: &[u8], _last_chance: bool) -> Result<Verdict, Failure> {
         let value = Value::parse(msg, JsonLimits::default())?;
         let Found::Match(Outcome::Result(result)) = jsonrpc::find_response(value, ID)? else {
@@ -176,14 +158,27 @@ impl<B: Buf> OnMessage for Handler<'_, B> {
     }
 }
 
-/// Our whole reply path over `wire`, fed in [`CHUNK`]-byte reads. Returns the text length.
+/// Our whole reply path over `wire`, fed in [`CHUNK`]-byte reads, as the host runs it (the
+/// text flattened in place). Returns the text length.
 pub fn ours(wire: &[u8], head: &mut [u8], reply: &mut VecBuf, text: &mut VecBuf) -> usize {
+    ours_with(wire, head, reply, text, true)
+}
+
+/// [`ours`], or with `in_place` false the copying path (text buffer apart from the reply).
+pub fn ours_with(
+    wire: &[u8],
+    head: &mut [u8],
+    reply: &mut VecBuf,
+    text: &mut VecBuf,
+    in_place: bool,
+) -> usize {
     reply.clear();
     let mut ex = Exchange::new(head, Expect::Response, true, ReplyLimits::default());
     let mut handler = Handler {
         secrets: &SECRETS,
         text,
         done: false,
+        in_place,
     };
     for chunk in wire.chunks(CHUNK) {
         let (_, step) = ex.feed(chunk, reply, &mut handler).expect("valid reply");

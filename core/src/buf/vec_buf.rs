@@ -50,6 +50,27 @@ impl VecBuf {
             .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
     }
 
+    /// Takes `from`'s storage holding its first `len` bytes, without copying them; `from` gets
+    /// this buffer's old storage, emptied. Each keeps its own cap. Refused (nothing changes)
+    /// when `len` is over this buffer's cap or past what `from` holds.
+    pub fn adopt(&mut self, from: &mut VecBuf, len: usize) -> Result<(), Overflow> {
+        if len > self.limit || len > from.bytes.len() {
+            return Err(Overflow {
+                limit: self.limit,
+                needed: len,
+            });
+        }
+        core::mem::swap(&mut self.bytes, &mut from.bytes);
+        self.bytes.truncate(len);
+        from.bytes.clear();
+        Ok(())
+    }
+
+    /// The bytes written, to rewrite in place.
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        &mut self.bytes
+    }
+
     /// The storage's capacity (what it holds in memory, written or not).
     pub fn capacity(&self) -> usize {
         self.bytes.capacity()
@@ -70,8 +91,25 @@ impl Sink for VecBuf {
                 needed,
             });
         }
+        if needed > self.bytes.capacity() {
+            // Grow by doubling, as `Vec` does, but never past the cap: a capped buffer's
+            // storage is at most its cap.
+            let grown = needed
+                .max(self.bytes.len().saturating_mul(2))
+                .max(64)
+                .min(self.limit);
+            self.bytes.reserve_exact(grown - self.bytes.len());
+        }
         self.bytes.extend_from_slice(bytes);
         Ok(())
+    }
+
+    fn reserve(&mut self, additional: usize) {
+        // Sized once from the core's hint (the rest of an HTTP body or chunk), never past the cap.
+        let want = self.bytes.len().saturating_add(additional).min(self.limit);
+        if want > self.bytes.capacity() {
+            self.bytes.reserve_exact(want - self.bytes.len());
+        }
     }
 }
 
@@ -87,5 +125,8 @@ impl Buf for VecBuf {
     }
     fn limit(&self) -> usize {
         self.limit
+    }
+    fn vec_buf(&mut self) -> Option<&mut VecBuf> {
+        Some(self)
     }
 }

@@ -1340,6 +1340,17 @@ impl<'s, S: AsRef<[u8]>, const HOLD: usize> Redactor<'s, S, HOLD> {
     }
 }
 
+/// The redactor as the filter of a text flattened where its message lies.
+#[cfg(feature = "std")]
+impl<S: AsRef<[u8]>, const HOLD: usize> crate::wire::content::TextFilter for Redactor<'_, S, HOLD> {
+    fn write(&mut self, bytes: &[u8], out: &mut impl Sink) -> Result<(), Overflow> {
+        Redactor::write(self, bytes, out)
+    }
+    fn finish(&mut self, out: &mut impl Sink) -> Result<(), Overflow> {
+        Redactor::finish(self, out)
+    }
+}
+
 /// Bytes a [`RedactingSink`] gathers from small puts before redacting them in one write.
 pub const STAGE: usize = 2048;
 

@@ -1058,6 +1058,92 @@ impl<B: Buf, Sec: AsRef<[u8]>> OnMessage for CallHandler<'_, B, Sec> {
     }
 
     fn on_message(&mut self, msg: &[u8], last_chance: bool) -> Result<Verdict, Failure> {
+        self.handle(msg, last_chance, None)
+    }
+
+    /// On the host, a result is flattened where its message lies and the text takes the
+    /// reply's storage (one copy of a big reply in memory, not two).
+    #[cfg(feature = "std")]
+    fn on_reply(
+        &mut self,
+        reply: &mut dyn Buf,
+        len: usize,
+        last_chance: bool,
+    ) -> Result<Verdict, Failure> {
+        let text_limit = self.text.limit();
+        let in_place = len >= content::IN_PLACE_FROM
+            && self.text.vec_buf().is_some()
+            && reply.vec_buf().is_some_and(|r| r.limit() >= text_limit);
+        let msg = reply.bytes().get(..len).unwrap_or(&[]);
+        if !in_place {
+            return self.handle(msg, last_chance, None);
+        }
+        let mut plan = None;
+        let verdict = self.handle(msg, last_chance, Some(&mut plan))?;
+        if let Some(plan) = plan {
+            self.answer = Some(self.take_in_place(plan, reply));
+        }
+        Ok(verdict)
+    }
+}
+
+/// Where the host's handler leaves a result to flatten in place (see `on_reply`).
+#[cfg(feature = "std")]
+type Defer<'d> = Option<&'d mut Option<content::InPlacePlan>>;
+#[cfg(not(feature = "std"))]
+type Defer<'d> = Option<&'d mut core::convert::Infallible>;
+
+impl<B: Buf, Sec: AsRef<[u8]>> CallHandler<'_, B, Sec> {
+    /// [`InPlacePlan::run`](content::InPlacePlan::run) through the redactor.
+    #[cfg(feature = "std")]
+    fn take_in_place(
+        &mut self,
+        plan: content::InPlacePlan,
+        reply: &mut dyn Buf,
+    ) -> Result<Answer, Untaken> {
+        let mut redactor = Redactor::new(self.secrets);
+        let (Some(text), Some(reply)) = (self.text.vec_buf(), reply.vec_buf()) else {
+            return Err(Untaken::NotAnObject);
+        };
+        match plan.run(reply, &mut redactor, text) {
+            Ok(f) => Ok(Answer::Result {
+                is_error: f.is_error,
+            }),
+            Err(content::ContentError::Overflow(o)) => Err(Untaken::TextTooLarge(o)),
+            Err(_) => Err(Untaken::NotAnObject),
+        }
+    }
+
+    /// The result, or (`defer` given) its in-place plan left in `defer`.
+    #[cfg(feature = "std")]
+    fn take_or_defer(
+        &mut self,
+        msg: &[u8],
+        result: Value<'_>,
+        defer: Defer<'_>,
+    ) -> Option<Result<Answer, Untaken>> {
+        if let Some(slot) = defer {
+            self.text.clear();
+            match content::InPlacePlan::new(msg, result) {
+                Ok(Some(plan)) => {
+                    *slot = Some(plan);
+                    return None;
+                }
+                Ok(None) => {}
+                Err(_) => return Some(Err(Untaken::NotAnObject)),
+            }
+        }
+        Some(self.take_result(result))
+    }
+
+    /// `on_message`, and on the host `on_reply` with somewhere to leave an in-place plan.
+    #[inline(always)]
+    fn handle(
+        &mut self,
+        msg: &[u8],
+        last_chance: bool,
+        defer: Defer<'_>,
+    ) -> Result<Verdict, Failure> {
         let outcome = match find(msg, self.id, last_chance)? {
             Lookup::Ours(outcome) if self.listing => {
                 self.on_list_page(outcome)?;
@@ -1153,7 +1239,17 @@ impl<B: Buf, Sec: AsRef<[u8]>> OnMessage for CallHandler<'_, B, Sec> {
             Outcome::Result(result) if result_type(result).is_some_and(|t| t != "complete") => {
                 Err(untaken_result_type(result))
             }
-            Outcome::Result(result) => self.take_result(result),
+            #[cfg(feature = "std")]
+            Outcome::Result(result) => match self.take_or_defer(msg, result, defer) {
+                Some(answer) => answer,
+                // Taken by `on_reply` once the message may be written over.
+                None => return Ok(Verdict::Done),
+            },
+            #[cfg(not(feature = "std"))]
+            Outcome::Result(result) => {
+                let _ = defer;
+                self.take_result(result)
+            }
             Outcome::Error(err) => {
                 Ok(self.take_refusal(err.code, &err.message, jsonrpc::is_unknown_tool(&err)))
             }

@@ -225,6 +225,334 @@ fn write_blocks(
     Ok(list.end())
 }
 
+/// Where `inner` (a sub-slice of `outer`, such as a parsed value's [`Value::raw`]) lies in
+/// `outer`, as offsets; `None` when it is not inside it.
+pub fn span_in(outer: &[u8], inner: &[u8]) -> Option<core::ops::Range<usize>> {
+    let start = (inner.as_ptr() as usize).checked_sub(outer.as_ptr() as usize)?;
+    let end = start.checked_add(inner.len())?;
+    (end <= outer.len()).then_some(start..end)
+}
+
+#[cfg(feature = "std")]
+pub use in_place::{IN_PLACE_FROM, InPlacePlan, MAX_SEGMENTS, TextFilter};
+
+/// Flattening a result where its message lies (the host's way to hold one copy of a big reply,
+/// not two): what [`flatten`] writes, written over the message it comes from.
+///
+/// Unescaping never lengthens a string, and a compact block is copied as it is, so the text
+/// written stays behind the bytes still to be read. Only the filter (the redactor) can
+/// lengthen it (a secret shorter than its marker); what would overtake the reading waits in
+/// the text buffer (the spill) until there is room, and is appended at the end.
+#[cfg(feature = "std")]
+mod in_place {
+    use super::{ContentError, Flattened, span_in};
+    use crate::buf::{Buf, Overflow, Sink, VecBuf};
+    use crate::wire::json::{Kind, Value, Walk, unescape_chunk};
+
+    /// What the text goes through on its way out, in pieces, then [`finish`](Self::finish):
+    /// the redactor.
+    pub trait TextFilter {
+        /// The next piece of text.
+        fn write(&mut self, bytes: &[u8], out: &mut impl Sink) -> Result<(), Overflow>;
+        /// The text ended: whatever was held back.
+        fn finish(&mut self, out: &mut impl Sink) -> Result<(), Overflow>;
+    }
+
+    /// Messages shorter than this are flattened by copy: a second buffer of a few KiB costs
+    /// nothing worth saving, and the copy is the quicker way there (no plan, no swap).
+    pub const IN_PLACE_FROM: usize = 32 * 1024;
+
+    /// Content blocks an in-place plan holds; a result with more is flattened by copy.
+    pub const MAX_SEGMENTS: usize = 32;
+
+    /// Bytes unescaped (or copied) on the stack at a time on their way to the filter.
+    const PIECE: usize = 8 * 1024;
+
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    enum Segment {
+        /// The `\n` between blocks.
+        Newline,
+        /// A text block's string, escapes as written (message offsets).
+        Text(usize, usize),
+        /// A block written as compact JSON that already is compact (message offsets).
+        Json(usize, usize),
+    }
+
+    /// How to flatten one result where its message lies: the pieces of the message the text is
+    /// made of, in order, as offsets (it borrows nothing, so the message can then be written
+    /// over). Made by [`InPlacePlan::new`], run by [`InPlacePlan::run`].
+    #[derive(Debug, Clone)]
+    pub struct InPlacePlan {
+        segments: heapless::Vec<Segment, MAX_SEGMENTS>,
+        flat: Flattened,
+    }
+
+    impl InPlacePlan {
+        /// The plan for `result`, a value parsed from `msg`, by [`flatten`](super::flatten)'s
+        /// rules. `Ok(None)`: not one this can do (a block that is not compact JSON as sent,
+        /// more than [`MAX_SEGMENTS`] pieces); flatten it by copy. The errors are
+        /// [`flatten`](super::flatten)'s.
+        pub fn new(msg: &[u8], result: Value<'_>) -> Result<Option<Self>, ContentError> {
+            if result.kind() != Kind::Object {
+                return Err(ContentError::ResultNotObject);
+            }
+            let mut plan = InPlacePlan {
+                segments: heapless::Vec::new(),
+                flat: Flattened {
+                    is_error: false,
+                    blocks: 0,
+                },
+            };
+            let (mut content_seen, mut content_written, mut seen_is_error) = (false, false, false);
+            let mut structured = None;
+            let mut walk = Walk::of(result);
+            while let Some((key, at)) = walk.next_key() {
+                if !content_seen && key.eq_str("content") {
+                    content_seen = true;
+                    if walk.byte(at) == Some(b'[') {
+                        let Some(end) = plan.blocks(msg, &walk, at) else {
+                            return Ok(None);
+                        };
+                        walk.resume(end);
+                        content_written = true;
+                        continue;
+                    }
+                    let Some(v) = walk.take() else { break };
+                    if !v.is_null() {
+                        return Err(ContentError::ContentNotArray);
+                    }
+                    continue;
+                }
+                let Some(v) = walk.take() else { break };
+                if !seen_is_error && key.eq_str("isError") {
+                    seen_is_error = true;
+                    plan.flat.is_error = v.as_bool() == Some(true);
+                } else if structured.is_none() && key.eq_str("structuredContent") {
+                    structured = Some(v);
+                }
+            }
+            if !content_written && let Some(s) = structured {
+                if !plan.json(msg, s) {
+                    return Ok(None);
+                }
+                plan.flat.blocks = 1;
+            }
+            Ok(Some(plan))
+        }
+
+        /// The blocks of the content array at `at` of `outer`'s bytes; the offset after its
+        /// `]`, or `None` when the plan cannot hold them.
+        fn blocks(&mut self, msg: &[u8], outer: &Walk<'_>, at: usize) -> Option<usize> {
+            let mut list = outer.inner(at);
+            while let Some(start) = list.next_element() {
+                if self.flat.blocks > 0 {
+                    self.segments.push(Segment::Newline).ok()?;
+                }
+                self.flat.blocks += 1;
+                if list.byte(start) != Some(b'{') {
+                    if let Some(v) = list.take()
+                        && !self.json(msg, v)
+                    {
+                        return None;
+                    }
+                    continue;
+                }
+                let mut members = list.inner(start);
+                let (mut kind, mut text) = (None, None);
+                while let Some((key, _)) = members.next_key() {
+                    let Some(v) = members.take() else { break };
+                    if kind.is_none() && key.eq_str("type") {
+                        kind = Some(v);
+                    } else if text.is_none() && key.eq_str("text") {
+                        text = Some(v);
+                    }
+                }
+                let end = members.end();
+                list.resume(end);
+                let text = kind
+                    .and_then(|t: Value<'_>| t.as_str())
+                    .filter(|t| t.eq_str("text"))
+                    .and(text)
+                    .and_then(|t| t.as_str());
+                match text {
+                    Some(t) => {
+                        let at = span_in(msg, t.raw())?;
+                        self.segments.push(Segment::Text(at.start, at.end)).ok()?;
+                    }
+                    None => {
+                        if let Some(block) = list.object(start, end)
+                            && !self.json(msg, block)
+                        {
+                            return None;
+                        }
+                    }
+                }
+            }
+            Some(list.end())
+        }
+
+        /// `v` as compact JSON: its own bytes when they already are; false when they are not
+        /// (or the plan is full).
+        fn json(&mut self, msg: &[u8], v: Value<'_>) -> bool {
+            let mut same = SameAs {
+                raw: v.raw(),
+                at: 0,
+                same: true,
+            };
+            let compact =
+                v.write_compact(&mut same).is_ok() && same.same && same.at == v.raw().len();
+            compact
+                && span_in(msg, v.raw())
+                    .is_some_and(|at| self.segments.push(Segment::Json(at.start, at.end)).is_ok())
+        }
+
+        /// What the flattened result is (`isError`, blocks), known before it is written.
+        pub fn flattened(&self) -> Flattened {
+            self.flat
+        }
+
+        /// Writes the text through `filter` over the message, the first `reply.len()` bytes
+        /// of which `self` was made from, and moves it into `text` (the reply's storage: no
+        /// copy; `reply` gets `text`'s old storage, empty). `text` is also where output that
+        /// would overtake the reading waits. An error leaves `reply`'s message written over.
+        pub fn run(
+            self,
+            reply: &mut VecBuf,
+            filter: &mut impl TextFilter,
+            text: &mut VecBuf,
+        ) -> Result<Flattened, ContentError> {
+            text.clear();
+            let limit = text.limit();
+            let mut out = InPlace {
+                buf: reply.bytes_mut(),
+                w: 0,
+                read: 0,
+                spill: text,
+                limit,
+            };
+            let mut piece = [0u8; PIECE];
+            let mut segments = self.segments.iter().peekable();
+            while let Some(&segment) = segments.next() {
+                let (a, b, unescape) = match segment {
+                    Segment::Newline => {
+                        // The bytes up to the next block are read past already.
+                        if let Some(Segment::Text(a, _) | Segment::Json(a, _)) = segments.peek() {
+                            out.advance(*a);
+                        }
+                        filter.write(b"\n", &mut out)?;
+                        continue;
+                    }
+                    Segment::Text(a, b) => (a, b, true),
+                    Segment::Json(a, b) => (a, b, false),
+                };
+                let mut p = a;
+                out.advance(p);
+                while p < b {
+                    let src = out.buf.get(p..b).unwrap_or(&[]);
+                    let (used, made) = if unescape {
+                        unescape_chunk(src, &mut piece)
+                    } else {
+                        let n = src.len().min(PIECE);
+                        if let (Some(d), Some(s)) = (piece.get_mut(..n), src.get(..n)) {
+                            d.copy_from_slice(s);
+                        }
+                        (n, n)
+                    };
+                    if used == 0 {
+                        break;
+                    }
+                    p += used;
+                    out.advance(p);
+                    filter.write(piece.get(..made).unwrap_or(&[]), &mut out)?;
+                }
+            }
+            out.advance(out.buf.len());
+            filter.finish(&mut out)?;
+            let (w, spilled) = (out.w, out.spill.len());
+            if spilled > 0 {
+                // Room at the end of the message, or past it: the reply's cap is at least the
+                // text's (the caller's check), and the text fits its cap.
+                reply.truncate(w);
+                reply.put(text.bytes())?;
+                text.clear();
+            }
+            text.adopt(reply, w + spilled)?;
+            Ok(self.flat)
+        }
+    }
+
+    /// Compares what is written with `raw`, from its start.
+    struct SameAs<'a> {
+        raw: &'a [u8],
+        at: usize,
+        same: bool,
+    }
+
+    impl Sink for SameAs<'_> {
+        fn put(&mut self, bytes: &[u8]) -> Result<(), Overflow> {
+            let end = self.at + bytes.len();
+            self.same = self.same && self.raw.get(self.at..end) == Some(bytes);
+            self.at = end;
+            if self.same {
+                Ok(())
+            } else {
+                // Stop the writing: it is not the same.
+                Err(Overflow {
+                    limit: self.raw.len(),
+                    needed: end,
+                })
+            }
+        }
+    }
+
+    /// The message being written over: bytes before `read` are read already and free for
+    /// the text, whose end is `w`. Output that does not fit there waits in `spill`.
+    struct InPlace<'b> {
+        buf: &'b mut [u8],
+        w: usize,
+        read: usize,
+        spill: &'b mut VecBuf,
+        limit: usize,
+    }
+
+    impl InPlace<'_> {
+        /// Everything before `read` is read; what waits in the spill goes in if it now fits.
+        fn advance(&mut self, read: usize) {
+            self.read = self.read.max(read).min(self.buf.len());
+            let s = self.spill.len();
+            if s > 0
+                && self.w + s <= self.read
+                && let Some(dst) = self.buf.get_mut(self.w..self.w + s)
+            {
+                dst.copy_from_slice(self.spill.bytes());
+                self.w += s;
+                self.spill.clear();
+            }
+        }
+    }
+
+    impl Sink for InPlace<'_> {
+        fn put(&mut self, bytes: &[u8]) -> Result<(), Overflow> {
+            let needed = self.w + self.spill.len() + bytes.len();
+            if needed > self.limit {
+                return Err(Overflow {
+                    limit: self.limit,
+                    needed,
+                });
+            }
+            if self.spill.is_empty()
+                && self.w + bytes.len() <= self.read
+                && let Some(dst) = self.buf.get_mut(self.w..self.w + bytes.len())
+            {
+                dst.copy_from_slice(bytes);
+                self.w += bytes.len();
+                return Ok(());
+            }
+            self.spill.put(bytes)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::string::String;
@@ -480,6 +808,180 @@ mod tests {
                 let theirs = flatten_by_lookup(v, &mut looked);
                 proptest::prop_assert_eq!(ours, theirs, "{}", src);
                 proptest::prop_assert_eq!(walked.bytes(), looked.bytes(), "{}", src);
+            }
+        }
+    }
+
+    /// The copy path the handler takes without in-place: flatten through the redactor into
+    /// a text buffer capped at `cap`.
+    fn by_copy(msg: &[u8], secrets: &[String], cap: usize) -> Result<Vec<u8>, ContentError> {
+        use crate::buf::VecBuf;
+        use crate::harness::redact::Redactor;
+        let v = Value::parse(msg, JsonLimits::default()).unwrap();
+        let result = v.get("result").unwrap();
+        let mut text = VecBuf::new(cap);
+        let mut redactor = Redactor::new(secrets);
+        let mut sink = redactor.sink(&mut text);
+        flatten(result, &mut sink)?;
+        sink.finish()?;
+        Ok(text.bytes().to_vec())
+    }
+
+    /// The in-place path: plan on the parsed message, then write over it in the reply
+    /// buffer; the text buffer adopts the reply's storage. `None`: no plan (copy instead).
+    fn by_place(
+        msg: &[u8],
+        secrets: &[String],
+        cap: usize,
+    ) -> Option<Result<Vec<u8>, ContentError>> {
+        use crate::buf::VecBuf;
+        use crate::harness::redact::Redactor;
+        let mut reply = VecBuf::new(msg.len().max(cap));
+        reply.put(msg).unwrap();
+        let plan = {
+            let m = reply.bytes();
+            let v = Value::parse(m, JsonLimits::default()).unwrap();
+            match InPlacePlan::new(m, v.get("result").unwrap()) {
+                Ok(Some(p)) => p,
+                Ok(None) => return None,
+                Err(e) => return Some(Err(e)),
+            }
+        };
+        let flat = plan.flattened();
+        let mut text = VecBuf::new(cap);
+        text.put(b"old text").ok();
+        let mut redactor = Redactor::new(secrets);
+        Some(plan.run(&mut reply, &mut redactor, &mut text).map(|f| {
+            assert_eq!(f, flat);
+            assert!(reply.is_empty(), "the reply gave its storage");
+            text.bytes().to_vec()
+        }))
+    }
+
+    fn wrap(result: &str) -> String {
+        std::format!("{{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{result}}}")
+    }
+
+    #[test]
+    fn in_place_writes_what_the_copy_writes() {
+        let secrets: Vec<String> = ["abcd", "hunter2-hunter2", "ééé!"].map(String::from).into();
+        for result in [
+            r#"{"content":[{"type":"text","text":"a\nabcd\"x\u00e9\ud83d\ude00 hunter2-hunter2"}],"isError":true}"#,
+            r#"{"content":[{"type":"text","text":"one"},{"type":"image","data":"abcdabcd","mimeType":"x"},{"text":"t","type":"text"},7,"abcd"]}"#,
+            r#"{"structuredContent":{"a":["abcd",1.5e3,null]}}"#,
+            r#"{"content":null,"structuredContent":{"a":1}}"#,
+            r#"{"content":[]}"#,
+            r#"{}"#,
+        ] {
+            let msg = wrap(result);
+            let want = by_copy(msg.as_bytes(), &secrets, 4096).unwrap();
+            let got = by_place(msg.as_bytes(), &secrets, 4096)
+                .expect("planned")
+                .unwrap();
+            assert_eq!(
+                String::from_utf8_lossy(&got),
+                String::from_utf8_lossy(&want),
+                "{result}"
+            );
+        }
+        // Not compact as sent: flattened by copy instead.
+        let msg = wrap(r#"{"content":[{"type":"image", "data":"x"}]}"#);
+        assert!(by_place(msg.as_bytes(), &secrets, 4096).is_none());
+        // The errors are flatten's.
+        for (result, e) in [
+            (r#"{"content":5}"#, ContentError::ContentNotArray),
+            ("[1]", ContentError::ResultNotObject),
+        ] {
+            let msg = wrap(result);
+            assert_eq!(by_copy(msg.as_bytes(), &secrets, 64), Err(e));
+            assert_eq!(by_place(msg.as_bytes(), &secrets, 64), Some(Err(e)));
+        }
+    }
+
+    #[test]
+    fn short_secrets_that_lengthen_the_text_wait_in_the_spill() {
+        // Every `abcd` becomes the 10-byte marker: the text outgrows the message it is written
+        // over, and right from the start (the result is the whole message: no gap before it).
+        let secrets: Vec<String> = std::vec!["abcd".into()];
+        let text = "abcd".repeat(3000);
+        let msg = std::format!(
+            "{{\"result\":{{\"content\":[{{\"type\":\"text\",\"text\":\"{text}\"}}]}}}}"
+        );
+        let want = "[REDACTED]".as_bytes().to_vec();
+        assert_eq!(by_copy(msg.as_bytes(), &secrets, 1 << 16).unwrap(), want);
+        // One run of covered bytes: one marker. Now runs apart from each other.
+        let text = "abcd.".repeat(3000);
+        let msg = std::format!(
+            "{{\"result\":{{\"content\":[{{\"type\":\"text\",\"text\":\"{text}\"}}]}}}}"
+        );
+        let want = by_copy(msg.as_bytes(), &secrets, 1 << 16).unwrap();
+        assert_eq!(want.len(), 3000 * 11);
+        assert!(want.len() > msg.len());
+        let got = by_place(msg.as_bytes(), &secrets, 1 << 16)
+            .unwrap()
+            .unwrap();
+        assert_eq!(got, want);
+        // At every cap around the text's length: the same outcome as the copy.
+        for cap in [want.len() - 1, want.len(), 100, 0] {
+            let copy = by_copy(msg.as_bytes(), &secrets, cap);
+            let place = by_place(msg.as_bytes(), &secrets, cap).unwrap();
+            match (copy, place) {
+                (Ok(a), Ok(b)) => assert_eq!(a, b),
+                (Err(ContentError::Overflow(a)), Err(ContentError::Overflow(b))) => {
+                    assert_eq!(a.limit, b.limit);
+                    assert!(b.needed > cap);
+                }
+                other => panic!("cap {cap}: {other:?}"),
+            }
+        }
+    }
+
+    fn arb_secret() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "[a-d\n\"]{4,6}",
+            "[a-d]{10,14}",
+            Just("text".into()),
+            Just("\"type\"".into()),
+        ]
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            cases: 1024, ..proptest::prelude::ProptestConfig::default()
+        })]
+        /// Flattened in place, redacted by any secrets (shorter than the marker too, so the
+        /// text may outgrow its message): the same text, or the same error, as by copy, at
+        /// any cap.
+        #[test]
+        fn in_place_agrees_with_the_copy(
+            src in arb_result(),
+            secrets in prop::collection::vec(arb_secret(), 0..4),
+            cap in 0usize..96,
+            wrapped in any::<bool>(),
+            compact in any::<bool>(),
+        ) {
+            let src = if compact {
+                // As most servers send it: no whitespace, escapes canonical (planned in place).
+                let mut out = crate::buf::VecBuf::new(1 << 16);
+                Value::parse(src.as_bytes(), JsonLimits::default()).unwrap().write_compact(&mut out).unwrap();
+                String::from_utf8(out.into_vec()).unwrap()
+            } else {
+                src
+            };
+            let msg = if wrapped { wrap(&src) } else { std::format!("{{\"result\":{src}}}") };
+            for cap in [cap, 4096] {
+                let Some(place) = by_place(msg.as_bytes(), &secrets, cap) else {
+                    proptest::prop_assert!(!compact, "compact JSON is planned: {}", msg);
+                    continue;
+                };
+                let copy = by_copy(msg.as_bytes(), &secrets, cap);
+                match (copy, place) {
+                    (Ok(a), Ok(b)) => proptest::prop_assert_eq!(a, b, "{}", msg),
+                    (Err(ContentError::Overflow(a)), Err(ContentError::Overflow(b))) => {
+                        proptest::prop_assert_eq!(a.limit, b.limit);
+                    }
+                    (a, b) => proptest::prop_assert_eq!(a, b, "{}", msg),
+                }
             }
         }
     }

@@ -72,6 +72,21 @@ pub trait OnMessage {
     /// response came: a response-shaped message should then be taken as the answer.
     fn on_message(&mut self, msg: &[u8], last_chance: bool) -> Result<Verdict, Failure>;
 
+    /// The same message as the first `len` bytes of the reply buffer, which the exchange
+    /// calls instead on the host (`std` feature; the edge calls `on_message`, less code): a
+    /// handler may rewrite the buffer (flatten the text where the message lies) or take its
+    /// storage, but only when it answers [`Verdict::Done`], since nothing of the reply is read
+    /// after that. The default hands the bytes to [`on_message`](Self::on_message).
+    #[cfg(feature = "std")]
+    fn on_reply(
+        &mut self,
+        reply: &mut dyn Buf,
+        len: usize,
+        last_chance: bool,
+    ) -> Result<Verdict, Failure> {
+        self.on_message(reply.bytes().get(..len).unwrap_or(&[]), last_chance)
+    }
+
     /// How many progress notifications for the request this handler has seen so far; the
     /// driver extends the deadline when it changes. Handlers that do not track progress keep
     /// the default (always 0).
@@ -310,9 +325,8 @@ impl<'h> Exchange<'h> {
                 self.mode = Mode::Finished;
                 let line = trim_cr(reply.bytes());
                 // A blank last line (a lone CR, spaces) is no message, as a blank line never is.
-                if !line.iter().all(u8::is_ascii_whitespace)
-                    && handler.on_message(line, true)? == Verdict::Done
-                {
+                let (blank, len) = (line.iter().all(u8::is_ascii_whitespace), line.len());
+                if !blank && deliver(handler, reply, len, true)? == Verdict::Done {
                     return Ok(Step::Done);
                 }
                 return Ok(Step::Ended);
@@ -366,10 +380,11 @@ impl<'h> Exchange<'h> {
                 break;
             }
             let line = trim_cr(reply.bytes());
-            let verdict = if line.iter().all(u8::is_ascii_whitespace) {
+            let (blank, len) = (line.iter().all(u8::is_ascii_whitespace), line.len());
+            let verdict = if blank {
                 Verdict::Continue
             } else {
-                handler.on_message(line, false)?
+                deliver(handler, reply, len, false)?
             };
             reply.clear();
             if verdict == Verdict::Done {
@@ -478,7 +493,7 @@ impl<'h> Exchange<'h> {
             if let SseStep::Event(kind) = step {
                 // Only unnamed and `message` events carry JSON-RPC.
                 let verdict = if kind == EventKind::Message {
-                    handler.on_message(reply.bytes(), false)?
+                    deliver_all(handler, reply, false)?
                 } else {
                     Verdict::Continue
                 };
@@ -508,7 +523,7 @@ impl<'h> Exchange<'h> {
         let mode = self.mode;
         self.mode = Mode::Finished;
         match mode {
-            Mode::Json => match handler.on_message(reply.bytes(), true)? {
+            Mode::Json => match deliver_all(handler, reply, true)? {
                 Verdict::Done => Ok(Step::Done),
                 _ => Ok(Step::Ended),
             },
@@ -517,7 +532,7 @@ impl<'h> Exchange<'h> {
                 self.sse.finish(&mut discard);
                 if self.held
                     && discard.pending_clear
-                    && handler.on_message(reply.bytes(), true)? == Verdict::Done
+                    && deliver_all(handler, reply, true)? == Verdict::Done
                 {
                     return Ok(Step::Done);
                 }
@@ -539,6 +554,43 @@ impl<'h> Exchange<'h> {
             }
             f
         }
+    }
+}
+
+/// Hands the message, the first `len` bytes of `reply`, to the handler: with the reply buffer
+/// on the host (`OnMessage::on_reply`), as bytes on the edge.
+#[inline]
+fn deliver<B: Buf, H: OnMessage + ?Sized>(
+    handler: &mut H,
+    reply: &mut B,
+    len: usize,
+    last_chance: bool,
+) -> Result<Verdict, Failure> {
+    #[cfg(feature = "std")]
+    {
+        handler.on_reply(reply, len, last_chance)
+    }
+    #[cfg(not(feature = "std"))]
+    {
+        handler.on_message(reply.bytes().get(..len).unwrap_or(&[]), last_chance)
+    }
+}
+
+/// [`deliver`] of the whole reply buffer.
+#[inline]
+fn deliver_all<B: Buf, H: OnMessage + ?Sized>(
+    handler: &mut H,
+    reply: &mut B,
+    last_chance: bool,
+) -> Result<Verdict, Failure> {
+    #[cfg(feature = "std")]
+    {
+        let len = reply.len();
+        handler.on_reply(reply, len, last_chance)
+    }
+    #[cfg(not(feature = "std"))]
+    {
+        handler.on_message(reply.bytes(), last_chance)
     }
 }
 

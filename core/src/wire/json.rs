@@ -1248,6 +1248,66 @@ fn unescape_run<const TO_QUOTE: bool>(
     }
 }
 
+/// Unescapes the start of `raw` (string bytes, escapes as written) into `dst` until `dst`
+/// is full or `raw` ends, never splitting an escape. Returns (bytes of `raw` used, bytes of
+/// `dst` written); the caller goes on from there, so a string is unescaped in `dst`-sized
+/// pieces where its bytes lie (`content::InPlacePlan`). Writes what
+/// [`JsonStr::unescape_into`] writes; a malformed escape (not from `parse`) ends the string
+/// there, as there. `dst` shorter than 4 bytes may stop before an escape it cannot hold.
+#[cfg(feature = "std")]
+pub(crate) fn unescape_chunk(raw: &[u8], dst: &mut [u8]) -> (usize, usize) {
+    let (mut from, mut to) = (0, 0);
+    loop {
+        let rest = raw.get(from..).unwrap_or(&[]);
+        let room = dst.len() - to;
+        // Look no further than what fits: a long run without escapes is not searched again.
+        let window = rest.get(..room.min(rest.len())).unwrap_or(&[]);
+        let i = find_backslash(window).unwrap_or(window.len());
+        if let (Some(d), Some(src)) = (dst.get_mut(to..to + i), window.get(..i)) {
+            d.copy_from_slice(src);
+        }
+        from += i;
+        to += i;
+        if i == window.len() || dst.len() - to < 4 {
+            return (from, to);
+        }
+        let short = match raw.get(from + 1) {
+            Some(b'n') => Some(b'\n'),
+            Some(b'"') => Some(b'"'),
+            Some(b'\\') => Some(b'\\'),
+            Some(b't') => Some(b'\t'),
+            Some(b'r') => Some(b'\r'),
+            Some(b'/') => Some(b'/'),
+            Some(b'b') => Some(0x08),
+            Some(b'f') => Some(0x0c),
+            _ => None,
+        };
+        if let Some(b) = short {
+            if let Some(d) = dst.get_mut(to) {
+                *d = b;
+            }
+            to += 1;
+            from += 2;
+            continue;
+        }
+        let mut escape = Pieces { raw, pos: from };
+        let mut utf8 = [0u8; 4];
+        let bytes: &[u8] = match escape.next() {
+            Some(Piece::Char(c)) => c.encode_utf8(&mut utf8).as_bytes(),
+            Some(Piece::Lone(_)) => "\u{FFFD}".as_bytes(),
+            Some(Piece::Span(s)) => s,
+            // A malformed escape: the rest is dropped, as `unescape_into` does.
+            None => return (raw.len(), to),
+        };
+        let Some(d) = dst.get_mut(to..to + bytes.len()) else {
+            return (from, to);
+        };
+        d.copy_from_slice(bytes);
+        to += bytes.len();
+        from = escape.pos;
+    }
+}
+
 /// Bytes the host's [`JsonStr::unescape_into`] gathers on the stack before one put (the
 /// redactor's stage size, so a redacting sink takes each gather whole).
 pub const UNESCAPE_GATHER: usize = 2048;

@@ -543,6 +543,7 @@ pub fn json(data: &[u8]) {
         return;
     }
     let Some(v) = ours else { return };
+    in_place_is_the_copy(data);
     let dup = walk(v);
     let out = compact(v);
     let again = Value::parse(&out, JsonLimits::default())
@@ -560,6 +561,43 @@ pub fn json(data: &[u8]) {
                 s,
                 "write_compact differs from serde_json's compact form"
             );
+        }
+    }
+}
+
+/// Any JSON as a `tools/call` result: flattened where it lies (the host's way for big replies)
+/// it gives what the copy gives, redacted by secrets that outgrow their text too, at a roomy
+/// and a tight cap: the same text, or an overflow at the same cap, or the same error.
+fn in_place_is_the_copy(msg: &[u8]) {
+    use verifi_mcp_core::wire::content::{self, InPlacePlan};
+    const SECRETS: [&str; 4] = ["text", "abcd", "hunter2-secret", "\"type\""];
+    let v = Value::parse(msg, JsonLimits::default()).expect("valid");
+    for cap in [1 << 16, msg.len() / 2] {
+        let mut copy = VecBuf::new(cap);
+        let mut r = Redactor::new(&SECRETS);
+        let mut sink = r.sink(&mut copy);
+        let copied = content::flatten(v, &mut sink).and_then(|f| Ok(sink.finish().map(|_| f)?));
+        let plan = match InPlacePlan::new(msg, v) {
+            Ok(Some(p)) => p,
+            Ok(None) => continue,
+            Err(e) => {
+                assert_eq!(copied, Err(e), "the plan's error is flatten's");
+                continue;
+            }
+        };
+        let mut reply = VecBuf::new(msg.len().max(cap));
+        reply.put(msg).expect("fits");
+        let mut text = VecBuf::new(cap);
+        let mut r = Redactor::new(&SECRETS);
+        match (copied, plan.run(&mut reply, &mut r, &mut text)) {
+            (Ok(a), Ok(b)) => {
+                assert_eq!(a, b);
+                assert_eq!(text.bytes(), copy.bytes(), "in place differs from the copy");
+            }
+            (Err(content::ContentError::Overflow(a)), Err(content::ContentError::Overflow(b))) => {
+                assert_eq!(a.limit, b.limit)
+            }
+            (a, b) => panic!("copy {a:?}, in place {b:?}"),
         }
     }
 }

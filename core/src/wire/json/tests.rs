@@ -608,3 +608,48 @@ fn long_strings_cross_blocks_with_escapes_at_every_offset() {
         }
     }
 }
+
+/// `unescape_chunk` over and over until the string is used up, into pieces of `piece` bytes.
+fn unescaped_in_chunks(raw: &[u8], piece: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut dst = std::vec![0u8; piece];
+    let mut from = 0;
+    while from < raw.len() {
+        let (used, made) = unescape_chunk(&raw[from..], &mut dst);
+        out.extend_from_slice(&dst[..made]);
+        assert!(used > 0 || made > 0, "no progress at {from}");
+        from += used;
+    }
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+    /// Unescaped in pieces of any size (4 bytes and up), a string is what `unescape_into`
+    /// writes whole: no escape is split, nothing is lost or repeated, over blocks of 64.
+    #[test]
+    fn unescape_in_chunks_equals_unescape_into(
+        parts in prop::collection::vec(
+            prop_oneof![
+                "[a-z ]{0,90}",
+                Just("\\n".to_string()),
+                Just("\\\\".to_string()),
+                Just("\\\"".to_string()),
+                Just("\\u00e9".to_string()),
+                Just("\\ud83d\\ude00".to_string()),
+                Just("\\udc00".to_string()),
+                Just("é😀".to_string()),
+            ],
+            0..40,
+        ),
+        piece in prop_oneof![4usize..80, Just(8192usize)],
+    ) {
+        let raw = parts.concat();
+        let src = std::format!("\"{raw}\"");
+        let v = parse(src.as_bytes()).unwrap();
+        let s = v.as_str().unwrap();
+        let mut want = crate::buf::VecBuf::new(1 << 20);
+        s.unescape_into(&mut want).unwrap();
+        prop_assert_eq!(unescaped_in_chunks(s.raw(), piece), want.bytes().to_vec(), "{}", src);
+    }
+}
