@@ -21,6 +21,7 @@ use crate::harness::result::{ToolResult, write_tool_error};
 use crate::machine::handlers::{FmtSink, as_text, redact_list_error, write_failure, write_line};
 use crate::machine::{Action, Answer, Op};
 use crate::wire::endpoint::Endpoint;
+pub use crate::wire::exchange::TailDrain;
 use crate::wire::failure::{ConnectError, ConnectErrorKind, Failure, StrSink, truncated};
 use crate::wire::json::Value;
 use crate::wire::jsonrpc::{self, ListMethod};
@@ -58,6 +59,13 @@ pub trait Net {
     fn now(&self) -> Millis;
     /// Sleeps until `at` on the same clock.
     async fn sleep_until(&self, at: Millis);
+    /// Takes a connection whose reply stream has not ended, with what is left of its framing
+    /// ([`TailDrain`]): an adapter that can run work on the side reads on (briefly) and
+    /// [`recycle`](Self::recycle)s it once `tail` says the response ended. The default drops
+    /// it, as an adapter that cannot must.
+    fn park(&self, ep: &Endpoint<'_>, conn: Self::Conn, tail: TailDrain) {
+        let _ = (ep, conn, tail);
+    }
 }
 
 /// Where a slot's state lives: a lock on the host, a cell on the edge.
@@ -152,6 +160,13 @@ where
                 }
             }
             Action::Close => *conn = None,
+            Action::Park => {
+                if let (Some(c), Some(ep), Some(tail)) =
+                    (conn.take(), cfg.endpoint(op.target()), op.take_tail())
+                {
+                    net.park(ep, c, tail);
+                }
+            }
             Action::Sleep { slot: true } => {
                 let _ = select(state.changed(generation), net.sleep_until(at)).await;
             }

@@ -63,7 +63,7 @@
 //!             op.handle_read(now, n);
 //!         }
 //!         Action::Sleep { .. } => now = op.timeout(),
-//!         Action::Recycle | Action::Close | Action::Report => {}
+//!         Action::Recycle | Action::Close | Action::Park | Action::Report => {}
 //!         Action::Respond { .. } | Action::TaskStarted => {}
 //!         Action::Done => break,
 //!     }

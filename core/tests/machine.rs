@@ -76,6 +76,8 @@ struct Seen {
     reports: Vec<AttemptOutcome>,
     /// How many times the op said the call became a task.
     task_started: u32,
+    /// Connections handed over with a reply stream that had not ended.
+    parked: u32,
     /// When each request was written.
     times: Vec<u64>,
     /// When the op ended.
@@ -216,6 +218,14 @@ fn run<F: FnMut(Option<(Value<'_>, &[u8])>)>(
             },
             Action::Recycle => pooled = true,
             Action::Close => pooled = false,
+            Action::Park => {
+                pooled = false;
+                seen.parked += 1;
+                assert!(
+                    op.take_tail().is_some(),
+                    "a parked connection comes with its tail"
+                );
+            }
             Action::Sleep { .. } => now = now.max(op.timeout()),
             Action::Respond { target } => {
                 // An answer to the server, on the side: recorded, the call's stream goes on.
@@ -668,7 +678,7 @@ fn an_unreachable_primary_fails_over_and_reports_each_attempt() {
             Action::Report => seen.reports.push(op.report().unwrap().outcome),
             Action::TaskStarted => seen.task_started += 1,
             Action::Sleep { .. } => now = op.timeout(),
-            Action::Recycle | Action::Close | Action::Respond { .. } => {}
+            Action::Recycle | Action::Close | Action::Park | Action::Respond { .. } => {}
             Action::Done => break,
         }
     }
@@ -2278,4 +2288,94 @@ fn a_task_required_tool_in_a_2025_11_25_session_runs_as_a_task() {
     assert!(r.failure.is_none(), "{:?}", r.failure);
     assert_eq!(r.seen.methods(), ["POST:tools/call"]);
     assert_eq!(r.text, b"echoed");
+}
+
+/// Every request of a task has an id of its own: a `tasks/update` or `tasks/cancel` never
+/// reuses the `tasks/get` before it.
+#[test]
+fn a_tasks_update_and_cancel_have_ids_of_their_own() {
+    use verifi_mcp_core::machine::Elicitation;
+    let mut c = auto_cfg();
+    c.elicitation = Some(Elicitation::AcceptDefaults);
+    c.timeout_ms = 2_000;
+    let mut slot = SlotState::new(c.version, false);
+    let mut updated = false;
+    let r = call_with(
+        &c,
+        &mut slot,
+        &[],
+        "scan",
+        None,
+        modern_server(move |req, id| {
+            match method_of(req).as_str() {
+                "POST:tools/call" => task_created(id, 50),
+                "POST:tasks/update" => {
+                    updated = true;
+                    json(&format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#))
+                }
+                "POST:tasks/get" if !updated => task_status(
+                    id,
+                    "input_required",
+                    &format!(
+                        ",{}",
+                        ASK_PORT.replace(r#","requestState":"st-\u00e9-1""#, "")
+                    ),
+                ),
+                // Working after the update until the deadline: then one tasks/cancel.
+                "POST:tasks/get" => task_status(id, "working", ""),
+                "POST:tasks/cancel" => task_status(id, "cancelled", ""),
+                other => panic!("unexpected {other}"),
+            }
+        }),
+    );
+    let f = r.failure.expect("timed out").to_string();
+    assert!(f.contains("timed out") && f.contains(TASK), "{f}");
+    assert_eq!(count(&r.seen, "POST:tasks/update"), 1);
+    assert_eq!(count(&r.seen, "POST:tasks/cancel"), 1);
+    let ids: Vec<u64> = r
+        .seen
+        .requests
+        .iter()
+        .map(|(_, q)| id_of(q))
+        .filter(|&i| i != 0)
+        .collect();
+    let mut unique = ids.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(unique.len(), ids.len(), "an id was sent twice: {ids:?}");
+}
+
+/// A reply stream that has not ended when the tail read gives up: the answer is handed back
+/// and the connection is parked with what is left of its framing (not closed), so an adapter
+/// can keep it once the stream ends.
+#[test]
+fn a_late_ending_stream_is_parked_with_its_tail() {
+    let c = auto_cfg();
+    let mut slot = SlotState::new(c.version, false);
+    let r = call_with(
+        &c,
+        &mut slot,
+        &[],
+        "echo",
+        None,
+        modern_server(|_, id| {
+            let event = format!(
+                "data: {{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"content\":[{{\"type\":\"text\",\"text\":\"late\"}}]}}}}\n\n"
+            );
+            // Chunked, and the terminating chunk does not come.
+            Reply::Bytes(
+            format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n{:x}\r\n{event}\r\n",
+                event.len()
+            )
+            .into_bytes(),
+        )
+        }),
+    );
+    assert!(r.failure.is_none(), "{:?}", r.failure);
+    assert_eq!(r.text, b"late");
+    assert_eq!(
+        r.seen.parked, 1,
+        "the call's connection is parked, not closed"
+    );
 }

@@ -116,18 +116,21 @@ fn ten_thousand_calls_at_64_in_flight() {
         // stream when its handler task ends, which under load can come after the client's
         // tail read gave up on it), so its count may exceed the limit by the connections that
         // were replaced, never by more. The client-side limit is asserted in transport.rs.
-        let replaced = conns_end - conns_warm;
+        // Every connection past the first `limit` the server ever accepted replaced one (in
+        // the warm-up too: a warm-up replacement's close may be seen during the soak).
+        let replaced = conns_end.saturating_sub(limit as u64);
         assert!(
             server.stats().max_open_connections() <= limit as u64 + replaced,
             "more connections open at once ({}) than the slot's limit {limit} (+{replaced} replaced)",
             server.stats().max_open_connections()
         );
-        // Reuse: in the old era every connection is reused (64 for the whole soak, measured);
-        // rmcp 3.11 ends a 2026 reply stream only when its handler task ends, which under this
-        // load sometimes comes after the client's 25 ms tail read, and such a connection is
-        // replaced (40 to 80 of 10 000 measured). At most 2% may be.
+        // Reuse: rmcp 3.11 ends a 2026 reply stream only when its handler task ends, which
+        // under this load sometimes comes after the client's 25 ms tail read; such a
+        // connection is parked and drained on the side (`Net::park`), then pooled again. So
+        // the soak runs on the warm-up's connections (0 new of 10 000 measured three times;
+        // 40 to 80 were replaced before the deferred tail). At most 1% may be new.
         assert!(
-            conns_end - conns_warm <= (CALLS / 50) as u64,
+            conns_end - conns_warm <= (CALLS / 100) as u64,
             "{} new connections for {CALLS} calls: not reused",
             conns_end - conns_warm
         );

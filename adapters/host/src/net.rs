@@ -25,7 +25,7 @@ use futures_rustls::TlsConnector;
 use futures_rustls::client::TlsStream;
 use futures_rustls::rustls::{self, ClientConfig};
 use rustls_pki_types::ServerName;
-use verifi_mcp_core::drive::{Millis, Net};
+use verifi_mcp_core::drive::{Millis, Net, TailDrain};
 use verifi_mcp_core::wire::endpoint::{Endpoint, Scheme};
 use verifi_mcp_core::wire::failure::{ConnectError, ConnectErrorKind};
 
@@ -647,6 +647,50 @@ impl Net for RoutedNet<'_> {
 
     async fn sleep_until(&self, at: Millis) {
         self.net.sleep_until_ms(at).await;
+    }
+
+    fn park(&self, ep: &Endpoint<'_>, conn: Conn, tail: TailDrain) {
+        // Not pooled anyway (see `recycle`).
+        if ep.absolute_form() {
+            return;
+        }
+        // The adapter runs under any executor: the drain runs on the blocking pool's thread,
+        // for at most `PARK_MS` (usually a few ms).
+        let net = self.net.clone();
+        blocking::unblock(move || async_io::block_on(drain_then_recycle(net, conn, tail))).detach();
+    }
+}
+
+/// How long a parked connection's reply stream may take to end before it is dropped.
+const PARK_MS: u64 = 2_000;
+
+/// Reads a parked connection until its reply stream ends (then it goes back to the pool), it
+/// sends what is not that stream's framing, it closes, or [`PARK_MS`] pass (then it is
+/// dropped). The call it served has its answer already: a server that ends its stream late
+/// (rmcp in the 2026 era, under load) costs no new connection.
+async fn drain_then_recycle(net: HostNet, mut conn: Conn, mut tail: TailDrain) {
+    let mut buf = [0u8; 512];
+    let ended = futures_lite::future::or(
+        async {
+            loop {
+                match embedded_io_async::Read::read(&mut conn, &mut buf).await {
+                    Ok(n) if n > 0 => match tail.feed(buf.get(..n).unwrap_or_default()) {
+                        Some(true) => return true,
+                        Some(false) => {}
+                        None => return false,
+                    },
+                    _ => return false,
+                }
+            }
+        },
+        async {
+            Timer::after(Duration::from_millis(PARK_MS)).await;
+            false
+        },
+    )
+    .await;
+    if ended {
+        net.recycle(conn);
     }
 }
 

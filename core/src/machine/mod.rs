@@ -78,7 +78,7 @@
 //!             op.handle_read(now, n); // 0: the server closed
 //!         }
 //!         Action::Sleep { .. } => now = op.timeout(),
-//!         Action::Recycle | Action::Close | Action::Report => {}
+//!         Action::Recycle | Action::Close | Action::Park | Action::Report => {}
 //!         Action::Respond { .. } | Action::TaskStarted => {}
 //!         Action::Done => break,
 //!     }

@@ -132,6 +132,34 @@ enum Mode {
     Finished,
 }
 
+/// The rest of a response's HTTP framing after its answer was handed back
+/// ([`Exchange::take_tail`]): an adapter feeds it what the connection still sends, and keeps
+/// the connection when the response ends exactly at the end of a read.
+#[derive(Debug)]
+pub struct TailDrain {
+    http: super::http::BodyRest,
+}
+
+impl TailDrain {
+    /// Feeds bytes that follow. `Some(true)`: the response ended with the last of `input`
+    /// (the connection may be kept); `Some(false)`: not yet; `None`: the bytes are not this
+    /// response's framing, or run past its end (drop the connection).
+    pub fn feed(&mut self, input: &[u8]) -> Option<bool> {
+        let mut used = 0;
+        loop {
+            let rest = input.get(used..).unwrap_or(&[]);
+            match self.http.decode(rest) {
+                Ok((n, Decoded::End)) => return (used + n == input.len()).then_some(true),
+                Ok((n, Decoded::NeedMore)) => {
+                    return (used + n == input.len()).then_some(false);
+                }
+                Ok((n, Decoded::Body(_))) if n > 0 => used += n,
+                _ => return None,
+            }
+        }
+    }
+}
+
 /// One request's reply, decoded as it arrives.
 pub struct Exchange<'h> {
     http: ResponseDecoder<'h>,
@@ -221,6 +249,16 @@ impl<'h> Exchange<'h> {
             && self.head.as_ref().is_some_and(|h| {
                 h.keep_alive && matches!(h.framing, Framing::Length(_) | Framing::Chunked)
             })
+    }
+
+    /// While [`awaits_end`](Self::awaits_end): the rest of the response's framing, to drain
+    /// after the answer was handed back (a reply stream that ends late), so the connection
+    /// can still be kept.
+    pub fn take_tail(&self) -> Option<TailDrain> {
+        if !self.awaits_end() {
+            return None;
+        }
+        self.http.body_only().map(|http| TailDrain { http })
     }
 
     /// Feeds bytes that follow the response through the HTTP framing only (they are not part
@@ -710,6 +748,43 @@ mod tests {
             }
         }
         buf
+    }
+
+    /// A reply stream whose end comes after its answer: what is left of its chunked framing
+    /// is drained on the side, and says when the connection may be kept (never past the
+    /// response's end, never on bytes that are not its framing).
+    #[test]
+    fn a_late_stream_end_is_drained_by_its_tail() {
+        let reply = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n\
+            1c\r\ndata: {\"id\":7,\"result\":{}}\n\n\r\n";
+        let tail = |rest: &[&[u8]]| {
+            let mut head = [0u8; 1024];
+            let mut ex = Exchange::new(&mut head, Expect::Response, false, ReplyLimits::default());
+            let mut buf = Hinted::default();
+            let (_, step) = ex.feed(reply, &mut buf, &mut Take).unwrap();
+            assert_eq!(step, Step::Done);
+            assert!(ex.awaits_end());
+            let mut t = ex.take_tail().expect("a tail");
+            rest.iter().map(|r| t.feed(r)).collect::<Vec<_>>()
+        };
+        assert_eq!(tail(&[b"0\r\n\r\n"]), [Some(true)]);
+        assert_eq!(tail(&[b"0\r", b"\n\r\n"]), [Some(false), Some(true)]);
+        assert_eq!(
+            tail(&[b"5\r\nping\n\r\n", b"0\r\n\r\n"]),
+            [Some(false), Some(true)]
+        );
+        // Bytes past the end (a second response nobody asked for), or not framing at all.
+        assert_eq!(tail(&[b"0\r\n\r\nHTTP/1.1"]), [None]);
+        assert_eq!(tail(&[b"zz\r\n"]), [None]);
+        // A response that ended has no tail.
+        let mut head = [0u8; 1024];
+        let mut ex = Exchange::new(&mut head, Expect::Response, false, ReplyLimits::default());
+        let mut buf = Hinted::default();
+        let mut whole = reply.to_vec();
+        whole.extend_from_slice(b"0\r\n\r\n");
+        let _ = ex.feed(&whole, &mut buf, &mut Take).unwrap();
+        let _ = ex.drain_tail(&[]);
+        assert!(ex.take_tail().is_none() || !ex.awaits_end());
     }
 
     /// Takes the message whose text contains `"id":7`; counts the others.

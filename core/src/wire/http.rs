@@ -530,6 +530,75 @@ pub struct ResponseDecoder<'h> {
     work: (usize, usize),
 }
 
+/// Where a response's body framing stands, without the head storage (which the body never
+/// uses): what is left of a response whose answer was taken. Small on purpose: an op keeps
+/// one across a poll.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BodyRest {
+    state: BodyState,
+    body: u64,
+    max_body: u64,
+    /// The trailer lines' cap (the head's).
+    max_head: usize,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum BodyState {
+    Length { left: u64 },
+    Chunked(Chunk),
+    Ending,
+}
+
+impl BodyRest {
+    /// Decodes the next framing bytes of `input` (as [`ResponseDecoder::decode`] does).
+    pub(crate) fn decode<'i>(
+        &mut self,
+        input: &'i [u8],
+    ) -> Result<(usize, Decoded<'i>), HttpError> {
+        let mut d = ResponseDecoder {
+            storage: &mut [],
+            max_head: self.max_head,
+            max_body: self.max_body,
+            state: match self.state {
+                BodyState::Length { left } => State::Length { left },
+                BodyState::Chunked(c) => State::Chunked(c),
+                BodyState::Ending => State::Ending,
+            },
+            body: self.body,
+            #[cfg(test)]
+            work: (0, 0),
+        };
+        let out = d.decode(input);
+        self.body = d.body;
+        self.state = match d.state {
+            State::Length { left } => BodyState::Length { left },
+            State::Chunked(c) => BodyState::Chunked(c),
+            State::Ending => BodyState::Ending,
+            // Done, failed, or a state a body never returns to: nothing more to read.
+            _ => BodyState::Length { left: 0 },
+        };
+        out
+    }
+}
+
+impl ResponseDecoder<'_> {
+    /// The body's framing state alone, when the head was read and the body has not ended.
+    pub(crate) fn body_only(&self) -> Option<BodyRest> {
+        let state = match self.state {
+            State::Length { left } => BodyState::Length { left },
+            State::Chunked(c) => BodyState::Chunked(c),
+            State::Ending => BodyState::Ending,
+            _ => return None,
+        };
+        Some(BodyRest {
+            state,
+            body: self.body,
+            max_body: self.max_body,
+            max_head: self.max_head,
+        })
+    }
+}
+
 impl<'h> ResponseDecoder<'h> {
     /// Gives the head storage back (for the next response).
     pub fn into_head_storage(self) -> &'h mut [u8] {

@@ -355,10 +355,18 @@ fn drive<F: FnMut(Option<(Value<'_>, &[u8])>)>(
                     }
                 }
             }
-            Action::Recycle | Action::Close => {
+            Action::Recycle | Action::Close | Action::Park => {
+                if action == Action::Park {
+                    // What is left of the stream, fed by a drainer: never a panic, whatever
+                    // the server sends next.
+                    let mut tail = op.take_tail().expect("a parked connection has its tail");
+                    let _ = tail.feed(&pending);
+                    let n = usize::from(script.byte().unwrap_or(0));
+                    let _ = tail.feed(script.take(n));
+                }
                 connected = false;
                 pending.clear();
-                if action == Action::Close && call_written == Some(false) {
+                if action != Action::Recycle && call_written == Some(false) {
                     call_may_have_run = true;
                 }
                 if call_written == Some(true) {
