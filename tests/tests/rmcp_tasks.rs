@@ -1,0 +1,361 @@
+//! The tasks extension (2026-07-28 era, SEP-2663) against rmcp's own server-side runtime: the
+//! rmcp test server with [`ServerOptions::tasks`], whose `long_scan` and `confirm_task` run as
+//! tasks through rmcp's `TaskManager`, over TCP on 127.0.0.1, in each of its three modes.
+//!
+//! A call stays transparent (the tool ran once, its result arrives); a deadline shorter than the
+//! task sends one `tasks/cancel` that the server sees, and the error names the task; an
+//! `input_required` task is answered by the slot's elicitation policy with one `tasks/update`,
+//! and without a policy it is cancelled and the error says what was asked; the same from
+//! `mcp call --elicitation accept-defaults`. What the server saw is read from its [`Stats`].
+
+mod support;
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::{CHECK_BOUND, context, json_of, run_bounded, run_mcp};
+use verifi_mcp_host::{Elicitation, Options, TaskStart};
+use verifi_mcp_tests::servers::{
+    confirm_task_question, confirm_task_text, long_scan_status, long_scan_text,
+};
+use verifi_mcp_tests::{Mode, ServerOptions, Stats, TestServer};
+
+/// The rmcp test server in `mode`, offering the tasks extension.
+fn task_server(mode: Mode) -> TestServer {
+    TestServer::start_with(ServerOptions::new(mode).with_tasks()).expect("rmcp task server")
+}
+
+/// Waits (bounded) until `pred` holds on the server's stats.
+fn server_sees(stats: &Stats, pred: impl Fn(&Stats) -> bool) -> bool {
+    stats.wait_until(Duration::from_secs(10), pred)
+}
+
+/// What `confirm_task` gets from the accept-defaults policy: each field's default.
+fn accepted_defaults() -> Value {
+    json!({"action": "accept", "content": {"port": 443, "confirm": true}})
+}
+
+const CLI_BOUND: Duration = Duration::from_secs(60);
+
+#[test]
+fn a_task_tool_called_transparently_returns_its_result_and_ran_once() {
+    for mode in Mode::ALL {
+        let server = task_server(mode);
+        let ctx = context(&server.base_url(), "run-rmcp-task", Options::default());
+        let kali = ctx.mcp("kali").unwrap();
+        let r = run_bounded(
+            CHECK_BOUND,
+            kali.call("long_scan", json!({"target": "10.1.0.1", "seconds": 0.6})),
+        );
+        assert!(r.ok, "{mode:?}: {r:?}");
+        assert_eq!(r.text, long_scan_text("10.1.0.1", 0.6), "{mode:?}");
+        let stats = server.stats();
+        assert_eq!(stats.calls_of("long_scan"), 1, "{mode:?}: one tools/call");
+        assert_eq!(stats.tasks_created(), 1, "{mode:?}: it became a task");
+        assert_eq!(stats.scans_started(), 1, "{mode:?}: the tool ran once");
+        assert_eq!(stats.scans_finished(), 1, "{mode:?}");
+        assert!(stats.task_gets() >= 1, "{mode:?}: it was polled");
+        assert_eq!(stats.task_cancels(), 0, "{mode:?}");
+        // The timeline: the task's start and its end, naming the same task.
+        let tasks = ctx.events_of("mcp.task");
+        assert_eq!(tasks.len(), 2, "{mode:?}: {tasks:?}");
+        assert_eq!(tasks[0].value()["status"], "working", "{mode:?}");
+        assert_eq!(tasks[1].value()["status"], "completed", "{mode:?}");
+        assert_eq!(
+            tasks[0].value()["task"],
+            tasks[1].value()["task"],
+            "{mode:?}"
+        );
+        // One ledger record for the call, not one per poll.
+        let ledger = ctx.ledger();
+        assert_eq!(ledger.tool_calls, 1, "{mode:?}");
+        assert_eq!(ledger.evidence_bytes, r.text.len() as u64, "{mode:?}");
+    }
+}
+
+#[test]
+fn a_detached_task_tells_rmcps_status_messages_and_waits_to_its_result() {
+    let server = task_server(Mode::Stateless);
+    let ctx = context(&server.base_url(), "run-rmcp-detach", Options::default());
+    let messages = Mutex::new(Vec::<String>::new());
+    let (id, status, r) = run_bounded(CHECK_BOUND, async {
+        let kali = ctx.mcp("kali").unwrap();
+        let task = match kali
+            .start_task("long_scan", json!({"target": "10.1.0.2", "seconds": 1.2}))
+            .await
+        {
+            TaskStart::Task(t) => t,
+            TaskStart::Done(r) => panic!("long_scan answered at once: {r:?}"),
+        };
+        let status = task.status().await.expect("tasks/get");
+        let r = task
+            .wait_with_progress(|u| {
+                messages
+                    .lock()
+                    .unwrap()
+                    .push(u.message.unwrap_or_default().to_owned());
+            })
+            .await;
+        (task.id().to_owned(), status, r)
+    });
+    // rmcp's task, as it is on the wire: its id, `working`, the server's poll interval.
+    assert_eq!(status["taskId"], id.as_str(), "{status}");
+    assert_eq!(status["status"], "working", "{status}");
+    assert!(r.ok, "{r:?}");
+    assert_eq!(r.text, long_scan_text("10.1.0.2", 1.2));
+    let messages = messages.into_inner().unwrap();
+    let steps: Vec<_> = (1..=6)
+        .map(|i| long_scan_status("10.1.0.2", i, 6))
+        .collect();
+    assert!(
+        messages.iter().any(|m| steps.contains(m)),
+        "no status message of rmcp's task reached the observer: {messages:?}"
+    );
+    assert_eq!(server.stats().scans_started(), 1);
+    assert_eq!(ctx.ledger().tool_calls, 1);
+}
+
+#[test]
+fn a_deadline_shorter_than_the_task_cancels_it_on_the_server_and_names_it() {
+    for mode in Mode::ALL {
+        let server = task_server(mode);
+        let ctx = context(
+            &server.base_url(),
+            "run-rmcp-deadline",
+            Options::default().timeout_ms(800),
+        );
+        let r = run_bounded(
+            CHECK_BOUND,
+            ctx.mcp("kali")
+                .unwrap()
+                .call("long_scan", json!({"target": "10.1.0.3", "seconds": 20})),
+        );
+        assert!(!r.ok && !r.is_error, "{mode:?}: {r:?}");
+        let error = r.error.clone().unwrap_or_default();
+        assert!(error.contains("timed out"), "{mode:?}: {error}");
+        assert!(
+            r.latency_ms < 2_500,
+            "{mode:?}: ended {} ms after the start",
+            r.latency_ms
+        );
+        let tasks = ctx.events_of("mcp.task");
+        assert_eq!(tasks.len(), 2, "{mode:?}: {tasks:?}");
+        assert_eq!(tasks[1].value()["status"], "timedOut", "{mode:?}");
+        let id = tasks[1].value()["task"].as_str().unwrap_or("?").to_owned();
+        assert!(error.contains(&id), "{mode:?}: {error} names {id}");
+        // The server saw exactly one tasks/cancel, for that task, and the tool stopped.
+        let stats = server.stats();
+        assert!(
+            server_sees(stats, |s| s.scans_cancelled() == 1),
+            "{mode:?}: the scan did not stop on the server"
+        );
+        assert_eq!(stats.task_cancels(), 1, "{mode:?}");
+        assert_eq!(stats.cancelled_task_ids(), vec![id.clone()], "{mode:?}");
+        assert_eq!(stats.scans_finished(), 0, "{mode:?}");
+        assert_eq!(stats.scans_started(), 1, "{mode:?}");
+        // rmcp keeps the cancelled task: asked again, it says `cancelled`.
+        let status = run_bounded(CHECK_BOUND, ctx.mcp("kali").unwrap().task(&id).status())
+            .expect("tasks/get of the cancelled task");
+        assert_eq!(status["status"], "cancelled", "{mode:?}: {status}");
+    }
+}
+
+#[test]
+fn confirm_task_gets_the_schemas_defaults_through_one_tasks_update() {
+    for mode in Mode::ALL {
+        let server = task_server(mode);
+        let opts = Options::default().elicitation(Some(Elicitation::AcceptDefaults));
+        let ctx = context(&server.base_url(), "run-rmcp-confirm", opts);
+        let r = run_bounded(
+            CHECK_BOUND,
+            ctx.mcp("kali")
+                .unwrap()
+                .call("confirm_task", json!({"target": "10.1.0.4"})),
+        );
+        assert!(r.ok, "{mode:?}: {r:?}");
+        assert_eq!(
+            r.text,
+            confirm_task_text("10.1.0.4", &accepted_defaults()),
+            "{mode:?}"
+        );
+        let stats = server.stats();
+        assert_eq!(stats.task_updates(), 1, "{mode:?}: one tasks/update");
+        assert_eq!(
+            stats.input_responses(),
+            vec![accepted_defaults()],
+            "{mode:?}"
+        );
+        assert_eq!(stats.task_cancels(), 0, "{mode:?}");
+        assert_eq!(stats.calls_of("confirm_task"), 1, "{mode:?}");
+        assert_eq!(ctx.ledger().tool_calls, 1, "{mode:?}");
+    }
+}
+
+#[test]
+fn confirm_task_with_no_policy_is_cancelled_and_the_error_says_what_was_asked() {
+    for mode in Mode::ALL {
+        let server = task_server(mode);
+        let ctx = context(&server.base_url(), "run-rmcp-no-policy", Options::default());
+        let r = run_bounded(
+            CHECK_BOUND,
+            ctx.mcp("kali")
+                .unwrap()
+                .call("confirm_task", json!({"target": "10.1.0.5"})),
+        );
+        assert!(!r.ok && !r.is_error, "{mode:?}: {r:?}");
+        let error = r.error.clone().unwrap_or_default();
+        let asked = confirm_task_question("10.1.0.5")["params"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        assert!(error.contains(&asked), "{mode:?}: {error} names {asked:?}");
+        let stats = server.stats();
+        assert!(
+            server_sees(stats, |s| s.confirms_cancelled() == 1),
+            "{mode:?}: the question was not withdrawn on the server"
+        );
+        assert_eq!(stats.task_cancels(), 1, "{mode:?}: one tasks/cancel");
+        assert_eq!(stats.task_updates(), 0, "{mode:?}: no tasks/update");
+        assert!(stats.input_responses().is_empty(), "{mode:?}");
+    }
+}
+
+#[test]
+fn a_tool_error_and_a_failed_task_say_rmcps_words() {
+    let server = task_server(Mode::Stateless);
+    let ctx = context(&server.base_url(), "run-rmcp-fail", Options::default());
+    let kali = ctx.mcp("kali").unwrap();
+    // A tool's own error: `completed` with isError.
+    let r = run_bounded(
+        CHECK_BOUND,
+        kali.call(
+            "long_scan",
+            json!({"target": "10.1.0.6", "seconds": 0.2, "fail": "tool"}),
+        ),
+    );
+    assert!(!r.ok && r.is_error, "{r:?}");
+    assert_eq!(r.text, "long_scan 10.1.0.6: host down");
+    assert_eq!(
+        r.error.as_deref(),
+        Some("tool error: long_scan 10.1.0.6: host down")
+    );
+    // A failed task: rmcp's JSON-RPC error object, its message word for word.
+    let r = run_bounded(
+        CHECK_BOUND,
+        kali.call(
+            "long_scan",
+            json!({"target": "10.1.0.7", "seconds": 0.2, "fail": "task"}),
+        ),
+    );
+    assert!(!r.ok && !r.is_error, "{r:?}");
+    assert_eq!(
+        r.error.as_deref(),
+        Some("JSON-RPC error -32603: long_scan 10.1.0.7: scanner crashed")
+    );
+    assert_eq!(server.stats().tasks_created(), 2);
+    assert_eq!(server.stats().scans_started(), 2);
+}
+
+#[test]
+fn with_tasks_off_long_scan_runs_inline_and_confirm_task_is_refused() {
+    let server = task_server(Mode::Stateless);
+    let ctx = context(
+        &server.base_url(),
+        "run-rmcp-off",
+        Options::default().tasks(false),
+    );
+    let kali = ctx.mcp("kali").unwrap();
+    let r = run_bounded(
+        CHECK_BOUND,
+        kali.call("long_scan", json!({"target": "10.1.0.8", "seconds": 0.3})),
+    );
+    assert!(r.ok, "{r:?}");
+    assert_eq!(r.text, long_scan_text("10.1.0.8", 0.3));
+    let r = run_bounded(
+        CHECK_BOUND,
+        kali.call("confirm_task", json!({"target": "10.1.0.8"})),
+    );
+    assert!(!r.ok && !r.is_error, "{r:?}");
+    let error = r.error.clone().unwrap_or_default();
+    assert!(error.contains("-32021"), "{error}");
+    let stats = server.stats();
+    assert_eq!(stats.tasks_created(), 0, "no task without the extension");
+    assert_eq!(stats.task_gets(), 0);
+    assert_eq!(stats.scans_started(), 1);
+}
+
+#[test]
+fn an_unknown_task_on_rmcps_task_store_is_not_found() {
+    let server = task_server(Mode::Stateful);
+    let ctx = context(&server.base_url(), "run-rmcp-unknown", Options::default());
+    let kali = ctx.mcp("kali").unwrap();
+    let status = run_bounded(CHECK_BOUND, kali.task("no-such-task").status());
+    let e = status.expect_err("an unknown task has no status");
+    assert_eq!(e.code, Some(-32602), "{e}");
+    let r = run_bounded(CHECK_BOUND, kali.task("no-such-task").wait());
+    assert!(!r.ok && !r.is_error, "{r:?}");
+    assert_eq!(
+        r.error.as_deref(),
+        Some("task no-such-task is not found or expired on the server")
+    );
+    assert_eq!(server.stats().tool_calls(), 0, "no tools/call for it");
+}
+
+#[test]
+fn mcp_call_with_accept_defaults_answers_confirm_task_and_without_a_policy_fails_naming_it() {
+    let server = task_server(Mode::Stateful);
+    let url = server.base_url();
+    let out = run_mcp(
+        &[
+            "call",
+            &url,
+            "confirm_task",
+            "target=10.1.0.9",
+            "--elicitation",
+            "accept-defaults",
+        ],
+        &[],
+        CLI_BOUND,
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let v = json_of(&out);
+    assert_eq!(v["ok"], true, "{v}");
+    assert_eq!(
+        v["text"],
+        confirm_task_text("10.1.0.9", &accepted_defaults()),
+        "{v}"
+    );
+    let stats = server.stats();
+    assert_eq!(stats.task_updates(), 1);
+    assert_eq!(stats.input_responses(), vec![accepted_defaults()]);
+    // No policy: exit 1, the question in the error, the task cancelled on the server.
+    let out = run_mcp(
+        &["call", &url, "confirm_task", "target=10.1.0.10"],
+        &[],
+        CLI_BOUND,
+    );
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let v = json_of(&out);
+    let error = v["error"].as_str().unwrap_or_default();
+    assert!(error.contains("Scan 10.1.0.10? Which port?"), "{v}");
+    assert!(
+        server_sees(stats, |s| s.confirms_cancelled() == 1),
+        "the CLI's task was not cancelled on the server"
+    );
+    assert_eq!(stats.task_updates(), 1, "no second tasks/update");
+    // The long tool is transparent from the command line too.
+    let out = run_mcp(
+        &[
+            "call",
+            &url,
+            "long_scan",
+            r#"{"target":"10.1.0.11","seconds":0.4}"#,
+        ],
+        &[],
+        CLI_BOUND,
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(json_of(&out)["text"], long_scan_text("10.1.0.11", 0.4));
+    assert_eq!(stats.scans_started(), 1);
+}
