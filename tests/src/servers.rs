@@ -116,6 +116,8 @@ struct TaskStats {
     confirms_cancelled: AtomicU64,
     input_responses: Mutex<Vec<Value>>,
     cancelled_ids: Mutex<Vec<String>>,
+    /// `(method, id)` of every JSON-RPC request POSTed, in order (seen at the HTTP layer).
+    requests: Mutex<Vec<(String, String)>>,
 }
 
 /// One `notifications/cancelled` the server received.
@@ -237,6 +239,11 @@ impl Stats {
     pub fn input_responses(&self) -> Vec<Value> {
         lock(&self.tasks.input_responses).clone()
     }
+    /// `(method, id as JSON text)` of every JSON-RPC request POSTed to the server, in order
+    /// (seen at the HTTP layer, so in every mode; notifications have no id and are left out).
+    pub fn requests(&self) -> Vec<(String, String)> {
+        lock(&self.tasks.requests).clone()
+    }
     /// Waits (polling, bounded by `within`) until `pred` holds; returns whether it did.
     pub fn wait_until(&self, within: Duration, pred: impl Fn(&Stats) -> bool) -> bool {
         let end = Instant::now() + within;
@@ -289,6 +296,22 @@ fn note_cancellation(stats: &Stats, body: &[u8]) {
                     .and_then(Value::as_str)
                     .map(str::to_owned),
             });
+        }
+    }
+}
+
+/// Records the method and id of each request in a body (single message or a batch).
+fn note_requests(stats: &Stats, body: &[u8]) {
+    let Ok(v) = serde_json::from_slice::<Value>(body) else {
+        return;
+    };
+    let messages = match v {
+        Value::Array(a) => a,
+        other => vec![other],
+    };
+    for m in messages {
+        if let (Some(method), Some(id)) = (m.get("method").and_then(Value::as_str), m.get("id")) {
+            lock(&stats.tasks.requests).push((method.to_owned(), id.to_string()));
         }
     }
 }
@@ -1069,6 +1092,7 @@ impl TestServer {
                                 Err(_) => Bytes::new(),
                             };
                             note_cancellation(&stats, &bytes);
+                            note_requests(&stats, &bytes);
                             let req = hyper::Request::from_parts(parts, Full::new(bytes));
                             tower_service::Service::call(&mut svc, req).await
                         }

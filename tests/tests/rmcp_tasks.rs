@@ -359,3 +359,67 @@ fn mcp_call_with_accept_defaults_answers_confirm_task_and_without_a_policy_fails
     assert_eq!(json_of(&out)["text"], long_scan_text("10.1.0.11", 0.4));
     assert_eq!(stats.scans_started(), 1);
 }
+
+/// The server's view of the client's requests of one call: `(method, id)` from the first
+/// `tools/call` on (the era probe and the tool list before it are other requests).
+fn requests_of_the_call(stats: &Stats) -> Vec<(String, String)> {
+    let all = stats.requests();
+    let start = all
+        .iter()
+        .position(|(m, _)| m == "tools/call")
+        .unwrap_or(all.len());
+    all[start..].to_vec()
+}
+
+/// Every request gets an id of its own (MCP: an id is never used twice by the requestor; the
+/// design: a request sent again gets a new id), `tasks/update` and `tasks/cancel` included.
+#[test]
+fn every_request_of_a_task_has_an_id_of_its_own() {
+    let mut reused = Vec::new();
+    // input_required answered: tools/call, tasks/get, tasks/update, tasks/get.
+    let server = task_server(Mode::Stateless);
+    let opts = Options::default().elicitation(Some(Elicitation::AcceptDefaults));
+    let ctx = context(&server.base_url(), "run-rmcp-ids", opts);
+    let r = run_bounded(
+        CHECK_BOUND,
+        ctx.mcp("kali")
+            .unwrap()
+            .call("confirm_task", json!({"target": "10.1.0.12"})),
+    );
+    assert!(r.ok, "{r:?}");
+    let sent = requests_of_the_call(server.stats());
+    assert!(sent.iter().any(|(m, _)| m == "tasks/update"), "{sent:?}");
+    reused.extend(repeated_ids(&sent));
+    // The deadline: tools/call, tasks/get …, tasks/cancel.
+    let server = task_server(Mode::Stateless);
+    let ctx = context(
+        &server.base_url(),
+        "run-rmcp-ids-cancel",
+        Options::default().timeout_ms(600),
+    );
+    let r = run_bounded(
+        CHECK_BOUND,
+        ctx.mcp("kali")
+            .unwrap()
+            .call("long_scan", json!({"target": "10.1.0.13", "seconds": 20})),
+    );
+    assert!(!r.ok, "{r:?}");
+    let sent = requests_of_the_call(server.stats());
+    assert!(sent.iter().any(|(m, _)| m == "tasks/cancel"), "{sent:?}");
+    reused.extend(repeated_ids(&sent));
+    assert!(
+        reused.is_empty(),
+        "requests sent with the id of an earlier request: {reused:?}"
+    );
+}
+
+/// Each request whose id an earlier request already had: `method id (also method)`.
+fn repeated_ids(sent: &[(String, String)]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, (method, id)) in sent.iter().enumerate() {
+        if let Some((earlier, _)) = sent[..i].iter().find(|(_, e)| e == id) {
+            out.push(format!("{method} id {id} (also {earlier})"));
+        }
+    }
+    out
+}
