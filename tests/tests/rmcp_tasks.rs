@@ -423,3 +423,139 @@ fn repeated_ids(sent: &[(String, String)]) -> Vec<String> {
     }
     out
 }
+
+#[test]
+fn a_detached_task_is_re_attached_from_a_new_context_and_its_cancel_ends_it() {
+    let server = task_server(Mode::Stateless);
+    let url = server.base_url();
+    // Detach, then a new context (a harness restart) follows it to its result.
+    let id = {
+        let first = context(&url, "run-rmcp-before-restart", Options::default());
+        let kali = first.mcp("kali").unwrap();
+        match run_bounded(
+            CHECK_BOUND,
+            kali.start_task("long_scan", json!({"target": "10.1.0.14", "seconds": 0.8})),
+        ) {
+            TaskStart::Task(t) => t.id().to_owned(),
+            TaskStart::Done(r) => panic!("long_scan answered at once: {r:?}"),
+        }
+    };
+    let ctx = context(&url, "run-rmcp-after-restart", Options::default());
+    let task = ctx.mcp("kali").unwrap().task(&id).tool("long_scan");
+    let r = run_bounded(CHECK_BOUND, task.wait());
+    assert!(r.ok, "{r:?}");
+    assert_eq!(r.text, long_scan_text("10.1.0.14", 0.8));
+    assert_eq!(
+        ctx.ledger().tool_calls,
+        0,
+        "following a task is no tool call"
+    );
+    assert_eq!(server.stats().calls_of("long_scan"), 1);
+    // A running task cancelled through its handle: rmcp's cancel is cooperative (its status may
+    // lag), so `wait` is what says it ended cancelled, naming it.
+    let (id, r) = run_bounded(CHECK_BOUND, async {
+        let kali = ctx.mcp("kali").unwrap();
+        let task = match kali
+            .start_task("long_scan", json!({"target": "10.1.0.15", "seconds": 20}))
+            .await
+        {
+            TaskStart::Task(t) => t,
+            TaskStart::Done(r) => panic!("long_scan answered at once: {r:?}"),
+        };
+        task.cancel().await.expect("tasks/cancel");
+        (task.id().to_owned(), task.wait().await)
+    });
+    assert!(!r.ok && !r.is_error, "{r:?}");
+    let error = r.error.clone().unwrap_or_default();
+    assert!(
+        error.contains("cancelled") && error.contains(&id),
+        "{error}"
+    );
+    let stats = server.stats();
+    assert!(server_sees(stats, |s| s.scans_cancelled() == 1));
+    assert_eq!(stats.cancelled_task_ids(), vec![id]);
+    // The command line: `mcp task cancel` prints rmcp's acknowledgement, `mcp task get` the end.
+    let out = run_mcp(
+        &[
+            "call",
+            &url,
+            "long_scan",
+            r#"{"target":"10.1.0.16","seconds":20}"#,
+            "--detach",
+            "--format",
+            "text",
+        ],
+        &[],
+        CLI_BOUND,
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    let out = run_mcp(&["task", "cancel", &url, &id], &[], CLI_BOUND);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(json_of(&out).is_object(), "{out:?}");
+    assert!(server_sees(stats, |s| s.scans_cancelled() == 2));
+    let out = run_mcp(&["task", "get", &url, &id], &[], CLI_BOUND);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(json_of(&out)["status"], "cancelled", "{out:?}");
+}
+
+#[test]
+fn a_dropped_call_that_is_an_rmcp_task_is_cancelled_there() {
+    let server = task_server(Mode::Stateful);
+    let ctx = context(&server.base_url(), "run-rmcp-dropped", Options::default());
+    let kali = ctx.mcp("kali").unwrap();
+    let ended = run_bounded(
+        CHECK_BOUND,
+        smol::future::or(
+            async {
+                Some(
+                    kali.call("long_scan", json!({"target": "10.1.0.17", "seconds": 20}))
+                        .await,
+                )
+            },
+            async {
+                smol::Timer::after(Duration::from_millis(700)).await;
+                None
+            },
+        ),
+    );
+    assert!(ended.is_none(), "the call ended by itself: {ended:?}");
+    let stats = server.stats();
+    assert!(
+        server_sees(stats, |s| s.scans_cancelled() == 1),
+        "the dropped call's task was not cancelled on the server"
+    );
+    assert_eq!(stats.task_cancels(), 1);
+    assert_eq!(stats.scans_finished(), 0);
+    assert_eq!(ctx.ledger().tool_calls, 1);
+}
+
+#[test]
+fn in_the_handshake_era_rmcp_makes_no_task_and_long_scan_runs_inline() {
+    for mode in Mode::ALL {
+        let server = task_server(mode);
+        let opts = Options::default().era(verifi_mcp_host::EraSetting::Legacy);
+        let ctx = context(&server.base_url(), "run-rmcp-legacy", opts);
+        let kali = ctx.mcp("kali").unwrap();
+        let r = run_bounded(
+            CHECK_BOUND,
+            kali.call("long_scan", json!({"target": "10.1.0.18", "seconds": 0.3})),
+        );
+        assert!(r.ok, "{mode:?}: {r:?}");
+        assert_eq!(r.text, long_scan_text("10.1.0.18", 0.3), "{mode:?}");
+        let r = run_bounded(
+            CHECK_BOUND,
+            kali.call("confirm_task", json!({"target": "10.1.0.18"})),
+        );
+        assert!(!r.ok && !r.is_error, "{mode:?}: {r:?}");
+        assert!(
+            r.error.as_deref().unwrap_or_default().contains("-32021"),
+            "{mode:?}: {r:?}"
+        );
+        let stats = server.stats();
+        assert_eq!(stats.initializes(), 1, "{mode:?}: the handshake era");
+        assert_eq!(stats.tasks_created(), 0, "{mode:?}");
+        assert_eq!(stats.task_gets(), 0, "{mode:?}");
+        assert!(ctx.events_of("mcp.task").is_empty(), "{mode:?}");
+    }
+}
