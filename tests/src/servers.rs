@@ -116,8 +116,8 @@ struct TaskStats {
     confirms_cancelled: AtomicU64,
     input_responses: Mutex<Vec<Value>>,
     cancelled_ids: Mutex<Vec<String>>,
-    /// `(method, id)` of every JSON-RPC request POSTed, in order (seen at the HTTP layer).
-    requests: Mutex<Vec<(String, String)>>,
+    /// Every JSON-RPC request POSTed, in order (seen at the HTTP layer).
+    requests: Mutex<Vec<SeenRequest>>,
 }
 
 /// One `notifications/cancelled` the server received.
@@ -127,6 +127,17 @@ pub struct Cancelled {
     pub request_id: Option<String>,
     /// The reason the client gave.
     pub reason: Option<String>,
+}
+
+/// One JSON-RPC request the server received.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SeenRequest {
+    /// Its `method`.
+    pub method: String,
+    /// Its `id` as JSON text (`7`, or `"abc"` for a string id).
+    pub id: String,
+    /// The `Mcp-Name` header of the HTTP request that carried it.
+    pub mcp_name: Option<String>,
 }
 
 /// What the last `initialize` request said about the client.
@@ -239,9 +250,9 @@ impl Stats {
     pub fn input_responses(&self) -> Vec<Value> {
         lock(&self.tasks.input_responses).clone()
     }
-    /// `(method, id as JSON text)` of every JSON-RPC request POSTed to the server, in order
-    /// (seen at the HTTP layer, so in every mode; notifications have no id and are left out).
-    pub fn requests(&self) -> Vec<(String, String)> {
+    /// Every JSON-RPC request POSTed to the server, in order (seen at the HTTP layer, so in
+    /// every mode; notifications have no id and are left out).
+    pub fn requests(&self) -> Vec<SeenRequest> {
         lock(&self.tasks.requests).clone()
     }
     /// Waits (polling, bounded by `within`) until `pred` holds; returns whether it did.
@@ -301,7 +312,7 @@ fn note_cancellation(stats: &Stats, body: &[u8]) {
 }
 
 /// Records the method and id of each request in a body (single message or a batch).
-fn note_requests(stats: &Stats, body: &[u8]) {
+fn note_requests(stats: &Stats, mcp_name: Option<&str>, body: &[u8]) {
     let Ok(v) = serde_json::from_slice::<Value>(body) else {
         return;
     };
@@ -311,7 +322,11 @@ fn note_requests(stats: &Stats, body: &[u8]) {
     };
     for m in messages {
         if let (Some(method), Some(id)) = (m.get("method").and_then(Value::as_str), m.get("id")) {
-            lock(&stats.tasks.requests).push((method.to_owned(), id.to_string()));
+            lock(&stats.tasks.requests).push(SeenRequest {
+                method: method.to_owned(),
+                id: id.to_string(),
+                mcp_name: mcp_name.map(str::to_owned),
+            });
         }
     }
 }
@@ -1092,7 +1107,9 @@ impl TestServer {
                                 Err(_) => Bytes::new(),
                             };
                             note_cancellation(&stats, &bytes);
-                            note_requests(&stats, &bytes);
+                            let mcp_name =
+                                parts.headers.get("mcp-name").and_then(|v| v.to_str().ok());
+                            note_requests(&stats, mcp_name, &bytes);
                             let req = hyper::Request::from_parts(parts, Full::new(bytes));
                             tower_service::Service::call(&mut svc, req).await
                         }

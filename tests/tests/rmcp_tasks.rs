@@ -19,7 +19,7 @@ use verifi_mcp_host::{Elicitation, Options, TaskStart};
 use verifi_mcp_tests::servers::{
     confirm_task_question, confirm_task_text, long_scan_status, long_scan_text,
 };
-use verifi_mcp_tests::{Mode, ServerOptions, Stats, TestServer};
+use verifi_mcp_tests::{Mode, SeenRequest, ServerOptions, Stats, TestServer};
 
 /// The rmcp test server in `mode`, offering the tasks extension.
 fn task_server(mode: Mode) -> TestServer {
@@ -56,6 +56,13 @@ fn a_task_tool_called_transparently_returns_its_result_and_ran_once() {
         assert_eq!(stats.scans_started(), 1, "{mode:?}: the tool ran once");
         assert_eq!(stats.scans_finished(), 1, "{mode:?}");
         assert!(stats.task_gets() >= 1, "{mode:?}: it was polled");
+        // rmcp asks for a poll every 100 ms: a 0.6 s task is not polled much faster than that
+        // (a ramp from the client's floor up to the interval is fine).
+        assert!(
+            stats.task_gets() <= 20,
+            "{mode:?}: {} polls",
+            stats.task_gets()
+        );
         assert_eq!(stats.task_cancels(), 0, "{mode:?}");
         // The timeline: the task's start and its end, naming the same task.
         let tasks = ctx.events_of("mcp.task");
@@ -181,6 +188,27 @@ fn confirm_task_gets_the_schemas_defaults_through_one_tasks_update() {
         );
         let stats = server.stats();
         assert_eq!(stats.task_updates(), 1, "{mode:?}: one tasks/update");
+        // Every tasks/* request names its task in `Mcp-Name` (the tools/call names its tool).
+        let sent = requests_of_the_call(stats);
+        let id = ctx.events_of("mcp.task")[0].value()["task"]
+            .as_str()
+            .unwrap_or("?")
+            .to_owned();
+        for r in &sent {
+            let want = if r.method == "tools/call" {
+                "confirm_task"
+            } else {
+                id.as_str()
+            };
+            assert_eq!(r.mcp_name.as_deref(), Some(want), "{mode:?}: {r:?}");
+        }
+        assert!(
+            sent.iter()
+                .filter(|r| r.method.starts_with("tasks/"))
+                .count()
+                >= 3,
+            "{mode:?}: {sent:?}"
+        );
         assert_eq!(
             stats.input_responses(),
             vec![accepted_defaults()],
@@ -360,13 +388,13 @@ fn mcp_call_with_accept_defaults_answers_confirm_task_and_without_a_policy_fails
     assert_eq!(stats.scans_started(), 1);
 }
 
-/// The server's view of the client's requests of one call: `(method, id)` from the first
-/// `tools/call` on (the era probe and the tool list before it are other requests).
-fn requests_of_the_call(stats: &Stats) -> Vec<(String, String)> {
+/// The server's view of the client's requests of one call, from the first `tools/call` on
+/// (the era probe and the tool list before it are other requests).
+fn requests_of_the_call(stats: &Stats) -> Vec<SeenRequest> {
     let all = stats.requests();
     let start = all
         .iter()
-        .position(|(m, _)| m == "tools/call")
+        .position(|r| r.method == "tools/call")
         .unwrap_or(all.len());
     all[start..].to_vec()
 }
@@ -388,7 +416,7 @@ fn every_request_of_a_task_has_an_id_of_its_own() {
     );
     assert!(r.ok, "{r:?}");
     let sent = requests_of_the_call(server.stats());
-    assert!(sent.iter().any(|(m, _)| m == "tasks/update"), "{sent:?}");
+    assert!(sent.iter().any(|r| r.method == "tasks/update"), "{sent:?}");
     reused.extend(repeated_ids(&sent));
     // The deadline: tools/call, tasks/get …, tasks/cancel.
     let server = task_server(Mode::Stateless);
@@ -405,7 +433,7 @@ fn every_request_of_a_task_has_an_id_of_its_own() {
     );
     assert!(!r.ok, "{r:?}");
     let sent = requests_of_the_call(server.stats());
-    assert!(sent.iter().any(|(m, _)| m == "tasks/cancel"), "{sent:?}");
+    assert!(sent.iter().any(|r| r.method == "tasks/cancel"), "{sent:?}");
     reused.extend(repeated_ids(&sent));
     assert!(
         reused.is_empty(),
@@ -414,11 +442,14 @@ fn every_request_of_a_task_has_an_id_of_its_own() {
 }
 
 /// Each request whose id an earlier request already had: `method id (also method)`.
-fn repeated_ids(sent: &[(String, String)]) -> Vec<String> {
+fn repeated_ids(sent: &[SeenRequest]) -> Vec<String> {
     let mut out = Vec::new();
-    for (i, (method, id)) in sent.iter().enumerate() {
-        if let Some((earlier, _)) = sent[..i].iter().find(|(_, e)| e == id) {
-            out.push(format!("{method} id {id} (also {earlier})"));
+    for (i, r) in sent.iter().enumerate() {
+        if let Some(earlier) = sent[..i].iter().find(|e| e.id == r.id) {
+            out.push(format!(
+                "{} id {} (also {})",
+                r.method, r.id, earlier.method
+            ));
         }
     }
     out
