@@ -159,6 +159,13 @@ fn a_deadline_shorter_than_the_task_cancels_it_on_the_server_and_names_it() {
         );
         assert_eq!(stats.task_cancels(), 1, "{mode:?}");
         assert_eq!(stats.cancelled_task_ids(), vec![id.clone()], "{mode:?}");
+        // The cancel is the call's last request: no poll after it.
+        let sent = requests_of_the_call(stats);
+        assert_eq!(
+            sent.last().map(|r| r.method.as_str()),
+            Some("tasks/cancel"),
+            "{mode:?}: {sent:?}"
+        );
         assert_eq!(stats.scans_finished(), 0, "{mode:?}");
         assert_eq!(stats.scans_started(), 1, "{mode:?}");
         // rmcp keeps the cancelled task: asked again, it says `cancelled`.
