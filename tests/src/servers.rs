@@ -1206,6 +1206,22 @@ impl TestServer {
         .join();
     }
 
+    /// Drops every live connection (a reset, as a NAT or a proxy that forgets a quiet
+    /// connection would) while the server, its sessions and its tasks keep running. Returns how
+    /// many connections were dropped.
+    pub fn drop_connections(&self) -> usize {
+        let running = lock(&self.running);
+        let Some(running) = running.as_ref() else {
+            return 0;
+        };
+        let mut list = lock(&running.connections);
+        let live = list.iter().filter(|h| !h.is_finished()).count();
+        for h in list.drain(..) {
+            h.abort();
+        }
+        live
+    }
+
     /// True once [`TestServer::stop`] ran.
     pub fn is_stopped(&self) -> bool {
         lock(&self.running).is_none()

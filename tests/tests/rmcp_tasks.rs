@@ -597,3 +597,41 @@ fn in_the_handshake_era_rmcp_makes_no_task_and_long_scan_runs_inline() {
         assert!(ctx.events_of("mcp.task").is_empty(), "{mode:?}");
     }
 }
+
+#[test]
+fn connections_reset_between_polls_lose_nothing_and_the_tool_ran_once() {
+    for mode in Mode::ALL {
+        let server = task_server(mode);
+        let ctx = context(&server.base_url(), "run-rmcp-reset", Options::default());
+        let kali = ctx.mcp("kali").unwrap();
+        let stats = server.stats();
+        let (r, dropped) = run_bounded(
+            CHECK_BOUND,
+            smol::future::zip(
+                kali.call("long_scan", json!({"target": "10.1.0.19", "seconds": 1.6})),
+                async {
+                    // Twice while the task runs, every connection is reset under the client.
+                    let mut dropped = 0;
+                    for polls in [2, 6] {
+                        for _ in 0..200 {
+                            if stats.task_gets() >= polls {
+                                break;
+                            }
+                            smol::Timer::after(Duration::from_millis(10)).await;
+                        }
+                        dropped += server.drop_connections();
+                    }
+                    dropped
+                },
+            ),
+        );
+        assert!(dropped >= 1, "{mode:?}: no connection was reset");
+        assert!(r.ok, "{mode:?}: {r:?}");
+        assert_eq!(r.text, long_scan_text("10.1.0.19", 1.6), "{mode:?}");
+        assert_eq!(stats.calls_of("long_scan"), 1, "{mode:?}: one tools/call");
+        assert_eq!(stats.scans_started(), 1, "{mode:?}: the tool ran once");
+        assert_eq!(stats.task_cancels(), 0, "{mode:?}");
+        assert!(stats.connections() >= 2, "{mode:?}: a fresh connection");
+        assert_eq!(ctx.ledger().tool_calls, 1, "{mode:?}");
+    }
+}
