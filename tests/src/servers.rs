@@ -431,11 +431,13 @@ fn task_tools() -> [Tool; 2] {
             "long_scan",
             "Scans a target for some seconds as a task, with a status message per step; \
              stops on tasks/cancel. Without the tasks extension it runs inline. `fail`: \
-             \"tool\" ends with isError, \"task\" fails the task",
+             \"tool\" ends with isError, \"task\" fails the task; `ttl_ms`: the task's TTL \
+             (rmcp fails a task that outlives it, then forgets it one TTL later)",
             schema(json!({
                 "target": { "type": "string" },
                 "seconds": { "type": "number" },
-                "fail": { "type": "string", "enum": ["tool", "task"] }
+                "fail": { "type": "string", "enum": ["tool", "task"] },
+                "ttl_ms": { "type": "integer" }
             })),
         ),
         Tool::new(
@@ -680,6 +682,7 @@ impl Tools {
                 .unwrap_or(1.0)
                 .clamp(0.0, 600.0);
             let fail = arg(args, "fail").and_then(Value::as_str).map(str::to_owned);
+            let ttl_ms = arg(args, "ttl_ms").and_then(Value::as_u64);
             if !declared {
                 return match long_scan(&stats, None, &target, seconds, fail.as_deref()).await {
                     Ok(r) => Ok(r.into()),
@@ -689,9 +692,12 @@ impl Tools {
                     }
                 };
             }
-            let options = TaskOptions::new()
+            let mut options = TaskOptions::new()
                 .with_poll_interval_ms(TASK_POLL_MS)
                 .with_status_message(format!("starting a scan of {target}"));
+            if let Some(ttl_ms) = ttl_ms {
+                options = options.with_ttl_ms(ttl_ms);
+            }
             let task = manager.spawn(options, move |ctx| {
                 Box::pin(async move {
                     long_scan(&stats, Some(&ctx), &target, seconds, fail.as_deref()).await

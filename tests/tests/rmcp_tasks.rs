@@ -635,3 +635,43 @@ fn connections_reset_between_polls_lose_nothing_and_the_tool_ran_once() {
         assert_eq!(ctx.ledger().tool_calls, 1, "{mode:?}");
     }
 }
+
+#[test]
+fn a_task_that_outlives_its_ttl_is_failed_by_rmcp_then_forgotten() {
+    let server = task_server(Mode::Stateless);
+    let ctx = context(&server.base_url(), "run-rmcp-ttl", Options::default());
+    let kali = ctx.mcp("kali").unwrap();
+    let r = run_bounded(
+        CHECK_BOUND,
+        kali.call(
+            "long_scan",
+            json!({"target": "10.1.0.20", "seconds": 10, "ttl_ms": 400}),
+        ),
+    );
+    // rmcp's words for an expired task, word for word, well before the call's deadline.
+    assert!(!r.ok && !r.is_error, "{r:?}");
+    assert_eq!(
+        r.error.as_deref(),
+        Some("JSON-RPC error -32603: task expired: TTL elapsed before completion")
+    );
+    assert!(r.latency_ms < 5_000, "{r:?}");
+    let tasks = ctx.events_of("mcp.task");
+    assert_eq!(tasks.len(), 2, "{tasks:?}");
+    let id = tasks[0].value()["task"].as_str().unwrap_or("?").to_owned();
+    let stats = server.stats();
+    assert_eq!(stats.scans_finished(), 0, "rmcp aborted the scan");
+    assert_eq!(
+        stats.task_cancels(),
+        0,
+        "the client did not need to cancel it"
+    );
+    // One TTL after its end rmcp has forgotten it: following it says so, and runs nothing.
+    std::thread::sleep(Duration::from_millis(500));
+    let r = run_bounded(CHECK_BOUND, kali.task(&id).wait());
+    assert!(!r.ok && !r.is_error, "{r:?}");
+    assert_eq!(
+        r.error,
+        Some(format!("task {id} is not found or expired on the server"))
+    );
+    assert_eq!(stats.calls_of("long_scan"), 1);
+}
