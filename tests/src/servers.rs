@@ -251,7 +251,8 @@ impl Stats {
         lock(&self.tasks.input_responses).clone()
     }
     /// Every JSON-RPC request POSTed to the server, in order (seen at the HTTP layer, so in
-    /// every mode; notifications have no id and are left out).
+    /// every mode; notifications have no id and are left out). Kept only by a server with
+    /// [`ServerOptions::tasks`], and only the first [`REQUESTS_KEPT`].
     pub fn requests(&self) -> Vec<SeenRequest> {
         lock(&self.tasks.requests).clone()
     }
@@ -311,7 +312,12 @@ fn note_cancellation(stats: &Stats, body: &[u8]) {
     }
 }
 
-/// Records the method and id of each request in a body (single message or a batch).
+/// The most entries each of the task lists of [`Stats`] keeps ([`Stats::requests`],
+/// [`Stats::cancelled_task_ids`], [`Stats::input_responses`]): the first ones.
+pub const REQUESTS_KEPT: usize = 4096;
+
+/// Records the method, id and `Mcp-Name` of each request in a body (single message or a batch),
+/// up to [`REQUESTS_KEPT`]. Only a server with [`ServerOptions::tasks`] records them.
 fn note_requests(stats: &Stats, mcp_name: Option<&str>, body: &[u8]) {
     let Ok(v) = serde_json::from_slice::<Value>(body) else {
         return;
@@ -322,12 +328,23 @@ fn note_requests(stats: &Stats, mcp_name: Option<&str>, body: &[u8]) {
     };
     for m in messages {
         if let (Some(method), Some(id)) = (m.get("method").and_then(Value::as_str), m.get("id")) {
-            lock(&stats.tasks.requests).push(SeenRequest {
-                method: method.to_owned(),
-                id: id.to_string(),
-                mcp_name: mcp_name.map(str::to_owned),
-            });
+            push_capped(
+                &stats.tasks.requests,
+                SeenRequest {
+                    method: method.to_owned(),
+                    id: id.to_string(),
+                    mcp_name: mcp_name.map(str::to_owned),
+                },
+            );
         }
+    }
+}
+
+/// Appends `v` unless `list` already holds [`REQUESTS_KEPT`] entries.
+fn push_capped<T>(list: &Mutex<Vec<T>>, v: T) {
+    let mut list = lock(list);
+    if list.len() < REQUESTS_KEPT {
+        list.push(v);
     }
 }
 
@@ -717,7 +734,7 @@ impl Tools {
             Box::pin(async move {
                 match ctx.request_input("confirm", question).await {
                     Ok(got) => {
-                        lock(&stats.tasks.input_responses).push(got.clone());
+                        push_capped(&stats.tasks.input_responses, got.clone());
                         Ok(CallToolResult::success(vec![ContentBlock::text(
                             confirm_task_text(&target, &got),
                         )]))
@@ -977,7 +994,7 @@ impl ServerHandler for Tools {
     ) -> Result<(), ErrorData> {
         let manager = self.task_manager::<rmcp::model::CancelTaskMethod>()?;
         self.stats.tasks.cancels.fetch_add(1, Ordering::SeqCst);
-        lock(&self.stats.tasks.cancelled_ids).push(request.task_id.clone());
+        push_capped(&self.stats.tasks.cancelled_ids, request.task_id.clone());
         manager.cancel_task(&request.task_id)
     }
 
@@ -1082,6 +1099,7 @@ impl TestServer {
         let accept_stop = stop.clone();
         let accept_stats = stats.clone();
         let nodelay = opts.nodelay;
+        let record_requests = opts.tasks;
         runtime.spawn(async move {
             loop {
                 let accepted = tokio::select! {
@@ -1115,7 +1133,9 @@ impl TestServer {
                             note_cancellation(&stats, &bytes);
                             let mcp_name =
                                 parts.headers.get("mcp-name").and_then(|v| v.to_str().ok());
-                            note_requests(&stats, mcp_name, &bytes);
+                            if record_requests {
+                                note_requests(&stats, mcp_name, &bytes);
+                            }
                             let req = hyper::Request::from_parts(parts, Full::new(bytes));
                             tower_service::Service::call(&mut svc, req).await
                         }
