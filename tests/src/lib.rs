@@ -12,6 +12,6 @@ pub mod tls;
 
 pub use auth_peer::AuthPeer;
 pub use hostile::{HostileServer, Request, Step};
-pub use servers::{Mode, ServerOptions, Stats, TestServer};
+pub use servers::{Mode, SeenRequest, ServerOptions, Stats, TestServer};
 pub use tinyproxy::Tinyproxy;
 pub use tls::TlsProxy;

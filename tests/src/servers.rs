@@ -5,6 +5,12 @@
 //! an `outputSchema`), the resources and the prompt the peers share, the three reply modes, what the server saw ([`Stats`]), and the faults a test injects (stop mid-run, drop
 //! every session). It does not own any client code.
 //!
+//! With [`ServerOptions::tasks`] the server also offers the 2026 tasks extension
+//! (`io.modelcontextprotocol/tasks`, SEP-2663) through rmcp's own `TaskManager`, with two tools
+//! that run as tasks: `long_scan` (status messages, cooperative cancel) and `confirm_task` (asks
+//! for input mid-task with `input_required`). Off by default, so every other test sees the server
+//! exactly as before.
+//!
 //! Every accepted socket gets `TCP_NODELAY`, unlike rmcp's examples: without it a client that
 //! keeps its connection alive stalls ~40 ms per call (the server's Nagle against the client's
 //! delayed ACK), which would hide our own latency.
@@ -29,7 +35,12 @@ use rmcp::model::{
     ProgressNotificationParam, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
     ServerCapabilities, ServerConfig, Tool,
 };
+use rmcp::model::{
+    CancelTaskParams, ClientCapabilities, CreateTaskResult, GetTaskParams, GetTaskResult,
+    InputRequest, UpdateTaskParams,
+};
 use rmcp::service::{NotificationContext, RequestContext, RoleServer};
+use rmcp::task_manager::{TaskContext, TaskExit, TaskManager, TaskOptions};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{
     SessionManager, StreamableHttpServerConfig, StreamableHttpService,
@@ -89,6 +100,24 @@ pub struct Stats {
     cancelled: Mutex<Vec<Cancelled>>,
     client_info: Mutex<Option<ClientHello>>,
     calls_by_tool: Mutex<BTreeMap<String, u64>>,
+    tasks: TaskStats,
+}
+
+/// What the task tools and the `tasks/*` methods saw (only with [`ServerOptions::tasks`]).
+#[derive(Debug, Default)]
+struct TaskStats {
+    created: AtomicU64,
+    gets: AtomicU64,
+    updates: AtomicU64,
+    cancels: AtomicU64,
+    scans_started: AtomicU64,
+    scans_finished: AtomicU64,
+    scans_cancelled: AtomicU64,
+    confirms_cancelled: AtomicU64,
+    input_responses: Mutex<Vec<Value>>,
+    cancelled_ids: Mutex<Vec<String>>,
+    /// Every JSON-RPC request POSTed, in order (seen at the HTTP layer).
+    requests: Mutex<Vec<SeenRequest>>,
 }
 
 /// One `notifications/cancelled` the server received.
@@ -98,6 +127,17 @@ pub struct Cancelled {
     pub request_id: Option<String>,
     /// The reason the client gave.
     pub reason: Option<String>,
+}
+
+/// One JSON-RPC request the server received.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SeenRequest {
+    /// Its `method`.
+    pub method: String,
+    /// Its `id` as JSON text (`7`, or `"abc"` for a string id).
+    pub id: String,
+    /// The `Mcp-Name` header of the HTTP request that carried it.
+    pub mcp_name: Option<String>,
 }
 
 /// What the last `initialize` request said about the client.
@@ -170,6 +210,52 @@ impl Stats {
     pub fn client_hello(&self) -> Option<ClientHello> {
         lock(&self.client_info).clone()
     }
+    /// Tasks the server created (a `tools/call` answered with `resultType: "task"`).
+    pub fn tasks_created(&self) -> u64 {
+        self.tasks.created.load(Ordering::SeqCst)
+    }
+    /// `tasks/get` requests that reached the handler.
+    pub fn task_gets(&self) -> u64 {
+        self.tasks.gets.load(Ordering::SeqCst)
+    }
+    /// `tasks/update` requests that reached the handler.
+    pub fn task_updates(&self) -> u64 {
+        self.tasks.updates.load(Ordering::SeqCst)
+    }
+    /// `tasks/cancel` requests that reached the handler.
+    pub fn task_cancels(&self) -> u64 {
+        self.tasks.cancels.load(Ordering::SeqCst)
+    }
+    /// The task ids named by `tasks/cancel`, in order.
+    pub fn cancelled_task_ids(&self) -> Vec<String> {
+        lock(&self.tasks.cancelled_ids).clone()
+    }
+    /// `long_scan` runs that started (as a task or inline).
+    pub fn scans_started(&self) -> u64 {
+        self.tasks.scans_started.load(Ordering::SeqCst)
+    }
+    /// `long_scan` runs that reached their end.
+    pub fn scans_finished(&self) -> u64 {
+        self.tasks.scans_finished.load(Ordering::SeqCst)
+    }
+    /// `long_scan` tasks that stopped on a `tasks/cancel`.
+    pub fn scans_cancelled(&self) -> u64 {
+        self.tasks.scans_cancelled.load(Ordering::SeqCst)
+    }
+    /// `confirm_task` tasks whose question was ended by a `tasks/cancel` instead of an answer.
+    pub fn confirms_cancelled(&self) -> u64 {
+        self.tasks.confirms_cancelled.load(Ordering::SeqCst)
+    }
+    /// Every answer `confirm_task` got through `tasks/update`, in order.
+    pub fn input_responses(&self) -> Vec<Value> {
+        lock(&self.tasks.input_responses).clone()
+    }
+    /// Every JSON-RPC request POSTed to the server, in order (seen at the HTTP layer, so in
+    /// every mode; notifications have no id and are left out). Kept only by a server with
+    /// [`ServerOptions::tasks`], and only the first [`REQUESTS_KEPT`].
+    pub fn requests(&self) -> Vec<SeenRequest> {
+        lock(&self.tasks.requests).clone()
+    }
     /// Waits (polling, bounded by `within`) until `pred` holds; returns whether it did.
     pub fn wait_until(&self, within: Duration, pred: impl Fn(&Stats) -> bool) -> bool {
         let end = Instant::now() + within;
@@ -226,6 +312,42 @@ fn note_cancellation(stats: &Stats, body: &[u8]) {
     }
 }
 
+/// The most entries each of the task lists of [`Stats`] keeps ([`Stats::requests`],
+/// [`Stats::cancelled_task_ids`], [`Stats::input_responses`]): the first ones.
+pub const REQUESTS_KEPT: usize = 4096;
+
+/// Records the method, id and `Mcp-Name` of each request in a body (single message or a batch),
+/// up to [`REQUESTS_KEPT`]. Only a server with [`ServerOptions::tasks`] records them.
+fn note_requests(stats: &Stats, mcp_name: Option<&str>, body: &[u8]) {
+    let Ok(v) = serde_json::from_slice::<Value>(body) else {
+        return;
+    };
+    let messages = match v {
+        Value::Array(a) => a,
+        other => vec![other],
+    };
+    for m in messages {
+        if let (Some(method), Some(id)) = (m.get("method").and_then(Value::as_str), m.get("id")) {
+            push_capped(
+                &stats.tasks.requests,
+                SeenRequest {
+                    method: method.to_owned(),
+                    id: id.to_string(),
+                    mcp_name: mcp_name.map(str::to_owned),
+                },
+            );
+        }
+    }
+}
+
+/// Appends `v` unless `list` already holds [`REQUESTS_KEPT`] entries.
+fn push_capped<T>(list: &Mutex<Vec<T>>, v: T) {
+    let mut list = lock(list);
+    if list.len() < REQUESTS_KEPT {
+        list.push(v);
+    }
+}
+
 /// Counts a tool call as running until dropped.
 struct InFlight<'a>(&'a Stats);
 
@@ -263,6 +385,9 @@ impl Drop for SlowGuard<'_> {
 #[derive(Clone)]
 struct Tools {
     stats: Arc<Stats>,
+    /// The tasks extension's store, shared by every instance (rmcp makes one per session, or one
+    /// per request without sessions); `None`: the extension is not offered.
+    tasks: Option<TaskManager>,
 }
 
 fn schema(props: Value) -> JsonObject {
@@ -272,8 +397,8 @@ fn schema(props: Value) -> JsonObject {
     }
 }
 
-fn tool_list() -> Vec<Tool> {
-    vec![
+fn tool_list(tasks: bool) -> Vec<Tool> {
+    let mut tools = vec![
         Tool::new(
             "echo",
             "Returns its text argument",
@@ -309,7 +434,73 @@ fn tool_list() -> Vec<Tool> {
             schema(json!({ "ms": { "type": "integer" }, "steps": { "type": "integer" } })),
         ),
         ports_tool(),
+    ];
+    if tasks {
+        tools.extend(task_tools());
+    }
+    tools
+}
+
+/// The tools that run as tasks (offered only with [`ServerOptions::tasks`]).
+fn task_tools() -> [Tool; 2] {
+    [
+        Tool::new(
+            "long_scan",
+            "Scans a target for some seconds as a task, with a status message per step; \
+             stops on tasks/cancel. Without the tasks extension it runs inline. `fail`: \
+             \"tool\" ends with isError, \"task\" fails the task; `ttl_ms`: the task's TTL \
+             (rmcp fails a task that outlives it, then forgets it one TTL later)",
+            schema(json!({
+                "target": { "type": "string" },
+                "seconds": { "type": "number" },
+                "fail": { "type": "string", "enum": ["tool", "task"] },
+                "ttl_ms": { "type": "integer" }
+            })),
+        ),
+        Tool::new(
+            "confirm_task",
+            "As a task, asks the client for a port and a yes/no (with defaults) through \
+             input_required, then answers with what it got. Needs the tasks extension",
+            schema(json!({ "target": { "type": "string" } })),
+        ),
     ]
+}
+
+/// `long_scan`'s poll interval and step: short, so a test is quick, and a few polls long.
+const TASK_POLL_MS: u64 = 100;
+const SCAN_STEP: Duration = Duration::from_millis(200);
+
+/// What `confirm_task` asks: an elicitation whose every field has a default.
+pub fn confirm_task_question(target: &str) -> Value {
+    json!({
+        "method": "elicitation/create",
+        "params": {
+            "message": format!("Scan {target}? Which port?"),
+            "requestedSchema": {
+                "type": "object",
+                "properties": {
+                    "port": { "type": "integer", "default": 443 },
+                    "confirm": { "type": "boolean", "default": true }
+                },
+                "required": ["port", "confirm"]
+            }
+        }
+    })
+}
+
+/// The text `confirm_task` answers for the client's `tasks/update` answer `got`.
+pub fn confirm_task_text(target: &str, got: &Value) -> String {
+    format!("confirm_task {target} got {got}")
+}
+
+/// The text `long_scan` answers when it ran to its end.
+pub fn long_scan_text(target: &str, seconds: f64) -> String {
+    format!("long_scan {target}: done in {seconds}s")
+}
+
+/// The status message `long_scan` reports at `step` of `steps`.
+pub fn long_scan_status(target: &str, step: u64, steps: u64) -> String {
+    format!("scanning {target}: step {step} of {steps}")
 }
 
 /// `ports`: structured output with a declared `outputSchema` (the same on every peer).
@@ -396,6 +587,7 @@ pub fn serve_stdio() -> io::Result<()> {
     runtime.block_on(async {
         let tools = Tools {
             stats: Arc::new(Stats::default()),
+            tasks: None,
         };
         let running = tools
             .serve(rmcp::transport::io::stdio())
@@ -477,17 +669,159 @@ impl Tools {
         drop(guard);
         Ok(text_result(format!("slept {ms} ms in {steps} steps")))
     }
+
+    /// `long_scan` and `confirm_task`: a task through rmcp's `TaskManager` when the request
+    /// declared the extension; otherwise `long_scan` runs inline and `confirm_task` is refused
+    /// with rmcp's own `-32021` (it cannot ask anything without a task).
+    async fn task_tool(
+        &self,
+        request: &CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let Some(manager) = &self.tasks else {
+            return Err(ErrorData::invalid_params(
+                format!("tool not found: {}", request.name),
+                None,
+            ));
+        };
+        let args = &request.arguments;
+        let target = arg(args, "target")
+            .and_then(Value::as_str)
+            .unwrap_or("localhost")
+            .to_owned();
+        let declared = context
+            .client_capabilities()
+            .is_some_and(|caps| caps.supports_tasks());
+        let stats = self.stats.clone();
+        if request.name == "long_scan" {
+            let seconds = arg(args, "seconds")
+                .and_then(Value::as_f64)
+                .unwrap_or(1.0)
+                .clamp(0.0, 600.0);
+            let fail = arg(args, "fail").and_then(Value::as_str).map(str::to_owned);
+            let ttl_ms = arg(args, "ttl_ms").and_then(Value::as_u64);
+            if !declared {
+                return match long_scan(&stats, None, &target, seconds, fail.as_deref()).await {
+                    Ok(r) => Ok(r.into()),
+                    Err(TaskExit::Error(e)) => Err(e),
+                    Err(TaskExit::Cancelled) => {
+                        Err(ErrorData::internal_error("long_scan: cancelled", None))
+                    }
+                };
+            }
+            let mut options = TaskOptions::new()
+                .with_poll_interval_ms(TASK_POLL_MS)
+                .with_status_message(format!("starting a scan of {target}"));
+            if let Some(ttl_ms) = ttl_ms {
+                options = options.with_ttl_ms(ttl_ms);
+            }
+            let task = manager.spawn(options, move |ctx| {
+                Box::pin(async move {
+                    long_scan(&stats, Some(&ctx), &target, seconds, fail.as_deref()).await
+                })
+            });
+            self.stats.tasks.created.fetch_add(1, Ordering::SeqCst);
+            return Ok(CallToolResponse::Task(CreateTaskResult::new(task)));
+        }
+        if !declared {
+            return Err(ErrorData::missing_required_client_capability(
+                ClientCapabilities::builder().enable_tasks().build(),
+            ));
+        }
+        let question: InputRequest = from_json(confirm_task_question(&target))?;
+        let options = TaskOptions::new().with_poll_interval_ms(TASK_POLL_MS);
+        let task = manager.spawn(options, move |ctx| {
+            Box::pin(async move {
+                match ctx.request_input("confirm", question).await {
+                    Ok(got) => {
+                        push_capped(&stats.tasks.input_responses, got.clone());
+                        Ok(CallToolResult::success(vec![ContentBlock::text(
+                            confirm_task_text(&target, &got),
+                        )]))
+                    }
+                    Err(exit) => {
+                        if matches!(exit, TaskExit::Cancelled) {
+                            stats
+                                .tasks
+                                .confirms_cancelled
+                                .fetch_add(1, Ordering::SeqCst);
+                        }
+                        Err(exit)
+                    }
+                }
+            })
+        });
+        self.stats.tasks.created.fetch_add(1, Ordering::SeqCst);
+        Ok(CallToolResponse::Task(CreateTaskResult::new(task)))
+    }
+}
+
+/// `long_scan`'s work: one step per [`SCAN_STEP`], each told as the task's status message;
+/// a `tasks/cancel` stops it between steps. `ctx` is `None` when it runs inline.
+async fn long_scan(
+    stats: &Stats,
+    ctx: Option<&TaskContext>,
+    target: &str,
+    seconds: f64,
+    fail: Option<&str>,
+) -> Result<CallToolResult, TaskExit> {
+    stats.tasks.scans_started.fetch_add(1, Ordering::SeqCst);
+    let total = Duration::from_secs_f64(seconds);
+    let steps = (total.as_millis() / SCAN_STEP.as_millis()).max(1) as u64;
+    let per_step = total / steps as u32;
+    for step in 1..=steps {
+        if let Some(ctx) = ctx {
+            ctx.set_status_message(long_scan_status(target, step, steps));
+            tokio::select! {
+                _ = tokio::time::sleep(per_step) => {}
+                _ = ctx.cancelled() => {
+                    stats.tasks.scans_cancelled.fetch_add(1, Ordering::SeqCst);
+                    return Err(TaskExit::Cancelled);
+                }
+            }
+        } else {
+            tokio::time::sleep(per_step).await;
+        }
+    }
+    stats.tasks.scans_finished.fetch_add(1, Ordering::SeqCst);
+    match fail {
+        Some("tool") => Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+            "long_scan {target}: host down"
+        ))])),
+        Some("task") => Err(TaskExit::Error(ErrorData::internal_error(
+            format!("long_scan {target}: scanner crashed"),
+            None,
+        ))),
+        _ => Ok(CallToolResult::success(vec![ContentBlock::text(
+            long_scan_text(target, seconds),
+        )])),
+    }
+}
+
+impl Tools {
+    /// The task store, or rmcp's own "method not found" for `M` when tasks are not offered
+    /// (rmcp answers that before the handler is asked; this keeps the handler honest too).
+    fn task_manager<M: rmcp::model::ConstString + Default>(
+        &self,
+    ) -> Result<&TaskManager, ErrorData> {
+        self.tasks
+            .as_ref()
+            .ok_or_else(ErrorData::method_not_found::<M>)
+    }
 }
 
 impl ServerHandler for Tools {
     fn get_info(&self) -> ServerConfig {
-        let mut info = InitializeResult::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_resources()
-                .enable_prompts()
-                .build(),
-        );
+        let builder = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_resources()
+            .enable_prompts();
+        let capabilities = if self.tasks.is_some() {
+            builder.enable_tasks().build()
+        } else {
+            builder.build()
+        };
+        let mut info = InitializeResult::new(capabilities);
         info.server_info = rmcp::model::Implementation::new("verifi-test-server", "0.1.0");
         info
     }
@@ -512,7 +846,9 @@ impl ServerHandler for Tools {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(tool_list()))
+        Ok(ListToolsResult::with_all_items(tool_list(
+            self.tasks.is_some(),
+        )))
     }
 
     async fn call_tool(
@@ -558,6 +894,9 @@ impl ServerHandler for Tools {
             }
             "slow" => self.slow(args, &context).await,
             "ports" => Ok(CallToolResult::structured(json!({ "open": [22, 80] })).into()),
+            "long_scan" | "confirm_task" if self.tasks.is_some() => {
+                self.task_tool(&request, &context).await
+            }
             other => Err(ErrorData::invalid_params(
                 format!("tool not found: {other}"),
                 None,
@@ -628,6 +967,37 @@ impl ServerHandler for Tools {
         Ok(result.into())
     }
 
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let manager = self.task_manager::<rmcp::model::GetTaskMethod>()?;
+        self.stats.tasks.gets.fetch_add(1, Ordering::SeqCst);
+        Ok(GetTaskResult::new(manager.get_task(&request.task_id)?))
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let manager = self.task_manager::<rmcp::model::UpdateTaskMethod>()?;
+        self.stats.tasks.updates.fetch_add(1, Ordering::SeqCst);
+        manager.update_task(&request.task_id, request.input_responses)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let manager = self.task_manager::<rmcp::model::CancelTaskMethod>()?;
+        self.stats.tasks.cancels.fetch_add(1, Ordering::SeqCst);
+        push_capped(&self.stats.tasks.cancelled_ids, request.task_id.clone());
+        manager.cancel_task(&request.task_id)
+    }
+
     async fn on_cancelled(
         &self,
         notification: CancelledNotificationParam,
@@ -649,6 +1019,9 @@ pub struct ServerOptions {
     pub bind: SocketAddr,
     /// Set `TCP_NODELAY` on accepted sockets (default true; false reproduces rmcp's examples).
     pub nodelay: bool,
+    /// Offer the 2026 tasks extension and the tools that run as tasks (`long_scan`,
+    /// `confirm_task`); default false, which leaves the server as every other test knows it.
+    pub tasks: bool,
 }
 
 impl ServerOptions {
@@ -658,7 +1031,14 @@ impl ServerOptions {
             mode,
             bind: SocketAddr::from(([127, 0, 0, 1], 0)),
             nodelay: true,
+            tasks: false,
         }
+    }
+
+    /// The same, offering the tasks extension (see [`ServerOptions::tasks`]).
+    pub fn with_tasks(mut self) -> Self {
+        self.tasks = true;
+        self
     }
 }
 
@@ -703,10 +1083,12 @@ impl TestServer {
             .with_json_response(opts.mode == Mode::Json)
             .with_cancellation_token(stop.child_token());
         let factory_stats = stats.clone();
+        let task_store = opts.tasks.then(TaskManager::new);
         let service = StreamableHttpService::new(
             move || {
                 Ok(Tools {
                     stats: factory_stats.clone(),
+                    tasks: task_store.clone(),
                 })
             },
             sessions.clone(),
@@ -717,6 +1099,7 @@ impl TestServer {
         let accept_stop = stop.clone();
         let accept_stats = stats.clone();
         let nodelay = opts.nodelay;
+        let record_requests = opts.tasks;
         runtime.spawn(async move {
             loop {
                 let accepted = tokio::select! {
@@ -748,6 +1131,11 @@ impl TestServer {
                                 Err(_) => Bytes::new(),
                             };
                             note_cancellation(&stats, &bytes);
+                            let mcp_name =
+                                parts.headers.get("mcp-name").and_then(|v| v.to_str().ok());
+                            if record_requests {
+                                note_requests(&stats, mcp_name, &bytes);
+                            }
                             let req = hyper::Request::from_parts(parts, Full::new(bytes));
                             tower_service::Service::call(&mut svc, req).await
                         }
@@ -842,6 +1230,22 @@ impl TestServer {
             running.runtime.shutdown_timeout(Duration::from_secs(5));
         })
         .join();
+    }
+
+    /// Drops every live connection (a reset, as a NAT or a proxy that forgets a quiet
+    /// connection would) while the server, its sessions and its tasks keep running. Returns how
+    /// many connections were dropped.
+    pub fn drop_connections(&self) -> usize {
+        let running = lock(&self.running);
+        let Some(running) = running.as_ref() else {
+            return 0;
+        };
+        let mut list = lock(&running.connections);
+        let live = list.iter().filter(|h| !h.is_finished()).count();
+        for h in list.drain(..) {
+            h.abort();
+        }
+        live
     }
 
     /// True once [`TestServer::stop`] ran.

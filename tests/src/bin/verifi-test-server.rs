@@ -1,7 +1,8 @@
 //! `verifi-test-server --mode stateful|stateless|json --bind ADDR:PORT`: the tests' rmcp server
 //! as a process (for tests that run it elsewhere, e.g. inside a network namespace). Prints its
 //! base URL on stdout (flushed), then serves until killed. `--stdio` serves the same tools
-//! over stdio instead, until stdin ends.
+//! over stdio instead, until stdin ends. `--tasks` offers the 2026 tasks extension and its two
+//! task tools (`long_scan`, `confirm_task`; see `ServerOptions::tasks`).
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -10,7 +11,7 @@ use verifi_mcp_tests::{Mode, ServerOptions, TestServer};
 
 fn usage() -> ExitCode {
     eprintln!(
-        "usage: verifi-test-server [--mode stateful|stateless|json] [--bind ADDR:PORT] [--no-nodelay] | --stdio"
+        "usage: verifi-test-server [--mode stateful|stateless|json] [--bind ADDR:PORT] [--no-nodelay] [--tasks] | --stdio"
     );
     ExitCode::from(2)
 }
@@ -29,6 +30,7 @@ fn main() -> ExitCode {
                 None => return usage(),
             },
             "--no-nodelay" => opts.nodelay = false,
+            "--tasks" => opts.tasks = true,
             "--stdio" => {
                 return match verifi_mcp_tests::servers::serve_stdio() {
                     Ok(()) => ExitCode::SUCCESS,
