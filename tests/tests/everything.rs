@@ -7,19 +7,8 @@
 mod support;
 
 use serde_json::json;
-use support::{CHECK_BOUND, Peer, context, mcp_bin, run_bounded};
+use support::{CHECK_BOUND, Peer, context, mcp_json, run_bounded};
 use verifi_mcp_host::{Options, ProtocolVersion};
-
-/// `mcp ARGS…`: its exit code and its JSON result.
-fn mcp_json(args: &[&str]) -> (Option<i32>, serde_json::Value) {
-    let out = std::process::Command::new(mcp_bin())
-        .args(args)
-        .output()
-        .expect("run mcp");
-    let v = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
-    (out.status.code(), v)
-}
 
 #[test]
 fn the_everything_server_is_old_era_and_its_elicitation_is_declined() {

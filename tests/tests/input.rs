@@ -7,19 +7,8 @@
 mod support;
 
 use serde_json::json;
-use support::{CHECK_BOUND, Peer, PeerKind, context, context_with, mcp_bin, run_bounded};
+use support::{CHECK_BOUND, Peer, PeerKind, context, context_with, mcp_json, run_bounded};
 use verifi_mcp_host::{ElicitAnswer, Elicitation, EraSetting, OnElicit, Options};
-
-/// `mcp ARGS…`: its exit code and its JSON result.
-fn mcp_json(args: &[&str]) -> (Option<i32>, serde_json::Value) {
-    let out = std::process::Command::new(mcp_bin())
-        .args(args)
-        .output()
-        .expect("run mcp");
-    let v = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
-    (out.status.code(), v)
-}
 
 #[test]
 fn the_python_server_elicits_in_both_eras_and_the_policy_answers() {

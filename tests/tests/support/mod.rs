@@ -526,6 +526,18 @@ pub fn mcp_bin() -> PathBuf {
     bin
 }
 
+/// `mcp ARGS…`: its exit code and its JSON result (the test fails if stdout is not JSON).
+#[allow(dead_code)]
+pub fn mcp_json(args: &[&str]) -> (Option<i32>, serde_json::Value) {
+    let out = Command::new(mcp_bin())
+        .args(args)
+        .output()
+        .expect("run mcp");
+    let v = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    (out.status.code(), v)
+}
+
 /// Runs `mcp ARGS…` with `env`, after clearing the variables it reads for itself (proxies,
 /// OAuth, the missing-peer policy); killed with a failure if it overruns `bound`.
 pub fn run_mcp(args: &[&str], env: &[(&str, &str)], bound: Duration) -> std::process::Output {
