@@ -12,8 +12,8 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::context::redact_string;
 use crate::result::ToolResult;
+use crate::run::redact_string;
 
 /// A resource a server offers (`resources/list`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -8,8 +8,8 @@
 use serde_json::Value;
 
 use crate::auth::{AuthConfig, AuthFlow};
-use crate::context::Options;
 use crate::net::{HostNet, Route};
+use crate::options::Options;
 use crate::proxy::ProxyRule;
 use crate::trust::{RootCert, Trust, client_config};
 

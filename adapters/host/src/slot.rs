@@ -24,13 +24,13 @@ use verifi_mcp_core::harness::meter::{Ledger, LedgerRecord};
 use verifi_mcp_core::wire::endpoint::Endpoint;
 use verifi_mcp_core::wire::json::{JsonLimits, Value};
 
-use crate::context::{Records, Run, SlotNotFilledError, TimelineEntry, lock, redact_string};
 use crate::net::{Route, RoutedNet};
 use crate::protocol::{
     GetPromptResult, ListCollector, OutputSchema, Prompt, ProtocolError, ReadResourceResult,
     Resource, ResourceTemplate, typed,
 };
 use crate::result::{ListToolsError, ToolResult};
+use crate::run::{Records, Run, SlotNotFilledError, TimelineEntry, lock, redact_string};
 use crate::shared::HostShared;
 use std::collections::HashMap;
 use verifi_mcp_core::harness::result::Kind;
@@ -452,7 +452,7 @@ impl SlotHandle {
     /// transport failure, a `tool_error` on the timeline, redacted.
     pub(crate) fn failure(&self, tool: &str, error: &str) -> ToolResult {
         let secrets = self.secrets_now();
-        let clean = crate::context::redact_string(error, &secrets);
+        let clean = crate::run::redact_string(error, &secrets);
         let run = &self.inner.run;
         RunLedger(&run.records).record(LedgerRecord {
             tool_calls: 1,
@@ -559,7 +559,7 @@ impl SlotHandle {
     /// `tool_error` event, no failover), as on the edge.
     pub(crate) fn local_failure(&self, tool: &str, error: &str) -> ToolResult {
         let run = &self.inner.run;
-        let error = crate::context::redact_string(error, &self.inner.secrets);
+        let error = crate::run::redact_string(error, &self.inner.secrets);
         let r = drive::local_failure(
             &self.inner.spec.slot,
             tool,

@@ -35,9 +35,9 @@ use verifi_mcp_core::wire::failure::{ConnectError, ConnectErrorKind};
 use verifi_mcp_core::wire::json::{JsonLimits, Kind, Value};
 
 use crate::buf::VecBuf;
-use crate::context::lock;
 use crate::elicit::OnElicit;
 use crate::net::{Conn, RoutedNet};
+use crate::run::lock;
 use crate::trace::{WireEvent, WireTrace};
 use verifi_mcp_core::buf::Buf;
 use verifi_mcp_core::machine::Elicitation;

@@ -230,10 +230,9 @@ async fn call_task(
         Err(e) => {
             return Ended::Done(match how {
                 // Following a task is not a second tool call: not metered as one.
-                Tasking::Attach { .. } => ToolResult::local_failure(crate::context::redact_string(
-                    &e,
-                    &slot.secrets_now(),
-                )),
+                Tasking::Attach { .. } => {
+                    ToolResult::local_failure(crate::run::redact_string(&e, &slot.secrets_now()))
+                }
                 _ => slot.failure(tool, &e),
             });
         }

@@ -151,7 +151,7 @@ impl SlotHandle {
         let secrets = self.secrets_now();
         r.error = r
             .error
-            .map(|e| crate::context::redact_string(&format!("{e}; {why}"), &secrets));
+            .map(|e| crate::run::redact_string(&format!("{e}; {why}"), &secrets));
         r
     }
 }

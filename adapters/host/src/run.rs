@@ -1,0 +1,103 @@
+//! What one run is made of and what its slots share: the records (ledger totals, timeline,
+//! log), the redaction helpers and the run itself.
+//!
+//! Apart from the context (which owns a `Run` and memoizes the slots) so that a slot reads its
+//! run without importing the context: imports go one way, context → slot → run.
+
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+use verifi_mcp_core::buf::Buf;
+use verifi_mcp_core::harness::redact::{collect_run_secrets, redact};
+
+use crate::buf::VecBuf;
+use crate::net::HostNet;
+use crate::options::Options;
+
+/// `ctx.mcp(slot)` for a slot the manifest does not fill (owned copy of the core's error).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SlotNotFilledError {
+    /// The slot asked for.
+    pub slot: String,
+    /// The slots the manifest does fill, sorted.
+    pub filled: Vec<String>,
+    /// The seed's message, naming the slot and the filled slots.
+    pub message: String,
+}
+
+impl fmt::Display for SlotNotFilledError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for SlotNotFilledError {}
+
+/// Totals of the run's ledger.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LedgerTotals {
+    /// Tool calls metered (every attempt, whatever its outcome).
+    pub tool_calls: u64,
+    /// Bytes of redacted response text metered.
+    pub evidence_bytes: u64,
+}
+
+/// One timeline event, owned: its kind (`tool_error`, `mcp.fallback_used`,
+/// `mcp.no_healthy_tool`, …) and its stable JSON form.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TimelineEntry {
+    /// The event's kind.
+    pub kind: String,
+    /// The event as JSON (`{"kind":…,…}`).
+    pub json: String,
+}
+
+impl TimelineEntry {
+    /// The JSON form parsed (for tests and reports).
+    pub fn value(&self) -> Value {
+        serde_json::from_str(&self.json).unwrap_or(Value::Null)
+    }
+}
+
+/// What a run records; shared by the context and its slots.
+#[derive(Debug, Default)]
+pub(crate) struct Records {
+    pub(crate) ledger: Mutex<LedgerTotals>,
+    pub(crate) timeline: Mutex<Vec<TimelineEntry>>,
+    pub(crate) log: Mutex<Vec<String>>,
+}
+
+/// The secrets of this process's environment, by the core's rule
+/// ([`collect_run_secrets`]). Read as bytes: a value that is not UTF-8 is no panic, and still a
+/// secret to redact.
+pub fn env_secrets() -> Vec<Vec<u8>> {
+    collect_run_secrets(
+        std::env::vars_os().map(|(k, v)| (k.into_encoded_bytes(), v.into_encoded_bytes())),
+    )
+    .collect()
+}
+
+/// `text` with every secret replaced by `[REDACTED]` (the core's rule).
+pub(crate) fn redact_string(text: &str, secrets: &[Vec<u8>]) -> String {
+    let mut out = VecBuf::with_limit(usize::MAX);
+    // An unbounded VecBuf never overflows.
+    let _ = redact(text.as_bytes(), secrets, &mut out);
+    String::from_utf8_lossy(out.bytes()).into_owned()
+}
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// What every slot of a run shares.
+pub(crate) struct Run {
+    pub(crate) run_id: String,
+    pub(crate) options: Options,
+    pub(crate) secrets: Vec<Vec<u8>>,
+    pub(crate) net: HostNet,
+    pub(crate) records: Records,
+    /// Tokens, secrets and assertions the run's OAuth clients learned: redacted everywhere.
+    pub(crate) learned: Arc<Mutex<Vec<String>>>,
+}
