@@ -1759,6 +1759,23 @@ fn body_of(req: &str) -> serde_json::Value {
 
 const ASK_PORT: &str = r#""inputRequests":{"confirm":{"method":"elicitation/create","params":{"message":"Scan which port?","requestedSchema":{"type":"object","properties":{"ok":{"type":"boolean","default":true},"port":{"type":"integer","default":443},"note":{"type":"string"}},"required":["ok"]}}}},"requestState":"st-\u00e9-1""#;
 
+/// A 2026 server whose first `tools/call` asks [`ASK_PORT`]; the next one must answer
+/// `confirm` with `want`, and gets `text` back.
+fn asks_once(want: serde_json::Value, text: &'static str) -> impl FnMut(&str) -> Reply {
+    let mut rounds = 0;
+    modern_server(move |req, id| {
+        rounds += 1;
+        if rounds == 1 {
+            json(&format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"result":{{"resultType":"input_required",{ASK_PORT}}}}}"#
+            ))
+        } else {
+            assert_eq!(body_of(req)["params"]["inputResponses"]["confirm"], want);
+            call_ok(id, text)
+        }
+    })
+}
+
 /// With `accept-defaults`, an `input_required` round is answered with the schema's defaults,
 /// the `requestState` echoed, under a new id; the next answer is the result. Elicitation is
 /// declared in `_meta`.
@@ -1826,28 +1843,8 @@ fn input_rounds_decline_cancel_unanswerable_requests_and_the_round_cap() {
         let mut c = auto_cfg();
         c.elicitation = Some(policy);
         let mut slot = SlotState::new(c.version, false);
-        let mut rounds = 0;
-        let r = call_with(
-            &c,
-            &mut slot,
-            &[],
-            "echo",
-            None,
-            modern_server(|req, id| {
-                rounds += 1;
-                if rounds == 1 {
-                    json(&format!(
-                        r#"{{"jsonrpc":"2.0","id":{id},"result":{{"resultType":"input_required",{ASK_PORT}}}}}"#
-                    ))
-                } else {
-                    assert_eq!(
-                        body_of(req)["params"]["inputResponses"]["confirm"],
-                        serde_json::json!({"action": action})
-                    );
-                    call_ok(id, "done")
-                }
-            }),
-        );
+        let want = serde_json::json!({ "action": action });
+        let r = call_with(&c, &mut slot, &[], "echo", None, asks_once(want, "done"));
         assert!(r.failure.is_none(), "{policy:?}: {:?}", r.failure);
     }
 
@@ -2154,24 +2151,13 @@ fn a_callers_elicitation_handler_answers_in_both_eras() {
     c.elicit_with = Some(handler);
     c.elicitation = Some(Elicitation::Decline); // the handler goes first
     let mut slot = SlotState::new(c.version, false);
-    let mut round = 0;
     let r = call_with(
         &c,
         &mut slot,
         &[],
         "echo",
         None,
-        modern_server(|req, id| {
-            round += 1;
-            if round == 1 {
-                json(&format!(
-                    r#"{{"jsonrpc":"2.0","id":{id},"result":{{"resultType":"input_required",{ASK_PORT}}}}}"#
-                ))
-            } else {
-                assert_eq!(body_of(req)["params"]["inputResponses"]["confirm"], want);
-                call_ok(id, "scanned 8443")
-            }
-        }),
+        asks_once(want.clone(), "scanned 8443"),
     );
     assert!(r.failure.is_none(), "{:?}", r.failure);
     assert_eq!(r.text, b"scanned 8443");
