@@ -37,6 +37,19 @@ fn peer() -> Option<Peer> {
     Some(Peer::start_tasks())
 }
 
+/// Starts `scan` detached through the command line (`--detach --format text`) and returns
+/// the task id it prints.
+fn cli_detach_scan(url: &str, target: &str, seconds: f64) -> String {
+    let args = format!(r#"{{"target":"{target}","seconds":{seconds}}}"#);
+    let out = run_mcp(
+        &["call", url, "scan", &args, "--detach", "--format", "text"],
+        &[],
+        CLI_BOUND,
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
 #[test]
 fn a_task_required_tool_returns_its_result_and_runs_once() {
     let Some(peer) = peer() else { return };
@@ -605,21 +618,7 @@ fn mcp_call_detach_then_task_get_and_wait_print_the_result_without_a_status_line
 fn mcp_task_cancel_ends_a_running_task() {
     let Some(peer) = peer() else { return };
     let url = peer.base_url();
-    let out = run_mcp(
-        &[
-            "call",
-            url,
-            "scan",
-            r#"{"target":"10.0.0.14","seconds":30}"#,
-            "--detach",
-            "--format",
-            "text",
-        ],
-        &[],
-        CLI_BOUND,
-    );
-    assert_eq!(out.status.code(), Some(0), "{out:?}");
-    let id = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    let id = cli_detach_scan(url, "10.0.0.14", 30.0);
     let out = run_mcp(&["task", "cancel", url, &id], &[], CLI_BOUND);
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     // FastMCP answers tasks/cancel with an empty result.
@@ -646,21 +645,7 @@ fn mcp_task_cancel_ends_a_running_task() {
 fn on_a_terminal_mcp_task_wait_shows_a_status_line_and_clears_it_before_the_result() {
     let Some(peer) = peer() else { return };
     let url = peer.base_url();
-    let out = run_mcp(
-        &[
-            "call",
-            url,
-            "scan",
-            r#"{"target":"10.0.0.15","seconds":2.5}"#,
-            "--detach",
-            "--format",
-            "text",
-        ],
-        &[],
-        CLI_BOUND,
-    );
-    assert_eq!(out.status.code(), Some(0), "{out:?}");
-    let id = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    let id = cli_detach_scan(url, "10.0.0.15", 2.5);
     let tty = on_a_terminal(&format!("task wait {url} {id} --tool scan --format text"));
     let label = format!("\r\x1b[Ktask {id} ");
     let first = tty
@@ -682,21 +667,7 @@ fn on_a_terminal_mcp_task_wait_shows_a_status_line_and_clears_it_before_the_resu
 fn mcp_task_wait_past_its_timeout_cancels_the_task_and_names_it() {
     let Some(peer) = peer() else { return };
     let url = peer.base_url();
-    let out = run_mcp(
-        &[
-            "call",
-            url,
-            "scan",
-            r#"{"target":"10.0.0.19","seconds":30}"#,
-            "--detach",
-            "--format",
-            "text",
-        ],
-        &[],
-        CLI_BOUND,
-    );
-    assert_eq!(out.status.code(), Some(0), "{out:?}");
-    let id = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    let id = cli_detach_scan(url, "10.0.0.19", 30.0);
     let t0 = std::time::Instant::now();
     let out = run_mcp(
         &[
