@@ -269,10 +269,40 @@ fn zero_bytes(x: u64) -> u64 {
 }
 
 /// Bit `i` is set when `block[i]` is a quote, a backslash or a control character (below
-/// U+0020): the only bytes a string scan must stop at. Eight bytes per word, no `unsafe`, no
-/// target features.
+/// U+0020): the only bytes a string scan must stop at. On the host's x86_64, 16 bytes per SSE2
+/// compare (baseline there; `safe_arch` wraps the intrinsics without `unsafe`); elsewhere
+/// [`specials_swar`].
+#[cfg(all(feature = "std", target_arch = "x86_64"))]
 #[inline(always)]
 fn specials(block: &[u8; 64]) -> u64 {
+    use safe_arch::{
+        cmp_eq_mask_i8_m128i, load_unaligned_m128i, max_u8_m128i, move_mask_i8_m128i,
+        set_splat_i8_m128i,
+    };
+    let quote = set_splat_i8_m128i(b'"' as i8);
+    let backslash = set_splat_i8_m128i(b'\\' as i8);
+    let below = set_splat_i8_m128i(0x1F);
+    let mut mask = 0u64;
+    for (j, chunk) in block.chunks_exact(16).enumerate() {
+        let Ok(lanes) = <&[u8; 16]>::try_from(chunk) else {
+            continue;
+        };
+        let v = load_unaligned_m128i(lanes);
+        // A byte is a control exactly when max(byte, 0x1F) is 0x1F (unsigned).
+        let hits = cmp_eq_mask_i8_m128i(v, quote)
+            | cmp_eq_mask_i8_m128i(v, backslash)
+            | cmp_eq_mask_i8_m128i(max_u8_m128i(v, below), below);
+        // The mask has 16 meaningful bits; the cast keeps exactly them.
+        mask |= u64::from(move_mask_i8_m128i(hits) as u16) << (16 * j);
+    }
+    mask
+}
+
+/// [`specials`] eight bytes per word, no `unsafe`, no target features (the edge and
+/// non-x86_64 hosts).
+#[cfg_attr(all(feature = "std", target_arch = "x86_64"), allow(dead_code))]
+#[inline(always)]
+fn specials_swar(block: &[u8; 64]) -> u64 {
     let mut mask = 0u64;
     for (j, chunk) in block.chunks_exact(8).enumerate() {
         let mut word = [0u8; 8];
@@ -287,6 +317,13 @@ fn specials(block: &[u8; 64]) -> u64 {
         mask |= (flags.wrapping_mul(0x0102_0408_1020_4080) >> 56) << (8 * j);
     }
     mask
+}
+
+/// [`specials`] where SSE2 is not used: the word-at-a-time form.
+#[cfg(not(all(feature = "std", target_arch = "x86_64")))]
+#[inline(always)]
+fn specials(block: &[u8; 64]) -> u64 {
+    specials_swar(block)
 }
 
 /// The 64 bytes of `input` from `p` (padded with a plain byte past the end) and how many of
