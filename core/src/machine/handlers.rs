@@ -1098,15 +1098,18 @@ impl<B: Buf, Sec: AsRef<[u8]>> OnMessage for CallHandler<'_, B, Sec> {
                     None,
                 )
             } else {
-                slot.prebuilt = match jsonrpc::find_response(value, self.id) {
-                    Ok(Found::Match(Outcome::Result(r))) => content::InPlacePlan::new(msg, r)
+                // Looked up once: the lookup reads no deferred string (ids, method names
+                // and member names are short), and is used only if the plan covers them.
+                let found = find_in(value, self.id, last_chance);
+                slot.prebuilt = match found {
+                    Ok(Lookup::Ours(Outcome::Result(r))) => content::InPlacePlan::new(msg, r)
                         .ok()
                         .flatten()
                         .filter(|p| p.covers(&deferred)),
                     _ => None,
                 };
-                if slot.prebuilt.is_some() {
-                    let verdict = self.handle_in(msg, value, last_chance, Some(&mut slot))?;
+                if let (Some(_), Ok(found)) = (&slot.prebuilt, found) {
+                    let verdict = self.handle_found(msg, found, Some(&mut slot))?;
                     if slot.prebuilt.is_some() {
                         // Not flattened (a task, an input round …): checked now, as `parse`.
                         for &(a, b) in deferred.spans() {
@@ -1221,7 +1224,18 @@ impl<B: Buf, Sec: AsRef<[u8]>> CallHandler<'_, B, Sec> {
         last_chance: bool,
         defer: Defer<'_>,
     ) -> Result<Verdict, Failure> {
-        let outcome = match find_in(value, self.id, last_chance)? {
+        self.handle_found(msg, find_in(value, self.id, last_chance)?, defer)
+    }
+
+    /// [`handle_in`](Self::handle_in) of a message already looked up.
+    #[inline(always)]
+    fn handle_found(
+        &mut self,
+        msg: &[u8],
+        found: Lookup<'_>,
+        defer: Defer<'_>,
+    ) -> Result<Verdict, Failure> {
+        let outcome = match found {
             Lookup::Ours(outcome) if self.listing => {
                 self.on_list_page(outcome)?;
                 return Ok(Verdict::Done);
