@@ -3,27 +3,35 @@
 //! 1 500-byte reads, side by side with the floor (`memchr` over the same reads) and the peers'
 //! pipelines. Throughput is in bytes of the wire reply per second.
 //!
+//! After criterion's runs the bench prints the issue's targets per size, from the medians
+//! criterion saved this run (`<target>/criterion/<group>/<id>/new/estimates.json`): ours in
+//! MiB/s and GB/s (target: 2 GB/s at 8 MiB), ours against `sse-stream` + `serde_json`
+//! (targets: at least 7x at 8 MiB, ahead at 64 KiB and 1 KiB) and against `serde_json` alone
+//! parsing the same JSON message, already de-framed, into a `Value` (target: faster). A figure
+//! whose estimate this run did not write (filtered out, or criterion's directory elsewhere)
+//! prints as "not measured".
+//!
 //! Run: `cargo bench -p verifi-mcp-core --bench reply -j2`.
 //! `eventsource-stream` re-scans its partial line and needs minutes per 8 MiB reply: it runs
 //! on the 1 KiB and 64 KiB replies only.
-#![allow(missing_docs)] // criterion_group! makes an undocumented public fn
+#![allow(missing_docs)] // a bench binary
 
 use std::hint::black_box;
-use std::time::Duration;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
-use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{BenchmarkId, Criterion, Throughput};
 use verifi_mcp_core::buf::Buf;
 
 mod support;
 use support::*;
 
+/// The reply sizes, by label.
+const SIZES: [(&str, usize); 3] = [("1KiB", 1 << 10), ("64KiB", 64 << 10), ("8MiB", 8 << 20)];
+
 fn reply(c: &mut Criterion) {
-    for (label, size) in [
-        ("1KiB", 1usize << 10),
-        ("64KiB", 64 << 10),
-        ("8MiB", 8 << 20),
-    ] {
+    for (label, size) in SIZES {
         let (json, text) = reply_json(size);
         let (wire, body) = wire_reply(&json);
         let body = Bytes::from(body);
@@ -56,6 +64,10 @@ fn reply(c: &mut Criterion) {
         });
         g.bench_function(BenchmarkId::new("sse-stream+serde_json", label), |b| {
             b.iter(|| rmcp_style(black_box(&body)))
+        });
+        // The JSON message alone (no HTTP, SSE or redaction), parsed into a `Value`.
+        g.bench_function(BenchmarkId::new("serde_json-alone", label), |b| {
+            b.iter(|| serde_json_alone(black_box(&json)))
         });
         if size <= 64 << 10 {
             assert_eq!(eventsource_style(&body), want.len(), "eventsource text");
@@ -118,5 +130,96 @@ fn stages(c: &mut Criterion, json: &[u8], text: &str) {
     g.finish();
 }
 
-criterion_group!(benches, reply);
-criterion_main!(benches);
+/// `serde_json` parsing the message into a `Value`: the "faster than `serde_json` alone" bar.
+fn serde_json_alone(json: &[u8]) -> usize {
+    serde_json::from_slice::<serde_json::Value>(json).map_or(0, |v| match v {
+        serde_json::Value::Object(m) => m.len(),
+        _ => 1,
+    })
+}
+
+fn main() {
+    let started = SystemTime::now();
+    let mut c = Criterion::default().configure_from_args();
+    reply(&mut c);
+    targets(started);
+}
+
+/// Where criterion writes its estimates, found as criterion finds it: `CRITERION_HOME`, else
+/// `CARGO_TARGET_DIR/criterion`, else the target directory this bench binary was built in
+/// (`<target>/release/deps/reply-<hash>`).
+fn criterion_dir() -> Option<PathBuf> {
+    if let Some(home) = std::env::var_os("CRITERION_HOME") {
+        return Some(PathBuf::from(home));
+    }
+    if let Some(target) = std::env::var_os("CARGO_TARGET_DIR") {
+        return Some(PathBuf::from(target).join("criterion"));
+    }
+    let exe = std::env::current_exe().ok()?;
+    Some(exe.parent()?.parent()?.parent()?.join("criterion"))
+}
+
+/// The median time in nanoseconds criterion measured for `group`/`id` in this run: `None`
+/// when its estimate is missing, unreadable, or older than `started` (not run this time).
+fn median_ns(dir: &Path, group: &str, id: &str, started: SystemTime) -> Option<f64> {
+    // Criterion's directory names: `/` (and a few others) become `_` in the group's name.
+    let file = dir
+        .join(group.replace('/', "_"))
+        .join(id)
+        .join("new")
+        .join("estimates.json");
+    let modified = std::fs::metadata(&file).ok()?.modified().ok()?;
+    if modified < started {
+        return None;
+    }
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).ok()?).ok()?;
+    v.get("median")?
+        .get("point_estimate")?
+        .as_f64()
+        .filter(|ns| *ns > 0.0)
+}
+
+/// Prints the issue's targets as ratios of this run's medians (times of the same reply, so a
+/// ratio above 1 means ours is faster).
+fn targets(started: SystemTime) {
+    println!("\nIssue 19 targets, from this run's criterion medians:");
+    let Some(dir) = criterion_dir() else {
+        println!("  not measured: no criterion directory found");
+        return;
+    };
+    let ratio = |ours: Option<f64>, peer: Option<f64>, target: &str| match (ours, peer) {
+        (Some(o), Some(p)) => format!("{:.2}x (target {target})", p / o),
+        _ => "not measured".to_string(),
+    };
+    for (label, size) in SIZES {
+        let (json, _) = reply_json(size);
+        let (wire, _) = wire_reply(&json);
+        let group = format!("reply/{label}");
+        let t = |id: &str| median_ns(&dir, &group, &format!("{id}/{label}"), started);
+        let ours = t("ours");
+        let speed = ours.map_or("not measured".to_string(), |ns| {
+            // Bytes per nanosecond are GB/s.
+            let gbs = wire.len() as f64 / ns;
+            let mibs = gbs * 1e9 / f64::from(1 << 20);
+            if size >= 8 << 20 {
+                format!(
+                    "{mibs:.0} MiB/s = {gbs:.2} GB/s (target 2 GB/s: {:.2} of it)",
+                    gbs / 2.0
+                )
+            } else {
+                format!("{mibs:.0} MiB/s = {gbs:.2} GB/s")
+            }
+        });
+        let peer_target = if size >= 8 << 20 { ">= 7" } else { "> 1" };
+        println!("  {label}: ours {speed}");
+        println!(
+            "    ours vs sse-stream+serde_json: {}",
+            ratio(ours, t("sse-stream+serde_json"), peer_target)
+        );
+        println!(
+            "    ours vs serde_json-alone ({} B message): {}",
+            json.len(),
+            ratio(ours, t("serde_json-alone"), "> 1")
+        );
+    }
+}

@@ -1666,3 +1666,65 @@ fn a_big_result_flattened_in_place_is_the_whole_redacted_text_over_sse_and_json(
         );
     }
 }
+
+#[test]
+fn a_big_text_that_is_not_valid_json_fails_the_call_as_the_parse_does() {
+    // The host checks a big text as it writes it over its message (its check deferred by the
+    // parse): a bad byte anywhere in it must fail the call with the error `Value::parse`
+    // gives the same message, early in the text (checked by the parse) or late (checked as
+    // it is written), over SSE and JSON.
+    let line = "line\\t\\\"quoted\\\" é😀 abcd \\\\ end\\n";
+    let good = line.repeat(3000);
+    assert!(good.len() > verifi_mcp_core::wire::content::IN_PLACE_FROM);
+    let valid = format!(r#"{{"t":"{good}"}}"#);
+    assert!(Value::parse(valid.as_bytes(), JsonLimits::default()).is_ok());
+    for (at, bad) in [
+        (10, "\u{1}"),
+        (good.len() - 40, "\u{1f}"),
+        (good.len() / 2, "\\x"),
+        (good.len() - 3, "\\u12g4"),
+    ] {
+        // `at` falls on a plain byte of some line.
+        let at = (at..).find(|&i| good.is_char_boundary(i)).unwrap();
+        let reply_text = format!("{}{bad}{}", &good[..at], &good[at..]);
+        for sse in [false, true] {
+            let body = format!(
+                r#"{{"jsonrpc":"2.0","id":ID,"result":{{"content":[{{"type":"text","text":"{reply_text}"}}]}}}}"#
+            );
+            let ep = Endpoint::parse_base("http://127.0.0.1:9001").unwrap();
+            let c = cfg(&ep, None);
+            let served = body.clone();
+            let call_id = Rc::new(Cell::new(0u64));
+            let seen_id = Rc::clone(&call_id);
+            let mut rig = Rig::new(
+                move |seen: &Seen| match seen.rpc_method() {
+                    "tools/call" => {
+                        seen_id.set(seen.id());
+                        let body = served.replace("ID", &seen.id().to_string());
+                        Act::Reply(if sse {
+                            http_sse("", &format!("event: message\ndata: {body}\n\n"))
+                        } else {
+                            http_json("200 OK", "", &body)
+                        })
+                    }
+                    _ => good_server("s")(seen),
+                },
+                1500,
+                false,
+            );
+            let (ok, got, _, error) = rig.call(&c, "big", "{}", &["abcd"]);
+            assert!(!ok, "bad {bad:?} at {at}, sse {sse}");
+            assert!(got.is_empty(), "no text from a bad reply");
+            // The parse's error (kind and offset) of the message as served.
+            let served = body.replace("ID", &call_id.get().to_string());
+            let want = Value::parse(served.as_bytes(), JsonLimits::default())
+                .expect_err("not valid JSON")
+                .to_string();
+            let error = error.expect("an error");
+            assert!(
+                error.contains(want.as_str()),
+                "bad {bad:?} at {at}, sse {sse}: {error} does not say {want}"
+            );
+        }
+    }
+}

@@ -121,7 +121,8 @@ impl<B: Buf> OnMessage for Handler<'_, B> {
         if !self.in_place || len < content::IN_PLACE_FROM {
             return self.on_message(msg, last_chance);
         }
-        let value = Value::parse(msg, JsonLimits::default())?;
+        // The big text is checked as it is written over (the machine's way).
+        let (value, deferred) = Value::parse_deferring(msg, JsonLimits::default())?;
         let Found::Match(Outcome::Result(result)) = jsonrpc::find_response(value, ID)? else {
             return Ok(Verdict::Continue);
         };
@@ -129,11 +130,12 @@ impl<B: Buf> OnMessage for Handler<'_, B> {
             .ok()
             .flatten()
             .expect("planned in place");
+        assert!(plan.covers(&deferred), "every deferred string is a text");
         let mut redactor = Redactor::new(self.secrets);
         let (Some(text), Some(reply)) = (self.text.vec_buf(), reply.vec_buf()) else {
             panic!("host buffers")
         };
-        plan.run(reply, &mut redactor, text)
+        plan.run_checking(reply, &mut redactor, text, &deferred)?
             .map_err(|_| Failure::Rpc(jsonrpc::RpcDecodeError::NotAnObject))?;
         self.done = true;
         Ok(Verdict::Done)

@@ -19,6 +19,8 @@ use crate::wire::era::ClientCapabilities;
 use crate::wire::exchange::{Expect, OnMessage, Verdict};
 use crate::wire::failure::{BufferName, DETAIL_BYTES, Failure, HandshakeError, StrSink, truncated};
 use crate::wire::http::{McpHeaders, Method, RequestHead, write_request_head};
+#[cfg(feature = "std")]
+use crate::wire::json;
 use crate::wire::json::{JsonLimits, Value};
 use crate::wire::jsonrpc::{self, Found, ListMethod, Message, Outcome, ProtocolVersion};
 use crate::wire::session::Snapshot;
@@ -461,7 +463,11 @@ impl OnMessage for ProbeHandler {
 /// Parses one message and looks for the response to `id`; `last_chance` also takes a
 /// response whose id is `null`.
 fn find<'m>(msg: &'m [u8], id: u64, last_chance: bool) -> Result<Lookup<'m>, Failure> {
-    let value = Value::parse(msg, JsonLimits::default())?;
+    find_in(Value::parse(msg, JsonLimits::default())?, id, last_chance)
+}
+
+/// [`find`] in a message already parsed.
+fn find_in(value: Value<'_>, id: u64, last_chance: bool) -> Result<Lookup<'_>, Failure> {
     match jsonrpc::find_response(value, id)? {
         Found::Match(outcome) => Ok(Lookup::Ours(outcome)),
         Found::NoMatch => match jsonrpc::decode_message(value) {
@@ -1078,40 +1084,93 @@ impl<B: Buf, Sec: AsRef<[u8]>> OnMessage for CallHandler<'_, B, Sec> {
         if !in_place {
             return self.handle(msg, last_chance, None);
         }
-        let mut plan = None;
-        let verdict = self.handle(msg, last_chance, Some(&mut plan))?;
-        if let Some(plan) = plan {
-            self.answer = Some(self.take_in_place(plan, reply));
+        let mut slot = Deferral::default();
+        let limits = JsonLimits::default();
+        // A big text is checked as it is written (`Value::parse_deferring`), when the result
+        // is ours and its plan writes every string left unchecked; otherwise parsed whole.
+        let (verdict, deferred) = if self.listing || self.polling || self.raw.is_some() {
+            (self.handle(msg, last_chance, Some(&mut slot))?, None)
+        } else {
+            let (value, deferred) = Value::parse_deferring(msg, limits)?;
+            if deferred.is_empty() {
+                (
+                    self.handle_in(msg, value, last_chance, Some(&mut slot))?,
+                    None,
+                )
+            } else {
+                // Looked up once: the lookup reads no deferred string (ids, method names
+                // and member names are short), and is used only if the plan covers them.
+                let found = find_in(value, self.id, last_chance);
+                slot.prebuilt = match found {
+                    Ok(Lookup::Ours(Outcome::Result(r))) => content::InPlacePlan::new(msg, r)
+                        .ok()
+                        .flatten()
+                        .filter(|p| p.covers(&deferred)),
+                    _ => None,
+                };
+                if let (Some(_), Ok(found)) = (&slot.prebuilt, found) {
+                    let verdict = self.handle_found(msg, found, Some(&mut slot))?;
+                    if slot.prebuilt.is_some() {
+                        // Not flattened (a task, an input round …): checked now, as `parse`.
+                        for &(a, b) in deferred.spans() {
+                            json::check_deferred(msg, a, b)?;
+                        }
+                    }
+                    (verdict, Some(deferred))
+                } else {
+                    let value = Value::parse(msg, limits)?;
+                    (
+                        self.handle_in(msg, value, last_chance, Some(&mut slot))?,
+                        None,
+                    )
+                }
+            }
+        };
+        if let Some(plan) = slot.plan {
+            self.answer = Some(self.take_in_place(plan, reply, deferred.as_ref())?);
         }
         Ok(verdict)
     }
 }
 
-/// Where the host's handler leaves a result to flatten in place (see `on_reply`).
+/// Where the host's handler leaves a result to flatten in place (see `on_reply`): `prebuilt`
+/// is the plan `on_reply` made for the message (taken, not made again), `plan` the one to run.
 #[cfg(feature = "std")]
-type Defer<'d> = Option<&'d mut Option<content::InPlacePlan>>;
+#[derive(Default)]
+struct Deferral {
+    prebuilt: Option<content::InPlacePlan>,
+    plan: Option<content::InPlacePlan>,
+}
+
+#[cfg(feature = "std")]
+type Defer<'d> = Option<&'d mut Deferral>;
 #[cfg(not(feature = "std"))]
 type Defer<'d> = Option<&'d mut core::convert::Infallible>;
 
 impl<B: Buf, Sec: AsRef<[u8]>> CallHandler<'_, B, Sec> {
     /// [`InPlacePlan::run`](content::InPlacePlan::run) through the redactor.
     #[cfg(feature = "std")]
+    /// `deferred`: the strings `Value::parse_deferring` left for the run to check; a bad one
+    /// is the `Failure` the parse would have been.
     fn take_in_place(
         &mut self,
         plan: content::InPlacePlan,
         reply: &mut dyn Buf,
-    ) -> Result<Answer, Untaken> {
+        deferred: Option<&json::Deferred>,
+    ) -> Result<Result<Answer, Untaken>, Failure> {
         let mut redactor = Redactor::new(self.secrets);
         let (Some(text), Some(reply)) = (self.text.vec_buf(), reply.vec_buf()) else {
-            return Err(Untaken::NotAnObject);
+            return Ok(Err(Untaken::NotAnObject));
         };
-        match plan.run(reply, &mut redactor, text) {
+        let none = json::Deferred::default();
+        let run = plan.run_checking(reply, &mut redactor, text, deferred.unwrap_or(&none));
+        Ok(match run.inspect_err(|_| text.clear())? {
             Ok(f) => Ok(Answer::Result {
                 is_error: f.is_error,
             }),
             Err(content::ContentError::Overflow(o)) => Err(Untaken::TextTooLarge(o)),
             Err(_) => Err(Untaken::NotAnObject),
-        }
+        })
     }
 
     /// The result, or (`defer` given) its in-place plan left in `defer`.
@@ -1124,9 +1183,13 @@ impl<B: Buf, Sec: AsRef<[u8]>> CallHandler<'_, B, Sec> {
     ) -> Option<Result<Answer, Untaken>> {
         if let Some(slot) = defer {
             self.text.clear();
+            if let Some(plan) = slot.prebuilt.take() {
+                slot.plan = Some(plan);
+                return None;
+            }
             match content::InPlacePlan::new(msg, result) {
                 Ok(Some(plan)) => {
-                    *slot = Some(plan);
+                    slot.plan = Some(plan);
                     return None;
                 }
                 Ok(None) => {}
@@ -1144,7 +1207,35 @@ impl<B: Buf, Sec: AsRef<[u8]>> CallHandler<'_, B, Sec> {
         last_chance: bool,
         defer: Defer<'_>,
     ) -> Result<Verdict, Failure> {
-        let outcome = match find(msg, self.id, last_chance)? {
+        self.handle_in(
+            msg,
+            Value::parse(msg, JsonLimits::default())?,
+            last_chance,
+            defer,
+        )
+    }
+
+    /// [`handle`](Self::handle) of a message already parsed (`value`, from `msg`).
+    #[inline(always)]
+    fn handle_in(
+        &mut self,
+        msg: &[u8],
+        value: Value<'_>,
+        last_chance: bool,
+        defer: Defer<'_>,
+    ) -> Result<Verdict, Failure> {
+        self.handle_found(msg, find_in(value, self.id, last_chance)?, defer)
+    }
+
+    /// [`handle_in`](Self::handle_in) of a message already looked up.
+    #[inline(always)]
+    fn handle_found(
+        &mut self,
+        msg: &[u8],
+        found: Lookup<'_>,
+        defer: Defer<'_>,
+    ) -> Result<Verdict, Failure> {
+        let outcome = match found {
             Lookup::Ours(outcome) if self.listing => {
                 self.on_list_page(outcome)?;
                 return Ok(Verdict::Done);

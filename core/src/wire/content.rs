@@ -247,7 +247,10 @@ pub use in_place::{IN_PLACE_FROM, InPlacePlan, MAX_SEGMENTS, TextFilter};
 mod in_place {
     use super::{ContentError, Flattened, span_in};
     use crate::buf::{Buf, Overflow, Sink, VecBuf};
-    use crate::wire::json::{Kind, Value, Walk, unescape_chunk};
+    use crate::wire::json::{
+        Deferred, JsonError, Kind, Value, Walk, check_deferred, unescape_chunk,
+        unescape_chunk_checked,
+    };
 
     /// What the text goes through on its way out, in pieces, then [`finish`](Self::finish):
     /// the redactor.
@@ -421,6 +424,50 @@ mod in_place {
             filter: &mut impl TextFilter,
             text: &mut VecBuf,
         ) -> Result<Flattened, ContentError> {
+            let none = Deferred::default();
+            // Nothing deferred: nothing to check, so no JSON error.
+            self.run_checking(reply, filter, text, &none)
+                .unwrap_or(Err(ContentError::ResultNotObject))
+        }
+
+        /// True when every string [`Value::parse_deferring`] left unchecked is the text of
+        /// one of this plan's text blocks: [`run_checking`](Self::run_checking) then checks
+        /// them all, in order, as it writes them. (Otherwise check them before using the
+        /// message, or parse it with [`Value::parse`].)
+        pub fn covers(&self, deferred: &Deferred) -> bool {
+            deferred
+                .spans()
+                .iter()
+                .all(|&(a, b)| self.segments.contains(&Segment::Text(a, b)))
+        }
+
+        /// [`run`](Self::run) for a message parsed by [`Value::parse_deferring`] whose
+        /// deferred strings this plan [`covers`](Self::covers): each is checked as it is
+        /// unescaped. `Err` is what [`Value::parse`] would have said of the message (the
+        /// first error of the first bad deferred string); the message is then written over
+        /// in part and the text is to be dropped.
+        pub fn run_checking(
+            self,
+            reply: &mut VecBuf,
+            filter: &mut impl TextFilter,
+            text: &mut VecBuf,
+            deferred: &Deferred,
+        ) -> Result<Result<Flattened, ContentError>, JsonError> {
+            let r = self.run_inner(reply, filter, text, deferred);
+            match r {
+                Ok(f) => Ok(Ok(f)),
+                Err(Stop::Content(e)) => Ok(Err(e)),
+                Err(Stop::Json(e)) => Err(e),
+            }
+        }
+
+        fn run_inner(
+            self,
+            reply: &mut VecBuf,
+            filter: &mut impl TextFilter,
+            text: &mut VecBuf,
+            deferred: &Deferred,
+        ) -> Result<Flattened, Stop> {
             text.clear();
             let limit = text.limit();
             let mut out = InPlace {
@@ -445,11 +492,25 @@ mod in_place {
                     Segment::Text(a, b) => (a, b, true),
                     Segment::Json(a, b) => (a, b, false),
                 };
+                let mut check = unescape && deferred.spans().contains(&(a, b));
                 let mut p = a;
                 out.advance(p);
                 while p < b {
                     let src = out.buf.get(p..b).unwrap_or(&[]);
-                    let (used, made) = if unescape {
+                    let (used, made) = if check {
+                        match unescape_chunk_checked(src, &mut piece) {
+                            Some(r) => r,
+                            // Bytes before `p` are checked and may be written over; from
+                            // `p` on, the message is as it came.
+                            None => {
+                                check_deferred(out.buf, p, b).map_err(Stop::Json)?;
+                                // The rest of the string is checked now (a piece that
+                                // stopped early is not an error).
+                                check = false;
+                                unescape_chunk(src, &mut piece)
+                            }
+                        }
+                    } else if unescape {
                         unescape_chunk(src, &mut piece)
                     } else {
                         let n = src.len().min(PIECE);
@@ -463,11 +524,15 @@ mod in_place {
                     }
                     p += used;
                     out.advance(p);
-                    filter.write(piece.get(..made).unwrap_or(&[]), &mut out)?;
+                    filter
+                        .write(piece.get(..made).unwrap_or(&[]), &mut out)
+                        .map_err(|o| Stop::Content(o.into()))?;
                 }
             }
             out.advance(out.buf.len());
-            filter.finish(&mut out)?;
+            filter
+                .finish(&mut out)
+                .map_err(|o| Stop::Content(o.into()))?;
             let (w, spilled) = (out.w, out.spill.len());
             if spilled > 0 {
                 // Room at the end of the message, or past it: the reply's cap is at least the
@@ -478,6 +543,18 @@ mod in_place {
             }
             text.adopt(reply, w + spilled)?;
             Ok(self.flat)
+        }
+    }
+
+    /// Why [`InPlacePlan::run_inner`] stopped.
+    enum Stop {
+        Content(ContentError),
+        Json(JsonError),
+    }
+
+    impl From<Overflow> for Stop {
+        fn from(o: Overflow) -> Self {
+            Stop::Content(ContentError::Overflow(o))
         }
     }
 
@@ -981,6 +1058,126 @@ mod tests {
                         proptest::prop_assert_eq!(a.limit, b.limit);
                     }
                     (a, b) => proptest::prop_assert_eq!(a, b, "{}", msg),
+                }
+            }
+        }
+    }
+
+    /// The in-place path as the host's call handler takes a big message: parsed with its big
+    /// strings deferred, each checked as it is written over. `Err`: the JSON error.
+    fn by_place_checked(
+        msg: &[u8],
+        secrets: &[String],
+        cap: usize,
+    ) -> Result<Result<Vec<u8>, ContentError>, crate::wire::json::JsonError> {
+        use crate::buf::VecBuf;
+        use crate::harness::redact::Redactor;
+        let mut reply = VecBuf::new(msg.len().max(cap));
+        reply.put(msg).unwrap();
+        let (plan, deferred) = {
+            let m = reply.bytes();
+            let (v, deferred) = Value::parse_deferring(m, JsonLimits::default())?;
+            let plan = InPlacePlan::new(m, v.get("result").unwrap())
+                .unwrap()
+                .expect("planned");
+            assert!(plan.covers(&deferred), "only texts are big");
+            (plan, deferred)
+        };
+        let mut text = VecBuf::new(cap);
+        let mut redactor = Redactor::new(secrets);
+        Ok(plan
+            .run_checking(&mut reply, &mut redactor, &mut text, &deferred)?
+            .map(|_| text.bytes().to_vec()))
+    }
+
+    /// Pieces of a big text: escapes, characters of 2 and 4 bytes (so a piece can end
+    /// inside one).
+    fn arb_fragment() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            30 => "[a-z ]{1,60}".prop_map(String::into_bytes),
+            6 => Just(b"\\n".to_vec()),
+            3 => Just(b"\\\"x\\\\".to_vec()),
+            4 => Just("é😀".as_bytes().to_vec()),
+            2 => Just(b"\\u00e9\\ud83d\\ude00\\udc00".to_vec()),
+        ]
+    }
+
+    /// What makes a string invalid: a raw control, bad escapes, bytes that are not UTF-8
+    /// (a cut character among them).
+    fn arb_bad() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            Just(std::vec![0x01]),
+            Just(std::vec![0x1f]),
+            Just(b"\\x".to_vec()),
+            Just(b"\\u12g4".to_vec()),
+            Just(std::vec![0xff]),
+            Just(std::vec![0xe2, 0x82]),
+            Just(std::vec![0xed, 0xa0, 0x80]),
+        ]
+    }
+
+    /// A text of 4 to 20 KiB (over `DEFER_FROM`, across the 8 KiB pieces), with one bad
+    /// fragment at any place (most often past the bytes checked before deferring) or none.
+    fn arb_big_text() -> impl Strategy<Value = Vec<u8>> {
+        (
+            prop::collection::vec(arb_fragment(), 1..40),
+            4200usize..20_000,
+            prop::option::weighted(0.5, (arb_bad(), 0usize..20_000)),
+        )
+            .prop_map(|(f, len, bad)| {
+                let mut out = Vec::new();
+                let mut i = 0;
+                while out.len() < len {
+                    if let Some((b, at)) = &bad
+                        && out.len() >= *at.min(&len)
+                        && !out.ends_with(b)
+                        && i > 0
+                        && !out.windows(b.len()).any(|w| w == &b[..])
+                    {
+                        out.extend_from_slice(b);
+                    }
+                    out.extend_from_slice(&f[i % f.len()]);
+                    i += 1;
+                }
+                out
+            })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            cases: 256, ..proptest::prelude::ProptestConfig::default()
+        })]
+        /// Big texts checked as they are written over: the text the copy writes when the
+        /// message is valid, and exactly `Value::parse`'s error (kind and offset, the first
+        /// bad string first) when it is not.
+        #[test]
+        fn deferred_texts_are_checked_as_parse_checks_them(
+            texts in prop::collection::vec(arb_big_text(), 1..4),
+            small in "[a-z]{0,8}",
+            secrets in prop::collection::vec(arb_secret(), 0..3),
+        ) {
+            let mut msg = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[".to_vec();
+            for (i, t) in texts.iter().enumerate() {
+                if i > 0 {
+                    msg.push(b',');
+                }
+                msg.extend_from_slice(b"{\"type\":\"text\",\"text\":\"");
+                msg.extend_from_slice(t);
+                msg.extend_from_slice(b"\"}");
+            }
+            msg.extend_from_slice(b"],\"isError\":false,\"note\":\"");
+            msg.extend_from_slice(small.as_bytes());
+            msg.extend_from_slice(b"\"}}");
+            let cap = 1 << 17;
+            match Value::parse(&msg, JsonLimits::default()) {
+                Err(e) => proptest::prop_assert_eq!(
+                    by_place_checked(&msg, &secrets, cap).map(|_| ()),
+                    Err(e)
+                ),
+                Ok(_) => {
+                    let want = by_copy(&msg, &secrets, cap).unwrap();
+                    let got = by_place_checked(&msg, &secrets, cap).unwrap().unwrap();
+                    proptest::prop_assert_eq!(got, want);
                 }
             }
         }

@@ -269,10 +269,40 @@ fn zero_bytes(x: u64) -> u64 {
 }
 
 /// Bit `i` is set when `block[i]` is a quote, a backslash or a control character (below
-/// U+0020): the only bytes a string scan must stop at. Eight bytes per word, no `unsafe`, no
-/// target features.
+/// U+0020): the only bytes a string scan must stop at. On the host's x86_64, 16 bytes per SSE2
+/// compare (baseline there; `safe_arch` wraps the intrinsics without `unsafe`); elsewhere
+/// [`specials_swar`].
+#[cfg(all(feature = "std", target_arch = "x86_64"))]
 #[inline(always)]
 fn specials(block: &[u8; 64]) -> u64 {
+    use safe_arch::{
+        cmp_eq_mask_i8_m128i, load_unaligned_m128i, max_u8_m128i, move_mask_i8_m128i,
+        set_splat_i8_m128i,
+    };
+    let quote = set_splat_i8_m128i(b'"' as i8);
+    let backslash = set_splat_i8_m128i(b'\\' as i8);
+    let below = set_splat_i8_m128i(0x1F);
+    let mut mask = 0u64;
+    for (j, chunk) in block.chunks_exact(16).enumerate() {
+        let Ok(lanes) = <&[u8; 16]>::try_from(chunk) else {
+            continue;
+        };
+        let v = load_unaligned_m128i(lanes);
+        // A byte is a control exactly when max(byte, 0x1F) is 0x1F (unsigned).
+        let hits = cmp_eq_mask_i8_m128i(v, quote)
+            | cmp_eq_mask_i8_m128i(v, backslash)
+            | cmp_eq_mask_i8_m128i(max_u8_m128i(v, below), below);
+        // The mask has 16 meaningful bits; the cast keeps exactly them.
+        mask |= u64::from(move_mask_i8_m128i(hits) as u16) << (16 * j);
+    }
+    mask
+}
+
+/// [`specials`] eight bytes per word, no `unsafe`, no target features (the edge and
+/// non-x86_64 hosts).
+#[cfg_attr(all(feature = "std", target_arch = "x86_64"), allow(dead_code))]
+#[inline(always)]
+fn specials_swar(block: &[u8; 64]) -> u64 {
     let mut mask = 0u64;
     for (j, chunk) in block.chunks_exact(8).enumerate() {
         let mut word = [0u8; 8];
@@ -287,6 +317,13 @@ fn specials(block: &[u8; 64]) -> u64 {
         mask |= (flags.wrapping_mul(0x0102_0408_1020_4080) >> 56) << (8 * j);
     }
     mask
+}
+
+/// [`specials`] where SSE2 is not used: the word-at-a-time form.
+#[cfg(not(all(feature = "std", target_arch = "x86_64")))]
+#[inline(always)]
+fn specials(block: &[u8; 64]) -> u64 {
+    specials_swar(block)
 }
 
 /// The 64 bytes of `input` from `p` (padded with a plain byte past the end) and how many of
@@ -355,6 +392,77 @@ fn is_utf8(bytes: &[u8]) -> bool {
     }
 }
 
+/// Strings longer than this are left unchecked by [`Value::parse_deferring`].
+#[cfg(feature = "std")]
+pub const DEFER_FROM: usize = 4096;
+/// At most this many strings are left unchecked by [`Value::parse_deferring`] (the rest are
+/// checked where they lie).
+#[cfg(feature = "std")]
+pub const MAX_DEFERRED: usize = 4;
+
+/// The value strings [`Value::parse_deferring`] did not check: the offsets of their contents
+/// (after the opening quote, at the closing quote), in the order they came.
+#[cfg(feature = "std")]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Deferred {
+    spans: heapless::Vec<(usize, usize), MAX_DEFERRED>,
+}
+
+#[cfg(feature = "std")]
+impl Deferred {
+    /// Nothing was deferred: the value is checked as [`Value::parse`] checks it.
+    pub fn is_empty(&self) -> bool {
+        self.spans.is_empty()
+    }
+
+    /// The deferred strings' contents, as (start, end) offsets of the input, in order.
+    pub fn spans(&self) -> &[(usize, usize)] {
+        &self.spans
+    }
+}
+
+#[cfg(feature = "std")]
+impl ValueStrings for Deferred {
+    #[inline(always)]
+    fn value_string(&mut self, input: &[u8], pos: usize) -> Result<usize, JsonError> {
+        if !cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) || self.spans.is_full() {
+            return scan_string(input, pos);
+        }
+        match string_end_upto(input, pos, DEFER_FROM) {
+            Ok(end) => Ok(end),
+            Err(false) => scan_string_exact(input, pos),
+            Err(true) => {
+                let end = skip_string(input, pos);
+                // Cut by the end of the input: the exact scanner says where.
+                if end <= pos + 1
+                    || input.get(end - 1) != Some(&b'"')
+                    || self.spans.push((pos + 1, end - 1)).is_err()
+                {
+                    return scan_string(input, pos);
+                }
+                Ok(end)
+            }
+        }
+    }
+}
+
+/// Checks a string that [`Value::parse_deferring`] deferred, from `from` (its start, or a
+/// place after an escape and at a character boundary where everything before was checked)
+/// to its closing quote at `end`: `Err` with what [`Value::parse`] says of the first error
+/// there.
+#[cfg(feature = "std")]
+pub fn check_deferred(input: &[u8], from: usize, end: usize) -> Result<(), JsonError> {
+    // The exact scanner starts after the byte at `from - 1` (the quote, at the start).
+    let at = from
+        .checked_sub(1)
+        .ok_or(err(JsonErrorKind::UnexpectedEnd, from))?;
+    match scan_string_exact(input, at) {
+        Ok(e) if e == end + 1 => Ok(()),
+        Ok(_) => Err(err(JsonErrorKind::UnexpectedEnd, end)),
+        Err(e) => Err(e),
+    }
+}
+
 /// The offset after the string whose opening quote is at `pos`, when the string is plainly
 /// valid: escapes well formed, no raw control, and UTF-8 as a whole (escapes are ASCII, so the
 /// whole is UTF-8 exactly when every run between escapes is). `None` for
@@ -365,11 +473,21 @@ fn is_utf8(bytes: &[u8]) -> bool {
 /// escape every few dozen bytes is crossed without a call per escape.
 #[inline]
 fn string_end(input: &[u8], pos: usize) -> Option<usize> {
+    string_end_upto(input, pos, usize::MAX).ok()
+}
+
+/// [`string_end`], giving up (`Err(true)`) once `upto` bytes of the string were looked at
+/// without reaching its end; `Err(false)` for anything `string_end` says `None` to.
+#[inline(always)]
+fn string_end_upto(input: &[u8], pos: usize, upto: usize) -> Result<usize, bool> {
     let start = pos + 1;
     let mut p = start;
     'blocks: loop {
+        if p - start >= upto {
+            return Err(true);
+        }
         let (n, mut mask) = match input.get(p..p + 64) {
-            Some(b) => (64, specials(<&[u8; 64]>::try_from(b).ok()?)),
+            Some(b) => (64, specials(<&[u8; 64]>::try_from(b).map_err(|_| false)?)),
             // The padding is a plain byte: it never sets a bit.
             None => {
                 let (block, n) = block_at(input, p);
@@ -378,21 +496,21 @@ fn string_end(input: &[u8], pos: usize) -> Option<usize> {
         };
         while mask != 0 {
             let q = p + mask.trailing_zeros() as usize;
-            match input.get(q)? {
+            match input.get(q).ok_or(false)? {
                 b'"' => {
-                    if !is_utf8(input.get(start..q)?) {
-                        return None;
+                    if !is_utf8(input.get(start..q).ok_or(false)?) {
+                        return Err(false);
                     }
-                    return Some(q + 1);
+                    return Ok(q + 1);
                 }
                 b'\\' => {
-                    let next = match input.get(q + 1)? {
+                    let next = match input.get(q + 1).ok_or(false)? {
                         b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => q + 2,
                         b'u' => {
-                            hex4(input, q + 2)?;
+                            hex4(input, q + 2).ok_or(false)?;
                             q + 6
                         }
-                        _ => return None,
+                        _ => return Err(false),
                     };
                     let skip = next - p;
                     if skip >= 64 {
@@ -402,12 +520,12 @@ fn string_end(input: &[u8], pos: usize) -> Option<usize> {
                     mask &= u64::MAX << skip;
                 }
                 // A raw control character.
-                _ => return None,
+                _ => return Err(false),
             }
         }
         if n < 64 {
             // The input ended inside the string.
-            return None;
+            return Err(false);
         }
         p += 64;
     }
@@ -536,8 +654,35 @@ fn scan_key_colon(input: &[u8], pos: usize) -> Result<usize, JsonError> {
     }
 }
 
+/// How [`validate`] checks the strings that are values (keys are always checked).
+trait ValueStrings {
+    /// Checks the string whose opening quote is at `pos`; the offset after it.
+    fn value_string(&mut self, input: &[u8], pos: usize) -> Result<usize, JsonError>;
+}
+
+/// Every string checked where it lies (what [`Value::parse`] does).
+struct Checked;
+
+impl ValueStrings for Checked {
+    #[inline(always)]
+    fn value_string(&mut self, input: &[u8], pos: usize) -> Result<usize, JsonError> {
+        scan_string(input, pos)
+    }
+}
+
 /// Validates one value starting at `pos` (after whitespace); returns the offset after it.
-fn validate(input: &[u8], mut pos: usize, limits: JsonLimits) -> Result<usize, JsonError> {
+fn validate(input: &[u8], pos: usize, limits: JsonLimits) -> Result<usize, JsonError> {
+    validate_with(input, pos, limits, &mut Checked)
+}
+
+/// [`validate`], value strings checked by `strings`.
+#[inline(always)]
+fn validate_with(
+    input: &[u8],
+    mut pos: usize,
+    limits: JsonLimits,
+    strings: &mut impl ValueStrings,
+) -> Result<usize, JsonError> {
     let mut stack = BitStack::new(limits.max_depth);
     'value: loop {
         pos = skip_ws(input, pos);
@@ -564,7 +709,7 @@ fn validate(input: &[u8], mut pos: usize, limits: JsonLimits) -> Result<usize, J
                     continue 'value;
                 }
             }
-            Some(b'"') => pos = scan_string(input, pos)?,
+            Some(b'"') => pos = strings.value_string(input, pos)?,
             Some(b't') => pos = scan_literal(input, pos, b"true")?,
             Some(b'f') => pos = scan_literal(input, pos, b"false")?,
             Some(b'n') => pos = scan_literal(input, pos, b"null")?,
@@ -709,6 +854,41 @@ impl<'a> Value<'a> {
             raw,
             kind: kind_of(first),
         })
+    }
+
+    /// [`Value::parse`], except that up to [`MAX_DEFERRED`] value strings longer than
+    /// [`DEFER_FROM`] bytes are only crossed (their closing quote found), not checked: their
+    /// contents are returned to be checked later, by whoever reads them next (the host's
+    /// in-place text writer checks them as it unescapes). Any error is exactly
+    /// [`Value::parse`]'s (a failed parse is redone by it). Host only.
+    ///
+    /// The returned value must not be read into a deferred string before that string is
+    /// checked ([`check_deferred`] checks one as `parse` would have).
+    #[cfg(feature = "std")]
+    pub fn parse_deferring(
+        input: &'a [u8],
+        limits: JsonLimits,
+    ) -> Result<(Value<'a>, Deferred), JsonError> {
+        let mut deferred = Deferred {
+            spans: heapless::Vec::new(),
+        };
+        let start = skip_ws(input, 0);
+        let ok = validate_with(input, start, limits, &mut deferred)
+            .ok()
+            .filter(|&end| skip_ws(input, end) == input.len())
+            .and_then(|end| input.get(start..end))
+            .and_then(|raw| {
+                let first = *raw.first()?;
+                Some(Value {
+                    raw,
+                    kind: kind_of(first),
+                })
+            });
+        match ok {
+            Some(v) => Ok((v, deferred)),
+            // The exact error, as `parse` says it (deferred strings come first if invalid).
+            None => Value::parse(input, limits).map(|v| (v, Deferred::default())),
+        }
     }
 
     /// The value's type.
@@ -1254,8 +1434,164 @@ fn unescape_run<const TO_QUOTE: bool>(
 /// pieces where its bytes lie (`content::InPlacePlan`). Writes what
 /// [`JsonStr::unescape_into`] writes; a malformed escape (not from `parse`) ends the string
 /// there, as there. `dst` shorter than 4 bytes may stop before an escape it cannot hold.
+///
+/// On x86_64 the runs between escapes are copied 16 bytes at a time, each block's backslash
+/// found by one SSE2 compare (no `memchr` or `memcpy` call per run: runs in tool text are a
+/// few dozen bytes); the last few bytes on either side go through [`unescape_chunk_runs`].
 #[cfg(feature = "std")]
 pub(crate) fn unescape_chunk(raw: &[u8], dst: &mut [u8]) -> (usize, usize) {
+    // Unchecked, it always goes on.
+    unescape_chunk_with::<false>(raw, dst).unwrap_or((raw.len(), 0))
+}
+
+/// [`unescape_chunk`] over a string [`Value::parse_deferring`] left unchecked, checking it
+/// as it goes: `None` at a raw control character, a malformed escape, or bytes that are not
+/// UTF-8 in this piece (then [`check_deferred`] from the piece's start says what and where).
+/// A piece ends at a character boundary, so the next one starts where a check can.
+#[cfg(feature = "std")]
+pub(crate) fn unescape_chunk_checked(raw: &[u8], dst: &mut [u8]) -> Option<(usize, usize)> {
+    let (mut used, mut made) = unescape_chunk_with::<true>(raw, dst)?;
+    // The bytes of a character cut at the end of `dst` are raw bytes of a run (an escape
+    // writes whole characters): leave them for the next piece.
+    let cut = incomplete_tail(dst.get(..made)?);
+    if cut > 0 && used < raw.len() && used > cut {
+        used -= cut;
+        made -= cut;
+    }
+    is_utf8(dst.get(..made)?).then_some((used, made))
+}
+
+/// How many bytes at the end of `bytes` begin a UTF-8 character they do not finish (0 to 3).
+#[cfg(feature = "std")]
+fn incomplete_tail(bytes: &[u8]) -> usize {
+    for back in 1..=3usize.min(bytes.len()) {
+        let Some(&b) = bytes.get(bytes.len() - back) else {
+            return 0;
+        };
+        if b & 0xC0 == 0x80 {
+            continue;
+        }
+        let need = match b {
+            0xC0..=0xDF => 2,
+            0xE0..=0xEF => 3,
+            0xF0..=0xFF => 4,
+            _ => 1,
+        };
+        return if need > back { back } else { 0 };
+    }
+    0
+}
+
+/// [`unescape_chunk`]; with `CHECK`, `None` at a raw control or a malformed escape.
+#[cfg(all(feature = "std", target_arch = "x86_64"))]
+#[inline(always)]
+fn unescape_chunk_with<const CHECK: bool>(raw: &[u8], dst: &mut [u8]) -> Option<(usize, usize)> {
+    use safe_arch::{
+        cmp_eq_mask_i8_m128i, load_unaligned_m128i, max_u8_m128i, move_mask_i8_m128i,
+        set_splat_i8_m128i,
+    };
+    let backslash = set_splat_i8_m128i(b'\\' as i8);
+    let below = set_splat_i8_m128i(0x1F);
+    let (mut from, mut to) = (0, 0);
+    while let (Some(s), Some(d)) = (raw.get(from..from + 16), dst.get_mut(to..to + 16)) {
+        let (Ok(s), Ok(d)) = (<&[u8; 16]>::try_from(s), <&mut [u8; 16]>::try_from(d)) else {
+            break;
+        };
+        // Bytes past a backslash are copied too: the escape's output writes over them, or
+        // they lie past the returned end.
+        *d = *s;
+        let v = load_unaligned_m128i(s);
+        let mut stops = cmp_eq_mask_i8_m128i(v, backslash);
+        if CHECK {
+            // A control byte is one whose max with 0x1F is 0x1F.
+            stops |= cmp_eq_mask_i8_m128i(max_u8_m128i(v, below), below);
+        }
+        let hits = move_mask_i8_m128i(stops);
+        if hits == 0 {
+            from += 16;
+            to += 16;
+            continue;
+        }
+        let k = hits.trailing_zeros() as usize;
+        from += k;
+        to += k;
+        if dst.len() - to < 4 {
+            return Some((from, to));
+        }
+        if CHECK && raw.get(from) != Some(&b'\\') {
+            return None;
+        }
+        match unescape_one(raw, from, dst, to) {
+            Ok(next) => (from, to) = next,
+            Err(end) => return unescape_stop::<CHECK>(raw, end),
+        }
+    }
+    let (used, made) = unescape_chunk_runs::<CHECK>(
+        raw.get(from..).unwrap_or(&[]),
+        dst.get_mut(to..).unwrap_or(&mut []),
+    )?;
+    Some((from + used, to + made))
+}
+
+/// Where [`unescape_one`] stopped: a malformed escape (it says the whole string is used) is
+/// `None` when checking.
+#[cfg(feature = "std")]
+#[inline(always)]
+fn unescape_stop<const CHECK: bool>(raw: &[u8], end: (usize, usize)) -> Option<(usize, usize)> {
+    if CHECK && end.0 == raw.len() {
+        return None;
+    }
+    Some(end)
+}
+
+/// The escape at `raw[from]` (a backslash) written to `dst` at `to` (at least 4 bytes of
+/// room): the positions after it, or `Err` with what [`unescape_chunk`] returns when it
+/// cannot go on (a malformed escape ends the string; an escape that does not fit waits).
+#[cfg(feature = "std")]
+#[inline(always)]
+fn unescape_one(
+    raw: &[u8],
+    from: usize,
+    dst: &mut [u8],
+    to: usize,
+) -> Result<(usize, usize), (usize, usize)> {
+    let short = match raw.get(from + 1) {
+        Some(b'n') => Some(b'\n'),
+        Some(b'"') => Some(b'"'),
+        Some(b'\\') => Some(b'\\'),
+        Some(b't') => Some(b'\t'),
+        Some(b'r') => Some(b'\r'),
+        Some(b'/') => Some(b'/'),
+        Some(b'b') => Some(0x08),
+        Some(b'f') => Some(0x0c),
+        _ => None,
+    };
+    if let Some(b) = short {
+        if let Some(d) = dst.get_mut(to) {
+            *d = b;
+        }
+        return Ok((from + 2, to + 1));
+    }
+    let mut escape = Pieces { raw, pos: from };
+    let mut utf8 = [0u8; 4];
+    let bytes: &[u8] = match escape.next() {
+        Some(Piece::Char(c)) => c.encode_utf8(&mut utf8).as_bytes(),
+        Some(Piece::Lone(_)) => "\u{FFFD}".as_bytes(),
+        Some(Piece::Span(s)) => s,
+        // A malformed escape: the rest is dropped, as `unescape_into` does.
+        None => return Err((raw.len(), to)),
+    };
+    let Some(d) = dst.get_mut(to..to + bytes.len()) else {
+        return Err((from, to));
+    };
+    d.copy_from_slice(bytes);
+    Ok((escape.pos, to + bytes.len()))
+}
+
+/// [`unescape_chunk`] a run between escapes at a time (`memchr` and a copy per run): the
+/// whole of it off x86_64, and the last bytes there.
+#[cfg(feature = "std")]
+fn unescape_chunk_runs<const CHECK: bool>(raw: &[u8], dst: &mut [u8]) -> Option<(usize, usize)> {
     let (mut from, mut to) = (0, 0);
     loop {
         let rest = raw.get(from..).unwrap_or(&[]);
@@ -1264,48 +1600,28 @@ pub(crate) fn unescape_chunk(raw: &[u8], dst: &mut [u8]) -> (usize, usize) {
         let window = rest.get(..room.min(rest.len())).unwrap_or(&[]);
         let i = find_backslash(window).unwrap_or(window.len());
         if let (Some(d), Some(src)) = (dst.get_mut(to..to + i), window.get(..i)) {
+            if CHECK && src.iter().any(|&b| b < 0x20) {
+                return None;
+            }
             d.copy_from_slice(src);
         }
         from += i;
         to += i;
         if i == window.len() || dst.len() - to < 4 {
-            return (from, to);
+            return Some((from, to));
         }
-        let short = match raw.get(from + 1) {
-            Some(b'n') => Some(b'\n'),
-            Some(b'"') => Some(b'"'),
-            Some(b'\\') => Some(b'\\'),
-            Some(b't') => Some(b'\t'),
-            Some(b'r') => Some(b'\r'),
-            Some(b'/') => Some(b'/'),
-            Some(b'b') => Some(0x08),
-            Some(b'f') => Some(0x0c),
-            _ => None,
-        };
-        if let Some(b) = short {
-            if let Some(d) = dst.get_mut(to) {
-                *d = b;
-            }
-            to += 1;
-            from += 2;
-            continue;
+        match unescape_one(raw, from, dst, to) {
+            Ok(next) => (from, to) = next,
+            Err(end) => return unescape_stop::<CHECK>(raw, end),
         }
-        let mut escape = Pieces { raw, pos: from };
-        let mut utf8 = [0u8; 4];
-        let bytes: &[u8] = match escape.next() {
-            Some(Piece::Char(c)) => c.encode_utf8(&mut utf8).as_bytes(),
-            Some(Piece::Lone(_)) => "\u{FFFD}".as_bytes(),
-            Some(Piece::Span(s)) => s,
-            // A malformed escape: the rest is dropped, as `unescape_into` does.
-            None => return (raw.len(), to),
-        };
-        let Some(d) = dst.get_mut(to..to + bytes.len()) else {
-            return (from, to);
-        };
-        d.copy_from_slice(bytes);
-        to += bytes.len();
-        from = escape.pos;
     }
+}
+
+/// [`unescape_chunk`] off x86_64: a run between escapes at a time.
+#[cfg(all(feature = "std", not(target_arch = "x86_64")))]
+#[inline(always)]
+fn unescape_chunk_with<const CHECK: bool>(raw: &[u8], dst: &mut [u8]) -> Option<(usize, usize)> {
+    unescape_chunk_runs::<CHECK>(raw, dst)
 }
 
 /// Bytes the host's [`JsonStr::unescape_into`] gathers on the stack before one put (the

@@ -513,6 +513,7 @@ fn has_surrogate_escape(data: &[u8]) -> bool {
 /// and is a fixed point; it equals serde_json's compact form when serde_json accepts the input
 /// (byte for byte when serde_json keeps number text and order); strict agreement on validity.
 pub fn json(data: &[u8]) {
+    deferred_is_parse(data);
     let parsed = Value::parse(data, JsonLimits::default());
     let ours = parsed.as_ref().ok().copied();
     let theirs = serde_json::from_slice::<serde_json::Value>(data);
@@ -561,6 +562,78 @@ pub fn json(data: &[u8]) {
                 s,
                 "write_compact differs from serde_json's compact form"
             );
+        }
+    }
+}
+
+/// Any bytes as (part of) a big text block, which the host's handler checks as it writes it
+/// over its message (`Value::parse_deferring`, `InPlacePlan::run_checking`): exactly
+/// `Value::parse`'s error when the message is not JSON, else the copy's text. The bytes come
+/// repeated (an error inside the part the parse checks before deferring) and after 5 000
+/// plain bytes (an error only the writer sees).
+fn deferred_is_parse(data: &[u8]) {
+    use verifi_mcp_core::wire::content::{self, InPlacePlan};
+    if data.is_empty() {
+        return;
+    }
+    const SECRETS: [&str; 2] = ["abcd", "hunter2-secret"];
+    let repeated: Vec<u8> = data
+        .iter()
+        .copied()
+        .cycle()
+        .take(4200 + data.len())
+        .collect();
+    let late: Vec<u8> = [&b"ab\\n".repeat(1250)[..], data].concat();
+    for text in [repeated, late] {
+        let mut msg =
+            br#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":""#.to_vec();
+        msg.extend_from_slice(&text);
+        msg.extend_from_slice(br#""}],"isError":false}}"#);
+        let exact = Value::parse(&msg, JsonLimits::default());
+        let (v, deferred) = match Value::parse_deferring(&msg, JsonLimits::default()) {
+            Ok(p) => p,
+            Err(e) => {
+                assert_eq!(
+                    Err(e),
+                    exact.map(|_| ()),
+                    "the deferring parse's error is parse's"
+                );
+                continue;
+            }
+        };
+        let Some(result) = v.get("result") else {
+            continue;
+        };
+        let Ok(Some(plan)) = InPlacePlan::new(&msg, result) else {
+            continue;
+        };
+        if !plan.covers(&deferred) {
+            continue;
+        }
+        let mut reply = VecBuf::new(1 << 20);
+        reply.put(&msg).expect("fits");
+        let mut text = VecBuf::new(1 << 20);
+        let mut r = Redactor::new(&SECRETS);
+        let got = plan.run_checking(&mut reply, &mut r, &mut text, &deferred);
+        match exact {
+            Err(e) => assert_eq!(
+                got.map(|_| ()),
+                Err(e),
+                "checked as written: not parse's error"
+            ),
+            Ok(v) => {
+                let mut copy = VecBuf::new(1 << 20);
+                let mut r = Redactor::new(&SECRETS);
+                let mut sink = r.sink(&mut copy);
+                let copied = content::flatten(v.get("result").expect("result"), &mut sink)
+                    .and_then(|f| Ok(sink.finish().map(|_| f)?));
+                assert_eq!(got.expect("valid"), copied);
+                assert_eq!(
+                    text.bytes(),
+                    copy.bytes(),
+                    "checked in place differs from the copy"
+                );
+            }
         }
     }
 }

@@ -524,6 +524,20 @@ proptest! {
         }
     }
 
+    /// The 64-byte "specials" mask (SSE2 on the x86_64 host) flags exactly the quotes,
+    /// backslashes and controls, as the word-at-a-time form and a byte loop do.
+    #[test]
+    fn specials_mask_flags_exactly_the_stop_bytes(block in prop::array::uniform32(any::<u8>()),
+        rest in prop::array::uniform32(0x18u8..0x60)) {
+        let mut all = [0u8; 64];
+        all[..32].copy_from_slice(&block);
+        all[32..].copy_from_slice(&rest);
+        let want = all.iter().enumerate().fold(0u64, |m, (i, &b)| {
+            m | (u64::from(b == b'"' || b == b'\\' || b < 0x20) << i)
+        });
+        prop_assert_eq!(specials(&all), want);
+        prop_assert_eq!(specials_swar(&all), want);
+    }
 }
 
 /// What `unescape_into` writes on the edge: one put per piece.
