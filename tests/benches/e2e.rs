@@ -21,7 +21,9 @@
 //! counts only threads marked as the client's, so the in-process server is not counted).
 //!
 //! `cargo bench -p verifi-mcp-tests --bench e2e` (`-- quick` for a short run; `-- only=stateful`,
-//! `only=json` or `only=big` for one part; `-- quick ours-only` runs just our loops, for a profiler).
+//! `only=json` or `only=big` for one part; `-- quick ours-only` runs just our loops, for a profiler,
+//! `floor-only` the floor's; with `only=json` in JSON mode, `in=N` at one concurrency, `calls=N`
+//! calls per case).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -482,13 +484,23 @@ fn verdict(ratio: f64, target: f64) -> &'static str {
     if ratio >= target { "met" } else { "MISSED" }
 }
 
-/// `ours-only`: just our client's loops, for a profiler.
-fn ours_only(mode: Mode, b: &Bounds) {
+/// `ours-only` / `floor-only`: just one client's loops, for a profiler (`in=N` for one
+/// concurrency instead of 1, 16 and 64).
+fn one_client(mode: Mode, b: &Bounds, floor: bool, only_in: Option<usize>) {
     let server = TestServer::start_with(ServerOptions::new(mode)).expect("server");
-    let ours = Ours::new(&server);
-    for in_flight in [1, 16, 64] {
-        let s = ours.run(in_flight, b);
-        println!("{in_flight:>3} in flight: ours {:.0} calls/s", s.rate());
+    let cases = only_in.map_or(vec![1, 16, 64], |n| vec![n]);
+    if floor {
+        let mut f = Floor::new(&server);
+        for in_flight in cases {
+            let s = f.run(in_flight, b);
+            println!("{in_flight:>3} in flight: floor {:.0} calls/s", s.rate());
+        }
+    } else {
+        let ours = Ours::new(&server);
+        for in_flight in cases {
+            let s = ours.run(in_flight, b);
+            println!("{in_flight:>3} in flight: ours {:.0} calls/s", s.rate());
+        }
     }
 }
 
@@ -607,7 +619,7 @@ fn big_case(rounds: usize) {
 fn main() {
     let quick = std::env::args().any(|a| a == "quick");
     let only = std::env::args().find_map(|a| a.strip_prefix("only=").map(str::to_owned));
-    let b = if quick {
+    let mut b = if quick {
         Bounds {
             calls: 1000,
             time: Duration::from_secs(2),
@@ -620,8 +632,17 @@ fn main() {
             rounds: 3,
         }
     };
-    if std::env::args().any(|a| a == "ours-only") {
-        ours_only(Mode::Stateful, &b);
+    if let Some(n) = std::env::args().find_map(|a| a.strip_prefix("calls=")?.parse().ok()) {
+        b.calls = n;
+    }
+    let floor_only = std::env::args().any(|a| a == "floor-only");
+    if floor_only || std::env::args().any(|a| a == "ours-only") {
+        let mode = match only.as_deref() {
+            Some("json") => Mode::Json,
+            _ => Mode::Stateful,
+        };
+        let only_in = std::env::args().find_map(|a| a.strip_prefix("in=")?.parse().ok());
+        one_client(mode, &b, floor_only, only_in);
         return;
     }
     for mode in [Mode::Stateful, Mode::Json] {
