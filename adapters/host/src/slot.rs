@@ -140,6 +140,9 @@ pub(crate) struct SlotInner {
     output_schemas: Mutex<HashMap<String, Arc<OutputSchema>>>,
     /// The stdio servers of the slot (`[primary, fallback]`), for targets that are commands.
     pub(crate) stdio: [Option<crate::stdio::StdioServer>; 2],
+    /// Whether requests to the primary and the fallback go in absolute form (see
+    /// [`Route::absolute_form`]), once the endpoints were first parsed.
+    absolute_form: std::sync::OnceLock<[bool; 2]>,
 }
 
 /// A slot of the run. Clones share one session and one failover state.
@@ -325,6 +328,7 @@ impl SlotHandle {
                 scratch: Mutex::new(Vec::new()),
                 output_schemas: Mutex::new(HashMap::new()),
                 stdio,
+                absolute_form: std::sync::OnceLock::new(),
             }),
         }
     }
@@ -406,7 +410,18 @@ impl SlotHandle {
             ),
             (None, None) => None,
         };
-        Ok((route.endpoint(primary), fallback.map(|f| route.endpoint(f))))
+        // Whether each goes to a proxy in absolute form: fixed for the slot (its route and
+        // endpoints are), so worked out once rather than per call.
+        let [p, f] = *self.inner.absolute_form.get_or_init(|| {
+            [
+                route.absolute_form(&primary),
+                fallback.as_ref().is_some_and(|f| route.absolute_form(f)),
+            ]
+        });
+        Ok((
+            primary.with_absolute_form(p),
+            fallback.map(|fb| fb.with_absolute_form(f)),
+        ))
     }
 
     /// The `authorization` value of this slot's requests: `Bearer <token>` on an OAuth slot

@@ -1251,10 +1251,13 @@ impl<B: Buf, Sec: AsRef<[u8]>> CallHandler<'_, B, Sec> {
         }
         // A task (the tasks extension): taken only when this call declared it; in the
         // 2025-11-25 form (`params.task` sent), the task object is wrapped in `task`.
+        // `resultType` is looked up once (each lookup walks the result's members).
+        let rtype = match outcome {
+            Outcome::Result(result) => result_type(result),
+            Outcome::Error(_) => None,
+        };
         let task_object = match outcome {
-            Outcome::Result(result) if self.tasks && result_type(result) == Some("task") => {
-                Some(result)
-            }
+            Outcome::Result(result) if self.tasks && rtype == Some("task") => Some(result),
             Outcome::Result(result) if self.session_task => result.get("task"),
             _ => None,
         };
@@ -1277,13 +1280,13 @@ impl<B: Buf, Sec: AsRef<[u8]>> CallHandler<'_, B, Sec> {
         }
         // A round of input (2026 era): answered under the slot's policy, the call goes again.
         if let Outcome::Result(result) = outcome
-            && result_type(result) == Some("input_required")
+            && rtype == Some("input_required")
             && self.answer_input(result)
         {
             return Ok(Verdict::Done);
         }
         self.answer = Some(match outcome {
-            Outcome::Result(result) if result_type(result).is_some_and(|t| t != "complete") => {
+            Outcome::Result(result) if rtype.is_some_and(|t| t != "complete") => {
                 Err(untaken_result_type(result))
             }
             #[cfg(feature = "std")]
