@@ -501,7 +501,56 @@ impl HostNet {
 
     /// Sleeps until [`HostNet::now_ms`] reaches `at`.
     pub async fn sleep_until_ms(&self, at: u64) {
-        Timer::at(self.inner.epoch + Duration::from_millis(at)).await;
+        Timer::at(self.instant_at(at)).await;
+    }
+
+    /// The instant [`HostNet::now_ms`] reaches `at`.
+    pub(crate) fn instant_at(&self, at: u64) -> Instant {
+        self.inner.epoch + Duration::from_millis(at)
+    }
+}
+
+/// A deadline timer kept from one call to the next (in a slot's pooled call buffers), so a
+/// call whose deadline is later than the one the timer is registered for leaves it as it is:
+/// registering an `async-io` timer wakes the reactor (an `eventfd` write and one more turn of
+/// its loop), and a call that waits once for its reply would otherwise pay that every time.
+/// A timer that fires before a sleeper's deadline only makes it register again for its own.
+#[derive(Default)]
+pub(crate) struct Alarm(Mutex<Option<(Instant, Timer)>>);
+
+impl Alarm {
+    /// Sleeps until `deadline`, reusing the kept timer when it fires no later than that.
+    pub(crate) async fn sleep_until(&self, deadline: Instant) {
+        /// Puts the timer back when the sleep ends or is dropped (its I/O won the race).
+        struct Held<'a>(&'a Alarm, Option<(Instant, Timer)>);
+        impl Drop for Held<'_> {
+            fn drop(&mut self) {
+                if let Some(t) = self.1.take() {
+                    *lock(&(self.0).0) = Some(t);
+                }
+            }
+        }
+        let mut held = Held(self, lock(&self.0).take());
+        loop {
+            let now = Instant::now();
+            if now >= deadline {
+                return;
+            }
+            // Held while waiting, so a drop of this future keeps the registration.
+            let kept = held.1.take();
+            let (_, timer) = held.1.insert(match kept {
+                // Fires before the deadline and is still ahead: as it is (no registration).
+                Some((when, t)) if when <= deadline && when > now => (when, t),
+                Some((_, mut t)) => {
+                    t.set_at(deadline);
+                    (deadline, t)
+                }
+                None => (deadline, Timer::at(deadline)),
+            });
+            timer.await;
+            // Fired: nothing is registered any more; the next turn registers anew if needed.
+            held.1 = None;
+        }
     }
 }
 
