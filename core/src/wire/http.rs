@@ -177,28 +177,29 @@ pub fn write_request_head(head: &RequestHead<'_>, out: &mut impl Sink) -> Result
     head.endpoint.write_target(out)?;
     out.put(b" HTTP/1.1\r\nhost: ")?;
     head.endpoint.write_host_header(out)?;
-    out.put(b"\r\n")?;
-    put_header(out, "user-agent", USER_AGENT)?;
-    let accept = if head.accept_json_and_sse {
-        "application/json, text/event-stream"
+    // The fixed lines in as few writes as they allow (each write checks the cap).
+    out.put(if head.accept_json_and_sse {
+        FIXED_JSON_AND_SSE.as_bytes()
     } else {
-        "text/event-stream"
-    };
-    put_header(out, "accept", accept)?;
+        FIXED_SSE.as_bytes()
+    })?;
     if let Some(n) = head.content_length {
-        put_header(out, "content-type", "application/json")?;
-        out.put(b"content-length: ")?;
+        out.put(b"content-type: application/json\r\ncontent-length: ")?;
         put_u64(out, n as u64)?;
         out.put(b"\r\n")?;
     }
-    if let Some(v) = head.session_id {
-        put_header(out, "mcp-session-id", v)?;
-    }
-    if let Some(v) = head.protocol_version {
-        put_header(out, "mcp-protocol-version", v)?;
-    }
-    if let Some(v) = head.last_event_id {
-        put_header(out, "last-event-id", v)?;
+    // These names are lower case already.
+    let known = [
+        (&b"mcp-session-id: "[..], head.session_id),
+        (b"mcp-protocol-version: ", head.protocol_version),
+        (b"last-event-id: ", head.last_event_id),
+    ];
+    for (name, value) in known {
+        if let Some(v) = value {
+            out.put(name)?;
+            out.put(v.as_bytes())?;
+            out.put(b"\r\n")?;
+        }
     }
     for (n, v) in head.extra_headers {
         put_header(out, n, v)?;
@@ -212,6 +213,18 @@ pub fn write_request_head(head: &RequestHead<'_>, out: &mut impl Sink) -> Result
 
 /// The `user-agent` this crate sends.
 pub const USER_AGENT: &str = concat!("verifi-mcp/", env!("CARGO_PKG_VERSION"));
+
+/// The end of the `host` line, `user-agent` and `accept` (JSON and SSE, or SSE alone).
+const FIXED_JSON_AND_SSE: &str = concat!(
+    "\r\nuser-agent: verifi-mcp/",
+    env!("CARGO_PKG_VERSION"),
+    "\r\naccept: application/json, text/event-stream\r\n"
+);
+const FIXED_SSE: &str = concat!(
+    "\r\nuser-agent: verifi-mcp/",
+    env!("CARGO_PKG_VERSION"),
+    "\r\naccept: text/event-stream\r\n"
+);
 
 /// The response's media type, parsed case-insensitively with parameters ignored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
