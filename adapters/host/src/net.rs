@@ -9,6 +9,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::hash::BuildHasherDefault;
 use std::io;
 use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
 use std::pin::Pin;
@@ -317,8 +318,31 @@ struct Pool {
     permits: Arc<Semaphore>,
 }
 
+/// FNV-1a for the pool's keys: two lookups a call, and the keys are the manifest's endpoints
+/// (not a peer's input), so the default hasher's flooding resistance buys nothing here and
+/// costs several hundred instructions per lookup.
+#[derive(Default)]
+struct Fnv(u64);
+
+impl std::hash::Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for &b in bytes {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+}
+
 struct NetInner {
-    pools: Mutex<HashMap<ConnKey, Pool>>,
+    pools: Mutex<HashMap<ConnKey, Pool, BuildHasherDefault<Fnv>>>,
     limit: usize,
     route: Route,
     epoch: Instant,
@@ -359,7 +383,7 @@ impl HostNet {
     pub fn with_route_traced(limit: usize, route: Route, trace: Option<WireTrace>) -> Self {
         HostNet {
             inner: Arc::new(NetInner {
-                pools: Mutex::new(HashMap::new()),
+                pools: Mutex::new(HashMap::default()),
                 limit: limit.max(1),
                 route,
                 epoch: Instant::now(),
