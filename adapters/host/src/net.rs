@@ -797,3 +797,57 @@ impl Net for HostNet {
         self.sleep_until_ms(at).await;
     }
 }
+
+#[cfg(test)]
+mod alarm_tests {
+    use super::*;
+    use futures_lite::future;
+
+    /// Runs `f` with a 10 s bound (every wait a deadline).
+    fn bounded<T>(f: impl std::future::Future<Output = T>) -> T {
+        async_io::block_on(future::or(async { Some(f.await) }, async {
+            Timer::after(Duration::from_secs(10)).await;
+            None
+        }))
+        .expect("an alarm test ran past its 10 s bound")
+    }
+
+    #[test]
+    fn a_sleep_never_ends_before_its_deadline() {
+        let alarm = Alarm::default();
+        let start = Instant::now();
+        bounded(alarm.sleep_until(start + Duration::from_millis(40)));
+        assert!(start.elapsed() >= Duration::from_millis(40));
+        // A deadline already passed ends at once.
+        bounded(alarm.sleep_until(start));
+    }
+
+    #[test]
+    fn a_kept_timer_for_a_later_deadline_is_moved_earlier() {
+        let alarm = Alarm::default();
+        // A sleep until +60 s that loses its race keeps its timer in the alarm.
+        bounded(future::or(
+            alarm.sleep_until(Instant::now() + Duration::from_secs(60)),
+            future::ready(()),
+        ));
+        assert!(lock(&alarm.0).is_some(), "the timer was kept");
+        // The next sleep's deadline is earlier: it must not wait for the kept one.
+        let start = Instant::now();
+        bounded(alarm.sleep_until(start + Duration::from_millis(30)));
+        assert!(start.elapsed() >= Duration::from_millis(30));
+    }
+
+    #[test]
+    fn a_kept_timer_that_fires_early_does_not_end_a_later_sleep() {
+        let alarm = Alarm::default();
+        let start = Instant::now();
+        // Kept, registered for +20 ms.
+        bounded(future::or(
+            alarm.sleep_until(start + Duration::from_millis(20)),
+            future::ready(()),
+        ));
+        // A sleep until +80 ms reuses it: it fires at +20 ms, and the sleep goes on.
+        bounded(alarm.sleep_until(start + Duration::from_millis(80)));
+        assert!(start.elapsed() >= Duration::from_millis(80));
+    }
+}
