@@ -100,11 +100,8 @@ where
     Sec: AsRef<[u8]>,
     F: FnMut(Option<(Value<'_>, &[u8])>),
 {
-    // The time an I/O step ended, which the poll right after it takes as its now (the clock
-    // is read once per step, not twice).
-    let mut ended_at: Option<Millis> = None;
     loop {
-        let now = ended_at.take().unwrap_or_else(|| net.now());
+        let now = net.now();
         // Read before the poll, so a change between the poll and the wait is not lost.
         let generation = state.generation();
         let (action, changed) = state.with(|s| (op.poll(s, now), s.take_changed()));
@@ -141,12 +138,9 @@ where
                     c.write_all(bytes).await?;
                     c.flush().await
                 };
-                let sent = select(send, net.sleep_until(at)).await;
-                let t = net.now();
-                ended_at = Some(t);
-                match sent {
-                    Either::First(sent) => op.handle_sent(t, sent.is_ok()),
-                    Either::Second(()) => op.handle_timeout(t),
+                match select(send, net.sleep_until(at)).await {
+                    Either::First(sent) => op.handle_sent(net.now(), sent.is_ok()),
+                    Either::Second(()) => op.handle_timeout(net.now()),
                 }
             }
             Action::Receive => {
@@ -154,13 +148,10 @@ where
                     op.handle_read_failed();
                     continue;
                 };
-                let read = select(c.read(op.read_buf()), net.sleep_until(at)).await;
-                let t = net.now();
-                ended_at = Some(t);
-                match read {
-                    Either::First(Ok(n)) => op.handle_read(t, n),
+                match select(c.read(op.read_buf()), net.sleep_until(at)).await {
+                    Either::First(Ok(n)) => op.handle_read(net.now(), n),
                     Either::First(Err(_)) => op.handle_read_failed(),
-                    Either::Second(()) => op.handle_timeout(t),
+                    Either::Second(()) => op.handle_timeout(net.now()),
                 }
             }
             Action::Recycle => {

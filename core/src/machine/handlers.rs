@@ -380,6 +380,7 @@ impl<'x> Trip<'x> {
     /// Appends the body (with `_meta` in the 2026 era) to `out`: the same bytes as
     /// [`write_body`](Self::write_body), but `_meta` goes in by cutting the written end
     /// (`}}` or `}`) instead of holding back two bytes of every `put` ([`MetaSink`]).
+    #[cfg(feature = "std")]
     fn append_body<B: Buf>(&self, out: &mut B) -> Result<(), Overflow> {
         let start = out.len();
         self.body.write(out)?;
@@ -403,8 +404,12 @@ impl<'x> Trip<'x> {
     /// strings escape it). There are no headers on stdio.
     pub(super) fn write_line<B: Buf>(&self, out: &mut B) -> Result<(), Failure> {
         out.clear();
-        self.append_body(out)
-            .and_then(|()| out.put(b"\n"))
+        // The edge keeps the one (`MetaSink`) writer it needs anyway for counting.
+        #[cfg(feature = "std")]
+        let body = self.append_body(out);
+        #[cfg(not(feature = "std"))]
+        let body = self.write_body(out);
+        body.and_then(|()| out.put(b"\n"))
             .map_err(|o| Failure::TooLarge(BufferName::Request, o))
     }
 

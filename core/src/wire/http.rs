@@ -143,6 +143,13 @@ fn valid_value(value: &str) -> bool {
     !value.bytes().any(|b| matches!(b, b'\r' | b'\n' | 0))
 }
 
+/// `name` (with its `: `, lower case already) and `value`, one header line.
+fn put_line(out: &mut impl Sink, name: &[u8], value: &str) -> Result<(), Overflow> {
+    out.put(name)?;
+    out.put(value.as_bytes())?;
+    out.put(b"\r\n")
+}
+
 fn put_header(out: &mut impl Sink, name: &str, value: &str) -> Result<(), Overflow> {
     // Lower-case the name through a small stack buffer (names are short; long ones in pieces).
     let mut lower = [0u8; 32];
@@ -178,10 +185,11 @@ pub fn write_request_head(head: &RequestHead<'_>, out: &mut impl Sink) -> Result
     out.put(b" HTTP/1.1\r\nhost: ")?;
     head.endpoint.write_host_header(out)?;
     // The fixed lines in as few writes as they allow (each write checks the cap).
+    out.put(AGENT_LINE.as_bytes())?;
     out.put(if head.accept_json_and_sse {
-        FIXED_JSON_AND_SSE.as_bytes()
+        b"application/json, text/event-stream\r\n"
     } else {
-        FIXED_SSE.as_bytes()
+        &b"text/event-stream\r\n"[..]
     })?;
     if let Some(n) = head.content_length {
         out.put(b"content-type: application/json\r\ncontent-length: ")?;
@@ -189,17 +197,14 @@ pub fn write_request_head(head: &RequestHead<'_>, out: &mut impl Sink) -> Result
         out.put(b"\r\n")?;
     }
     // These names are lower case already.
-    let known = [
-        (&b"mcp-session-id: "[..], head.session_id),
-        (b"mcp-protocol-version: ", head.protocol_version),
-        (b"last-event-id: ", head.last_event_id),
-    ];
-    for (name, value) in known {
-        if let Some(v) = value {
-            out.put(name)?;
-            out.put(v.as_bytes())?;
-            out.put(b"\r\n")?;
-        }
+    if let Some(v) = head.session_id {
+        put_line(out, b"mcp-session-id: ", v)?;
+    }
+    if let Some(v) = head.protocol_version {
+        put_line(out, b"mcp-protocol-version: ", v)?;
+    }
+    if let Some(v) = head.last_event_id {
+        put_line(out, b"last-event-id: ", v)?;
     }
     for (n, v) in head.extra_headers {
         put_header(out, n, v)?;
@@ -214,16 +219,11 @@ pub fn write_request_head(head: &RequestHead<'_>, out: &mut impl Sink) -> Result
 /// The `user-agent` this crate sends.
 pub const USER_AGENT: &str = concat!("verifi-mcp/", env!("CARGO_PKG_VERSION"));
 
-/// The end of the `host` line, `user-agent` and `accept` (JSON and SSE, or SSE alone).
-const FIXED_JSON_AND_SSE: &str = concat!(
+/// The end of the `host` line, the `user-agent` line and the `accept` name.
+const AGENT_LINE: &str = concat!(
     "\r\nuser-agent: verifi-mcp/",
     env!("CARGO_PKG_VERSION"),
-    "\r\naccept: application/json, text/event-stream\r\n"
-);
-const FIXED_SSE: &str = concat!(
-    "\r\nuser-agent: verifi-mcp/",
-    env!("CARGO_PKG_VERSION"),
-    "\r\naccept: text/event-stream\r\n"
+    "\r\naccept: "
 );
 
 /// The response's media type, parsed case-insensitively with parameters ignored.
