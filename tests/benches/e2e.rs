@@ -3,10 +3,14 @@
 //!
 //! - **ours**: `SlotHandle::call` on one `smol::Executor` driven by one thread; in-flight calls
 //!   are tasks spawned on that executor, all sharing one slot handle (what a harness fanning out
-//!   tool calls does);
+//!   tool calls does). It speaks what the other two speak: the handshake, a session and
+//!   `2025-06-18` (`EraSetting::Legacy`), so every client asks the server for the same work;
+//! - **ours26**: the same with default options, shown but in no ratio: rmcp answers the
+//!   `server/discover` probe, so each request is a sessionless 2026-07-28 one, which costs the
+//!   server about 75k more instructions per call than a session's request (callgrind);
 //! - **rmcp**: rmcp's own client (`ServiceExt::serve` + `StreamableHttpClientTransport`,
-//!   reqwest), `peer.call_tool`, on a one-thread tokio runtime; in-flight calls are tasks on that
-//!   runtime sharing one peer;
+//!   reqwest; `serve` does the `initialize` handshake), `peer.call_tool`, on a one-thread tokio
+//!   runtime; in-flight calls are tasks on that runtime sharing one peer;
 //! - **floor**: a hand-written HTTP/1.1 client on the same one-thread smol executor: one
 //!   kept-alive connection per in-flight slot, pre-built request bytes (only the id digits are
 //!   patched), one handshake whose session id every connection reuses, and just enough parsing to
@@ -14,14 +18,16 @@
 //!   `content-length` of a JSON body) and check it holds a `result`.
 //!
 //! Each client gets one thread, the server its own two-worker tokio runtime. The clients run
-//! interleaved in rounds (ours, rmcp, floor; three times after an untimed warm-up that also fills
-//! the connection pools), and the round with the median calls/s is reported. Every loop is
+//! interleaved in rounds (ours, ours26, rmcp, floor; three times after an untimed warm-up that
+//! also fills the connection pools), and the round with the median calls/s is reported. Every loop is
 //! bounded by a count and a time. Then one 10 MiB `big` reply (stateful SSE), ours vs rmcp: the
 //! time and the peak heap of the client thread during the call (a counting global allocator that
 //! counts only threads marked as the client's, so the in-process server is not counted).
 //!
 //! `cargo bench -p verifi-mcp-tests --bench e2e` (`-- quick` for a short run; `-- only=stateful`,
-//! `only=json` or `only=big` for one part; `-- quick ours-only` runs just our loops, for a profiler).
+//! `only=json` or `only=big` for one part; `-- quick ours-only` runs just our loops, for a
+//! profiler, `floor-only` the floor's; with `only=json` in JSON mode, `in=N` at one concurrency,
+//! `calls=N` calls per case, `era=2026` for ours with default options).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -37,7 +43,7 @@ use rmcp::model::CallToolRequestParams;
 use rmcp::service::{Peer, RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use serde_json::json;
-use verifi_mcp_host::{HarnessContext, Options, SlotHandle};
+use verifi_mcp_host::{EraSetting, HarnessContext, Options, ProtocolVersion, SlotHandle};
 use verifi_mcp_tests::{Mode, ServerOptions, TestServer};
 
 // ---------------------------------------------------------------------------------------------
@@ -143,6 +149,13 @@ fn median(mut v: Vec<Sample>) -> Sample {
 // ---------------------------------------------------------------------------------------------
 // (a) ours.
 
+/// Which protocol era our client speaks (see [`Ours::new`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Era {
+    Floors,
+    Default,
+}
+
 struct Ours {
     _ctx: HarnessContext,
     slot: SlotHandle,
@@ -150,11 +163,22 @@ struct Ours {
 }
 
 impl Ours {
-    fn new(server: &TestServer) -> Ours {
+    /// `Era::Floors`: the protocol the floor and rmcp's client speak (the handshake, a session,
+    /// `2025-06-18`), so the ratios compare the clients' work for the same server work;
+    /// `Era::Default`: default options (rmcp answers the `server/discover` probe, so every
+    /// request is a sessionless 2026-07-28 one, which costs the server more per call).
+    fn new(server: &TestServer, era: Era) -> Ours {
+        let options = Options::default().secrets(Some(Vec::new()));
+        let options = match era {
+            Era::Floors => options
+                .era(EraSetting::Legacy)
+                .protocol_version(ProtocolVersion::V2025_06_18),
+            Era::Default => options,
+        };
         let ctx = HarnessContext::from_manifest_value(
             json!({ "endpoints": { "kali": server.base_url() } }),
             "bench",
-            Options::default().secrets(Some(Vec::new())),
+            options,
         )
         .expect("context");
         let slot = ctx.mcp("kali").expect("slot");
@@ -482,19 +506,30 @@ fn verdict(ratio: f64, target: f64) -> &'static str {
     if ratio >= target { "met" } else { "MISSED" }
 }
 
-/// `ours-only`: just our client's loops, for a profiler.
-fn ours_only(mode: Mode, b: &Bounds) {
+/// `ours-only` / `floor-only`: just one client's loops, for a profiler (`in=N` for one
+/// concurrency instead of 1, 16 and 64).
+fn one_client(mode: Mode, b: &Bounds, floor: bool, only_in: Option<usize>, era: Era) {
     let server = TestServer::start_with(ServerOptions::new(mode)).expect("server");
-    let ours = Ours::new(&server);
-    for in_flight in [1, 16, 64] {
-        let s = ours.run(in_flight, b);
-        println!("{in_flight:>3} in flight: ours {:.0} calls/s", s.rate());
+    let cases = only_in.map_or(vec![1, 16, 64], |n| vec![n]);
+    if floor {
+        let mut f = Floor::new(&server);
+        for in_flight in cases {
+            let s = f.run(in_flight, b);
+            println!("{in_flight:>3} in flight: floor {:.0} calls/s", s.rate());
+        }
+    } else {
+        let ours = Ours::new(&server, era);
+        for in_flight in cases {
+            let s = ours.run(in_flight, b);
+            println!("{in_flight:>3} in flight: ours {:.0} calls/s", s.rate());
+        }
     }
 }
 
 fn echo_cases(mode: Mode, b: &Bounds) {
     let server = TestServer::start_with(ServerOptions::new(mode)).expect("server");
-    let ours = Ours::new(&server);
+    let ours = Ours::new(&server, Era::Floors);
+    let ours26 = Ours::new(&server, Era::Default);
     let rmcp = Rmcp::new(&server);
     let mut floor = Floor::new(&server);
     println!(
@@ -516,16 +551,18 @@ fn echo_cases(mode: Mode, b: &Bounds) {
             rounds: 1,
         };
         ours.run(in_flight, &warm);
+        ours26.run(in_flight, &warm);
         rmcp.run(in_flight, &warm);
         floor.run(in_flight, &warm);
-        let (mut o, mut r, mut f) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut o, mut o26, mut r, mut f) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for _ in 0..b.rounds {
             o.push(ours.run(in_flight, b));
+            o26.push(ours26.run(in_flight, b));
             r.push(rmcp.run(in_flight, b));
             f.push(floor.run(in_flight, b));
         }
-        let (o, r, f) = (median(o), median(r), median(f));
-        for (name, s) in [("ours", &o), ("rmcp", &r), ("floor", &f)] {
+        let (o, o26, r, f) = (median(o), median(o26), median(r), median(f));
+        for (name, s) in [("ours", &o), ("ours26", &o26), ("rmcp", &r), ("floor", &f)] {
             println!(
                 "{:>9} {:<6} {:>9.0} {:>9.3} {:>9.3}   ({} calls)",
                 in_flight,
@@ -548,12 +585,13 @@ fn echo_cases(mode: Mode, b: &Bounds) {
     }
     drop(rmcp);
     drop(ours);
+    drop(ours26);
 }
 
 fn big_case(rounds: usize) {
     const BYTES: usize = 10 * 1024 * 1024;
     let server = TestServer::start_with(ServerOptions::new(Mode::Stateful)).expect("server");
-    let ours = Ours::new(&server);
+    let ours = Ours::new(&server, Era::Floors);
     let rmcp = Rmcp::new(&server);
     println!("\n== one 10 MiB `big` reply, rmcp server stateful (SSE) mode; median of {rounds} ==");
     println!(
@@ -607,7 +645,7 @@ fn big_case(rounds: usize) {
 fn main() {
     let quick = std::env::args().any(|a| a == "quick");
     let only = std::env::args().find_map(|a| a.strip_prefix("only=").map(str::to_owned));
-    let b = if quick {
+    let mut b = if quick {
         Bounds {
             calls: 1000,
             time: Duration::from_secs(2),
@@ -620,8 +658,22 @@ fn main() {
             rounds: 3,
         }
     };
-    if std::env::args().any(|a| a == "ours-only") {
-        ours_only(Mode::Stateful, &b);
+    if let Some(n) = std::env::args().find_map(|a| a.strip_prefix("calls=")?.parse().ok()) {
+        b.calls = n;
+    }
+    let floor_only = std::env::args().any(|a| a == "floor-only");
+    if floor_only || std::env::args().any(|a| a == "ours-only") {
+        let mode = match only.as_deref() {
+            Some("json") => Mode::Json,
+            _ => Mode::Stateful,
+        };
+        let only_in = std::env::args().find_map(|a| a.strip_prefix("in=")?.parse().ok());
+        let era = if std::env::args().any(|a| a == "era=2026") {
+            Era::Default
+        } else {
+            Era::Floors
+        };
+        one_client(mode, &b, floor_only, only_in, era);
         return;
     }
     for mode in [Mode::Stateful, Mode::Json] {

@@ -9,6 +9,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::hash::BuildHasherDefault;
 use std::io;
 use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
 use std::pin::Pin;
@@ -317,8 +318,31 @@ struct Pool {
     permits: Arc<Semaphore>,
 }
 
+/// FNV-1a for the pool's keys: two lookups a call, and the keys are the manifest's endpoints
+/// (not a peer's input), so the default hasher's flooding resistance buys nothing here and
+/// costs several hundred instructions per lookup.
+#[derive(Default)]
+struct Fnv(u64);
+
+impl std::hash::Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for &b in bytes {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+}
+
 struct NetInner {
-    pools: Mutex<HashMap<ConnKey, Pool>>,
+    pools: Mutex<HashMap<ConnKey, Pool, BuildHasherDefault<Fnv>>>,
     limit: usize,
     route: Route,
     epoch: Instant,
@@ -359,7 +383,7 @@ impl HostNet {
     pub fn with_route_traced(limit: usize, route: Route, trace: Option<WireTrace>) -> Self {
         HostNet {
             inner: Arc::new(NetInner {
-                pools: Mutex::new(HashMap::new()),
+                pools: Mutex::new(HashMap::default()),
                 limit: limit.max(1),
                 route,
                 epoch: Instant::now(),
@@ -501,7 +525,56 @@ impl HostNet {
 
     /// Sleeps until [`HostNet::now_ms`] reaches `at`.
     pub async fn sleep_until_ms(&self, at: u64) {
-        Timer::at(self.inner.epoch + Duration::from_millis(at)).await;
+        Timer::at(self.instant_at(at)).await;
+    }
+
+    /// The instant [`HostNet::now_ms`] reaches `at`.
+    pub(crate) fn instant_at(&self, at: u64) -> Instant {
+        self.inner.epoch + Duration::from_millis(at)
+    }
+}
+
+/// A deadline timer kept from one call to the next (in a slot's pooled call buffers), so a
+/// call whose deadline is later than the one the timer is registered for leaves it as it is:
+/// registering an `async-io` timer wakes the reactor (an `eventfd` write and one more turn of
+/// its loop), and a call that waits once for its reply would otherwise pay that every time.
+/// A timer that fires before a sleeper's deadline only makes it register again for its own.
+#[derive(Default)]
+pub(crate) struct Alarm(Mutex<Option<(Instant, Timer)>>);
+
+impl Alarm {
+    /// Sleeps until `deadline`, reusing the kept timer when it fires no later than that.
+    pub(crate) async fn sleep_until(&self, deadline: Instant) {
+        /// Puts the timer back when the sleep ends or is dropped (its I/O won the race).
+        struct Held<'a>(&'a Alarm, Option<(Instant, Timer)>);
+        impl Drop for Held<'_> {
+            fn drop(&mut self) {
+                if let Some(t) = self.1.take() {
+                    *lock(&(self.0).0) = Some(t);
+                }
+            }
+        }
+        let mut held = Held(self, lock(&self.0).take());
+        loop {
+            let now = Instant::now();
+            if now >= deadline {
+                return;
+            }
+            // Held while waiting, so a drop of this future keeps the registration.
+            let kept = held.1.take();
+            let (_, timer) = held.1.insert(match kept {
+                // Fires before the deadline and is still ahead: as it is (no registration).
+                Some((when, t)) if when <= deadline && when > now => (when, t),
+                Some((_, mut t)) => {
+                    t.set_at(deadline);
+                    (deadline, t)
+                }
+                None => (deadline, Timer::at(deadline)),
+            });
+            timer.await;
+            // Fired: nothing is registered any more; the next turn registers anew if needed.
+            held.1 = None;
+        }
     }
 }
 
@@ -722,5 +795,59 @@ impl Net for HostNet {
 
     async fn sleep_until(&self, at: Millis) {
         self.sleep_until_ms(at).await;
+    }
+}
+
+#[cfg(test)]
+mod alarm_tests {
+    use super::*;
+    use futures_lite::future;
+
+    /// Runs `f` with a 10 s bound (every wait a deadline).
+    fn bounded<T>(f: impl std::future::Future<Output = T>) -> T {
+        async_io::block_on(future::or(async { Some(f.await) }, async {
+            Timer::after(Duration::from_secs(10)).await;
+            None
+        }))
+        .expect("an alarm test ran past its 10 s bound")
+    }
+
+    #[test]
+    fn a_sleep_never_ends_before_its_deadline() {
+        let alarm = Alarm::default();
+        let start = Instant::now();
+        bounded(alarm.sleep_until(start + Duration::from_millis(40)));
+        assert!(start.elapsed() >= Duration::from_millis(40));
+        // A deadline already passed ends at once.
+        bounded(alarm.sleep_until(start));
+    }
+
+    #[test]
+    fn a_kept_timer_for_a_later_deadline_is_moved_earlier() {
+        let alarm = Alarm::default();
+        // A sleep until +60 s that loses its race keeps its timer in the alarm.
+        bounded(future::or(
+            alarm.sleep_until(Instant::now() + Duration::from_secs(60)),
+            future::ready(()),
+        ));
+        assert!(lock(&alarm.0).is_some(), "the timer was kept");
+        // The next sleep's deadline is earlier: it must not wait for the kept one.
+        let start = Instant::now();
+        bounded(alarm.sleep_until(start + Duration::from_millis(30)));
+        assert!(start.elapsed() >= Duration::from_millis(30));
+    }
+
+    #[test]
+    fn a_kept_timer_that_fires_early_does_not_end_a_later_sleep() {
+        let alarm = Alarm::default();
+        let start = Instant::now();
+        // Kept, registered for +20 ms.
+        bounded(future::or(
+            alarm.sleep_until(start + Duration::from_millis(20)),
+            future::ready(()),
+        ));
+        // A sleep until +80 ms reuses it: it fires at +20 ms, and the sleep goes on.
+        bounded(alarm.sleep_until(start + Duration::from_millis(80)));
+        assert!(start.elapsed() >= Duration::from_millis(80));
     }
 }

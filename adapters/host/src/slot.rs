@@ -140,6 +140,9 @@ pub(crate) struct SlotInner {
     output_schemas: Mutex<HashMap<String, Arc<OutputSchema>>>,
     /// The stdio servers of the slot (`[primary, fallback]`), for targets that are commands.
     pub(crate) stdio: [Option<crate::stdio::StdioServer>; 2],
+    /// Whether requests to the primary and the fallback go in absolute form (see
+    /// [`Route::absolute_form`]), once the endpoints were first parsed.
+    absolute_form: std::sync::OnceLock<[bool; 2]>,
 }
 
 /// A slot of the run. Clones share one session and one failover state.
@@ -221,7 +224,7 @@ impl Timeline for NotedTimeline<'_> {
 /// Storage a pooled reply buffer may keep between calls; a bigger one is given back.
 const KEEP_BYTES: usize = 64 * 1024;
 
-/// Owned per-call buffers.
+/// Owned per-call buffers, and the call's deadline timer.
 struct Scratch {
     head: Vec<u8>,
     read: Vec<u8>,
@@ -229,6 +232,7 @@ struct Scratch {
     reply: VecBuf,
     text: VecBuf,
     error: VecBuf,
+    alarm: crate::net::Alarm,
 }
 
 impl Scratch {
@@ -240,6 +244,7 @@ impl Scratch {
             reply: VecBuf::default(),
             text: VecBuf::default(),
             error: VecBuf::default(),
+            alarm: crate::net::Alarm::default(),
         }
     }
 }
@@ -325,6 +330,7 @@ impl SlotHandle {
                 scratch: Mutex::new(Vec::new()),
                 output_schemas: Mutex::new(HashMap::new()),
                 stdio,
+                absolute_form: std::sync::OnceLock::new(),
             }),
         }
     }
@@ -406,7 +412,18 @@ impl SlotHandle {
             ),
             (None, None) => None,
         };
-        Ok((route.endpoint(primary), fallback.map(|f| route.endpoint(f))))
+        // Whether each goes to a proxy in absolute form: fixed for the slot (its route and
+        // endpoints are), so worked out once rather than per call.
+        let [p, f] = *self.inner.absolute_form.get_or_init(|| {
+            [
+                route.absolute_form(&primary),
+                fallback.as_ref().is_some_and(|f| route.absolute_form(f)),
+            ]
+        });
+        Ok((
+            primary.with_absolute_form(p),
+            fallback.map(|fb| fb.with_absolute_form(f)),
+        ))
     }
 
     /// The `authorization` value of this slot's requests: `Bearer <token>` on an OAuth slot
@@ -479,6 +496,7 @@ impl SlotHandle {
                 route: self.route()?,
             },
             stdio: [self.inner.stdio[0].as_ref(), self.inner.stdio[1].as_ref()],
+            alarm: None,
         })
     }
 
@@ -674,15 +692,19 @@ impl SlotHandle {
         cfg.in_flight = Some(&in_flight);
         let run = &self.inner.run;
         let mut scratch = self.scratch();
+        // Out of the pooled buffers while they are lent to the driver (back with them below;
+        // a dropped call drops it, and the next call makes another).
+        let alarm = std::mem::take(&mut scratch.get().alarm);
         let mut bufs = self.bufs_keeping_raw(scratch.get(), cfg.keep_raw);
         let mut ledger = RunLedger(&run.records);
         let mut timeline = NotedTimeline {
             inner: RunTimeline(&run.records),
             slot: self,
         };
-        let Ok(net) = self.net() else {
+        let Ok(mut net) = self.net() else {
             return done(self.local_failure(tool, "slot route unavailable"));
         };
+        net.alarm = Some(&alarm);
         let state = &self.inner.state;
         let r = match how {
             Tasking::Wait => {
@@ -766,6 +788,7 @@ impl SlotHandle {
         }
         let s = scratch.get();
         (s.request, s.reply, s.text, s.error) = (request, reply, text, error);
+        s.alarm = alarm;
         if let Some(schema) = schema {
             self.check_structured(tool, &schema, &mut owned);
         }

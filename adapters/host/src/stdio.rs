@@ -843,6 +843,8 @@ const FALLBACK_URL: &str = "http://fallback.stdio.invalid";
 pub(crate) struct SlotNet<'a> {
     pub(crate) routed: RoutedNet<'a>,
     pub(crate) stdio: [Option<&'a StdioServer>; 2],
+    /// The call's kept deadline timer, if it has one (see [`crate::net::Alarm`]).
+    pub(crate) alarm: Option<&'a crate::net::Alarm>,
 }
 
 impl SlotNet<'_> {
@@ -919,7 +921,10 @@ impl Net for SlotNet<'_> {
     }
 
     async fn sleep_until(&self, at: Millis) {
-        self.routed.sleep_until(at).await;
+        match self.alarm {
+            Some(alarm) => alarm.sleep_until(self.routed.net.instant_at(at)).await,
+            None => self.routed.sleep_until(at).await,
+        }
     }
 }
 

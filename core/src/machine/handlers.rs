@@ -379,22 +379,44 @@ impl<'x> Trip<'x> {
         }
     }
 
+    /// Appends the body (with `_meta` in the 2026 era) to `out`: the same bytes as
+    /// [`write_body`](Self::write_body), but `_meta` goes in by cutting the written end
+    /// (`}}` or `}`) instead of holding back two bytes of every `put` ([`MetaSink`]).
+    #[cfg(feature = "std")]
+    fn append_body<B: Buf>(&self, out: &mut B) -> Result<(), Overflow> {
+        let start = out.len();
+        self.body.write(out)?;
+        let Some(m) = &self.modern else {
+            return Ok(());
+        };
+        let end = out.len();
+        if out.bytes().get(start..).is_some_and(|b| b.ends_with(b"}}")) {
+            out.truncate(end - 2);
+            out.put(b",")?;
+        } else {
+            out.truncate(end.saturating_sub(1).max(start));
+            out.put(b",\"params\":{")?;
+        }
+        crate::wire::era::write_meta_with_progress(out, m.version, &m.caps, m.progress)?;
+        out.put(b"}}")
+    }
+
     /// Writes the body alone (with `_meta` in the 2026 era) and `\n` into `out`: one line of
     /// newline-delimited JSON-RPC, for a stdio server (the encoders never write a raw newline;
     /// strings escape it). There are no headers on stdio.
     pub(super) fn write_line<B: Buf>(&self, out: &mut B) -> Result<(), Failure> {
         out.clear();
-        self.write_body(out)
-            .and_then(|()| out.put(b"\n"))
+        // The edge keeps the one (`MetaSink`) writer it needs anyway for counting.
+        #[cfg(feature = "std")]
+        let body = self.append_body(out);
+        #[cfg(not(feature = "std"))]
+        let body = self.write_body(out);
+        body.and_then(|()| out.put(b"\n"))
             .map_err(|o| Failure::TooLarge(BufferName::Request, o))
     }
 
-    /// Writes head and body into `out`, so the adapter sends them in one write.
-    pub(super) fn write<B: Buf>(&self, out: &mut B, cfg: &SlotConfig<'_>) -> Result<(), Failure> {
-        out.clear();
-        let mut count = crate::buf::CountingSink::default();
-        self.write_body(&mut count)
-            .map_err(|o| Failure::TooLarge(BufferName::Request, o))?;
+    /// The request head for a body of `content_length` bytes.
+    fn head<'h>(&'h self, cfg: &'h SlotConfig<'_>, content_length: usize) -> RequestHead<'h> {
         let (method, name) = self.body.method_and_name();
         let mcp = self.modern.as_ref().map(|m| McpHeaders {
             method,
@@ -402,7 +424,7 @@ impl<'x> Trip<'x> {
             params: m.params,
             args: m.args,
         });
-        let head = RequestHead {
+        RequestHead {
             method: self.method,
             endpoint: self.ep,
             accept_json_and_sse: self.method != Method::Get,
@@ -413,12 +435,42 @@ impl<'x> Trip<'x> {
             },
             last_event_id: self.last_event_id,
             extra_headers: cfg.headers,
-            content_length: (self.method == Method::Post).then_some(count.count),
+            content_length: (self.method == Method::Post).then_some(content_length),
             mcp,
-        };
-        write_request_head(&head, out).map_err(Failure::Request)?;
+        }
+    }
+
+    /// Writes head and body into `out`, so the adapter sends them in one write.
+    pub(super) fn write<B: Buf>(&self, out: &mut B, cfg: &SlotConfig<'_>) -> Result<(), Failure> {
+        // The host's buffer: the body is encoded once (not counted first, then written), the
+        // head after it, and the two swapped in place. Anything that does not fit takes the
+        // path below, so its error is the same as ever.
+        #[cfg(feature = "std")]
+        if let Some(v) = out.vec_buf()
+            && self.write_once(v, cfg).is_ok()
+        {
+            return Ok(());
+        }
+        out.clear();
+        let mut count = crate::buf::CountingSink::default();
+        self.write_body(&mut count)
+            .map_err(|o| Failure::TooLarge(BufferName::Request, o))?;
+        write_request_head(&self.head(cfg, count.count), out).map_err(Failure::Request)?;
         self.write_body(out)
             .map_err(|o| Failure::TooLarge(BufferName::Request, o))
+    }
+
+    /// [`write`](Self::write) in one encoding of the body: body, then head, then rotated so
+    /// the head comes first. `Err` when anything did not fit (nothing is reported: the caller
+    /// writes again the two-pass way, which says what).
+    #[cfg(feature = "std")]
+    fn write_once(&self, out: &mut crate::buf::VecBuf, cfg: &SlotConfig<'_>) -> Result<(), ()> {
+        out.clear();
+        self.append_body(out).map_err(drop)?;
+        let body = out.len();
+        write_request_head(&self.head(cfg, body), out).map_err(drop)?;
+        out.bytes_mut().rotate_left(body);
+        Ok(())
     }
 }
 
@@ -1295,10 +1347,13 @@ impl<B: Buf, Sec: AsRef<[u8]>> CallHandler<'_, B, Sec> {
         }
         // A task (the tasks extension): taken only when this call declared it; in the
         // 2025-11-25 form (`params.task` sent), the task object is wrapped in `task`.
+        // `resultType` is looked up once (each lookup walks the result's members).
+        let rtype = match outcome {
+            Outcome::Result(result) => result_type(result),
+            Outcome::Error(_) => None,
+        };
         let task_object = match outcome {
-            Outcome::Result(result) if self.tasks && result_type(result) == Some("task") => {
-                Some(result)
-            }
+            Outcome::Result(result) if self.tasks && rtype == Some("task") => Some(result),
             Outcome::Result(result) if self.session_task => result.get("task"),
             _ => None,
         };
@@ -1321,13 +1376,13 @@ impl<B: Buf, Sec: AsRef<[u8]>> CallHandler<'_, B, Sec> {
         }
         // A round of input (2026 era): answered under the slot's policy, the call goes again.
         if let Outcome::Result(result) = outcome
-            && result_type(result) == Some("input_required")
+            && rtype == Some("input_required")
             && self.answer_input(result)
         {
             return Ok(Verdict::Done);
         }
         self.answer = Some(match outcome {
-            Outcome::Result(result) if result_type(result).is_some_and(|t| t != "complete") => {
+            Outcome::Result(result) if rtype.is_some_and(|t| t != "complete") => {
                 Err(untaken_result_type(result))
             }
             #[cfg(feature = "std")]
@@ -1692,5 +1747,135 @@ mod method_error_tests {
         assert!(refused("resources/read", -32602, true).not_found());
         assert!(!refused("resources/read", -32602, false).not_found());
         assert!(!refused("prompts/get", -32602, true).not_found());
+    }
+}
+
+#[cfg(all(test, feature = "std"))]
+mod request_writing_tests {
+    use super::*;
+    use crate::buf::{SliceBuf, VecBuf};
+
+    /// Every shape of request, in both eras, with a session and extra headers.
+    fn each_trip(check: &mut dyn FnMut(&Trip<'_>, &SlotConfig<'_>)) {
+        let ep = Endpoint::parse_base("http://127.0.0.1:8000/x").unwrap();
+        let mut cfg = SlotConfig::new("kali", ep, "http://127.0.0.1:8000/x");
+        let headers = [("authorization", "Bearer abcd"), ("x-team", "red")];
+        cfg.headers = &headers;
+        let args = Value::parse(
+            br#"{ "text" : "p\u0069ng", "n": [1, 2] }"#,
+            JsonLimits::default(),
+        )
+        .ok();
+        let snap = Snapshot {
+            session_id: String::try_from("sess-1").ok(),
+            version: ProtocolVersion::V2025_06_18,
+        };
+        let bodies = || {
+            [
+                Body::ToolsCall {
+                    id: 7,
+                    tool: "echo",
+                    args,
+                    progress: Some(7),
+                    extra: b"",
+                },
+                Body::ToolsCall {
+                    id: 8,
+                    tool: "e\"cho",
+                    args: None,
+                    progress: None,
+                    extra: b",\"task\":{}",
+                },
+                Body::Initialize {
+                    id: 1,
+                    version: ProtocolVersion::V2024_11_05,
+                    elicitation: true,
+                },
+                Body::Initialized,
+                Body::List {
+                    id: 3,
+                    list: ListMethod::Tools,
+                    cursor: Some("c1"),
+                },
+                Body::Cancelled { id: 4, reason: "r" },
+                Body::Discover { id: 5 },
+                Body::Task {
+                    id: 6,
+                    method: "tasks/get",
+                    task: "t-1",
+                    extra: b"",
+                },
+                Body::request(9, jsonrpc::Request::Ping),
+                Body::None,
+            ]
+        };
+        for modern in [false, true] {
+            for (with_snap, body) in bodies()
+                .into_iter()
+                .enumerate()
+                .map(|(i, b)| (i % 2 == 0, b))
+            {
+                let mut trip = Trip::post(&cfg.primary, with_snap.then_some(&snap), body);
+                trip.modern = modern.then(|| Modern {
+                    version: crate::wire::era::MODERN_VERSION,
+                    caps: cfg.declared(),
+                    progress: Some(7),
+                    params: b"text\0Mcp-Param-Text\0",
+                    args,
+                });
+                check(&trip, &cfg);
+                let get = Trip {
+                    method: Method::Get,
+                    last_event_id: Some("ev-3"),
+                    ..trip
+                };
+                check(&get, &cfg);
+            }
+        }
+    }
+
+    #[test]
+    fn one_pass_writes_the_bytes_of_two_passes() {
+        let mut cases = 0;
+        each_trip(&mut |trip, cfg| {
+            let mut storage = [0u8; 4096];
+            let mut two = SliceBuf::new(&mut storage);
+            trip.write(&mut two, cfg).unwrap();
+            let mut one = VecBuf::with_limit(4096);
+            trip.write(&mut one, cfg).unwrap();
+            assert_eq!(
+                core::str::from_utf8(one.bytes()).unwrap(),
+                core::str::from_utf8(two.bytes()).unwrap()
+            );
+            // A line for stdio: the body as `write_body` (through `MetaSink`) writes it.
+            let mut line = VecBuf::with_limit(4096);
+            trip.write_line(&mut line).unwrap();
+            let mut held = VecBuf::with_limit(4096);
+            trip.write_body(&mut held).unwrap();
+            held.put(b"\n").unwrap();
+            assert_eq!(line.bytes(), held.bytes());
+            cases += 1;
+        });
+        assert_eq!(cases, 40);
+    }
+
+    #[test]
+    fn a_request_over_its_cap_fails_as_on_two_passes() {
+        each_trip(&mut |trip, cfg| {
+            let mut full = VecBuf::with_limit(4096);
+            trip.write(&mut full, cfg).unwrap();
+            // Every cap short of the request: in the body, in the head, at the very end.
+            for cap in [0, 10, full.len() / 2, full.len() - 1] {
+                let mut storage = vec![0u8; cap];
+                let mut two = SliceBuf::new(&mut storage);
+                let mut one = VecBuf::with_limit(cap);
+                let expected = trip.write(&mut two, cfg).unwrap_err();
+                assert_eq!(
+                    trip.write(&mut one, cfg).unwrap_err(),
+                    expected,
+                    "cap {cap}"
+                );
+            }
+        });
     }
 }

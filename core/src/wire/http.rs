@@ -143,6 +143,13 @@ fn valid_value(value: &str) -> bool {
     !value.bytes().any(|b| matches!(b, b'\r' | b'\n' | 0))
 }
 
+/// `name` (with its `: `, lower case already) and `value`, one header line.
+fn put_line(out: &mut impl Sink, name: &[u8], value: &str) -> Result<(), Overflow> {
+    out.put(name)?;
+    out.put(value.as_bytes())?;
+    out.put(b"\r\n")
+}
+
 fn put_header(out: &mut impl Sink, name: &str, value: &str) -> Result<(), Overflow> {
     // Lower-case the name through a small stack buffer (names are short; long ones in pieces).
     let mut lower = [0u8; 32];
@@ -177,28 +184,27 @@ pub fn write_request_head(head: &RequestHead<'_>, out: &mut impl Sink) -> Result
     head.endpoint.write_target(out)?;
     out.put(b" HTTP/1.1\r\nhost: ")?;
     head.endpoint.write_host_header(out)?;
-    out.put(b"\r\n")?;
-    put_header(out, "user-agent", USER_AGENT)?;
-    let accept = if head.accept_json_and_sse {
-        "application/json, text/event-stream"
+    // The fixed lines in as few writes as they allow (each write checks the cap).
+    out.put(AGENT_LINE.as_bytes())?;
+    out.put(if head.accept_json_and_sse {
+        b"application/json, text/event-stream\r\n"
     } else {
-        "text/event-stream"
-    };
-    put_header(out, "accept", accept)?;
+        &b"text/event-stream\r\n"[..]
+    })?;
     if let Some(n) = head.content_length {
-        put_header(out, "content-type", "application/json")?;
-        out.put(b"content-length: ")?;
+        out.put(b"content-type: application/json\r\ncontent-length: ")?;
         put_u64(out, n as u64)?;
         out.put(b"\r\n")?;
     }
+    // These names are lower case already.
     if let Some(v) = head.session_id {
-        put_header(out, "mcp-session-id", v)?;
+        put_line(out, b"mcp-session-id: ", v)?;
     }
     if let Some(v) = head.protocol_version {
-        put_header(out, "mcp-protocol-version", v)?;
+        put_line(out, b"mcp-protocol-version: ", v)?;
     }
     if let Some(v) = head.last_event_id {
-        put_header(out, "last-event-id", v)?;
+        put_line(out, b"last-event-id: ", v)?;
     }
     for (n, v) in head.extra_headers {
         put_header(out, n, v)?;
@@ -212,6 +218,13 @@ pub fn write_request_head(head: &RequestHead<'_>, out: &mut impl Sink) -> Result
 
 /// The `user-agent` this crate sends.
 pub const USER_AGENT: &str = concat!("verifi-mcp/", env!("CARGO_PKG_VERSION"));
+
+/// The end of the `host` line, the `user-agent` line and the `accept` name.
+const AGENT_LINE: &str = concat!(
+    "\r\nuser-agent: verifi-mcp/",
+    env!("CARGO_PKG_VERSION"),
+    "\r\naccept: "
+);
 
 /// The response's media type, parsed case-insensitively with parameters ignored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
