@@ -158,7 +158,7 @@ impl Route {
 
 /// A pool's full key: the endpoint, and how it is reached (proxy, TLS configuration).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct ConnKey {
+pub(crate) struct ConnKey {
     target: PoolKey,
     /// The proxy's label and whether it has credentials (none: direct).
     proxy: Option<(String, Option<u64>)>,
@@ -180,7 +180,22 @@ impl ConnKey {
             tls: Arc::as_ptr(&route.tls) as usize,
         }
     }
+
+    /// Whether this is the key of `ep` (on the route it was made for).
+    fn is_of(&self, ep: &Endpoint<'_>) -> bool {
+        self.target.port == ep.port()
+            && self.target.tls == (ep.scheme() == Scheme::Https)
+            && self.target.host == ep.host()
+    }
 }
+
+/// A slot's pool keys, made once per endpoint instead of once per call (each is two `String`s
+/// and a proxy-rule lookup): the slot's route and endpoints do not change.
+#[derive(Default)]
+pub(crate) struct KeyCache(Mutex<Vec<Arc<ConnKey>>>);
+
+/// Most keys a [`KeyCache`] keeps (a slot has a primary and a fallback).
+const CACHED_KEYS: usize = 4;
 
 /// A TCP or TLS byte stream (futures-io traits).
 pub enum Stream {
@@ -241,7 +256,7 @@ impl AsyncWrite for Stream {
 /// permit of its endpoint's connection limit until dropped.
 pub struct Conn {
     io: FromFutures<Stream>,
-    key: ConnKey,
+    key: Arc<ConnKey>,
     _permit: SemaphoreGuardArc,
     /// The wire observer and this connection's number, when tracing.
     trace: Option<(WireTrace, u64)>,
@@ -342,7 +357,7 @@ impl std::hash::Hasher for Fnv {
 }
 
 struct NetInner {
-    pools: Mutex<HashMap<ConnKey, Pool, BuildHasherDefault<Fnv>>>,
+    pools: Mutex<HashMap<Arc<ConnKey>, Pool, BuildHasherDefault<Fnv>>>,
     limit: usize,
     route: Route,
     epoch: Instant,
@@ -427,10 +442,10 @@ impl HostNet {
             .sum()
     }
 
-    fn permits(&self, key: &ConnKey) -> Arc<Semaphore> {
+    fn permits(&self, key: &Arc<ConnKey>) -> Arc<Semaphore> {
         let mut pools = lock(&self.inner.pools);
         pools
-            .entry(key.clone())
+            .entry(Arc::clone(key))
             .or_insert_with(|| Pool {
                 idle: Vec::new(),
                 permits: Arc::new(Semaphore::new(self.inner.limit)),
@@ -467,7 +482,18 @@ impl HostNet {
         route: &Route,
         fresh: bool,
     ) -> Result<(Conn, bool), ConnectFailure> {
-        let key = &ConnKey::new(target, route);
+        self.open_keyed(&Arc::new(ConnKey::new(target, route)), route, fresh)
+            .await
+    }
+
+    /// [`HostNet::open_routed`] with the full key made already (see [`KeyCache`]).
+    async fn open_keyed(
+        &self,
+        key: &Arc<ConnKey>,
+        route: &Route,
+        fresh: bool,
+    ) -> Result<(Conn, bool), ConnectFailure> {
+        let target = &key.target;
         if !fresh && let Some(conn) = self.take_idle(key) {
             return Ok((conn, true));
         }
@@ -495,7 +521,7 @@ impl HostNet {
         Ok((
             Conn {
                 io: FromFutures::new(stream),
-                key: key.clone(),
+                key: Arc::clone(key),
                 _permit: permit,
                 trace,
             },
@@ -690,6 +716,36 @@ pub struct RoutedNet<'a> {
     pub net: &'a HostNet,
     /// The slot's proxy and trust.
     pub route: &'a Route,
+    /// The slot's pool keys, kept between calls (none: made per connection).
+    pub(crate) keys: Option<&'a KeyCache>,
+}
+
+impl<'a> RoutedNet<'a> {
+    /// `net` through `route`.
+    pub fn new(net: &'a HostNet, route: &'a Route) -> Self {
+        RoutedNet {
+            net,
+            route,
+            keys: None,
+        }
+    }
+
+    /// The full pool key of `ep` on this route: the slot's kept one when there is one.
+    fn key(&self, ep: &Endpoint<'_>) -> Arc<ConnKey> {
+        let make = || Arc::new(ConnKey::new(&key_of(ep), self.route));
+        let Some(cache) = self.keys else {
+            return make();
+        };
+        let mut keys = lock(&cache.0);
+        if let Some(k) = keys.iter().find(|k| k.is_of(ep)) {
+            return Arc::clone(k);
+        }
+        let k = make();
+        if keys.len() < CACHED_KEYS {
+            keys.push(Arc::clone(&k));
+        }
+        k
+    }
 }
 
 impl Net for RoutedNet<'_> {
@@ -697,7 +753,7 @@ impl Net for RoutedNet<'_> {
 
     async fn connect(&self, ep: &Endpoint<'_>, fresh: bool) -> Result<(Conn, bool), ConnectError> {
         self.net
-            .open_routed(&key_of(ep), self.route, fresh)
+            .open_keyed(&self.key(ep), self.route, fresh)
             .await
             .map_err(|f| ConnectError::from(&f))
     }

@@ -143,6 +143,8 @@ pub(crate) struct SlotInner {
     /// Whether requests to the primary and the fallback go in absolute form (see
     /// [`Route::absolute_form`]), once the endpoints were first parsed.
     absolute_form: std::sync::OnceLock<[bool; 2]>,
+    /// The pool keys of the slot's endpoints, made on its first connections.
+    keys: crate::net::KeyCache,
 }
 
 /// A slot of the run. Clones share one session and one failover state.
@@ -331,6 +333,7 @@ impl SlotHandle {
                 output_schemas: Mutex::new(HashMap::new()),
                 stdio,
                 absolute_form: std::sync::OnceLock::new(),
+                keys: crate::net::KeyCache::default(),
             }),
         }
     }
@@ -494,6 +497,7 @@ impl SlotHandle {
             routed: RoutedNet {
                 net: &self.inner.run.net,
                 route: self.route()?,
+                keys: Some(&self.inner.keys),
             },
             stdio: [self.inner.stdio[0].as_ref(), self.inner.stdio[1].as_ref()],
             alarm: None,
