@@ -260,6 +260,9 @@ pub struct Conn {
     _permit: SemaphoreGuardArc,
     /// The wire observer and this connection's number, when tracing.
     trace: Option<(WireTrace, u64)>,
+    /// The end of the last reply's framing when it had not come yet as the answer was handed
+    /// back ([`Net::park`]): read before the connection carries another request.
+    tail: Option<TailDrain>,
 }
 
 impl Conn {
@@ -454,17 +457,44 @@ impl HostNet {
             .clone()
     }
 
+    /// A pooled connection to `key`, unchecked.
+    fn take_idle(&self, key: &ConnKey) -> Option<Conn> {
+        lock(&self.inner.pools).get_mut(key)?.idle.pop()
+    }
+
     /// A pooled connection to `key` that is still usable. Each is checked before it is handed
     /// out (a written tools/call is never re-sent, so a stale socket must not be written to):
-    /// a zero-wait peek that sees the end of the stream, an error, or bytes nobody asked for
-    /// means the server let it go, and it is dropped.
-    fn take_idle(&self, key: &ConnKey) -> Option<Conn> {
+    /// the end of its last reply is read first if it had not come when the answer was handed
+    /// back (the connection is not used before that reply ended exactly); then a zero-wait
+    /// peek that sees the end of the stream, an error, or bytes nobody asked for means the
+    /// server let it go, and it is dropped.
+    async fn take_usable(&self, key: &ConnKey) -> Option<Conn> {
         loop {
-            let conn = lock(&self.inner.pools).get_mut(key)?.idle.pop()?;
+            let mut conn = self.take_idle(key)?;
+            if let Some(tail) = conn.tail.take() {
+                match end_tail(&mut conn, tail).await {
+                    Ok(()) => {}
+                    // Late: drained on the side for a while, and pooled again if it ends.
+                    Err(Some(tail)) => {
+                        self.drain_aside(conn, tail);
+                        continue;
+                    }
+                    Err(None) => continue,
+                }
+            }
             if conn.is_idle_and_open() {
                 return Some(conn);
             }
         }
+    }
+
+    /// Reads `conn`'s reply stream to its end off the caller's task (see
+    /// [`drain_then_recycle`]).
+    fn drain_aside(&self, conn: Conn, tail: TailDrain) {
+        // The adapter runs under any executor: the drain runs on the blocking pool's thread,
+        // for at most `PARK_MS` (usually a few ms).
+        let net = self.clone();
+        blocking::unblock(move || async_io::block_on(drain_then_recycle(net, conn, tail))).detach();
     }
 
     /// A pooled connection to `key` (`true`: reused) unless `fresh`, else a new one. Waits for
@@ -494,7 +524,7 @@ impl HostNet {
         fresh: bool,
     ) -> Result<(Conn, bool), ConnectFailure> {
         let target = &key.target;
-        if !fresh && let Some(conn) = self.take_idle(key) {
+        if !fresh && let Some(conn) = self.take_usable(key).await {
             return Ok((conn, true));
         }
         let permits = self.permits(key);
@@ -524,6 +554,7 @@ impl HostNet {
                 key: Arc::clone(key),
                 _permit: permit,
                 trace,
+                tail: None,
             },
             false,
         ))
@@ -778,20 +809,56 @@ impl Net for RoutedNet<'_> {
         self.net.sleep_until_ms(at).await;
     }
 
-    fn park(&self, ep: &Endpoint<'_>, conn: Conn, tail: TailDrain) {
+    fn park(&self, ep: &Endpoint<'_>, mut conn: Conn, tail: TailDrain) {
         // Not pooled anyway (see `recycle`).
         if ep.absolute_form() {
             return;
         }
-        // The adapter runs under any executor: the drain runs on the blocking pool's thread,
-        // for at most `PARK_MS` (usually a few ms).
-        let net = self.net.clone();
-        blocking::unblock(move || async_io::block_on(drain_then_recycle(net, conn, tail))).detach();
+        // Pooled with the end of its reply still to read: the next request on it reads that
+        // first (usually already in the socket by then; see `HostNet::take_usable`).
+        conn.tail = Some(tail);
+        self.net.recycle(conn);
+    }
+
+    fn parks_tails(&self) -> bool {
+        true
     }
 }
 
 /// How long a parked connection's reply stream may take to end before it is dropped.
 const PARK_MS: u64 = 2_000;
+
+/// How long the next request on a parked connection waits for the end of its last reply
+/// before it leaves the connection to a drain on the side and takes another (the core's
+/// tail read waits as long).
+const TAIL_WAIT: Duration = Duration::from_millis(25);
+
+/// Reads the end of `conn`'s last reply: `Ok` when it ended exactly at the end of a read
+/// (the connection may carry another request), `Err(Some)` when it did not come within
+/// [`TAIL_WAIT`], `Err(None)` when the connection sent anything else, closed or failed.
+async fn end_tail(conn: &mut Conn, mut tail: TailDrain) -> Result<(), Option<TailDrain>> {
+    let mut buf = [0u8; 64];
+    loop {
+        // The timer is made only if the read has to wait.
+        let read = futures_lite::future::or(
+            async { Some(embedded_io_async::Read::read(conn, &mut buf).await) },
+            async {
+                Timer::after(TAIL_WAIT).await;
+                None
+            },
+        )
+        .await;
+        match read {
+            Some(Ok(n)) if n > 0 => match tail.feed(buf.get(..n).unwrap_or_default()) {
+                Some(true) => return Ok(()),
+                Some(false) => {}
+                None => return Err(None),
+            },
+            Some(_) => return Err(None),
+            None => return Err(Some(tail)),
+        }
+    }
+}
 
 /// Reads a parked connection until its reply stream ends (then it goes back to the pool), it
 /// sends what is not that stream's framing, it closes, or [`PARK_MS`] pass (then it is

@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use verifi_mcp_core::drive::{Millis, Net};
+use verifi_mcp_core::drive::{Millis, Net, TailDrain};
 use verifi_mcp_core::harness::failover::Target;
 use verifi_mcp_core::wire::endpoint::Endpoint;
 use verifi_mcp_core::wire::failure::{ConnectError, ConnectErrorKind};
@@ -925,6 +925,16 @@ impl Net for SlotNet<'_> {
             Some(alarm) => alarm.sleep_until(self.routed.net.instant_at(at)).await,
             None => self.routed.sleep_until(at).await,
         }
+    }
+
+    fn park(&self, ep: &Endpoint<'_>, conn: SlotConn, tail: TailDrain) {
+        if let SlotConn::Tcp(c) = conn {
+            self.routed.park(ep, c, tail);
+        }
+    }
+
+    fn parks_tails(&self) -> bool {
+        self.routed.parks_tails()
     }
 }
 
