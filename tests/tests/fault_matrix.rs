@@ -1411,8 +1411,8 @@ fn a_late_sse_terminator_is_read_before_the_next_request_on_its_connection() {
 
 #[test]
 fn an_sse_reply_that_never_ends_costs_its_connection_not_a_call() {
-    // No terminator (the server holds the connection): the next call leaves it to a drain on
-    // the side and takes a new connection; nothing is sent twice.
+    // No terminator (the server holds the connection): the next call waits for it briefly,
+    // drops the connection and takes a new one; nothing is sent twice.
     let server = Faulty::start(
         false,
         sse_answer_then(vec![Op::Hold(Duration::from_secs(3))]),

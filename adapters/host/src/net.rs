@@ -261,8 +261,9 @@ pub struct Conn {
     /// The wire observer and this connection's number, when tracing.
     trace: Option<(WireTrace, u64)>,
     /// The end of the last reply's framing when it had not come yet as the answer was handed
-    /// back ([`Net::park`]): read before the connection carries another request.
-    tail: Option<TailDrain>,
+    /// back ([`Net::park`]), and until when it may come: read before the connection carries
+    /// another request.
+    tail: Option<(TailDrain, Instant)>,
 }
 
 impl Conn {
@@ -465,36 +466,22 @@ impl HostNet {
     /// A pooled connection to `key` that is still usable. Each is checked before it is handed
     /// out (a written tools/call is never re-sent, so a stale socket must not be written to):
     /// the end of its last reply is read first if it had not come when the answer was handed
-    /// back (the connection is not used before that reply ended exactly); then a zero-wait
-    /// peek that sees the end of the stream, an error, or bytes nobody asked for means the
-    /// server let it go, and it is dropped.
+    /// back (the connection is not used before that reply ended exactly; one whose end does
+    /// not come in time is dropped, which frees its permit); then a zero-wait peek that sees
+    /// the end of the stream, an error, or bytes nobody asked for means the server let it go,
+    /// and it is dropped.
     async fn take_usable(&self, key: &ConnKey) -> Option<Conn> {
         loop {
             let mut conn = self.take_idle(key)?;
-            if let Some(tail) = conn.tail.take() {
-                match end_tail(&mut conn, tail).await {
-                    Ok(()) => {}
-                    // Late: drained on the side for a while, and pooled again if it ends.
-                    Err(Some(tail)) => {
-                        self.drain_aside(conn, tail);
-                        continue;
-                    }
-                    Err(None) => continue,
-                }
+            if let Some((tail, until)) = conn.tail.take()
+                && !end_tail(&mut conn, tail, until).await
+            {
+                continue;
             }
             if conn.is_idle_and_open() {
                 return Some(conn);
             }
         }
-    }
-
-    /// Reads `conn`'s reply stream to its end off the caller's task (see
-    /// [`drain_then_recycle`]).
-    fn drain_aside(&self, conn: Conn, tail: TailDrain) {
-        // The adapter runs under any executor: the drain runs on the blocking pool's thread,
-        // for at most `PARK_MS` (usually a few ms).
-        let net = self.clone();
-        blocking::unblock(move || async_io::block_on(drain_then_recycle(net, conn, tail))).detach();
     }
 
     /// A pooled connection to `key` (`true`: reused) unless `fresh`, else a new one. Waits for
@@ -815,8 +802,9 @@ impl Net for RoutedNet<'_> {
             return;
         }
         // Pooled with the end of its reply still to read: the next request on it reads that
-        // first (usually already in the socket by then; see `HostNet::take_usable`).
-        conn.tail = Some(tail);
+        // first (usually already in the socket by then; see `HostNet::take_usable`). It gets
+        // as long to come as the core's tail read gives it, counted from the answer.
+        conn.tail = Some((tail, Instant::now() + TAIL_WAIT));
         self.net.recycle(conn);
     }
 
@@ -825,68 +813,35 @@ impl Net for RoutedNet<'_> {
     }
 }
 
-/// How long a parked connection's reply stream may take to end before it is dropped.
-const PARK_MS: u64 = 2_000;
-
-/// How long the next request on a parked connection waits for the end of its last reply
-/// before it leaves the connection to a drain on the side and takes another (the core's
-/// tail read waits as long).
+/// How long after its answer the end of a parked reply may come (the next request on the
+/// connection waits for it until then, then drops the connection and takes another): as long
+/// as the core's tail read waits.
 const TAIL_WAIT: Duration = Duration::from_millis(25);
 
-/// Reads the end of `conn`'s last reply: `Ok` when it ended exactly at the end of a read
-/// (the connection may carry another request), `Err(Some)` when it did not come within
-/// [`TAIL_WAIT`], `Err(None)` when the connection sent anything else, closed or failed.
-async fn end_tail(conn: &mut Conn, mut tail: TailDrain) -> Result<(), Option<TailDrain>> {
+/// Reads the end of `conn`'s last reply, waiting until `until` at most (past: only what is in
+/// already): true when it ended exactly at the end of a read (the connection may carry
+/// another request); false when it did not come in time, or the connection sent anything
+/// else, closed or failed.
+async fn end_tail(conn: &mut Conn, mut tail: TailDrain, until: Instant) -> bool {
     let mut buf = [0u8; 64];
     loop {
         // The timer is made only if the read has to wait.
         let read = futures_lite::future::or(
             async { Some(embedded_io_async::Read::read(conn, &mut buf).await) },
             async {
-                Timer::after(TAIL_WAIT).await;
+                Timer::at(until).await;
                 None
             },
         )
         .await;
         match read {
             Some(Ok(n)) if n > 0 => match tail.feed(buf.get(..n).unwrap_or_default()) {
-                Some(true) => return Ok(()),
+                Some(true) => return true,
                 Some(false) => {}
-                None => return Err(None),
+                None => return false,
             },
-            Some(_) => return Err(None),
-            None => return Err(Some(tail)),
+            _ => return false,
         }
-    }
-}
-
-/// Reads a parked connection until its reply stream ends (then it goes back to the pool), it
-/// sends what is not that stream's framing, it closes, or [`PARK_MS`] pass (then it is
-/// dropped). The call it served has its answer already: a server that ends its stream late
-/// (rmcp in the 2026 era, under load) costs no new connection.
-async fn drain_then_recycle(net: HostNet, mut conn: Conn, mut tail: TailDrain) {
-    let mut buf = [0u8; 512];
-    let ended = futures_lite::future::or(
-        async {
-            loop {
-                match embedded_io_async::Read::read(&mut conn, &mut buf).await {
-                    Ok(n) if n > 0 => match tail.feed(buf.get(..n).unwrap_or_default()) {
-                        Some(true) => return true,
-                        Some(false) => {}
-                        None => return false,
-                    },
-                    _ => return false,
-                }
-            }
-        },
-        async {
-            Timer::after(Duration::from_millis(PARK_MS)).await;
-            false
-        },
-    )
-    .await;
-    if ended {
-        net.recycle(conn);
     }
 }
 
