@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 use async_io::{Async, Timer};
 use async_lock::{Semaphore, SemaphoreGuardArc};
 use embedded_io_adapters::futures_03::FromFutures;
+use event_listener::Event;
 use futures_lite::io::{AsyncRead, AsyncWrite};
 use futures_rustls::TlsConnector;
 use futures_rustls::client::TlsStream;
@@ -316,6 +317,9 @@ fn quickack(_s: &Async<TcpStream>) {}
 struct Pool {
     idle: Vec<Conn>,
     permits: Arc<Semaphore>,
+    /// Notified when a connection is put back: a call waiting at the limit takes it (a pooled
+    /// connection keeps its permit, so a waiter on the permits alone would not see it).
+    returned: Arc<Event>,
 }
 
 /// FNV-1a for the pool's keys: two lookups a call, and the keys are the manifest's endpoints
@@ -427,16 +431,22 @@ impl HostNet {
             .sum()
     }
 
-    fn permits(&self, key: &ConnKey) -> Arc<Semaphore> {
+    /// The permits of `key`'s connections and the event of one being put back.
+    fn permits(&self, key: &ConnKey) -> (Arc<Semaphore>, Arc<Event>) {
         let mut pools = lock(&self.inner.pools);
-        pools
-            .entry(key.clone())
-            .or_insert_with(|| Pool {
-                idle: Vec::new(),
-                permits: Arc::new(Semaphore::new(self.inner.limit)),
-            })
-            .permits
-            .clone()
+        let pool = pools.entry(key.clone()).or_insert_with(|| Pool {
+            idle: Vec::new(),
+            permits: Arc::new(Semaphore::new(self.inner.limit)),
+            returned: Arc::new(Event::new()),
+        });
+        (pool.permits.clone(), pool.returned.clone())
+    }
+
+    /// True when `key` has an idle connection (unchecked).
+    fn has_idle(&self, key: &ConnKey) -> bool {
+        lock(&self.inner.pools)
+            .get(key)
+            .is_some_and(|p| !p.idle.is_empty())
     }
 
     /// A pooled connection to `key` that is still usable. Each is checked before it is handed
@@ -471,14 +481,35 @@ impl HostNet {
         if !fresh && let Some(conn) = self.take_idle(key) {
             return Ok((conn, true));
         }
-        let permits = self.permits(key);
+        let (permits, returned) = self.permits(key);
         let permit = loop {
             if let Some(p) = permits.try_acquire_arc() {
                 break p;
             }
             match self.take_idle(key) {
-                Some(idle) => drop(idle),
-                None => break permits.acquire_arc().await,
+                // Put back while this call looked: what it wanted.
+                Some(idle) if !fresh => return Ok((idle, true)),
+                // A fresh one is wanted: closing an idle one frees its permit.
+                Some(idle) => {
+                    drop(idle);
+                    continue;
+                }
+                None => {}
+            }
+            // At the limit, none idle: wait for a permit (a connection closed) or for a
+            // connection put back (a call's end, or a parked one drained on the side).
+            let put_back = returned.listen();
+            if self.has_idle(key) {
+                // Put back between the look above and `listen`: look again.
+                continue;
+            }
+            let next =
+                futures_lite::future::or(async { Some(permits.acquire_arc().await) }, async {
+                    put_back.await;
+                    None
+                });
+            if let Some(p) = next.await {
+                break p;
             }
         };
         let stream = dial(target, route).await?;
@@ -505,10 +536,15 @@ impl HostNet {
 
     /// Puts back a connection whose response ended cleanly and may be kept alive.
     pub fn recycle(&self, conn: Conn) {
-        let mut pools = lock(&self.inner.pools);
-        if let Some(pool) = pools.get_mut(&conn.key) {
+        let returned = {
+            let mut pools = lock(&self.inner.pools);
+            let Some(pool) = pools.get_mut(&conn.key) else {
+                return;
+            };
             pool.idle.push(conn);
-        }
+            pool.returned.clone()
+        };
+        returned.notify(1);
     }
 
     /// Drops every idle connection.
