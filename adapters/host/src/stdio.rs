@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use verifi_mcp_core::drive::{Millis, Net};
+use verifi_mcp_core::drive::{Millis, Net, TailDrain};
 use verifi_mcp_core::harness::failover::Target;
 use verifi_mcp_core::wire::endpoint::Endpoint;
 use verifi_mcp_core::wire::failure::{ConnectError, ConnectErrorKind};
@@ -913,6 +913,15 @@ impl Net for SlotNet<'_> {
     fn recycle(&self, ep: &Endpoint<'_>, conn: SlotConn) {
         if let SlotConn::Tcp(c) = conn {
             self.routed.recycle(ep, c);
+        }
+    }
+
+    /// A TCP connection whose reply stream ends late goes to the pool's side drain like any
+    /// routed one (without this, the trait's default dropped it and every late stream end
+    /// cost a new connection); a stdio server has no such stream.
+    fn park(&self, ep: &Endpoint<'_>, conn: SlotConn, tail: TailDrain) {
+        if let SlotConn::Tcp(c) = conn {
+            self.routed.park(ep, c, tail);
         }
     }
 
