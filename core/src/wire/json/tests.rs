@@ -771,3 +771,27 @@ fn ends_of_another_message_are_not_taken() {
     assert_eq!(vb.get("a").unwrap().raw(), b"[1,2,3]");
     assert_eq!(vb.get("b").unwrap().raw(), b"\"x\"");
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 1024, ..ProptestConfig::default() })]
+
+    /// `eq_str` is equality of the unescaped string, whatever the lengths: escaped forms
+    /// (all or some characters), the raw form itself, and near misses.
+    #[test]
+    fn eq_str_is_unescaped_equality(
+        t in "[a-z\"\\\\/\n\u{1}é😀]{0,6}",
+        other in "[a-z\"\\\\/\n\u{1}é😀]{0,8}",
+        all in any::<bool>(),
+    ) {
+        let src = if all { escape_all(&t) } else { serde_json::to_string(&t).unwrap() };
+        let v = parse(src.as_bytes()).unwrap();
+        let js = v.as_str().unwrap();
+        prop_assert!(js.eq_str(&t));
+        prop_assert_eq!(js.eq_str(&other), other == t);
+        let raw = core::str::from_utf8(js.raw()).unwrap();
+        prop_assert_eq!(js.eq_str(raw), raw == t);
+        let mut longer = t.clone();
+        longer.push('x');
+        prop_assert!(!js.eq_str(&longer));
+    }
+}
