@@ -452,6 +452,10 @@ fn find_quote_or_backslash(hay: &[u8]) -> Option<usize> {
 fn is_utf8(bytes: &[u8]) -> bool {
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     {
+        // Keys, ids and names: short and ASCII, a few words looked at, no call.
+        if bytes.len() <= 32 && bytes.is_ascii() {
+            return true;
+        }
         simdutf8::basic::from_utf8(bytes).is_ok()
     }
     #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
