@@ -472,8 +472,8 @@ pub const DEFER_FROM: usize = 4096;
 #[cfg(feature = "std")]
 pub const MAX_DEFERRED: usize = 4;
 
-/// Containers this deep or less (the message is at depth 0) have their ends noted by
-/// [`Value::parse_noting`] and [`Value::parse_deferring`].
+/// Containers less deep than this (the message is at depth 0, its members' values at 1) have
+/// their ends noted by [`Value::parse_noting`] and [`Value::parse_deferring`].
 #[cfg(feature = "std")]
 pub const ENDS_DEPTH: usize = 3;
 /// At most this many containers' ends are noted (the first to close).
