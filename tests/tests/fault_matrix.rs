@@ -486,6 +486,48 @@ fn close_mid_sse_event_close_delimited() {
 }
 
 #[test]
+fn a_stream_that_ends_late_keeps_its_connection() {
+    // The reply comes whole at once; the chunked stream's end comes a byte every 60 ms after it,
+    // past the client's short tail read: the call answers, and its connection is drained on
+    // the side and pooled again, so the next call goes out on it instead of a new one.
+    let server = Faulty::start(
+        false,
+        on_call(|req| {
+            let mut reply = sse_head();
+            reply.extend(chunk(&sse_event(&text_result(req, "late end"))));
+            vec![
+                Op::Send(reply),
+                Op::Trickle(b"0\r\n\r\n".to_vec(), Duration::from_millis(60)),
+            ]
+        }),
+    );
+    let ctx = ctx_for(&server);
+    run_bounded(CASE_BOUND, async {
+        let kali = ctx.mcp("kali").unwrap();
+        let r = kali.call("echo", json!({"text": "hi"})).await;
+        assert!(r.ok && r.text == "late end", "{r:?}");
+        // The stream ends 300 ms after the reply; the side drain pools the connection then.
+        smol::Timer::after(Duration::from_millis(900)).await;
+        let r = kali.call("echo", json!({"text": "hi"})).await;
+        assert!(r.ok && r.text == "late end", "{r:?}");
+        let calls: Vec<usize> = server
+            .requests()
+            .iter()
+            .filter(|q| q.method().as_deref() == Some("tools/call"))
+            .map(|q| q.connection)
+            .collect();
+        assert_eq!(calls.len(), 2, "two tools/call requests: {calls:?}");
+        assert_eq!(
+            calls[0],
+            calls[1],
+            "the late-ending connection was replaced, not reused ({} accepted)",
+            server.connections()
+        );
+        assert!(ctx.timeline().is_empty(), "{:?}", ctx.timeline());
+    });
+}
+
+#[test]
 fn stream_ends_with_no_response() {
     call_fault_case(
         "reply stream ended without a response to this request",
@@ -1412,7 +1454,7 @@ fn a_late_sse_terminator_is_read_before_the_next_request_on_its_connection() {
 #[test]
 fn an_sse_reply_that_never_ends_costs_its_connection_not_a_call() {
     // No terminator (the server holds the connection): the next call waits for it briefly,
-    // drops the connection and takes a new one; nothing is sent twice.
+    // leaves the connection to the side drain and takes a new one; nothing is sent twice.
     let server = Faulty::start(
         false,
         sse_answer_then(vec![Op::Hold(Duration::from_secs(3))]),

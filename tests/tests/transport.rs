@@ -1,5 +1,5 @@
 //! The host adapter's transport against real servers: keep-alive reuse, the per-endpoint
-//! connection limit, refusal, DNS through `localhost`, TLS with an `rcgen` root (and without
+//! connection limit (and a call waiting at it taking a connection put back), refusal, DNS through `localhost`, TLS with an `rcgen` root (and without
 //! it), and the clock.
 
 use std::net::TcpListener;
@@ -113,6 +113,31 @@ fn the_connection_limit_bounds_open_connections() {
         assert_eq!(net.idle(&k), 0);
         drop(c);
         let (_d, _) = net.open(&k, true).await.unwrap();
+    });
+}
+
+#[test]
+fn a_call_waiting_at_the_limit_takes_a_connection_put_back() {
+    // A pooled connection keeps its permit, so a call waiting at the limit must be woken by a
+    // connection put back (a call's end, a parked stream drained), not only by one closed.
+    let server = TestServer::start(Mode::Json).unwrap();
+    let net = plain_net(1);
+    let k = key(false, "127.0.0.1", server.addr().port());
+    smol::block_on(async {
+        let (a, _) = net.open(&k, true).await.unwrap();
+        let first = a.local_addr().unwrap();
+        let got = smol::future::or(async { Some(net.open(&k, false).await) }, async {
+            smol::Timer::after(Duration::from_millis(100)).await;
+            net.recycle(a);
+            smol::Timer::after(Duration::from_secs(5)).await;
+            None
+        })
+        .await;
+        let (c, reused) = got
+            .expect("the waiting call did not take the connection put back within 5 s")
+            .unwrap();
+        assert!(reused, "the waiting call dialled instead of reusing");
+        assert_eq!(c.local_addr().unwrap(), first, "the same socket came back");
     });
 }
 

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 use async_io::{Async, Timer};
 use async_lock::{Semaphore, SemaphoreGuardArc};
 use embedded_io_adapters::futures_03::FromFutures;
+use event_listener::Event;
 use futures_lite::io::{AsyncRead, AsyncWrite};
 use futures_rustls::TlsConnector;
 use futures_rustls::client::TlsStream;
@@ -335,6 +336,9 @@ fn quickack(_s: &Async<TcpStream>) {}
 struct Pool {
     idle: Vec<Conn>,
     permits: Arc<Semaphore>,
+    /// Notified when a connection is put back: a call waiting at the limit takes it (a pooled
+    /// connection keeps its permit, so a waiter on the permits alone would not see it).
+    returned: Arc<Event>,
 }
 
 /// FNV-1a for the pool's keys: two lookups a call, and the keys are the manifest's endpoints
@@ -446,16 +450,22 @@ impl HostNet {
             .sum()
     }
 
-    fn permits(&self, key: &Arc<ConnKey>) -> Arc<Semaphore> {
+    /// The permits of `key`'s connections and the event of one being put back.
+    fn permits(&self, key: &Arc<ConnKey>) -> (Arc<Semaphore>, Arc<Event>) {
         let mut pools = lock(&self.inner.pools);
-        pools
-            .entry(Arc::clone(key))
-            .or_insert_with(|| Pool {
-                idle: Vec::new(),
-                permits: Arc::new(Semaphore::new(self.inner.limit)),
-            })
-            .permits
-            .clone()
+        let pool = pools.entry(Arc::clone(key)).or_insert_with(|| Pool {
+            idle: Vec::new(),
+            permits: Arc::new(Semaphore::new(self.inner.limit)),
+            returned: Arc::new(Event::new()),
+        });
+        (pool.permits.clone(), pool.returned.clone())
+    }
+
+    /// True when `key` has an idle connection (unchecked).
+    fn has_idle(&self, key: &ConnKey) -> bool {
+        lock(&self.inner.pools)
+            .get(key)
+            .is_some_and(|p| !p.idle.is_empty())
     }
 
     /// A pooled connection to `key`, unchecked.
@@ -466,22 +476,36 @@ impl HostNet {
     /// A pooled connection to `key` that is still usable. Each is checked before it is handed
     /// out (a written tools/call is never re-sent, so a stale socket must not be written to):
     /// the end of its last reply is read first if it had not come when the answer was handed
-    /// back (the connection is not used before that reply ended exactly; one whose end does
-    /// not come in time is dropped, which frees its permit); then a zero-wait peek that sees
-    /// the end of the stream, an error, or bytes nobody asked for means the server let it go,
-    /// and it is dropped.
+    /// back (the connection is not used before that reply ended exactly; one whose end has
+    /// not come in time goes to the side drain, and back to the pool if it ends); then a
+    /// zero-wait peek that sees the end of the stream, an error, or bytes nobody asked for
+    /// means the server let it go, and it is dropped.
     async fn take_usable(&self, key: &ConnKey) -> Option<Conn> {
         loop {
             let mut conn = self.take_idle(key)?;
-            if let Some((tail, until)) = conn.tail.take()
-                && !end_tail(&mut conn, tail, until).await
-            {
-                continue;
+            if let Some((tail, until)) = conn.tail.take() {
+                match end_tail(&mut conn, tail, until).await {
+                    TailEnd::Ended => {}
+                    TailEnd::Late(tail) => {
+                        self.drain_aside(conn, tail);
+                        continue;
+                    }
+                    TailEnd::Broken => continue,
+                }
             }
             if conn.is_idle_and_open() {
                 return Some(conn);
             }
         }
+    }
+
+    /// Reads `conn`'s reply stream to its end off the caller's task (see
+    /// [`drain_then_recycle`]); a call waiting at the limit takes it when it is put back.
+    fn drain_aside(&self, conn: Conn, tail: TailDrain) {
+        // The adapter runs under any executor: the drain runs on the blocking pool's thread,
+        // for at most `PARK_MS` (usually a few ms).
+        let net = self.clone();
+        blocking::unblock(move || async_io::block_on(drain_then_recycle(net, conn, tail))).detach();
     }
 
     /// A pooled connection to `key` (`true`: reused) unless `fresh`, else a new one. Waits for
@@ -514,14 +538,35 @@ impl HostNet {
         if !fresh && let Some(conn) = self.take_usable(key).await {
             return Ok((conn, true));
         }
-        let permits = self.permits(key);
+        let (permits, returned) = self.permits(key);
         let permit = loop {
             if let Some(p) = permits.try_acquire_arc() {
                 break p;
             }
-            match self.take_idle(key) {
-                Some(idle) => drop(idle),
-                None => break permits.acquire_arc().await,
+            if fresh {
+                // A fresh one is wanted: closing an idle one frees its permit.
+                if let Some(idle) = self.take_idle(key) {
+                    drop(idle);
+                    continue;
+                }
+            } else if let Some(conn) = self.take_usable(key).await {
+                // Put back while this call looked: what it wanted (checked as any).
+                return Ok((conn, true));
+            }
+            // At the limit, none idle: wait for a permit (a connection closed) or for a
+            // connection put back (a call's end, or a parked one drained on the side).
+            let put_back = returned.listen();
+            if self.has_idle(key) {
+                // Put back between the look above and `listen`: look again.
+                continue;
+            }
+            let next =
+                futures_lite::future::or(async { Some(permits.acquire_arc().await) }, async {
+                    put_back.await;
+                    None
+                });
+            if let Some(p) = next.await {
+                break p;
             }
         };
         let stream = dial(target, route).await?;
@@ -549,10 +594,15 @@ impl HostNet {
 
     /// Puts back a connection whose response ended cleanly and may be kept alive.
     pub fn recycle(&self, conn: Conn) {
-        let mut pools = lock(&self.inner.pools);
-        if let Some(pool) = pools.get_mut(&conn.key) {
+        let returned = {
+            let mut pools = lock(&self.inner.pools);
+            let Some(pool) = pools.get_mut(&conn.key) else {
+                return;
+            };
             pool.idle.push(conn);
-        }
+            pool.returned.clone()
+        };
+        returned.notify(1);
     }
 
     /// Drops every idle connection.
@@ -813,16 +863,28 @@ impl Net for RoutedNet<'_> {
     }
 }
 
-/// How long after its answer the end of a parked reply may come (the next request on the
-/// connection waits for it until then, then drops the connection and takes another): as long
-/// as the core's tail read waits.
+/// How long after its answer the end of a parked reply may come before the next request on
+/// the connection stops waiting for it (the connection then goes to the side drain and the
+/// request takes another): as long as the core's tail read waits.
 const TAIL_WAIT: Duration = Duration::from_millis(25);
 
+/// How long a connection in the side drain may take to end its reply stream before it is
+/// dropped.
+const PARK_MS: u64 = 2_000;
+
+/// How the end of a parked reply went ([`end_tail`]).
+enum TailEnd {
+    /// It ended exactly at the end of a read: the connection may carry another request.
+    Ended,
+    /// It did not come in time: what is left of it, for the side drain.
+    Late(TailDrain),
+    /// The connection sent anything else, closed or failed: it is dropped.
+    Broken,
+}
+
 /// Reads the end of `conn`'s last reply, waiting until `until` at most (past: only what is in
-/// already): true when it ended exactly at the end of a read (the connection may carry
-/// another request); false when it did not come in time, or the connection sent anything
-/// else, closed or failed.
-async fn end_tail(conn: &mut Conn, mut tail: TailDrain, until: Instant) -> bool {
+/// already).
+async fn end_tail(conn: &mut Conn, mut tail: TailDrain, until: Instant) -> TailEnd {
     let mut buf = [0u8; 64];
     loop {
         // The timer is made only if the read has to wait.
@@ -836,12 +898,43 @@ async fn end_tail(conn: &mut Conn, mut tail: TailDrain, until: Instant) -> bool 
         .await;
         match read {
             Some(Ok(n)) if n > 0 => match tail.feed(buf.get(..n).unwrap_or_default()) {
-                Some(true) => return true,
+                Some(true) => return TailEnd::Ended,
                 Some(false) => {}
-                None => return false,
+                None => return TailEnd::Broken,
             },
-            _ => return false,
+            Some(_) => return TailEnd::Broken,
+            None => return TailEnd::Late(tail),
         }
+    }
+}
+
+/// Reads a parked connection until its reply stream ends (then it goes back to the pool), it
+/// sends what is not that stream's framing, it closes, or [`PARK_MS`] pass (then it is
+/// dropped). The call it served has its answer already: a server that ends its stream late
+/// (rmcp in the 2026 era, under load) costs no new connection.
+async fn drain_then_recycle(net: HostNet, mut conn: Conn, mut tail: TailDrain) {
+    let mut buf = [0u8; 512];
+    let ended = futures_lite::future::or(
+        async {
+            loop {
+                match embedded_io_async::Read::read(&mut conn, &mut buf).await {
+                    Ok(n) if n > 0 => match tail.feed(buf.get(..n).unwrap_or_default()) {
+                        Some(true) => return true,
+                        Some(false) => {}
+                        None => return false,
+                    },
+                    _ => return false,
+                }
+            }
+        },
+        async {
+            Timer::after(Duration::from_millis(PARK_MS)).await;
+            false
+        },
+    )
+    .await;
+    if ended {
+        net.recycle(conn);
     }
 }
 

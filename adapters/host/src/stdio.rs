@@ -927,6 +927,9 @@ impl Net for SlotNet<'_> {
         }
     }
 
+    /// A TCP connection whose reply stream has not ended goes to the pool with what is left
+    /// of it, like any routed one (without this, the trait's default dropped it and every
+    /// late stream end cost a new connection); a stdio server has no such stream.
     fn park(&self, ep: &Endpoint<'_>, conn: SlotConn, tail: TailDrain) {
         if let SlotConn::Tcp(c) = conn {
             self.routed.park(ep, c, tail);

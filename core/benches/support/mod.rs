@@ -123,6 +123,7 @@ impl<B: Buf> OnMessage for Handler<'_, B> {
         }
         // The big text is checked as it is written over (the machine's way).
         let (value, deferred) = Value::parse_deferring(msg, JsonLimits::default())?;
+        let value = value.knowing(deferred.ends());
         let Found::Match(Outcome::Result(result)) = jsonrpc::find_response(value, ID)? else {
             return Ok(Verdict::Continue);
         };
@@ -142,7 +143,8 @@ impl<B: Buf> OnMessage for Handler<'_, B> {
     }
 
     fn on_message(&mut self, msg: &[u8], _last_chance: bool) -> Result<Verdict, Failure> {
-        let value = Value::parse(msg, JsonLimits::default())?;
+        let (value, ends) = Value::parse_noting(msg, JsonLimits::default())?;
+        let value = value.knowing(&ends);
         let Found::Match(Outcome::Result(result)) = jsonrpc::find_response(value, ID)? else {
             return Ok(Verdict::Continue);
         };

@@ -1144,6 +1144,8 @@ impl<B: Buf, Sec: AsRef<[u8]>> OnMessage for CallHandler<'_, B, Sec> {
             (self.handle(msg, last_chance, Some(&mut slot))?, None)
         } else {
             let (value, deferred) = Value::parse_deferring(msg, limits)?;
+            // The lookups below cross the result and the big text at once.
+            let value = value.knowing(deferred.ends());
             if deferred.is_empty() {
                 (
                     self.handle_in(msg, value, last_chance, Some(&mut slot))?,
@@ -1259,6 +1261,14 @@ impl<B: Buf, Sec: AsRef<[u8]>> CallHandler<'_, B, Sec> {
         last_chance: bool,
         defer: Defer<'_>,
     ) -> Result<Verdict, Failure> {
+        // On the host the parse notes where the result ends: the id lookup and `resultType`
+        // then cross it at once, not by walking it again.
+        #[cfg(feature = "std")]
+        {
+            let (value, ends) = Value::parse_noting(msg, JsonLimits::default())?;
+            self.handle_in(msg, value.knowing(&ends), last_chance, defer)
+        }
+        #[cfg(not(feature = "std"))]
         self.handle_in(
             msg,
             Value::parse(msg, JsonLimits::default())?,

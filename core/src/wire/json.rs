@@ -20,6 +20,7 @@
 //! byte by byte.
 
 use core::fmt;
+use core::marker::PhantomData;
 
 use memchr::{memchr, memchr2};
 
@@ -147,6 +148,73 @@ fn err(kind: JsonErrorKind, offset: usize) -> JsonError {
 pub struct Value<'a> {
     raw: &'a [u8],
     kind: Kind,
+    /// Where the parse saw values of the message end (host only; nothing on the edge).
+    hint: Hint<'a>,
+}
+
+/// What a [`Value`] knows of where values of its message end ([`Ends`]), handed on to every
+/// value read from it. Never part of a value's identity: two values are equal by span and kind.
+#[derive(Debug, Clone, Copy, Default)]
+struct Hint<'a>(
+    #[cfg(feature = "std")] Option<&'a Ends>,
+    PhantomData<&'a ()>,
+);
+
+impl PartialEq for Hint<'_> {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for Hint<'_> {}
+
+#[cfg(feature = "defmt")]
+impl defmt::Format for Hint<'_> {
+    fn format(&self, _: defmt::Formatter<'_>) {}
+}
+
+impl Hint<'_> {
+    /// Nothing known.
+    const NONE: Self = Hint(
+        #[cfg(feature = "std")]
+        None,
+        PhantomData,
+    );
+
+    /// The offset after the value at `pos` of `input` (a slice of the message the ends are
+    /// of), when the parse noted where it ends; `None` when it did not (always on the edge).
+    #[inline(always)]
+    fn end(self, input: &[u8], pos: usize) -> Option<usize> {
+        #[cfg(feature = "std")]
+        {
+            let ends = self.0?;
+            let at = (input.as_ptr() as usize)
+                .wrapping_add(pos)
+                .wrapping_sub(ends.base);
+            let (first, close) = match input.get(pos)? {
+                b'"' => (at.wrapping_add(1), b'"'),
+                b'{' => (at, b'}'),
+                b'[' => (at, b']'),
+                _ => return None,
+            };
+            let len = if close == b'"' {
+                // A deferred string: (start, end) of its contents.
+                let &(_, b) = ends.strings.iter().find(|s| s.0 == first)?;
+                b.checked_sub(at)? + 1
+            } else {
+                let &(_, e) = ends.containers.iter().find(|c| c.0 == first)?;
+                e.checked_sub(at)?
+            };
+            let end = pos.checked_add(len)?;
+            // Only ever the ends of this message: anything else is not taken.
+            (input.get(end.checked_sub(1)?) == Some(&close)).then_some(end)
+        }
+        #[cfg(not(feature = "std"))]
+        {
+            let _ = (input, pos);
+            None
+        }
+    }
 }
 
 /// A JSON string as it appears in the input: the raw, still escaped bytes between the quotes.
@@ -384,6 +452,10 @@ fn find_quote_or_backslash(hay: &[u8]) -> Option<usize> {
 fn is_utf8(bytes: &[u8]) -> bool {
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     {
+        // Keys, ids and names: short and ASCII, a few words looked at, no call.
+        if bytes.len() <= 32 && bytes.is_ascii() {
+            return true;
+        }
         simdutf8::basic::from_utf8(bytes).is_ok()
     }
     #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
@@ -400,32 +472,89 @@ pub const DEFER_FROM: usize = 4096;
 #[cfg(feature = "std")]
 pub const MAX_DEFERRED: usize = 4;
 
+/// Containers less deep than this (the message is at depth 0, its members' values at 1) have
+/// their ends noted by [`Value::parse_noting`] and [`Value::parse_deferring`].
+#[cfg(feature = "std")]
+pub const ENDS_DEPTH: usize = 3;
+/// At most this many containers' ends are noted (the first to close).
+#[cfg(feature = "std")]
+pub const MAX_ENDS: usize = 8;
+
+/// Where a parse saw some values of a message end: the containers near the top (the message,
+/// its members' values, theirs: [`ENDS_DEPTH`]) and the strings it deferred. A value that
+/// knows them ([`Value::knowing`]), and every value read from it, crosses those values at once
+/// when a walk passes over them, instead of scanning them again: the id lookup, `resultType`
+/// and the in-place plan each skip the result or the big text in a few compares. Host only.
+#[cfg(feature = "std")]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Ends {
+    /// The message's first byte's address and its length: the offsets are from it.
+    base: usize,
+    len: usize,
+    /// Containers: (offset of the opening bracket, offset after the closing one).
+    containers: heapless::Vec<(usize, usize), MAX_ENDS>,
+    /// Deferred strings' contents: (after the opening quote, at the closing quote).
+    strings: heapless::Vec<(usize, usize), MAX_DEFERRED>,
+}
+
+#[cfg(feature = "std")]
+impl Ends {
+    fn of(input: &[u8]) -> Self {
+        Ends {
+            base: input.as_ptr() as usize,
+            len: input.len(),
+            ..Ends::default()
+        }
+    }
+}
+
 /// The value strings [`Value::parse_deferring`] did not check: the offsets of their contents
-/// (after the opening quote, at the closing quote), in the order they came.
+/// (after the opening quote, at the closing quote), in the order they came; and the [`Ends`]
+/// that parse noted.
 #[cfg(feature = "std")]
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Deferred {
-    spans: heapless::Vec<(usize, usize), MAX_DEFERRED>,
+    ends: Ends,
 }
 
 #[cfg(feature = "std")]
 impl Deferred {
     /// Nothing was deferred: the value is checked as [`Value::parse`] checks it.
     pub fn is_empty(&self) -> bool {
-        self.spans.is_empty()
+        self.ends.strings.is_empty()
     }
 
     /// The deferred strings' contents, as (start, end) offsets of the input, in order.
     pub fn spans(&self) -> &[(usize, usize)] {
-        &self.spans
+        &self.ends.strings
+    }
+
+    /// Where the parse saw values end (the deferred strings among them), for
+    /// [`Value::knowing`].
+    pub fn ends(&self) -> &Ends {
+        &self.ends
     }
 }
 
+/// What [`Value::parse_noting`] and [`Value::parse_deferring`] do as they validate: note the
+/// ends of shallow containers, and (when deferring) leave big value strings unchecked.
 #[cfg(feature = "std")]
-impl ValueStrings for Deferred {
+struct Noting<'e> {
+    ends: &'e mut Ends,
+    /// Where the open containers of depth below [`ENDS_DEPTH`] start.
+    starts: [usize; ENDS_DEPTH],
+    defer: bool,
+}
+
+#[cfg(feature = "std")]
+impl Visitor for Noting<'_> {
     #[inline(always)]
     fn value_string(&mut self, input: &[u8], pos: usize) -> Result<usize, JsonError> {
-        if !cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) || self.spans.is_full() {
+        let strings = &mut self.ends.strings;
+        if !self.defer
+            || !cfg!(any(target_arch = "x86_64", target_arch = "aarch64"))
+            || strings.is_full()
+        {
             return scan_string(input, pos);
         }
         match string_end_upto(input, pos, DEFER_FROM) {
@@ -436,12 +565,27 @@ impl ValueStrings for Deferred {
                 // Cut by the end of the input: the exact scanner says where.
                 if end <= pos + 1
                     || input.get(end - 1) != Some(&b'"')
-                    || self.spans.push((pos + 1, end - 1)).is_err()
+                    || strings.push((pos + 1, end - 1)).is_err()
                 {
                     return scan_string(input, pos);
                 }
                 Ok(end)
             }
+        }
+    }
+
+    #[inline(always)]
+    fn open(&mut self, depth: usize, pos: usize) {
+        if let Some(s) = self.starts.get_mut(depth) {
+            *s = pos;
+        }
+    }
+
+    #[inline(always)]
+    fn close(&mut self, depth: usize, end: usize) {
+        if let Some(&start) = self.starts.get(depth) {
+            // Full: the rest are walked as before.
+            let _ = self.ends.containers.push((start, end));
         }
     }
 }
@@ -654,16 +798,29 @@ fn scan_key_colon(input: &[u8], pos: usize) -> Result<usize, JsonError> {
     }
 }
 
-/// How [`validate`] checks the strings that are values (keys are always checked).
-trait ValueStrings {
+/// How [`validate`] checks the strings that are values (keys are always checked), and what it
+/// tells of containers as they open and close (nothing, for [`Value::parse`]).
+trait Visitor {
     /// Checks the string whose opening quote is at `pos`; the offset after it.
     fn value_string(&mut self, input: &[u8], pos: usize) -> Result<usize, JsonError>;
+
+    /// A container opens at `pos`, `depth` containers around it.
+    #[inline(always)]
+    fn open(&mut self, depth: usize, pos: usize) {
+        let _ = (depth, pos);
+    }
+
+    /// The container opened at `depth` ends before `end`.
+    #[inline(always)]
+    fn close(&mut self, depth: usize, end: usize) {
+        let _ = (depth, end);
+    }
 }
 
 /// Every string checked where it lies (what [`Value::parse`] does).
 struct Checked;
 
-impl ValueStrings for Checked {
+impl Visitor for Checked {
     #[inline(always)]
     fn value_string(&mut self, input: &[u8], pos: usize) -> Result<usize, JsonError> {
         scan_string(input, pos)
@@ -681,7 +838,7 @@ fn validate_with(
     input: &[u8],
     mut pos: usize,
     limits: JsonLimits,
-    strings: &mut impl ValueStrings,
+    strings: &mut impl Visitor,
 ) -> Result<usize, JsonError> {
     let mut stack = BitStack::new(limits.max_depth);
     'value: loop {
@@ -689,22 +846,26 @@ fn validate_with(
         match input.get(pos).copied() {
             None => return Err(err(JsonErrorKind::UnexpectedEnd, pos)),
             Some(b'{') => {
+                strings.open(stack.depth, pos);
                 stack.push(true, pos)?;
                 pos = skip_ws(input, pos + 1);
                 if input.get(pos) == Some(&b'}') {
                     stack.pop();
                     pos += 1;
+                    strings.close(stack.depth, pos);
                 } else {
                     pos = scan_key_colon(input, pos)?;
                     continue 'value;
                 }
             }
             Some(b'[') => {
+                strings.open(stack.depth, pos);
                 stack.push(false, pos)?;
                 pos = skip_ws(input, pos + 1);
                 if input.get(pos) == Some(&b']') {
                     stack.pop();
                     pos += 1;
+                    strings.close(stack.depth, pos);
                 } else {
                     continue 'value;
                 }
@@ -733,10 +894,12 @@ fn validate_with(
                 Some(b'}') if in_object => {
                     stack.pop();
                     pos += 1;
+                    strings.close(stack.depth, pos);
                 }
                 Some(b']') if !in_object => {
                     stack.pop();
                     pos += 1;
+                    strings.close(stack.depth, pos);
                 }
                 Some(b) => return Err(err(JsonErrorKind::UnexpectedByte(b), pos)),
                 None => return Err(err(JsonErrorKind::UnexpectedEnd, pos)),
@@ -765,6 +928,19 @@ fn kind_of(first: u8) -> Kind {
 /// with many `\n` escapes is skipped at `memchr` speed.
 fn skip_string(input: &[u8], pos: usize) -> usize {
     let mut p = pos + 1;
+    // Keys, ids and names are short: their quote is found byte by byte, with no `memchr`
+    // call (whose set-up costs more than such a string). Host only (less code on the edge).
+    if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
+        let upto = (pos + 1 + SHORT_STRING).min(input.len());
+        while p < upto {
+            match input.get(p) {
+                Some(b'"') => return p + 1,
+                // No quote before it: the search below starts here.
+                Some(b'\\') => break,
+                _ => p += 1,
+            }
+        }
+    }
     loop {
         let rest = input.get(p..).unwrap_or(&[]);
         let Some(i) = memchr(b'"', rest) else {
@@ -780,8 +956,16 @@ fn skip_string(input: &[u8], pos: usize) -> usize {
     }
 }
 
-/// Offset after the value starting at `pos` (validated input assumed).
-fn skip_value(input: &[u8], pos: usize) -> usize {
+/// How far [`skip_string`] looks byte by byte before it calls `memchr`.
+const SHORT_STRING: usize = 24;
+
+/// Offset after the value starting at `pos` (validated input assumed); at once when `hint`
+/// knows where it ends.
+#[inline]
+fn skip_value(input: &[u8], pos: usize, hint: Hint<'_>) -> usize {
+    if let Some(end) = hint.end(input, pos) {
+        return end;
+    }
     match input.get(pos) {
         Some(b'"') => skip_string(input, pos),
         Some(b'{' | b'[') => {
@@ -820,14 +1004,15 @@ fn skip_value(input: &[u8], pos: usize) -> usize {
     }
 }
 
-fn value_at(input: &[u8], pos: usize) -> Option<(Value<'_>, usize)> {
+fn value_at<'a>(input: &'a [u8], pos: usize, hint: Hint<'a>) -> Option<(Value<'a>, usize)> {
     let first = *input.get(pos)?;
-    let end = skip_value(input, pos);
+    let end = skip_value(input, pos, hint);
     let raw = input.get(pos..end)?;
     Some((
         Value {
             raw,
             kind: kind_of(first),
+            hint,
         },
         end,
     ))
@@ -853,7 +1038,66 @@ impl<'a> Value<'a> {
         Ok(Value {
             raw,
             kind: kind_of(first),
+            hint: Hint::NONE,
         })
+    }
+
+    /// [`Value::parse`] (the same value, the same errors), also noting where the shallow
+    /// containers end ([`Ends`]): give them to the value with [`Value::knowing`] and a walk
+    /// that passes over the result (the id lookup, `resultType`) crosses it at once. Host only.
+    #[cfg(feature = "std")]
+    pub fn parse_noting(
+        input: &'a [u8],
+        limits: JsonLimits,
+    ) -> Result<(Value<'a>, Ends), JsonError> {
+        let mut ends = Ends::of(input);
+        let mut noting = Noting {
+            ends: &mut ends,
+            starts: [0; ENDS_DEPTH],
+            defer: false,
+        };
+        let start = skip_ws(input, 0);
+        let end = validate_with(input, start, limits, &mut noting)?;
+        let after = skip_ws(input, end);
+        if after != input.len() {
+            return Err(err(JsonErrorKind::TrailingData, after));
+        }
+        let raw = input
+            .get(start..end)
+            .ok_or(err(JsonErrorKind::UnexpectedEnd, start))?;
+        let first = raw
+            .first()
+            .copied()
+            .ok_or(err(JsonErrorKind::UnexpectedEnd, start))?;
+        let v = Value {
+            raw,
+            kind: kind_of(first),
+            hint: Hint::NONE,
+        };
+        Ok((v, ends))
+    }
+
+    /// This value, knowing `ends` (noted by the parse of its message: [`Value::parse_noting`],
+    /// [`Deferred::ends`]), as is every value read from it. `ends` of another message are
+    /// not taken (the value is returned as it is).
+    #[cfg(feature = "std")]
+    pub fn knowing<'b>(self, ends: &'b Ends) -> Value<'b>
+    where
+        'a: 'b,
+    {
+        let at = (self.raw.as_ptr() as usize).wrapping_sub(ends.base);
+        let inside = at
+            .checked_add(self.raw.len())
+            .is_some_and(|e| e <= ends.len);
+        Value {
+            raw: self.raw,
+            kind: self.kind,
+            hint: if inside {
+                Hint(Some(ends), PhantomData)
+            } else {
+                self.hint
+            },
+        }
     }
 
     /// [`Value::parse`], except that up to [`MAX_DEFERRED`] value strings longer than
@@ -870,10 +1114,15 @@ impl<'a> Value<'a> {
         limits: JsonLimits,
     ) -> Result<(Value<'a>, Deferred), JsonError> {
         let mut deferred = Deferred {
-            spans: heapless::Vec::new(),
+            ends: Ends::of(input),
+        };
+        let mut noting = Noting {
+            ends: &mut deferred.ends,
+            starts: [0; ENDS_DEPTH],
+            defer: true,
         };
         let start = skip_ws(input, 0);
-        let ok = validate_with(input, start, limits, &mut deferred)
+        let ok = validate_with(input, start, limits, &mut noting)
             .ok()
             .filter(|&end| skip_ws(input, end) == input.len())
             .and_then(|end| input.get(start..end))
@@ -882,6 +1131,7 @@ impl<'a> Value<'a> {
                 Some(Value {
                     raw,
                     kind: kind_of(first),
+                    hint: Hint::NONE,
                 })
             });
         match ok {
@@ -915,6 +1165,7 @@ impl<'a> Value<'a> {
                 &[]
             },
             pos: 1,
+            hint: self.hint,
         }
     }
 
@@ -927,6 +1178,7 @@ impl<'a> Value<'a> {
                 &[]
             },
             pos: 1,
+            hint: self.hint,
         }
     }
 
@@ -1036,12 +1288,17 @@ impl<'a> Value<'a> {
 pub(crate) struct Walk<'a> {
     raw: &'a [u8],
     pos: usize,
+    hint: Hint<'a>,
 }
 
 impl<'a> Walk<'a> {
     /// The members or elements of `v` (an object or an array).
     pub(crate) fn of(v: Value<'a>) -> Self {
-        Walk { raw: v.raw, pos: 1 }
+        Walk {
+            raw: v.raw,
+            pos: 1,
+            hint: v.hint,
+        }
     }
 
     /// The container whose opening bracket is at `pos` of the walked bytes of `outer`, walked
@@ -1050,6 +1307,7 @@ impl<'a> Walk<'a> {
         Walk {
             raw: self.raw,
             pos: pos + 1,
+            hint: self.hint,
         }
     }
 
@@ -1100,7 +1358,7 @@ impl<'a> Walk<'a> {
 
     /// The value that starts where the walk stands, whole; the walk goes on after it.
     pub(crate) fn take(&mut self) -> Option<Value<'a>> {
-        let (v, end) = value_at(self.raw, self.pos)?;
+        let (v, end) = value_at(self.raw, self.pos, self.hint)?;
         self.pos = end;
         Some(v)
     }
@@ -1143,6 +1401,7 @@ impl<'a> Walk<'a> {
         Some(Value {
             raw: self.raw.get(start..end)?,
             kind: Kind::Object,
+            hint: self.hint,
         })
     }
 }
@@ -1152,6 +1411,7 @@ impl<'a> Walk<'a> {
 pub struct Members<'a> {
     raw: &'a [u8],
     pos: usize,
+    hint: Hint<'a>,
 }
 
 impl<'a> Iterator for Members<'a> {
@@ -1177,7 +1437,7 @@ impl<'a> Iterator for Members<'a> {
             return None;
         }
         p = skip_ws(raw, p + 1);
-        let Some((value, end)) = value_at(raw, p) else {
+        let Some((value, end)) = value_at(raw, p, self.hint) else {
             self.pos = raw.len();
             return None;
         };
@@ -1191,6 +1451,7 @@ impl<'a> Iterator for Members<'a> {
 pub struct Elements<'a> {
     raw: &'a [u8],
     pos: usize,
+    hint: Hint<'a>,
 }
 
 impl<'a> Iterator for Elements<'a> {
@@ -1209,7 +1470,7 @@ impl<'a> Iterator for Elements<'a> {
             }
             Some(_) => {}
         }
-        let Some((value, end)) = value_at(raw, p) else {
+        let Some((value, end)) = value_at(raw, p, self.hint) else {
             self.pos = raw.len();
             return None;
         };
@@ -1351,10 +1612,34 @@ impl<'a> JsonStr<'a> {
 
     /// True when the unescaped string equals `s` (no allocation). A lone surrogate compares as
     /// U+FFFD.
+    #[cfg_attr(any(target_arch = "x86_64", target_arch = "aarch64"), inline)]
     pub fn eq_str(&self, s: &str) -> bool {
+        // An escape is longer than what it stands for, so a raw form no longer than `s` is
+        // equal only as it is, and a longer one only through escapes: most keys that are not
+        // `s` differ by length alone (no search for a backslash), inline where they are
+        // compared. Host only (less code on the edge).
+        if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
+            if self.raw.len() < s.len() {
+                return false;
+            }
+            if self.raw.len() == s.len() {
+                return self.raw == s.as_bytes() && !self.raw.contains(&b'\\');
+            }
+            return self.eq_longer(s);
+        }
         if memchr(b'\\', self.raw).is_none() {
             return self.raw == s.as_bytes();
         }
+        self.eq_escaped(s)
+    }
+
+    /// [`JsonStr::eq_str`] of a raw form longer than `s`: equal only through escapes.
+    fn eq_longer(&self, s: &str) -> bool {
+        memchr(b'\\', self.raw).is_some() && self.eq_escaped(s)
+    }
+
+    /// [`JsonStr::eq_str`] piece by piece, through the escapes.
+    fn eq_escaped(&self, s: &str) -> bool {
         let mut rest = s.as_bytes();
         let mut utf8 = [0u8; 4];
         for piece in self.pieces() {
@@ -1493,6 +1778,59 @@ fn unescape_chunk_with<const CHECK: bool>(raw: &[u8], dst: &mut [u8]) -> Option<
     let backslash = set_splat_i8_m128i(b'\\' as i8);
     let below = set_splat_i8_m128i(0x1F);
     let (mut from, mut to) = (0, 0);
+    // 64 bytes at a time while there is room for a block and a copy of 64 after any place
+    // in it: the block is copied whole, and after an escape the rest of it is copied again
+    // where it now goes (one copy, not a new look at the bytes): text with an escape every
+    // few dozen bytes costs one mask per 64 bytes and one copy per escape.
+    'blocks: while let (Some(window), true) = (raw.get(from..from + 128), dst.len() >= to + 128) {
+        let base = from;
+        let Ok(block) = <&[u8; 64]>::try_from(window.get(..64).unwrap_or(&[])) else {
+            break;
+        };
+        if !copy64(raw, from, dst, to) {
+            break;
+        }
+        let mut hits = 0u64;
+        for (j, chunk) in block.chunks_exact(16).enumerate() {
+            let Ok(lanes) = <&[u8; 16]>::try_from(chunk) else {
+                continue;
+            };
+            let v = load_unaligned_m128i(lanes);
+            let mut stops = cmp_eq_mask_i8_m128i(v, backslash);
+            if CHECK {
+                // A control byte is one whose max with 0x1F is 0x1F.
+                stops |= cmp_eq_mask_i8_m128i(max_u8_m128i(v, below), below);
+            }
+            // 16 meaningful bits; the cast keeps exactly them.
+            hits |= u64::from(move_mask_i8_m128i(stops) as u16) << (16 * j);
+        }
+        loop {
+            if hits == 0 {
+                // The rest of the block is plain, and already copied where it goes.
+                to += base + 64 - from;
+                from = base + 64;
+                continue 'blocks;
+            }
+            let k = base + hits.trailing_zeros() as usize;
+            to += k - from;
+            from = k;
+            if CHECK && raw.get(from) != Some(&b'\\') {
+                return None;
+            }
+            match unescape_one(raw, from, dst, to) {
+                Ok(next) => (from, to) = next,
+                Err(end) => return unescape_stop::<CHECK>(raw, end),
+            }
+            if from >= base + 64 {
+                continue 'blocks;
+            }
+            // The output is shorter than the escape: the rest of the block again.
+            if !copy64(raw, from, dst, to) {
+                break 'blocks;
+            }
+            hits &= u64::MAX.checked_shl((from - base) as u32).unwrap_or(0);
+        }
+    }
     while let (Some(s), Some(d)) = (raw.get(from..from + 16), dst.get_mut(to..to + 16)) {
         let (Ok(s), Ok(d)) = (<&[u8; 16]>::try_from(s), <&mut [u8; 16]>::try_from(d)) else {
             break;
@@ -1531,6 +1869,20 @@ fn unescape_chunk_with<const CHECK: bool>(raw: &[u8], dst: &mut [u8]) -> Option<
         dst.get_mut(to..).unwrap_or(&mut []),
     )?;
     Some((from + used, to + made))
+}
+
+/// Copies the 64 bytes of `raw` at `from` to `dst` at `to`; false when either is short.
+#[cfg(all(feature = "std", target_arch = "x86_64"))]
+#[inline(always)]
+fn copy64(raw: &[u8], from: usize, dst: &mut [u8], to: usize) -> bool {
+    let (Some(s), Some(d)) = (raw.get(from..from + 64), dst.get_mut(to..to + 64)) else {
+        return false;
+    };
+    let (Ok(s), Ok(d)) = (<&[u8; 64]>::try_from(s), <&mut [u8; 64]>::try_from(d)) else {
+        return false;
+    };
+    *d = *s;
+    true
 }
 
 /// Where [`unescape_one`] stopped: a malformed escape (it says the whole string is used) is

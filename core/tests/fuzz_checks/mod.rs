@@ -514,6 +514,7 @@ fn has_surrogate_escape(data: &[u8]) -> bool {
 /// (byte for byte when serde_json keeps number text and order); strict agreement on validity.
 pub fn json(data: &[u8]) {
     deferred_is_parse(data);
+    noted_is_parse(data);
     let parsed = Value::parse(data, JsonLimits::default());
     let ours = parsed.as_ref().ok().copied();
     let theirs = serde_json::from_slice::<serde_json::Value>(data);
@@ -601,6 +602,8 @@ fn deferred_is_parse(data: &[u8]) {
                 continue;
             }
         };
+        // As the machine's handler does: the walks cross the noted ends at once.
+        let v = v.knowing(deferred.ends());
         let Some(result) = v.get("result") else {
             continue;
         };
@@ -636,6 +639,43 @@ fn deferred_is_parse(data: &[u8]) {
             }
         }
     }
+}
+
+/// `Value::parse_noting` is `Value::parse` (the same value or the same error), and every
+/// value a walk finds with the noted ends (`Value::knowing`) is where the walk without them
+/// finds it.
+fn noted_is_parse(data: &[u8]) {
+    let exact = Value::parse(data, JsonLimits::default());
+    let noted = Value::parse_noting(data, JsonLimits::default());
+    assert_eq!(
+        exact.as_ref().err(),
+        noted.as_ref().err(),
+        "parse_noting's error is parse's"
+    );
+    let (Ok(v), Ok((n, ends))) = (exact, noted) else {
+        return;
+    };
+    assert_eq!(v.raw().as_ptr(), n.raw().as_ptr());
+    assert_eq!(
+        spans(v),
+        spans(n.knowing(&ends)),
+        "the noted ends moved a value"
+    );
+}
+
+/// Every value under `root`, depth first, as (address, length, kind); keys by address.
+fn spans(root: Value<'_>) -> Vec<(usize, usize, Kind)> {
+    let mut out = Vec::new();
+    let mut stack = vec![root];
+    while let Some(v) = stack.pop() {
+        out.push((v.raw().as_ptr() as usize, v.raw().len(), v.kind()));
+        for (k, m) in v.members() {
+            out.push((k.raw().as_ptr() as usize, k.raw().len(), Kind::Null));
+            stack.push(m);
+        }
+        stack.extend(v.elements());
+    }
+    out
 }
 
 /// Any JSON as a `tools/call` result: flattened where it lies (the host's way for big replies)

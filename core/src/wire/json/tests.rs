@@ -667,3 +667,131 @@ proptest! {
         prop_assert_eq!(unescaped_in_chunks(s.raw(), piece), want.bytes().to_vec(), "{}", src);
     }
 }
+
+// ---- ends noted by the parse ----
+
+/// Every value under `v` to `depth` levels (each member's key too), as (offset in `base`,
+/// length, kind), in walk order.
+fn walked(base: &[u8], v: Value<'_>, depth: usize, out: &mut Vec<(usize, usize, Kind)>) {
+    let at = crate::wire::content::span_in(base, v.raw()).unwrap();
+    out.push((at.start, at.len(), v.kind()));
+    if depth == 0 {
+        return;
+    }
+    for (k, m) in v.members() {
+        out.push((
+            crate::wire::content::span_in(base, k.raw()).unwrap().start,
+            0,
+            Kind::Null,
+        ));
+        walked(base, m, depth - 1, out);
+    }
+    for e in v.elements() {
+        walked(base, e, depth - 1, out);
+    }
+    // `get` of each key finds what the members did.
+    for (k, m) in v.members() {
+        if let Some(key) = k.as_plain() {
+            let first = v.get(key).unwrap();
+            let again = v.members().find(|(k2, _)| k2.eq_str(key)).unwrap().1;
+            assert_eq!(first.raw().as_ptr(), again.raw().as_ptr());
+            let _ = m;
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    /// `parse_noting` is `parse` (the same value, the same error), and a walk of the value
+    /// that knows the ends it noted finds every value where a walk without them does.
+    #[test]
+    fn noted_ends_change_no_value_and_no_error(
+        v in arb_json(),
+        edits in prop::collection::vec((any::<prop::sample::Index>(), 0u8..3, prop::sample::select(
+            b"{}[],:\"\\ \t\n0123456789.eE+-tfnul\x00\xff".to_vec())), 0..3),
+    ) {
+        let mut bytes = serde_json::to_vec(&v).unwrap();
+        for (at, op, b) in edits {
+            let i = at.index(bytes.len() + 1);
+            match op {
+                0 if i < bytes.len() => bytes[i] = b,
+                1 => bytes.insert(i, b),
+                _ if i < bytes.len() => { bytes.remove(i); }
+                _ => bytes.push(b),
+            }
+        }
+        let plain = parse(&bytes);
+        let noted = Value::parse_noting(&bytes, JsonLimits::default());
+        prop_assert_eq!(plain.as_ref().err(), noted.as_ref().err());
+        if let (Ok(p), Ok((n, ends))) = (plain, noted) {
+            prop_assert_eq!(p.raw().as_ptr(), n.raw().as_ptr());
+            prop_assert_eq!(p, n);
+            let (mut without, mut with) = (Vec::new(), Vec::new());
+            walked(&bytes, p, 5, &mut without);
+            walked(&bytes, n.knowing(&ends), 5, &mut with);
+            prop_assert_eq!(without, with);
+        }
+    }
+
+    /// The same with big strings deferred (`parse_deferring`): the walk crosses them at once
+    /// and finds every value where it was.
+    #[test]
+    fn deferred_ends_change_no_walk(
+        v in arb_json(),
+        big in prop::collection::vec(("[a-z\"\\\\\n]{1,3}", 4200usize..5000), 1..3),
+        wrap in 0usize..4,
+    ) {
+        // Big strings beside and inside the generated value, a few levels deep.
+        let mut doc = serde_json::json!({ "v": v });
+        for (i, (piece, n)) in big.iter().enumerate() {
+            let text: String = piece.repeat(*n);
+            let mut x = serde_json::json!({ "text": text, "i": i });
+            for _ in 0..wrap {
+                x = serde_json::json!([{ "w": x }]);
+            }
+            doc[std::format!("k{i}")] = x;
+        }
+        let bytes = serde_json::to_vec(&doc).unwrap();
+        let (p, deferred) = Value::parse_deferring(&bytes, JsonLimits::default()).unwrap();
+        prop_assert!(!deferred.is_empty());
+        let (mut without, mut with) = (Vec::new(), Vec::new());
+        walked(&bytes, parse(&bytes).unwrap(), 12, &mut without);
+        walked(&bytes, p.knowing(deferred.ends()), 12, &mut with);
+        prop_assert_eq!(without, with);
+    }
+}
+
+#[test]
+fn ends_of_another_message_are_not_taken() {
+    let a = br#"{"a":[1,2,3],"b":"x"}"#;
+    let b = br#"{"a":[1,2,3],"b":"x"}"#.to_vec();
+    let (_, ends) = Value::parse_noting(a, JsonLimits::default()).unwrap();
+    let vb = parse(&b).unwrap().knowing(&ends);
+    assert_eq!(vb.get("a").unwrap().raw(), b"[1,2,3]");
+    assert_eq!(vb.get("b").unwrap().raw(), b"\"x\"");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 1024, ..ProptestConfig::default() })]
+
+    /// `eq_str` is equality of the unescaped string, whatever the lengths: escaped forms
+    /// (all or some characters), the raw form itself, and near misses.
+    #[test]
+    fn eq_str_is_unescaped_equality(
+        t in "[a-z\"\\\\/\n\u{1}é😀]{0,6}",
+        other in "[a-z\"\\\\/\n\u{1}é😀]{0,8}",
+        all in any::<bool>(),
+    ) {
+        let src = if all { escape_all(&t) } else { serde_json::to_string(&t).unwrap() };
+        let v = parse(src.as_bytes()).unwrap();
+        let js = v.as_str().unwrap();
+        prop_assert!(js.eq_str(&t));
+        prop_assert_eq!(js.eq_str(&other), other == t);
+        let raw = core::str::from_utf8(js.raw()).unwrap();
+        prop_assert_eq!(js.eq_str(raw), raw == t);
+        let mut longer = t.clone();
+        longer.push('x');
+        prop_assert!(!js.eq_str(&longer));
+    }
+}
