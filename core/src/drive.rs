@@ -66,6 +66,14 @@ pub trait Net {
     fn park(&self, ep: &Endpoint<'_>, conn: Self::Conn, tail: TailDrain) {
         let _ = (ep, conn, tail);
     }
+    /// True when [`park`](Self::park) keeps the connection and finishes its framing before it
+    /// carries another request (the end usually is in the socket by then): the driver then
+    /// hands an answer back at once instead of reading the end of its reply first, which for
+    /// an SSE reply whose terminator comes in its own segment is one more wait a call. The
+    /// default (false) keeps that read, as an adapter that drops parked connections must.
+    fn parks_tails(&self) -> bool {
+        false
+    }
 }
 
 /// Where a slot's state lives: a lock on the host, a cell on the edge.
@@ -144,6 +152,10 @@ where
                 }
             }
             Action::Receive => {
+                if net.parks_tails() && op.reading_tail() {
+                    op.leave_tail();
+                    continue;
+                }
                 let Some(c) = conn.as_mut() else {
                     op.handle_read_failed();
                     continue;

@@ -27,7 +27,8 @@
 //! `cargo bench -p verifi-mcp-tests --bench e2e` (`-- quick` for a short run; `-- only=stateful`,
 //! `only=json` or `only=big` for one part; `-- quick ours-only` runs just our loops, for a
 //! profiler, `floor-only` the floor's; with `only=json` in JSON mode, `in=N` at one concurrency,
-//! `calls=N` calls per case, `era=2026` for ours with default options).
+//! `calls=N` calls per case, `secs=N` seconds per case at most, `era=2026` for ours with default
+//! options).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -515,13 +516,21 @@ fn one_client(mode: Mode, b: &Bounds, floor: bool, only_in: Option<usize>, era: 
         let mut f = Floor::new(&server);
         for in_flight in cases {
             let s = f.run(in_flight, b);
-            println!("{in_flight:>3} in flight: floor {:.0} calls/s", s.rate());
+            println!(
+                "{in_flight:>3} in flight: floor {:.0} calls/s ({} calls)",
+                s.rate(),
+                s.lat.len()
+            );
         }
     } else {
         let ours = Ours::new(&server, era);
         for in_flight in cases {
             let s = ours.run(in_flight, b);
-            println!("{in_flight:>3} in flight: ours {:.0} calls/s", s.rate());
+            println!(
+                "{in_flight:>3} in flight: ours {:.0} calls/s ({} calls)",
+                s.rate(),
+                s.lat.len()
+            );
         }
     }
 }
@@ -660,6 +669,10 @@ fn main() {
     };
     if let Some(n) = std::env::args().find_map(|a| a.strip_prefix("calls=")?.parse().ok()) {
         b.calls = n;
+    }
+    // Under a profiler the calls are slower: `secs=N` lets `calls=N` be reached.
+    if let Some(n) = std::env::args().find_map(|a| a.strip_prefix("secs=")?.parse().ok()) {
+        b.time = Duration::from_secs(n);
     }
     let floor_only = std::env::args().any(|a| a == "floor-only");
     if floor_only || std::env::args().any(|a| a == "ours-only") {

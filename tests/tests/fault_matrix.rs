@@ -47,6 +47,8 @@ enum Op {
     Trickle(Vec<u8>, Duration),
     /// Read and drop client bytes until the client closes or the time passes, then close.
     Hold(Duration),
+    /// Wait, then go on with the next op.
+    Pause(Duration),
     Close,
 }
 
@@ -181,6 +183,10 @@ fn serve(stream: &mut TcpStream, n: usize, ctl: &Ctl, log: &Mutex<Vec<Request>>,
                     let mut sink = [0u8; 4096];
                     while matches!(stream.read(&mut sink), Ok(n) if n > 0) {}
                     false
+                }
+                Op::Pause(d) => {
+                    std::thread::sleep(d);
+                    true
                 }
                 Op::Close => false,
             };
@@ -1391,4 +1397,85 @@ fn nothing_is_sent_to_a_dead_primary_when_the_run_closes() {
             "the live fallback's session is ended"
         );
     });
+}
+
+// ---- the end of an SSE reply that comes after its answer -------------------------------------
+
+/// Every `tools/call` answered over SSE (one event chunk), then `then` where the chunked
+/// terminator would be; the rest served well.
+fn sse_answer_then(then: Vec<Op>) -> impl Fn(&Request, &Ctl) -> Vec<Op> + Send + Sync + 'static {
+    move |req, ctl| {
+        if req.method().as_deref() != Some("tools/call") {
+            return well_behaved(req, ctl);
+        }
+        let mut b = sse_head();
+        b.extend(chunk(&sse_event(&text_result(req, &echo_text(req)))));
+        let mut ops = vec![Op::Send(b)];
+        ops.extend(then.iter().cloned());
+        ops
+    }
+}
+
+/// `calls` echo calls on one slot of `server`, each answered, each run once.
+fn echo_calls(server: &Faulty, calls: usize) {
+    let ctx = ctx_for(server);
+    run_bounded(CASE_BOUND, async {
+        let kali = ctx.mcp("kali").unwrap();
+        for i in 0..calls {
+            let text = format!("t{i}");
+            let (r, took) = timed(kali.call("echo", json!({ "text": text }))).await;
+            assert!(r.ok && r.text == text, "call {i}: {r:?}");
+            assert!(took < SETTLE, "call {i} took {took:?}");
+        }
+    });
+    assert_eq!(
+        server.ctl.tool_calls.load(Ordering::SeqCst),
+        calls,
+        "each call ran once"
+    );
+}
+
+#[test]
+fn a_late_sse_terminator_is_read_before_the_next_request_on_its_connection() {
+    // The host hands each answer back at its event and pools the connection with the end of
+    // its reply still to come; the next request reads that end first and reuses it.
+    let server = Faulty::start(
+        false,
+        sse_answer_then(vec![
+            Op::Pause(Duration::from_millis(5)),
+            Op::Send(b"0\r\n\r\n".to_vec()),
+        ]),
+    );
+    server.heal();
+    echo_calls(&server, 5);
+    assert_eq!(server.connections(), 1, "one kept-alive connection");
+}
+
+#[test]
+fn an_sse_reply_that_never_ends_costs_its_connection_not_a_call() {
+    // No terminator (the server holds the connection): the next call waits for it briefly,
+    // leaves the connection to the side drain and takes a new one; nothing is sent twice.
+    let server = Faulty::start(
+        false,
+        sse_answer_then(vec![Op::Hold(Duration::from_secs(3))]),
+    );
+    server.heal();
+    echo_calls(&server, 3);
+    // The handshake's connection carried the first call; each later one a new connection.
+    assert_eq!(server.connections(), 3);
+}
+
+#[test]
+fn bytes_after_an_sse_answer_that_are_not_its_end_drop_the_connection() {
+    // Not the chunked terminator: the connection is not reused.
+    let server = Faulty::start(
+        false,
+        sse_answer_then(vec![
+            Op::Pause(Duration::from_millis(5)),
+            Op::Send(b"HTTP/1.1 200 OK\r\n\r\n".to_vec()),
+        ]),
+    );
+    server.heal();
+    echo_calls(&server, 3);
+    assert_eq!(server.connections(), 3);
 }

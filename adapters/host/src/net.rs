@@ -159,7 +159,7 @@ impl Route {
 
 /// A pool's full key: the endpoint, and how it is reached (proxy, TLS configuration).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct ConnKey {
+pub(crate) struct ConnKey {
     target: PoolKey,
     /// The proxy's label and whether it has credentials (none: direct).
     proxy: Option<(String, Option<u64>)>,
@@ -181,7 +181,22 @@ impl ConnKey {
             tls: Arc::as_ptr(&route.tls) as usize,
         }
     }
+
+    /// Whether this is the key of `ep` (on the route it was made for).
+    fn is_of(&self, ep: &Endpoint<'_>) -> bool {
+        self.target.port == ep.port()
+            && self.target.tls == (ep.scheme() == Scheme::Https)
+            && self.target.host == ep.host()
+    }
 }
+
+/// A slot's pool keys, made once per endpoint instead of once per call (each is two `String`s
+/// and a proxy-rule lookup): the slot's route and endpoints do not change.
+#[derive(Default)]
+pub(crate) struct KeyCache(Mutex<Vec<Arc<ConnKey>>>);
+
+/// Most keys a [`KeyCache`] keeps (a slot has a primary and a fallback).
+const CACHED_KEYS: usize = 4;
 
 /// A TCP or TLS byte stream (futures-io traits).
 pub enum Stream {
@@ -242,10 +257,14 @@ impl AsyncWrite for Stream {
 /// permit of its endpoint's connection limit until dropped.
 pub struct Conn {
     io: FromFutures<Stream>,
-    key: ConnKey,
+    key: Arc<ConnKey>,
     _permit: SemaphoreGuardArc,
     /// The wire observer and this connection's number, when tracing.
     trace: Option<(WireTrace, u64)>,
+    /// The end of the last reply's framing when it had not come yet as the answer was handed
+    /// back ([`Net::park`]), and until when it may come: read before the connection carries
+    /// another request.
+    tail: Option<(TailDrain, Instant)>,
 }
 
 impl Conn {
@@ -346,7 +365,7 @@ impl std::hash::Hasher for Fnv {
 }
 
 struct NetInner {
-    pools: Mutex<HashMap<ConnKey, Pool, BuildHasherDefault<Fnv>>>,
+    pools: Mutex<HashMap<Arc<ConnKey>, Pool, BuildHasherDefault<Fnv>>>,
     limit: usize,
     route: Route,
     epoch: Instant,
@@ -432,9 +451,9 @@ impl HostNet {
     }
 
     /// The permits of `key`'s connections and the event of one being put back.
-    fn permits(&self, key: &ConnKey) -> (Arc<Semaphore>, Arc<Event>) {
+    fn permits(&self, key: &Arc<ConnKey>) -> (Arc<Semaphore>, Arc<Event>) {
         let mut pools = lock(&self.inner.pools);
-        let pool = pools.entry(key.clone()).or_insert_with(|| Pool {
+        let pool = pools.entry(Arc::clone(key)).or_insert_with(|| Pool {
             idle: Vec::new(),
             permits: Arc::new(Semaphore::new(self.inner.limit)),
             returned: Arc::new(Event::new()),
@@ -449,17 +468,44 @@ impl HostNet {
             .is_some_and(|p| !p.idle.is_empty())
     }
 
+    /// A pooled connection to `key`, unchecked.
+    fn take_idle(&self, key: &ConnKey) -> Option<Conn> {
+        lock(&self.inner.pools).get_mut(key)?.idle.pop()
+    }
+
     /// A pooled connection to `key` that is still usable. Each is checked before it is handed
     /// out (a written tools/call is never re-sent, so a stale socket must not be written to):
-    /// a zero-wait peek that sees the end of the stream, an error, or bytes nobody asked for
+    /// the end of its last reply is read first if it had not come when the answer was handed
+    /// back (the connection is not used before that reply ended exactly; one whose end has
+    /// not come in time goes to the side drain, and back to the pool if it ends); then a
+    /// zero-wait peek that sees the end of the stream, an error, or bytes nobody asked for
     /// means the server let it go, and it is dropped.
-    fn take_idle(&self, key: &ConnKey) -> Option<Conn> {
+    async fn take_usable(&self, key: &ConnKey) -> Option<Conn> {
         loop {
-            let conn = lock(&self.inner.pools).get_mut(key)?.idle.pop()?;
+            let mut conn = self.take_idle(key)?;
+            if let Some((tail, until)) = conn.tail.take() {
+                match end_tail(&mut conn, tail, until).await {
+                    TailEnd::Ended => {}
+                    TailEnd::Late(tail) => {
+                        self.drain_aside(conn, tail);
+                        continue;
+                    }
+                    TailEnd::Broken => continue,
+                }
+            }
             if conn.is_idle_and_open() {
                 return Some(conn);
             }
         }
+    }
+
+    /// Reads `conn`'s reply stream to its end off the caller's task (see
+    /// [`drain_then_recycle`]); a call waiting at the limit takes it when it is put back.
+    fn drain_aside(&self, conn: Conn, tail: TailDrain) {
+        // The adapter runs under any executor: the drain runs on the blocking pool's thread,
+        // for at most `PARK_MS` (usually a few ms).
+        let net = self.clone();
+        blocking::unblock(move || async_io::block_on(drain_then_recycle(net, conn, tail))).detach();
     }
 
     /// A pooled connection to `key` (`true`: reused) unless `fresh`, else a new one. Waits for
@@ -477,8 +523,19 @@ impl HostNet {
         route: &Route,
         fresh: bool,
     ) -> Result<(Conn, bool), ConnectFailure> {
-        let key = &ConnKey::new(target, route);
-        if !fresh && let Some(conn) = self.take_idle(key) {
+        self.open_keyed(&Arc::new(ConnKey::new(target, route)), route, fresh)
+            .await
+    }
+
+    /// [`HostNet::open_routed`] with the full key made already (see [`KeyCache`]).
+    async fn open_keyed(
+        &self,
+        key: &Arc<ConnKey>,
+        route: &Route,
+        fresh: bool,
+    ) -> Result<(Conn, bool), ConnectFailure> {
+        let target = &key.target;
+        if !fresh && let Some(conn) = self.take_usable(key).await {
             return Ok((conn, true));
         }
         let (permits, returned) = self.permits(key);
@@ -486,15 +543,15 @@ impl HostNet {
             if let Some(p) = permits.try_acquire_arc() {
                 break p;
             }
-            match self.take_idle(key) {
-                // Put back while this call looked: what it wanted.
-                Some(idle) if !fresh => return Ok((idle, true)),
+            if fresh {
                 // A fresh one is wanted: closing an idle one frees its permit.
-                Some(idle) => {
+                if let Some(idle) = self.take_idle(key) {
                     drop(idle);
                     continue;
                 }
-                None => {}
+            } else if let Some(conn) = self.take_usable(key).await {
+                // Put back while this call looked: what it wanted (checked as any).
+                return Ok((conn, true));
             }
             // At the limit, none idle: wait for a permit (a connection closed) or for a
             // connection put back (a call's end, or a parked one drained on the side).
@@ -526,9 +583,10 @@ impl HostNet {
         Ok((
             Conn {
                 io: FromFutures::new(stream),
-                key: key.clone(),
+                key: Arc::clone(key),
                 _permit: permit,
                 trace,
+                tail: None,
             },
             false,
         ))
@@ -726,6 +784,36 @@ pub struct RoutedNet<'a> {
     pub net: &'a HostNet,
     /// The slot's proxy and trust.
     pub route: &'a Route,
+    /// The slot's pool keys, kept between calls (none: made per connection).
+    pub(crate) keys: Option<&'a KeyCache>,
+}
+
+impl<'a> RoutedNet<'a> {
+    /// `net` through `route`.
+    pub fn new(net: &'a HostNet, route: &'a Route) -> Self {
+        RoutedNet {
+            net,
+            route,
+            keys: None,
+        }
+    }
+
+    /// The full pool key of `ep` on this route: the slot's kept one when there is one.
+    fn key(&self, ep: &Endpoint<'_>) -> Arc<ConnKey> {
+        let make = || Arc::new(ConnKey::new(&key_of(ep), self.route));
+        let Some(cache) = self.keys else {
+            return make();
+        };
+        let mut keys = lock(&cache.0);
+        if let Some(k) = keys.iter().find(|k| k.is_of(ep)) {
+            return Arc::clone(k);
+        }
+        let k = make();
+        if keys.len() < CACHED_KEYS {
+            keys.push(Arc::clone(&k));
+        }
+        k
+    }
 }
 
 impl Net for RoutedNet<'_> {
@@ -733,7 +821,7 @@ impl Net for RoutedNet<'_> {
 
     async fn connect(&self, ep: &Endpoint<'_>, fresh: bool) -> Result<(Conn, bool), ConnectError> {
         self.net
-            .open_routed(&key_of(ep), self.route, fresh)
+            .open_keyed(&self.key(ep), self.route, fresh)
             .await
             .map_err(|f| ConnectError::from(&f))
     }
@@ -758,20 +846,67 @@ impl Net for RoutedNet<'_> {
         self.net.sleep_until_ms(at).await;
     }
 
-    fn park(&self, ep: &Endpoint<'_>, conn: Conn, tail: TailDrain) {
+    fn park(&self, ep: &Endpoint<'_>, mut conn: Conn, tail: TailDrain) {
         // Not pooled anyway (see `recycle`).
         if ep.absolute_form() {
             return;
         }
-        // The adapter runs under any executor: the drain runs on the blocking pool's thread,
-        // for at most `PARK_MS` (usually a few ms).
-        let net = self.net.clone();
-        blocking::unblock(move || async_io::block_on(drain_then_recycle(net, conn, tail))).detach();
+        // Pooled with the end of its reply still to read: the next request on it reads that
+        // first (usually already in the socket by then; see `HostNet::take_usable`). It gets
+        // as long to come as the core's tail read gives it, counted from the answer.
+        conn.tail = Some((tail, Instant::now() + TAIL_WAIT));
+        self.net.recycle(conn);
+    }
+
+    fn parks_tails(&self) -> bool {
+        true
     }
 }
 
-/// How long a parked connection's reply stream may take to end before it is dropped.
+/// How long after its answer the end of a parked reply may come before the next request on
+/// the connection stops waiting for it (the connection then goes to the side drain and the
+/// request takes another): as long as the core's tail read waits.
+const TAIL_WAIT: Duration = Duration::from_millis(25);
+
+/// How long a connection in the side drain may take to end its reply stream before it is
+/// dropped.
 const PARK_MS: u64 = 2_000;
+
+/// How the end of a parked reply went ([`end_tail`]).
+enum TailEnd {
+    /// It ended exactly at the end of a read: the connection may carry another request.
+    Ended,
+    /// It did not come in time: what is left of it, for the side drain.
+    Late(TailDrain),
+    /// The connection sent anything else, closed or failed: it is dropped.
+    Broken,
+}
+
+/// Reads the end of `conn`'s last reply, waiting until `until` at most (past: only what is in
+/// already).
+async fn end_tail(conn: &mut Conn, mut tail: TailDrain, until: Instant) -> TailEnd {
+    let mut buf = [0u8; 64];
+    loop {
+        // The timer is made only if the read has to wait.
+        let read = futures_lite::future::or(
+            async { Some(embedded_io_async::Read::read(conn, &mut buf).await) },
+            async {
+                Timer::at(until).await;
+                None
+            },
+        )
+        .await;
+        match read {
+            Some(Ok(n)) if n > 0 => match tail.feed(buf.get(..n).unwrap_or_default()) {
+                Some(true) => return TailEnd::Ended,
+                Some(false) => {}
+                None => return TailEnd::Broken,
+            },
+            Some(_) => return TailEnd::Broken,
+            None => return TailEnd::Late(tail),
+        }
+    }
+}
 
 /// Reads a parked connection until its reply stream ends (then it goes back to the pool), it
 /// sends what is not that stream's framing, it closes, or [`PARK_MS`] pass (then it is

@@ -21,7 +21,7 @@ use verifi_mcp_core::drive::{
 use verifi_mcp_core::harness::events::{Timeline, TimelineEvent};
 use verifi_mcp_core::harness::failover::Target;
 use verifi_mcp_core::harness::meter::{Ledger, LedgerRecord};
-use verifi_mcp_core::wire::endpoint::Endpoint;
+use verifi_mcp_core::wire::endpoint::{Endpoint, EndpointShape};
 use verifi_mcp_core::wire::json::{JsonLimits, Value};
 
 use crate::net::{Route, RoutedNet};
@@ -143,7 +143,16 @@ pub(crate) struct SlotInner {
     /// Whether requests to the primary and the fallback go in absolute form (see
     /// [`Route::absolute_form`]), once the endpoints were first parsed.
     absolute_form: std::sync::OnceLock<[bool; 2]>,
+    /// The pool keys of the slot's endpoints, made on its first connections.
+    keys: crate::net::KeyCache,
+    /// Where the primary's and the fallback's parts lie in their manifest strings, once
+    /// parsed (none for a slot with a stdio server): each call rebuilds its endpoints from
+    /// them instead of parsing and checking the strings again.
+    shapes: std::sync::OnceLock<Option<EndpointShapes>>,
 }
+
+/// The shapes of a slot's primary and fallback endpoints (see [`SlotInner::shapes`]).
+type EndpointShapes = (EndpointShape, Option<EndpointShape>);
 
 /// A slot of the run. Clones share one session and one failover state.
 #[derive(Clone)]
@@ -331,6 +340,8 @@ impl SlotHandle {
                 output_schemas: Mutex::new(HashMap::new()),
                 stdio,
                 absolute_form: std::sync::OnceLock::new(),
+                keys: crate::net::KeyCache::default(),
+                shapes: std::sync::OnceLock::new(),
             }),
         }
     }
@@ -385,8 +396,39 @@ impl SlotHandle {
         }
     }
 
-    /// The slot's endpoints parsed, or why the manifest's endpoints cannot be used.
+    /// The slot's endpoints parsed, or why the manifest's endpoints cannot be used: rebuilt
+    /// from their kept shapes after the first parse.
     pub(crate) fn endpoints(&self) -> Result<(Endpoint<'_>, Option<Endpoint<'_>>), String> {
+        let spec = &self.inner.spec;
+        if let Some(Some((p, f))) = self.inner.shapes.get() {
+            let primary = p.endpoint(&spec.primary);
+            let fallback = match (f, spec.fallback.as_deref()) {
+                (Some(f), Some(s)) => f.endpoint(s).map(Some),
+                (None, None) => Some(None),
+                _ => None,
+            };
+            // Always both: the shapes were taken from these very strings.
+            if let (Some(p), Some(f)) = (primary, fallback) {
+                return Ok((p, f));
+            }
+        }
+        let (primary, fallback) = self.parse_endpoints()?;
+        let _ = self.inner.shapes.set(
+            (spec.primary_command.is_none() && spec.fallback_command.is_none())
+                .then(|| {
+                    let f = match (&fallback, spec.fallback.as_deref()) {
+                        (Some(f), Some(s)) => Some(f.shape(s)?),
+                        _ => None,
+                    };
+                    Some((primary.shape(&spec.primary)?, f))
+                })
+                .flatten(),
+        );
+        Ok((primary, fallback))
+    }
+
+    /// [`endpoints`](Self::endpoints), parsed from the manifest's strings.
+    fn parse_endpoints(&self) -> Result<(Endpoint<'_>, Option<Endpoint<'_>>), String> {
         let spec = &self.inner.spec;
         let parse = if self.inner.run.options.exact_mcp_urls {
             Endpoint::parse_exact
@@ -494,6 +536,7 @@ impl SlotHandle {
             routed: RoutedNet {
                 net: &self.inner.run.net,
                 route: self.route()?,
+                keys: Some(&self.inner.keys),
             },
             stdio: [self.inner.stdio[0].as_ref(), self.inner.stdio[1].as_ref()],
             alarm: None,

@@ -916,15 +916,6 @@ impl Net for SlotNet<'_> {
         }
     }
 
-    /// A TCP connection whose reply stream ends late goes to the pool's side drain like any
-    /// routed one (without this, the trait's default dropped it and every late stream end
-    /// cost a new connection); a stdio server has no such stream.
-    fn park(&self, ep: &Endpoint<'_>, conn: SlotConn, tail: TailDrain) {
-        if let SlotConn::Tcp(c) = conn {
-            self.routed.park(ep, c, tail);
-        }
-    }
-
     fn now(&self) -> Millis {
         self.routed.now()
     }
@@ -934,6 +925,19 @@ impl Net for SlotNet<'_> {
             Some(alarm) => alarm.sleep_until(self.routed.net.instant_at(at)).await,
             None => self.routed.sleep_until(at).await,
         }
+    }
+
+    /// A TCP connection whose reply stream has not ended goes to the pool with what is left
+    /// of it, like any routed one (without this, the trait's default dropped it and every
+    /// late stream end cost a new connection); a stdio server has no such stream.
+    fn park(&self, ep: &Endpoint<'_>, conn: SlotConn, tail: TailDrain) {
+        if let SlotConn::Tcp(c) = conn {
+            self.routed.park(ep, c, tail);
+        }
+    }
+
+    fn parks_tails(&self) -> bool {
+        self.routed.parks_tails()
     }
 }
 

@@ -589,6 +589,25 @@ where
         self.tail.take()
     }
 
+    /// True when the pending [`Action::Receive`] only reads the end of a reply's framing
+    /// (the answer is in; the chunked terminator of an SSE reply often comes in a later
+    /// segment). An adapter whose [`Net::park`](crate::drive::Net::park) keeps the connection
+    /// and finishes that framing before its next request may [`leave_tail`](Self::leave_tail)
+    /// instead of waiting for it here.
+    pub fn reading_tail(&self) -> bool {
+        matches!(self.stage, Stage::Trip(_)) && matches!(self.wire, Wire::Tail { .. })
+    }
+
+    /// Stops reading the end of the reply's framing ([`reading_tail`](Self::reading_tail)):
+    /// the answer is handed back and the connection parked with what is left of its framing
+    /// ([`Action::Park`]), as when the tail read times out.
+    pub fn leave_tail(&mut self) {
+        if self.reading_tail() {
+            self.tail = self.exchange.as_ref().and_then(Exchange::take_tail);
+            self.finish_trip(true);
+        }
+    }
+
     /// The task this call became (the tasks extension), if it did: its id.
     pub fn task_id(&self) -> Option<&str> {
         match &self.job {

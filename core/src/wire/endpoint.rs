@@ -262,6 +262,74 @@ impl<'a> Endpoint<'a> {
     }
 }
 
+/// Where a parsed endpoint's parts lie in the string it was parsed from, with its flags: an
+/// adapter that keeps the string (a slot's manifest endpoint) rebuilds the endpoint from it
+/// per call ([`EndpointShape::endpoint`]) instead of parsing and checking it again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EndpointShape {
+    scheme: Scheme,
+    ipv6: bool,
+    port: u16,
+    len: usize,
+    host: (usize, usize),
+    path: (usize, usize),
+    query: Option<(usize, usize)>,
+    append_mcp: bool,
+    absolute_form: bool,
+}
+
+/// Where `part` lies in `whole`, when it is a slice of it.
+fn span(whole: &str, part: &str) -> Option<(usize, usize)> {
+    let start = (part.as_ptr() as usize).checked_sub(whole.as_ptr() as usize)?;
+    let end = start.checked_add(part.len())?;
+    (end <= whole.len()).then_some((start, end))
+}
+
+impl Endpoint<'_> {
+    /// This endpoint's shape in `s`, the string it was parsed from (`None` when its parts do
+    /// not lie in `s`; found by address, so only that string gives a meaningful shape).
+    pub fn shape(&self, s: &str) -> Option<EndpointShape> {
+        Some(EndpointShape {
+            scheme: self.scheme,
+            ipv6: self.ipv6,
+            port: self.port,
+            len: s.len(),
+            host: span(s, self.host)?,
+            path: span(s, self.path)?,
+            query: match self.query {
+                Some(q) => Some(span(s, q)?),
+                None => None,
+            },
+            append_mcp: self.append_mcp,
+            absolute_form: self.absolute_form,
+        })
+    }
+}
+
+impl EndpointShape {
+    /// The endpoint again, borrowed from `s`, which must be the string the shape was taken
+    /// from: nothing is checked again (a string of another length gives `None`).
+    pub fn endpoint<'a>(&self, s: &'a str) -> Option<Endpoint<'a>> {
+        if s.len() != self.len {
+            return None;
+        }
+        let part = |(a, b): (usize, usize)| s.get(a..b);
+        Some(Endpoint {
+            scheme: self.scheme,
+            host: part(self.host)?,
+            ipv6: self.ipv6,
+            port: self.port,
+            path: part(self.path)?,
+            query: match self.query {
+                Some(q) => Some(part(q)?),
+                None => None,
+            },
+            append_mcp: self.append_mcp,
+            absolute_form: self.absolute_form,
+        })
+    }
+}
+
 fn parse_port(p: &str) -> Result<u16, EndpointError> {
     if p.is_empty() || p.len() > 5 || !p.bytes().all(|b| b.is_ascii_digit()) {
         return Err(EndpointError::BadPort);
@@ -290,6 +358,28 @@ mod tests {
         let mut b = SliceBuf::new(&mut s);
         e.write_host_header(&mut b).unwrap();
         String::from_utf8(crate::buf::Buf::bytes(&b).to_vec()).unwrap()
+    }
+
+    #[test]
+    fn a_shape_rebuilds_the_endpoint_it_was_taken_from() {
+        for url in [
+            "http://h",
+            "http://h:8080/api/?x=1",
+            "https://[::1]:9/mcp/",
+            "http://h/a/mcp?q",
+            "HTTPS://Example.com",
+        ] {
+            for e in [Endpoint::parse_base(url), Endpoint::parse_exact(url)] {
+                let e = e.unwrap();
+                for e in [e, e.with_absolute_form(true)] {
+                    let shape = e.shape(url).unwrap();
+                    assert_eq!(shape.endpoint(url), Some(e), "{url}");
+                    // Another string: refused, never a wrong endpoint of the same length.
+                    let longer = std::format!("{url}x");
+                    assert_eq!(shape.endpoint(&longer), None, "{url}");
+                }
+            }
+        }
     }
 
     #[test]
