@@ -293,6 +293,15 @@ fn http_json(status: &str, extra: &str, body: &str) -> Vec<u8> {
     .into_bytes()
 }
 
+/// A 200 carrying `message`: one SSE `message` event when `sse`, else a JSON body.
+fn http_reply(sse: bool, message: &str) -> Vec<u8> {
+    if sse {
+        http_sse("", &format!("event: message\ndata: {message}\n\n"))
+    } else {
+        http_json("200 OK", "", message)
+    }
+}
+
 fn http_sse(extra: &str, events: &str) -> Vec<u8> {
     // Chunked, as the TypeScript and rmcp servers send it.
     let mut out = format!(
@@ -1045,11 +1054,7 @@ fn a_response_to_another_request_is_never_taken_as_ours() {
                         r#"{{"jsonrpc":"2.0","id":{},"result":{{"content":[{{"type":"text","text":"another run's output"}}]}}}}"#,
                         seen.id() + 1
                     );
-                    Act::Reply(if sse {
-                        http_sse("", &format!("data: {other}\n\n"))
-                    } else {
-                        http_json("200 OK", "", &other)
-                    })
+                    Act::Reply(http_reply(sse, &other))
                 }
                 _ => good_server("s")(seen),
             },
@@ -1638,11 +1643,7 @@ fn a_big_result_flattened_in_place_is_the_whole_redacted_text_over_sse_and_json(
                         seen.id(),
                         serde_json::to_string(&reply_text).unwrap()
                     );
-                    Act::Reply(if sse {
-                        http_sse("", &format!("event: message\ndata: {body}\n\n"))
-                    } else {
-                        http_json("200 OK", "", &body)
-                    })
+                    Act::Reply(http_reply(sse, &body))
                 }
                 _ => good_server("s")(seen),
             },
@@ -1701,11 +1702,7 @@ fn a_big_text_that_is_not_valid_json_fails_the_call_as_the_parse_does() {
                     "tools/call" => {
                         seen_id.set(seen.id());
                         let body = served.replace("ID", &seen.id().to_string());
-                        Act::Reply(if sse {
-                            http_sse("", &format!("event: message\ndata: {body}\n\n"))
-                        } else {
-                            http_json("200 OK", "", &body)
-                        })
+                        Act::Reply(http_reply(sse, &body))
                     }
                     _ => good_server("s")(seen),
                 },

@@ -1024,6 +1024,12 @@ impl<'a> Value<'a> {
     pub fn parse(input: &'a [u8], limits: JsonLimits) -> Result<Value<'a>, JsonError> {
         let start = skip_ws(input, 0);
         let end = validate(input, start, limits)?;
+        Value::spanning(input, start, end)
+    }
+
+    /// The value validated between `start` and `end` of `input`, with nothing but whitespace
+    /// after it (the end of [`Value::parse`] and [`Value::parse_noting`]).
+    fn spanning(input: &'a [u8], start: usize, end: usize) -> Result<Value<'a>, JsonError> {
         let after = skip_ws(input, end);
         if after != input.len() {
             return Err(err(JsonErrorKind::TrailingData, after));
@@ -1058,23 +1064,7 @@ impl<'a> Value<'a> {
         };
         let start = skip_ws(input, 0);
         let end = validate_with(input, start, limits, &mut noting)?;
-        let after = skip_ws(input, end);
-        if after != input.len() {
-            return Err(err(JsonErrorKind::TrailingData, after));
-        }
-        let raw = input
-            .get(start..end)
-            .ok_or(err(JsonErrorKind::UnexpectedEnd, start))?;
-        let first = raw
-            .first()
-            .copied()
-            .ok_or(err(JsonErrorKind::UnexpectedEnd, start))?;
-        let v = Value {
-            raw,
-            kind: kind_of(first),
-            hint: Hint::NONE,
-        };
-        Ok((v, ends))
+        Ok((Value::spanning(input, start, end)?, ends))
     }
 
     /// This value, knowing `ends` (noted by the parse of its message: [`Value::parse_noting`],

@@ -33,6 +33,23 @@ impl Sink for VecSink {
     }
 }
 
+/// `v` as JSON bytes with `edits` made: (where, 0 replace / 1 insert / 2 remove, byte).
+fn mutated(v: &serde_json::Value, edits: Vec<(prop::sample::Index, u8, u8)>) -> Vec<u8> {
+    let mut bytes = serde_json::to_vec(v).unwrap();
+    for (at, op, b) in edits {
+        let i = at.index(bytes.len() + 1);
+        match op {
+            0 if i < bytes.len() => bytes[i] = b,
+            1 => bytes.insert(i, b),
+            _ if i < bytes.len() => {
+                bytes.remove(i);
+            }
+            _ => bytes.push(b),
+        }
+    }
+    bytes
+}
+
 fn kind_of_err(s: &[u8]) -> JsonErrorKind {
     parse(s).unwrap_err().kind
 }
@@ -394,16 +411,7 @@ proptest! {
         edits in prop::collection::vec((any::<prop::sample::Index>(), 0u8..3, prop::sample::select(
             b"{}[],:\"\\ \t\n0123456789.eE+-tfnulasr\x00\x1f\xff\xc3\xa9\xed".to_vec())), 1..4),
     ) {
-        let mut bytes = serde_json::to_vec(&v).unwrap();
-        for (at, op, b) in edits {
-            let i = at.index(bytes.len() + 1);
-            match op {
-                0 if i < bytes.len() => bytes[i] = b,
-                1 => bytes.insert(i, b),
-                _ if i < bytes.len() => { bytes.remove(i); }
-                _ => bytes.push(b),
-            }
-        }
+        let bytes = mutated(&v, edits);
         let theirs = serde_json::from_slice::<serde_json::Value>(&bytes);
         if let Err(e) = &theirs {
             let msg = std::format!("{e}");
@@ -711,16 +719,7 @@ proptest! {
         edits in prop::collection::vec((any::<prop::sample::Index>(), 0u8..3, prop::sample::select(
             b"{}[],:\"\\ \t\n0123456789.eE+-tfnul\x00\xff".to_vec())), 0..3),
     ) {
-        let mut bytes = serde_json::to_vec(&v).unwrap();
-        for (at, op, b) in edits {
-            let i = at.index(bytes.len() + 1);
-            match op {
-                0 if i < bytes.len() => bytes[i] = b,
-                1 => bytes.insert(i, b),
-                _ if i < bytes.len() => { bytes.remove(i); }
-                _ => bytes.push(b),
-            }
-        }
+        let bytes = mutated(&v, edits);
         let plain = parse(&bytes);
         let noted = Value::parse_noting(&bytes, JsonLimits::default());
         prop_assert_eq!(plain.as_ref().err(), noted.as_ref().err());
