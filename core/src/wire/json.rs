@@ -1674,17 +1674,7 @@ fn unescape_run<const TO_QUOTE: bool>(
         if TO_QUOTE && raw.get(q) == Some(&b'"') {
             return gather.flush().map(|_| Some(q));
         }
-        let short = match raw.get(q + 1) {
-            Some(b'n') => Some(b'\n'),
-            Some(b'"') => Some(b'"'),
-            Some(b'\\') => Some(b'\\'),
-            Some(b't') => Some(b'\t'),
-            Some(b'r') => Some(b'\r'),
-            Some(b'/') => Some(b'/'),
-            Some(b'b') => Some(0x08),
-            Some(b'f') => Some(0x0c),
-            _ => None,
-        };
+        let short = short_escape(raw.get(q + 1));
         if let Some(b) = short {
             gather.byte(b)?;
             from = q + 2;
@@ -1886,6 +1876,22 @@ fn unescape_stop<const CHECK: bool>(raw: &[u8], end: (usize, usize)) -> Option<(
     Some(end)
 }
 
+/// What the one-letter escape `\<b>` stands for (`None`: not one; `\u` is handled apart).
+#[inline]
+fn short_escape(b: Option<&u8>) -> Option<u8> {
+    match b {
+        Some(b'n') => Some(b'\n'),
+        Some(b'"') => Some(b'"'),
+        Some(b'\\') => Some(b'\\'),
+        Some(b't') => Some(b'\t'),
+        Some(b'r') => Some(b'\r'),
+        Some(b'/') => Some(b'/'),
+        Some(b'b') => Some(0x08),
+        Some(b'f') => Some(0x0c),
+        _ => None,
+    }
+}
+
 /// The escape at `raw[from]` (a backslash) written to `dst` at `to` (at least 4 bytes of
 /// room): the positions after it, or `Err` with what [`unescape_chunk`] returns when it
 /// cannot go on (a malformed escape ends the string; an escape that does not fit waits).
@@ -1897,17 +1903,7 @@ fn unescape_one(
     dst: &mut [u8],
     to: usize,
 ) -> Result<(usize, usize), (usize, usize)> {
-    let short = match raw.get(from + 1) {
-        Some(b'n') => Some(b'\n'),
-        Some(b'"') => Some(b'"'),
-        Some(b'\\') => Some(b'\\'),
-        Some(b't') => Some(b'\t'),
-        Some(b'r') => Some(b'\r'),
-        Some(b'/') => Some(b'/'),
-        Some(b'b') => Some(0x08),
-        Some(b'f') => Some(0x0c),
-        _ => None,
-    };
+    let short = short_escape(raw.get(from + 1));
     if let Some(b) = short {
         if let Some(d) = dst.get_mut(to) {
             *d = b;
