@@ -512,26 +512,19 @@ fn verdict(ratio: f64, target: f64) -> &'static str {
 fn one_client(mode: Mode, b: &Bounds, floor: bool, only_in: Option<usize>, era: Era) {
     let server = TestServer::start_with(ServerOptions::new(mode)).expect("server");
     let cases = only_in.map_or(vec![1, 16, 64], |n| vec![n]);
-    if floor {
-        let mut f = Floor::new(&server);
-        for in_flight in cases {
-            let s = f.run(in_flight, b);
-            println!(
-                "{in_flight:>3} in flight: floor {:.0} calls/s ({} calls)",
-                s.rate(),
-                s.lat.len()
-            );
-        }
-    } else {
-        let ours = Ours::new(&server, era);
-        for in_flight in cases {
-            let s = ours.run(in_flight, b);
-            println!(
-                "{in_flight:>3} in flight: ours {:.0} calls/s ({} calls)",
-                s.rate(),
-                s.lat.len()
-            );
-        }
+    let mut floor_client = floor.then(|| Floor::new(&server));
+    let ours = (!floor).then(|| Ours::new(&server, era));
+    for in_flight in cases {
+        let (who, s) = match (&mut floor_client, &ours) {
+            (Some(f), _) => ("floor", f.run(in_flight, b)),
+            (None, Some(o)) => ("ours", o.run(in_flight, b)),
+            (None, None) => unreachable!("one client is made"),
+        };
+        println!(
+            "{in_flight:>3} in flight: {who} {:.0} calls/s ({} calls)",
+            s.rate(),
+            s.lat.len()
+        );
     }
 }
 
