@@ -65,14 +65,27 @@ fn https_goes_through_tinyproxy_in_a_connect_tunnel() {
         o
     })
     .unwrap();
+    // The first call lists the tools, then calls. rmcp ends a reply stream when its handler
+    // task ends, which on a loaded machine comes tens of ms after the answer (40-55 ms
+    // measured through both proxies); a request that finds the last reply's end not come after
+    // 25 ms rightly takes a new connection (one is reused only once its reply ended exactly),
+    // so this first call may open a second tunnel, never a third.
+    let r = echo(&ctx, "s", "warm");
+    assert!(r.ok, "{r:?}");
+    std::thread::sleep(Duration::from_millis(500));
+    let warm = tp.requests().len();
+    assert!((1..=2).contains(&warm), "{:?}", tp.requests());
+    // After a pause longer than that lag, each reply's end is waiting in the socket when the
+    // next call takes the connection: the tunnel is a kept-alive connection like any other,
+    // and three calls open none.
     for i in 0..3 {
         let r = echo(&ctx, "s", &format!("through the tunnel {i}"));
         assert!(r.ok, "{r:?}");
         assert_eq!(r.text, format!("through the tunnel {i}"));
+        std::thread::sleep(Duration::from_millis(500));
     }
     let port = tls.addr().port();
     let requests = tp.requests();
-    assert!(!requests.is_empty(), "tinyproxy saw nothing: {}", tp.log());
     for line in &requests {
         assert_eq!(
             line,
@@ -80,10 +93,7 @@ fn https_goes_through_tinyproxy_in_a_connect_tunnel() {
             "{requests:?}"
         );
     }
-    // The tunnel is a kept-alive connection like any other: the probe, the tool list and three
-    // calls share it (rmcp may end a 2026 reply stream after the tail read gave up on it, and
-    // then one more tunnel is opened: never one per request).
-    assert!(requests.len() <= 2, "{requests:?}");
+    assert_eq!(requests.len(), warm, "a call opened a tunnel: {requests:?}");
     assert_eq!(tls.handshakes(), requests.len());
 }
 

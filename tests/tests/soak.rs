@@ -111,18 +111,18 @@ fn ten_thousand_calls_at_64_in_flight() {
             timeline.len() == 1 && timeline[0].kind == "mcp.era",
             "no tool_error under load: {timeline:?}"
         );
-        // Connections: reused, within the slot's limit. The server sees a replaced
-        // connection's close later than the client frees its permit (rmcp ends a 2026 reply
-        // stream when its handler task ends, which under load can come after the client's
-        // tail read gave up on it), so its count may exceed the limit by the connections that
-        // were replaced, never by more. The client-side limit is asserted in transport.rs.
-        // Every connection past the first `limit` the server ever accepted replaced one (in
-        // the warm-up too: a warm-up replacement's close may be seen during the soak).
-        let replaced = conns_end.saturating_sub(limit as u64);
+        // Connections: within the slot's limit as the server sees them. The client never holds
+        // more than `limit`; a connection it dropped is still open on the server until the
+        // server reads its close, so a few may overlap with their replacements. That slack is
+        // a fixed number, not the count of replacements over the run (which would bound
+        // nothing: the server can never have more open than it ever accepted).
+        const CLOSE_SLACK: u64 = 4;
         assert!(
-            server.stats().max_open_connections() <= limit as u64 + replaced,
-            "more connections open at once ({}) than the slot's limit {limit} (+{replaced} replaced)",
-            server.stats().max_open_connections()
+            server.stats().max_open_connections() <= limit as u64 + CLOSE_SLACK,
+            "more connections open at once ({}) than the slot's limit {limit} (+{CLOSE_SLACK} \
+             closes in flight); {} accepted in all",
+            server.stats().max_open_connections(),
+            conns_end
         );
         // Reuse: rmcp 3.11 ends a 2026 reply stream only when its handler task ends, which
         // under this load sometimes comes after the client's 25 ms tail read; such a
