@@ -1,6 +1,7 @@
 //! Peak heap of one reply's decoding, per reply size, with a counting global allocator:
-//! our path (the bench's own capped `Vec` buffers count) against the `sse-stream` +
-//! `serde_json` path. Prints peak heap / wire reply size.
+//! the product's path (one `tools/call` through the machine with the host's buffer policy:
+//! [`support::Product`]), the core's pieces over the bench's own capped `Vec` buffers, and
+//! the `sse-stream` + `serde_json` path. Prints peak heap / wire reply size.
 //!
 //! Run: `cargo bench -p verifi-mcp-core --bench reply_heap -j2`.
 //! The allocator counts a reallocation as a new block, a copy, then the old block freed (the
@@ -25,10 +26,12 @@ fn peak_of(f: impl FnOnce() -> usize) -> usize {
 fn main() {
     println!("peak heap / wire reply size (reply fed in {CHUNK}-byte reads, 10 secrets)");
     println!(
-        "{:>8} {:>10} {:>14} {:>8} {:>14} {:>8} {:>22} {:>8}",
+        "{:>8} {:>10} {:>14} {:>8} {:>14} {:>8} {:>14} {:>8} {:>22} {:>8}",
         "reply",
         "wire bytes",
-        "ours peak",
+        "product peak",
+        "ratio",
+        "core peak",
         "ratio",
         "copying peak",
         "ratio",
@@ -45,14 +48,20 @@ fn main() {
         let body = Bytes::from(body);
         // Ours: the buffers a host adapter hands the driver, created and grown inside; the
         // text flattened in place (the host's path), then by copy (the edge's, for comparison).
+        // The product: one call through the machine with the host's buffer policy (its
+        // buffers pooled from an earlier call, big storage given back): what one call costs.
+        let mut product = Product::new(&json);
+        product.call();
+        let product_peak = peak_of(|| product.call().len());
         let ours_peak = peak_of_ours(&wire, true);
         let copying_peak = peak_of_ours(&wire, false);
         // The peer: the body is already in memory (hyper's buffers), as in ours the wire is.
         let peer_peak = peak_of(|| rmcp_style(&body));
         let w = wire.len() as f64;
         println!(
-            "{label:>8} {:>10} {ours_peak:>14} {:>8.2} {copying_peak:>14} {:>8.2} {peer_peak:>22} {:>8.2}",
+            "{label:>8} {:>10} {product_peak:>14} {:>8.2} {ours_peak:>14} {:>8.2} {copying_peak:>14} {:>8.2} {peer_peak:>22} {:>8.2}",
             wire.len(),
+            product_peak as f64 / w,
             ours_peak as f64 / w,
             copying_peak as f64 / w,
             peer_peak as f64 / w

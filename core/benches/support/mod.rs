@@ -270,3 +270,213 @@ pub fn expected_text(text: &str) -> String {
     }
     t
 }
+
+/// The product's reply path: a `tools/call` driven through the machine's own [`Op`] (its call
+/// handler, its buffers' limits, its tail read), with the host adapter's buffer policy (pooled
+/// buffers emptied for each call and given back when they grew past [`KEEP_BYTES`], so a big
+/// reply gets fresh storage every call, as in `adapters/host/src/slot.rs`) and its text
+/// hand-out (a big text moved out with `take_utf8`, a small one copied).
+///
+/// The slot is an old-era one whose handshake was done once at [`Product::new`]; each
+/// [`Product::call`] is one call's request and reply, the reply's id patched to the id the op
+/// wrote (the template carries it in [`ID_WIDTH`] bytes, padded with JSON whitespace).
+pub struct Product {
+    cfg: verifi_mcp_core::machine::SlotConfig<'static>,
+    slot: verifi_mcp_core::machine::SlotState,
+    pool: [VecBuf; 4],
+    head: Vec<u8>,
+    read: Vec<u8>,
+    wire: Vec<u8>,
+    id_at: usize,
+}
+
+/// The host's `KEEP_BYTES`: pooled storage past this is given back after a call.
+pub const KEEP_BYTES: usize = 64 * 1024;
+/// The host's default reply cap (16 MiB) and request cap.
+const REPLY_CAP: usize = 16 << 20;
+/// Bytes the reply template keeps for the response id.
+pub const ID_WIDTH: usize = 12;
+
+impl Product {
+    /// A slot with its handshake done, replying `json` (whose id is [`ID`]) as an SSE reply.
+    pub fn new(json: &[u8]) -> Self {
+        use verifi_mcp_core::machine::{SlotConfig, SlotState};
+        use verifi_mcp_core::wire::endpoint::Endpoint;
+        let endpoint = Endpoint::parse_base("http://127.0.0.1:8000/mcp").expect("endpoint");
+        let mut cfg = SlotConfig::new("kali", endpoint, "http://127.0.0.1:8000/mcp");
+        cfg.era = verifi_mcp_core::wire::era::EraSetting::Legacy;
+        let slot = SlotState::new(cfg.version, false);
+        // The id as `7` followed by spaces (JSON whitespace), so another id fits in place.
+        let pattern = format!("\"id\":{ID},");
+        let at = find(json, pattern.as_bytes()).expect("the reply's id");
+        let mut padded = json.get(..at + 5).expect("id").to_vec();
+        padded.extend_from_slice(format!("{ID:<ID_WIDTH$}").as_bytes());
+        padded.extend_from_slice(json.get(at + pattern.len() - 1..).expect("rest"));
+        let (wire, _) = wire_reply(&padded);
+        let id_at = find(&wire, b"\"id\":").expect("id in wire") + 5;
+        let mut p = Product {
+            cfg,
+            slot,
+            pool: Default::default(),
+            head: vec![0; 16 * 1024],
+            read: vec![0; 16 * 1024],
+            wire,
+            id_at,
+        };
+        p.handshake();
+        p
+    }
+
+    fn handshake(&mut self) {
+        let body = r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}}}}"#;
+        let init = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\
+mcp-session-id: 0b0f4cde-8a34-4b9e-9a9e-2f1c5d3e7a10\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        let (mut request, mut reply, mut text, mut error) = (
+            VecBuf::new(REPLY_CAP),
+            VecBuf::new(REPLY_CAP),
+            VecBuf::new(REPLY_CAP),
+            VecBuf::new(4096),
+        );
+        let mut bufs = verifi_mcp_core::machine::CallBuffers {
+            request: std::mem::take(&mut request),
+            head: &mut self.head,
+            read: &mut self.read,
+            reply: std::mem::take(&mut reply),
+            text: std::mem::take(&mut text),
+            error: std::mem::take(&mut error),
+            raw: VecBuf::new(0),
+        };
+        let secrets: [&str; 0] = [];
+        let mut op =
+            verifi_mcp_core::machine::Op::call(&self.cfg, &mut bufs, &secrets, "warm", None);
+        // initialize, notifications/initialized, then the call itself (a short answer).
+        let mut replies = vec![
+            init.into_bytes(),
+            b"HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n".to_vec(),
+        ]
+        .into_iter();
+        let mut pending: Vec<u8> = Vec::new();
+        let mut now = 0;
+        loop {
+            use verifi_mcp_core::machine::Action;
+            match op.poll(&mut self.slot, now) {
+                Action::Connect { .. } => op.handle_connected(false),
+                Action::Transmit => {
+                    pending = replies.next().unwrap_or_else(|| {
+                        let id = request_id(op.transmit());
+                        let body = format!(
+                            "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"content\":[]}}}}"
+                        );
+                        format!(
+                            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+                            body.len()
+                        )
+                        .into_bytes()
+                    });
+                    op.handle_sent(now, true);
+                }
+                Action::Receive => {
+                    let n = pending.len().min(op.read_buf().len());
+                    op.read_buf()[..n].copy_from_slice(&pending[..n]);
+                    pending.drain(..n);
+                    op.handle_read(now, n);
+                }
+                Action::Sleep { .. } => now = op.timeout(),
+                Action::Done => break,
+                _ => {}
+            }
+        }
+        assert!(op.outcome().is_ok(), "the handshake: {:?}", op.outcome());
+    }
+
+    /// One call: the request written, the reply fed in [`CHUNK`]-byte reads, the text handed
+    /// out as the host does. Returns the text.
+    pub fn call(&mut self) -> String {
+        use verifi_mcp_core::machine::{Action, CallBuffers, Op};
+        let limits = [REPLY_CAP, REPLY_CAP, REPLY_CAP, 4096];
+        for (b, limit) in self.pool.iter_mut().zip(limits) {
+            b.reuse(limit, KEEP_BYTES);
+        }
+        let [request, reply, text, error] = &mut self.pool;
+        let mut bufs = CallBuffers {
+            request: std::mem::take(request),
+            head: &mut self.head,
+            read: &mut self.read,
+            reply: std::mem::take(reply),
+            text: std::mem::take(text),
+            error: std::mem::take(error),
+            raw: VecBuf::new(0),
+        };
+        let args = verifi_mcp_core::wire::json::Value::parse(
+            br#"{"command":"nmap -sV 10.0.0.0/24"}"#,
+            verifi_mcp_core::wire::json::JsonLimits::default(),
+        )
+        .ok();
+        let mut op = Op::call(&self.cfg, &mut bufs, &SECRETS, "run_command", args);
+        let mut sent = 0;
+        let mut now = 1;
+        loop {
+            match op.poll(&mut self.slot, now) {
+                Action::Connect { .. } => op.handle_connected(false),
+                Action::Transmit => {
+                    let id = request_id(op.transmit());
+                    let digits = id.to_string();
+                    let slot = self
+                        .wire
+                        .get_mut(self.id_at..self.id_at + ID_WIDTH)
+                        .expect("id slot");
+                    slot.fill(b' ');
+                    slot[..digits.len()].copy_from_slice(digits.as_bytes());
+                    sent = 0;
+                    op.handle_sent(now, true);
+                }
+                Action::Receive => {
+                    let rest = self.wire.get(sent..).unwrap_or(&[]);
+                    let n = rest.len().min(CHUNK).min(op.read_buf().len());
+                    op.read_buf()[..n].copy_from_slice(&rest[..n]);
+                    sent += n;
+                    op.handle_read(now, n);
+                }
+                Action::Sleep { .. } => now = op.timeout(),
+                Action::Done => break,
+                _ => {}
+            }
+        }
+        assert!(op.outcome().is_ok(), "the call: {:?}", op.outcome());
+        drop(op);
+        let CallBuffers {
+            mut request,
+            mut reply,
+            mut text,
+            mut error,
+            ..
+        } = bufs;
+        let len = text.len();
+        let out = if len > KEEP_BYTES {
+            text.take_utf8(len)
+        } else {
+            String::from_utf8_lossy(text.bytes().get(..len).unwrap_or(&[])).into_owned()
+        };
+        for b in [&mut request, &mut reply, &mut text, &mut error] {
+            b.reuse(0, KEEP_BYTES);
+        }
+        self.pool = [request, reply, text, error];
+        out
+    }
+}
+
+/// The JSON-RPC id of the request in `bytes` (head and body).
+fn request_id(bytes: &[u8]) -> u64 {
+    let at = find(bytes, b"\"id\":").expect("an id") + 5;
+    bytes[at..]
+        .iter()
+        .take_while(|b| b.is_ascii_digit())
+        .fold(0, |n, d| n * 10 + u64::from(d - b'0'))
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    memchr::memmem::find(hay, needle)
+}
