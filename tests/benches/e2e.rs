@@ -1,34 +1,44 @@
 //! End to end, side by side in one run: `echo` calls after the handshake against one in-process
 //! rmcp server (TCP_NODELAY on), sequential and at 16 and 64 in flight, for
 //!
-//! - **ours**: `SlotHandle::call` on one `smol::Executor` driven by one thread; in-flight calls
-//!   are tasks spawned on that executor, all sharing one slot handle (what a harness fanning out
-//!   tool calls does). It speaks what the other two speak: the handshake, a session and
-//!   `2025-06-18` (`EraSetting::Legacy`), so every client asks the server for the same work;
-//! - **ours26**: the same with default options, shown but in no ratio: rmcp answers the
-//!   `server/discover` probe, so each request is a sessionless 2026-07-28 one, which costs the
-//!   server about 75k more instructions per call than a session's request (callgrind);
+//! - **ours** (the headline row): `SlotHandle::call` with the options a harness gets by
+//!   default (`era auto`, which finds the 2026-07-28 era on rmcp: sessionless requests with
+//!   `_meta` and `Mcp-*` headers; no progress token unless asked), and the run's ten secrets,
+//!   so every reply is redacted. One `smol::Executor` driven by one thread; in-flight calls are
+//!   tasks spawned on it, all sharing one slot handle (what a harness fanning out tool calls
+//!   does);
+//! - **ours-legacy**: the same with `EraSetting::Legacy` and `2025-06-18` (the handshake and a
+//!   session), the ten secrets too: what the legacy floor and rmcp's client speak;
 //! - **rmcp**: rmcp's own client (`ServiceExt::serve` + `StreamableHttpClientTransport`,
 //!   reqwest; `serve` does the `initialize` handshake), `peer.call_tool`, on a one-thread tokio
-//!   runtime; in-flight calls are tasks on that runtime sharing one peer;
-//! - **floor**: a hand-written HTTP/1.1 client on the same one-thread smol executor: one
-//!   kept-alive connection per in-flight slot, pre-built request bytes (only the id digits are
-//!   patched), one handshake whose session id every connection reuses, and just enough parsing to
-//!   find the end of the response (the chunked terminator of the SSE stream, or the
-//!   `content-length` of a JSON body) and check it holds a `result`.
+//!   runtime; in-flight calls are tasks on that runtime sharing one peer; no redaction;
+//! - **floor**: a hand-written HTTP/1.1 client on the same one-thread smol executor sending the
+//!   very bytes ours sent for a `tools/call` in the 2026 era (captured with a wire trace; only
+//!   the id is patched), so the server does the same work for both; **floor-legacy**: the same
+//!   client with its own handshake, one session every connection reuses, `2025-06-18`. Each
+//!   keeps one connection per in-flight slot, parses just enough to find the answer (the end of
+//!   the SSE event holding the `result`, or a JSON body's `content-length`) and checks it holds
+//!   a `result`. Like ours, a call returns at its answer's event and the SSE stream's end is
+//!   read before that connection's next request; when it has not come 25 ms after the answer
+//!   (the host pool's rule) the floor opens a new connection (ours drains the old one aside and
+//!   pools it again). The floors count those replacements. No redaction.
 //!
 //! Each client gets one thread, the server its own two-worker tokio runtime. The clients run
-//! interleaved in rounds (ours, ours26, rmcp, floor; three times after an untimed warm-up that
-//! also fills the connection pools), and the round with the median calls/s is reported. Every loop is
-//! bounded by a count and a time. Then one 10 MiB `big` reply (stateful SSE), ours vs rmcp: the
-//! time and the peak heap of the client thread during the call (a counting global allocator that
-//! counts only threads marked as the client's, so the in-process server is not counted).
+//! interleaved in rounds (ours, ours-legacy, rmcp, floor, floor-legacy; three times after an
+//! untimed warm-up that also fills the connection pools), and the round with the median calls/s
+//! is reported. Every loop is bounded by a count and a time. Then one 10 MiB `big` reply
+//! (stateful SSE, legacy era), ours vs rmcp: the time and the peak heap of the client thread
+//! during the call (a counting global allocator that counts only threads marked as the
+//! client's, so the in-process server is not counted).
+//!
+//! Targets (issue 30): ours/floor >= 0.9 at 1, 16 and 64 in flight; ours/ours-legacy >= 0.95 at
+//! 1 in flight; (issue 19, same protocol on both sides) ours-legacy/rmcp >= 1.5.
 //!
 //! `cargo bench -p verifi-mcp-tests --bench e2e` (`-- quick` for a short run; `-- only=stateful`,
 //! `only=json` or `only=big` for one part; `-- quick ours-only` runs just our loops, for a
 //! profiler, `floor-only` the floor's; with `only=json` in JSON mode, `in=N` at one concurrency,
-//! `calls=N` calls per case, `secs=N` seconds per case at most, `era=2026` for ours with default
-//! options).
+//! `calls=N` calls per case, `secs=N` seconds per case at most, `era=legacy` for the legacy
+//! era's client instead of the default one).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -153,45 +163,97 @@ fn median(mut v: Vec<Sample>) -> Sample {
 /// Which protocol era our client speaks (see [`Ours::new`]).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Era {
-    Floors,
+    /// The handshake era with `2025-06-18`, as the legacy floor and rmcp's client speak it.
+    Legacy,
+    /// Default options: the era probe finds the 2026-07-28 era on rmcp, sessionless.
     Default,
 }
+
+/// Ten secrets of the run, as a harness has them (API tokens, a password, a cookie), so the
+/// redaction runs on every reply as it does for users.
+const SECRETS: [&str; 10] = [
+    "ghp_R2d2C3poBb8WqLx0Zk7TfYv1Nm4Hs9Je",
+    "sk-live-51HcQe2LkYz9Ab3Xc4Vd5Ef6Gh7Ij8Kl",
+    "AKIAQWERTYUIOPASDF12wJalrXUtnFEMIK7MDENGbPxRfiCY",
+    "xoxb-1234567890-0987654321-AbCdEfGhIjKlMnOpQrStUvWx",
+    "Zu8#p!Lm2@qR",
+    "eyJhbGciOiJIUzI1NiJ9.c2Vzc2lvbg.T0tFTg",
+    "hunter2-but-longer",
+    "Bearer-7f3a9c1e5b2d4f6a8c0e",
+    "d41d8cd98f00b204e9800998ecf8427e",
+    "postgres://admin:S3cr3tPassw0rd@db",
+];
 
 struct Ours {
     _ctx: HarnessContext,
     slot: SlotHandle,
     ex: smol::Executor<'static>,
+    /// The last `tools/call` request our client wrote (head and body), for the floor of the
+    /// same era to send the same bytes.
+    call_request: Vec<u8>,
+}
+
+/// A context on `server` whose slot made one call (the handshake or the probe and the tool
+/// list, untimed).
+fn warmed(
+    server: &TestServer,
+    era: Era,
+    trace: Option<verifi_mcp_host::WireTrace>,
+) -> (HarnessContext, SlotHandle) {
+    let options = Options::default()
+        .secrets(Some(SECRETS.iter().map(|s| s.to_string()).collect()))
+        .wire_trace(trace);
+    let options = match era {
+        Era::Legacy => options
+            .era(EraSetting::Legacy)
+            .protocol_version(ProtocolVersion::V2025_06_18),
+        Era::Default => options,
+    };
+    let ctx = HarnessContext::from_manifest_value(
+        json!({ "endpoints": { "kali": server.base_url() } }),
+        "bench",
+        options,
+    )
+    .expect("context");
+    let slot = ctx.mcp("kali").expect("slot");
+    let r = smol::block_on(slot.call("echo", json!({ "text": "warm" })));
+    assert!(r.ok && r.text == "warm", "ours: warm-up failed: {r:?}");
+    (ctx, slot)
 }
 
 impl Ours {
-    /// `Era::Floors`: the protocol the floor and rmcp's client speak (the handshake, a session,
-    /// `2025-06-18`), so the ratios compare the clients' work for the same server work;
-    /// `Era::Default`: default options (rmcp answers the `server/discover` probe, so every
-    /// request is a sessionless 2026-07-28 one, which costs the server more per call).
+    /// Options as a harness gets them by default, with the run's ten secrets; `Era::Legacy`
+    /// also fixes the handshake era and `2025-06-18` (what the legacy floor and rmcp's client
+    /// speak). Progress tokens: none, as by default.
     fn new(server: &TestServer, era: Era) -> Ours {
-        let options = Options::default().secrets(Some(Vec::new()));
-        let options = match era {
-            Era::Floors => options
-                .era(EraSetting::Legacy)
-                .protocol_version(ProtocolVersion::V2025_06_18),
-            Era::Default => options,
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let trace = {
+            let seen = seen.clone();
+            verifi_mcp_host::WireTrace::new(move |e| {
+                if let verifi_mcp_host::WireEvent::Sent { bytes, .. } = e
+                    && find(bytes, b"\"tools/call\"").is_some()
+                    && let Ok(mut s) = seen.lock()
+                {
+                    s.clear();
+                    s.extend_from_slice(bytes);
+                }
+            })
         };
-        let ctx = HarnessContext::from_manifest_value(
-            json!({ "endpoints": { "kali": server.base_url() } }),
-            "bench",
-            options,
-        )
-        .expect("context");
-        let slot = ctx.mcp("kali").expect("slot");
-        let ours = Ours {
+        // A context whose wire trace keeps the call's request, for the floor's template; then
+        // the measured one, without a trace (as users run it).
+        let (traced, slot) = warmed(server, era, Some(trace));
+        let r = smol::block_on(slot.call("echo", json!({ "text": "ping" })));
+        assert!(r.ok && r.text == "ping", "ours: {r:?}");
+        drop((traced, slot));
+        let call_request = seen.lock().map(|s| s.clone()).unwrap_or_default();
+        assert!(!call_request.is_empty(), "ours: the call request was seen");
+        let (ctx, slot) = warmed(server, era, None);
+        Ours {
             _ctx: ctx,
             slot,
             ex: smol::Executor::new(),
-        };
-        // The handshake, untimed.
-        let r = smol::block_on(ours.slot.call("echo", json!({ "text": "warm" })));
-        assert!(r.ok && r.text == "warm", "ours: warm-up failed: {r:?}");
-        ours
+            call_request,
+        }
     }
 
     fn run(&self, in_flight: usize, b: &Bounds) -> Sample {
@@ -372,12 +434,96 @@ struct Floor {
     id_at: usize,
     conns: Vec<Async<TcpStream>>,
     ex: smol::Executor<'static>,
+    /// Connections opened because a reply stream's end had not come in time (all runs).
+    replaced: std::sync::Arc<std::sync::atomic::AtomicUsize>,
 }
 
 const ID_DIGITS: usize = 9;
+/// How long after an answer its stream's end may come and the connection still be reused: the
+/// host pool's rule (`adapters/host/src/net.rs`, 25 ms from the answer).
+const TAIL: Duration = Duration::from_millis(25);
+
+/// `request` (head and body) with its JSON-RPC id made the floor's fixed-width string id
+/// `"f00-000000000"` and its `content-length` set again.
+fn with_floor_id(request: &[u8]) -> Vec<u8> {
+    let split = find(request, b"\r\n\r\n").expect("a head") + 4;
+    let (head, body) = request.split_at(split);
+    let at = find(body, b"\"id\":").expect("an id") + 5;
+    let end = at + body[at..].iter().take_while(|b| b.is_ascii_digit()).count();
+    let mut new_body = body[..at].to_vec();
+    new_body.extend_from_slice(format!("\"f00-{}\"", "0".repeat(ID_DIGITS)).as_bytes());
+    new_body.extend_from_slice(&body[end..]);
+    let head = String::from_utf8_lossy(head);
+    let mut out = String::new();
+    for line in head.split("\r\n") {
+        if line.to_ascii_lowercase().starts_with("content-length:") {
+            out.push_str(&format!("content-length: {}", new_body.len()));
+        } else {
+            out.push_str(line);
+        }
+        out.push_str("\r\n");
+    }
+    // `split("\r\n")` of a head ending in a blank line gives two empty pieces: one too many.
+    out.truncate(out.len() - 2);
+    let mut req = out.into_bytes();
+    req.extend_from_slice(&new_body);
+    req
+}
+
+/// Where the answer ends in `buf`, and whether the reply ended there too (`None`: read more).
+/// A `content-length` body is whole at once; a chunked SSE stream is answered at the end of
+/// the event that holds the `result`, and ends with its last chunk `0\r\n\r\n`.
+fn answer_end(buf: &[u8]) -> Option<(usize, bool)> {
+    if let Some(n) = response_end(buf)
+        && find(&buf[..find(buf, b"\r\n\r\n")? + 4], b"content-length: ").is_some()
+    {
+        return Some((n, true));
+    }
+    let result = find(buf, b"\"result\"")?;
+    let event_end = result + find(&buf[result..], b"\n\n")? + 2;
+    Some((event_end, buf.ends_with(b"\r\n0\r\n\r\n")))
+}
+
+/// Reads the end of a chunked reply whose first `len` bytes are in `buf`, until `deadline`.
+async fn end_tail(
+    c: &mut Async<TcpStream>,
+    buf: &mut Vec<u8>,
+    mut len: usize,
+    deadline: Instant,
+) -> bool {
+    futures_lite::future::or(
+        async {
+            while !buf[..len].ends_with(b"\r\n0\r\n\r\n") {
+                if len == buf.len() {
+                    buf.resize(len * 2, 0);
+                }
+                match c.read(&mut buf[len..]).await {
+                    Ok(n) if n > 0 => len += n,
+                    _ => return false,
+                }
+            }
+            true
+        },
+        async {
+            async_io::Timer::at(deadline).await;
+            false
+        },
+    )
+    .await
+}
+
+/// A new connection to `addr` (TCP_NODELAY on), for one whose reply did not end in time.
+async fn reconnect(addr: SocketAddr) -> Async<TcpStream> {
+    let c = Async::<TcpStream>::connect(addr)
+        .await
+        .expect("floor connect");
+    c.get_ref().set_nodelay(true).expect("nodelay");
+    c
+}
 
 impl Floor {
-    fn new(server: &TestServer) -> Floor {
+    /// The legacy floor: its own handshake, a session, `2025-06-18`.
+    fn legacy(server: &TestServer) -> Floor {
         let addr = server.addr();
         let mut c = TcpStream::connect(addr).expect("floor connect");
         c.set_nodelay(true).expect("nodelay");
@@ -410,15 +556,30 @@ impl Floor {
             r#"{{"jsonrpc":"2.0","id":"f00-{}","method":"tools/call","params":{{"name":"echo","arguments":{{"text":"ping"}}}}}}"#,
             "0".repeat(ID_DIGITS)
         );
-        let request = post(addr, session.as_deref(), &body);
-        let id_at = find(&request, b"\"f00-").expect("id") + 2;
         c.set_nonblocking(true).expect("nonblocking");
+        Floor::with_request(addr, post(addr, session.as_deref(), &body), vec![c])
+    }
+
+    /// The 2026-07-28 floor: sessionless, no handshake, sending the very request bytes our
+    /// client sent in that era (its `_meta`, `Mcp-*` headers and all; only the id differs), so
+    /// the server does the same work for both.
+    fn modern(server: &TestServer, ours: &Ours) -> Floor {
+        let addr = server.addr();
+        Floor::with_request(addr, with_floor_id(&ours.call_request), Vec::new())
+    }
+
+    fn with_request(addr: SocketAddr, request: Vec<u8>, conns: Vec<TcpStream>) -> Floor {
+        let id_at = find(&request, b"\"f00-").expect("id") + 2;
         Floor {
             addr,
             request,
             id_at,
-            conns: vec![Async::new(c).expect("async")],
+            conns: conns
+                .into_iter()
+                .map(|c| Async::new(c).expect("async"))
+                .collect(),
             ex: smol::Executor::new(),
+            replaced: Default::default(),
         }
     }
 
@@ -432,14 +593,16 @@ impl Floor {
         let start = Instant::now();
         let per = b.calls.div_ceil(in_flight);
         let time = b.time;
-        let (request, id_at) = (&self.request, self.id_at);
+        let (request, id_at, addr) = (&self.request, self.id_at, self.addr);
         let ex = &self.ex;
+        let replaced = &self.replaced;
         let done = smol::block_on(ex.run(async {
             let tasks: Vec<_> = conns
                 .into_iter()
                 .enumerate()
                 .map(|(slot, mut c)| {
                     let mut req = request.clone();
+                    let replaced = replaced.clone();
                     ex.spawn(async move {
                         req[id_at] = b'0' + (slot / 10 % 10) as u8;
                         req[id_at + 1] = b'0' + (slot % 10) as u8;
@@ -447,6 +610,8 @@ impl Floor {
                         let mut buf = vec![0u8; 64 * 1024];
                         let mut lat = Vec::with_capacity(per);
                         let mut n_call = 0usize;
+                        // The answer's end and when it came, while the stream's end is unread.
+                        let mut tail: Option<(usize, Instant)> = None;
                         while lat.len() < per && start.elapsed() < time {
                             n_call += 1;
                             let mut k = n_call;
@@ -455,27 +620,44 @@ impl Floor {
                                 k /= 10;
                             }
                             let t = Instant::now();
+                            // The last reply's end is read before this request, as the host's
+                            // pool does: 25 ms from its answer, else a new connection.
+                            if let Some((len, answered)) = tail.take()
+                                && !end_tail(&mut c, &mut buf, len, answered + TAIL).await
+                            {
+                                replaced.fetch_add(1, Ordering::Relaxed);
+                                c = reconnect(addr).await;
+                            }
                             c.write_all(&req).await.expect("floor write");
                             let mut len = 0;
-                            let end = loop {
+                            let (answer, ended) = loop {
                                 if len == buf.len() {
                                     buf.resize(len * 2, 0);
                                 }
                                 let n = c.read(&mut buf[len..]).await.expect("floor read");
                                 assert!(n > 0, "floor: server closed");
                                 len += n;
-                                if let Some(e) = response_end(&buf[..len]) {
+                                if let Some(e) = answer_end(&buf[..len]) {
                                     break e;
                                 }
                             };
                             lat.push(t.elapsed());
                             assert!(
-                                end == len
-                                    && buf.starts_with(b"HTTP/1.1 200")
-                                    && find(&buf[..len], b"\"result\"").is_some(),
+                                buf.starts_with(b"HTTP/1.1 200")
+                                    && find(&buf[..answer], b"\"result\"").is_some(),
                                 "floor: bad reply {:?}",
                                 String::from_utf8_lossy(&buf[..len])
                             );
+                            if !ended {
+                                tail = Some((len, Instant::now()));
+                            }
+                        }
+                        // Untimed: the connection goes back with its last reply ended.
+                        if let Some((len, answered)) = tail
+                            && !end_tail(&mut c, &mut buf, len, answered + Duration::from_secs(1))
+                                .await
+                        {
+                            c = reconnect(addr).await;
                         }
                         (c, lat)
                     })
@@ -512,13 +694,15 @@ fn verdict(ratio: f64, target: f64) -> &'static str {
 fn one_client(mode: Mode, b: &Bounds, floor: bool, only_in: Option<usize>, era: Era) {
     let server = TestServer::start_with(ServerOptions::new(mode)).expect("server");
     let cases = only_in.map_or(vec![1, 16, 64], |n| vec![n]);
-    let mut floor_client = floor.then(|| Floor::new(&server));
-    let ours = (!floor).then(|| Ours::new(&server, era));
+    let ours = Ours::new(&server, era);
+    let mut floor_client = floor.then(|| match era {
+        Era::Legacy => Floor::legacy(&server),
+        Era::Default => Floor::modern(&server, &ours),
+    });
     for in_flight in cases {
-        let (who, s) = match (&mut floor_client, &ours) {
-            (Some(f), _) => ("floor", f.run(in_flight, b)),
-            (None, Some(o)) => ("ours", o.run(in_flight, b)),
-            (None, None) => unreachable!("one client is made"),
+        let (who, s) = match &mut floor_client {
+            Some(f) => ("floor", f.run(in_flight, b)),
+            None => ("ours", ours.run(in_flight, b)),
         };
         println!(
             "{in_flight:>3} in flight: {who} {:.0} calls/s ({} calls)",
@@ -530,10 +714,11 @@ fn one_client(mode: Mode, b: &Bounds, floor: bool, only_in: Option<usize>, era: 
 
 fn echo_cases(mode: Mode, b: &Bounds) {
     let server = TestServer::start_with(ServerOptions::new(mode)).expect("server");
-    let ours = Ours::new(&server, Era::Floors);
-    let ours26 = Ours::new(&server, Era::Default);
+    let ours = Ours::new(&server, Era::Default);
+    let legacy = Ours::new(&server, Era::Legacy);
     let rmcp = Rmcp::new(&server);
-    let mut floor = Floor::new(&server);
+    let mut floor = Floor::modern(&server, &ours);
+    let mut floor_legacy = Floor::legacy(&server);
     println!(
         "\n== echo, rmcp server {} mode, TCP_NODELAY on; median of {} interleaved rounds, each \
          at most {} calls or {:?} ==",
@@ -543,7 +728,7 @@ fn echo_cases(mode: Mode, b: &Bounds) {
         b.time
     );
     println!(
-        "{:>9} {:<6} {:>9} {:>9} {:>9}",
+        "{:>9} {:<12} {:>9} {:>9} {:>9}",
         "in flight", "client", "calls/s", "p50 ms", "p99 ms"
     );
     for in_flight in [1, 16, 64] {
@@ -553,20 +738,28 @@ fn echo_cases(mode: Mode, b: &Bounds) {
             rounds: 1,
         };
         ours.run(in_flight, &warm);
-        ours26.run(in_flight, &warm);
+        legacy.run(in_flight, &warm);
         rmcp.run(in_flight, &warm);
         floor.run(in_flight, &warm);
-        let (mut o, mut o26, mut r, mut f) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        floor_legacy.run(in_flight, &warm);
+        let mut runs: [Vec<Sample>; 5] = Default::default();
         for _ in 0..b.rounds {
-            o.push(ours.run(in_flight, b));
-            o26.push(ours26.run(in_flight, b));
-            r.push(rmcp.run(in_flight, b));
-            f.push(floor.run(in_flight, b));
+            runs[0].push(ours.run(in_flight, b));
+            runs[1].push(legacy.run(in_flight, b));
+            runs[2].push(rmcp.run(in_flight, b));
+            runs[3].push(floor.run(in_flight, b));
+            runs[4].push(floor_legacy.run(in_flight, b));
         }
-        let (o, o26, r, f) = (median(o), median(o26), median(r), median(f));
-        for (name, s) in [("ours", &o), ("ours26", &o26), ("rmcp", &r), ("floor", &f)] {
+        let [o, ol, r, f, fl] = runs.map(median);
+        for (name, s) in [
+            ("ours", &o),
+            ("ours-legacy", &ol),
+            ("rmcp", &r),
+            ("floor", &f),
+            ("floor-legacy", &fl),
+        ] {
             println!(
-                "{:>9} {:<6} {:>9.0} {:>9.3} {:>9.3}   ({} calls)",
+                "{:>9} {:<12} {:>9.0} {:>9.3} {:>9.3}   ({} calls)",
                 in_flight,
                 name,
                 s.rate(),
@@ -575,25 +768,36 @@ fn echo_cases(mode: Mode, b: &Bounds) {
                 s.lat.len()
             );
         }
-        let (vr, vf) = (o.rate() / r.rate(), o.rate() / f.rate());
+        let (vf, vl) = (o.rate() / f.rate(), o.rate() / ol.rate());
+        let (vfl, vr) = (ol.rate() / fl.rate(), ol.rate() / r.rate());
         println!(
-            "{:>9} ratios: ours/rmcp {:.2} (target >= 1.5: {}), ours/floor {:.2} (target >= 0.9: {})",
-            in_flight,
-            vr,
-            verdict(vr, 1.5),
-            vf,
-            verdict(vf, 0.9)
+            "{in_flight:>9} ratios: ours/floor {vf:.2} (target >= 0.9: {}), ours/ours-legacy \
+             {vl:.2}{}, ours-legacy/floor-legacy {vfl:.2}, ours-legacy/rmcp {vr:.2} (target >= \
+             1.5: {})",
+            verdict(vf, 0.9),
+            if in_flight == 1 {
+                format!(" (target >= 0.95: {})", verdict(vl, 0.95))
+            } else {
+                String::new()
+            },
+            verdict(vr, 1.5)
         );
     }
+    println!(
+        "floors' connections replaced after a reply's end came over 25 ms late (all runs): \
+         floor {}, floor-legacy {}",
+        floor.replaced.load(Ordering::Relaxed),
+        floor_legacy.replaced.load(Ordering::Relaxed)
+    );
     drop(rmcp);
     drop(ours);
-    drop(ours26);
+    drop(legacy);
 }
 
 fn big_case(rounds: usize) {
     const BYTES: usize = 10 * 1024 * 1024;
     let server = TestServer::start_with(ServerOptions::new(Mode::Stateful)).expect("server");
-    let ours = Ours::new(&server, Era::Floors);
+    let ours = Ours::new(&server, Era::Legacy);
     let rmcp = Rmcp::new(&server);
     println!("\n== one 10 MiB `big` reply, rmcp server stateful (SSE) mode; median of {rounds} ==");
     println!(
@@ -674,10 +878,10 @@ fn main() {
             _ => Mode::Stateful,
         };
         let only_in = std::env::args().find_map(|a| a.strip_prefix("in=")?.parse().ok());
-        let era = if std::env::args().any(|a| a == "era=2026") {
-            Era::Default
+        let era = if std::env::args().any(|a| a == "era=legacy") {
+            Era::Legacy
         } else {
-            Era::Floors
+            Era::Default
         };
         one_client(mode, &b, floor_only, only_in, era);
         return;
