@@ -898,9 +898,10 @@ fn build(common: &Common, pos: &mut Vec<String>, run_id: &str) -> Result<Run, Fa
     })
 }
 
-/// `-v`: every connection, request and reply line on stderr as `* #N`, `> #N`, `< #N`, with
-/// sensitive header values and the run's secrets redacted. Reply bytes are cut into whole lines
-/// (per connection) before they are scrubbed, so a secret split across reads is still caught.
+/// `-v`: every connection, request and reply line on stderr as `* #N`, `> #N`, `< #N` (and a
+/// stdio server's skipped stdout line as `! stdio: …`), with sensitive header values and the
+/// run's secrets redacted. Reply bytes are cut into whole lines (per connection) before they
+/// are scrubbed, so a secret split across reads is still caught.
 fn wire_trace(secrets: Vec<Vec<u8>>) -> WireTrace {
     let pending: Mutex<HashMap<u64, Vec<u8>>> = Mutex::new(HashMap::new());
     WireTrace::new(move |e| {
@@ -956,6 +957,13 @@ fn wire_trace(secrets: Vec<Vec<u8>>) -> WireTrace {
                     out.push_str(&format!("< #{conn} {}\n", trace_line(&l)));
                     buf.clear();
                 }
+            }
+            WireEvent::Skipped { bytes } => {
+                let l = String::from_utf8_lossy(bytes);
+                out.push_str(&format!(
+                    "! stdio: skipped a line that is not JSON-RPC: {}\n",
+                    trace_line(&l)
+                ));
             }
             _ => {}
         }

@@ -124,11 +124,11 @@ pub fn workspace_root() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(".."))
 }
 
-fn ts_dir() -> PathBuf {
+pub fn ts_dir() -> PathBuf {
     workspace_root().join("tests/peers/ts")
 }
 
-fn py_venv() -> PathBuf {
+pub fn py_venv() -> PathBuf {
     std::env::var_os("VERIFI_PEERS_VENV")
         .map(PathBuf::from)
         .unwrap_or_else(|| workspace_root().join("target/peers/venv"))
