@@ -159,6 +159,20 @@ pub fn missing(sdk: Sdk) -> Option<String> {
     }
 }
 
+/// Why the official `everything` server cannot run here, if it cannot (its package, pinned in
+/// `tests/peers/ts/package.json`, is installed by `scripts/peers.sh`).
+pub fn everything_missing() -> Option<String> {
+    missing(Sdk::Ts).or_else(|| {
+        let main = everything_main();
+        (!main.exists()).then(|| format!("{} is missing", main.display()))
+    })
+}
+
+/// The official `everything` server's entry point (`… stdio` runs it over stdio).
+pub fn everything_main() -> PathBuf {
+    ts_dir().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+}
+
 /// What to do when a peer is not installed: `true` = the caller returns early (loudly), only
 /// when `VERIFI_ALLOW_NO_PEERS=1` and not `VERIFI_REQUIRE_PEERS=1`; otherwise this panics, so
 /// the test fails and says what to run.
@@ -215,6 +229,9 @@ impl Peer {
     /// TypeScript SDK 1.32: old era only, stateful, SSE replies with event ids) on 127.0.0.1.
     #[allow(dead_code)]
     pub fn start_everything() -> Peer {
+        if let Some(why) = everything_missing() {
+            panic!("{why}: run scripts/peers.sh");
+        }
         Peer::spawn(
             PeerKind::TsStateful,
             PathBuf::from("node"),
