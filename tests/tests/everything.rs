@@ -147,3 +147,79 @@ fn mcp_call_runs_the_task_required_tool_over_http_and_stdio() {
         );
     }
 }
+
+/// `mcp tools --format json` keeps each tool's `execution`: the everything server's
+/// `simulate-research-query` says `taskSupport: "required"`, `echo` says `"forbidden"`.
+#[test]
+fn mcp_tools_json_keeps_execution() {
+    let peer = Peer::start_everything();
+    let (code, v) = mcp_json(&["tools", peer.base_url(), "--format", "json"]);
+    assert_eq!(code, Some(0), "{v}");
+    let tools = v["tools"].as_array().cloned().unwrap_or_default();
+    let of = |name: &str| {
+        tools
+            .iter()
+            .find(|t| t["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("{name} not listed: {v}"))
+    };
+    assert_eq!(
+        of("simulate-research-query")["execution"]["taskSupport"],
+        "required",
+        "{v}"
+    );
+    assert_eq!(of("echo")["execution"]["taskSupport"], "forbidden", "{v}");
+}
+
+/// `--detach` on a task of a 2025-11-25 session is refused before the call is sent (exit 2, as
+/// other usage refusals): the task would die with the session when mcp exits. The message says
+/// why and what works. A tool that does not become a task is called as usual.
+#[test]
+fn detach_on_a_2025_11_25_session_task_is_refused_before_the_call() {
+    let peer = Peer::start_everything();
+    let url = format!("{}/mcp", peer.base_url());
+    let o = support::run_mcp(
+        &[
+            "call",
+            &url,
+            "simulate-research-query",
+            "topic=rust",
+            "--detach",
+            "-v",
+            "--protocol-version",
+            "2025-11-25",
+        ],
+        &[],
+        CHECK_BOUND,
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(o.stdout.is_empty(), "no task id: {o:?}");
+    let refusal = err
+        .lines()
+        .find(|l| l.starts_with("mcp: --detach"))
+        .unwrap_or_else(|| panic!("no refusal: {err}"));
+    for says in [
+        "2025-11-25",
+        "die with it",
+        "`mcp task` needs a 2026-07-28 server",
+        "task handle",
+    ] {
+        assert!(refusal.contains(says), "{says:?} in {refusal}");
+    }
+    // The trace shows the list, never the call.
+    assert!(err.contains("\"tools/list\""), "{err}");
+    assert!(!err.contains("\"tools/call\""), "{err}");
+
+    let (code, v) = mcp_json(&[
+        "call",
+        &url,
+        "echo",
+        "message=hi",
+        "--detach",
+        "--protocol-version",
+        "2025-11-25",
+    ]);
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(v["text"], "Echo: hi", "{v}");
+}

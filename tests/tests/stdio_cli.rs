@@ -163,6 +163,24 @@ fn a_server_that_logs_on_stdout_is_listed_and_its_log_line_shown_by_verbose() {
     );
 }
 
+/// `tools --format json` prints each tool as the server sent it: `execution` and a field no
+/// client knows are kept, and nothing is added (no default `inputSchema` fields).
+#[test]
+fn tools_json_prints_each_tool_as_the_server_sent_it() {
+    let o = mcp(&["tools", "--stdio", &fault("plain"), "--format", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    let v = stdout_json(&o);
+    assert_eq!(
+        v,
+        serde_json::json!({"tools": [{
+            "name": "echo",
+            "inputSchema": {"type": "object"},
+            "execution": {"taskSupport": "optional"},
+            "x-vendor-extension": {"owner": "fault", "rank": 3}
+        }]}),
+    );
+}
+
 /// An mcpServers config entry with a `command` (the format desktop hosts share) runs over stdio.
 #[test]
 fn a_config_file_command_entry() {

@@ -74,8 +74,11 @@ fn main() {
                 "serverInfo": {"name": "verifi-stdio-fault", "version": "0.1.0"}
                 }))
             }
+            // `execution` and a field no client knows, for `mcp tools --format json`.
             "tools/list" => reply(serde_json::json!({"tools": [
-                {"name": "echo", "inputSchema": {"type": "object"}}
+                {"name": "echo", "inputSchema": {"type": "object"},
+                 "execution": {"taskSupport": "optional"},
+                 "x-vendor-extension": {"owner": "fault", "rank": 3}}
             ]})),
             "ping" => reply(serde_json::json!({})),
             "server/discover" if mode == "modern" => reply(serde_json::json!({
