@@ -1,6 +1,6 @@
 //! stdio servers: the interop list over stdio against the official TypeScript and Python SDK
 //! servers and the rmcp kit, and the faults of a byte-level child (`verifi-stdio-fault`): exit
-//! mid-reply, exit at start, garbage, a line over the cap, a stderr flood, a child that ignores
+//! mid-reply, exit at start, lines that are not JSON-RPC (skipped), a line over the cap, a stderr flood, a child that ignores
 //! stdin closing and SIGTERM; the child's environment; failover between stdio and HTTP. Every
 //! test checks that no child it started is left running.
 
@@ -326,16 +326,43 @@ fn a_child_that_exits_at_start_names_its_exit_status() {
     });
 }
 
+/// Lines that are not JSON-RPC (not JSON, a bare number, a JSON log object) are skipped, as the
+/// official SDK clients skip them: the call is answered. When a call then fails without an
+/// answer, its error counts them and quotes the last three, cut and redacted.
 #[test]
-fn a_garbage_line_fails_at_once_not_at_the_deadline() {
-    // The deadline is far beyond the test's bound: only an immediate failure passes.
-    let (ctx, slot) = fault("garbage", json!({}), Options::default().timeout_ms(600_000));
+fn lines_that_are_not_json_rpc_are_skipped_and_quoted_when_a_call_then_fails() {
+    let secret = "hunter2-db-password";
+    let opts = Options::default()
+        .timeout_ms(3_000)
+        .secrets(Some(vec![secret.to_owned()]));
+    let (ctx, slot) = fault("garbage", json!({ "FAULT_SECRET": secret }), opts);
     run_bounded(Duration::from_secs(30), async {
         let r = slot.call("echo", json!({ "text": "x" })).await;
+        assert!(r.ok, "{r:?}");
+        assert_eq!(r.text, "x");
+        // Never answered: it ends at its deadline, saying what the server wrote instead.
+        let r = slot.call("echo", json!({ "text": "hang" })).await;
         assert!(!r.ok, "{r:?}");
+        assert!(
+            matches!(
+                r.kind,
+                Kind::Unreachable(verifi_mcp_core::wire::failure::Cause::TimedOut)
+            ),
+            "{r:?}"
+        );
         let e = r.error.unwrap_or_default();
-        assert!(e.contains("not JSON-RPC"), "{e}");
-        assert!(e.contains("Traceback"), "{e}");
+        assert!(
+            e.contains("wrote 10 lines that are not JSON-RPC (skipped), the last: "),
+            "{e}"
+        );
+        assert!(e.contains("INFO: a log line on stdout"), "{e}");
+        assert!(e.contains("… (800 more bytes)"), "{e}");
+        assert!(e.contains("Traceback (most recent call last)"), "{e}");
+        assert!(e.contains("[REDACTED]") && !e.contains(secret), "{e}");
+        // Only the last three are quoted.
+        assert!(!e.contains("listening"), "{e}");
+        let tl = ctx.timeline();
+        assert!(tl.iter().all(|t| !t.json.contains(secret)), "{tl:?}");
         close_and_check(&ctx, &[&slot], &[]).await;
     });
 }

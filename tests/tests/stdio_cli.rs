@@ -131,6 +131,56 @@ fn verbose_traces_stdio_lines() {
     );
 }
 
+/// A real server (the official Python SDK's, behind `sh`) that prints a log line on stdout
+/// before it serves, as Kali-style servers do: the line is skipped (shown by `-v`), and its
+/// tools are listed, as the official SDK clients list them.
+#[test]
+fn a_server_that_logs_on_stdout_is_listed_and_its_log_line_shown_by_verbose() {
+    if support::peer_unavailable(support::PeerKind::PyStateful) {
+        return;
+    }
+    let python = support::py_venv().join("bin/python");
+    let script = support::workspace_root().join("tests/peers/py/server.py");
+    let server = format!(
+        "sh -c 'echo \"INFO: MCP server starting on stdout\"; exec {} {} stdio'",
+        python.display(),
+        script.display()
+    );
+    let o = mcp(&["tools", "--stdio", &server, "--format", "text"]);
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    let names = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(names.lines().any(|l| l == "echo"), "{names}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains("INFO: MCP server"), "only -v shows it: {err}");
+
+    let o = mcp(&["tools", "-v", "--stdio", &server, "--format", "text"]);
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.lines().any(|l| l
+            == "! stdio: skipped a line that is not JSON-RPC: INFO: MCP server starting on stdout"),
+        "{err}"
+    );
+}
+
+/// `tools --format json` prints each tool as the server sent it: `execution` and a field no
+/// client knows are kept, and nothing is added (no default `inputSchema` fields).
+#[test]
+fn tools_json_prints_each_tool_as_the_server_sent_it() {
+    let o = mcp(&["tools", "--stdio", &fault("plain"), "--format", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    let v = stdout_json(&o);
+    assert_eq!(
+        v,
+        serde_json::json!({"tools": [{
+            "name": "echo",
+            "inputSchema": {"type": "object"},
+            "execution": {"taskSupport": "optional"},
+            "x-vendor-extension": {"owner": "fault", "rank": 3}
+        }]}),
+    );
+}
+
 /// An mcpServers config entry with a `command` (the format desktop hosts share) runs over stdio.
 #[test]
 fn a_config_file_command_entry() {

@@ -361,6 +361,18 @@ impl SlotHandle {
         self.inner.spec.fallback.as_deref()
     }
 
+    /// The protocol version spoken with the slot's server, once an operation reached it (the
+    /// primary's, else the fallback's); `None` before. A task of a 2025-11-25 session lives as
+    /// long as the session (this run); a 2026-07-28 task outlives the run.
+    pub fn protocol_version(&self) -> Option<verifi_mcp_core::wire::jsonrpc::ProtocolVersion> {
+        use verifi_mcp_core::drive::Shared;
+        self.inner.state.with(|s| {
+            [Target::Primary, Target::Fallback]
+                .into_iter()
+                .find_map(|t| s.session(t)?.snapshot().map(|snap| snap.version))
+        })
+    }
+
     /// Scratch buffers from the slot's pool (or new ones).
     fn scratch(&self) -> PooledScratch<'_> {
         let scratch = lock(&self.inner.scratch).pop();

@@ -9,9 +9,14 @@
 //! are answered here (`ping`: an empty result; anything else: a JSON-RPC error) so the server
 //! never waits on us. Its stderr is drained (the last lines kept, for errors).
 //!
-//! A child that exits, writes a line that is not JSON-RPC, or a line over the cap, is an
-//! unreachable server: every operation waiting on it ends at once, and the slot's error
-//! says what happened (`exit status: N` and its last stderr lines).
+//! A line that is not JSON-RPC (not JSON, or JSON that is neither a request, a notification
+//! nor a response: a log line a server prints on stdout) is skipped, as the official SDK
+//! clients skip it: it is shown in a wire trace ([`WireEvent::Skipped`], `mcp -v`), and the
+//! last [`SKIPPED_LINES`] of them are quoted (each cut to [`SKIPPED_LINE_BYTES`]) in the error
+//! of an operation that then fails without an answer. A child that exits, closes its stdout,
+//! or writes a line over the cap is an unreachable server at once: every operation waiting on
+//! it ends, and the slot's error says what happened (`exit status: N` and its last stderr
+//! lines).
 //!
 //! The child's environment is an allow-list ([`ENV_ALLOW`]) plus the slot's `env`; nothing
 //! else of ours (secrets included) reaches it. It runs in its own process group, so closing it
@@ -87,6 +92,10 @@ const WRITE_QUEUE: usize = 64;
 const MAILBOX: usize = 256;
 /// How long the reader waits for an exiting child's status and its last stderr lines.
 const EXIT_WAIT: Duration = Duration::from_millis(1_500);
+/// Skipped stdout lines (not JSON-RPC) kept for errors: the last ones.
+pub const SKIPPED_LINES: usize = 3;
+/// Bytes of one skipped line kept for errors (the rest is left out, saying so).
+pub const SKIPPED_LINE_BYTES: usize = 200;
 
 /// What starts a stdio server: the program and its arguments, extra environment, directory.
 #[derive(Clone, PartialEq, Eq)]
@@ -202,6 +211,17 @@ struct Running {
     status: Mutex<Option<ExitStatus>>,
     /// How its elicitations are answered (the slot's policy and handler).
     elicit: Elicit,
+    /// The lines of its stdout that were skipped (not JSON-RPC).
+    skipped: Mutex<Skipped>,
+    /// The wire observer, when the context traces (for the skipped lines).
+    trace: Option<WireTrace>,
+}
+
+/// How many stdout lines were skipped, and the last few (cut), for errors.
+#[derive(Default)]
+struct Skipped {
+    count: u64,
+    last: VecDeque<String>,
 }
 
 /// A slot's elicitation policy and handler, for the requests a stdio server sends.
@@ -246,10 +266,16 @@ impl Running {
         routes.waiting.clear();
     }
 
-    /// What happened to the child, with its exit status and last stderr lines.
+    /// What happened to the child (with its exit status and last stderr lines), and the
+    /// stdout lines it skipped: `None` while it runs and nothing was skipped.
     fn note(&self) -> Option<String> {
-        let why = lock(&self.routes).gone.clone()?;
-        let mut out = why;
+        let gone = lock(&self.routes).gone.clone();
+        let skipped = self.skipped_note();
+        let mut out = match (gone, skipped) {
+            (None, None) => return None,
+            (None, Some(skipped)) => return Some(skipped),
+            (Some(why), _) => why,
+        };
         if let Some(status) = self.try_status() {
             out.push_str(&format!(" ({status})"));
         }
@@ -259,7 +285,54 @@ impl Running {
             let lines: Vec<&str> = tail.iter().map(String::as_str).collect();
             out.push_str(&lines.join(" | "));
         }
+        if let Some(skipped) = self.skipped_note() {
+            out.push_str("; ");
+            out.push_str(&skipped);
+        }
         Some(out)
+    }
+
+    /// `it wrote N lines that are not JSON-RPC (skipped), the last: "…" | "…"`.
+    fn skipped_note(&self) -> Option<String> {
+        let skipped = lock(&self.skipped);
+        if skipped.count == 0 {
+            return None;
+        }
+        let lines: Vec<String> = skipped.last.iter().map(|l| format!("{l:?}")).collect();
+        let (n, s) = (skipped.count, if skipped.count == 1 { "" } else { "s" });
+        let which = if skipped.count as usize > skipped.last.len() {
+            "the last: "
+        } else {
+            ""
+        };
+        Some(format!(
+            "it wrote {n} line{s} that {} not JSON-RPC (skipped), {which}{}",
+            if n == 1 { "is" } else { "are" },
+            lines.join(" | ")
+        ))
+    }
+
+    /// Skips one line of stdout that is not JSON-RPC: traced, counted, kept (cut) for errors.
+    fn skip(&self, line: &[u8]) {
+        if let Some(t) = &self.trace {
+            t.emit(&WireEvent::Skipped { bytes: line });
+        }
+        let mut shown =
+            String::from_utf8_lossy(line.get(..SKIPPED_LINE_BYTES).unwrap_or(line)).into_owned();
+        if line.len() > SKIPPED_LINE_BYTES {
+            // A cut inside a character leaves a replacement character: dropped.
+            shown = shown.trim_end_matches('\u{fffd}').to_owned();
+            shown.push_str(&format!(
+                "… ({} more bytes)",
+                line.len() - SKIPPED_LINE_BYTES
+            ));
+        }
+        let mut skipped = lock(&self.skipped);
+        skipped.count = skipped.count.saturating_add(1);
+        if skipped.last.len() == SKIPPED_LINES {
+            skipped.last.pop_front();
+        }
+        skipped.last.push_back(shown);
     }
 }
 
@@ -300,12 +373,13 @@ impl StdioServer {
         &self,
         trace: impl FnOnce(&str) -> Option<(WireTrace, u64)>,
     ) -> Result<StdioConn, ConnectError> {
+        let trace = trace(&self.spec.label());
         let running = {
             let mut child = lock(&self.child);
             match child.as_ref() {
                 Some(r) => r.clone(),
                 None => {
-                    let r = self.start()?;
+                    let r = self.start(trace.as_ref().map(|(t, _)| t.clone()))?;
                     *child = Some(r.clone());
                     r
                 }
@@ -316,7 +390,7 @@ impl StdioServer {
         }
         let (tx, rx) = async_channel::bounded(MAILBOX);
         Ok(StdioConn {
-            trace: trace(&self.spec.label()),
+            trace,
             running,
             tx: Some(tx),
             rx,
@@ -328,7 +402,7 @@ impl StdioServer {
     }
 
     #[allow(clippy::result_large_err)] // as `connect`
-    fn start(&self) -> Result<Arc<Running>, ConnectError> {
+    fn start(&self, trace: Option<WireTrace>) -> Result<Arc<Running>, ConnectError> {
         let program = self.spec.argv.first().map(String::as_str).unwrap_or("");
         let mut cmd = Command::new(program);
         cmd.args(self.spec.argv.iter().skip(1))
@@ -374,6 +448,8 @@ impl StdioServer {
             stderr_done: AtomicBool::new(false),
             status: Mutex::new(None),
             elicit: self.elicit.clone(),
+            skipped: Mutex::new(Skipped::default()),
+            trace,
         });
         let spawn = |name: &str, f: Box<dyn FnOnce() + Send>| {
             std::thread::Builder::new()
@@ -550,10 +626,8 @@ fn read_loop(stdout: std::process::ChildStdout, running: &Running, cap: usize) {
             }
         };
         r.consume(used);
-        if let Some(line) = line
-            && let Err(why) = route(running, line)
-        {
-            break Some(why);
+        if let Some(line) = line {
+            route(running, line);
         }
     };
     match why {
@@ -583,35 +657,36 @@ fn read_loop(stdout: std::process::ChildStdout, running: &Running, cap: usize) {
     drop(r);
 }
 
-/// Routes one line of the child's output (without its newline). `Err`: the line is not
-/// JSON-RPC.
-fn route(running: &Running, mut line: Vec<u8>) -> Result<(), String> {
+/// Routes one line of the child's output (without its newline); a line that is not
+/// JSON-RPC is skipped ([`Running::skip`]).
+fn route(running: &Running, mut line: Vec<u8>) {
     if line.ends_with(b"\r") {
         line.pop();
     }
     if line.iter().all(u8::is_ascii_whitespace) {
-        return Ok(());
+        return;
     }
     // Where the line goes: (id, is the response). Worked out first, while it is parsed.
     let mut to: Vec<(u64, bool)> = Vec::new();
     {
-        let text = &line[..];
-        let garbage = || {
-            let shown = String::from_utf8_lossy(text.get(..80).unwrap_or(text)).into_owned();
-            format!("the server process wrote a line that is not JSON-RPC: {shown:?}")
+        let Ok(value) = Value::parse(&line, JsonLimits::default()) else {
+            return running.skip(&line);
         };
-        let value = Value::parse(text, JsonLimits::default()).map_err(|_| garbage())?;
         let messages: Vec<Value<'_>> = match value.kind() {
             Kind::Object => vec![value],
             Kind::Array => value.elements().collect(),
-            _ => return Err(garbage()),
+            _ => return running.skip(&line),
         };
+        // A message is something with a `method` or an `id`; a line with none is a log line.
+        let mut any = false;
         for msg in messages {
             if msg.kind() != Kind::Object {
-                return Err(garbage());
+                continue;
             }
             let id = msg.get("id").filter(|i| !i.is_null());
-            match (msg.get("method"), id) {
+            let method = msg.get("method");
+            any |= method.is_some() || id.is_some();
+            match (method, id) {
                 // The server asks us something: answer, so it never waits.
                 (Some(method), Some(id)) => answer(running, method, id, msg.get("params")),
                 (Some(method), None) => {
@@ -635,6 +710,9 @@ fn route(running: &Running, mut line: Vec<u8>) -> Result<(), String> {
                 (None, None) => {}
             }
         }
+        if !any {
+            return running.skip(&line);
+        }
     }
     line.push(b'\n');
     let last = to.len().saturating_sub(1);
@@ -647,7 +725,6 @@ fn route(running: &Running, mut line: Vec<u8>) -> Result<(), String> {
         };
         deliver(running, id, owned, response);
     }
-    Ok(())
 }
 
 /// Hands `line` (with its newline) to the connection waiting for `id`; a response ends the

@@ -39,6 +39,11 @@ pub enum WireEvent<'a> {
         /// The bytes, unredacted.
         bytes: &'a [u8],
     },
+    /// A line of a stdio server's stdout that is not JSON-RPC (a log line), skipped.
+    Skipped {
+        /// The line (without its newline), unredacted.
+        bytes: &'a [u8],
+    },
 }
 
 /// The observer a context calls for every [`WireEvent`] (set with

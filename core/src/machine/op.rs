@@ -915,7 +915,6 @@ where
         // tools run only as tasks (`execution.taskSupport: "required"`).
         let session_tasks = !modern
             && self.cfg.capabilities.tasks
-            && !self.cfg.is_stdio(target)
             && self
                 .snap
                 .as_ref()

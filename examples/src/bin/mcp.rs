@@ -298,7 +298,7 @@ struct Common {
 
 #[derive(Subcommand, Debug)]
 enum Cmd {
-    /// List the server's tools (names; --format json for descriptions and schemas).
+    /// List the server's tools (names; --format json: each tool whole, as the server sent it).
     #[command(after_help = TOOLS_EXAMPLES)]
     Tools {
         /// ENDPOINT (omit with --config, --manifest or MCP_ENDPOINT).
@@ -327,7 +327,8 @@ enum Cmd {
         args: Option<String>,
         /// If the server makes the call a task (2026 tasks extension), print the task's id
         /// and exit 0 while it runs on (follow it with `mcp task`); a server that answers at
-        /// once gets its result printed as usual.
+        /// once gets its result printed as usual. Refused (exit 2) for a task of a 2025-11-25
+        /// session: it would end with the session when mcp exits.
         #[arg(long)]
         detach: bool,
         #[command(flatten)]
@@ -470,6 +471,9 @@ async fn detached(
     format: Format,
     raw: bool,
 ) -> Result<ExitCode, Fail> {
+    if let Some(code) = refuse_session_task(run, tool).await? {
+        return Ok(code);
+    }
     let started = with_elapsed(tool, None, run.slot.start_task(tool, args)).await;
     let task = match started {
         TaskStart::Task(t) => t,
@@ -498,6 +502,39 @@ async fn detached(
         ));
     }
     Ok(finish(run, 0).await)
+}
+
+/// Before a `--detach` call: a tool that would run as a task of a 2025-11-25 session (its
+/// `execution.taskSupport` is `required`) is refused before the call is sent, since the
+/// session, and the task with it, ends when this command exits. Lists the tools (which also
+/// opens the session); a list that fails ends the command as `tools` does (`Some(exit 1)`).
+async fn refuse_session_task(run: &Run, tool: &str) -> Result<Option<ExitCode>, Fail> {
+    let tools = match run.slot.list_tools_described().await {
+        Ok(t) => t,
+        Err(e) => {
+            run.p.err(&format!("mcp: {e}"));
+            run.hint(&e.message);
+            return Ok(Some(finish(run, 1).await));
+        }
+    };
+    let required = tools
+        .iter()
+        .any(|t| t["name"] == tool && t["execution"]["taskSupport"] == "required");
+    if !required
+        || !run.ctx.options().tasks
+        || run.slot.protocol_version() != Some(ProtocolVersion::V2025_11_25)
+    {
+        return Ok(None);
+    }
+    run.ctx.close().await;
+    Err(UsageError(format!(
+        "--detach: {tool} runs only as a task, and on this 2025-11-25 server a task belongs to \
+         the session, which ends when this command exits: the task would die with it, and its \
+         id could not be followed. `mcp task` needs a 2026-07-28 server; here, call without \
+         --detach (mcp waits for the task), or use the library's task handle \
+         (SlotHandle::start_task) within one run"
+    ))
+    .into())
 }
 
 /// `mcp task get|wait|cancel`.
@@ -898,9 +935,10 @@ fn build(common: &Common, pos: &mut Vec<String>, run_id: &str) -> Result<Run, Fa
     })
 }
 
-/// `-v`: every connection, request and reply line on stderr as `* #N`, `> #N`, `< #N`, with
-/// sensitive header values and the run's secrets redacted. Reply bytes are cut into whole lines
-/// (per connection) before they are scrubbed, so a secret split across reads is still caught.
+/// `-v`: every connection, request and reply line on stderr as `* #N`, `> #N`, `< #N` (and a
+/// stdio server's skipped stdout line as `! stdio: …`), with sensitive header values and the
+/// run's secrets redacted. Reply bytes are cut into whole lines (per connection) before they
+/// are scrubbed, so a secret split across reads is still caught.
 fn wire_trace(secrets: Vec<Vec<u8>>) -> WireTrace {
     let pending: Mutex<HashMap<u64, Vec<u8>>> = Mutex::new(HashMap::new());
     WireTrace::new(move |e| {
@@ -956,6 +994,13 @@ fn wire_trace(secrets: Vec<Vec<u8>>) -> WireTrace {
                     out.push_str(&format!("< #{conn} {}\n", trace_line(&l)));
                     buf.clear();
                 }
+            }
+            WireEvent::Skipped { bytes } => {
+                let l = String::from_utf8_lossy(bytes);
+                out.push_str(&format!(
+                    "! stdio: skipped a line that is not JSON-RPC: {}\n",
+                    trace_line(&l)
+                ));
             }
             _ => {}
         }
@@ -1452,37 +1497,16 @@ async fn finish(run: &Run, code: u8) -> ExitCode {
 }
 
 async fn tools(run: &Run, format: Format) -> u8 {
-    let listed = with_elapsed("tools/list", None, run.slot.tools()).await;
+    // Each tool as the server sent it (redacted): every field, `execution` and fields this
+    // client does not know included.
+    let listed = with_elapsed("tools/list", None, run.slot.list_tools_described()).await;
     match listed {
         Ok(tools) => {
             match format {
-                Format::Json => {
-                    let v: Vec<Value> = tools
-                        .iter()
-                        .map(|t| {
-                            let mut m = Map::new();
-                            m.insert("name".into(), json!(t.name));
-                            if let Some(x) = &t.title {
-                                m.insert("title".into(), json!(x));
-                            }
-                            if let Some(x) = &t.description {
-                                m.insert("description".into(), json!(x));
-                            }
-                            m.insert("inputSchema".into(), t.input_schema.clone());
-                            if let Some(x) = &t.output_schema {
-                                m.insert("outputSchema".into(), x.clone());
-                            }
-                            if let Some(x) = &t.annotations {
-                                m.insert("annotations".into(), x.clone());
-                            }
-                            Value::Object(m)
-                        })
-                        .collect();
-                    run.p.json(&json!({ "tools": v }));
-                }
+                Format::Json => run.p.json(&json!({ "tools": tools })),
                 Format::Text => {
-                    for t in &tools {
-                        run.p.text(&t.name);
+                    for name in tools.iter().filter_map(|t| t["name"].as_str()) {
+                        run.p.text(name);
                     }
                 }
             }

@@ -7,7 +7,9 @@
 //!   id.
 //! - `exit-mid-reply`: writes half a response, a stderr line naming `$FAULT_SECRET`, exits 3.
 //! - `exit-at-start`: writes a stderr line and exits 7 before reading anything.
-//! - `garbage`: writes a line that is not JSON, then waits forever.
+//! - `garbage`: before each answer writes five lines that are not JSON-RPC (a JSON log object,
+//!   a bare number, a log line, a 1000-byte line, a traceback naming `$FAULT_SECRET`), then
+//!   answers; a call whose `text` is `hang` it never answers (it waits forever).
 //! - `long-line`: writes `$FAULT_BYTES` (default 40 MiB) without a newline, then waits.
 //! - `stderr-flood`: writes `$FAULT_BYTES` (default 8 MiB) to stderr before answering.
 //! - `plain`: behaves, and asks nothing (for concurrent calls).
@@ -72,8 +74,11 @@ fn main() {
                 "serverInfo": {"name": "verifi-stdio-fault", "version": "0.1.0"}
                 }))
             }
+            // `execution` and a field no client knows, for `mcp tools --format json`.
             "tools/list" => reply(serde_json::json!({"tools": [
-                {"name": "echo", "inputSchema": {"type": "object"}}
+                {"name": "echo", "inputSchema": {"type": "object"},
+                 "execution": {"taskSupport": "optional"},
+                 "x-vendor-extension": {"owner": "fault", "rank": 3}}
             ]})),
             "ping" => reply(serde_json::json!({})),
             "server/discover" if mode == "modern" => reply(serde_json::json!({
@@ -105,8 +110,18 @@ fn main() {
                         std::process::exit(3);
                     }
                     "garbage" => {
-                        out("Traceback (most recent call last): this is not JSON");
-                        wait_for_eof();
+                        let secret = std::env::var("FAULT_SECRET").unwrap_or_default();
+                        out(r#"{"level":"info","msg":"listening"}"#);
+                        out("42");
+                        out("INFO: a log line on stdout");
+                        out(&"y".repeat(1000));
+                        out(&format!(
+                            "Traceback (most recent call last): login with password {secret} failed"
+                        ));
+                        if text == "hang" {
+                            wait_for_eof();
+                        }
+                        reply(serde_json::json!({"content": [{"type": "text", "text": text}]}));
                     }
                     "long-line" => {
                         let n = match bytes() {

@@ -124,11 +124,11 @@ pub fn workspace_root() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(".."))
 }
 
-fn ts_dir() -> PathBuf {
+pub fn ts_dir() -> PathBuf {
     workspace_root().join("tests/peers/ts")
 }
 
-fn py_venv() -> PathBuf {
+pub fn py_venv() -> PathBuf {
     std::env::var_os("VERIFI_PEERS_VENV")
         .map(PathBuf::from)
         .unwrap_or_else(|| workspace_root().join("target/peers/venv"))
@@ -157,6 +157,20 @@ pub fn missing(sdk: Sdk) -> Option<String> {
             }
         }
     }
+}
+
+/// Why the official `everything` server cannot run here, if it cannot (its package, pinned in
+/// `tests/peers/ts/package.json`, is installed by `scripts/peers.sh`).
+pub fn everything_missing() -> Option<String> {
+    missing(Sdk::Ts).or_else(|| {
+        let main = everything_main();
+        (!main.exists()).then(|| format!("{} is missing", main.display()))
+    })
+}
+
+/// The official `everything` server's entry point (`… stdio` runs it over stdio).
+pub fn everything_main() -> PathBuf {
+    ts_dir().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js")
 }
 
 /// What to do when a peer is not installed: `true` = the caller returns early (loudly), only
@@ -215,6 +229,9 @@ impl Peer {
     /// TypeScript SDK 1.32: old era only, stateful, SSE replies with event ids) on 127.0.0.1.
     #[allow(dead_code)]
     pub fn start_everything() -> Peer {
+        if let Some(why) = everything_missing() {
+            panic!("{why}: run scripts/peers.sh");
+        }
         Peer::spawn(
             PeerKind::TsStateful,
             PathBuf::from("node"),
