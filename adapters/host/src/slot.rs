@@ -128,7 +128,7 @@ pub(crate) struct SlotInner {
     pub(crate) spec: SlotSpec,
     /// The run's secrets plus this slot's header values (the core says both are redacted).
     secrets: Vec<Vec<u8>>,
-    state: HostShared<SlotState>,
+    pub(crate) state: HostShared<SlotState>,
     /// The slot's OAuth client, when the context has OAuth settings.
     pub(crate) auth: Option<crate::auth::Authorizer>,
     /// The slot's proxy and trust, or why its manifest entry cannot be used.

@@ -572,8 +572,8 @@ pub fn registration_request(
     body
 }
 
-/// Whether a step-up asks for the union of held and challenged scopes: on 2026 servers. The
-/// core speaks no 2026 revision yet, so today this is false for every version it negotiates.
+/// Whether a step-up asks for the union of held and challenged scopes: on 2026 servers
+/// (SEP-2350), as the slot's era says once the server was probed.
 pub fn step_up_unions(era_2026: bool) -> bool {
     era_2026
 }
