@@ -324,6 +324,7 @@ impl SlotHandle {
                 .filter(|(k, v)| verifi_mcp_core::harness::redact::is_secret_var(k, v))
                 .map(|(_, v)| v.as_bytes().to_vec()),
         );
+        crate::run::add_json_forms(&mut secrets);
         let state = HostShared::new(SlotState::new(
             run.options.protocol_version,
             spec.fallback.is_some(),
@@ -502,8 +503,10 @@ impl SlotHandle {
         if learned.is_empty() {
             return std::borrow::Cow::Borrowed(&self.inner.secrets);
         }
+        let mut more: Vec<Vec<u8>> = learned.iter().map(|s| s.as_bytes().to_vec()).collect();
+        crate::run::add_json_forms(&mut more);
         let mut all = self.inner.secrets.clone();
-        all.extend(learned.iter().map(|s| s.as_bytes().to_vec()));
+        all.extend(more);
         std::borrow::Cow::Owned(all)
     }
 
@@ -803,6 +806,9 @@ impl SlotHandle {
             }
         };
         let mut owned = ToolResult::from_core_without_text(&r);
+        owned.raw = owned
+            .raw
+            .map(|raw| crate::run::redact_decoded(raw, &secrets));
         if matches!(owned.kind, Kind::Unreachable(_))
             && let Some(e) = owned.error.take()
         {
