@@ -84,7 +84,7 @@ pub fn env_secrets() -> Vec<Vec<u8>> {
 /// Adds to `secrets` every JSON form of each (escaped once or twice, ASCII-only or not; the
 /// core's [`JsonForm`]) that differs from it and is not there yet: a secret with a `"` or `\`
 /// shows up escaped in JSON a tool returned and in the raw reply around it.
-pub(crate) fn add_json_forms(secrets: &mut Vec<Vec<u8>>) {
+pub fn add_json_forms(secrets: &mut Vec<Vec<u8>>) {
     let n = secrets.len();
     for i in 0..n {
         for form in JsonForm::ALL {

@@ -196,11 +196,25 @@ struct RunTimeline<'a>(&'a Records);
 
 impl Timeline for RunTimeline<'_> {
     fn emit(&mut self, e: &TimelineEvent<'_>) {
+        self.push(e, &[]);
+    }
+}
+
+impl RunTimeline<'_> {
+    /// Adds `e`, with `secrets` redacted from its JSON (an event may name the server's URL,
+    /// whose query may carry one).
+    fn push(&self, e: &TimelineEvent<'_>, secrets: &[Vec<u8>]) {
         let mut json = VecBuf::with_limit(usize::MAX);
         let _ = e.write_json(&mut json);
+        let json = String::from_utf8_lossy(json.bytes());
+        let json = if secrets.is_empty() {
+            json.into_owned()
+        } else {
+            redact_string(&json, secrets)
+        };
         lock(&self.0.timeline).push(TimelineEntry {
             kind: e.kind().to_owned(),
-            json: String::from_utf8_lossy(json.bytes()).into_owned(),
+            json,
         });
     }
 }
@@ -220,13 +234,16 @@ impl Timeline for NotedTimeline<'_> {
             && let Some(note) = self.slot.stdio_note()
         {
             let error = format!("{error} ({note})");
-            return self.inner.emit(&TimelineEvent::ToolError {
-                slot,
-                tool,
-                error: &error,
-            });
+            return self.inner.push(
+                &TimelineEvent::ToolError {
+                    slot,
+                    tool,
+                    error: &error,
+                },
+                &self.slot.secrets_now(),
+            );
         }
-        self.inner.emit(e);
+        self.inner.push(e, &self.slot.secrets_now());
     }
 }
 
@@ -287,6 +304,13 @@ impl SlotHandle {
     pub(crate) fn new(run: Arc<Run>, spec: SlotSpec) -> Self {
         let mut secrets = run.secrets.clone();
         secrets.extend(spec.headers.iter().map(|(_, v)| v.as_bytes().to_vec()));
+        // A password in the URL's userinfo, a secret-looking query value (`?api_key=…`).
+        secrets.extend(
+            std::iter::once(&spec.primary)
+                .chain(spec.fallback.as_ref())
+                .flat_map(|u| crate::mask::url_secrets(u))
+                .map(String::into_bytes),
+        );
         // The credential of an `authorization` value on its own too (a tool may echo it).
         secrets.extend(spec.headers.iter().filter_map(|(_, v)| {
             let (scheme, cred) = v.split_once(' ')?;
