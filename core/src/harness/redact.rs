@@ -2179,7 +2179,7 @@ mod tests {
             cuts in proptest::collection::vec(0usize..80, 0..4),
         ) {
             let enc = serde_json::to_string(&secret).unwrap();
-            prop_assert_eq!(form(secret.as_bytes(), JsonForm::Once), enc[1..enc.len() - 1].as_bytes());
+            prop_assert_eq!(form(secret.as_bytes(), JsonForm::Once), &enc.as_bytes()[1..enc.len() - 1]);
             let secrets = with_forms(secret.as_bytes());
             let mut text = lead.clone().into_bytes();
             for s in &secrets {

@@ -829,7 +829,13 @@ mod tests {
         const P: &str = "client_secret_post";
         const N: &str = "none";
         // (offered (None: metadata absent), secret, code flow, expected (None: refused))
-        let table: &[(Option<&[&str]>, bool, bool, Option<ClientAuth>)] = &[
+        type Row = (
+            Option<&'static [&'static str]>,
+            bool,
+            bool,
+            Option<ClientAuth>,
+        );
+        let table: &[Row] = &[
             // The code flow with PKCE: a public client whenever no secret method fits.
             (Some(&[N]), true, true, Some(Public)),
             (Some(&[N]), false, true, Some(Public)),
@@ -864,7 +870,7 @@ mod tests {
             (None, false, false, None),
         ];
         for &(offered, secret, code, want) in table {
-            let offered = offered.map(|o| v(o));
+            let offered = offered.map(v);
             let got = choose_client_auth(offered.as_deref(), held(secret, false, code));
             assert_eq!(
                 got.as_ref().ok().copied(),
