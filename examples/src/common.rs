@@ -7,7 +7,7 @@ use serde_json::{Map, Value, json};
 use verifi_mcp_core::buf::Buf;
 use verifi_mcp_core::harness::redact::redact;
 use verifi_mcp_core::wire::endpoint::Endpoint;
-use verifi_mcp_host::{LedgerTotals, TimelineEntry, ToolResult, VecBuf};
+use verifi_mcp_host::{LedgerTotals, TimelineEntry, ToolResult, VecBuf, mask_url, url_secrets};
 
 /// The slot name the command line uses for an ENDPOINT given on the command line.
 pub const CLI_SLOT: &str = "cli";
@@ -40,8 +40,8 @@ pub fn endpoint_base(arg: &str, exact: bool) -> Result<String, UsageError> {
     };
     match parsed {
         Ok(_) => Ok(arg.to_owned()),
-        Err(e) if exact => usage(format!("bad MCP URL {arg:?}: {e}")),
-        Err(e) => usage(format!("bad endpoint URL {arg:?}: {e}")),
+        Err(e) if exact => usage(format!("bad MCP URL {:?}: {e}", mask_url(arg))),
+        Err(e) => usage(format!("bad endpoint URL {:?}: {e}", mask_url(arg))),
     }
 }
 
@@ -478,7 +478,21 @@ pub fn run_secrets(extra: impl IntoIterator<Item = String>) -> Vec<Vec<u8>> {
             .filter(|v| v.len() >= 4)
             .map(String::into_bytes),
     );
+    // Their JSON-escaped forms too (a secret with a quote shows up escaped in JSON output).
+    verifi_mcp_host::add_json_forms(&mut s);
     s
+}
+
+/// The secrets of every URL in a run manifest (endpoints and fallbacks, from the command
+/// line, a config file or a manifest file): userinfo passwords and secret-looking query
+/// values ([`url_secrets`]).
+pub fn url_secrets_in(manifest: &Value) -> Vec<String> {
+    match manifest {
+        Value::String(s) if s.contains("://") => url_secrets(s),
+        Value::Array(a) => a.iter().flat_map(url_secrets_in).collect(),
+        Value::Object(m) => m.values().flat_map(url_secrets_in).collect(),
+        _ => Vec::new(),
+    }
 }
 
 /// `text` with every secret replaced by `[REDACTED]` (the core's redactor).

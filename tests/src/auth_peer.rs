@@ -18,6 +18,10 @@ pub const CC_POST_SECRET: &str = "cc-post-secret-0123456789abcdef";
 /// `cc-short`'s secret (its tokens live 3 s).
 pub const CC_SHORT_SECRET: &str = "cc-short-secret-0123456789abcdef";
 
+/// The `client_secret` the peer's registration hands out in `public` mode (its token endpoint
+/// takes none).
+pub const PUBLIC_REG_SECRET: &str = "public-reg-secret-0123456789abcdef";
+
 /// A running auth peer. Dropping it kills the process.
 pub struct AuthPeer {
     child: Child,
@@ -34,7 +38,7 @@ fn peer_dir() -> PathBuf {
 }
 
 impl AuthPeer {
-    /// Starts the peer in `mode` (`header`, `wellknown` or `mismatch`).
+    /// Starts the peer in `mode` (`header`, `wellknown`, `mismatch`, `person` or `public`).
     pub fn start(mode: &str) -> io::Result<AuthPeer> {
         let dir = peer_dir();
         if !dir.join("node_modules/oidc-provider").exists() {

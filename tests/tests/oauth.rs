@@ -626,6 +626,53 @@ fn dynamic_registration_when_no_client_id_is_given() {
     assert_no_leak(&outputs(&code, &[&r2]), &p, &[]);
 }
 
+/// Issue 27 item 6: a server whose token endpoint takes only `none` (a public client with
+/// PKCE) while its registration hands out a `client_secret` anyway; and a pre-registered
+/// public client given a secret. The secret is never sent (oidc-provider refuses a `none`
+/// client that authenticates) and never printed; the calls go through.
+#[test]
+fn a_public_client_leaves_an_unusable_secret_unsent() {
+    let p = peer("public");
+    // Dynamic registration: the reply carries a secret the server offers no way of sending.
+    let registered = ctx(
+        &p,
+        Some(AuthConfig {
+            authorize: Some(person(|l| l)),
+            ..AuthConfig::default()
+        }),
+    );
+    let r = call(&registered, "echo", json!({ "text": "public" }));
+    assert!(r.ok && r.text == "public", "{r:?}");
+    // Pre-registered: `code` is a public client; a secret given with it is left unused.
+    let given_secret = "given-but-unusable-secret-42";
+    let pre = ctx(
+        &p,
+        Some(AuthConfig {
+            flow: verifi_mcp_host::auth::AuthFlow::AuthorizationCode,
+            client_secret: Some(given_secret.into()),
+            ..code_client(person(|l| l))
+        }),
+    );
+    let r2 = call(&pre, "whoami", json!({}));
+    assert!(r2.ok && r2.text == "token=[REDACTED]", "{r2:?}");
+    let stats = p.stats();
+    let paths: Vec<String> = serde_json::from_value(stats["token_paths"].clone()).unwrap();
+    assert_eq!(
+        paths.iter().filter(|x| *x == "POST /reg").count(),
+        1,
+        "{paths:?}"
+    );
+    assert_eq!(stats["token_requests"], 2, "{stats}");
+    assert_eq!(
+        stats["token_basic_auth"],
+        json!([false, false]),
+        "no secret in an authorization header: {stats}"
+    );
+    let secret = verifi_mcp_tests::auth_peer::PUBLIC_REG_SECRET;
+    assert_no_leak(&outputs(&registered, &[&r]), &p, &[secret]);
+    assert_no_leak(&outputs(&pre, &[&r2]), &p, &[given_secret]);
+}
+
 #[test]
 fn the_manifest_takes_oauth_settings_per_slot() {
     let p = peer("header");

@@ -120,6 +120,7 @@ impl HarnessContext {
             None => env_secrets(),
         };
         secrets.extend(proxy.secrets().into_iter().map(String::into_bytes));
+        crate::run::add_json_forms(&mut secrets);
         let net = HostNet::with_route_traced(
             options.connection_limit,
             Route { proxy, tls },

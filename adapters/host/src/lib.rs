@@ -48,6 +48,7 @@ pub mod buf;
 pub mod context;
 pub mod elicit;
 pub mod exec;
+pub mod mask;
 pub mod net;
 pub mod options;
 pub mod protocol;
@@ -71,6 +72,7 @@ pub use context::{
 };
 pub use elicit::{ElicitAnswer, OnElicit};
 pub use exec::{Exec, ExecResult};
+pub use mask::{mask_url, url_secrets};
 pub use net::{ConnectFailure, FailureKind, HostNet, PoolKey, RootCert, Route};
 pub use protocol::{
     GetPromptResult, Prompt, PromptArgument, PromptMessage, ProtocolError, ReadResourceResult,
@@ -78,6 +80,7 @@ pub use protocol::{
 };
 pub use proxy::{Proxy, ProxyRule};
 pub use result::{CallError, ListToolsError, ToolResult};
+pub use run::add_json_forms;
 pub use shared::HostShared;
 pub use slot::{SlotHandle, SlotSpec};
 pub use task::{TaskHandle, TaskStart};

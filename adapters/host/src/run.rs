@@ -9,7 +9,9 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 use verifi_mcp_core::buf::Buf;
-use verifi_mcp_core::harness::redact::{collect_run_secrets, redact};
+use verifi_mcp_core::harness::redact::{
+    JsonForm, collect_run_secrets, json_form_differs, redact, write_json_form,
+};
 
 use crate::buf::VecBuf;
 use crate::net::HostNet;
@@ -77,6 +79,45 @@ pub fn env_secrets() -> Vec<Vec<u8>> {
         std::env::vars_os().map(|(k, v)| (k.into_encoded_bytes(), v.into_encoded_bytes())),
     )
     .collect()
+}
+
+/// Adds to `secrets` every JSON form of each (escaped once or twice, ASCII-only or not; the
+/// core's [`JsonForm`]) that differs from it and is not there yet: a secret with a `"` or `\`
+/// shows up escaped in JSON a tool returned and in the raw reply around it.
+pub fn add_json_forms(secrets: &mut Vec<Vec<u8>>) {
+    let n = secrets.len();
+    for i in 0..n {
+        for form in JsonForm::ALL {
+            let Some(s) = secrets.get(i) else { break };
+            if s.len() < verifi_mcp_core::harness::redact::MIN_SECRET_LEN
+                || !json_form_differs(s, form)
+            {
+                continue;
+            }
+            let mut out = VecBuf::with_limit(usize::MAX);
+            // An unbounded VecBuf never overflows.
+            let _ = write_json_form(s, form, &mut out);
+            let v = out.bytes().to_vec();
+            if !secrets.contains(&v) {
+                secrets.push(v);
+            }
+        }
+    }
+}
+
+/// `raw` (a reply's JSON text, already redacted by the core) with every secret removed from
+/// each decoded string too: a server may escape a secret's characters any way JSON allows
+/// (`\u0070` for `p`), which no byte pattern covers. Unchanged when nothing decoded holds a
+/// secret (or it is not JSON); else written again from the redacted value.
+pub(crate) fn redact_decoded(raw: String, secrets: &[Vec<u8>]) -> String {
+    if secrets.is_empty() {
+        return raw;
+    }
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(&raw) else {
+        return raw;
+    };
+    let clean = crate::protocol::redact_value(v.clone(), secrets);
+    if clean == v { raw } else { clean.to_string() }
 }
 
 /// `text` with every secret replaced by `[REDACTED]` (the core's rule).

@@ -128,7 +128,7 @@ pub(crate) struct SlotInner {
     pub(crate) spec: SlotSpec,
     /// The run's secrets plus this slot's header values (the core says both are redacted).
     secrets: Vec<Vec<u8>>,
-    state: HostShared<SlotState>,
+    pub(crate) state: HostShared<SlotState>,
     /// The slot's OAuth client, when the context has OAuth settings.
     pub(crate) auth: Option<crate::auth::Authorizer>,
     /// The slot's proxy and trust, or why its manifest entry cannot be used.
@@ -196,11 +196,25 @@ struct RunTimeline<'a>(&'a Records);
 
 impl Timeline for RunTimeline<'_> {
     fn emit(&mut self, e: &TimelineEvent<'_>) {
+        self.push(e, &[]);
+    }
+}
+
+impl RunTimeline<'_> {
+    /// Adds `e`, with `secrets` redacted from its JSON (an event may name the server's URL,
+    /// whose query may carry one).
+    fn push(&self, e: &TimelineEvent<'_>, secrets: &[Vec<u8>]) {
         let mut json = VecBuf::with_limit(usize::MAX);
         let _ = e.write_json(&mut json);
+        let json = String::from_utf8_lossy(json.bytes());
+        let json = if secrets.is_empty() {
+            json.into_owned()
+        } else {
+            redact_string(&json, secrets)
+        };
         lock(&self.0.timeline).push(TimelineEntry {
             kind: e.kind().to_owned(),
-            json: String::from_utf8_lossy(json.bytes()).into_owned(),
+            json,
         });
     }
 }
@@ -220,13 +234,16 @@ impl Timeline for NotedTimeline<'_> {
             && let Some(note) = self.slot.stdio_note()
         {
             let error = format!("{error} ({note})");
-            return self.inner.emit(&TimelineEvent::ToolError {
-                slot,
-                tool,
-                error: &error,
-            });
+            return self.inner.push(
+                &TimelineEvent::ToolError {
+                    slot,
+                    tool,
+                    error: &error,
+                },
+                &self.slot.secrets_now(),
+            );
         }
-        self.inner.emit(e);
+        self.inner.push(e, &self.slot.secrets_now());
     }
 }
 
@@ -287,6 +304,13 @@ impl SlotHandle {
     pub(crate) fn new(run: Arc<Run>, spec: SlotSpec) -> Self {
         let mut secrets = run.secrets.clone();
         secrets.extend(spec.headers.iter().map(|(_, v)| v.as_bytes().to_vec()));
+        // A password in the URL's userinfo, a secret-looking query value (`?api_key=…`).
+        secrets.extend(
+            std::iter::once(&spec.primary)
+                .chain(spec.fallback.as_ref())
+                .flat_map(|u| crate::mask::url_secrets(u))
+                .map(String::into_bytes),
+        );
         // The credential of an `authorization` value on its own too (a tool may echo it).
         secrets.extend(spec.headers.iter().filter_map(|(_, v)| {
             let (scheme, cred) = v.split_once(' ')?;
@@ -324,6 +348,7 @@ impl SlotHandle {
                 .filter(|(k, v)| verifi_mcp_core::harness::redact::is_secret_var(k, v))
                 .map(|(_, v)| v.as_bytes().to_vec()),
         );
+        crate::run::add_json_forms(&mut secrets);
         let state = HostShared::new(SlotState::new(
             run.options.protocol_version,
             spec.fallback.is_some(),
@@ -514,8 +539,10 @@ impl SlotHandle {
         if learned.is_empty() {
             return std::borrow::Cow::Borrowed(&self.inner.secrets);
         }
+        let mut more: Vec<Vec<u8>> = learned.iter().map(|s| s.as_bytes().to_vec()).collect();
+        crate::run::add_json_forms(&mut more);
         let mut all = self.inner.secrets.clone();
-        all.extend(learned.iter().map(|s| s.as_bytes().to_vec()));
+        all.extend(more);
         std::borrow::Cow::Owned(all)
     }
 
@@ -815,6 +842,9 @@ impl SlotHandle {
             }
         };
         let mut owned = ToolResult::from_core_without_text(&r);
+        owned.raw = owned
+            .raw
+            .map(|raw| crate::run::redact_decoded(raw, &secrets));
         if matches!(owned.kind, Kind::Unreachable(_))
             && let Some(e) = owned.error.take()
         {

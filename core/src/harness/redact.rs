@@ -1421,6 +1421,104 @@ impl<S: AsRef<[u8]>, O: Sink, const HOLD: usize> Sink for RedactingSink<'_, '_, 
     }
 }
 
+/// A form a secret takes inside JSON text, for [`write_json_form`].
+///
+/// A tool that returns JSON inside its text (a Kali-style `{"stdout": "…"}`) shows a secret
+/// with a `"` or `\` (or a control character, or, for an encoder that writes ASCII only, a
+/// non-ASCII character) escaped; the raw JSON-RPC reply around that text escapes it once more.
+/// Each such form is one more pattern for the redactor when it differs from the secret: the
+/// host adds them to the secret set ([`json_form_differs`]), so no form needs storage here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JsonForm {
+    /// Escaped once, as most encoders write it: `"` `\` and the control characters only.
+    Once,
+    /// Escaped once, every non-ASCII character as `\uXXXX` (lower-case hex, surrogate pairs
+    /// above U+FFFF), as Python's `json.dumps` writes by default.
+    OnceAscii,
+    /// [`JsonForm::Once`] escaped again (the JSON text inside a JSON string).
+    Twice,
+    /// [`JsonForm::OnceAscii`] escaped again.
+    TwiceAscii,
+}
+
+impl JsonForm {
+    /// Every form.
+    pub const ALL: [JsonForm; 4] = [
+        JsonForm::Once,
+        JsonForm::OnceAscii,
+        JsonForm::Twice,
+        JsonForm::TwiceAscii,
+    ];
+
+    fn ascii(self) -> bool {
+        matches!(self, JsonForm::OnceAscii | JsonForm::TwiceAscii)
+    }
+}
+
+/// Whether `secret`'s `form` differs from the secret itself (else it is no new pattern).
+pub fn json_form_differs(secret: &[u8], form: JsonForm) -> bool {
+    secret
+        .iter()
+        .any(|&b| b == b'"' || b == b'\\' || b < 0x20 || (form.ascii() && b >= 0x80))
+}
+
+/// Writes `secret` in `form` to `out` (a byte that is not UTF-8 stays as it is).
+pub fn write_json_form(secret: &[u8], form: JsonForm, out: &mut impl Sink) -> Result<(), Overflow> {
+    let ascii = form.ascii();
+    match form {
+        JsonForm::Once | JsonForm::OnceAscii => escape_json(secret, ascii, out),
+        JsonForm::Twice | JsonForm::TwiceAscii => {
+            escape_json(secret, ascii, &mut Escaping { out, ascii })
+        }
+    }
+}
+
+/// A sink that JSON-escapes what is put into it on its way to `out`.
+struct Escaping<'o, O> {
+    out: &'o mut O,
+    ascii: bool,
+}
+
+impl<O: Sink> Sink for Escaping<'_, O> {
+    fn put(&mut self, bytes: &[u8]) -> Result<(), Overflow> {
+        escape_json(bytes, self.ascii, self.out)
+    }
+}
+
+fn escape_json(s: &[u8], ascii: bool, out: &mut impl Sink) -> Result<(), Overflow> {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let unit = |u: u16, out: &mut dyn FnMut(&[u8]) -> Result<(), Overflow>| {
+        let h = |n: u16| HEX.get(usize::from(n & 0xf)).copied().unwrap_or(b'0');
+        out(&[b'\\', b'u', h(u >> 12), h(u >> 8), h(u >> 4), h(u)])
+    };
+    let mut put = |b: &[u8]| out.put(b);
+    for chunk in s.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            let mut buf = [0u8; 4];
+            match c {
+                '"' => put(b"\\\""),
+                '\\' => put(b"\\\\"),
+                '\n' => put(b"\\n"),
+                '\r' => put(b"\\r"),
+                '\t' => put(b"\\t"),
+                '\u{8}' => put(b"\\b"),
+                '\u{c}' => put(b"\\f"),
+                c if (c as u32) < 0x20 => unit(c as u16, &mut put),
+                c if ascii && !c.is_ascii() => {
+                    let mut units = [0u16; 2];
+                    for u in c.encode_utf16(&mut units).iter() {
+                        unit(*u, &mut put)?;
+                    }
+                    Ok(())
+                }
+                c => put(c.encode_utf8(&mut buf).as_bytes()),
+            }?;
+        }
+        put(chunk.invalid())?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1986,6 +2084,125 @@ mod tests {
                 streamed_by::<16>(&text, &secrets, &cuts, false),
                 reference(&text, &secrets)
             );
+        }
+    }
+
+    fn form(secret: &[u8], f: JsonForm) -> Vec<u8> {
+        let mut out = Out::default();
+        write_json_form(secret, f, &mut out).unwrap();
+        out.0
+    }
+
+    /// A secret and every JSON form of it that differs (what the host hands the redactor).
+    fn with_forms(secret: &[u8]) -> Vec<Vec<u8>> {
+        let mut all = std::vec![secret.to_vec()];
+        for f in JsonForm::ALL {
+            let v = form(secret, f);
+            if json_form_differs(secret, f) && !all.contains(&v) {
+                all.push(v);
+            }
+        }
+        all
+    }
+
+    #[test]
+    fn json_forms_are_what_encoders_write() {
+        let s = "pa\"ss\\word-12345";
+        assert_eq!(form(s.as_bytes(), JsonForm::Once), br#"pa\"ss\\word-12345"#);
+        assert_eq!(
+            form(s.as_bytes(), JsonForm::Twice),
+            br#"pa\\\"ss\\\\word-12345"#
+        );
+        assert_eq!(
+            form("ä\n\u{1}😀".as_bytes(), JsonForm::OnceAscii),
+            br"\u00e4\n\u0001\ud83d\ude00"
+        );
+        assert_eq!(
+            form("ä\u{1}".as_bytes(), JsonForm::TwiceAscii),
+            br"\\u00e4\\u0001"
+        );
+        assert_eq!(form("ä".as_bytes(), JsonForm::Once), "ä".as_bytes());
+        assert!(!json_form_differs(b"plain-secret", JsonForm::TwiceAscii));
+        assert!(!json_form_differs("pässword".as_bytes(), JsonForm::Once));
+        assert!(json_form_differs(
+            "pässword".as_bytes(),
+            JsonForm::OnceAscii
+        ));
+        // Not UTF-8: the byte as it is, the rest escaped.
+        assert_eq!(form(b"a\xff\"b", JsonForm::Once), b"a\xff\\\"b");
+    }
+
+    #[test]
+    fn a_secret_in_tool_json_and_in_the_reply_around_it_is_redacted_at_every_split() {
+        let secret = "pa\"ss\\word-12345";
+        let secrets = with_forms(secret.as_bytes());
+        // The tool's text (Kali style), then that text inside a JSON-RPC reply (a -v body).
+        let tool_text = serde_json::json!({ "stdout": format!("x {secret} y") }).to_string();
+        let reply = serde_json::json!({ "result": { "content": [{ "text": tool_text }],
+            "structuredContent": { "stdout": secret } } })
+        .to_string();
+        for text in [tool_text.as_bytes(), reply.as_bytes()] {
+            let whole = {
+                let mut out = Out::default();
+                redact(text, &secrets, &mut out).unwrap();
+                out.0
+            };
+            for s in &secrets {
+                assert!(
+                    !whole.windows(s.len()).any(|w| w == &s[..]),
+                    "{:?} left in {}",
+                    String::from_utf8_lossy(s),
+                    String::from_utf8_lossy(&whole)
+                );
+            }
+            assert_eq!(whole, reference(text, &secrets));
+            for cut in 0..=text.len() {
+                let mut r = Redactor::new(&secrets);
+                let mut out = Out::default();
+                r.write(&text[..cut], &mut out).unwrap();
+                r.write(&text[cut..], &mut out).unwrap();
+                r.finish(&mut out).unwrap();
+                assert_eq!(out.0, whole, "split at {cut}");
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(500))]
+
+        /// The `Once` form is what serde_json writes inside a string; every form of a secret
+        /// is redacted in any chunking.
+        #[test]
+        fn json_forms_match_an_encoder_and_redact_in_any_chunking(
+            secret in "[a\"\\\\\n\u{1}ä😀]{2,6}[a-z]{2}",
+            lead in "[ a\"\\\\]{0,6}",
+            cuts in proptest::collection::vec(0usize..80, 0..4),
+        ) {
+            let enc = serde_json::to_string(&secret).unwrap();
+            prop_assert_eq!(form(secret.as_bytes(), JsonForm::Once), &enc.as_bytes()[1..enc.len() - 1]);
+            let secrets = with_forms(secret.as_bytes());
+            let mut text = lead.clone().into_bytes();
+            for s in &secrets {
+                text.extend_from_slice(s);
+                text.extend_from_slice(b" | ");
+            }
+            let want = reference(&text, &secrets);
+            let mut cuts = cuts;
+            cuts.push(text.len());
+            cuts.iter_mut().for_each(|c| *c = (*c).min(text.len()));
+            cuts.sort_unstable();
+            let mut r = Redactor::new(&secrets);
+            let mut out = Out::default();
+            let mut at = 0;
+            for c in cuts {
+                r.write(&text[at..c], &mut out).unwrap();
+                at = c;
+            }
+            r.finish(&mut out).unwrap();
+            prop_assert_eq!(&out.0, &want);
+            for s in &secrets {
+                prop_assert!(!out.0.windows(s.len()).any(|w| w == &s[..]));
+            }
         }
     }
 }

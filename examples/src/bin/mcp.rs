@@ -17,7 +17,7 @@ use serde_json::{Map, Value, json};
 use verifi_mcp_examples::common::{
     self, CLI_SLOT, CallStatus, UsageError, add_pairs, amend_manifest, args_from_source,
     config_server, endpoint_base, event_line, ledger_json, mcp_url, one_slot_manifest, parse_args,
-    parse_header, render_json, result_json, run_secrets, scrub, timeline_json,
+    parse_header, render_json, result_json, run_secrets, scrub, timeline_json, url_secrets_in,
 };
 use verifi_mcp_examples::protocol_cmds::{self, ProtoCmd};
 use verifi_mcp_host::auth::loopback::LoopbackHook;
@@ -886,7 +886,8 @@ fn build(common: &Common, pos: &mut Vec<String>, run_id: &str) -> Result<Run, Fa
             .map(|(_, v)| v.clone())
             .chain(proxy_secrets)
             .chain(auth_secrets)
-            .chain(bearer_token),
+            .chain(bearer_token)
+            .chain(url_secrets_in(&manifest)),
     );
     if common.insecure {
         eprintln!("{INSECURE_WARNING}");

@@ -11,6 +11,10 @@
 //                       stop before sending any credential
 //             person    as header, but GET /auth is oidc-provider's own (it wants a person:
 //                       a redirect to its interaction page); /auto-auth approves at once
+//             public    as header, but the token endpoint takes only `none` (public clients,
+//                       PKCE: the only client is `code`), and dynamic registration hands out a
+//                       `client_secret` anyway (PUBLIC_REG_SECRET), as some servers do: a
+//                       client must not send it
 // In every other mode GET /auth approves at once for the test user: it runs oidc-provider's
 // login and consent interactions in-process and answers 302 to the client's redirect URI
 // with the code, state and iss (an auto-approving server, as in labs).
@@ -38,8 +42,8 @@ import { mcpAuthMetadataRouter, getOAuthProtectedResourceMetadataUrl } from '@mo
 import { z } from 'zod';
 
 const [mode, keyFile] = process.argv.slice(2);
-if (!['header', 'wellknown', 'mismatch', 'person'].includes(mode) || !keyFile) {
-  process.stderr.write('usage: node server.mjs header|wellknown|mismatch|person KEY_FILE\n');
+if (!['header', 'wellknown', 'mismatch', 'person', 'public'].includes(mode) || !keyFile) {
+  process.stderr.write('usage: node server.mjs header|wellknown|mismatch|person|public KEY_FILE\n');
   process.exit(2);
 }
 
@@ -49,7 +53,10 @@ const SECRETS = {
   'cc-short': 'cc-short-secret-0123456789abcdef',
 };
 
-const stats = { methods: [], auto_approved: 0, token_requests: 0, token_paths: [], mcp_requests: 0, unauthorized: 0, tokens_seen: [], tool_calls: 0 };
+// What registration hands out in `public` mode, though the token endpoint takes no secret.
+const PUBLIC_REG_SECRET = 'public-reg-secret-0123456789abcdef';
+
+const stats = { methods: [], auto_approved: 0, token_requests: 0, token_paths: [], token_basic_auth: [], mcp_requests: 0, unauthorized: 0, tokens_seen: [], tool_calls: 0 };
 // Tokens the resource server refuses from now on (POST /debug/revoke: every token seen so far).
 const revoked = new Set();
 
@@ -70,16 +77,18 @@ const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256
 writeFileSync(keyFile, privateKey.export({ type: 'pkcs8', format: 'pem' }));
 const publicJwk = { ...publicKey.export({ format: 'jwk' }), use: 'sig', alg: 'ES256' };
 
-const provider = new Provider(issuer, {
-  clients: [
+const publicOnly = mode === 'public';
+const allClients = [
     { client_id: 'cc-basic', client_secret: SECRETS['cc-basic'], grant_types: ['client_credentials'], redirect_uris: [], response_types: [], token_endpoint_auth_method: 'client_secret_basic' },
     { client_id: 'cc-post', client_secret: SECRETS['cc-post'], grant_types: ['client_credentials'], redirect_uris: [], response_types: [], token_endpoint_auth_method: 'client_secret_post' },
     { client_id: 'cc-short', client_secret: SECRETS['cc-short'], grant_types: ['client_credentials'], redirect_uris: [], response_types: [], token_endpoint_auth_method: 'client_secret_basic' },
     { client_id: 'code', application_type: 'native', token_endpoint_auth_method: 'none', grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], redirect_uris: ['http://127.0.0.1/callback'] },
     { client_id: 'cc-jwt', grant_types: ['client_credentials'], redirect_uris: [], response_types: [], token_endpoint_auth_method: 'private_key_jwt', token_endpoint_auth_signing_alg: 'ES256', jwks: { keys: [publicJwk] } },
-  ],
+];
+const provider = new Provider(issuer, {
+  clients: publicOnly ? allClients.filter((c) => c.token_endpoint_auth_method === 'none') : allClients,
   scopes: ['mcp:tools', 'mcp:admin', 'offline_access'],
-  clientAuthMethods: ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'],
+  clientAuthMethods: publicOnly ? ['none'] : ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'],
   enabledJWA: { clientAuthSigningAlgValues: ['ES256'] },
   interactions: { url: (_ctx, interaction) => `/interaction/${interaction.uid}` },
   findAccount: (_ctx, id) => ({ accountId: id, claims: () => ({ sub: id }) }),
@@ -107,6 +116,7 @@ const provider = new Provider(issuer, {
 provider.use(async (ctx, next) => {
   if (ctx.path === '/token') {
     stats.token_requests++;
+    stats.token_basic_auth.push(Boolean(ctx.get('authorization')));
   }
   stats.token_paths.push(`${ctx.method} ${ctx.path}`);
   await next();
@@ -170,6 +180,18 @@ asHttp.on('request', (req, res) => {
   if (path.startsWith('/interaction/')) return interaction(req, res).catch(fail);
   if (!internal && (path === '/auto-auth' || (path === '/auth' && mode !== 'person'))) {
     return autoApprove(req, res).catch(fail);
+  }
+  if (publicOnly && path === '/reg' && req.method === 'POST') {
+    // The registration reply, with a client_secret the token endpoint will never take.
+    const { end, setHeader } = res;
+    res.setHeader = (k, v) => (String(k).toLowerCase() === 'content-length' ? res : setHeader.call(res, k, v));
+    res.end = (chunk, ...rest) => {
+      try {
+        const body = JSON.parse(String(chunk));
+        if (body.client_id) chunk = JSON.stringify({ ...body, client_secret: PUBLIC_REG_SECRET });
+      } catch { /* not JSON: as it is */ }
+      return end.call(res, chunk, ...rest);
+    };
   }
   return providerCallback(req, res);
 });

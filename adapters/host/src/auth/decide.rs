@@ -183,6 +183,10 @@ pub enum AuthDecisionError {
     NoAuthMethod {
         /// What the server supports.
         supported: Vec<String>,
+        /// What the client holds (`a secret`, `no credential`, …).
+        held: &'static str,
+        /// Whether the grant could have gone as a public client (the code flow).
+        public_ok: bool,
     },
     /// The scope step-up did not settle within its attempts.
     StepUpExhausted(u32),
@@ -224,12 +228,26 @@ impl fmt::Display for AuthDecisionError {
             AuthDecisionError::StateMismatch => {
                 f.write_str("authorization response state does not match the request's")
             }
-            AuthDecisionError::NoAuthMethod { supported } => write!(
-                f,
-                "no client authentication fits: the server takes [{}]; give --client-secret \
-                 or --client-private-key accordingly",
-                supported.join(", ")
-            ),
+            AuthDecisionError::NoAuthMethod {
+                supported,
+                held,
+                public_ok,
+            } => {
+                write!(
+                    f,
+                    "no client authentication fits: the server takes [{}] and the client holds \
+                     {held}",
+                    supported.join(", ")
+                )?;
+                if *public_ok {
+                    f.write_str("; give --client-secret or --client-private-key accordingly")
+                } else {
+                    f.write_str(
+                        "; give --client-secret or --client-private-key accordingly, or use \
+                         --auth-flow authorization-code (a public client with PKCE)",
+                    )
+                }
+            }
             AuthDecisionError::StepUpExhausted(n) => write!(
                 f,
                 "the server still wants more scope after {n} step-up attempts"
@@ -429,33 +447,87 @@ impl ClientAuth {
     }
 }
 
-/// The client authentication to use, from what the server supports (absent means
-/// `client_secret_basic`, RFC 8414) and what the caller holds: a private key first, then a
-/// secret (basic before post), then none for a public client.
+/// What the client holds for the token endpoint, and what it may do without a credential.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Held<'a> {
+    /// A client secret: pre-registered (`--client-secret`) or returned by registration.
+    pub secret: bool,
+    /// A private key for `private_key_jwt`.
+    pub key: bool,
+    /// The `token_endpoint_auth_method` the registration reply named, if any.
+    pub registered: Option<&'a str>,
+    /// The grant proves the client by other means (the authorization code with PKCE, and the
+    /// refresh of its tokens), so a public client (`none`) may ask for it even when it holds a
+    /// credential the server takes no way of sending.
+    pub public_ok: bool,
+}
+
+impl ClientAuth {
+    /// The method of an RFC 8414 / 7591 name (None: one this client does not speak).
+    pub fn from_name(name: &str) -> Option<ClientAuth> {
+        [
+            ClientAuth::SecretBasic,
+            ClientAuth::SecretPost,
+            ClientAuth::PrivateKeyJwt,
+            ClientAuth::None,
+        ]
+        .into_iter()
+        .find(|m| m.name() == name)
+    }
+}
+
+/// The client authentication to use at the token endpoint.
+///
+/// `supported` is the server's `token_endpoint_auth_methods_supported` (None: absent, which
+/// RFC 8414 reads as `client_secret_basic`). A method is used only when the server offers it
+/// and the client holds what it needs; among those, the one the registration reply named
+/// first, then `private_key_jwt`, `client_secret_basic`, `client_secret_post`, then `none`.
+/// `none` (a public client: `client_id` in the form, no secret) fits a client that holds no
+/// credential, or a grant that needs none ([`Held::public_ok`]): a secret from registration
+/// that the server offers no way of sending is then left unused. When the metadata is absent
+/// and the client holds no secret, the default `client_secret_basic` cannot be meant for it:
+/// in the code flow it goes as a public client.
 pub fn choose_client_auth(
     supported: Option<&[String]>,
-    has_secret: bool,
-    has_key: bool,
+    held: Held<'_>,
 ) -> Result<ClientAuth, AuthDecisionError> {
-    let default = ["client_secret_basic".to_owned()];
+    let default = [ClientAuth::SecretBasic.name().to_owned()];
+    let absent = supported.is_none();
     let supported = supported.unwrap_or(&default);
     let offers = |m: ClientAuth| supported.iter().any(|s| s == m.name());
-    let mut order = Vec::new();
-    if has_key {
-        order.push(ClientAuth::PrivateKeyJwt);
+    let holds = |m: ClientAuth| match m {
+        ClientAuth::PrivateKeyJwt => held.key,
+        ClientAuth::SecretBasic | ClientAuth::SecretPost => held.secret,
+        ClientAuth::None => held.public_ok || (!held.secret && !held.key),
+    };
+    let fits = |m: ClientAuth| offers(m) && holds(m);
+    if let Some(m) = held.registered.and_then(ClientAuth::from_name)
+        && fits(m)
+    {
+        return Ok(m);
     }
-    if has_secret {
-        order.extend([ClientAuth::SecretBasic, ClientAuth::SecretPost]);
+    let order = [
+        ClientAuth::PrivateKeyJwt,
+        ClientAuth::SecretBasic,
+        ClientAuth::SecretPost,
+        ClientAuth::None,
+    ];
+    if let Some(m) = order.into_iter().find(|m| fits(*m)) {
+        return Ok(m);
     }
-    if !has_key && !has_secret {
-        order.push(ClientAuth::None);
+    if absent && !held.secret && held.public_ok {
+        return Ok(ClientAuth::None);
     }
-    order
-        .into_iter()
-        .find(|m| offers(*m))
-        .ok_or_else(|| AuthDecisionError::NoAuthMethod {
-            supported: supported.to_vec(),
-        })
+    Err(AuthDecisionError::NoAuthMethod {
+        supported: supported.to_vec(),
+        held: match (held.secret, held.key) {
+            (true, true) => "a secret and a private key",
+            (true, false) => "a secret",
+            (false, true) => "a private key",
+            (false, false) => "no credential",
+        },
+        public_ok: held.public_ok,
+    })
 }
 
 /// The dynamic client registration request (RFC 7591). The code flow registers a public
@@ -500,8 +572,8 @@ pub fn registration_request(
     body
 }
 
-/// Whether a step-up asks for the union of held and challenged scopes: on 2026 servers. The
-/// core speaks no 2026 revision yet, so today this is false for every version it negotiates.
+/// Whether a step-up asks for the union of held and challenged scopes: on 2026 servers
+/// (SEP-2350), as the slot's era says once the server was probed.
 pub fn step_up_unions(era_2026: bool) -> bool {
     era_2026
 }
@@ -708,6 +780,15 @@ mod tests {
         assert_eq!(step_up(&held, &bare, 0, false).unwrap(), held);
     }
 
+    fn held(secret: bool, key: bool, public_ok: bool) -> Held<'static> {
+        Held {
+            secret,
+            key,
+            registered: None,
+            public_ok,
+        }
+    }
+
     #[test]
     fn client_auth_prefers_key_then_basic_then_post() {
         let all = v(&[
@@ -716,28 +797,140 @@ mod tests {
             "client_secret_basic",
         ]);
         assert_eq!(
-            choose_client_auth(Some(&all), true, true).unwrap(),
+            choose_client_auth(Some(&all), held(true, true, false)).unwrap(),
             ClientAuth::PrivateKeyJwt
         );
         assert_eq!(
-            choose_client_auth(Some(&all), true, false).unwrap(),
+            choose_client_auth(Some(&all), held(true, false, false)).unwrap(),
             ClientAuth::SecretBasic
         );
         let post = v(&["client_secret_post"]);
+        let e = choose_client_auth(Some(&post), held(false, true, false)).unwrap_err();
+        assert!(e.to_string().contains("client_secret_post"), "{e}");
+        assert!(e.to_string().contains("holds a private key"), "{e}");
         assert_eq!(
-            choose_client_auth(Some(&post), true, false).unwrap(),
+            choose_client_auth(
+                Some(&v(&["private_key_jwt", "none"])),
+                held(false, true, true)
+            )
+            .unwrap(),
+            ClientAuth::PrivateKeyJwt
+        );
+    }
+
+    /// The whole table of issue 27 item 6: (a secret from registration / a pre-registered
+    /// secret / no secret) × (each offer of the three methods, and no metadata) × (the code
+    /// flow / client credentials). A registered secret and a pre-registered one are the same
+    /// input to the decision (a secret is held); the registration's named method is below.
+    #[test]
+    fn client_auth_table_for_basic_post_and_none() {
+        use ClientAuth::{None as Public, SecretBasic as Basic, SecretPost as Post};
+        const B: &str = "client_secret_basic";
+        const P: &str = "client_secret_post";
+        const N: &str = "none";
+        // (offered (None: metadata absent), secret, code flow, expected (None: refused))
+        type Row = (
+            Option<&'static [&'static str]>,
+            bool,
+            bool,
+            Option<ClientAuth>,
+        );
+        let table: &[Row] = &[
+            // The code flow with PKCE: a public client whenever no secret method fits.
+            (Some(&[N]), true, true, Some(Public)),
+            (Some(&[N]), false, true, Some(Public)),
+            (Some(&[B]), true, true, Some(Basic)),
+            (Some(&[B]), false, true, None),
+            (Some(&[P]), true, true, Some(Post)),
+            (Some(&[P]), false, true, None),
+            (Some(&[B, P]), true, true, Some(Basic)),
+            (Some(&[P, B]), true, true, Some(Basic)),
+            (Some(&[B, N]), true, true, Some(Basic)),
+            (Some(&[B, N]), false, true, Some(Public)),
+            (Some(&[P, N]), true, true, Some(Post)),
+            (Some(&[P, N]), false, true, Some(Public)),
+            (Some(&[B, P, N]), true, true, Some(Basic)),
+            (Some(&[B, P, N]), false, true, Some(Public)),
+            (Some(&["private_key_jwt"]), true, true, None),
+            (Some(&[]), true, true, None),
+            (Some(&[]), false, true, None),
+            (None, true, true, Some(Basic)),
+            (None, false, true, Some(Public)),
+            // Client credentials: the secret is the only proof, so `none` never replaces it.
+            (Some(&[N]), true, false, None),
+            (Some(&[N]), false, false, Some(Public)),
+            (Some(&[B]), true, false, Some(Basic)),
+            (Some(&[B]), false, false, None),
+            (Some(&[P]), true, false, Some(Post)),
+            (Some(&[P]), false, false, None),
+            (Some(&[B, P]), true, false, Some(Basic)),
+            (Some(&[P, N]), true, false, Some(Post)),
+            (Some(&[B, P, N]), false, false, Some(Public)),
+            (None, true, false, Some(Basic)),
+            (None, false, false, None),
+        ];
+        for &(offered, secret, code, want) in table {
+            let offered = offered.map(v);
+            let got = choose_client_auth(offered.as_deref(), held(secret, false, code));
+            assert_eq!(
+                got.as_ref().ok().copied(),
+                want,
+                "offered {offered:?}, secret {secret}, code flow {code}: {got:?}"
+            );
+            if let Err(e) = got {
+                let text = e.to_string();
+                assert!(text.starts_with("no client authentication fits"), "{text}");
+                if !code {
+                    assert!(text.contains("authorization-code"), "{text}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_method_registration_named_comes_first_when_offered_and_held() {
+        let reg = |m: &'static str, secret: bool| Held {
+            secret,
+            key: false,
+            registered: Some(m),
+            public_ok: true,
+        };
+        let all = v(&["client_secret_basic", "client_secret_post", "none"]);
+        assert_eq!(
+            choose_client_auth(Some(&all), reg("client_secret_post", true)).unwrap(),
             ClientAuth::SecretPost
         );
+        // Registered as public though a secret came back: `none`.
         assert_eq!(
-            choose_client_auth(None, true, false).unwrap(),
-            ClientAuth::SecretBasic
-        );
-        let e = choose_client_auth(Some(&post), false, true).unwrap_err();
-        assert!(e.to_string().contains("client_secret_post"), "{e}");
-        assert_eq!(
-            choose_client_auth(Some(&v(&["none"])), false, false).unwrap(),
+            choose_client_auth(Some(&all), reg("none", true)).unwrap(),
             ClientAuth::None
         );
+        // Named but not offered, or not held: the table decides.
+        assert_eq!(
+            choose_client_auth(
+                Some(&v(&["client_secret_basic"])),
+                reg("client_secret_post", true)
+            )
+            .unwrap(),
+            ClientAuth::SecretBasic
+        );
+        assert_eq!(
+            choose_client_auth(Some(&all), reg("client_secret_post", false)).unwrap(),
+            ClientAuth::None
+        );
+        assert_eq!(
+            choose_client_auth(Some(&all), reg("tls_client_auth", true)).unwrap(),
+            ClientAuth::SecretBasic
+        );
+        for m in [
+            "client_secret_basic",
+            "client_secret_post",
+            "private_key_jwt",
+            "none",
+        ] {
+            assert_eq!(ClientAuth::from_name(m).map(ClientAuth::name), Some(m));
+        }
+        assert_eq!(ClientAuth::from_name("tls_client_auth"), None);
     }
 
     #[test]

@@ -341,6 +341,15 @@ pub struct Discovered {
     pub server: ServerMetadata,
 }
 
+/// The client the token endpoint is told about.
+#[derive(Clone)]
+struct Client {
+    id: String,
+    secret: Option<String>,
+    /// The `token_endpoint_auth_method` its registration reply named.
+    method: Option<String>,
+}
+
 /// Most tokens, secrets and assertions a run keeps among its secrets.
 pub const MAX_LEARNED: usize = 4096;
 
@@ -360,8 +369,8 @@ pub struct Authorizer {
     /// Serializes discovery and token requests (concurrent calls wait for one).
     gate: async_lock::Mutex<()>,
     discovered: Mutex<Option<Discovered>>,
-    /// A client registered dynamically, per issuer: (client id, secret).
-    registered: Mutex<HashMap<String, (String, Option<String>)>>,
+    /// A client registered dynamically, per issuer.
+    registered: Mutex<HashMap<String, Client>>,
     /// Every token, secret and assertion seen: redacted everywhere.
     learned: Arc<Mutex<Vec<String>>>,
     /// How long one authorization (discovery and token requests) may take: the call's timeout.
@@ -593,15 +602,23 @@ impl Authorizer {
         route: &Route,
         d: &Discovered,
         deadline: Instant,
-    ) -> Result<(String, Option<String>), AuthError> {
+    ) -> Result<Client, AuthError> {
         if let Some(id) = &self.cfg.client_id {
-            return Ok((id.clone(), self.cfg.client_secret.clone()));
+            return Ok(Client {
+                id: id.clone(),
+                secret: self.cfg.client_secret.clone(),
+                method: None,
+            });
         }
         let meta = &d.server;
         if let Some(url) = &self.cfg.client_metadata_url
             && meta.client_id_metadata_documents
         {
-            return Ok((url.clone(), None));
+            return Ok(Client {
+                id: url.clone(),
+                secret: None,
+                method: None,
+            });
         }
         if let Some(c) = lock(&self.registered).get(&meta.issuer) {
             return Ok(c.clone());
@@ -644,8 +661,13 @@ impl Authorizer {
         if let Some(s) = string(&v, "registration_access_token") {
             self.learn(&s);
         }
-        lock(&self.registered).insert(meta.issuer.clone(), (id.clone(), secret.clone()));
-        Ok((id, secret))
+        let c = Client {
+            id,
+            secret,
+            method: string(&v, "token_endpoint_auth_method"),
+        };
+        lock(&self.registered).insert(meta.issuer.clone(), c.clone());
+        Ok(c)
     }
 
     async fn token_request(
@@ -658,12 +680,21 @@ impl Authorizer {
         deadline: Instant,
     ) -> Result<Token, AuthError> {
         let meta = &d.server;
-        let (client_id, secret) = self.client(net, route, d, deadline).await?;
+        let Client {
+            id: client_id,
+            secret,
+            method: registered,
+        } = self.client(net, route, d, deadline).await?;
         let key = self.cfg.client_private_key.as_deref();
         let method = choose_client_auth(
             meta.auth_methods.as_deref(),
-            secret.is_some(),
-            key.is_some(),
+            decide::Held {
+                secret: secret.is_some(),
+                key: key.is_some(),
+                registered: registered.as_deref(),
+                // The code flow (and the refresh of its tokens) is proven by PKCE.
+                public_ok: self.flow() == AuthFlow::AuthorizationCode,
+            },
         )?;
         let mut headers: Vec<(&str, String)> = Vec::new();
         match method {
@@ -778,7 +809,7 @@ impl Authorizer {
                 meta.issuer
             )));
         }
-        let (client_id, _) = self.client(net, route, d, deadline).await?;
+        let client_id = self.client(net, route, d, deadline).await?.id;
         let verifier = pkce::random_urlsafe(32);
         let state = pkce::random_urlsafe(16);
         let redirect = hook.redirect_uri();

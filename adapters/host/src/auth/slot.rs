@@ -7,7 +7,8 @@
 
 use std::time::{Duration, Instant};
 
-use verifi_mcp_core::drive::ProgressObserver;
+use verifi_mcp_core::drive::{ProgressObserver, Shared};
+use verifi_mcp_core::harness::failover::Target;
 use verifi_mcp_core::wire::endpoint::Endpoint;
 
 use super::decide::Challenge;
@@ -112,8 +113,10 @@ pub(crate) async fn call_with_auth(
                         }
                     }
                 };
-                // The core negotiates no 2026 revision yet: replace, not union.
-                let union = super::decide::step_up_unions(false);
+                // A 2026-07-28 server gets the union of held and asked scopes (SEP-2350); a
+                // handshake-era one what it asks for. OAuth slots have no fallback.
+                let era_2026 = slot.inner.state.with(|s| s.era(Target::Primary)) == Some(true);
+                let union = super::decide::step_up_unions(era_2026);
                 let scopes = match step_up(&auth.held_scopes(), &challenge, step_ups, union) {
                     Ok(s) => s,
                     Err(e) => return slot.failure(tool, &AuthError::from(e).to_string()),
