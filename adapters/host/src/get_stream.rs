@@ -434,12 +434,11 @@ async fn open_once(slot: &SlotHandle, target: Target, session: &str) -> End {
             },
         )
         .await;
-        let step = match got {
+        // None: the stream goes on.
+        let ended = match got {
             Got::Stop if !open && streams.is_for(i, session) => return End::Broken,
             Got::Stop => return End::Stopped,
-            Got::Closed => exchange
-                .finish(&mut reply, &mut answers)
-                .map(|_| Step::Ended),
+            Got::Closed => Some(ending(exchange.finish(&mut reply, &mut answers).err())),
             Got::Bytes(n) => feed_all(
                 &mut exchange,
                 read.get(..n).unwrap_or(&[]),
@@ -450,34 +449,44 @@ async fn open_once(slot: &SlotHandle, target: Target, session: &str) -> End {
         let answered = exchange
             .head()
             .is_some_and(|h| (200..300).contains(&h.status));
-        if !open && answered && step.is_ok() {
+        if !open && answered && ended.is_none() {
             streams.set(i, session, State::Open);
         }
         for answer in std::mem::take(&mut answers.pending) {
             post(&net.routed, ep, &answer).await;
         }
-        match step {
-            Ok(Step::NeedMore) => {}
-            Ok(_) => return End::Broken,
-            Err(f) if listen::has_none(&f) => return End::NoStream,
-            Err(_) => return End::Broken,
+        if let Some(end) = ended {
+            return end;
         }
     }
 }
 
-/// Feeds `bytes` through the exchange to their end (an event stream has no response to stop
-/// at: [`Step::Ended`] or [`Step::Done`] mean it ended).
+/// How a stream that ended (with `failure`, or none) ended.
+fn ending(failure: Option<Failure>) -> End {
+    match failure {
+        Some(f) if listen::has_none(&f) => End::NoStream,
+        _ => End::Broken,
+    }
+}
+
+/// Feeds `bytes` through the exchange to their end: `None` while the stream goes on, else how
+/// it ended (an event stream has no response to stop at: its end, or any failure, ends it).
 fn feed_all(
     exchange: &mut Exchange<'_>,
     mut bytes: &[u8],
     reply: &mut VecBuf,
     answers: &mut Answers<'_>,
-) -> Result<Step, Failure> {
+) -> Option<End> {
     loop {
-        let (used, step) = exchange.feed(bytes, reply, answers)?;
-        bytes = bytes.get(used..).unwrap_or(&[]);
-        if step != Step::NeedMore || bytes.is_empty() || used == 0 {
-            return Ok(step);
+        match exchange.feed(bytes, reply, answers) {
+            Ok((used, Step::NeedMore)) => {
+                bytes = bytes.get(used..).unwrap_or(&[]);
+                if bytes.is_empty() || used == 0 {
+                    return None;
+                }
+            }
+            Ok(_) => return Some(End::Broken),
+            Err(f) => return Some(ending(Some(f))),
         }
     }
 }
