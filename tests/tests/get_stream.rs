@@ -211,20 +211,23 @@ fn three_calls(server: &HostileServer) {
 
 #[test]
 fn a_405_means_no_get_stream_and_is_not_asked_again() {
-    let server = hostile(|| http_response(405, &[], b""), Duration::ZERO);
-    three_calls(&server);
-    let gets = gets(&server);
-    assert_eq!(gets.len(), 1, "asked again after a 405: {gets:?}");
-    // The GET is the session's: its id, and it asks for an event stream.
-    assert_eq!(gets[0].header("mcp-session-id").as_deref(), Some(SESSION));
-    assert_eq!(
-        gets[0].header("accept").as_deref(),
-        Some("text/event-stream")
-    );
-    assert_eq!(
-        gets[0].header("mcp-protocol-version").as_deref(),
-        Some("2025-11-25")
-    );
+    // 405 is the spec's "none here"; another client error says the same for the session.
+    for status in [405, 400, 403] {
+        let server = hostile(move || http_response(status, &[], b""), Duration::ZERO);
+        three_calls(&server);
+        let gets = gets(&server);
+        assert_eq!(gets.len(), 1, "{status}: asked again: {gets:?}");
+        // The GET is the session's: its id, and it asks for an event stream.
+        assert_eq!(gets[0].header("mcp-session-id").as_deref(), Some(SESSION));
+        assert_eq!(
+            gets[0].header("accept").as_deref(),
+            Some("text/event-stream")
+        );
+        assert_eq!(
+            gets[0].header("mcp-protocol-version").as_deref(),
+            Some("2025-11-25")
+        );
+    }
 }
 
 #[test]

@@ -74,8 +74,11 @@ pub fn answer<B: Buf>(
     Ok(true)
 }
 
-/// The server said it has no standalone stream (`405 Method Not Allowed`): not asked again
-/// in this session.
+/// The server will not give the session a standalone stream: `405 Method Not Allowed` (the
+/// spec's way to say it has none), or another client error (`4xx` but a timeout or too many
+/// requests): not asked again in this session. A server error, a broken or ended stream may
+/// be asked again.
 pub fn has_none(failure: &Failure) -> bool {
-    matches!(failure, Failure::Status { code: 405, .. })
+    matches!(failure, Failure::Status { code, .. }
+        if (400..500).contains(code) && *code != 408 && *code != 429)
 }
