@@ -74,6 +74,14 @@ pub trait Net {
     fn parks_tails(&self) -> bool {
         false
     }
+    /// Has `target`'s standalone GET stream open in its current session, for the server's
+    /// requests that come on it ([`Action::Listen`]; [`crate::machine::listen`] writes the
+    /// request and the answers). Returns once the stream is open, or refused, or at once when
+    /// it is already; the driver races it against the op's timeout. The default does nothing,
+    /// as an adapter that cannot hold a stream beside its calls must.
+    async fn listen(&self, target: Target) {
+        let _ = target;
+    }
 }
 
 /// Where a slot's state lives: a lock on the host, a cell on the edge.
@@ -196,6 +204,9 @@ where
                     };
                     let _ = select(answer, net.sleep_until(until)).await;
                 }
+            }
+            Action::Listen { target } => {
+                let _ = select(net.listen(target), net.sleep_until(at)).await;
             }
             Action::Report | Action::Done | Action::TaskStarted => return action,
         }

@@ -64,7 +64,7 @@
 //!         }
 //!         Action::Sleep { .. } => now = op.timeout(),
 //!         Action::Recycle | Action::Close | Action::Park | Action::Report => {}
-//!         Action::Respond { .. } | Action::TaskStarted => {}
+//!         Action::Respond { .. } | Action::Listen { .. } | Action::TaskStarted => {}
 //!         Action::Done => break,
 //!     }
 //! }

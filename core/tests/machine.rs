@@ -82,6 +82,9 @@ struct Seen {
     times: Vec<u64>,
     /// When the op ended.
     ended_at: u64,
+    /// Each ask for the session's GET stream: (server, how long it may wait, requests
+    /// written before it).
+    listens: Vec<(Target, u64, usize)>,
 }
 
 impl Seen {
@@ -235,6 +238,10 @@ fn run<F: FnMut(Option<(Value<'_>, &[u8])>)>(
             }
             Action::Report => seen.reports.push(op.report().unwrap().outcome),
             Action::TaskStarted => seen.task_started += 1,
+            Action::Listen { target } => {
+                seen.listens
+                    .push((target, op.timeout() - now, seen.requests.len()));
+            }
             Action::Done => {
                 seen.ended_at = now;
                 return seen;
@@ -309,6 +316,139 @@ fn a_call_handshakes_once_and_the_session_is_reused() {
                 .1
                 .contains("mcp-session-id: s-1")
         );
+    }
+}
+
+/// A 2025-era call in a session asks for the session's GET stream (where the server may send
+/// its requests) before its request goes out, with a bounded wait; a list does not, nor a
+/// session without an id.
+#[test]
+fn a_call_in_a_session_asks_for_its_get_stream_before_its_request() {
+    let c = cfg(false);
+    let mut slot = SlotState::new(c.version, false);
+    let secrets: [&str; 0] = [];
+    for round in 0..2 {
+        let r = call_with(
+            &c,
+            &mut slot,
+            &secrets,
+            "echo",
+            None,
+            with_handshake(|_, id| call_ok(id, "hi")),
+        );
+        assert_eq!(r.answer, Some(Answer::Result { is_error: false }));
+        // After the handshake's two requests (round 0), before the call's.
+        let before = if round == 0 { 2 } else { 0 };
+        assert_eq!(r.seen.listens.len(), 1, "round {round}");
+        let (target, wait, written) = r.seen.listens[0];
+        assert_eq!(
+            (target, written),
+            (Target::Primary, before),
+            "round {round}"
+        );
+        assert!(wait > 0 && wait <= 1_000, "a bounded wait: {wait}");
+    }
+    // A list in the same session: no.
+    let mut store = Store::new();
+    let mut bufs = store.bufs();
+    let mut op = Op::list(&c, &mut bufs, &secrets, ListMethod::Tools, |_| {});
+    let seen = run(&mut op, &mut slot, 0, |req: &str| {
+        json(&format!(
+            r#"{{"jsonrpc":"2.0","id":{},"result":{{"tools":[]}}}}"#,
+            id_of(req)
+        ))
+    });
+    assert!(seen.listens.is_empty());
+    // A server without sessions: no stream to ask for.
+    let mut slot = SlotState::new(c.version, false);
+    let no_session = |body: String| {
+        Reply::Bytes(
+            format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+                body.len()
+            )
+            .into_bytes(),
+        )
+    };
+    let r = call_with(&c, &mut slot, &secrets, "echo", None, |req: &str| {
+        let id = id_of(req);
+        match method_of(req).as_str() {
+            "POST:initialize" => no_session(format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"result":{{"protocolVersion":"2025-06-18","capabilities":{{}},"serverInfo":{{"name":"s","version":"1"}}}}}}"#
+            )),
+            "POST:notifications/initialized" => status(202, ""),
+            _ => no_session(format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[]}}}}"#
+            )),
+        }
+    });
+    assert!(r.failure.is_none(), "{:?}", r.failure);
+    assert!(r.seen.listens.is_empty());
+}
+
+/// What opens the GET stream, and what each message on it gets (as on a call's stream).
+#[test]
+fn the_get_stream_request_and_its_answers() {
+    use verifi_mcp_core::machine::{Elicitation, listen};
+    use verifi_mcp_core::wire::session::Snapshot;
+    let mut c = cfg(false);
+    c.elicitation = Some(Elicitation::AcceptDefaults);
+    let snap = Snapshot {
+        session_id: Some("s-1".try_into().unwrap()),
+        version: verifi_mcp_core::wire::jsonrpc::ProtocolVersion::V2025_06_18,
+    };
+    let mut out = vb(4096);
+    listen::write_open(&c, Target::Primary, &snap, &mut out).unwrap();
+    let get = String::from_utf8_lossy(out.bytes()).into_owned();
+    assert!(get.starts_with("GET /mcp HTTP/1.1\r\n"), "{get}");
+    for line in [
+        "accept: text/event-stream\r\n",
+        "mcp-session-id: s-1\r\n",
+        "mcp-protocol-version: 2025-06-18\r\n",
+    ] {
+        assert!(get.to_ascii_lowercase().contains(line), "{line}: {get}");
+    }
+    assert!(
+        !get.to_ascii_lowercase().contains("content-length"),
+        "{get}"
+    );
+    let answer = |msg: &str| {
+        let (mut scratch, mut out) = (vb(4096), vb(4096));
+        let sent = listen::answer(
+            &c,
+            (Target::Primary, &snap),
+            msg.as_bytes(),
+            &mut scratch,
+            &mut out,
+        )
+        .unwrap();
+        sent.then(|| String::from_utf8_lossy(out.bytes()).into_owned())
+    };
+    let body = |post: String| {
+        assert!(post.starts_with("POST /mcp HTTP/1.1\r\n"), "{post}");
+        assert!(post.contains("mcp-session-id: s-1\r\n"), "{post}");
+        post.split("\r\n\r\n").nth(1).unwrap().to_owned()
+    };
+    assert_eq!(
+        body(answer(r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#).unwrap()),
+        r#"{"jsonrpc":"2.0","id":3,"result":{}}"#
+    );
+    assert_eq!(
+        body(answer(r#"{"jsonrpc":"2.0","id":"e","method":"elicitation/create","params":{"message":"m","requestedSchema":{"type":"object","properties":{"n":{"type":"integer","default":2}}}}}"#).unwrap()),
+        r#"{"jsonrpc":"2.0","id":"e","result":{"action":"accept","content":{"n":2}}}"#
+    );
+    assert!(
+        body(answer(r#"{"jsonrpc":"2.0","id":4,"method":"roots/list"}"#).unwrap())
+            .contains(r#""id":4,"error":{"code":-32601"#)
+    );
+    // Nothing to answer: a notification, a response, what is not JSON-RPC.
+    for msg in [
+        r#"{"jsonrpc":"2.0","method":"notifications/message","params":{}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
+        "{not json",
+        "",
+    ] {
+        assert_eq!(answer(msg), None, "{msg}");
     }
 }
 
@@ -678,7 +818,11 @@ fn an_unreachable_primary_fails_over_and_reports_each_attempt() {
             Action::Report => seen.reports.push(op.report().unwrap().outcome),
             Action::TaskStarted => seen.task_started += 1,
             Action::Sleep { .. } => now = op.timeout(),
-            Action::Recycle | Action::Close | Action::Park | Action::Respond { .. } => {}
+            Action::Recycle
+            | Action::Close
+            | Action::Park
+            | Action::Respond { .. }
+            | Action::Listen { .. } => {}
             Action::Done => break,
         }
     }

@@ -50,6 +50,9 @@ fn run(kind: PeerKind) {
     if kind.sdk() == Sdk::Py {
         want.extend(["regional", "confirm_scan"]);
     }
+    if kind.sdk() == Sdk::Ts {
+        want.push("ask_aside");
+    }
     want.sort();
     assert_eq!(names, want);
 

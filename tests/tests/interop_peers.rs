@@ -126,6 +126,9 @@ async fn list_tools_names_every_tool(p: &Peer) {
     if p.kind.sdk() == Sdk::Py {
         want.extend(["regional", "confirm_scan"]);
     }
+    if p.kind.sdk() == Sdk::Ts {
+        want.push("ask_aside");
+    }
     want.sort();
     assert_eq!(names, want);
     // list_tools is not a tool call: nothing metered.

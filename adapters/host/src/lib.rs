@@ -48,6 +48,7 @@ pub mod buf;
 pub mod context;
 pub mod elicit;
 pub mod exec;
+mod get_stream;
 pub mod mask;
 pub mod net;
 pub mod options;

@@ -534,7 +534,6 @@ impl HostNet {
         route: &Route,
         fresh: bool,
     ) -> Result<(Conn, bool), ConnectFailure> {
-        let target = &key.target;
         if !fresh && let Some(conn) = self.take_usable(key).await {
             return Ok((conn, true));
         }
@@ -569,6 +568,30 @@ impl HostNet {
                 break p;
             }
         };
+        Ok((self.dial_with(key, route, permit).await?, false))
+    }
+
+    /// A new connection to `key` outside its pool and its limit: for a long-lived stream
+    /// beside the calls (a session's GET stream, and the answers to what comes on it), which
+    /// must not hold a permit a call waits for. It is never pooled: drop it when done.
+    async fn open_aside(&self, key: &Arc<ConnKey>, route: &Route) -> Result<Conn, ConnectFailure> {
+        // A permit of its own (a fresh one-permit semaphore always has it).
+        let permit = loop {
+            if let Some(p) = Arc::new(Semaphore::new(1)).try_acquire_arc() {
+                break p;
+            }
+        };
+        self.dial_with(key, route, permit).await
+    }
+
+    /// Dials `key` on `route`, the connection holding `permit`.
+    async fn dial_with(
+        &self,
+        key: &Arc<ConnKey>,
+        route: &Route,
+        permit: SemaphoreGuardArc,
+    ) -> Result<Conn, ConnectFailure> {
+        let target = &key.target;
         let stream = dial(target, route).await?;
         let trace = self.inner.trace.as_ref().map(|t| {
             let conn = self.inner.conns.fetch_add(1, Ordering::Relaxed) + 1;
@@ -580,16 +603,13 @@ impl HostNet {
             });
             (t.clone(), conn)
         });
-        Ok((
-            Conn {
-                io: FromFutures::new(stream),
-                key: Arc::clone(key),
-                _permit: permit,
-                trace,
-                tail: None,
-            },
-            false,
-        ))
+        Ok(Conn {
+            io: FromFutures::new(stream),
+            key: Arc::clone(key),
+            _permit: permit,
+            trace,
+            tail: None,
+        })
     }
 
     /// Puts back a connection whose response ended cleanly and may be kept alive.
@@ -813,6 +833,16 @@ impl<'a> RoutedNet<'a> {
             keys.push(Arc::clone(&k));
         }
         k
+    }
+}
+
+impl RoutedNet<'_> {
+    /// A connection to `ep` outside the pool and the limit (see `HostNet::open_aside`).
+    pub(crate) async fn connect_aside(&self, ep: &Endpoint<'_>) -> Result<Conn, ConnectError> {
+        self.net
+            .open_aside(&self.key(ep), self.route)
+            .await
+            .map_err(|f| ConnectError::from(&f))
     }
 }
 

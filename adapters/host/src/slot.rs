@@ -149,6 +149,8 @@ pub(crate) struct SlotInner {
     /// parsed (none for a slot with a stdio server): each call rebuilds its endpoints from
     /// them instead of parsing and checking the strings again.
     shapes: std::sync::OnceLock<Option<EndpointShapes>>,
+    /// The standalone GET streams of the slot's 2025-era sessions.
+    pub(crate) get_streams: crate::get_stream::GetStreams,
 }
 
 /// The shapes of a slot's primary and fallback endpoints (see [`SlotInner::shapes`]).
@@ -367,6 +369,7 @@ impl SlotHandle {
                 absolute_form: std::sync::OnceLock::new(),
                 keys: crate::net::KeyCache::default(),
                 shapes: std::sync::OnceLock::new(),
+                get_streams: crate::get_stream::GetStreams::default(),
             }),
         }
     }
@@ -515,7 +518,7 @@ impl SlotHandle {
 
     /// `Bearer <the token held>`, if any: never starts an authorization (for a cancellation
     /// or the end of a session).
-    fn held_authorization(&self) -> Option<String> {
+    pub(crate) fn held_authorization(&self) -> Option<String> {
         self.inner
             .auth
             .as_ref()
@@ -524,7 +527,10 @@ impl SlotHandle {
     }
 
     /// The slot's static headers, and `authorization` when there is one.
-    fn headers_with<'a>(&'a self, authorization: &'a Option<String>) -> Vec<(&'a str, &'a str)> {
+    pub(crate) fn headers_with<'a>(
+        &'a self,
+        authorization: &'a Option<String>,
+    ) -> Vec<(&'a str, &'a str)> {
         let mut headers = self.headers();
         if let Some(a) = authorization {
             headers.push(("authorization", a));
@@ -564,13 +570,24 @@ impl SlotHandle {
         ToolResult::local_failure(clean)
     }
 
+    /// The session of `target` when it is ready (its id and version).
+    pub(crate) fn snapshot(
+        &self,
+        target: Target,
+    ) -> Option<verifi_mcp_core::wire::session::Snapshot> {
+        use verifi_mcp_core::drive::Shared;
+        self.inner
+            .state
+            .with(|s| s.session(target).and_then(|s| s.snapshot()).cloned())
+    }
+
     /// The slot's route (proxy and trust), or why the manifest's entry cannot be used.
     pub(crate) fn route(&self) -> Result<&Route, String> {
         self.inner.route.as_ref().map_err(Clone::clone)
     }
 
     /// The context's pool and clock through this slot's route, and the slot's stdio servers.
-    fn net(&self) -> Result<crate::stdio::SlotNet<'_>, String> {
+    pub(crate) fn net(&self) -> Result<crate::stdio::SlotNet<'_>, String> {
         Ok(crate::stdio::SlotNet {
             routed: RoutedNet {
                 net: &self.inner.run.net,
@@ -579,6 +596,7 @@ impl SlotHandle {
             },
             stdio: [self.inner.stdio[0].as_ref(), self.inner.stdio[1].as_ref()],
             alarm: None,
+            slot: Some(self),
         })
     }
 
@@ -623,7 +641,7 @@ impl SlotHandle {
     }
 
     /// The driver's config for this slot.
-    fn config<'a>(
+    pub(crate) fn config<'a>(
         &'a self,
         (primary, fallback): (Endpoint<'a>, Option<Endpoint<'a>>),
         headers: &'a [(&'a str, &'a str)],
@@ -767,6 +785,8 @@ impl SlotHandle {
         // If the caller drops this call while its tools/call is on the wire, the server is
         // told (the core meters the dropped call itself).
         let in_flight = InFlight::new();
+        // The session's GET stream is kept while this call runs.
+        let _listening = self.inner.get_streams.call();
         let cancel_if_dropped = CancelIfDropped {
             slot: self,
             in_flight: &in_flight,
@@ -1069,6 +1089,8 @@ impl SlotHandle {
         let authorization = self.held_authorization();
         let headers = self.headers_with(&authorization);
         let cfg = self.config(endpoints, &headers);
+        // The sessions' GET streams end before the sessions do.
+        self.inner.get_streams.close().await;
         let mut scratch = self.scratch();
         let mut bufs = self.bufs(scratch.get());
         drive::close(&net, &cfg, &self.inner.state, &mut bufs).await;

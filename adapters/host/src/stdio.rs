@@ -922,6 +922,8 @@ pub(crate) struct SlotNet<'a> {
     pub(crate) stdio: [Option<&'a StdioServer>; 2],
     /// The call's kept deadline timer, if it has one (see [`crate::net::Alarm`]).
     pub(crate) alarm: Option<&'a crate::net::Alarm>,
+    /// The slot whose sessions' GET streams [`Net::listen`] keeps (see [`crate::get_stream`]).
+    pub(crate) slot: Option<&'a crate::slot::SlotHandle>,
 }
 
 impl SlotNet<'_> {
@@ -1015,6 +1017,12 @@ impl Net for SlotNet<'_> {
 
     fn parks_tails(&self) -> bool {
         self.routed.parks_tails()
+    }
+
+    async fn listen(&self, target: Target) {
+        if let Some(slot) = self.slot {
+            crate::get_stream::ensure(slot, target).await;
+        }
     }
 }
 

@@ -292,7 +292,8 @@ impl<'a> SlotConfig<'a> {
         self.headers.iter().map(|(_, v)| *v)
     }
 
-    pub(crate) fn endpoint(&self, target: Target) -> Option<&Endpoint<'a>> {
+    /// The endpoint of `target` (none for a fallback the slot does not have).
+    pub fn endpoint(&self, target: Target) -> Option<&Endpoint<'a>> {
         match target {
             Target::Primary => Some(&self.primary),
             Target::Fallback => self.fallback.as_ref(),

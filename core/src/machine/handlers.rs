@@ -704,8 +704,10 @@ enum ServerAsks {
 /// Writes the answer to an elicitation whose `params` are given, as a result object
 /// (`{"action":"accept","content":{…}}`, `decline`, `cancel`): the caller's handler's when
 /// there is one, else under `policy`: `decline`, `cancel`, or `accept` with the requested
-/// schema's defaults (SEP-1034). A request that `accept-defaults` cannot answer (a required
-/// field without a default, a URL-mode elicitation) is declined.
+/// schema's defaults (SEP-1034). Accept-defaults fills every field whose `default` fits the
+/// field ([`usable_default`]: a string, integer, number, enum or boolean, or a multi-select
+/// enum's strings); a request it cannot answer (a required field without such a default, no
+/// requested schema, a URL-mode elicitation) is declined.
 pub fn write_elicit_answer(
     out: &mut dyn Sink,
     params: Option<Value<'_>>,
@@ -733,7 +735,7 @@ pub fn write_elicit_answer(
                     .into_iter()
                     .flat_map(|p| p.members())
                     .any(|(k, v)| {
-                        name.is_some_and(|n| n.raw() == k.raw()) && v.get("default").is_some()
+                        name.is_some_and(|n| n.raw() == k.raw()) && usable_default(v).is_some()
                     })
             });
     match policy {
@@ -741,7 +743,7 @@ pub fn write_elicit_answer(
             out.put(b"{\"action\":\"accept\",\"content\":{")?;
             let mut first = true;
             for (name, prop) in properties.into_iter().flat_map(|p| p.members()) {
-                let Some(default) = prop.get("default") else {
+                let Some(default) = usable_default(prop) else {
                     continue;
                 };
                 out.put(if first { b"\"" } else { b",\"" })?;
@@ -757,8 +759,31 @@ pub fn write_elicit_answer(
     }
 }
 
+/// A requested field's `default`, when it is one accept-defaults may send: a value of the
+/// field's primitive type (`string`, and so an enum's; `integer`; `number`; `boolean`), or for
+/// a multi-select enum (`array`) an array of strings; with no `type`, any string, number or
+/// boolean. Anything else (an object, `null`, a value of another type) is no default.
+fn usable_default<'v>(prop: Value<'v>) -> Option<Value<'v>> {
+    use crate::wire::json::Kind;
+    let default = prop.get("default")?;
+    let ty = prop.get("type").and_then(|t| t.as_str());
+    let is = |name: &str| ty.is_some_and(|t| t.eq_str(name));
+    let fits = match default.kind() {
+        Kind::String => ty.is_none() || is("string"),
+        Kind::Number if is("integer") => default.as_i64().is_some(),
+        Kind::Number => ty.is_none() || is("number"),
+        Kind::Bool => ty.is_none() || is("boolean"),
+        Kind::Array => is("array") && default.elements().all(|e| e.kind() == Kind::String),
+        Kind::Null | Kind::Object => false,
+    };
+    fits.then_some(default)
+}
+
 impl ServerRequest {
-    fn new(id: jsonrpc::Id<'_>, method: &crate::wire::json::JsonStr<'_>) -> Option<Self> {
+    pub(super) fn new(
+        id: jsonrpc::Id<'_>,
+        method: &crate::wire::json::JsonStr<'_>,
+    ) -> Option<Self> {
         let mut text: String<72> = String::new();
         match id {
             jsonrpc::Id::Number(n) => text.push_str(core::str::from_utf8(n.raw()).ok()?).ok()?,
@@ -1887,5 +1912,70 @@ mod request_writing_tests {
                 );
             }
         });
+    }
+}
+
+#[cfg(test)]
+mod elicit_default_tests {
+    use super::*;
+    use crate::buf::VecBuf;
+    use crate::wire::json::JsonLimits;
+
+    /// The answer accept-defaults gives to an elicitation with `schema` as its requested one.
+    fn accept_defaults(schema: &str) -> std::string::String {
+        let params = std::format!(r#"{{"message":"m","requestedSchema":{schema}}}"#);
+        let params = Value::parse(params.as_bytes(), JsonLimits::default()).unwrap();
+        let mut out = VecBuf::with_limit(4096);
+        write_elicit_answer(
+            &mut out,
+            Some(params),
+            (Some(Elicitation::AcceptDefaults), None),
+        )
+        .unwrap();
+        std::string::String::from_utf8(out.bytes().to_vec()).unwrap()
+    }
+
+    #[test]
+    fn every_primitive_default_is_filled_and_accepted() {
+        // The official SEP-1034 scenario's schema: string, integer, number, enum, boolean.
+        let got = accept_defaults(
+            r#"{"type":"object","properties":{
+                "name":{"type":"string","default":"John Doe"},
+                "age":{"type":"integer","default":30},
+                "score":{"type":"number","default":95.5},
+                "status":{"type":"string","enum":["active","inactive"],"default":"active"},
+                "verified":{"type":"boolean","default":true},
+                "tags":{"type":"array","items":{"enum":["a","b"]},"default":["a"]},
+                "note":{"type":"string"}},"required":[]}"#,
+        );
+        assert_eq!(
+            got,
+            r#"{"action":"accept","content":{"name":"John Doe","age":30,"score":95.5,"status":"active","verified":true,"tags":["a"]}}"#
+        );
+    }
+
+    #[test]
+    fn a_default_that_does_not_fit_its_field_is_no_default() {
+        // Not sent: an object, a null, a value of another type than the field's.
+        let got = accept_defaults(
+            r#"{"type":"object","properties":{
+                "o":{"type":"object","default":{"x":1}},
+                "n":{"type":"string","default":null},
+                "i":{"type":"integer","default":2.5},
+                "b":{"type":"boolean","default":"yes"},
+                "ok":{"type":"boolean","default":false}}}"#,
+        );
+        assert_eq!(got, r#"{"action":"accept","content":{"ok":false}}"#);
+        // A required field whose only default does not fit is a required field without one.
+        let got = accept_defaults(
+            r#"{"type":"object","properties":{"port":{"type":"integer","default":"443"}},
+                "required":["port"]}"#,
+        );
+        assert_eq!(got, r#"{"action":"decline"}"#);
+        let got = accept_defaults(
+            r#"{"type":"object","properties":{"who":{"type":"string","default":null}},
+                "required":["who"]}"#,
+        );
+        assert_eq!(got, r#"{"action":"decline"}"#);
     }
 }

@@ -79,7 +79,7 @@
 //!         }
 //!         Action::Sleep { .. } => now = op.timeout(),
 //!         Action::Recycle | Action::Close | Action::Park | Action::Report => {}
-//!         Action::Respond { .. } | Action::TaskStarted => {}
+//!         Action::Respond { .. } | Action::Listen { .. } | Action::TaskStarted => {}
 //!         Action::Done => break,
 //!     }
 //! }
@@ -90,6 +90,7 @@
 
 mod config;
 pub(crate) mod handlers;
+pub mod listen;
 mod op;
 
 pub use config::{
@@ -115,6 +116,9 @@ const COURTESY_MS: Millis = 1_000;
 const MAX_PAGES: u32 = 1_000;
 /// Most GET resumptions of one SSE reply that ended without its response.
 const MAX_RESUMES: u32 = 3;
+/// How long a call waits for its session's standalone GET stream to open ([`Action::Listen`])
+/// before it is sent anyway.
+pub const LISTEN_MS: Millis = 1_000;
 /// How long the machine keeps reading after the response for the end of its framing.
 const TAIL_MS: Millis = 25;
 /// Most bytes read after the response while waiting for the end of its framing.

@@ -8,8 +8,8 @@ use super::handlers::{
     Accept, CallHandler, InitHandler, ListHandler, Modern, ProbeHandler, RequestHandler, Trip,
 };
 use super::{
-    CANCEL_DROPPED, CANCEL_TIMED_OUT, Deadline, MAX_PAGES, MAX_RESUMES, MAX_TAIL_BYTES, Millis,
-    SlotState, TAIL_MS,
+    CANCEL_DROPPED, CANCEL_TIMED_OUT, Deadline, LISTEN_MS, MAX_PAGES, MAX_RESUMES, MAX_TAIL_BYTES,
+    Millis, SlotState, TAIL_MS,
 };
 use crate::buf::Buf;
 use crate::harness::failover::{AttemptOutcome, Target};
@@ -69,6 +69,14 @@ pub enum Action {
     /// a drainer that keeps it if the stream ends soon after (best effort; drop it otherwise).
     /// Poll again.
     Park,
+    /// A 2025-era call is about to be sent in a session: the server may send its requests
+    /// (an elicitation, `ping`) on the session's standalone GET stream instead of the call's
+    /// own, so have that stream open (see [`crate::machine::listen`]), waiting for it at most
+    /// until [`Op::timeout`]; an adapter that cannot listen does nothing. Poll again.
+    Listen {
+        /// Which server of the slot.
+        target: Target,
+    },
     /// The call became a task ([`Op::task_id`]) and polls it from now on: tell the timeline
     /// (once; a detached call says so when it ends). Poll again.
     TaskStarted,
@@ -294,6 +302,8 @@ pub struct Op<'o, B: Buf, Sec: AsRef<[u8]>, F: FnMut(Option<(Value<'_>, &[u8])>)
     /// The framing left of a reply stream that did not end in the tail read (for
     /// [`Action::Park`]).
     tail: Option<crate::wire::exchange::TailDrain>,
+    /// [`Action::Listen`] is due before the call's request.
+    listen_news: bool,
 }
 
 /// What a call does with a task (the tasks extension).
@@ -481,6 +491,7 @@ where
             era_reprobed: false,
             task_news: false,
             tail: None,
+            listen_news: false,
         }
     }
 }
@@ -661,6 +672,12 @@ where
         loop {
             if core::mem::take(&mut self.task_news) {
                 return Action::TaskStarted;
+            }
+            if core::mem::take(&mut self.listen_news) {
+                self.timeout = now.saturating_add(LISTEN_MS).min(self.deadline.at);
+                return Action::Listen {
+                    target: self.target,
+                };
             }
             if let Some(action) = self.step(slot, now) {
                 return action;
@@ -985,6 +1002,11 @@ where
 
     fn start_request(&mut self, slot: &mut SlotState, now: Millis) {
         self.resumes = 0;
+        // A 2025-era call in an HTTP session: the session's GET stream should be open.
+        self.listen_news = self.is_call()
+            && !self.modern()
+            && !self.cfg.is_stdio(self.target)
+            && self.snap.as_ref().is_some_and(|s| s.session_id.is_some());
         self.set_id(slot.next_id(), true);
         self.start_trip(Purpose::Main, now);
     }

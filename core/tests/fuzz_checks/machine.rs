@@ -382,6 +382,10 @@ fn drive<F: FnMut(Option<(Value<'_>, &[u8])>)>(
                     "an answer to the server carried a tools/call"
                 );
             }
+            Action::Listen { .. } => {
+                // Asked before a call's request goes out: it must bound its wait.
+                assert!(op.timeout() >= now, "a listen's wait has a deadline");
+            }
             Action::TaskStarted => {
                 assert!(op.task_id().is_some(), "a task start names its task");
                 assert!(!task_told, "a call becomes a task once");

@@ -11,7 +11,8 @@
 // Tools: echo, run_command (formats a result, never runs anything), fail (isError), mixed
 // (text + image), big {bytes}, slow {ms, steps} (progress per step when a progressToken is
 // given; notices cancellation), peer_stats (what this process has seen, as JSON text), ports
-// (structured output with an outputSchema).
+// (structured output with an outputSchema), ask_aside (asks the client on the session's
+// standalone GET stream: an elicitation, a ping, roots/list).
 // Resources: test://notes/readme (text), test://notes/blob (base64), the template
 // test://echo/{text} (reads `echo: <text>`). Prompts: review {topic}.
 
@@ -19,7 +20,7 @@ import http from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import { EmptyResultSchema, isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 
 const BIG_MAX_BYTES = 64 * 1024 * 1024;
@@ -110,6 +111,32 @@ function buildServer() {
     stats.tool_calls++;
     const out = { open: [22, 80] };
     return { content: [{ type: 'text', text: JSON.stringify(out) }], structuredContent: out };
+  });
+  // Asks the client on the session's standalone GET stream (a request with no related request
+  // goes there, and is dropped when no GET stream is open): an elicitation, a ping, and
+  // roots/list (which a client without roots refuses). Says what came back.
+  server.registerTool('ask_aside', {
+    description: 'Asks the client on the standalone GET stream: elicitation, ping, roots/list',
+    inputSchema: {},
+  }, async () => {
+    stats.tool_calls++;
+    const opts = { timeout: 30000 };
+    const answer = await server.server.elicitInput({
+      message: 'Scan which port?',
+      requestedSchema: {
+        type: 'object',
+        properties: {
+          port: { type: 'integer', default: 443 },
+          ok: { type: 'boolean', default: true },
+          note: { type: 'string' },
+        },
+        required: ['port'],
+      },
+    }, opts);
+    await server.server.request({ method: 'ping' }, EmptyResultSchema, opts);
+    let roots;
+    try { await server.server.listRoots(undefined, opts); roots = 'answered'; } catch (e) { roots = `error ${e.code}`; }
+    return text(`elicit=${JSON.stringify(answer)} ping=ok roots=${roots}`);
   });
   // Resources and prompts, the same as the rmcp test server's (one page each here).
   server.registerResource('readme', 'test://notes/readme',
