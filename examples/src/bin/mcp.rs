@@ -73,7 +73,12 @@ Where the server is (the first that applies):
   MCP_ENDPOINT                  an ENDPOINT from the environment
 
 Results go to stdout, everything else to stderr. Exit status: 0 ok, 1 a result was
-ok:false, 2 bad input; exec exits with the command's own exit code.";
+ok:false, 2 bad input; exec exits with the command's own exit code. A closed stdout ends
+quietly (exit 0). SIGINT, SIGTERM, SIGHUP: what is in flight is cancelled, the session
+ended, stdio servers closed; exit 130, 143, 129 (a second signal: at once).
+
+OAuth tokens are kept (0600) in $XDG_DATA_HOME/verifi-mcp/tokens.json (else
+~/.local/share/…): log in once with `mcp auth login ENDPOINT`; --token-store memory keeps none.";
 
 const EXAMPLES: &str = "\
 Examples:
