@@ -540,6 +540,7 @@ fn mcp_cli_authorization_code_auto_approved_through_a_proxy_and_by_a_person() {
             "--exact-url",
         ])
         .args(["--client-id", "code", "--auth-flow", "authorization-code"])
+        .env("MCP_TOKEN_STORE", "memory")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -65,7 +65,10 @@ pub mod tool;
 pub mod trace;
 pub mod trust;
 
-pub use auth::{AuthConfig, AuthFlow, AuthorizeHook, MemoryTokenStore, Token, TokenStore};
+pub use auth::store::FileTokenStore;
+pub use auth::{
+    AuthConfig, AuthFlow, AuthorizeHook, MemoryTokenStore, StoredClient, Token, TokenStore,
+};
 pub use buf::VecBuf;
 pub use context::{
     ContextError, HarnessContext, HarnessContextBuilder, LedgerTotals, Options, SlotNotFilledError,

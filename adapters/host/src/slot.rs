@@ -151,6 +151,9 @@ pub(crate) struct SlotInner {
     shapes: std::sync::OnceLock<Option<EndpointShapes>>,
     /// The standalone GET streams of the slot's 2025-era sessions.
     pub(crate) get_streams: crate::get_stream::GetStreams,
+    /// The threads telling servers of dropped calls (`notifications/cancelled`,
+    /// `tasks/cancel`): [`SlotHandle::close`] lets them finish before it ends the sessions.
+    courtesy: Mutex<Vec<std::thread::JoinHandle<()>>>,
 }
 
 /// The shapes of a slot's primary and fallback endpoints (see [`SlotInner::shapes`]).
@@ -179,6 +182,8 @@ const READ_BYTES: usize = 16 * 1024;
 const ERROR_BYTES: usize = 4 * 1024;
 /// Deadline of the `tasks/cancel` sent for a dropped call's task.
 const TASK_CANCEL_MS: u64 = 2_000;
+/// Longest [`SlotHandle::close`] waits for the cancellations of dropped calls to be sent.
+const COURTESY_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// Adds each attempt to the run's totals.
 struct RunLedger<'a>(&'a Records);
@@ -370,6 +375,7 @@ impl SlotHandle {
                 keys: crate::net::KeyCache::default(),
                 shapes: std::sync::OnceLock::new(),
                 get_streams: crate::get_stream::GetStreams::default(),
+                courtesy: Mutex::new(Vec::new()),
             }),
         }
     }
@@ -989,7 +995,7 @@ impl SlotHandle {
         let slot = self.clone();
         // The caller's future is gone and its executor unknown: a short-lived thread sends
         // the notification on its own 1 s deadline (the core's courtesy timeout).
-        let _ = std::thread::Builder::new()
+        let sent = std::thread::Builder::new()
             .name("mcp-cancel".into())
             .spawn(move || {
                 async_io::block_on(async {
@@ -1008,6 +1014,33 @@ impl SlotHandle {
                     drive::cancel_dropped(&net, &cfg, &slot.inner.state, request, &mut bufs).await;
                 })
             });
+        self.keep_courtesy(sent);
+    }
+
+    /// Keeps a courtesy thread's handle for [`close`](Self::close) (finished ones are let go).
+    fn keep_courtesy(&self, sent: std::io::Result<std::thread::JoinHandle<()>>) {
+        if let Ok(h) = sent {
+            let mut all = lock(&self.inner.courtesy);
+            all.retain(|t| !t.is_finished());
+            all.push(h);
+        }
+    }
+
+    /// Waits (at most [`COURTESY_WAIT`]) for the cancellations of dropped calls to be sent,
+    /// so they reach the server before its session ends or its process is closed.
+    async fn courtesy_sent(&self) {
+        let deadline = std::time::Instant::now() + COURTESY_WAIT;
+        loop {
+            let left = {
+                let mut all = lock(&self.inner.courtesy);
+                all.retain(|t| !t.is_finished());
+                all.len()
+            };
+            if left == 0 || std::time::Instant::now() >= deadline {
+                return;
+            }
+            async_io::Timer::after(std::time::Duration::from_millis(10)).await;
+        }
     }
 
     /// Tells the task's server, best effort and off the caller's task, that a dropped call's
@@ -1015,7 +1048,7 @@ impl SlotHandle {
     /// `tools/call`.
     fn cancel_dropped_task(&self, target: Target, task: String) {
         let slot = self.clone();
-        let _ = std::thread::Builder::new()
+        let sent = std::thread::Builder::new()
             .name("mcp-task-cancel".into())
             .spawn(move || {
                 async_io::block_on(async {
@@ -1045,6 +1078,7 @@ impl SlotHandle {
                     .await;
                 })
             });
+        self.keep_courtesy(sent);
     }
 
     /// One `tasks/get` or `tasks/cancel` to `target` alone (a task lives on its server): the
@@ -1077,8 +1111,10 @@ impl SlotHandle {
         Ok(answered.result.to_vec())
     }
 
-    /// Ends this slot's sessions (best-effort HTTP DELETE; 405 is fine).
+    /// Ends this slot's sessions (best-effort HTTP DELETE; 405 is fine), after the
+    /// cancellations of dropped calls were sent (at most 3 s), and closes its stdio servers.
     pub async fn close(&self) {
+        self.courtesy_sent().await;
         let (Ok(endpoints), Ok(net)) = (self.endpoints(), self.net()) else {
             for server in self.inner.stdio.iter().flatten() {
                 server.close().await;

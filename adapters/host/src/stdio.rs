@@ -355,7 +355,21 @@ impl StdioServer {
     /// What happened to the child, if it is no longer usable: `the server process … exited
     /// (exit status: 1); its stderr ends: …` (not redacted: the caller redacts).
     pub(crate) fn note(&self) -> Option<String> {
-        lock(&self.child).as_ref()?.note()
+        let note = lock(&self.child).as_ref()?.note()?;
+        Some(format!("{note}{}", self.env_note()))
+    }
+
+    /// `; its environment adds A, B` when the spec sets variables (names only: values may
+    /// be secrets), so a failing server's error says what it was given.
+    fn env_note(&self) -> String {
+        if self.spec.env.is_empty() {
+            return String::new();
+        }
+        let names: Vec<&str> = self.spec.env.iter().map(|(k, _)| k.as_str()).collect();
+        format!(
+            "; its environment adds {} to the allow-list",
+            names.join(", ")
+        )
     }
 
     /// The child's process id, while one runs (tests check it is gone after close).
@@ -428,7 +442,7 @@ impl StdioServer {
             };
             ConnectError::new(
                 ConnectErrorKind::Process,
-                &format!("cannot start {program:?}{place}: {e}"),
+                &format!("cannot start {program:?}{place}: {e}{}", self.env_note()),
             )
         })?;
         let (Some(stdin), Some(stdout), Some(stderr)) =

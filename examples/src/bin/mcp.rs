@@ -6,7 +6,7 @@
 //! 2 bad input.
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::{BufRead, IsTerminal, Read, Write};
+use std::io::{BufRead, IsTerminal, Read};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -20,8 +20,9 @@ use verifi_mcp_examples::common::{
     parse_header, render_json, result_json, run_secrets, scrub, timeline_json, url_secrets_in,
 };
 use verifi_mcp_examples::protocol_cmds::{self, ProtoCmd};
+use verifi_mcp_examples::{auth_cmd, child_env, out, signals};
 use verifi_mcp_host::auth::loopback::LoopbackHook;
-use verifi_mcp_host::auth::{AuthConfig, AuthFlow, AuthorizeHook};
+use verifi_mcp_host::auth::{AuthConfig, AuthFlow, AuthorizeHook, TokenStore};
 use verifi_mcp_host::context::INSECURE_WARNING;
 use verifi_mcp_host::proxy::EnvProxies;
 use verifi_mcp_host::{Elicitation, EraSetting, ProxyRule, RootCert};
@@ -72,7 +73,12 @@ Where the server is (the first that applies):
   MCP_ENDPOINT                  an ENDPOINT from the environment
 
 Results go to stdout, everything else to stderr. Exit status: 0 ok, 1 a result was
-ok:false, 2 bad input; exec exits with the command's own exit code.";
+ok:false, 2 bad input; exec exits with the command's own exit code. A closed stdout ends
+quietly (exit 0). SIGINT, SIGTERM, SIGHUP: what is in flight is cancelled, the session
+ended, stdio servers closed; exit 130, 143, 129 (a second signal: at once).
+
+OAuth tokens are kept (0600) in $XDG_DATA_HOME/verifi-mcp/tokens.json (else
+~/.local/share/…): log in once with `mcp auth login ENDPOINT`; --token-store memory keeps none.";
 
 const EXAMPLES: &str = "\
 Examples:
@@ -230,6 +236,14 @@ struct Common {
         conflicts_with_all = ["manifest", "config"]
     )]
     stdio: Option<String>,
+    /// --stdio (or a config file's command server): a variable for the server process,
+    /// NAME=VALUE, on top of the allow-list (repeatable).
+    #[arg(short = 'e', long = "env", value_name = "NAME=VALUE")]
+    env: Vec<String>,
+    /// --stdio: pass this variable of mcp's own environment on to the server process
+    /// (repeatable; an unset one is an error).
+    #[arg(long = "env-pass", value_name = "NAME")]
+    env_pass: Vec<String>,
     /// The manifest's slot to use: the name a run gives a tool server, e.g. kali.
     #[arg(long, value_name = "NAME", requires = "manifest")]
     slot: Option<String>,
@@ -294,6 +308,11 @@ struct Common {
     /// A bearer token to send as is (or MCP_BEARER_TOKEN); redacted in any output.
     #[arg(long, value_name = "TOKEN")]
     bearer: Option<String>,
+    /// Where OAuth tokens are kept: file (default: verifi-mcp/tokens.json in the data
+    /// directory, $XDG_DATA_HOME or ~/.local/share; mode 0600), memory (this run only), or a
+    /// file's PATH. With a stored login, a later run needs no OAuth flags and no browser.
+    #[arg(long, value_name = "file|memory|PATH", env = auth_cmd::STORE_VAR)]
+    token_store: Option<String>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -416,6 +435,79 @@ enum Cmd {
     Prompt(ProtoArgs),
     /// Ping the server: `mcp ping ENDPOINT`.
     Ping(ProtoArgs),
+    /// Log in to an OAuth-protected server once (the token is kept), see logins, log out.
+    #[command(subcommand, after_help = AUTH_EXAMPLES)]
+    Auth(AuthCmd),
+}
+
+const AUTH_EXAMPLES: &str = "\
+Tokens are kept in verifi-mcp/tokens.json in the data directory ($XDG_DATA_HOME, else
+~/.local/share; mode 0600), per authorization server and MCP server. A run against a server
+with a stored login uses its token (renewed with its refresh token when it expired) without
+the OAuth flags and without a browser. --token-store memory (or MCP_TOKEN_STORE=memory)
+keeps nothing; --token-store PATH uses another file. No command prints a token.
+
+Examples:
+  mcp auth login https://mcp.example.com/mcp --client-id my-app   # opens the browser once
+  mcp call https://mcp.example.com/mcp whoami                      # the stored token
+  mcp auth status                                                  # every stored login
+  mcp auth status https://mcp.example.com/mcp --format json
+  mcp auth logout https://mcp.example.com/mcp";
+
+/// `mcp auth …`: stored OAuth logins.
+#[derive(Subcommand, Debug)]
+enum AuthCmd {
+    /// Authorize with the server's authorization server (the OAuth flags as for `call`; by
+    /// default the authorization code flow, through the browser) and keep the token.
+    #[command(override_usage = "mcp auth login [OPTIONS] <ENDPOINT>")]
+    Login(ProtoArgs),
+    /// The stored logins (of ENDPOINT, or all): server, authorization server, expiry, whether
+    /// renewable, scopes. Never a token. Exit 1 when ENDPOINT has none.
+    #[command(override_usage = "mcp auth status [OPTIONS] [ENDPOINT]")]
+    Status(ProtoArgs),
+    /// Forget the stored tokens of ENDPOINT.
+    #[command(override_usage = "mcp auth logout [OPTIONS] <ENDPOINT>")]
+    Logout(ProtoArgs),
+}
+
+/// `mcp auth login|status|logout`.
+async fn auth(cmd: AuthCmd) -> Result<ExitCode, Fail> {
+    let (mut a, login) = match cmd {
+        AuthCmd::Login(a) => (a, true),
+        AuthCmd::Status(a) | AuthCmd::Logout(a) if !a.common.env.is_empty() => {
+            return Err(UsageError("--env is for a --stdio server".into()).into());
+        }
+        AuthCmd::Status(a) => {
+            let choice = auth_cmd::choose(a.common.token_store.as_deref());
+            let url = auth_cmd::target_url(&a.pos, a.common.exact_url)?;
+            let json = a.common.format == Some(Format::Json);
+            let p = Printer::new(Vec::new());
+            let code =
+                auth_cmd::status(&choice, url.as_deref(), json, &|l| p.text(l), &|l| p.err(l));
+            return Ok(ExitCode::from(code));
+        }
+        AuthCmd::Logout(a) => {
+            let choice = auth_cmd::choose(a.common.token_store.as_deref());
+            let Some(url) = auth_cmd::target_url(&a.pos, a.common.exact_url)? else {
+                return Err(UsageError("missing ENDPOINT".into()).into());
+            };
+            let p = Printer::new(Vec::new());
+            let code = auth_cmd::logout(&choice, &url, &|l| p.text(l), &|l| p.err(l));
+            return Ok(ExitCode::from(code));
+        }
+    };
+    let run = build_with(&a.common, &mut a.pos, &run_id(), login)?;
+    no_extra(&a.pos)?;
+    let pinged = with_elapsed("login", None, run.slot.ping()).await;
+    let choice = auth_cmd::choose(a.common.token_store.as_deref());
+    let code = auth_cmd::after_login(
+        pinged.map(drop).map_err(|e| e.to_string()),
+        &choice,
+        &run.url,
+        &|l| run.p.text(l),
+        &|l| run.p.err(l),
+    );
+    Ok(finish(&run, code).await)
 }
 
 /// `mcp task …`: a task a call became.
@@ -641,15 +733,12 @@ impl Printer {
 
     /// A line of text on stdout, scrubbed.
     fn text(&self, line: &str) {
-        let line = scrub(line, &self.secrets);
-        let mut o = std::io::stdout().lock();
-        let _ = writeln!(o, "{line}");
-        let _ = o.flush();
+        out::stdout_line(&scrub(line, &self.secrets));
     }
 
     /// A diagnostic line on stderr, scrubbed.
     fn err(&self, line: &str) {
-        eprintln!("{}", scrub(line, &self.secrets));
+        out::stderr_line(&scrub(line, &self.secrets));
     }
 }
 
@@ -745,6 +834,16 @@ fn source(common: &Common, pos: &mut Vec<String>) -> Result<Source, UsageError> 
 
 /// Builds the context and the slot from the source, the flags and the environment.
 fn build(common: &Common, pos: &mut Vec<String>, run_id: &str) -> Result<Run, Fail> {
+    build_with(common, pos, run_id, false)
+}
+
+/// [`build`]; `login`: OAuth on even without OAuth flags (`mcp auth login`).
+fn build_with(
+    common: &Common,
+    pos: &mut Vec<String>,
+    run_id: &str,
+    login: bool,
+) -> Result<Run, Fail> {
     let mut headers = common
         .headers
         .iter()
@@ -754,7 +853,12 @@ fn build(common: &Common, pos: &mut Vec<String>, run_id: &str) -> Result<Run, Fa
     if let Some(token) = common.bearer.clone().or_else(|| env("MCP_BEARER_TOKEN")) {
         headers.push(("authorization".into(), format!("Bearer {token}")));
     }
-    let auth = auth_config(common, &env)?;
+    let store_choice = auth_cmd::choose(common.token_store.as_deref());
+    let token_store = auth_cmd::store(&store_choice);
+    let stdio_env =
+        child_env::child_env(&common.env, &common.env_pass, &|k| std::env::var(k).ok())?;
+    // The MCP URL a stored login would be for (an HTTP server's).
+    let mut login_url = None;
     let mut era = match common.era.as_str() {
         "modern" => EraSetting::Modern,
         "legacy" => EraSetting::Legacy,
@@ -813,6 +917,7 @@ fn build(common: &Common, pos: &mut Vec<String>, run_id: &str) -> Result<Run, Fa
             let s = config_server(&text, &file, &server)?;
             if let Some(Value::Object(mut fill)) = s.stdio {
                 // A local server (`command`): run it and speak to it over stdio.
+                child_env::add_to_fill(&mut fill, &stdio_env);
                 if let Some(f) = &fallback {
                     fill.insert("fallback".into(), json!(f));
                 }
@@ -822,6 +927,7 @@ fn build(common: &Common, pos: &mut Vec<String>, run_id: &str) -> Result<Run, Fa
                 )
             } else {
                 let url = endpoint_base(&s.url, true)?;
+                login_url = mcp_url(&url, true).ok();
                 // The file's headers first; a --header of the same name wins.
                 let mut all = s.headers;
                 for (k, v) in headers.drain(..) {
@@ -840,6 +946,7 @@ fn build(common: &Common, pos: &mut Vec<String>, run_id: &str) -> Result<Run, Fa
                 .map_err(|e| UsageError(format!("--stdio: {e}")))?;
             let mut fill = serde_json::Map::new();
             fill.insert("command".into(), json!(spec.argv));
+            child_env::add_to_fill(&mut fill, &stdio_env);
             if let Some(f) = &fallback {
                 fill.insert("fallback".into(), json!(f));
             }
@@ -850,12 +957,29 @@ fn build(common: &Common, pos: &mut Vec<String>, run_id: &str) -> Result<Run, Fa
         }
         Source::Url(ep) => {
             let base = endpoint_base(&ep, exact)?;
+            login_url = mcp_url(&base, exact).ok();
             (
                 one_slot_manifest(CLI_SLOT, &base, fallback.as_deref(), &headers),
                 CLI_SLOT.to_owned(),
             )
         }
     };
+    if login_url.is_some() && !stdio_env.is_empty() {
+        return Err(UsageError(
+            "--env and --env-pass are for a --stdio server (or a config file's command)".into(),
+        )
+        .into());
+    }
+    // A stored login for this server turns OAuth on (unless a bearer token is given).
+    let has_login = !headers
+        .iter()
+        .any(|(k, _)| k.eq_ignore_ascii_case("authorization"))
+        && login_url
+            .as_deref()
+            .zip(token_store.as_deref())
+            .is_some_and(|(u, s)| !auth_cmd::logins_for(s, u).is_empty());
+    let store: Option<Arc<dyn TokenStore>> = token_store.map(|s| s as Arc<dyn TokenStore>);
+    let auth = auth_config(common, &env, login || has_login, store)?;
     let mut root_certs = Vec::new();
     for file in &common.cacert {
         root_certs.push(RootCert::pem_file(file).map_err(|e| UsageError(e.to_string()))?);
@@ -890,7 +1014,7 @@ fn build(common: &Common, pos: &mut Vec<String>, run_id: &str) -> Result<Run, Fa
             .chain(url_secrets_in(&manifest)),
     );
     if common.insecure {
-        eprintln!("{INSECURE_WARNING}");
+        out::stderr_line(INSECURE_WARNING);
     }
     let p = Printer::new(secrets.clone());
     let mut options = Options::default()
@@ -926,6 +1050,7 @@ fn build(common: &Common, pos: &mut Vec<String>, run_id: &str) -> Result<Run, Fa
     let slot = ctx
         .mcp(&slot_name)
         .map_err(|e| UsageError(scrub(&e.to_string(), &secrets)))?;
+    signals::watch(&ctx, &slot);
     let url = mcp_url(slot.endpoint(), exact).unwrap_or_else(|_| slot.endpoint().to_owned());
     Ok(Run {
         ctx,
@@ -1006,7 +1131,7 @@ fn wire_trace(secrets: Vec<Vec<u8>>) -> WireTrace {
             _ => {}
         }
         if !out.is_empty() {
-            eprint!("{}", scrub(&out, &secrets));
+            out::stderr(&scrub(&out, &secrets));
         }
     })
 }
@@ -1037,6 +1162,8 @@ fn trace_line(l: &str) -> String {
 fn auth_config(
     common: &Common,
     env: &dyn Fn(&str) -> Option<String>,
+    force: bool,
+    store: Option<Arc<dyn TokenStore>>,
 ) -> Result<Option<AuthConfig>, UsageError> {
     let flow = match common.auth_flow.as_deref() {
         None => AuthFlow::Auto,
@@ -1063,7 +1190,9 @@ fn auth_config(
         AuthFlow::Auto if has_credential => None,
         _ => Some(Arc::new(
             LoopbackHook::bind(|url| {
-                eprintln!("Open this URL to authorize (waiting for the redirect):\n  {url}")
+                out::stderr_line(&format!(
+                    "Open this URL to authorize (waiting for the redirect):\n  {url}"
+                ))
             })
             .map_err(|e| UsageError(format!("cannot listen for the OAuth redirect: {e}")))?,
         )),
@@ -1079,9 +1208,10 @@ fn auth_config(
         client_private_key,
         client_metadata_url: common.client_metadata_url.clone(),
         scope: common.scope.clone(),
-        ..AuthConfig::default()
+        store,
     };
-    let wanted = cfg.client_id.is_some()
+    let wanted = force
+        || cfg.client_id.is_some()
         || cfg.client_secret.is_some()
         || cfg.client_private_key.is_some()
         || cfg.client_metadata_url.is_some()
@@ -1106,6 +1236,7 @@ async fn with_elapsed<T>(
     status: Option<&Mutex<CallStatus>>,
     fut: impl std::future::Future<Output = T>,
 ) -> T {
+    let _busy = signals::in_flight(label);
     if !std::io::stderr().is_terminal() {
         return fut.await;
     }
@@ -1120,7 +1251,7 @@ async fn with_elapsed<T>(
                 let line = status
                     .and_then(|m| m.lock().ok().map(|st| st.line(label, s)))
                     .unwrap_or_else(|| CallStatus::default().line(label, s));
-                eprint!("\r\x1b[K{line}");
+                out::stderr(&format!("\r\x1b[K{line}"));
             }
         }
     };
@@ -1130,7 +1261,7 @@ async fn with_elapsed<T>(
     })
     .await;
     if shown.load(Ordering::Relaxed) {
-        eprint!("\r\x1b[K");
+        out::stderr("\r\x1b[K");
     }
     out
 }
@@ -1201,18 +1332,21 @@ fn main() -> ExitCode {
                     ExitCode::from(2)
                 }
                 _ => {
-                    eprintln!("{}", clap_error_line(&e));
+                    out::stderr_line(&clap_error_line(&e));
                     ExitCode::from(2)
                 }
             };
         }
     };
-    match smol::block_on(dispatch(cli.cmd)) {
-        Ok(code) => code,
-        Err(Fail::Usage(e)) => {
-            eprintln!("mcp: {e}");
+    signals::install();
+    match smol::block_on(signals::run(dispatch(cli.cmd))) {
+        Ok(Ok(code)) => code,
+        Ok(Err(Fail::Usage(e))) => {
+            out::stderr_line(&format!("mcp: {e}"));
             ExitCode::from(2)
         }
+        // Stopped by a signal or a closed stdout, after the wind-down.
+        Err(code) => ExitCode::from(code),
     }
 }
 
@@ -1277,8 +1411,11 @@ fn parse_duration(s: &str) -> Result<Duration, UsageError> {
 async fn dispatch(cmd: Cmd) -> Result<ExitCode, Fail> {
     match cmd {
         Cmd::Completions { shell } => {
+            // Rendered whole, then written: a reader that goes away (`| head`) ends it quietly.
             let mut cmd = Cli::command();
-            clap_complete::generate(shell, &mut cmd, "mcp", &mut std::io::stdout());
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut cmd, "mcp", &mut script);
+            out::stdout(&script);
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Resources(a) => proto(ProtoCmd::Resources, a).await,
@@ -1286,13 +1423,15 @@ async fn dispatch(cmd: Cmd) -> Result<ExitCode, Fail> {
         Cmd::Prompts(a) => proto(ProtoCmd::Prompts, a).await,
         Cmd::Prompt(a) => proto(ProtoCmd::Prompt, a).await,
         Cmd::Ping(a) => proto(ProtoCmd::Ping, a).await,
+        Cmd::Auth(cmd) => auth(cmd).await,
         Cmd::Man => {
             let man = clap_mangen::Man::new(Cli::command());
-            let mut out = std::io::stdout().lock();
-            if let Err(e) = man.render(&mut out) {
-                eprintln!("mcp: cannot write the man page: {e}");
+            let mut page = Vec::new();
+            if let Err(e) = man.render(&mut page) {
+                out::stderr_line(&format!("mcp: cannot render the man page: {e}"));
                 return Ok(ExitCode::from(1));
             }
+            out::stdout(&page);
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Tools {
@@ -1388,13 +1527,11 @@ async fn dispatch(cmd: Cmd) -> Result<ExitCode, Fail> {
                     "error": r.call.error,
                 }));
             } else {
-                let text = scrub(&r.output, &run.p.secrets);
-                let mut o = std::io::stdout().lock();
-                let _ = o.write_all(text.as_bytes());
+                let mut text = scrub(&r.output, &run.p.secrets);
                 if !text.is_empty() && !text.ends_with('\n') {
-                    let _ = o.write_all(b"\n");
+                    text.push('\n');
                 }
-                let _ = o.flush();
+                out::stdout(text.as_bytes());
             }
             let code = match r.exit_code {
                 Some(c) => u8::try_from(c).unwrap_or(1),
@@ -1493,6 +1630,7 @@ fn no_extra(pos: &[String]) -> Result<(), UsageError> {
 /// Prints the timeline to stderr, closes the sessions and gives the exit status.
 async fn finish(run: &Run, code: u8) -> ExitCode {
     run.timeline_to_stderr();
+    auth_cmd::report_error(&|l| run.p.err(l));
     run.ctx.close().await;
     ExitCode::from(code)
 }
@@ -1556,6 +1694,7 @@ fn print_batch_result(p: &Printer, v: &Value, text: bool) {
 }
 
 async fn batch(run: &Run, conc: usize, text: bool) -> u8 {
+    let _busy = signals::in_flight("batch");
     let stdin = std::io::stdin();
     let mut input = stdin.lock();
     let worst = Arc::new(AtomicU8::new(0));
@@ -1693,6 +1832,7 @@ fn error_kind(r: &ToolResult) -> String {
 }
 
 async fn bench(run: &Run, spec: BenchSpec) -> Result<u8, Fail> {
+    let _busy = signals::in_flight("bench");
     let BenchSpec {
         tool,
         args,
@@ -1800,7 +1940,7 @@ async fn bench(run: &Run, spec: BenchSpec) -> Result<u8, Fail> {
     .await;
     let secs = start.elapsed().as_secs_f64();
     if progress {
-        eprint!("\r\x1b[K");
+        out::stderr("\r\x1b[K");
     }
     let mut sorted = all;
     sorted.sort_by(f64::total_cmp);
@@ -1832,7 +1972,7 @@ async fn bench(run: &Run, spec: BenchSpec) -> Result<u8, Fail> {
         },
     });
     if std::io::stderr().is_terminal() {
-        eprint!("{}", histogram(&sorted));
+        out::stderr(&histogram(&sorted));
     }
     if text {
         let l = &summary["latencyMs"];

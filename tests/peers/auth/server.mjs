@@ -91,6 +91,10 @@ const provider = new Provider(issuer, {
   clientAuthMethods: publicOnly ? ['none'] : ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'],
   enabledJWA: { clientAuthSigningAlgValues: ['ES256'] },
   interactions: { url: (_ctx, interaction) => `/interaction/${interaction.uid}` },
+  // A refresh token for every code-flow client allowed the grant (as most servers do for
+  // native clients), so a client's renewal without a person can be tested.
+  issueRefreshToken: async (_ctx, client, code) =>
+    client.grantTypeAllowed('refresh_token') && code.kind === 'AuthorizationCode',
   findAccount: (_ctx, id) => ({ accountId: id, claims: () => ({ sub: id }) }),
   features: {
     devInteractions: { enabled: false },

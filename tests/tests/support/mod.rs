@@ -556,7 +556,8 @@ pub fn mcp_json(args: &[&str]) -> (Option<i32>, serde_json::Value) {
 }
 
 /// Runs `mcp ARGS…` with `env`, after clearing the variables it reads for itself (proxies,
-/// OAuth, the missing-peer policy); killed with a failure if it overruns `bound`.
+/// OAuth, the missing-peer policy) and keeping tokens in memory; killed with a failure if it
+/// overruns `bound`.
 pub fn run_mcp(args: &[&str], env: &[(&str, &str)], bound: Duration) -> std::process::Output {
     let mut cmd = Command::new(mcp_bin());
     cmd.args(args)
@@ -577,6 +578,9 @@ pub fn run_mcp(args: &[&str], env: &[(&str, &str)], bound: Duration) -> std::pro
     ] {
         cmd.env_remove(v);
     }
+    // Tokens in memory unless a test says otherwise: a test never reads or writes the
+    // logins in the home of whoever runs it.
+    cmd.env("MCP_TOKEN_STORE", "memory");
     for (k, v) in env {
         cmd.env(k, v);
     }

@@ -7,7 +7,8 @@
 //! credentials (`client_secret_basic`, `client_secret_post` or `private_key_jwt`), or by the
 //! authorization code with PKCE through a caller's [`AuthorizeHook`]; `resource` (RFC 8707) on
 //! every request to the authorization server. Tokens are kept per issuer and resource in a
-//! [`TokenStore`] (memory by default), renewed before expiry, and renewed once on a 401.
+//! [`TokenStore`] (memory by default; [`store::FileTokenStore`] keeps them across runs),
+//! renewed before expiry, and renewed once on a 401.
 //! Every token, secret and assertion joins the run's secrets.
 //!
 //! Owns: the flow and its state. The decisions are plain functions in [`decide`]; the
@@ -20,6 +21,7 @@ mod hostile_input;
 pub mod loopback;
 pub mod pkce;
 pub(crate) mod slot;
+pub mod store;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -85,8 +87,28 @@ impl fmt::Debug for Token {
     }
 }
 
-/// Where tokens are kept, per authorization-server issuer and resource. A harness that
-/// persists tokens implements it; [`MemoryTokenStore`] is the default.
+/// The client a token was obtained with: a pre-registered id (no secret kept), or a client
+/// registered dynamically (with its secret, if it got one).
+#[derive(Clone, PartialEq, Eq)]
+pub struct StoredClient {
+    /// The client id.
+    pub client_id: String,
+    /// The secret of a dynamically registered confidential client.
+    pub client_secret: Option<String>,
+}
+
+impl fmt::Debug for StoredClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StoredClient")
+            .field("client_id", &self.client_id)
+            .field("has_secret", &self.client_secret.is_some())
+            .finish()
+    }
+}
+
+/// Where tokens are kept, per authorization-server issuer and resource: a token is handed
+/// back only for the pair it was kept under. [`MemoryTokenStore`] is the default;
+/// [`store::FileTokenStore`] keeps tokens (and the clients that obtained them) across runs.
 pub trait TokenStore: Send + Sync {
     /// The token for `issuer` and `resource`, if held.
     fn get(&self, issuer: &str, resource: &str) -> Option<Token>;
@@ -94,6 +116,14 @@ pub trait TokenStore: Send + Sync {
     fn put(&self, issuer: &str, resource: &str, token: Token);
     /// Forgets the token for `issuer` and `resource`.
     fn remove(&self, issuer: &str, resource: &str);
+    /// The client last used with `issuer`, if this store keeps clients (default: none; a run
+    /// remembers its own registrations anyway).
+    fn client(&self, _issuer: &str) -> Option<StoredClient> {
+        None
+    }
+    /// Keeps the client used with `issuer`, so a later run can refresh the tokens it got
+    /// (default: not kept).
+    fn put_client(&self, _issuer: &str, _client: StoredClient) {}
 }
 
 /// Tokens in memory, for the run.
@@ -443,6 +473,11 @@ impl Authorizer {
         };
         let (issuer, resource) = (&d.server.issuer, &d.resource);
         if let Some(t) = self.store.get(issuer, resource) {
+            // A token from a store that outlives the run is a secret of this run too.
+            self.learn(&t.access_token);
+            if let Some(r) = &t.refresh_token {
+                self.learn(r);
+            }
             match token_use(t.expires_at, t.refresh_token.is_some(), unix_now()) {
                 TokenUse::Use => return Ok(t.access_token),
                 TokenUse::Refresh => {
@@ -565,6 +600,19 @@ impl Authorizer {
             .token_request(net, route, d, form, &scopes, deadline)
             .await?;
         self.store.put(&meta.issuer, &d.resource, t.clone());
+        // A person's login with a pre-registered id: the id is kept (a secret never is), so
+        // a later run can use the refresh token, which is bound to the client.
+        if let Some(id) = &self.cfg.client_id
+            && flow == AuthFlow::AuthorizationCode
+        {
+            self.store.put_client(
+                &meta.issuer,
+                StoredClient {
+                    client_id: id.clone(),
+                    client_secret: None,
+                },
+            );
+        }
         Ok(t)
     }
 
@@ -623,6 +671,19 @@ impl Authorizer {
         if let Some(c) = lock(&self.registered).get(&meta.issuer) {
             return Ok(c.clone());
         }
+        // A client an earlier run used with this issuer (its refresh tokens are bound to it).
+        if let Some(c) = self.store.client(&meta.issuer) {
+            if let Some(s) = &c.client_secret {
+                self.learn(s);
+            }
+            let c = Client {
+                id: c.client_id,
+                secret: c.client_secret,
+                method: None,
+            };
+            lock(&self.registered).insert(meta.issuer.clone(), c.clone());
+            return Ok(c);
+        }
         let Some(reg) = &meta.registration_endpoint else {
             return Err(AuthError::Metadata(format!(
                 "no client id for {}: give --client-id (the server offers neither client ID \
@@ -667,6 +728,13 @@ impl Authorizer {
             method: string(&v, "token_endpoint_auth_method"),
         };
         lock(&self.registered).insert(meta.issuer.clone(), c.clone());
+        self.store.put_client(
+            &meta.issuer,
+            StoredClient {
+                client_id: c.id.clone(),
+                client_secret: c.secret.clone(),
+            },
+        );
         Ok(c)
     }
 
