@@ -878,6 +878,25 @@ fn the_probe_verdict_table() {
             ),
             Then::Legacy,
         ),
+        // Issue 27: a result is modern only when its `supportedVersions` names ours; an old
+        // server that answers any method with `{}` (with or without a session id) is old era.
+        (
+            "200 {} with a session id",
+            json(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#),
+            Then::Legacy,
+        ),
+        (
+            "200 {} without a session id",
+            Reply::Bytes(
+                b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 36\r\n\r\n{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}".to_vec(),
+            ),
+            Then::Legacy,
+        ),
+        (
+            "200 with only versions we do not speak",
+            json(r#"{"jsonrpc":"2.0","id":1,"result":{"supportedVersions":["2027-01-01"]}}"#),
+            Then::Legacy,
+        ),
         (
             "401",
             status(401, "www-authenticate: Bearer\r\n"),

@@ -12,7 +12,7 @@ use serde_json::json;
 use support::{CHECK_BOUND, Peer, PeerKind, context, mcp_bin, run_bounded, with_timeout};
 use verifi_mcp_host::{EraSetting, Options};
 use verifi_mcp_tests::hostile::{
-    HostileServer, Request, Step, http_response, json_response, rpc_result,
+    HostileServer, Request, Responder, Step, http_response, json_response, rpc_result,
 };
 use verifi_mcp_tests::{Mode, TestServer};
 
@@ -279,4 +279,114 @@ fn a_network_ref_in_a_tool_schema_is_never_fetched() {
     assert!(r.ok, "{r:?}");
     let accepted = std::iter::from_fn(|| trap.accept().ok()).count();
     assert_eq!(accepted, 0, "the $ref was fetched");
+}
+
+/// One HTTP/1.1 chunk of `text`.
+fn chunk(text: &str) -> String {
+    format!("{:x}\r\n{text}\r\n", text.len())
+}
+
+/// Issue 27, item 1: an old-era server that answers every method, `server/discover` included,
+/// with `200 {"result":{}}` and a session id (the official conformance suite's `sse-retry`
+/// server) is old era: the call goes out after `initialize`, and when its reply stream ends
+/// after a priming event it is resumed with GET and `Last-Event-ID` after the server's `retry`.
+#[test]
+fn a_server_that_answers_discover_with_an_empty_result_is_old_era_and_its_stream_resumes() {
+    use std::sync::{Arc, Mutex};
+    let pending: Arc<Mutex<Option<String>>> = Arc::default();
+    let responder: Responder = {
+        let pending = pending.clone();
+        Arc::new(move |req: &Request| -> Vec<u8> {
+            let session = [
+                ("content-type", "application/json"),
+                ("mcp-session-id", "legacy-1"),
+            ];
+            if req.request_line().starts_with("GET") {
+                // The resumed stream: a priming event, then the call's response; it stays open.
+                let id = pending
+                    .lock()
+                    .unwrap()
+                    .take()
+                    .unwrap_or_else(|| "null".into());
+                let body = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nmcp-session-id: legacy-1\r\ntransfer-encoding: chunked\r\n\r\n{}{}",
+                    chunk("id: event-2\nretry: 100\ndata: \n\n"),
+                    chunk(&format!(
+                        "event: message\nid: event-3\ndata: {{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"content\":[{{\"type\":\"text\",\"text\":\"resumed\"}}]}}}}\n\n"
+                    )),
+                );
+                return body.into_bytes();
+            }
+            match req.method().as_deref() {
+                Some("initialize") => http_response(
+                    200,
+                    &session,
+                    rpc_result(
+                        req,
+                        r#"{"protocolVersion":"2025-11-25","serverInfo":{"name":"sse-retry","version":"1"},"capabilities":{"tools":{}}}"#,
+                    )
+                    .as_bytes(),
+                ),
+                Some("tools/list") => http_response(
+                    200,
+                    &session,
+                    rpc_result(
+                        req,
+                        r#"{"tools":[{"name":"test_reconnection","inputSchema":{"type":"object","properties":{}}}]}"#,
+                    )
+                    .as_bytes(),
+                ),
+                Some("tools/call") => {
+                    // A priming event, then the stream ends cleanly without the response.
+                    *pending.lock().unwrap() = req.id_json();
+                    format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nmcp-session-id: legacy-1\r\ntransfer-encoding: chunked\r\n\r\n{}0\r\n\r\n",
+                        chunk("id: event-1\nretry: 100\ndata: \n\n")
+                    )
+                    .into_bytes()
+                }
+                _ if req.id_json().is_none() => http_response(202, &[], b""),
+                // Anything else with an id, `server/discover` included: an empty result.
+                _ => http_response(200, &session, rpc_result(req, "{}").as_bytes()),
+            }
+        })
+    };
+    let server = HostileServer::start(move |_| {
+        let mut steps = Vec::new();
+        for _ in 0..16 {
+            steps.push(Step::ReadRequest);
+            steps.push(Step::SendWith(responder.clone()));
+        }
+        steps
+    })
+    .expect("server");
+    let ctx = context(&server.base_url(), "run-sse-retry", Options::default());
+    let kali = ctx.mcp("kali").unwrap();
+    let r = run_bounded(CHECK_BOUND, kali.call("test_reconnection", json!({})));
+    assert!(r.ok, "{r:?}");
+    assert_eq!(r.text, "resumed");
+    let requests = server.requests();
+    let methods: Vec<String> = requests
+        .iter()
+        .map(|r| {
+            r.method()
+                .unwrap_or_else(|| r.request_line().split(' ').next().unwrap_or("").into())
+        })
+        .collect();
+    assert_eq!(methods[0], "server/discover");
+    assert_eq!(methods[1], "initialize", "{methods:?}");
+    assert!(
+        methods.ends_with(&["tools/call".into(), "GET".into()]),
+        "{methods:?}"
+    );
+    let get = requests.last().unwrap();
+    assert_eq!(get.header("last-event-id").as_deref(), Some("event-1"));
+    let eras = ctx.events_of("mcp.era");
+    assert_eq!(eras.len(), 1);
+    assert_ne!(
+        eras[0].value()["era"],
+        "2026-07-28",
+        "{:?}",
+        eras[0].value()
+    );
 }

@@ -482,8 +482,9 @@ impl OnMessage for Accept {
     }
 }
 
-/// Handles the answer to the `server/discover` probe: a result object says modern, a
-/// JSON-RPC error in a 2xx says an old-era dispatcher.
+/// Handles the answer to the `server/discover` probe: a result naming a version we speak in
+/// `supportedVersions` says modern; any other result, or a JSON-RPC error in a 2xx, says an
+/// old-era server.
 #[derive(Default)]
 pub(super) struct ProbeHandler {
     pub(super) id: u64,
@@ -499,7 +500,7 @@ impl OnMessage for ProbeHandler {
     fn on_message(&mut self, msg: &[u8], last_chance: bool) -> Result<Verdict, Failure> {
         match find(msg, self.id, last_chance)? {
             Lookup::Ours(Outcome::Result(r)) => {
-                self.modern = Some(r.kind() == crate::wire::json::Kind::Object);
+                self.modern = Some(crate::wire::era::discover_result_is_modern(r));
                 Ok(Verdict::Done)
             }
             Lookup::Ours(Outcome::Error(_)) => {

@@ -6,8 +6,10 @@
 //! Owns no sequencing: when to probe, when to fall back to `initialize` and when to re-list
 //! after `-32020` are the call sequencing's; this module says what each answer means.
 //!
-//! The verdict rules (issue "Speak the 2026-07-28 protocol"): a server is modern only on a
-//! successful `server/discover`, a 400 whose body is a JSON-RPC error `-32020`, `-32021` or
+//! The verdict rules (issue "Speak the 2026-07-28 protocol", and issue 27): a server is modern
+//! only on a `server/discover` result whose `supportedVersions` names a version this client
+//! speaks (a result without it, `{}` included, is an old-era server that answers any method),
+//! a 400 whose body is a JSON-RPC error `-32020`, `-32021` or
 //! `-32022`, or a 404 whose body is a JSON-RPC `-32601`. Every other answer a server gives
 //! (another 400 body, a 200 carrying a JSON-RPC error, another 404, a 405) is old era. A failure
 //! (401, 403, 5xx, an empty or malformed 2xx; a timeout, reset or TLS error never reaches here)
@@ -80,7 +82,13 @@ pub fn judge_probe(status: u16, body: Option<&[u8]>) -> Verdict {
         .and_then(|c| c.as_i64());
     match status {
         200..=299 => match message {
-            Some(m) if m.get("result").is_some_and(|r| r.kind() == Kind::Object) => Verdict::Modern,
+            Some(m) if let Some(r) = m.get("result") => {
+                if discover_result_is_modern(r) {
+                    Verdict::Modern
+                } else {
+                    Verdict::Legacy
+                }
+            }
             // A 200 carrying a JSON-RPC error: a server that read the request and does not
             // know the method (an old-era dispatcher).
             Some(_) if error_code.is_some() => Verdict::Legacy,
@@ -103,6 +111,18 @@ pub fn judge_probe(status: u16, body: Option<&[u8]>) -> Verdict {
         300..=399 => Verdict::NoVerdict,
         _ => Verdict::Legacy,
     }
+}
+
+/// True when a `server/discover` result says the server speaks the 2026-07-28 era: an object
+/// whose `supportedVersions` names a version this client speaks (the newest of them is then
+/// spoken). Anything else (`{}`, no list, a list of none of ours) is an old-era server's answer
+/// to a method it does not check: fall back to `initialize`.
+pub fn discover_result_is_modern(result: Value<'_>) -> bool {
+    result
+        .get("supportedVersions")
+        .filter(|s| s.kind() == Kind::Array)
+        .and_then(newest_common)
+        .is_some()
 }
 
 /// A request to a server whose era is known failed with `status` and `body`: does the answer
@@ -437,6 +457,22 @@ mod tests {
             Verdict::Legacy
         );
         assert_eq!(judge_probe(405, Some(b"")), Verdict::Legacy);
+        // A result is modern only with a `supportedVersions` naming ours (issue 27): an old-era
+        // server that answers any method with `{}` is not.
+        for result in [
+            r#"{}"#,
+            r#"{"capabilities":{}}"#,
+            r#"{"supportedVersions":["2027-01-01"]}"#,
+            r#"{"supportedVersions":"2026-07-28"}"#,
+            r#"[]"#,
+        ] {
+            let body = std::format!(r#"{{"jsonrpc":"2.0","id":1,"result":{result}}}"#);
+            assert_eq!(
+                judge_probe(200, Some(body.as_bytes())),
+                Verdict::Legacy,
+                "{result}"
+            );
+        }
         // No verdict: failures of the call.
         for status in [401, 403, 500, 502, 503, 504] {
             assert_eq!(
