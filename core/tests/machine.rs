@@ -1072,6 +1072,60 @@ fn a_tool_with_invalid_header_annotations_is_dropped_and_never_called() {
     assert!(matches!(r.failure.as_ref(), Some(Failure::ToolDropped)));
 }
 
+/// Issue 27, item 3: a `number`-typed annotated property makes its tool uncallable (the
+/// official `invalid_number_header` check), a property reached through nested `properties`
+/// (`opts.zone`) is valid and mirrored from that path of the arguments, and the server's other
+/// tools stay callable.
+#[test]
+fn header_annotations_number_is_refused_and_a_nested_property_is_mirrored() {
+    let c = auto_cfg();
+    let mut slot = SlotState::new(c.version, false);
+    let secrets: [&str; 0] = [];
+    let mut calls = Vec::new();
+    let mut server = |req: &str| {
+        let id = id_of(req);
+        match method_of(req).as_str() {
+            "POST:server/discover" => discover_ok(id),
+            "POST:tools/list" => json(&format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"result":{{"tools":[{{"name":"num","inputSchema":{{"type":"object","properties":{{"n":{{"type":"number","x-mcp-header":"N"}}}}}}}},{{"name":"nested","inputSchema":{{"type":"object","properties":{{"opts":{{"type":"object","properties":{{"zone":{{"type":["string","null"],"x-mcp-header":"Zone"}}}}}}}}}}}}],"resultType":"complete"}}}}"#
+            )),
+            _ => {
+                calls.push(req.to_string());
+                call_ok(id, "ok")
+            }
+        }
+    };
+    let r = call_with(
+        &c,
+        &mut slot,
+        &secrets,
+        "num",
+        args(r#"{"n":1.5}"#),
+        &mut server,
+    );
+    assert!(
+        matches!(r.failure.as_ref(), Some(Failure::ToolDropped)),
+        "{:?}",
+        r.failure
+    );
+    let r = call_with(
+        &c,
+        &mut slot,
+        &secrets,
+        "nested",
+        args(r#"{"opts":{"zone":"eu-west"},"zone":"not this"}"#),
+        &mut server,
+    );
+    assert!(r.failure.is_none(), "{:?}", r.failure);
+    assert_eq!(calls.len(), 1, "the number-typed tool is never called");
+    assert!(calls[0].contains("mcp-name: nested\r\n"), "{}", calls[0]);
+    assert!(
+        calls[0].contains("Mcp-Param-Zone: eu-west\r\n"),
+        "{}",
+        calls[0]
+    );
+}
+
 #[test]
 fn input_required_without_a_handler_is_one_call_and_says_what_was_asked() {
     let c = auto_cfg();

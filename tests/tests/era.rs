@@ -390,3 +390,55 @@ fn a_server_that_answers_discover_with_an_empty_result_is_old_era_and_its_stream
         eras[0].value()
     );
 }
+
+/// Issue 27, item 3, on the wire: a tool whose annotated property is `number`-typed is never
+/// called (the official `invalid_number_header` check), and a property reached through nested
+/// `properties` (`opts.zone`) is mirrored as its header from that path of the arguments.
+#[test]
+fn a_number_header_tool_is_refused_and_a_nested_header_is_mirrored() {
+    fn responder(req: &Request) -> Vec<u8> {
+        match req.method().as_deref() {
+            Some("server/discover") => json_response(&rpc_result(
+                req,
+                r#"{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"resultType":"complete"}"#,
+            )),
+            Some("tools/list") => json_response(&rpc_result(
+                req,
+                r#"{"tools":[{"name":"invalid_number_header","inputSchema":{"type":"object","properties":{"n":{"type":"number","x-mcp-header":"N"}}}},{"name":"zoned","inputSchema":{"type":"object","properties":{"opts":{"type":"object","properties":{"zone":{"type":"string","x-mcp-header":"Zone"}}}}}}],"resultType":"complete"}"#,
+            )),
+            Some("tools/call") => json_response(&rpc_result(
+                req,
+                &format!(
+                    r#"{{"content":[{{"type":"text","text":"zone={}"}}],"resultType":"complete"}}"#,
+                    req.header("mcp-param-zone").unwrap_or_default()
+                ),
+            )),
+            _ => http_response(400, &[], b""),
+        }
+    }
+    let server = serve_forever(responder);
+    let ctx = context(&server.base_url(), "run-headers", Options::default());
+    let kali = ctx.mcp("kali").unwrap();
+    let r = run_bounded(
+        CHECK_BOUND,
+        kali.call("invalid_number_header", json!({"n": 1.5})),
+    );
+    assert!(!r.ok, "{r:?}");
+    assert!(
+        r.error.as_deref().unwrap_or("").contains("x-mcp-header"),
+        "{r:?}"
+    );
+    let r = run_bounded(
+        CHECK_BOUND,
+        kali.call("zoned", json!({"opts": {"zone": "eu-west"}})),
+    );
+    assert!(r.ok, "{r:?}");
+    assert_eq!(r.text, "zone=eu-west");
+    let called: Vec<String> = server
+        .requests()
+        .iter()
+        .filter(|r| r.method().as_deref() == Some("tools/call"))
+        .filter_map(|r| r.header("mcp-name"))
+        .collect();
+    assert_eq!(called, ["zoned"], "the number-typed tool is never called");
+}

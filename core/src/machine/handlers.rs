@@ -1044,20 +1044,24 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
             let written = (|| -> Result<(), Overflow> {
                 self.error.put(name.raw())?;
                 self.error.put(b"\0")?;
-                match schema
-                    .filter(|_| headers)
-                    .map(crate::wire::era::header_params)
-                {
-                    Some(Ok(found)) => {
-                        for p in found {
-                            self.error.put(p.argument)?;
-                            self.error.put(b"\0")?;
-                            self.error.put(p.header)?;
-                            self.error.put(b"\0")?;
+                if let Some(schema) = schema.filter(|_| headers) {
+                    let pairs = self.error.len();
+                    let mut wrote = Ok(());
+                    let found = crate::wire::era::header_params(schema, |p| {
+                        if wrote.is_ok() {
+                            wrote = (|| {
+                                p.write_path(&mut *self.error)?;
+                                self.error.put(b"\0")?;
+                                self.error.put(p.header)?;
+                                self.error.put(b"\0")
+                            })();
                         }
+                    });
+                    wrote?;
+                    if found.is_err() {
+                        self.error.truncate(pairs);
+                        self.error.put(b"\x15")?;
                     }
-                    Some(Err(_)) => self.error.put(b"\x15")?,
-                    None => {}
                 }
                 if idempotent {
                     self.error.put(b"\x06")?;

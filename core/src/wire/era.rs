@@ -303,8 +303,8 @@ fn write_base64(out: &mut impl Sink, bytes: &[u8]) -> Result<(), Overflow> {
     Ok(())
 }
 
-/// Why a tool's `x-mcp-header` annotations make it unusable (the tool is dropped from the
-/// list, as the specification asks).
+/// Why a tool's `x-mcp-header` annotations make it unusable (the tool is not called, as the
+/// specification asks of a client that finds them invalid).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum HeaderAnnotationError {
@@ -312,9 +312,11 @@ pub enum HeaderAnnotationError {
     BadName,
     /// Two parameters name the same header (names compare case-insensitively).
     Duplicate,
-    /// The annotated parameter is not a string, integer, number or boolean.
+    /// The annotated parameter's `type` is not `string`, `integer` or `boolean` (a `null`
+    /// beside one is allowed; `number`, objects, arrays and a missing type are not).
     NotPrimitive,
-    /// An annotation below the top-level properties, which no argument can reach.
+    /// An annotation the arguments cannot reach through `properties` alone (under `items`,
+    /// `anyOf`, `$ref`, `additionalProperties` …, or nested deeper than [`MAX_HEADER_DEPTH`]).
     Unreachable,
     /// More annotations than this client keeps ([`MAX_HEADER_PARAMS`]).
     TooMany,
@@ -323,60 +325,137 @@ pub enum HeaderAnnotationError {
 /// The most `x-mcp-header` parameters one tool may declare here.
 pub const MAX_HEADER_PARAMS: usize = 16;
 
-/// One argument of a tool mirrored into a header: the argument's name and the header's
-/// suffix (`Mcp-Param-{header}`), both as the schema writes them.
+/// The deepest `properties` nesting an annotated parameter may sit at (`opts.zone` is 2).
+pub const MAX_HEADER_DEPTH: usize = 8;
+
+/// Separates the property names of a nested parameter's path in [`HeaderParam::write_path`]
+/// (a byte that raw JSON string contents never hold).
+pub const PATH_SEPARATOR: u8 = 0x1f;
+
+/// One argument of a tool mirrored into a header: the path of property names from the
+/// arguments' root to it, and the header's suffix (`Mcp-Param-{header}`), as the schema
+/// writes them (raw JSON string contents).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HeaderParam<'a> {
-    /// The argument (top-level property) name, raw JSON string contents.
-    pub argument: &'a [u8],
+pub struct HeaderParam<'p, 'a> {
+    /// The property names from the root, outermost first (`["opts", "zone"]`).
+    pub path: &'p [&'a [u8]],
     /// The header suffix.
     pub header: &'a [u8],
 }
 
-/// The `x-mcp-header` parameters of a tool's `inputSchema`, validated: RFC 9110 token names,
-/// unique case-insensitively, on top-level properties of a primitive type.
-pub fn header_params(
-    input_schema: Value<'_>,
-) -> Result<heapless::Vec<HeaderParam<'_>, MAX_HEADER_PARAMS>, HeaderAnnotationError> {
-    let mut found = heapless::Vec::new();
-    if let Some(props) = input_schema.get("properties") {
-        for (name, prop) in props.members() {
-            let Some(header) = prop.get("x-mcp-header") else {
-                continue;
-            };
+impl HeaderParam<'_, '_> {
+    /// Writes the path with [`PATH_SEPARATOR`] between its names (what [`param_at`] reads).
+    pub fn write_path(&self, out: &mut impl Sink) -> Result<(), Overflow> {
+        for (i, name) in self.path.iter().enumerate() {
+            if i > 0 {
+                out.put(&[PATH_SEPARATOR])?;
+            }
+            out.put(name)?;
+        }
+        Ok(())
+    }
+}
+
+/// Reads a tool's `inputSchema` for its `x-mcp-header` parameters and validates them: RFC
+/// 9110 token names, unique case-insensitively, on a property of type `string`, `integer` or
+/// `boolean` (a `null` beside one is allowed) that is reached from the root through
+/// `properties` keys only (nested `properties` included: `opts.zone`). Each valid parameter
+/// goes to `each`, and only when all of them are valid (an invalid one makes the tool
+/// uncallable); the count is returned.
+pub fn header_params<'a>(
+    input_schema: Value<'a>,
+    mut each: impl FnMut(HeaderParam<'_, 'a>),
+) -> Result<usize, HeaderAnnotationError> {
+    let mut headers = heapless::Vec::<&'a [u8], MAX_HEADER_PARAMS>::new();
+    let mut path = heapless::Vec::<&'a [u8], MAX_HEADER_DEPTH>::new();
+    // First every annotation is checked, then (all valid) handed out.
+    walk_properties(input_schema, &mut path, &mut |p| {
+        let duplicate = headers.iter().any(|h| h.eq_ignore_ascii_case(p.header));
+        if duplicate {
+            return Err(HeaderAnnotationError::Duplicate);
+        }
+        headers
+            .push(p.header)
+            .map_err(|_| HeaderAnnotationError::TooMany)
+    })?;
+    // Every annotation in the schema must be one of those: anything else is unreachable.
+    let all = memchr::memmem::find_iter(input_schema.raw(), b"\"x-mcp-header\"").count();
+    if all != headers.len() {
+        return Err(HeaderAnnotationError::Unreachable);
+    }
+    path.clear();
+    walk_properties(input_schema, &mut path, &mut |p| {
+        each(p);
+        Ok(())
+    })?;
+    Ok(headers.len())
+}
+
+/// Visits the annotated properties under `schema.properties`, depth first, with their paths.
+fn walk_properties<'a>(
+    schema: Value<'a>,
+    path: &mut heapless::Vec<&'a [u8], MAX_HEADER_DEPTH>,
+    visit: &mut dyn FnMut(HeaderParam<'_, 'a>) -> Result<(), HeaderAnnotationError>,
+) -> Result<(), HeaderAnnotationError> {
+    let Some(props) = schema
+        .get("properties")
+        .filter(|p| p.kind() == Kind::Object)
+    else {
+        return Ok(());
+    };
+    for (name, prop) in props.members() {
+        if path.push(name.raw()).is_err() {
+            // Deeper than kept: what is below stays uncounted, so it reads as unreachable.
+            return Ok(());
+        }
+        if let Some(header) = prop.get("x-mcp-header") {
             let header = header
                 .as_str()
                 .map(|h| h.raw())
                 .filter(|h| !h.is_empty() && h.iter().all(|&b| is_tchar(b)))
                 .ok_or(HeaderAnnotationError::BadName)?;
-            let primitive = prop.get("type").and_then(|t| t.as_str()).is_some_and(|t| {
-                ["string", "integer", "number", "boolean"]
-                    .iter()
-                    .any(|k| t.eq_str(k))
-            });
-            if !primitive {
+            if !primitive_type(prop) {
                 return Err(HeaderAnnotationError::NotPrimitive);
             }
-            let duplicate = found
-                .iter()
-                .any(|p: &HeaderParam<'_>| p.header.eq_ignore_ascii_case(header));
-            if duplicate {
-                return Err(HeaderAnnotationError::Duplicate);
-            }
-            found
-                .push(HeaderParam {
-                    argument: name.raw(),
-                    header,
-                })
-                .map_err(|_| HeaderAnnotationError::TooMany)?;
+            visit(HeaderParam {
+                path: path.as_slice(),
+                header,
+            })?;
         }
+        walk_properties(prop, path, visit)?;
+        path.pop();
     }
-    // Every annotation in the schema must be one of those: anything deeper is unreachable.
-    let all = memchr::memmem::find_iter(input_schema.raw(), b"\"x-mcp-header\"").count();
-    if all != found.len() {
-        return Err(HeaderAnnotationError::Unreachable);
+    Ok(())
+}
+
+/// A property's `type` is one header-safe primitive: `string`, `integer` or `boolean`, alone
+/// or in an array beside `null` (`["string","null"]`).
+fn primitive_type(prop: Value<'_>) -> bool {
+    const PRIMITIVE: [&str; 3] = ["string", "integer", "boolean"];
+    let is = |t: Value<'_>, names: &[&str]| {
+        t.as_str()
+            .is_some_and(|t| names.iter().any(|name| t.eq_str(name)))
+    };
+    match prop.get("type") {
+        Some(t) if t.kind() == Kind::String => is(t, &PRIMITIVE),
+        Some(t) if t.kind() == Kind::Array => {
+            let primitives = t.elements().filter(|e| is(*e, &PRIMITIVE)).count();
+            let nulls = t.elements().filter(|e| is(*e, &["null"])).count();
+            primitives == 1 && nulls <= 1 && t.elements().count() == primitives + nulls
+        }
+        _ => false,
     }
-    Ok(found)
+}
+
+/// The argument a header parameter mirrors: `path` (names joined by [`PATH_SEPARATOR`], as
+/// [`HeaderParam::write_path`] writes them) followed from the arguments' root.
+pub fn param_at<'a>(args: Value<'a>, path: &[u8]) -> Option<Value<'a>> {
+    let mut value = args;
+    for name in path.split(|&b| b == PATH_SEPARATOR) {
+        let name = core::str::from_utf8(name).ok()?;
+        value = value.get(name)?;
+    }
+    Some(value)
 }
 
 /// RFC 9110 `tchar`.
@@ -563,18 +642,42 @@ mod tests {
         Value::parse(json.as_bytes(), JsonLimits::default()).unwrap()
     }
 
+    /// The parameters of a schema as `(path with dots, header)`, or why it is invalid.
+    fn params_of(json: &str) -> Result<std::vec::Vec<(String, String)>, HeaderAnnotationError> {
+        let mut found = std::vec::Vec::new();
+        let n = header_params(schema(json), |p| {
+            let mut path = crate::wire::failure::StrSink::<256>::default();
+            p.write_path(&mut path).unwrap();
+            let path = path.as_str().replace('\u{1f}', ".");
+            found.push((path, String::from_utf8(p.header.to_vec()).unwrap()));
+        })?;
+        assert_eq!(n, found.len());
+        Ok(found)
+    }
+
     #[test]
     fn header_annotations_are_read_and_bad_ones_refused() {
-        let s = schema(
-            r#"{"type":"object","properties":{"text":{"type":"string"},"region":{"type":"string","x-mcp-header":"Region"},"n":{"type":"integer","x-mcp-header":"Count"}}}"#,
-        );
-        let params = header_params(s).unwrap();
-        assert_eq!(params.len(), 2);
+        let pair = |a: &str, h: &str| (String::from(a), String::from(h));
         assert_eq!(
-            (params[0].argument, params[0].header),
-            (&b"region"[..], &b"Region"[..])
+            params_of(
+                r#"{"type":"object","properties":{"text":{"type":"string"},"region":{"type":"string","x-mcp-header":"Region"},"n":{"type":"integer","x-mcp-header":"Count"},"b":{"type":["boolean","null"],"x-mcp-header":"Flag"}}}"#,
+            )
+            .unwrap(),
+            [
+                pair("region", "Region"),
+                pair("n", "Count"),
+                pair("b", "Flag")
+            ]
         );
-        assert_eq!(params[1].header, b"Count");
+        // Issue 27: a property reached through nested `properties` only is valid, and its
+        // path is kept for mirroring.
+        assert_eq!(
+            params_of(
+                r#"{"type":"object","properties":{"opts":{"type":"object","properties":{"zone":{"type":"string","x-mcp-header":"Zone"}}}}}"#,
+            )
+            .unwrap(),
+            [pair("opts.zone", "Zone")]
+        );
         let bad = [
             (
                 r#"{"properties":{"a":{"type":"string","x-mcp-header":"Bad Name"}}}"#,
@@ -589,6 +692,10 @@ mod tests {
                 HeaderAnnotationError::Duplicate,
             ),
             (
+                r#"{"properties":{"a":{"type":"string","x-mcp-header":"X"},"o":{"properties":{"b":{"type":"string","x-mcp-header":"X"}}}}}"#,
+                HeaderAnnotationError::Duplicate,
+            ),
+            (
                 r#"{"properties":{"a":{"type":"object","x-mcp-header":"X"}}}"#,
                 HeaderAnnotationError::NotPrimitive,
             ),
@@ -596,19 +703,80 @@ mod tests {
                 r#"{"properties":{"a":{"x-mcp-header":"X"}}}"#,
                 HeaderAnnotationError::NotPrimitive,
             ),
+            // Issue 27: `number` is not a header type (the official check
+            // `invalid_number_header`), nor `null` alone, nor two primitives at once.
             (
-                r#"{"properties":{"a":{"type":"object","properties":{"b":{"type":"string","x-mcp-header":"X"}}}}}"#,
+                r#"{"properties":{"a":{"type":"number","x-mcp-header":"X"}}}"#,
+                HeaderAnnotationError::NotPrimitive,
+            ),
+            (
+                r#"{"properties":{"a":{"type":["number","null"],"x-mcp-header":"X"}}}"#,
+                HeaderAnnotationError::NotPrimitive,
+            ),
+            (
+                r#"{"properties":{"a":{"type":"null","x-mcp-header":"X"}}}"#,
+                HeaderAnnotationError::NotPrimitive,
+            ),
+            (
+                r#"{"properties":{"a":{"type":["string","integer"],"x-mcp-header":"X"}}}"#,
+                HeaderAnnotationError::NotPrimitive,
+            ),
+            (
+                r#"{"properties":{"a":{"type":"array","items":{"type":"string","x-mcp-header":"X"}}}}"#,
                 HeaderAnnotationError::Unreachable,
             ),
         ];
         for (json, want) in bad {
-            assert_eq!(header_params(schema(json)).unwrap_err(), want, "{json}");
+            assert_eq!(params_of(json).unwrap_err(), want, "{json}");
         }
-        assert!(
-            header_params(schema(r#"{"type":"object"}"#))
-                .unwrap()
-                .is_empty()
+        // Reachable only through `properties` keys: never through another keyword.
+        let leaf = r#"{"type":"string","x-mcp-header":"X"}"#;
+        for keyword in [
+            std::format!(r#""items":{leaf}"#),
+            std::format!(r#""anyOf":[{leaf}]"#),
+            std::format!(r#""oneOf":[{leaf}]"#),
+            std::format!(r#""allOf":[{leaf}]"#),
+            std::format!(r#""not":{leaf}"#),
+            std::format!(r#""if":{leaf}"#),
+            std::format!(r#""then":{leaf}"#),
+            std::format!(r#""else":{leaf}"#),
+            std::format!(r#""$defs":{{"d":{leaf}}}"#),
+            std::format!(r#""additionalProperties":{leaf}"#),
+            std::format!(r#""patternProperties":{{"^a":{leaf}}}"#),
+        ] {
+            for json in [
+                std::format!(r#"{{"type":"object",{keyword}}}"#),
+                std::format!(r#"{{"properties":{{"o":{{"type":"object",{keyword}}}}}}}"#),
+            ] {
+                assert_eq!(
+                    params_of(&json).unwrap_err(),
+                    HeaderAnnotationError::Unreachable,
+                    "{json}"
+                );
+            }
+        }
+        assert!(params_of(r#"{"type":"object"}"#).unwrap().is_empty());
+        // As deep as kept: found; deeper: unreachable, never a panic.
+        let mut deep = String::from(leaf);
+        for _ in 0..MAX_HEADER_DEPTH {
+            deep = std::format!(r#"{{"properties":{{"p":{deep}}}}}"#);
+        }
+        assert_eq!(params_of(&deep).unwrap().len(), 1);
+        let deep = std::format!(r#"{{"properties":{{"p":{deep}}}}}"#);
+        assert_eq!(
+            params_of(&deep).unwrap_err(),
+            HeaderAnnotationError::Unreachable
         );
+    }
+
+    #[test]
+    fn a_nested_parameter_is_found_by_its_path() {
+        let args = schema(r#"{"opts":{"zone":"eu"},"zone":"top"}"#);
+        let at = |path: &[u8]| param_at(args, path).map(|v| v.raw());
+        assert_eq!(at(b"opts\x1fzone"), Some(&br#""eu""#[..]));
+        assert_eq!(at(b"zone"), Some(&br#""top""#[..]));
+        assert_eq!(at(b"opts\x1fnone"), None);
+        assert_eq!(at(b"zone\x1fdeeper"), None);
     }
 
     #[test]
