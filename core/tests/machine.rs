@@ -1126,6 +1126,116 @@ fn header_annotations_number_is_refused_and_a_nested_property_is_mirrored() {
     );
 }
 
+fn unsupported(id: u64, supported: &str) -> Reply {
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-32022,"message":"Unsupported protocol version","data":{{"supported":{supported},"requested":"2026-07-28"}}}}}}"#
+    );
+    Reply::Bytes(
+        format!(
+            "HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .into_bytes(),
+    )
+}
+
+/// Issue 27, item 4: a `-32022` (also one that lists the very version we sent, as one
+/// instance does during a rolling upgrade) sends the request once more under a new id at the
+/// newest version both sides speak; a second one fails naming both lists; a list with no
+/// version in common fails at once.
+#[test]
+fn an_unsupported_version_is_retried_once_then_fails_naming_both_lists() {
+    let secrets: [&str; 0] = [];
+    // A rolling upgrade: the first instance refuses, the second answers.
+    let c = auto_cfg();
+    let mut slot = SlotState::new(c.version, false);
+    let mut ids = Vec::new();
+    let r = call_with(
+        &c,
+        &mut slot,
+        &secrets,
+        "echo",
+        None,
+        modern_server(|req, id| {
+            ids.push(id);
+            assert!(
+                req.contains("mcp-protocol-version: 2026-07-28\r\n"),
+                "{req}"
+            );
+            if ids.len() == 1 {
+                unsupported(id, r#"["2025-11-25","2026-07-28"]"#)
+            } else {
+                call_ok(id, "upgraded")
+            }
+        }),
+    );
+    assert!(r.failure.is_none(), "{:?}", r.failure);
+    assert_eq!(r.text, b"upgraded");
+    assert_eq!(ids.len(), 2);
+    assert_ne!(ids[0], ids[1], "a new id");
+    // Refused twice: fails naming both lists, after exactly two calls.
+    let mut slot = SlotState::new(c.version, false);
+    let mut calls = 0;
+    let r = call_with(
+        &c,
+        &mut slot,
+        &secrets,
+        "echo",
+        None,
+        modern_server(|_, id| {
+            calls += 1;
+            unsupported(id, r#"["2025-11-25","2026-07-28"]"#)
+        }),
+    );
+    assert_eq!(calls, 2);
+    let f = r.failure.expect("fails");
+    assert!(matches!(f, Failure::VersionRefused(_)), "{f:?}");
+    let text = f.to_string();
+    assert!(
+        text.contains("it speaks [2025-11-25, 2026-07-28]")
+            && text.contains("this client speaks [2026-07-28]"),
+        "{text}"
+    );
+    // No version in common: no retry.
+    let mut slot = SlotState::new(c.version, false);
+    let mut calls = 0;
+    let r = call_with(
+        &c,
+        &mut slot,
+        &secrets,
+        "echo",
+        None,
+        modern_server(|_, id| {
+            calls += 1;
+            unsupported(id, r#"["2027-01-01"]"#)
+        }),
+    );
+    assert_eq!(calls, 1);
+    assert!(
+        r.failure
+            .as_ref()
+            .is_some_and(|f| f.to_string().contains("it speaks [2027-01-01]")),
+        "{:?}",
+        r.failure
+    );
+    // The probe: refused twice with our own version listed, two probes, both lists named.
+    let mut slot = SlotState::new(c.version, false);
+    let r = call_with(&c, &mut slot, &secrets, "echo", None, |req: &str| {
+        unsupported(id_of(req), r#"["2026-07-28"]"#)
+    });
+    assert_eq!(
+        r.seen.methods(),
+        ["POST:server/discover", "POST:server/discover"]
+    );
+    let ids: Vec<u64> = r.seen.requests.iter().map(|(_, q)| id_of(q)).collect();
+    assert_ne!(ids[0], ids[1]);
+    let text = r.failure.expect("fails").to_string();
+    assert!(
+        text.contains("it speaks [2026-07-28]") && text.contains("this client speaks"),
+        "{text}"
+    );
+}
+
 #[test]
 fn input_required_without_a_handler_is_one_call_and_says_what_was_asked() {
     let c = auto_cfg();

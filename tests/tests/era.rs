@@ -442,3 +442,64 @@ fn a_number_header_tool_is_refused_and_a_nested_header_is_mirrored() {
         .collect();
     assert_eq!(called, ["zoned"], "the number-typed tool is never called");
 }
+
+/// Issue 27, item 4, on the wire: during a rolling upgrade one instance answers a call with
+/// `-32022` listing our own version too: the call goes once more under a new id and succeeds;
+/// a server that refuses every time fails the call after two, naming both lists.
+#[test]
+fn an_unsupported_version_is_retried_once_with_a_new_id_then_names_both_lists() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static REFUSALS: AtomicUsize = AtomicUsize::new(0);
+    fn responder(req: &Request) -> Vec<u8> {
+        match req.method().as_deref() {
+            Some("server/discover") => json_response(&rpc_result(
+                req,
+                r#"{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"resultType":"complete"}"#,
+            )),
+            Some("tools/list") => json_response(&rpc_result(
+                req,
+                r#"{"tools":[{"name":"echo","inputSchema":{"type":"object"}}],"resultType":"complete"}"#,
+            )),
+            Some("tools/call") if REFUSALS.fetch_sub(1, Ordering::SeqCst) > 0 => http_response(
+                400,
+                &[("content-type", "application/json")],
+                format!(
+                    r#"{{"jsonrpc":"2.0","id":{},"error":{{"code":-32022,"message":"Unsupported protocol version","data":{{"supported":["2025-11-25","2026-07-28"],"requested":"2026-07-28"}}}}}}"#,
+                    req.id_json().unwrap_or_default()
+                )
+                .as_bytes(),
+            ),
+            Some("tools/call") => json_response(&rpc_result(
+                req,
+                r#"{"content":[{"type":"text","text":"upgraded"}],"resultType":"complete"}"#,
+            )),
+            _ => http_response(400, &[], b""),
+        }
+    }
+    for refusals in [1, 2] {
+        REFUSALS.store(refusals, Ordering::SeqCst);
+        let server = serve_forever(responder);
+        let ctx = context(&server.base_url(), "run-32022", Options::default());
+        let kali = ctx.mcp("kali").unwrap();
+        let r = run_bounded(CHECK_BOUND, kali.call("echo", json!({})));
+        let calls: Vec<String> = server
+            .requests()
+            .iter()
+            .filter(|r| r.method().as_deref() == Some("tools/call"))
+            .filter_map(|r| r.id_json())
+            .collect();
+        assert_eq!(calls.len(), 2, "{refusals}: {calls:?}");
+        assert_ne!(calls[0], calls[1], "a new id");
+        if refusals == 1 {
+            assert!(r.ok, "{r:?}");
+            assert_eq!(r.text, "upgraded");
+        } else {
+            assert!(!r.ok, "{r:?}");
+            let error = r.error.clone().unwrap_or_default();
+            assert!(
+                error.contains("[2025-11-25, 2026-07-28]") && error.contains("[2026-07-28]"),
+                "{error}"
+            );
+        }
+    }
+}

@@ -289,6 +289,10 @@ pub struct Op<'o, B: Buf, Sec: AsRef<[u8]>, F: FnMut(Option<(Value<'_>, &[u8])>)
     resent: bool,
     /// The server was probed again after an answer from the other era (once).
     era_reprobed: bool,
+    /// The 2026-era version the op's requests carry: the newest both sides speak.
+    modern_version: &'static str,
+    /// A request was sent once more after a `-32022` (the next one fails the op).
+    version_retried: bool,
     /// The call just became a task: [`Action::TaskStarted`] is due.
     task_news: bool,
     /// The framing left of a reply stream that did not end in the tail read (for
@@ -479,6 +483,8 @@ where
             input_rounds: 0,
             resent: false,
             era_reprobed: false,
+            modern_version: era::MODERN_VERSION,
+            version_retried: false,
             task_news: false,
             tail: None,
         }
@@ -1150,14 +1156,14 @@ where
             matches!(purpose, Purpose::Probe { .. }) || snap.is_some_and(|s| s.version.is_modern());
         let modern = modern_era.then(|| match (&self.job, purpose) {
             (Job::Call { handler, args, .. }, Purpose::Main) => Modern {
-                version: era::MODERN_VERSION,
+                version: self.modern_version,
                 caps: self.cfg.declared(),
                 progress: handler.progress_token.then_some(id),
                 params: handler.error.bytes(),
                 args: *args,
             },
             _ => Modern {
-                version: era::MODERN_VERSION,
+                version: self.modern_version,
                 caps: self.cfg.declared(),
                 progress: None,
                 params: b"",
@@ -1680,18 +1686,18 @@ where
                 slot.set_era(self.target, true);
                 self.modern_ready(slot, attempt, now);
             }
-            EraVerdict::ReprobeAt(_) if !self.reprobed => {
+            // `-32022`, also when its list names the version just sent (a rolling upgrade):
+            // once more, under a new id, at the newest version both sides speak.
+            EraVerdict::ReprobeAt(version) if !self.reprobed => {
                 self.reprobed = true;
+                self.modern_version = version;
                 self.probe.id = slot.next_id();
                 self.probe.modern = None;
                 self.start_trip(Purpose::Probe { attempt }, now);
             }
             EraVerdict::ReprobeAt(_) | EraVerdict::NoCommonVersion => {
                 slot.set_era(self.target, true);
-                let f =
-                    Failure::Handshake(crate::wire::failure::HandshakeError::UnsupportedVersion(
-                        truncated(era::MODERN_VERSION),
-                    ));
+                let f = Failure::VersionRefused(era::supported_list(self.reply.bytes()));
                 self.handshake_failed(slot, attempt, f);
             }
             EraVerdict::Legacy => {
@@ -1718,7 +1724,11 @@ where
         if let Err(f) = result {
             handler.listing = false;
             slot.set_listing(self.target, 0);
-            return self.fail(f);
+            return match self.version_refused(&f) {
+                Some(Ok(())) => self.start_main(slot, now),
+                Some(Err(refused)) => self.fail(refused),
+                None => self.fail(f),
+            };
         }
         if handler.list_page == Some(true) && self.list_pages + 1 < MAX_PAGES {
             self.list_pages += 1;
@@ -1783,6 +1793,18 @@ where
             self.snap = None;
             self.stage = Stage::Ready;
             return;
+        }
+        // -32022 (our version refused; a 4xx ran nothing): once more at the newest version
+        // both sides speak, under a new id; a second refusal fails naming both lists.
+        if let Err(f) = &result
+            && modern
+            && let Some(retry) = self.version_refused(f)
+        {
+            self.clear_in_flight();
+            return match retry {
+                Ok(()) => self.start_main(slot, now),
+                Err(refused) => self.fail(refused),
+            };
         }
         // -32020 (a header the server wanted is missing or wrong): list the tools again and
         // send the call once more, under a new id (a 400 ran nothing).
@@ -1951,6 +1973,33 @@ where
                 self.stage = Stage::Ready;
             }
         }
+    }
+
+    /// A 2026-era request answered with a 4xx whose JSON-RPC error is `-32022` (the version
+    /// refused): `Some(Ok(()))` when it goes once more (the version to send is set), `Some(Err)`
+    /// naming the server's versions when it is the second refusal or no version is common;
+    /// `None` for any other failure.
+    fn version_refused(&mut self, f: &Failure) -> Option<Result<(), Failure>> {
+        let body = self.reply.bytes();
+        let refused = matches!(
+            f,
+            Failure::Status {
+                code: 400..=499,
+                ..
+            }
+        ) && error_code(body) == Some(era::UNSUPPORTED_VERSION);
+        if !refused {
+            return None;
+        }
+        Some(match era::version_to_retry(body) {
+            Ok(version) if !self.version_retried => {
+                self.version_retried = true;
+                self.modern_version = version;
+                Ok(())
+            }
+            Ok(_) => Err(Failure::VersionRefused(era::supported_list(body))),
+            Err(theirs) => Err(Failure::VersionRefused(theirs)),
+        })
     }
 
     /// Hands an error status's body to the request's handler when it is a JSON-RPC error

@@ -158,6 +158,38 @@ fn supported_versions(message: Option<Value<'_>>) -> Option<Value<'_>> {
         .filter(|s| s.kind() == Kind::Array)
 }
 
+/// What a `-32022` answer (its JSON-RPC body) allows: `Ok` with the newest version both sides
+/// speak (ours when the server lists none: a retry can only tell), or `Err` with the server's
+/// list, written plainly (`2025-11-25, 2027-01-01`), when it names none of ours.
+pub fn version_to_retry(body: &[u8]) -> Result<&'static str, crate::wire::failure::Detail> {
+    let message = Value::parse(body, JsonLimits::default()).ok();
+    match supported_versions(message) {
+        None => Ok(MODERN_VERSION),
+        Some(list) => newest_common(list).ok_or_else(|| supported_list(body)),
+    }
+}
+
+/// The server's `data.supported` of a `-32022` body, written plainly for a message.
+pub fn supported_list(body: &[u8]) -> crate::wire::failure::Detail {
+    let mut out =
+        crate::wire::failure::StrSink::<{ crate::wire::failure::DETAIL_BYTES }>::default();
+    let message = Value::parse(body, JsonLimits::default()).ok();
+    if let Some(list) = supported_versions(message) {
+        for (i, v) in list.elements().enumerate() {
+            let sep = if i > 0 { ", " } else { "" };
+            let written = out.put(sep.as_bytes()).is_ok()
+                && match v.as_str() {
+                    Some(s) => s.unescape_into(&mut out).is_ok(),
+                    None => out.put(v.raw()).is_ok(),
+                };
+            if !written {
+                break;
+            }
+        }
+    }
+    crate::wire::failure::truncated(out.as_str())
+}
+
 /// The newest version that this client speaks and `supported` (a JSON array) lists.
 pub fn newest_common(supported: Value<'_>) -> Option<&'static str> {
     MODERN_VERSIONS.iter().copied().find(|ours| {

@@ -229,6 +229,9 @@ pub enum Failure {
     /// The request needs the 2026-07-28 era (e.g. following a task) and the server speaks
     /// an older one.
     NotModern,
+    /// The server refused our protocol version (JSON-RPC `-32022`) twice, or listed none we
+    /// speak: its versions (`data.supported`, as it listed them, cut to [`DETAIL_BYTES`]).
+    VersionRefused(Detail),
     /// A call that became a task (the tasks extension) ended without its result.
     Task {
         /// The task's id, as the server gave it.
@@ -309,6 +312,7 @@ impl Failure {
             | Failure::UnexpectedResultType(_)
             | Failure::ToolDropped
             | Failure::NotModern
+            | Failure::VersionRefused(_)
             | Failure::EndlessPaging => Cause::Malformed,
             Failure::InputRequired(_) => Cause::InputRequired,
             Failure::Task {
@@ -498,6 +502,18 @@ impl fmt::Display for Failure {
                     "lost the server while it ran task {id}; the task may still be running there"
                 ),
             },
+            Failure::VersionRefused(theirs) => {
+                f.write_str("the server refused our protocol version (JSON-RPC -32022): it speaks [")?;
+                f.write_str(if theirs.is_empty() { "none listed" } else { theirs })?;
+                f.write_str("]; this client speaks [")?;
+                for (i, v) in crate::wire::era::MODERN_VERSIONS.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    f.write_str(v)?;
+                }
+                f.write_str("]")
+            }
             Failure::NotModern => f.write_str(
                 "the server does not speak the 2026-07-28 protocol, which tasks need",
             ),
