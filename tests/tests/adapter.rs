@@ -197,7 +197,12 @@ fn a_timeout_reads_tool_call_timed_out_and_the_server_sees_the_cancellation() {
             assert!(kali.call("echo", json!({ "text": "warm" })).await.ok);
             let r = kali.call("slow", json!({ "ms": 5000 })).await;
             assert!(!r.ok, "{mode:?}: {r:?}");
-            assert_eq!(r.error.as_deref(), Some("tool call timed out"), "{mode:?}");
+            assert!(
+                r.error
+                    .as_deref()
+                    .is_some_and(|e| e.starts_with("tool call timed out after")),
+                "{r:?}"
+            );
             assert!(r.latency_ms < 3000, "{mode:?}: {}", r.latency_ms);
             // Still usable afterwards.
             assert!(kali.call("echo", json!({ "text": "after" })).await.ok);

@@ -503,3 +503,66 @@ fn an_unsupported_version_is_retried_once_with_a_new_id_then_names_both_lists() 
         }
     }
 }
+
+/// Issue 27, item 5, in the 2026 era on the wire: a `tools/call` whose reply is cut in the
+/// middle of its body is `ok: false` saying the tool may have run, and is not sent again.
+#[test]
+fn a_2026_reply_cut_mid_body_says_the_tool_may_have_run_and_is_not_resent() {
+    fn responder(req: &Request) -> Vec<u8> {
+        match req.method().as_deref() {
+            Some("server/discover") => json_response(&rpc_result(
+                req,
+                r#"{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"resultType":"complete"}"#,
+            )),
+            Some("tools/list") => json_response(&rpc_result(
+                req,
+                r#"{"tools":[{"name":"scan","inputSchema":{"type":"object"}}],"resultType":"complete"}"#,
+            )),
+            Some("tools/call") => {
+                let full = json_response(&rpc_result(
+                    req,
+                    r#"{"content":[{"type":"text","text":"a long scan result"}],"resultType":"complete"}"#,
+                ));
+                full[..full.len() - 20].to_vec()
+            }
+            _ => http_response(400, &[], b""),
+        }
+    }
+    let server = HostileServer::start(|_| {
+        let mut steps = Vec::new();
+        for _ in 0..8 {
+            steps.push(Step::ReadRequest);
+            steps.push(Step::SendWith(std::sync::Arc::new(responder)));
+            steps.push(Step::CloseIf(std::sync::Arc::new(|r: &Request| {
+                r.method().as_deref() == Some("tools/call")
+            })));
+        }
+        steps
+    })
+    .expect("server");
+    let ctx = context(&server.base_url(), "run-cut", Options::default());
+    let r = run_bounded(
+        CHECK_BOUND,
+        ctx.mcp("kali").unwrap().call("scan", json!({})),
+    );
+    assert!(!r.ok && !r.is_error, "{r:?}");
+    let error = r.error.clone().unwrap_or_default();
+    assert!(error.contains("may have run"), "{error}");
+    let calls = server
+        .requests()
+        .iter()
+        .filter(|r| r.method().as_deref() == Some("tools/call"))
+        .count();
+    assert_eq!(calls, 1, "never sent again");
+    assert_eq!(
+        ctx.events_of("mcp.era")[0].value()["era"],
+        "2026-07-28",
+        "spoken in the 2026 era"
+    );
+}
+
+/// Issue 27, item 12: the library's default has no idle timeout (a call's deadline bounds it).
+#[test]
+fn no_idle_timeout_by_default() {
+    assert_eq!(Options::default().idle_timeout_ms, None);
+}
