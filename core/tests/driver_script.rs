@@ -458,7 +458,7 @@ fn lazy_handshake_then_session_reuse_at_every_read_size() {
             ]
         );
         assert_eq!(seen[0].header("mcp-session-id"), None);
-        assert_eq!(seen[0].body["params"]["protocolVersion"], "2024-11-05");
+        assert_eq!(seen[0].body["params"]["protocolVersion"], "2025-11-25");
         assert_eq!(
             seen[0].body["params"]["clientInfo"]["name"],
             "verifi-harness-sdk"
@@ -613,7 +613,9 @@ fn a_stream_that_ends_without_a_response_settles_at_once() {
     let r = rig.call(&c, "echo", "{}", &[]);
     assert_eq!(
         r.3.as_deref(),
-        Some("reply stream ended without a response to this request")
+        Some(
+            "the reply stream ended without the tool call's response: the tool may have run, so the call was not sent again"
+        )
     );
     assert_eq!(rig.net.0.now.get(), before, "no waiting for the timeout");
     assert_eq!(rig.ledger.0, vec![LedgerRecord::transport_failure()]);
@@ -717,7 +719,12 @@ fn a_failed_handshake_is_not_cached() {
         false,
     );
     let r = rig.call(&c, "echo", r#"{"text":"a"}"#, &[]);
-    assert_eq!(r.3.as_deref(), Some("tool call timed out"));
+    assert_eq!(
+        r.3.as_deref(),
+        Some(
+            "tool call timed out after 300000 ms, the call's deadline (--timeout-ms, Options::timeout_ms), before the tool call was sent"
+        )
+    );
     let r = rig.call(&c, "echo", r#"{"text":"b"}"#, &[]);
     assert_eq!(
         r,
@@ -904,7 +911,12 @@ fn timeout_sends_a_best_effort_cancellation() {
     );
     let t0 = rig.net.0.now.get();
     let r = rig.call(&c, "slow", "{}", &[]);
-    assert_eq!(r.3.as_deref(), Some("tool call timed out"));
+    assert_eq!(
+        r.3.as_deref(),
+        Some(
+            "tool call timed out after 5000 ms, the call's deadline (--timeout-ms, Options::timeout_ms): the tool may still be running on the server"
+        )
+    );
     assert!(rig.net.0.now.get() - t0 >= 5_000);
     let seen = rig.seen();
     let call_id = seen
@@ -1068,7 +1080,10 @@ fn a_response_to_another_request_is_never_taken_as_ours() {
                 false,
                 String::new(),
                 false,
-                Some("reply stream ended without a response to this request".into())
+                Some(
+                    "the reply stream ended without the tool call's response: the tool may have run, so the call was not sent again"
+                        .into()
+                )
             ),
             "sse {sse}"
         );

@@ -64,6 +64,8 @@ enum Reply {
     Close,
     /// Sends nothing until the op gives up.
     Silence,
+    /// Sends nothing for this many ms, then these bytes (if the op still waits).
+    After(u64, Vec<u8>),
 }
 
 /// What one run of an op saw.
@@ -210,6 +212,16 @@ fn run<F: FnMut(Option<(Value<'_>, &[u8])>)>(
                     pending = Some(Reply::Silence);
                     now = op.timeout();
                     op.handle_timeout(now);
+                }
+                Some(Reply::After(delay, bytes)) => {
+                    if now + delay < op.timeout() {
+                        // The bytes come with the next Receive (the op asks again).
+                        now += delay;
+                        pending = Some(Reply::Bytes(bytes));
+                    } else {
+                        now = op.timeout();
+                        op.handle_timeout(now);
+                    }
                 }
                 // Nothing more: the server waits (a kept-alive connection) until the tail
                 // read gives up, or closes.
@@ -551,7 +563,7 @@ fn a_written_tools_call_is_never_sent_again_when_the_server_closes_before_replyi
         "the tools/call went out once: {:?}",
         seen.methods()
     );
-    assert!(matches!(op.failure(), Some(Failure::MayHaveRun)));
+    assert!(matches!(op.failure(), Some(Failure::MayHaveRun(_))));
 }
 
 #[test]
@@ -655,8 +667,16 @@ fn a_stalled_reply_fails_as_stalled_and_the_call_is_cancelled() {
     );
     assert!(matches!(
         r.failure.as_ref(),
-        Some(Failure::Stalled { idle_ms: 2_000 })
+        Some(Failure::Stalled {
+            idle_ms: 2_000,
+            call: true
+        })
     ));
+    let text = r.failure.as_ref().unwrap().to_string();
+    assert!(
+        text.contains("--idle-timeout-ms") && text.contains("the tool may still be running"),
+        "{text}"
+    );
     assert_eq!(
         r.seen.methods().last().unwrap(),
         "POST:notifications/cancelled"
@@ -664,6 +684,199 @@ fn a_stalled_reply_fails_as_stalled_and_the_call_is_cancelled() {
     assert!(
         r.seen.ended_at < 10_000,
         "stalled at the idle time, before the deadline"
+    );
+}
+
+/// Issue 27, item 12: no idle timeout on a call by default (a scan that sends nothing for
+/// 164 s is answered within its 300 s deadline); a deadline that ends a call names the limit
+/// and its flag and says whether the tool may still be running.
+#[test]
+fn a_silent_call_is_bounded_by_its_deadline_alone_which_the_error_names() {
+    let secrets: [&str; 0] = [];
+    let mut c = cfg(false);
+    c.timeout_ms = 300_000;
+    assert_eq!(c.idle_timeout_ms, None, "off by default");
+    let mut slot = SlotState::new(c.version, false);
+    let r = call_with(
+        &c,
+        &mut slot,
+        &secrets,
+        "nmap",
+        None,
+        with_handshake(|_, id| match call_ok(id, "scanned") {
+            Reply::Bytes(b) => Reply::After(164_000, b),
+            other => other,
+        }),
+    );
+    assert!(r.failure.is_none(), "{:?}", r.failure);
+    assert_eq!(r.text, b"scanned");
+    assert!(r.seen.ended_at >= 164_000);
+    // Past the deadline: the call's timeout, its flag, and the tool may still be running.
+    let mut c = cfg(false);
+    c.timeout_ms = 5_000;
+    let mut slot = SlotState::new(c.version, false);
+    let r = call_with(
+        &c,
+        &mut slot,
+        &secrets,
+        "nmap",
+        None,
+        with_handshake(|req, _| {
+            if req.contains("notifications/cancelled") {
+                status(202, "")
+            } else {
+                Reply::Silence
+            }
+        }),
+    );
+    let f = r.failure.expect("timed out");
+    assert_eq!(
+        f,
+        Failure::CallTimedOut {
+            ms: 5_000,
+            sent: true
+        }
+    );
+    let text = f.to_string();
+    assert!(
+        text.starts_with("tool call timed out after 5000 ms")
+            && text.contains("--timeout-ms")
+            && text.contains("Options::timeout_ms")
+            && text.contains("the tool may still be running on the server"),
+        "{text}"
+    );
+    assert_eq!(r.seen.ended_at, 5_000);
+    // A deadline that passes before the call went out says so.
+    let mut slot = SlotState::new(c.version, false);
+    let r = call_with(&c, &mut slot, &secrets, "nmap", None, |_| Reply::Silence);
+    let f = r.failure.expect("timed out");
+    assert_eq!(
+        f,
+        Failure::CallTimedOut {
+            ms: 5_000,
+            sent: false
+        }
+    );
+    assert!(
+        f.to_string().contains("before the tool call was sent"),
+        "{f}"
+    );
+}
+
+/// Issue 27, item 5: a stream that breaks after a written `tools/call` and before its
+/// response fails saying the tool may have run, is never sent again, in both eras, wherever it
+/// broke (mid-body, mid-head, a stream that ends without the response and cannot resume).
+#[test]
+fn a_broken_stream_after_a_written_call_says_the_tool_may_have_run_in_both_eras() {
+    let secrets: [&str; 0] = [];
+    let cut_body = |id: u64| {
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":"x"}}]}}}}"#
+        );
+        Reply::Bytes(
+            format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{}",
+                body.len(),
+                &body[..body.len() / 2]
+            )
+            .into_bytes(),
+        )
+    };
+    let cut_head =
+        |_: u64| Reply::Bytes(b"HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-ty".to_vec());
+    let ended = |_: u64| {
+        let event =
+            "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{}}\n\n";
+        Reply::Bytes(
+            format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n{:x}\r\n{event}\r\n0\r\n\r\n",
+                event.len()
+            )
+            .into_bytes(),
+        )
+    };
+    type Fault = fn(u64) -> Reply;
+    let faults: [(&str, Fault, &str); 3] = [
+        ("mid-body", cut_body, "in the middle of the reply body"),
+        ("mid-head", cut_head, "before the reply head was complete"),
+        ("ended", ended, "the reply stream ended"),
+    ];
+    for modern in [false, true] {
+        for (name, fault, says) in faults {
+            let c = if modern { auto_cfg() } else { cfg(false) };
+            let mut slot = SlotState::new(c.version, false);
+            let mut calls = 0;
+            let rest = |_: &str, id: u64| {
+                calls += 1;
+                fault(id)
+            };
+            let r = if modern {
+                call_with(&c, &mut slot, &secrets, "echo", None, modern_server(rest))
+            } else {
+                call_with(&c, &mut slot, &secrets, "echo", None, with_handshake(rest))
+            };
+            let f = r.failure.expect("fails");
+            assert!(
+                matches!(f, Failure::MayHaveRun(_)),
+                "{modern} {name}: {f:?}"
+            );
+            let text = f.to_string();
+            assert!(
+                text.contains("may have run") && text.contains(says),
+                "{modern} {name}: {text}"
+            );
+            assert_eq!(calls, 1, "{modern} {name}: never sent again");
+        }
+    }
+}
+
+/// Issue 27, item 7: `initialize` offers `2025-11-25` by default (the newest of the handshake
+/// era); a server that answers an older version is followed; the seed's `2024-11-05` is still
+/// offered when asked for.
+#[test]
+fn initialize_offers_2025_11_25_by_default_and_an_older_answer_is_followed() {
+    let secrets: [&str; 0] = [];
+    let c = cfg(false);
+    let mut slot = SlotState::new(c.version, false);
+    let r = call_with(&c, &mut slot, &secrets, "echo", None, |req: &str| {
+        let id = id_of(req);
+        match method_of(req).as_str() {
+            "POST:initialize" => json(&format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"result":{{"protocolVersion":"2024-11-05","capabilities":{{}},"serverInfo":{{"name":"old","version":"1"}}}}}}"#
+            )),
+            "POST:notifications/initialized" => status(202, ""),
+            _ => call_ok(id, "old server"),
+        }
+    });
+    assert!(r.failure.is_none(), "{:?}", r.failure);
+    assert_eq!(r.text, b"old server");
+    let init = &r.seen.requests[0].1;
+    assert!(
+        init.contains(r#""protocolVersion":"2025-11-25""#),
+        "offered by default: {init}"
+    );
+    // The server's answer is the session's version from then on.
+    let call = &r.seen.requests.last().unwrap().1;
+    assert!(
+        call.contains("mcp-protocol-version: 2024-11-05\r\n")
+            || !call.contains("mcp-protocol-version"),
+        "{call}"
+    );
+    let mut c = cfg(false);
+    c.version = verifi_mcp_core::wire::jsonrpc::ProtocolVersion::SEED;
+    let mut slot = SlotState::new(c.version, false);
+    let r = call_with(
+        &c,
+        &mut slot,
+        &secrets,
+        "echo",
+        None,
+        with_handshake(|_, id| call_ok(id, "x")),
+    );
+    assert!(
+        r.seen.requests[0]
+            .1
+            .contains(r#""protocolVersion":"2024-11-05""#)
     );
 }
 
@@ -1022,6 +1235,25 @@ fn the_probe_verdict_table() {
             ),
             Then::Legacy,
         ),
+        // Issue 27: a result is modern only when its `supportedVersions` names ours; an old
+        // server that answers any method with `{}` (with or without a session id) is old era.
+        (
+            "200 {} with a session id",
+            json(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#),
+            Then::Legacy,
+        ),
+        (
+            "200 {} without a session id",
+            Reply::Bytes(
+                b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 36\r\n\r\n{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}".to_vec(),
+            ),
+            Then::Legacy,
+        ),
+        (
+            "200 with only versions we do not speak",
+            json(r#"{"jsonrpc":"2.0","id":1,"result":{"supportedVersions":["2027-01-01"]}}"#),
+            Then::Legacy,
+        ),
         (
             "401",
             status(401, "www-authenticate: Bearer\r\n"),
@@ -1197,6 +1429,170 @@ fn a_tool_with_invalid_header_annotations_is_dropped_and_never_called() {
     assert!(matches!(r.failure.as_ref(), Some(Failure::ToolDropped)));
 }
 
+/// Issue 27, item 3: a `number`-typed annotated property makes its tool uncallable (the
+/// official `invalid_number_header` check), a property reached through nested `properties`
+/// (`opts.zone`) is valid and mirrored from that path of the arguments, and the server's other
+/// tools stay callable.
+#[test]
+fn header_annotations_number_is_refused_and_a_nested_property_is_mirrored() {
+    let c = auto_cfg();
+    let mut slot = SlotState::new(c.version, false);
+    let secrets: [&str; 0] = [];
+    let mut calls = Vec::new();
+    let mut server = |req: &str| {
+        let id = id_of(req);
+        match method_of(req).as_str() {
+            "POST:server/discover" => discover_ok(id),
+            "POST:tools/list" => json(&format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"result":{{"tools":[{{"name":"num","inputSchema":{{"type":"object","properties":{{"n":{{"type":"number","x-mcp-header":"N"}}}}}}}},{{"name":"nested","inputSchema":{{"type":"object","properties":{{"opts":{{"type":"object","properties":{{"zone":{{"type":["string","null"],"x-mcp-header":"Zone"}}}}}}}}}}}}],"resultType":"complete"}}}}"#
+            )),
+            _ => {
+                calls.push(req.to_string());
+                call_ok(id, "ok")
+            }
+        }
+    };
+    let r = call_with(
+        &c,
+        &mut slot,
+        &secrets,
+        "num",
+        args(r#"{"n":1.5}"#),
+        &mut server,
+    );
+    assert!(
+        matches!(r.failure.as_ref(), Some(Failure::ToolDropped)),
+        "{:?}",
+        r.failure
+    );
+    let r = call_with(
+        &c,
+        &mut slot,
+        &secrets,
+        "nested",
+        args(r#"{"opts":{"zone":"eu-west"},"zone":"not this"}"#),
+        &mut server,
+    );
+    assert!(r.failure.is_none(), "{:?}", r.failure);
+    assert_eq!(calls.len(), 1, "the number-typed tool is never called");
+    assert!(calls[0].contains("mcp-name: nested\r\n"), "{}", calls[0]);
+    assert!(
+        calls[0].contains("Mcp-Param-Zone: eu-west\r\n"),
+        "{}",
+        calls[0]
+    );
+}
+
+fn unsupported(id: u64, supported: &str) -> Reply {
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-32022,"message":"Unsupported protocol version","data":{{"supported":{supported},"requested":"2026-07-28"}}}}}}"#
+    );
+    Reply::Bytes(
+        format!(
+            "HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .into_bytes(),
+    )
+}
+
+/// Issue 27, item 4: a `-32022` (also one that lists the very version we sent, as one
+/// instance does during a rolling upgrade) sends the request once more under a new id at the
+/// newest version both sides speak; a second one fails naming both lists; a list with no
+/// version in common fails at once.
+#[test]
+fn an_unsupported_version_is_retried_once_then_fails_naming_both_lists() {
+    let secrets: [&str; 0] = [];
+    // A rolling upgrade: the first instance refuses, the second answers.
+    let c = auto_cfg();
+    let mut slot = SlotState::new(c.version, false);
+    let mut ids = Vec::new();
+    let r = call_with(
+        &c,
+        &mut slot,
+        &secrets,
+        "echo",
+        None,
+        modern_server(|req, id| {
+            ids.push(id);
+            assert!(
+                req.contains("mcp-protocol-version: 2026-07-28\r\n"),
+                "{req}"
+            );
+            if ids.len() == 1 {
+                unsupported(id, r#"["2025-11-25","2026-07-28"]"#)
+            } else {
+                call_ok(id, "upgraded")
+            }
+        }),
+    );
+    assert!(r.failure.is_none(), "{:?}", r.failure);
+    assert_eq!(r.text, b"upgraded");
+    assert_eq!(ids.len(), 2);
+    assert_ne!(ids[0], ids[1], "a new id");
+    // Refused twice: fails naming both lists, after exactly two calls.
+    let mut slot = SlotState::new(c.version, false);
+    let mut calls = 0;
+    let r = call_with(
+        &c,
+        &mut slot,
+        &secrets,
+        "echo",
+        None,
+        modern_server(|_, id| {
+            calls += 1;
+            unsupported(id, r#"["2025-11-25","2026-07-28"]"#)
+        }),
+    );
+    assert_eq!(calls, 2);
+    let f = r.failure.expect("fails");
+    assert!(matches!(f, Failure::VersionRefused(_)), "{f:?}");
+    let text = f.to_string();
+    assert!(
+        text.contains("it speaks [2025-11-25, 2026-07-28]")
+            && text.contains("this client speaks [2026-07-28]"),
+        "{text}"
+    );
+    // No version in common: no retry.
+    let mut slot = SlotState::new(c.version, false);
+    let mut calls = 0;
+    let r = call_with(
+        &c,
+        &mut slot,
+        &secrets,
+        "echo",
+        None,
+        modern_server(|_, id| {
+            calls += 1;
+            unsupported(id, r#"["2027-01-01"]"#)
+        }),
+    );
+    assert_eq!(calls, 1);
+    assert!(
+        r.failure
+            .as_ref()
+            .is_some_and(|f| f.to_string().contains("it speaks [2027-01-01]")),
+        "{:?}",
+        r.failure
+    );
+    // The probe: refused twice with our own version listed, two probes, both lists named.
+    let mut slot = SlotState::new(c.version, false);
+    let r = call_with(&c, &mut slot, &secrets, "echo", None, |req: &str| {
+        unsupported(id_of(req), r#"["2026-07-28"]"#)
+    });
+    assert_eq!(
+        r.seen.methods(),
+        ["POST:server/discover", "POST:server/discover"]
+    );
+    let ids: Vec<u64> = r.seen.requests.iter().map(|(_, q)| id_of(q)).collect();
+    assert_ne!(ids[0], ids[1]);
+    let text = r.failure.expect("fails").to_string();
+    assert!(
+        text.contains("it speaks [2026-07-28]") && text.contains("this client speaks"),
+        "{text}"
+    );
+}
+
 #[test]
 fn input_required_without_a_handler_is_one_call_and_says_what_was_asked() {
     let c = auto_cfg();
@@ -1260,7 +1656,7 @@ fn a_broken_2026_stream_after_a_written_call_may_have_run_and_is_not_sent_again(
             .iter()
             .any(|m| m == "GET" || m.contains("cancelled"))
     );
-    assert!(matches!(r.failure.as_ref(), Some(Failure::MayHaveRun)));
+    assert!(matches!(r.failure.as_ref(), Some(Failure::MayHaveRun(_))));
     assert!(
         r.failure
             .as_ref()
@@ -1351,7 +1747,10 @@ fn a_timed_out_call_stays_timed_out_when_its_cancel_fails() {
         "POST:notifications/cancelled"
     );
     assert!(
-        matches!(r.failure.as_ref(), Some(Failure::TimedOut)),
+        matches!(
+            r.failure.as_ref(),
+            Some(Failure::CallTimedOut { sent: true, .. })
+        ),
         "{:?}",
         r.failure.as_ref()
     );
@@ -2205,7 +2604,7 @@ fn only_an_idempotent_tool_is_sent_again_after_a_broken_stream() {
             assert_ne!(ids[0], ids[1]);
         } else {
             assert!(
-                matches!(r.failure, Some(Failure::MayHaveRun)),
+                matches!(r.failure, Some(Failure::MayHaveRun(_))),
                 "{:?}",
                 r.failure
             );

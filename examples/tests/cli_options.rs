@@ -94,7 +94,7 @@ fn era_flags_force_an_era() {
             &["--protocol-version", "2026-07-28"][..],
             "protocolVersion: 2026-07-28",
         ),
-        (&["--era", "legacy"][..], "protocolVersion: 2024-11-05"),
+        (&["--era", "legacy"][..], "protocolVersion: 2025-11-25"),
         (&[][..], "protocolVersion: 2026-07-28"),
     ] {
         let mut args = vec!["call", &url, "session_info"];

@@ -45,6 +45,9 @@ pub enum Step {
     Hold(Duration),
     /// Close the connection now (the script's end closes it too).
     Close,
+    /// Close the connection now if the last request read matches (e.g. to break the reply
+    /// of one method only).
+    CloseIf(Arc<dyn Fn(&Request) -> bool + Send + Sync>),
 }
 
 /// A request the client sent.
@@ -252,6 +255,7 @@ fn run_script(
                 true
             }
             Step::Close => false,
+            Step::CloseIf(f) => !f(&last),
         };
         if !ok {
             break;

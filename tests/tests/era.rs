@@ -12,7 +12,7 @@ use serde_json::json;
 use support::{CHECK_BOUND, Peer, PeerKind, context, mcp_bin, run_bounded, with_timeout};
 use verifi_mcp_host::{EraSetting, Options};
 use verifi_mcp_tests::hostile::{
-    HostileServer, Request, Step, http_response, json_response, rpc_result,
+    HostileServer, Request, Responder, Step, http_response, json_response, rpc_result,
 };
 use verifi_mcp_tests::{Mode, TestServer};
 
@@ -279,4 +279,290 @@ fn a_network_ref_in_a_tool_schema_is_never_fetched() {
     assert!(r.ok, "{r:?}");
     let accepted = std::iter::from_fn(|| trap.accept().ok()).count();
     assert_eq!(accepted, 0, "the $ref was fetched");
+}
+
+/// One HTTP/1.1 chunk of `text`.
+fn chunk(text: &str) -> String {
+    format!("{:x}\r\n{text}\r\n", text.len())
+}
+
+/// Issue 27, item 1: an old-era server that answers every method, `server/discover` included,
+/// with `200 {"result":{}}` and a session id (the official conformance suite's `sse-retry`
+/// server) is old era: the call goes out after `initialize`, and when its reply stream ends
+/// after a priming event it is resumed with GET and `Last-Event-ID` after the server's `retry`.
+#[test]
+fn a_server_that_answers_discover_with_an_empty_result_is_old_era_and_its_stream_resumes() {
+    use std::sync::{Arc, Mutex};
+    let pending: Arc<Mutex<Option<String>>> = Arc::default();
+    let responder: Responder = {
+        let pending = pending.clone();
+        Arc::new(move |req: &Request| -> Vec<u8> {
+            let session = [
+                ("content-type", "application/json"),
+                ("mcp-session-id", "legacy-1"),
+            ];
+            if req.request_line().starts_with("GET") {
+                // The resumed stream: a priming event, then the call's response; it stays open.
+                let id = pending
+                    .lock()
+                    .unwrap()
+                    .take()
+                    .unwrap_or_else(|| "null".into());
+                let body = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nmcp-session-id: legacy-1\r\ntransfer-encoding: chunked\r\n\r\n{}{}",
+                    chunk("id: event-2\nretry: 100\ndata: \n\n"),
+                    chunk(&format!(
+                        "event: message\nid: event-3\ndata: {{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"content\":[{{\"type\":\"text\",\"text\":\"resumed\"}}]}}}}\n\n"
+                    )),
+                );
+                return body.into_bytes();
+            }
+            match req.method().as_deref() {
+                Some("initialize") => http_response(
+                    200,
+                    &session,
+                    rpc_result(
+                        req,
+                        r#"{"protocolVersion":"2025-11-25","serverInfo":{"name":"sse-retry","version":"1"},"capabilities":{"tools":{}}}"#,
+                    )
+                    .as_bytes(),
+                ),
+                Some("tools/list") => http_response(
+                    200,
+                    &session,
+                    rpc_result(
+                        req,
+                        r#"{"tools":[{"name":"test_reconnection","inputSchema":{"type":"object","properties":{}}}]}"#,
+                    )
+                    .as_bytes(),
+                ),
+                Some("tools/call") => {
+                    // A priming event, then the stream ends cleanly without the response.
+                    *pending.lock().unwrap() = req.id_json();
+                    format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nmcp-session-id: legacy-1\r\ntransfer-encoding: chunked\r\n\r\n{}0\r\n\r\n",
+                        chunk("id: event-1\nretry: 100\ndata: \n\n")
+                    )
+                    .into_bytes()
+                }
+                _ if req.id_json().is_none() => http_response(202, &[], b""),
+                // Anything else with an id, `server/discover` included: an empty result.
+                _ => http_response(200, &session, rpc_result(req, "{}").as_bytes()),
+            }
+        })
+    };
+    let server = HostileServer::start(move |_| {
+        let mut steps = Vec::new();
+        for _ in 0..16 {
+            steps.push(Step::ReadRequest);
+            steps.push(Step::SendWith(responder.clone()));
+        }
+        steps
+    })
+    .expect("server");
+    let ctx = context(&server.base_url(), "run-sse-retry", Options::default());
+    let kali = ctx.mcp("kali").unwrap();
+    let r = run_bounded(CHECK_BOUND, kali.call("test_reconnection", json!({})));
+    assert!(r.ok, "{r:?}");
+    assert_eq!(r.text, "resumed");
+    let requests = server.requests();
+    let methods: Vec<String> = requests
+        .iter()
+        .map(|r| {
+            r.method()
+                .unwrap_or_else(|| r.request_line().split(' ').next().unwrap_or("").into())
+        })
+        .collect();
+    assert_eq!(methods[0], "server/discover");
+    assert_eq!(methods[1], "initialize", "{methods:?}");
+    assert!(
+        methods.ends_with(&["tools/call".into(), "GET".into()]),
+        "{methods:?}"
+    );
+    let get = requests.last().unwrap();
+    assert_eq!(get.header("last-event-id").as_deref(), Some("event-1"));
+    let eras = ctx.events_of("mcp.era");
+    assert_eq!(eras.len(), 1);
+    assert_ne!(
+        eras[0].value()["era"],
+        "2026-07-28",
+        "{:?}",
+        eras[0].value()
+    );
+}
+
+/// Issue 27, item 3, on the wire: a tool whose annotated property is `number`-typed is never
+/// called (the official `invalid_number_header` check), and a property reached through nested
+/// `properties` (`opts.zone`) is mirrored as its header from that path of the arguments.
+#[test]
+fn a_number_header_tool_is_refused_and_a_nested_header_is_mirrored() {
+    fn responder(req: &Request) -> Vec<u8> {
+        match req.method().as_deref() {
+            Some("server/discover") => json_response(&rpc_result(
+                req,
+                r#"{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"resultType":"complete"}"#,
+            )),
+            Some("tools/list") => json_response(&rpc_result(
+                req,
+                r#"{"tools":[{"name":"invalid_number_header","inputSchema":{"type":"object","properties":{"n":{"type":"number","x-mcp-header":"N"}}}},{"name":"zoned","inputSchema":{"type":"object","properties":{"opts":{"type":"object","properties":{"zone":{"type":"string","x-mcp-header":"Zone"}}}}}}],"resultType":"complete"}"#,
+            )),
+            Some("tools/call") => json_response(&rpc_result(
+                req,
+                &format!(
+                    r#"{{"content":[{{"type":"text","text":"zone={}"}}],"resultType":"complete"}}"#,
+                    req.header("mcp-param-zone").unwrap_or_default()
+                ),
+            )),
+            _ => http_response(400, &[], b""),
+        }
+    }
+    let server = serve_forever(responder);
+    let ctx = context(&server.base_url(), "run-headers", Options::default());
+    let kali = ctx.mcp("kali").unwrap();
+    let r = run_bounded(
+        CHECK_BOUND,
+        kali.call("invalid_number_header", json!({"n": 1.5})),
+    );
+    assert!(!r.ok, "{r:?}");
+    assert!(
+        r.error.as_deref().unwrap_or("").contains("x-mcp-header"),
+        "{r:?}"
+    );
+    let r = run_bounded(
+        CHECK_BOUND,
+        kali.call("zoned", json!({"opts": {"zone": "eu-west"}})),
+    );
+    assert!(r.ok, "{r:?}");
+    assert_eq!(r.text, "zone=eu-west");
+    let called: Vec<String> = server
+        .requests()
+        .iter()
+        .filter(|r| r.method().as_deref() == Some("tools/call"))
+        .filter_map(|r| r.header("mcp-name"))
+        .collect();
+    assert_eq!(called, ["zoned"], "the number-typed tool is never called");
+}
+
+/// Issue 27, item 4, on the wire: during a rolling upgrade one instance answers a call with
+/// `-32022` listing our own version too: the call goes once more under a new id and succeeds;
+/// a server that refuses every time fails the call after two, naming both lists.
+#[test]
+fn an_unsupported_version_is_retried_once_with_a_new_id_then_names_both_lists() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static REFUSALS: AtomicUsize = AtomicUsize::new(0);
+    fn responder(req: &Request) -> Vec<u8> {
+        match req.method().as_deref() {
+            Some("server/discover") => json_response(&rpc_result(
+                req,
+                r#"{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"resultType":"complete"}"#,
+            )),
+            Some("tools/list") => json_response(&rpc_result(
+                req,
+                r#"{"tools":[{"name":"echo","inputSchema":{"type":"object"}}],"resultType":"complete"}"#,
+            )),
+            Some("tools/call") if REFUSALS.fetch_sub(1, Ordering::SeqCst) > 0 => http_response(
+                400,
+                &[("content-type", "application/json")],
+                format!(
+                    r#"{{"jsonrpc":"2.0","id":{},"error":{{"code":-32022,"message":"Unsupported protocol version","data":{{"supported":["2025-11-25","2026-07-28"],"requested":"2026-07-28"}}}}}}"#,
+                    req.id_json().unwrap_or_default()
+                )
+                .as_bytes(),
+            ),
+            Some("tools/call") => json_response(&rpc_result(
+                req,
+                r#"{"content":[{"type":"text","text":"upgraded"}],"resultType":"complete"}"#,
+            )),
+            _ => http_response(400, &[], b""),
+        }
+    }
+    for refusals in [1, 2] {
+        REFUSALS.store(refusals, Ordering::SeqCst);
+        let server = serve_forever(responder);
+        let ctx = context(&server.base_url(), "run-32022", Options::default());
+        let kali = ctx.mcp("kali").unwrap();
+        let r = run_bounded(CHECK_BOUND, kali.call("echo", json!({})));
+        let calls: Vec<String> = server
+            .requests()
+            .iter()
+            .filter(|r| r.method().as_deref() == Some("tools/call"))
+            .filter_map(|r| r.id_json())
+            .collect();
+        assert_eq!(calls.len(), 2, "{refusals}: {calls:?}");
+        assert_ne!(calls[0], calls[1], "a new id");
+        if refusals == 1 {
+            assert!(r.ok, "{r:?}");
+            assert_eq!(r.text, "upgraded");
+        } else {
+            assert!(!r.ok, "{r:?}");
+            let error = r.error.clone().unwrap_or_default();
+            assert!(
+                error.contains("[2025-11-25, 2026-07-28]") && error.contains("[2026-07-28]"),
+                "{error}"
+            );
+        }
+    }
+}
+
+/// Issue 27, item 5, in the 2026 era on the wire: a `tools/call` whose reply is cut in the
+/// middle of its body is `ok: false` saying the tool may have run, and is not sent again.
+#[test]
+fn a_2026_reply_cut_mid_body_says_the_tool_may_have_run_and_is_not_resent() {
+    fn responder(req: &Request) -> Vec<u8> {
+        match req.method().as_deref() {
+            Some("server/discover") => json_response(&rpc_result(
+                req,
+                r#"{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"resultType":"complete"}"#,
+            )),
+            Some("tools/list") => json_response(&rpc_result(
+                req,
+                r#"{"tools":[{"name":"scan","inputSchema":{"type":"object"}}],"resultType":"complete"}"#,
+            )),
+            Some("tools/call") => {
+                let full = json_response(&rpc_result(
+                    req,
+                    r#"{"content":[{"type":"text","text":"a long scan result"}],"resultType":"complete"}"#,
+                ));
+                full[..full.len() - 20].to_vec()
+            }
+            _ => http_response(400, &[], b""),
+        }
+    }
+    let server = HostileServer::start(|_| {
+        let mut steps = Vec::new();
+        for _ in 0..8 {
+            steps.push(Step::ReadRequest);
+            steps.push(Step::SendWith(std::sync::Arc::new(responder)));
+            steps.push(Step::CloseIf(std::sync::Arc::new(|r: &Request| {
+                r.method().as_deref() == Some("tools/call")
+            })));
+        }
+        steps
+    })
+    .expect("server");
+    let ctx = context(&server.base_url(), "run-cut", Options::default());
+    let r = run_bounded(
+        CHECK_BOUND,
+        ctx.mcp("kali").unwrap().call("scan", json!({})),
+    );
+    assert!(!r.ok && !r.is_error, "{r:?}");
+    let error = r.error.clone().unwrap_or_default();
+    assert!(error.contains("may have run"), "{error}");
+    let calls = server
+        .requests()
+        .iter()
+        .filter(|r| r.method().as_deref() == Some("tools/call"))
+        .count();
+    assert_eq!(calls, 1, "never sent again");
+    assert_eq!(
+        ctx.events_of("mcp.era")[0].value()["era"],
+        "2026-07-28",
+        "spoken in the 2026 era"
+    );
+}
+
+/// Issue 27, item 12: the library's default has no idle timeout (a call's deadline bounds it).
+#[test]
+fn no_idle_timeout_by_default() {
+    assert_eq!(Options::default().idle_timeout_ms, None);
 }

@@ -450,7 +450,7 @@ fn accept_then_close() {
 #[test]
 fn close_mid_head() {
     call_fault_case(
-        "server closed the connection before the reply head was complete",
+        "server closed the connection before the reply head was complete, after the tool call was sent: the tool may have run, so the call was not sent again",
         |_| {
             vec![
                 Op::Send(b"HTTP/1.1 200 OK\r\ncontent-type: applic".to_vec()),
@@ -463,7 +463,7 @@ fn close_mid_head() {
 #[test]
 fn close_mid_body() {
     call_fault_case(
-        "server closed the connection in the middle of the reply body",
+        "server closed the connection in the middle of the reply body, before the tool call's response: the tool may have run, so the call was not sent again",
         |req| {
             let full = json_response(&text_result(req, "hi"));
             vec![Op::Send(full[..full.len() - 10].to_vec()), Op::Close]
@@ -474,7 +474,7 @@ fn close_mid_body() {
 #[test]
 fn close_mid_sse_event_chunked() {
     call_fault_case(
-        "server closed the connection in the middle of the reply body",
+        "server closed the connection in the middle of the reply body, before the tool call's response: the tool may have run, so the call was not sent again",
         |req| {
             let ev = sse_event(&text_result(req, "hi"));
             let mut b = sse_head();
@@ -487,7 +487,7 @@ fn close_mid_sse_event_chunked() {
 #[test]
 fn close_mid_sse_event_close_delimited() {
     call_fault_case(
-        "reply stream ended without a response to this request",
+        "the reply stream ended without the tool call's response: the tool may have run, so the call was not sent again",
         |req| {
             let ev = sse_event(&text_result(req, "hi"));
             vec![Op::Send(sse_response(&ev[..ev.len() / 2])), Op::Close]
@@ -540,7 +540,7 @@ fn a_stream_that_ends_late_keeps_its_connection() {
 #[test]
 fn stream_ends_with_no_response() {
     call_fault_case(
-        "reply stream ended without a response to this request",
+        "the reply stream ended without the tool call's response: the tool may have run, so the call was not sent again",
         |_| {
             let mut b = sse_head();
             b.extend(chunk(&sse_event(
@@ -706,9 +706,17 @@ fn error_statuses_with_and_without_json_bodies() {
 
 // ---- time ------------------------------------------------------------------------------------
 
+/// The error of a call whose deadline passed after its `tools/call` was written (issue 27).
+fn timed_out_after_sending() -> String {
+    format!(
+        "tool call timed out after {TIMEOUT_MS} ms, the call's deadline (--timeout-ms, \
+         Options::timeout_ms): the tool may still be running on the server"
+    )
+}
+
 #[test]
 fn slowloris_head_times_out() {
-    call_fault_case("tool call timed out", |_| {
+    call_fault_case(&timed_out_after_sending(), |_| {
         vec![
             Op::Send(b"HTTP/1.1 200 OK\r\n".to_vec()),
             Op::Trickle(b"x-slow: 1\r\n".repeat(100), Duration::from_millis(20)),
@@ -719,7 +727,7 @@ fn slowloris_head_times_out() {
 
 #[test]
 fn body_trickling_past_the_deadline_times_out() {
-    call_fault_case("tool call timed out", |req| {
+    call_fault_case(&timed_out_after_sending(), |req| {
         let full = json_response(&text_result(req, &"y".repeat(200)));
         let split = full.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
         vec![
@@ -739,7 +747,11 @@ fn initialize_never_answered_then_answered_handshake_not_poisoned() {
     });
     let ctx = ctx_for(&server);
     run_bounded(CASE_BOUND, async {
-        expect_unreachable(&ctx, "tool call timed out").await;
+        let before_sending = format!(
+            "tool call timed out after {TIMEOUT_MS} ms, the call's deadline (--timeout-ms, \
+             Options::timeout_ms), before the tool call was sent"
+        );
+        expect_unreachable(&ctx, &before_sending).await;
         expect_usable(&server, &ctx).await;
     });
     assert_eq!(server.ctl.initializes.load(Ordering::SeqCst), 2);
@@ -778,7 +790,7 @@ fn response_with_another_id_is_not_taken_as_ours() {
     // names another request is that request's answer, never this one's (a shared box must not
     // hand one run's output to another).
     call_fault_case(
-        "reply stream ended without a response to this request",
+        "the reply stream ended without the tool call's response: the tool may have run, so the call was not sent again",
         |_| {
             vec![Op::Send(json_response(
                 r#"{"jsonrpc":"2.0","id":987654,"result":{"content":[{"type":"text","text":"someone else's"}]}}"#,

@@ -326,7 +326,12 @@ async fn progress_during_slow(p: &Peer) {
         );
     } else {
         assert!(!r.ok && !r.is_error, "{r:?}");
-        assert_eq!(r.error.as_deref(), Some("tool call timed out"));
+        assert!(
+            r.error
+                .as_deref()
+                .is_some_and(|e| e.starts_with("tool call timed out after")),
+            "{r:?}"
+        );
         assert!(took < Duration::from_millis(3000), "timed out at {took:?}");
         // Let the abandoned handler end (or be stopped) so later checks count only their own.
         let settled = eventually(Duration::from_secs(8), async || {
@@ -369,7 +374,12 @@ async fn timeout_then_cancellation(p: &Peer) {
     let before = peer_stats(p, &stats_slot).await;
     let (r, took) = timed(kali.call("slow", json!({"ms": 6000, "steps": 6}))).await;
     assert!(!r.ok && !r.is_error, "{r:?}");
-    assert_eq!(r.error.as_deref(), Some("tool call timed out"));
+    assert!(
+        r.error
+            .as_deref()
+            .is_some_and(|e| e.starts_with("tool call timed out after")),
+        "{r:?}"
+    );
     assert!(
         took >= Duration::from_millis(450) && took < Duration::from_millis(2500),
         "settled after {took:?}"
@@ -383,7 +393,7 @@ async fn timeout_then_cancellation(p: &Peer) {
     );
     let ev = ctx.events_of("tool_error");
     assert_eq!(ev.len(), 1);
-    assert_eq!(ev[0].value()["error"], "tool call timed out");
+    assert_eq!(ev[0].value()["error"].as_str(), r.error.as_deref());
     // What the server did about it.
     let stopped = eventually(Duration::from_secs(4), async || {
         peer_stats(p, &stats_slot).await.slow_interrupted > before.slow_interrupted

@@ -534,6 +534,11 @@ fn a_hostile_proxy_is_a_typed_error_within_the_deadline() {
     .unwrap();
     let t0 = Instant::now();
     let r = echo(&ctx, "s", "x");
-    assert_eq!(r.error.as_deref(), Some("tool call timed out"));
+    assert!(
+        r.error
+            .as_deref()
+            .is_some_and(|e| e.starts_with("tool call timed out after")),
+        "{r:?}"
+    );
     assert!(t0.elapsed() < Duration::from_secs(3));
 }

@@ -205,7 +205,12 @@ fn a_timed_out_call_is_cancelled_over_stdio() {
     run_bounded(BOUND, async {
         let r = slot.call("slow", json!({ "ms": 20_000, "steps": 1 })).await;
         assert!(!r.ok, "{r:?}");
-        assert_eq!(r.error.as_deref(), Some("tool call timed out"));
+        assert!(
+            r.error
+                .as_deref()
+                .is_some_and(|e| e.starts_with("tool call timed out after")),
+            "{r:?}"
+        );
         let mut interrupted = false;
         for _ in 0..50 {
             let st = slot.call("peer_stats", json!({})).await;
@@ -495,7 +500,12 @@ fn both_eras_over_stdio() {
         // no stream whose closing would tell the server.
         for slot in [&new, &old] {
             let r = slot.call("wait", json!({})).await;
-            assert_eq!(r.error.as_deref(), Some("tool call timed out"));
+            assert!(
+                r.error
+                    .as_deref()
+                    .is_some_and(|e| e.starts_with("tool call timed out after")),
+                "{r:?}"
+            );
             let st = slot.call("stats", json!({})).await;
             assert!(st.text.ends_with(" cancelled=1"), "{}", st.text);
         }

@@ -62,15 +62,16 @@ pub struct Options {
     /// Largest request (head and JSON body) a call may send (default 16 MiB); a larger one is
     /// an `ok: false` local failure, sent nowhere.
     pub request_cap: usize,
-    /// A reply that sends no byte for this long fails with `server stalled` (default
-    /// 60 000 ms; progress notifications and SSE comments count as bytes). `None`: only the
-    /// call's timeout applies (for servers that answer long tools in JSON and send nothing
-    /// meanwhile).
+    /// A reply that sends no byte for this long fails with `server stalled` (progress
+    /// notifications and SSE comments count as bytes). `None` (the default): only the call's
+    /// timeout applies, so a tool that sends nothing until it ends (a long scan answered in
+    /// JSON) is not cut short.
     pub idle_timeout_ms: Option<u64>,
     /// Keep the redacted JSON-RPC reply in `ToolResult::raw` (default false: it doubles the
     /// memory of a big reply).
     pub keep_raw: bool,
-    /// The protocol version offered in `initialize` (default the seed's `2024-11-05`); the
+    /// The protocol version offered in `initialize` (default `2025-11-25`, the newest of the
+    /// handshake era; the seed's `2024-11-05` on request); the
     /// server's choice among the versions the core speaks is then followed.
     pub protocol_version: ProtocolVersion,
     /// Which MCP era to speak (default [`EraSetting::Auto`]: each server is probed once per
@@ -215,7 +216,7 @@ impl Default for Options {
             auth: None,
             reply_cap: DEFAULT_REPLY_CAP,
             request_cap: DEFAULT_REPLY_CAP,
-            idle_timeout_ms: Some(verifi_mcp_core::drive::DEFAULT_IDLE_TIMEOUT_MS),
+            idle_timeout_ms: None,
             keep_raw: false,
             protocol_version: ProtocolVersion::DEFAULT,
             era: EraSetting::Auto,

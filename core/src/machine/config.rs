@@ -11,8 +11,6 @@ use crate::wire::exchange::ReplyLimits;
 use crate::wire::json::Value;
 use crate::wire::jsonrpc::ProtocolVersion;
 
-use super::DEFAULT_IDLE_TIMEOUT_MS;
-
 /// How a slot is reached and what a call may take.
 #[derive(Debug, Clone)]
 pub struct SlotConfig<'a> {
@@ -29,7 +27,8 @@ pub struct SlotConfig<'a> {
     /// Static headers sent on every request (e.g. `authorization`). Their values are secrets
     /// of the run: adapters put them in the redaction set (see [`SlotConfig::header_values`]).
     pub headers: &'a [(&'a str, &'a str)],
-    /// Offered in `initialize` (the seed's `2024-11-05` by default).
+    /// Offered in `initialize` (`2025-11-25`, the newest of that era, by default; the seed's
+    /// `2024-11-05` is [`ProtocolVersion::SEED`]).
     pub version: ProtocolVersion,
     /// The per-call deadline: connect, handshake and reply (the seed's 300 000 ms by default).
     pub timeout_ms: u64,
@@ -42,7 +41,8 @@ pub struct SlotConfig<'a> {
     /// Told of each progress notification for a call (a progress token is sent when set).
     pub on_progress: Option<ProgressObserver<'a>>,
     /// A reply that sends no byte for this long fails with `server stalled` (progress
-    /// notifications and SSE comments are bytes); `None`: only the deadline applies.
+    /// notifications and SSE comments are bytes); `None` (the default): only the deadline
+    /// applies, so a tool that sends nothing until it ends (a long scan) is not cut short.
     pub idle_timeout_ms: Option<u64>,
     /// Where a call says which `tools/call` it has on the wire (for an adapter that cancels a
     /// call whose future was dropped).
@@ -255,7 +255,7 @@ impl<'a> SlotConfig<'a> {
             limits: ReplyLimits::default(),
             keep_raw: false,
             on_progress: None,
-            idle_timeout_ms: Some(DEFAULT_IDLE_TIMEOUT_MS),
+            idle_timeout_ms: None,
             in_flight: None,
             era: EraSetting::Auto,
             // The tasks extension is declared by default (2026 era): a long tool can run as a

@@ -482,8 +482,9 @@ impl OnMessage for Accept {
     }
 }
 
-/// Handles the answer to the `server/discover` probe: a result object says modern, a
-/// JSON-RPC error in a 2xx says an old-era dispatcher.
+/// Handles the answer to the `server/discover` probe: a result naming a version we speak in
+/// `supportedVersions` says modern; any other result, or a JSON-RPC error in a 2xx, says an
+/// old-era server.
 #[derive(Default)]
 pub(super) struct ProbeHandler {
     pub(super) id: u64,
@@ -499,7 +500,7 @@ impl OnMessage for ProbeHandler {
     fn on_message(&mut self, msg: &[u8], last_chance: bool) -> Result<Verdict, Failure> {
         match find(msg, self.id, last_chance)? {
             Lookup::Ours(Outcome::Result(r)) => {
-                self.modern = Some(r.kind() == crate::wire::json::Kind::Object);
+                self.modern = Some(crate::wire::era::discover_result_is_modern(r));
                 Ok(Verdict::Done)
             }
             Lookup::Ours(Outcome::Error(_)) => {
@@ -1068,20 +1069,24 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
             let written = (|| -> Result<(), Overflow> {
                 self.error.put(name.raw())?;
                 self.error.put(b"\0")?;
-                match schema
-                    .filter(|_| headers)
-                    .map(crate::wire::era::header_params)
-                {
-                    Some(Ok(found)) => {
-                        for p in found {
-                            self.error.put(p.argument)?;
-                            self.error.put(b"\0")?;
-                            self.error.put(p.header)?;
-                            self.error.put(b"\0")?;
+                if let Some(schema) = schema.filter(|_| headers) {
+                    let pairs = self.error.len();
+                    let mut wrote = Ok(());
+                    let found = crate::wire::era::header_params(schema, |p| {
+                        if wrote.is_ok() {
+                            wrote = (|| {
+                                p.write_path(&mut *self.error)?;
+                                self.error.put(b"\0")?;
+                                self.error.put(p.header)?;
+                                self.error.put(b"\0")
+                            })();
                         }
+                    });
+                    wrote?;
+                    if found.is_err() {
+                        self.error.truncate(pairs);
+                        self.error.put(b"\x15")?;
                     }
-                    Some(Err(_)) => self.error.put(b"\x15")?,
-                    None => {}
                 }
                 if idempotent {
                     self.error.put(b"\x06")?;

@@ -125,7 +125,9 @@ const TAIL_MS: Millis = 25;
 const MAX_TAIL_BYTES: usize = 64 * 1024;
 /// Longest list cursor kept between pages.
 const MAX_CURSOR: usize = 1_024;
-/// The default idle time after which a reply that sends nothing is `server stalled`.
+/// A suggested idle time after which a reply that sends nothing is `server stalled`, for a
+/// caller that turns the idle timeout on ([`SlotConfig::idle_timeout_ms`]); it is off by
+/// default: a call's deadline bounds it.
 pub const DEFAULT_IDLE_TIMEOUT_MS: u64 = 60_000;
 /// The slot's retry budget for 429/503 answers with `retry-after`: one retry in this many
 /// calls of the slot (a fifth of them) …

@@ -15,8 +15,9 @@ use crate::buf::Buf;
 use crate::harness::failover::{AttemptOutcome, Target};
 use crate::wire::era::{self, EraSetting, Verdict as EraVerdict};
 use crate::wire::exchange::{Exchange, Expect, OnMessage, Step, Verdict};
-use crate::wire::failure::{ConnectError, Failure, truncated};
+use crate::wire::failure::{Broken, ConnectError, Failure, truncated};
 use crate::wire::http::Method;
+use crate::wire::http::Stage as ReadStage;
 use crate::wire::json::{Kind, Value};
 use crate::wire::jsonrpc::{self, ListMethod, ProtocolVersion};
 use crate::wire::session::{Begin, Phase, Snapshot};
@@ -297,6 +298,12 @@ pub struct Op<'o, B: Buf, Sec: AsRef<[u8]>, F: FnMut(Option<(Value<'_>, &[u8])>)
     resent: bool,
     /// The server was probed again after an answer from the other era (once).
     era_reprobed: bool,
+    /// The attempt's `tools/call` was written (a timeout then says the tool may be running).
+    call_sent: bool,
+    /// The 2026-era version the op's requests carry: the newest both sides speak.
+    modern_version: &'static str,
+    /// A request was sent once more after a `-32022` (the next one fails the op).
+    version_retried: bool,
     /// The call just became a task: [`Action::TaskStarted`] is due.
     task_news: bool,
     /// The framing left of a reply stream that did not end in the tail read (for
@@ -489,6 +496,9 @@ where
             input_rounds: 0,
             resent: false,
             era_reprobed: false,
+            modern_version: era::MODERN_VERSION,
+            version_retried: false,
+            call_sent: false,
             task_news: false,
             tail: None,
             listen_news: false,
@@ -805,6 +815,7 @@ where
         self.deadline = Deadline::new(now, self.cfg);
         self.retried_404 = false;
         self.retried_later = false;
+        self.call_sent = false;
         self.failure = None;
         self.report = None;
         self.stage = Stage::Ready;
@@ -1171,14 +1182,14 @@ where
             matches!(purpose, Purpose::Probe { .. }) || snap.is_some_and(|s| s.version.is_modern());
         let modern = modern_era.then(|| match (&self.job, purpose) {
             (Job::Call { handler, args, .. }, Purpose::Main) => Modern {
-                version: era::MODERN_VERSION,
+                version: self.modern_version,
                 caps: self.cfg.declared(),
                 progress: handler.progress_token.then_some(id),
                 params: handler.error.bytes(),
                 args: *args,
             },
             _ => Modern {
-                version: era::MODERN_VERSION,
+                version: self.modern_version,
                 caps: self.cfg.declared(),
                 progress: None,
                 params: b"",
@@ -1338,6 +1349,9 @@ where
             }
             return;
         }
+        if matches!(self.stage, Stage::Trip(Purpose::Main)) && self.is_call() {
+            self.call_sent = true;
+        }
         self.reply.clear();
         let Some(head) = self.head.take() else {
             self.end_trip(Failure::NoResponse);
@@ -1491,7 +1505,10 @@ where
             Wire::Read { last_byte, .. } => {
                 let stalled = self.read_until(last_byte).1;
                 self.end_trip(match (stalled, self.cfg.idle_timeout_ms) {
-                    (true, Some(idle_ms)) => Failure::Stalled { idle_ms },
+                    (true, Some(idle_ms)) => Failure::Stalled {
+                        idle_ms,
+                        call: false,
+                    },
                     _ => Failure::TimedOut,
                 });
             }
@@ -1530,7 +1547,7 @@ where
         if retry {
             self.retry_on_fresh();
         } else {
-            self.end_trip(Failure::MayHaveRun);
+            self.end_trip(Failure::MayHaveRun(Broken::BeforeReply));
         }
     }
 
@@ -1701,18 +1718,18 @@ where
                 slot.set_era(self.target, true);
                 self.modern_ready(slot, attempt, now);
             }
-            EraVerdict::ReprobeAt(_) if !self.reprobed => {
+            // `-32022`, also when its list names the version just sent (a rolling upgrade):
+            // once more, under a new id, at the newest version both sides speak.
+            EraVerdict::ReprobeAt(version) if !self.reprobed => {
                 self.reprobed = true;
+                self.modern_version = version;
                 self.probe.id = slot.next_id();
                 self.probe.modern = None;
                 self.start_trip(Purpose::Probe { attempt }, now);
             }
             EraVerdict::ReprobeAt(_) | EraVerdict::NoCommonVersion => {
                 slot.set_era(self.target, true);
-                let f =
-                    Failure::Handshake(crate::wire::failure::HandshakeError::UnsupportedVersion(
-                        truncated(era::MODERN_VERSION),
-                    ));
+                let f = Failure::VersionRefused(era::supported_list(self.reply.bytes()));
                 self.handshake_failed(slot, attempt, f);
             }
             EraVerdict::Legacy => {
@@ -1739,7 +1756,11 @@ where
         if let Err(f) = result {
             handler.listing = false;
             slot.set_listing(self.target, 0);
-            return self.fail(f);
+            return match self.version_refused(&f) {
+                Some(Ok(())) => self.start_main(slot, now),
+                Some(Err(refused)) => self.fail(refused),
+                None => self.fail(f),
+            };
         }
         if handler.list_page == Some(true) && self.list_pages + 1 < MAX_PAGES {
             self.list_pages += 1;
@@ -1805,6 +1826,30 @@ where
             self.stage = Stage::Ready;
             return;
         }
+        // -32022 (our version refused; a 4xx ran nothing): once more at the newest version
+        // both sides speak, under a new id; a second refusal fails naming both lists.
+        if let Err(f) = &result
+            && modern
+            && let Some(retry) = self.version_refused(f)
+        {
+            self.clear_in_flight();
+            return match retry {
+                Ok(()) => self.start_main(slot, now),
+                Err(refused) => self.fail(refused),
+            };
+        }
+        // A written `tools/call` whose reply broke before its response: the tool may have run
+        // (issue 27), in both eras, wherever the stream broke.
+        let result = match result {
+            Err(f) if self.call_unanswered() => Err(match f {
+                Failure::ClosedEarly(ReadStage::Head) => Failure::MayHaveRun(Broken::InHead),
+                Failure::ClosedEarly(ReadStage::Body) => Failure::MayHaveRun(Broken::InBody),
+                Failure::ReadFailed => Failure::MayHaveRun(Broken::Reset),
+                Failure::NoResponse => Failure::MayHaveRun(Broken::StreamEnded),
+                f => f,
+            }),
+            other => other,
+        };
         // -32020 (a header the server wanted is missing or wrong): list the tools again and
         // send the call once more, under a new id (a 400 ran nothing).
         let header_mismatch = modern
@@ -1822,7 +1867,7 @@ where
             (Job::Call { .. }, Err(_)) if header_mismatch && !self.relisted => Then::Relist,
             // A broken 2026 stream may have run the tool: sent again (once, new id) only when
             // the server's list says the tool is idempotent.
-            (Job::Call { tool, handler, .. }, Err(Failure::MayHaveRun) | Ok(false))
+            (Job::Call { tool, handler, .. }, Err(Failure::MayHaveRun(_)) | Ok(false))
                 if modern
                     && handler.answer.is_none()
                     && handler.task.is_none()
@@ -1848,7 +1893,9 @@ where
                 // event ids: resume with GET and Last-Event-ID after its retry delay.
                 // The 2026 era has no resumption: a broken stream after a written call may
                 // have run the tool.
-                (None, _) if !done && modern => Then::Fail(Failure::MayHaveRun),
+                (None, _) if !done && modern => {
+                    Then::Fail(Failure::MayHaveRun(Broken::StreamEnded))
+                }
                 (None, Some((_, retry))) if !done && self.resumes < MAX_RESUMES => {
                     let wake = now.saturating_add(u64::from(retry.unwrap_or(0)));
                     if wake >= deadline {
@@ -1859,7 +1906,8 @@ where
                 }
                 (Some(Ok(_)), _) => Then::Ended,
                 (Some(Err(u)), _) => Then::Fail(Failure::from(u.clone())),
-                (None, _) => Then::Fail(Failure::NoResponse),
+                // The stream ended (and could not be resumed) after the call was written.
+                (None, _) => Then::Fail(Failure::MayHaveRun(Broken::StreamEnded)),
             },
             (Job::Call { .. }, Err(f @ (Failure::TimedOut | Failure::Stalled { .. }))) => {
                 Then::CancelAfter(f)
@@ -1972,6 +2020,40 @@ where
                 self.stage = Stage::Ready;
             }
         }
+    }
+
+    /// A call whose `tools/call` is written and that has neither its answer nor a task.
+    fn call_unanswered(&self) -> bool {
+        self.call_sent
+            && matches!(&self.job, Job::Call { handler, .. }
+                if handler.answer.is_none() && handler.task.is_none())
+    }
+
+    /// A 2026-era request answered with a 4xx whose JSON-RPC error is `-32022` (the version
+    /// refused): `Some(Ok(()))` when it goes once more (the version to send is set), `Some(Err)`
+    /// naming the server's versions when it is the second refusal or no version is common;
+    /// `None` for any other failure.
+    fn version_refused(&mut self, f: &Failure) -> Option<Result<(), Failure>> {
+        let body = self.reply.bytes();
+        let refused = matches!(
+            f,
+            Failure::Status {
+                code: 400..=499,
+                ..
+            }
+        ) && error_code(body) == Some(era::UNSUPPORTED_VERSION);
+        if !refused {
+            return None;
+        }
+        Some(match era::version_to_retry(body) {
+            Ok(version) if !self.version_retried => {
+                self.version_retried = true;
+                self.modern_version = version;
+                Ok(())
+            }
+            Ok(_) => Err(Failure::VersionRefused(era::supported_list(body))),
+            Err(theirs) => Err(Failure::VersionRefused(theirs)),
+        })
     }
 
     /// Hands an error status's body to the request's handler when it is a JSON-RPC error
@@ -2162,6 +2244,22 @@ where
     /// The attempt ended: failover decides whether another server is tried.
     fn attempt_ended(&mut self, slot: &mut SlotState) -> Action {
         self.clear_in_flight();
+        // A call's deadline or idle timeout names its limit and whether the tool may still
+        // be running (issue 27).
+        if self.is_call() {
+            let sent = self.call_sent;
+            self.failure = match self.failure.take() {
+                Some(Failure::TimedOut) => Some(Failure::CallTimedOut {
+                    ms: self.cfg.timeout_ms,
+                    sent,
+                }),
+                Some(Failure::Stalled { idle_ms, .. }) => Some(Failure::Stalled {
+                    idle_ms,
+                    call: sent,
+                }),
+                other => other,
+            };
+        }
         let failed = self.failure.is_some();
         let (outcome, next, fallback_used, no_healthy_tool) = match &self.job {
             Job::Call { handler, tool, .. } => {

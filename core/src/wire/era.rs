@@ -6,8 +6,10 @@
 //! Owns no sequencing: when to probe, when to fall back to `initialize` and when to re-list
 //! after `-32020` are the call sequencing's; this module says what each answer means.
 //!
-//! The verdict rules (issue "Speak the 2026-07-28 protocol"): a server is modern only on a
-//! successful `server/discover`, a 400 whose body is a JSON-RPC error `-32020`, `-32021` or
+//! The verdict rules (issue "Speak the 2026-07-28 protocol", and issue 27): a server is modern
+//! only on a `server/discover` result whose `supportedVersions` names a version this client
+//! speaks (a result without it, `{}` included, is an old-era server that answers any method),
+//! a 400 whose body is a JSON-RPC error `-32020`, `-32021` or
 //! `-32022`, or a 404 whose body is a JSON-RPC `-32601`. Every other answer a server gives
 //! (another 400 body, a 200 carrying a JSON-RPC error, another 404, a 405) is old era. A failure
 //! (401, 403, 5xx, an empty or malformed 2xx; a timeout, reset or TLS error never reaches here)
@@ -80,7 +82,13 @@ pub fn judge_probe(status: u16, body: Option<&[u8]>) -> Verdict {
         .and_then(|c| c.as_i64());
     match status {
         200..=299 => match message {
-            Some(m) if m.get("result").is_some_and(|r| r.kind() == Kind::Object) => Verdict::Modern,
+            Some(m) if let Some(r) = m.get("result") => {
+                if discover_result_is_modern(r) {
+                    Verdict::Modern
+                } else {
+                    Verdict::Legacy
+                }
+            }
             // A 200 carrying a JSON-RPC error: a server that read the request and does not
             // know the method (an old-era dispatcher).
             Some(_) if error_code.is_some() => Verdict::Legacy,
@@ -103,6 +111,18 @@ pub fn judge_probe(status: u16, body: Option<&[u8]>) -> Verdict {
         300..=399 => Verdict::NoVerdict,
         _ => Verdict::Legacy,
     }
+}
+
+/// True when a `server/discover` result says the server speaks the 2026-07-28 era: an object
+/// whose `supportedVersions` names a version this client speaks (the newest of them is then
+/// spoken). Anything else (`{}`, no list, a list of none of ours) is an old-era server's answer
+/// to a method it does not check: fall back to `initialize`.
+pub fn discover_result_is_modern(result: Value<'_>) -> bool {
+    result
+        .get("supportedVersions")
+        .filter(|s| s.kind() == Kind::Array)
+        .and_then(newest_common)
+        .is_some()
 }
 
 /// A request to a server whose era is known failed with `status` and `body`: does the answer
@@ -136,6 +156,38 @@ fn supported_versions(message: Option<Value<'_>>) -> Option<Value<'_>> {
         .get("data")?
         .get("supported")
         .filter(|s| s.kind() == Kind::Array)
+}
+
+/// What a `-32022` answer (its JSON-RPC body) allows: `Ok` with the newest version both sides
+/// speak (ours when the server lists none: a retry can only tell), or `Err` with the server's
+/// list, written plainly (`2025-11-25, 2027-01-01`), when it names none of ours.
+pub fn version_to_retry(body: &[u8]) -> Result<&'static str, crate::wire::failure::Detail> {
+    let message = Value::parse(body, JsonLimits::default()).ok();
+    match supported_versions(message) {
+        None => Ok(MODERN_VERSION),
+        Some(list) => newest_common(list).ok_or_else(|| supported_list(body)),
+    }
+}
+
+/// The server's `data.supported` of a `-32022` body, written plainly for a message.
+pub fn supported_list(body: &[u8]) -> crate::wire::failure::Detail {
+    let mut out =
+        crate::wire::failure::StrSink::<{ crate::wire::failure::DETAIL_BYTES }>::default();
+    let message = Value::parse(body, JsonLimits::default()).ok();
+    if let Some(list) = supported_versions(message) {
+        for (i, v) in list.elements().enumerate() {
+            let sep = if i > 0 { ", " } else { "" };
+            let written = out.put(sep.as_bytes()).is_ok()
+                && match v.as_str() {
+                    Some(s) => s.unescape_into(&mut out).is_ok(),
+                    None => out.put(v.raw()).is_ok(),
+                };
+            if !written {
+                break;
+            }
+        }
+    }
+    crate::wire::failure::truncated(out.as_str())
 }
 
 /// The newest version that this client speaks and `supported` (a JSON array) lists.
@@ -283,8 +335,8 @@ fn write_base64(out: &mut impl Sink, bytes: &[u8]) -> Result<(), Overflow> {
     Ok(())
 }
 
-/// Why a tool's `x-mcp-header` annotations make it unusable (the tool is dropped from the
-/// list, as the specification asks).
+/// Why a tool's `x-mcp-header` annotations make it unusable (the tool is not called, as the
+/// specification asks of a client that finds them invalid).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum HeaderAnnotationError {
@@ -292,9 +344,11 @@ pub enum HeaderAnnotationError {
     BadName,
     /// Two parameters name the same header (names compare case-insensitively).
     Duplicate,
-    /// The annotated parameter is not a string, integer, number or boolean.
+    /// The annotated parameter's `type` is not `string`, `integer` or `boolean` (a `null`
+    /// beside one is allowed; `number`, objects, arrays and a missing type are not).
     NotPrimitive,
-    /// An annotation below the top-level properties, which no argument can reach.
+    /// An annotation the arguments cannot reach through `properties` alone (under `items`,
+    /// `anyOf`, `$ref`, `additionalProperties` …, or nested deeper than [`MAX_HEADER_DEPTH`]).
     Unreachable,
     /// More annotations than this client keeps ([`MAX_HEADER_PARAMS`]).
     TooMany,
@@ -303,60 +357,137 @@ pub enum HeaderAnnotationError {
 /// The most `x-mcp-header` parameters one tool may declare here.
 pub const MAX_HEADER_PARAMS: usize = 16;
 
-/// One argument of a tool mirrored into a header: the argument's name and the header's
-/// suffix (`Mcp-Param-{header}`), both as the schema writes them.
+/// The deepest `properties` nesting an annotated parameter may sit at (`opts.zone` is 2).
+pub const MAX_HEADER_DEPTH: usize = 8;
+
+/// Separates the property names of a nested parameter's path in [`HeaderParam::write_path`]
+/// (a byte that raw JSON string contents never hold).
+pub const PATH_SEPARATOR: u8 = 0x1f;
+
+/// One argument of a tool mirrored into a header: the path of property names from the
+/// arguments' root to it, and the header's suffix (`Mcp-Param-{header}`), as the schema
+/// writes them (raw JSON string contents).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HeaderParam<'a> {
-    /// The argument (top-level property) name, raw JSON string contents.
-    pub argument: &'a [u8],
+pub struct HeaderParam<'p, 'a> {
+    /// The property names from the root, outermost first (`["opts", "zone"]`).
+    pub path: &'p [&'a [u8]],
     /// The header suffix.
     pub header: &'a [u8],
 }
 
-/// The `x-mcp-header` parameters of a tool's `inputSchema`, validated: RFC 9110 token names,
-/// unique case-insensitively, on top-level properties of a primitive type.
-pub fn header_params(
-    input_schema: Value<'_>,
-) -> Result<heapless::Vec<HeaderParam<'_>, MAX_HEADER_PARAMS>, HeaderAnnotationError> {
-    let mut found = heapless::Vec::new();
-    if let Some(props) = input_schema.get("properties") {
-        for (name, prop) in props.members() {
-            let Some(header) = prop.get("x-mcp-header") else {
-                continue;
-            };
+impl HeaderParam<'_, '_> {
+    /// Writes the path with [`PATH_SEPARATOR`] between its names (what [`param_at`] reads).
+    pub fn write_path(&self, out: &mut impl Sink) -> Result<(), Overflow> {
+        for (i, name) in self.path.iter().enumerate() {
+            if i > 0 {
+                out.put(&[PATH_SEPARATOR])?;
+            }
+            out.put(name)?;
+        }
+        Ok(())
+    }
+}
+
+/// Reads a tool's `inputSchema` for its `x-mcp-header` parameters and validates them: RFC
+/// 9110 token names, unique case-insensitively, on a property of type `string`, `integer` or
+/// `boolean` (a `null` beside one is allowed) that is reached from the root through
+/// `properties` keys only (nested `properties` included: `opts.zone`). Each valid parameter
+/// goes to `each`, and only when all of them are valid (an invalid one makes the tool
+/// uncallable); the count is returned.
+pub fn header_params<'a>(
+    input_schema: Value<'a>,
+    mut each: impl FnMut(HeaderParam<'_, 'a>),
+) -> Result<usize, HeaderAnnotationError> {
+    let mut headers = heapless::Vec::<&'a [u8], MAX_HEADER_PARAMS>::new();
+    let mut path = heapless::Vec::<&'a [u8], MAX_HEADER_DEPTH>::new();
+    // First every annotation is checked, then (all valid) handed out.
+    walk_properties(input_schema, &mut path, &mut |p| {
+        let duplicate = headers.iter().any(|h| h.eq_ignore_ascii_case(p.header));
+        if duplicate {
+            return Err(HeaderAnnotationError::Duplicate);
+        }
+        headers
+            .push(p.header)
+            .map_err(|_| HeaderAnnotationError::TooMany)
+    })?;
+    // Every annotation in the schema must be one of those: anything else is unreachable.
+    let all = memchr::memmem::find_iter(input_schema.raw(), b"\"x-mcp-header\"").count();
+    if all != headers.len() {
+        return Err(HeaderAnnotationError::Unreachable);
+    }
+    path.clear();
+    walk_properties(input_schema, &mut path, &mut |p| {
+        each(p);
+        Ok(())
+    })?;
+    Ok(headers.len())
+}
+
+/// Visits the annotated properties under `schema.properties`, depth first, with their paths.
+fn walk_properties<'a>(
+    schema: Value<'a>,
+    path: &mut heapless::Vec<&'a [u8], MAX_HEADER_DEPTH>,
+    visit: &mut dyn FnMut(HeaderParam<'_, 'a>) -> Result<(), HeaderAnnotationError>,
+) -> Result<(), HeaderAnnotationError> {
+    let Some(props) = schema
+        .get("properties")
+        .filter(|p| p.kind() == Kind::Object)
+    else {
+        return Ok(());
+    };
+    for (name, prop) in props.members() {
+        if path.push(name.raw()).is_err() {
+            // Deeper than kept: what is below stays uncounted, so it reads as unreachable.
+            return Ok(());
+        }
+        if let Some(header) = prop.get("x-mcp-header") {
             let header = header
                 .as_str()
                 .map(|h| h.raw())
                 .filter(|h| !h.is_empty() && h.iter().all(|&b| is_tchar(b)))
                 .ok_or(HeaderAnnotationError::BadName)?;
-            let primitive = prop.get("type").and_then(|t| t.as_str()).is_some_and(|t| {
-                ["string", "integer", "number", "boolean"]
-                    .iter()
-                    .any(|k| t.eq_str(k))
-            });
-            if !primitive {
+            if !primitive_type(prop) {
                 return Err(HeaderAnnotationError::NotPrimitive);
             }
-            let duplicate = found
-                .iter()
-                .any(|p: &HeaderParam<'_>| p.header.eq_ignore_ascii_case(header));
-            if duplicate {
-                return Err(HeaderAnnotationError::Duplicate);
-            }
-            found
-                .push(HeaderParam {
-                    argument: name.raw(),
-                    header,
-                })
-                .map_err(|_| HeaderAnnotationError::TooMany)?;
+            visit(HeaderParam {
+                path: path.as_slice(),
+                header,
+            })?;
         }
+        walk_properties(prop, path, visit)?;
+        path.pop();
     }
-    // Every annotation in the schema must be one of those: anything deeper is unreachable.
-    let all = memchr::memmem::find_iter(input_schema.raw(), b"\"x-mcp-header\"").count();
-    if all != found.len() {
-        return Err(HeaderAnnotationError::Unreachable);
+    Ok(())
+}
+
+/// A property's `type` is one header-safe primitive: `string`, `integer` or `boolean`, alone
+/// or in an array beside `null` (`["string","null"]`).
+fn primitive_type(prop: Value<'_>) -> bool {
+    const PRIMITIVE: [&str; 3] = ["string", "integer", "boolean"];
+    let is = |t: Value<'_>, names: &[&str]| {
+        t.as_str()
+            .is_some_and(|t| names.iter().any(|name| t.eq_str(name)))
+    };
+    match prop.get("type") {
+        Some(t) if t.kind() == Kind::String => is(t, &PRIMITIVE),
+        Some(t) if t.kind() == Kind::Array => {
+            let primitives = t.elements().filter(|e| is(*e, &PRIMITIVE)).count();
+            let nulls = t.elements().filter(|e| is(*e, &["null"])).count();
+            primitives == 1 && nulls <= 1 && t.elements().count() == primitives + nulls
+        }
+        _ => false,
     }
-    Ok(found)
+}
+
+/// The argument a header parameter mirrors: `path` (names joined by [`PATH_SEPARATOR`], as
+/// [`HeaderParam::write_path`] writes them) followed from the arguments' root.
+pub fn param_at<'a>(args: Value<'a>, path: &[u8]) -> Option<Value<'a>> {
+    let mut value = args;
+    for name in path.split(|&b| b == PATH_SEPARATOR) {
+        let name = core::str::from_utf8(name).ok()?;
+        value = value.get(name)?;
+    }
+    Some(value)
 }
 
 /// RFC 9110 `tchar`.
@@ -437,6 +568,22 @@ mod tests {
             Verdict::Legacy
         );
         assert_eq!(judge_probe(405, Some(b"")), Verdict::Legacy);
+        // A result is modern only with a `supportedVersions` naming ours (issue 27): an old-era
+        // server that answers any method with `{}` is not.
+        for result in [
+            r#"{}"#,
+            r#"{"capabilities":{}}"#,
+            r#"{"supportedVersions":["2027-01-01"]}"#,
+            r#"{"supportedVersions":"2026-07-28"}"#,
+            r#"[]"#,
+        ] {
+            let body = std::format!(r#"{{"jsonrpc":"2.0","id":1,"result":{result}}}"#);
+            assert_eq!(
+                judge_probe(200, Some(body.as_bytes())),
+                Verdict::Legacy,
+                "{result}"
+            );
+        }
         // No verdict: failures of the call.
         for status in [401, 403, 500, 502, 503, 504] {
             assert_eq!(
@@ -527,18 +674,42 @@ mod tests {
         Value::parse(json.as_bytes(), JsonLimits::default()).unwrap()
     }
 
+    /// The parameters of a schema as `(path with dots, header)`, or why it is invalid.
+    fn params_of(json: &str) -> Result<std::vec::Vec<(String, String)>, HeaderAnnotationError> {
+        let mut found = std::vec::Vec::new();
+        let n = header_params(schema(json), |p| {
+            let mut path = crate::wire::failure::StrSink::<256>::default();
+            p.write_path(&mut path).unwrap();
+            let path = path.as_str().replace('\u{1f}', ".");
+            found.push((path, String::from_utf8(p.header.to_vec()).unwrap()));
+        })?;
+        assert_eq!(n, found.len());
+        Ok(found)
+    }
+
     #[test]
     fn header_annotations_are_read_and_bad_ones_refused() {
-        let s = schema(
-            r#"{"type":"object","properties":{"text":{"type":"string"},"region":{"type":"string","x-mcp-header":"Region"},"n":{"type":"integer","x-mcp-header":"Count"}}}"#,
-        );
-        let params = header_params(s).unwrap();
-        assert_eq!(params.len(), 2);
+        let pair = |a: &str, h: &str| (String::from(a), String::from(h));
         assert_eq!(
-            (params[0].argument, params[0].header),
-            (&b"region"[..], &b"Region"[..])
+            params_of(
+                r#"{"type":"object","properties":{"text":{"type":"string"},"region":{"type":"string","x-mcp-header":"Region"},"n":{"type":"integer","x-mcp-header":"Count"},"b":{"type":["boolean","null"],"x-mcp-header":"Flag"}}}"#,
+            )
+            .unwrap(),
+            [
+                pair("region", "Region"),
+                pair("n", "Count"),
+                pair("b", "Flag")
+            ]
         );
-        assert_eq!(params[1].header, b"Count");
+        // Issue 27: a property reached through nested `properties` only is valid, and its
+        // path is kept for mirroring.
+        assert_eq!(
+            params_of(
+                r#"{"type":"object","properties":{"opts":{"type":"object","properties":{"zone":{"type":"string","x-mcp-header":"Zone"}}}}}"#,
+            )
+            .unwrap(),
+            [pair("opts.zone", "Zone")]
+        );
         let bad = [
             (
                 r#"{"properties":{"a":{"type":"string","x-mcp-header":"Bad Name"}}}"#,
@@ -553,6 +724,10 @@ mod tests {
                 HeaderAnnotationError::Duplicate,
             ),
             (
+                r#"{"properties":{"a":{"type":"string","x-mcp-header":"X"},"o":{"properties":{"b":{"type":"string","x-mcp-header":"X"}}}}}"#,
+                HeaderAnnotationError::Duplicate,
+            ),
+            (
                 r#"{"properties":{"a":{"type":"object","x-mcp-header":"X"}}}"#,
                 HeaderAnnotationError::NotPrimitive,
             ),
@@ -560,19 +735,80 @@ mod tests {
                 r#"{"properties":{"a":{"x-mcp-header":"X"}}}"#,
                 HeaderAnnotationError::NotPrimitive,
             ),
+            // Issue 27: `number` is not a header type (the official check
+            // `invalid_number_header`), nor `null` alone, nor two primitives at once.
             (
-                r#"{"properties":{"a":{"type":"object","properties":{"b":{"type":"string","x-mcp-header":"X"}}}}}"#,
+                r#"{"properties":{"a":{"type":"number","x-mcp-header":"X"}}}"#,
+                HeaderAnnotationError::NotPrimitive,
+            ),
+            (
+                r#"{"properties":{"a":{"type":["number","null"],"x-mcp-header":"X"}}}"#,
+                HeaderAnnotationError::NotPrimitive,
+            ),
+            (
+                r#"{"properties":{"a":{"type":"null","x-mcp-header":"X"}}}"#,
+                HeaderAnnotationError::NotPrimitive,
+            ),
+            (
+                r#"{"properties":{"a":{"type":["string","integer"],"x-mcp-header":"X"}}}"#,
+                HeaderAnnotationError::NotPrimitive,
+            ),
+            (
+                r#"{"properties":{"a":{"type":"array","items":{"type":"string","x-mcp-header":"X"}}}}"#,
                 HeaderAnnotationError::Unreachable,
             ),
         ];
         for (json, want) in bad {
-            assert_eq!(header_params(schema(json)).unwrap_err(), want, "{json}");
+            assert_eq!(params_of(json).unwrap_err(), want, "{json}");
         }
-        assert!(
-            header_params(schema(r#"{"type":"object"}"#))
-                .unwrap()
-                .is_empty()
+        // Reachable only through `properties` keys: never through another keyword.
+        let leaf = r#"{"type":"string","x-mcp-header":"X"}"#;
+        for keyword in [
+            std::format!(r#""items":{leaf}"#),
+            std::format!(r#""anyOf":[{leaf}]"#),
+            std::format!(r#""oneOf":[{leaf}]"#),
+            std::format!(r#""allOf":[{leaf}]"#),
+            std::format!(r#""not":{leaf}"#),
+            std::format!(r#""if":{leaf}"#),
+            std::format!(r#""then":{leaf}"#),
+            std::format!(r#""else":{leaf}"#),
+            std::format!(r#""$defs":{{"d":{leaf}}}"#),
+            std::format!(r#""additionalProperties":{leaf}"#),
+            std::format!(r#""patternProperties":{{"^a":{leaf}}}"#),
+        ] {
+            for json in [
+                std::format!(r#"{{"type":"object",{keyword}}}"#),
+                std::format!(r#"{{"properties":{{"o":{{"type":"object",{keyword}}}}}}}"#),
+            ] {
+                assert_eq!(
+                    params_of(&json).unwrap_err(),
+                    HeaderAnnotationError::Unreachable,
+                    "{json}"
+                );
+            }
+        }
+        assert!(params_of(r#"{"type":"object"}"#).unwrap().is_empty());
+        // As deep as kept: found; deeper: unreachable, never a panic.
+        let mut deep = String::from(leaf);
+        for _ in 0..MAX_HEADER_DEPTH {
+            deep = std::format!(r#"{{"properties":{{"p":{deep}}}}}"#);
+        }
+        assert_eq!(params_of(&deep).unwrap().len(), 1);
+        let deep = std::format!(r#"{{"properties":{{"p":{deep}}}}}"#);
+        assert_eq!(
+            params_of(&deep).unwrap_err(),
+            HeaderAnnotationError::Unreachable
         );
+    }
+
+    #[test]
+    fn a_nested_parameter_is_found_by_its_path() {
+        let args = schema(r#"{"opts":{"zone":"eu"},"zone":"top"}"#);
+        let at = |path: &[u8]| param_at(args, path).map(|v| v.raw());
+        assert_eq!(at(b"opts\x1fzone"), Some(&br#""eu""#[..]));
+        assert_eq!(at(b"zone"), Some(&br#""top""#[..]));
+        assert_eq!(at(b"opts\x1fnone"), None);
+        assert_eq!(at(b"zone\x1fdeeper"), None);
     }
 
     #[test]

@@ -202,14 +202,24 @@ pub enum Failure {
     BadArguments,
     /// A list (tools/list, resources/list …) kept paging past the page cap, or repeated a cursor.
     EndlessPaging,
-    /// The reply sent no byte for the idle time (progress and SSE comments count as bytes).
+    /// The reply sent no byte for the idle time (progress and SSE comments count as bytes);
+    /// only when an idle timeout is set (`--idle-timeout-ms`, `Options::idle_timeout_ms`).
     Stalled {
         /// The idle time that passed, in ms.
         idle_ms: u64,
+        /// It ended a `tools/call` that was written: the tool may still be running.
+        call: bool,
     },
-    /// The connection ended (closed or reset) after a `tools/call` was written and before any
-    /// byte of its reply: the server may have run the tool, so it is not sent again.
-    MayHaveRun,
+    /// A tool call's deadline passed (`--timeout-ms`, `Options::timeout_ms`).
+    CallTimedOut {
+        /// The call's timeout, in ms.
+        ms: u64,
+        /// Its `tools/call` was written: the tool may still be running on the server.
+        sent: bool,
+    },
+    /// The connection or the reply stream ended after a `tools/call` was written and before
+    /// its response: the server may have run the tool, so it is not sent again.
+    MayHaveRun(Broken),
     /// The caller dropped the call before it ended.
     Cancelled,
     /// The server answered 429 or 503 with a `retry-after` the call cannot wait for.
@@ -229,6 +239,9 @@ pub enum Failure {
     /// The request needs the 2026-07-28 era (e.g. following a task) and the server speaks
     /// an older one.
     NotModern,
+    /// The server refused our protocol version (JSON-RPC `-32022`) twice, or listed none we
+    /// speak: its versions (`data.supported`, as it listed them, cut to [`DETAIL_BYTES`]).
+    VersionRefused(Detail),
     /// A call that became a task (the tasks extension) ended without its result.
     Task {
         /// The task's id, as the server gave it.
@@ -236,6 +249,22 @@ pub enum Failure {
         /// How it ended.
         end: TaskEnd,
     },
+}
+
+/// Where a written `tools/call`'s reply broke ([`Failure::MayHaveRun`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Broken {
+    /// Closed or reset before any byte of the reply.
+    BeforeReply,
+    /// Closed in the reply's head.
+    InHead,
+    /// Closed in the middle of the reply body.
+    InBody,
+    /// A read failed (connection reset) during the reply.
+    Reset,
+    /// The reply stream ended (and could not be resumed) without the response.
+    StreamEnded,
 }
 
 /// How a task ended without its result.
@@ -286,7 +315,7 @@ impl Failure {
             })
             | Failure::Http(HttpError::TlsRecord) => Cause::Tls,
             Failure::Connect(_) => Cause::Connect,
-            Failure::TimedOut => Cause::TimedOut,
+            Failure::TimedOut | Failure::CallTimedOut { .. } => Cause::TimedOut,
             Failure::Stalled { .. } => Cause::Stalled,
             Failure::Cancelled => Cause::Cancelled,
             Failure::Status { code, .. } | Failure::RetryTooLate { code, .. } => {
@@ -297,7 +326,7 @@ impl Failure {
             | Failure::ReadFailed
             | Failure::ClosedEarly(_)
             | Failure::NoResponse
-            | Failure::MayHaveRun => Cause::Truncated,
+            | Failure::MayHaveRun(_) => Cause::Truncated,
             Failure::TooLarge(..) => Cause::TooLarge,
             Failure::Http(_)
             | Failure::UnexpectedContentType(_)
@@ -309,6 +338,7 @@ impl Failure {
             | Failure::UnexpectedResultType(_)
             | Failure::ToolDropped
             | Failure::NotModern
+            | Failure::VersionRefused(_)
             | Failure::EndlessPaging => Cause::Malformed,
             Failure::InputRequired(_) => Cause::InputRequired,
             Failure::Task {
@@ -471,14 +501,52 @@ impl fmt::Display for Failure {
                 }
                 Ok(())
             }
-            Failure::Stalled { idle_ms } => write!(
-                f,
-                "server stalled: no byte of the reply for {idle_ms} ms (the idle timeout)"
-            ),
-            Failure::MayHaveRun => f.write_str(
-                "the connection ended after the tool call was sent and before any reply: the \
-                 tool may have run, so the call was not sent again",
-            ),
+            Failure::Stalled { idle_ms, call } => {
+                write!(
+                    f,
+                    "server stalled: no byte of the reply for {idle_ms} ms, the idle timeout \
+                     (--idle-timeout-ms, Options::idle_timeout_ms; off by default)"
+                )?;
+                if *call {
+                    f.write_str(": the tool may still be running on the server")?;
+                }
+                Ok(())
+            }
+            Failure::CallTimedOut { ms, sent } => {
+                write!(
+                    f,
+                    "tool call timed out after {ms} ms, the call's deadline (--timeout-ms, \
+                     Options::timeout_ms)"
+                )?;
+                f.write_str(if *sent {
+                    ": the tool may still be running on the server"
+                } else {
+                    ", before the tool call was sent"
+                })
+            }
+            Failure::MayHaveRun(broken) => {
+                f.write_str(match broken {
+                    Broken::BeforeReply => {
+                        "the connection ended after the tool call was sent and before any reply"
+                    }
+                    Broken::InHead => {
+                        "server closed the connection before the reply head was complete, \
+                         after the tool call was sent"
+                    }
+                    Broken::InBody => {
+                        "server closed the connection in the middle of the reply body, before \
+                         the tool call's response"
+                    }
+                    Broken::Reset => {
+                        "reading the reply failed (connection reset) before the tool call's \
+                         response"
+                    }
+                    Broken::StreamEnded => {
+                        "the reply stream ended without the tool call's response"
+                    }
+                })?;
+                f.write_str(": the tool may have run, so the call was not sent again")
+            }
             Failure::Cancelled => f.write_str("the call was cancelled by its caller"),
             Failure::InputRequired(asked) => write!(
                 f,
@@ -498,6 +566,18 @@ impl fmt::Display for Failure {
                     "lost the server while it ran task {id}; the task may still be running there"
                 ),
             },
+            Failure::VersionRefused(theirs) => {
+                f.write_str("the server refused our protocol version (JSON-RPC -32022): it speaks [")?;
+                f.write_str(if theirs.is_empty() { "none listed" } else { theirs })?;
+                f.write_str("]; this client speaks [")?;
+                for (i, v) in crate::wire::era::MODERN_VERSIONS.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    f.write_str(v)?;
+                }
+                f.write_str("]")
+            }
             Failure::NotModern => f.write_str(
                 "the server does not speak the 2026-07-28 protocol, which tasks need",
             ),

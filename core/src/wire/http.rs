@@ -66,8 +66,9 @@ pub struct McpHeaders<'a> {
     /// `mcp-name`: the tool (`tools/call`), the prompt (`prompts/get`) or the URI
     /// (`resources/read`).
     pub name: Option<&'a str>,
-    /// The tool's `x-mcp-header` annotations as `argument\0Header\0` pairs: each argument
-    /// present in `args` with a primitive value is mirrored as `Mcp-Param-{Header}`.
+    /// The tool's `x-mcp-header` annotations as `argument\0Header\0` pairs (a nested
+    /// argument's path has its names joined by [`crate::wire::era::PATH_SEPARATOR`]): each
+    /// argument present in `args` with a primitive value is mirrored as `Mcp-Param-{Header}`.
     pub params: &'a [u8],
     /// The call's arguments.
     pub args: Option<crate::wire::json::Value<'a>>,
@@ -83,9 +84,9 @@ impl McpHeaders<'_> {
         }
         let mut parts = self.params.split(|&b| b == 0);
         while let (Some(argument), Some(header)) = (parts.next(), parts.next()) {
-            let value = core::str::from_utf8(argument)
-                .ok()
-                .and_then(|a| self.args.and_then(|args| args.get(a)));
+            let value = self
+                .args
+                .and_then(|args| crate::wire::era::param_at(args, argument));
             let Some(value) = value else { continue };
             let mut line = crate::wire::failure::StrSink::<1024>::default();
             if let Some(Ok(())) = crate::wire::era::write_param_value(&mut line, value) {

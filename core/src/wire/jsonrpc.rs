@@ -35,13 +35,13 @@ pub const CLIENT_NAME: &str = "verifi-harness-sdk";
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum ProtocolVersion {
-    /// `2024-11-05`, the seed SDK's choice and our default.
+    /// `2024-11-05`, the seed SDK's choice (still offered on request: [`ProtocolVersion::SEED`]).
     V2024_11_05,
     /// `2025-03-26`.
     V2025_03_26,
     /// `2025-06-18`: the first that requires the `MCP-Protocol-Version` header.
     V2025_06_18,
-    /// `2025-11-25`.
+    /// `2025-11-25`: the newest of the handshake era, offered by default.
     V2025_11_25,
     /// `2026-07-28`: the era without a handshake or sessions. Never offered in `initialize`
     /// (not in [`ProtocolVersion::ALL`]); a server speaks it after a `server/discover` probe
@@ -50,8 +50,12 @@ pub enum ProtocolVersion {
 }
 
 impl ProtocolVersion {
-    /// The version the seed SDK sends: `2024-11-05`.
-    pub const DEFAULT: Self = ProtocolVersion::V2024_11_05;
+    /// The version offered in `initialize` by default: the newest this client speaks in the
+    /// handshake era, `2025-11-25` (a server answers with its own when it speaks an older one).
+    pub const DEFAULT: Self = ProtocolVersion::V2025_11_25;
+
+    /// The version the seed SDK sends, `2024-11-05`: still offered when asked for.
+    pub const SEED: Self = ProtocolVersion::V2024_11_05;
 
     /// Every supported version, oldest first.
     pub const ALL: [Self; 4] = [

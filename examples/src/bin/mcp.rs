@@ -192,12 +192,13 @@ struct Common {
     /// command's own timeout (clamped to 1..=285 s; the call keeps the 300 s ceiling).
     #[arg(long, value_name = "MS")]
     timeout_ms: Option<u64>,
-    /// A reply that sends no byte for this long fails with `server stalled` (default 60000;
-    /// progress and keep-alive comments count; 0 turns it off, leaving only the timeout).
+    /// A reply that sends no byte for this long fails with `server stalled` (off by default:
+    /// the timeout bounds a call; progress and keep-alive comments count; 0 turns it off).
     #[arg(long, value_name = "MS")]
     idle_timeout_ms: Option<u64>,
     /// The MCP protocol version to offer: in `initialize` for an old-era server (default
-    /// 2024-11-05); 2026-07-28 forces the 2026 era (no handshake).
+    /// 2025-11-25; the server answers with its own); 2026-07-28 forces the 2026 era (no
+    /// handshake).
     #[arg(long, value_name = "VERSION")]
     protocol_version: Option<String>,
     /// Which MCP era to speak: auto (probe each server once with server/discover, then speak

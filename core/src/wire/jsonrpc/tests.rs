@@ -36,7 +36,7 @@ fn text(s: JsonStr<'_>) -> String {
 #[test]
 fn encodes_exact_requests() {
     assert_eq!(
-        encode(|o| encode_initialize(o, 1, ProtocolVersion::DEFAULT)),
+        encode(|o| encode_initialize(o, 1, ProtocolVersion::SEED)),
         r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2024-11-05","capabilities":{},"clientInfo":{"name":"verifi-harness-sdk","version":"1.0.0"}}}"#
     );
     assert_eq!(
@@ -105,7 +105,9 @@ fn protocol_versions() {
     for v in ProtocolVersion::ALL {
         assert_eq!(ProtocolVersion::parse(v.as_str().as_bytes()), Some(v));
     }
-    assert_eq!(ProtocolVersion::DEFAULT.as_str(), "2024-11-05");
+    // Issue 27: the newest of the handshake era is offered by default; the seed's stays.
+    assert_eq!(ProtocolVersion::DEFAULT.as_str(), "2025-11-25");
+    assert_eq!(ProtocolVersion::SEED.as_str(), "2024-11-05");
     assert_eq!(ProtocolVersion::parse(b"2026-07-28"), None);
     assert_eq!(ProtocolVersion::parse(b"2024-11-05 "), None);
     assert!(!ProtocolVersion::V2024_11_05.sends_version_header());
