@@ -1657,8 +1657,10 @@ async fn dispatch(cmd: Cmd) -> Result<ExitCode, Fail> {
                 match run.slot.list_tools_described().await {
                     Ok(t) => listed = Some(t),
                     Err(e) => {
-                        // Printed as the call's result would be: the call was not made.
-                        let mut r = ToolResult::local_failure(run.words(&e.message));
+                        // Printed as the call's result would be: the call was not made,
+                        // and the server could not be reached for its tools.
+                        let why = e.message.strip_prefix("tools/list failed: ");
+                        let mut r = ToolResult::local_failure(run.words(why.unwrap_or(&e.message)));
                         r.kind = e.kind;
                         r.latency_ms = u64::try_from(t0.elapsed().as_millis()).unwrap_or(u64::MAX);
                         print_result(&run, tool, &r, format, raw);
