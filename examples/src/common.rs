@@ -199,6 +199,96 @@ pub fn add_pairs(args: &mut Value, pairs: &[String]) -> Result<(), UsageError> {
     Ok(())
 }
 
+/// The keys whose value, after [`add_pairs`], came from a `key=value` pair (a string the
+/// tool's schema may type); a later `key:=json` of the same key takes it off the list.
+pub fn string_pair_keys(pairs: &[String]) -> Vec<String> {
+    let mut keys: Vec<String> = Vec::new();
+    for p in pairs {
+        let Some((key, _)) = p.split_once('=') else {
+            continue;
+        };
+        match key.strip_suffix(':') {
+            Some(k) => keys.retain(|x| x != k),
+            None if !keys.iter().any(|x| x == key) => keys.push(key.to_owned()),
+            None => {}
+        }
+    }
+    keys
+}
+
+/// The JSON types a schema property allows: its `type` (a string, or an array of them).
+fn schema_types(prop: &Value) -> Vec<&str> {
+    match prop.get("type") {
+        Some(Value::String(t)) => vec![t.as_str()],
+        Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Types the `key=value` pairs in `keys` as the tool's `inputSchema` says: a property whose
+/// type is `integer`, `number` or `boolean` (alone, or with `null`, as `["integer","null"]`)
+/// gets its string parsed as that type; a string that does not parse is a usage error naming
+/// the key and the type. A property that also allows `string`, or has no type, keeps the
+/// string; `null` is taken for the word `null` where the type allows it.
+pub fn type_pairs(args: &mut Value, keys: &[String], schema: &Value) -> Result<(), UsageError> {
+    let Some(obj) = args.as_object_mut() else {
+        return Ok(());
+    };
+    for key in keys {
+        let Some(prop) = schema.get("properties").and_then(|p| p.get(key)) else {
+            continue;
+        };
+        let types = schema_types(prop);
+        if types.contains(&"string") || types.is_empty() {
+            continue;
+        }
+        let Some(Value::String(raw)) = obj.get(key) else {
+            continue;
+        };
+        let t = raw.trim();
+        let typed = if types.contains(&"null") && t == "null" {
+            Some(Value::Null)
+        } else if types.contains(&"integer") && !types.contains(&"number") {
+            t.parse::<i64>()
+                .map(Value::from)
+                .or_else(|_| t.parse::<u64>().map(Value::from))
+                .ok()
+        } else if types.contains(&"number") {
+            serde_json::from_str::<Value>(t)
+                .ok()
+                .filter(Value::is_number)
+        } else if types.contains(&"boolean") {
+            match t {
+                "true" => Some(Value::Bool(true)),
+                "false" => Some(Value::Bool(false)),
+                _ => None,
+            }
+        } else {
+            // An object or array property: the pair stays a string (key:=json types it).
+            continue;
+        };
+        let Some(v) = typed else {
+            let want = types
+                .iter()
+                .filter(|t| **t != "null")
+                .copied()
+                .collect::<Vec<_>>()
+                .join(" or ");
+            return usage(format!(
+                "argument {key}={raw:?}: the tool's schema says {key} is {}, and {raw:?} is \
+                 not one (write {key}:=JSON to send it as JSON)",
+                if types.contains(&"null") {
+                    format!("{want} (or null)")
+                } else {
+                    want
+                }
+            ));
+        };
+        obj.insert(key.clone(), v);
+    }
+    Ok(())
+}
+
 /// A server from an `mcpServers` config file (the format MCP clients share).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigServer {
@@ -218,11 +308,7 @@ pub struct ConfigServer {
 pub fn config_server(text: &str, file: &str, name: &str) -> Result<ConfigServer, UsageError> {
     let v: Value = serde_json::from_str(text)
         .map_err(|e| UsageError(format!("config {file} is not JSON: {e}")))?;
-    let servers = v
-        .get("mcpServers")
-        .or_else(|| v.get("servers"))
-        .and_then(Value::as_object)
-        .ok_or_else(|| UsageError(format!("config {file} has no \"mcpServers\" object")))?;
+    let servers = config_servers(&v, file)?;
     let Some(entry) = servers.get(name) else {
         let mut names: Vec<&str> = servers.keys().map(String::as_str).collect();
         names.sort_unstable();
@@ -278,6 +364,34 @@ pub fn config_server(text: &str, file: &str, name: &str) -> Result<ConfigServer,
         stdio: None,
         headers,
     })
+}
+
+fn config_servers<'a>(v: &'a Value, file: &str) -> Result<&'a Map<String, Value>, UsageError> {
+    v.get("mcpServers")
+        .or_else(|| v.get("servers"))
+        .and_then(Value::as_object)
+        .ok_or_else(|| UsageError(format!("config {file} has no \"mcpServers\" object")))
+}
+
+/// The one server of the `mcpServers` JSON `text` (for `--config` without `--server`); a file
+/// with none, or with several, is a usage error listing the names there are.
+pub fn only_config_server(text: &str, file: &str) -> Result<String, UsageError> {
+    let v: Value = serde_json::from_str(text)
+        .map_err(|e| UsageError(format!("config {file} is not JSON: {e}")))?;
+    let servers = config_servers(&v, file)?;
+    let mut names: Vec<&str> = servers.keys().map(String::as_str).collect();
+    match names.as_slice() {
+        [one] => Ok((*one).to_owned()),
+        [] => usage(format!("config {file} has no servers")),
+        _ => {
+            names.sort_unstable();
+            usage(format!(
+                "config {file} has {} servers; name one with --server: {}",
+                names.len(),
+                names.join(", ")
+            ))
+        }
+    }
 }
 
 /// A `command` entry of an mcpServers file as a manifest fill: `command` (a string, or an
@@ -694,6 +808,27 @@ mod tests {
         assert!(add_pairs(&mut a, &["=x".into()]).is_err());
         let e = add_pairs(&mut a, &["n:=nope".into()]).unwrap_err();
         assert!(e.0.contains("n:= takes JSON"), "{e}");
+    }
+
+    #[test]
+    fn string_pairs_are_typed_by_the_schema() {
+        let pairs: Vec<String> = ["n=3", "x=1", "x:=\"s\"", "b=false", "t=7"]
+            .iter()
+            .map(|p| p.to_string())
+            .collect();
+        let keys = string_pair_keys(&pairs);
+        assert_eq!(keys, ["n", "b", "t"]);
+        let mut a = json!({});
+        add_pairs(&mut a, &pairs).unwrap();
+        let schema = json!({"properties": {
+            "n": {"type": ["integer", "null"]}, "x": {"type": "integer"},
+            "b": {"type": "boolean"}, "t": {"type": ["string", "number"]}
+        }});
+        type_pairs(&mut a, &keys, &schema).unwrap();
+        assert_eq!(a, json!({"n": 3, "x": "s", "b": false, "t": "7"}));
+        let mut bad = json!({"n": "1.5"});
+        let e = type_pairs(&mut bad, &["n".into()], &schema).unwrap_err();
+        assert!(e.0.contains("n is integer (or null)"), "{e}");
     }
 
     #[test]

@@ -11,6 +11,8 @@
 //! - `nikto {target}`: a scanner that is not installed on this box, so it always reports a
 //!   tool-level error (`isError: true`);
 //! - `echo {text}`: returns its text (what `mcp bench` calls by default);
+//! - `typed {count, ratio, loud, limit, label}`: returns its arguments as JSON (an integer, a
+//!   number, a boolean, an integer or null, and a string, as its schema says);
 //! - `session_info {}`: what the client said of itself (client info, protocol version): in the
 //!   2026 era from the call's `_meta`, else from the last `initialize`;
 //! - `headers {}`: the request's HTTP headers, one `name: value` a line (to show redaction of
@@ -90,6 +92,20 @@ fn tool_list() -> Vec<Tool> {
             "echo",
             "Returns its text argument",
             schema(json!({ "text": { "type": "string" } }), &[]),
+        ),
+        Tool::new(
+            "typed",
+            "Returns its arguments as JSON",
+            schema(
+                json!({
+                    "count": { "type": "integer" },
+                    "ratio": { "type": "number" },
+                    "loud": { "type": "boolean" },
+                    "limit": { "type": ["integer", "null"] },
+                    "label": { "type": "string" }
+                }),
+                &[],
+            ),
         ),
         Tool::new(
             "session_info",
@@ -287,6 +303,9 @@ impl ServerHandler for Box_ {
                 arg(args, "text")
                     .and_then(Value::as_str)
                     .unwrap_or_default(),
+            )),
+            "typed" => Ok(text(
+                Value::Object(request.arguments.clone().unwrap_or_default()).to_string(),
             )),
             // The old era's `initialize`, or in the 2026 era what this request's `_meta` says.
             "session_info" => match (context.meta.client_info(), context.meta.protocol_version()) {

@@ -8,7 +8,7 @@
 use serde_json::{Value, json};
 use verifi_mcp_host::{SlotHandle, ToolResult};
 
-use crate::common::{UsageError, parse_args};
+use crate::common::{UsageError, add_pairs, parse_args};
 
 /// Which of the protocol subcommands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,7 +19,7 @@ pub enum ProtoCmd {
     Read,
     /// `mcp prompts ENDPOINT`: `{"prompts": […]}`.
     Prompts,
-    /// `mcp prompt ENDPOINT NAME [JSON_ARGS]`: the `prompts/get` result.
+    /// `mcp prompt ENDPOINT NAME [JSON_ARGS | key=value…]`: the `prompts/get` result.
     Prompt,
     /// `mcp ping ENDPOINT`: `{"ok": true, "latencyMs": N}`.
     Ping,
@@ -46,6 +46,10 @@ pub async fn run(
             no_more(args, 0, "ENDPOINT")?;
             let resources = match slot.list_resources().await {
                 Ok(r) => r,
+                Err(e) if e.code == Some(METHOD_NOT_FOUND) => {
+                    err("mcp: this server offers no resources (it does not know resources/list)");
+                    return Ok(1);
+                }
                 Err(e) => return Ok(failed(&e)),
             };
             let templates = match slot.list_resource_templates().await {
@@ -76,14 +80,41 @@ pub async fn run(
                     out(&json!({ "prompts": p }));
                     0
                 }
+                Err(e) if e.code == Some(METHOD_NOT_FOUND) => {
+                    err("mcp: this server offers no prompts (it does not know prompts/list)");
+                    1
+                }
                 Err(e) => failed(&e),
             })
         }
         ProtoCmd::Prompt => {
             let (name, prompt_args) = match args {
                 [name] => (name, Value::Null),
-                [name, a] => (name, parse_args(Some(a))?),
-                _ => return Err(usage(args, "ENDPOINT NAME [JSON_ARGS]", "NAME")),
+                [name, a] if a.trim_start().starts_with('{') => (
+                    name,
+                    parse_args(Some(a)).map_err(|e| {
+                        UsageError(e.0.replace("tool arguments", "prompt arguments"))
+                    })?,
+                ),
+                [name, pairs @ ..] if !pairs.is_empty() => {
+                    // Prompt arguments are strings: key=value as it is (key:=json still sends
+                    // JSON, for a server that takes more).
+                    let mut v = json!({});
+                    add_pairs(&mut v, pairs).map_err(|e| {
+                        UsageError(format!(
+                            "{} (the form is ENDPOINT NAME [JSON_ARGS | key=value…])",
+                            e.0
+                        ))
+                    })?;
+                    (name, v)
+                }
+                _ => {
+                    return Err(usage(
+                        args,
+                        "ENDPOINT NAME [JSON_ARGS | key=value…]",
+                        "NAME",
+                    ));
+                }
             };
             Ok(match slot.get_prompt(name, &prompt_args).await {
                 Ok(r) => {
@@ -104,6 +135,115 @@ pub async fn run(
             })
         }
     }
+}
+
+/// What `cmd` printed as JSON (`v`), for a person (`--format text`, or stdout a terminal):
+/// resources and templates one a line (`uri  name  mimeType  description`), a read's text
+/// parts (a blob is named, not printed), prompts with their arguments (`review(topic,
+/// depth?)  description`), a prompt's messages (`role: text`), a ping's time.
+pub fn text_of(cmd: ProtoCmd, v: &Value) -> String {
+    let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+    let list = |k: &str| {
+        v.get(k)
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let cols = |parts: Vec<String>| {
+        parts
+            .into_iter()
+            .filter(|p| !p.is_empty())
+            .map(|p| one_line(&p))
+            .collect::<Vec<_>>()
+            .join("  ")
+    };
+    let mut lines = Vec::new();
+    match cmd {
+        ProtoCmd::Resources => {
+            for r in list("resources") {
+                lines.push(cols(vec![
+                    s(&r, "uri"),
+                    s(&r, "name"),
+                    s(&r, "mimeType"),
+                    s(&r, "description"),
+                ]));
+            }
+            for t in list("resourceTemplates") {
+                lines.push(cols(vec![
+                    s(&t, "uriTemplate"),
+                    s(&t, "name"),
+                    "(template)".to_owned(),
+                    s(&t, "description"),
+                ]));
+            }
+            if lines.is_empty() {
+                lines.push("(no resources)".to_owned());
+            }
+        }
+        ProtoCmd::Read => {
+            for c in list("contents") {
+                match (c.get("text").and_then(Value::as_str), c.get("blob")) {
+                    (Some(t), _) => lines.push(t.trim_end_matches('\n').to_owned()),
+                    (None, Some(Value::String(b))) => lines.push(format!(
+                        "[{}: binary, {} bytes of base64{}; --format json prints it]",
+                        s(&c, "uri"),
+                        b.len(),
+                        match s(&c, "mimeType") {
+                            m if m.is_empty() => String::new(),
+                            m => format!(", {m}"),
+                        }
+                    )),
+                    _ => {}
+                }
+            }
+        }
+        ProtoCmd::Prompts => {
+            for p in list("prompts") {
+                let args: Vec<String> = p
+                    .get("arguments")
+                    .and_then(Value::as_array)
+                    .map(|a| {
+                        a.iter()
+                            .map(|x| {
+                                let opt = if x["required"] == json!(true) {
+                                    ""
+                                } else {
+                                    "?"
+                                };
+                                format!("{}{opt}", s(x, "name"))
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                lines.push(cols(vec![
+                    format!("{}({})", s(&p, "name"), args.join(", ")),
+                    s(&p, "description"),
+                ]));
+            }
+            if lines.is_empty() {
+                lines.push("(no prompts)".to_owned());
+            }
+        }
+        ProtoCmd::Prompt => {
+            for m in list("messages") {
+                let c = &m["content"];
+                let body = match c.get("text").and_then(Value::as_str) {
+                    Some(t) => t.to_owned(),
+                    None => format!("[{} content]", s(c, "type")),
+                };
+                lines.push(format!("{}: {body}", s(&m, "role")));
+            }
+        }
+        ProtoCmd::Ping => {
+            lines.push(format!("pong in {} ms", v["latencyMs"]));
+        }
+    }
+    lines.join("\n")
+}
+
+/// `t` on one line (line breaks and tabs made spaces).
+fn one_line(t: &str) -> String {
+    t.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 fn no_more(args: &[String], n: usize, form: &str) -> Result<(), UsageError> {

@@ -129,14 +129,33 @@ fn call_tool_error_is_ok_false_is_error_true_exit_1_and_a_tool_error_event() {
     );
 }
 
+/// The documented exit status of an unknown tool is 2 (bad input), and that is what `call`
+/// does: after the server's refusal the tools are listed, and the one line on stderr names
+/// the tools there are; stdout stays empty.
 #[test]
-fn call_refused_unknown_tool_is_ok_false_is_error_false_exit_1() {
+fn call_unknown_tool_is_bad_input_exit_2_naming_the_tools_there_are() {
     let s = server();
-    let o = mcp(&["call", &s.base_url(), "masscan"]);
+    let url = s.base_url();
+    for args in [vec!["masscan"], vec!["masscan", "ports=80"]] {
+        let mut a = vec!["call", url.as_str()];
+        a.extend(args);
+        let o = mcp(&a);
+        assert_eq!(code(&o), 2, "{}", describe(&o));
+        assert!(stdout(&o).is_empty(), "{}", describe(&o));
+        let err = stderr(&o);
+        assert!(
+            err.contains("tool \"masscan\" is not on this server; it has: ")
+                && err.contains("echo")
+                && err.contains("run_command"),
+            "{}",
+            describe(&o)
+        );
+    }
+    // A batch line is a result of its own: an unknown tool there is ok:false (exit 1).
+    let o = mcp_stdin(&["batch", &s.base_url()], "{\"tool\":\"masscan\"}\n");
     assert_eq!(code(&o), 1, "{}", describe(&o));
-    let v = json_line(stdout(&o).trim());
+    let v = json_line(stdout(&o).lines().next().unwrap_or(""));
     assert_eq!(v["ok"], json!(false));
-    assert_eq!(v["isError"], json!(false));
     assert!(
         v["error"].as_str().unwrap_or("").contains("tool not found"),
         "{v}"

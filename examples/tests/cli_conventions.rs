@@ -137,11 +137,22 @@ fn format_text_prints_the_tools_text_and_errors_go_to_stderr() {
     assert_eq!(stdout(&o), "plain words\n");
     assert!(stderr(&o).is_empty(), "{}", describe(&o));
 
-    let o = mcp(&["call", &s.base_url(), "masscan", "--format", "text"]);
+    let o = mcp(&[
+        "call",
+        &s.base_url(),
+        "nikto",
+        "target=x",
+        "--format",
+        "text",
+    ]);
     assert_eq!(code(&o), 1, "{}", describe(&o));
-    assert!(stdout(&o).is_empty(), "no result text: {}", describe(&o));
     assert!(
-        stderr(&o).contains("mcp: masscan: JSON-RPC error"),
+        stdout(&o).contains("scanner not installed"),
+        "the tool's own text: {}",
+        describe(&o)
+    );
+    assert!(
+        stderr(&o).contains("mcp: nikto: tool error in "),
         "{}",
         describe(&o)
     );
@@ -211,7 +222,7 @@ fn every_json_the_tools_print_is_camel_case() {
     assert_eq!(summary["errors"], json!(3), "{summary}");
     assert_eq!(
         summary["errorKinds"],
-        json!({ "tool error (isError)": 3 }),
+        json!({ "tool error: nikto: scanner not installed on box test (target x)": 3 }),
         "{summary}"
     );
     printed.push(summary);
@@ -568,13 +579,19 @@ fn mcp_on_a_terminal(args: &[&str], env: &[(&str, &str)]) -> String {
 fn on_a_terminal_json_is_pretty_and_colored_and_bench_draws_a_histogram() {
     let s = server();
     let url = s.base_url();
-    let out = mcp_on_a_terminal(&["call", &url, "echo", "text=tty"], &[("NO_COLOR", "")]);
+    let out = mcp_on_a_terminal(
+        &["call", &url, "echo", "text=tty", "--format", "json"],
+        &[("NO_COLOR", "")],
+    );
     assert!(
         out.contains("\x1b[34m\"text\"\x1b[0m: \x1b[32m\"tty\"\x1b[0m"),
         "colored keys and strings: {out:?}"
     );
     assert!(out.lines().count() >= 7, "one key a line: {out:?}");
-    let plain = mcp_on_a_terminal(&["call", &url, "echo", "text=tty"], &[("NO_COLOR", "1")]);
+    let plain = mcp_on_a_terminal(
+        &["call", &url, "echo", "text=tty", "--format", "json"],
+        &[("NO_COLOR", "1")],
+    );
     assert!(!plain.contains('\x1b'), "NO_COLOR: {plain:?}");
     assert!(plain.contains("\"text\": \"tty\""), "{plain:?}");
     let bench = mcp_on_a_terminal(

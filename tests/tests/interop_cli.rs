@@ -87,12 +87,17 @@ fn run(kind: PeerKind) {
     };
     assert_eq!(json_of(&out)["text"], format!("mixed: text part\n{image}"));
 
-    // call, unknown tool: rmcp refuses with JSON-RPC, TS and Python answer isError.
+    // call, unknown tool: rmcp refuses with JSON-RPC, TS and Python answer isError; either
+    // way it is bad input (exit 2) naming the tools there are, with nothing on stdout.
     let out = mcp(&["call", url, "no_such_tool"]);
-    assert_eq!(out.status.code(), Some(1), "{out:?}");
-    let v = json_of(&out);
-    assert_eq!(v["ok"], false);
-    assert_eq!(v["isError"], kind.sdk() != Sdk::Rmcp);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(out.stdout.is_empty(), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("tool \"no_such_tool\" is not on this server; it has: ")
+            && err.contains("echo"),
+        "{out:?}"
+    );
 
     // exec: the tool's exit code is the process's; the output unwrapped.
     let out = mcp(&["exec", url, "id; exit 3", "--workspace", "run-cli-7"]);

@@ -46,7 +46,7 @@ fn every_command_works_with_stdio() {
     assert_eq!(v["ok"], true);
     assert_eq!(v["text"], "hello stdio");
 
-    let o = mcp(&["tools", "--stdio", s, "--format", "text"]);
+    let o = mcp(&["tools", "--stdio", s]);
     assert_eq!(o.status.code(), Some(0), "{o:?}");
     let names = String::from_utf8_lossy(&o.stdout).into_owned();
     assert!(names.lines().any(|l| l == "echo"), "{names}");
@@ -70,6 +70,33 @@ fn every_command_works_with_stdio() {
     let o = mcp(&["ping", "--stdio", s]);
     assert_eq!(o.status.code(), Some(0), "{o:?}");
     assert_eq!(stdout_json(&o)["ok"], true);
+
+    // Prompt arguments as key=value pairs, and each command's text for a person.
+    let o = mcp(&[
+        "prompt",
+        "--stdio",
+        s,
+        "review",
+        "topic=TLS",
+        "--format",
+        "text",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(text.contains(": Review the TLS findings."), "{text}");
+    for (args, want) in [
+        (vec!["resources"], "test://notes/readme"),
+        (vec!["read", "test://notes/readme"], "hello from the readme"),
+        (vec!["prompts"], "review("),
+    ] {
+        let mut a = vec![args[0], "--stdio", s, "--format", "text"];
+        a.extend(&args[1..]);
+        let o = mcp(&a);
+        assert_eq!(o.status.code(), Some(0), "{o:?}");
+        let text = String::from_utf8_lossy(&o.stdout).into_owned();
+        assert!(text.contains(want), "{args:?}: {text}");
+        assert!(!text.trim_start().starts_with('{'), "not JSON: {text}");
+    }
 }
 
 #[test]
@@ -93,16 +120,9 @@ fn a_manifest_slot_with_a_command() {
         std::fs::canonicalize(cwd).unwrap(),
         std::fs::canonicalize(&dir).unwrap()
     );
-    let o = mcp(&[
-        "tools",
-        "--manifest",
-        &m,
-        "--slot",
-        "local",
-        "--format",
-        "text",
-    ]);
+    let o = mcp(&["tools", "--manifest", &m, "--slot", "local"]);
     assert_eq!(o.status.code(), Some(0), "{o:?}");
+    // Piped, tools prints names one a line.
     assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "echo");
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -146,14 +166,14 @@ fn a_server_that_logs_on_stdout_is_listed_and_its_log_line_shown_by_verbose() {
         python.display(),
         script.display()
     );
-    let o = mcp(&["tools", "--stdio", &server, "--format", "text"]);
+    let o = mcp(&["tools", "--stdio", &server]);
     assert_eq!(o.status.code(), Some(0), "{o:?}");
     let names = String::from_utf8_lossy(&o.stdout).into_owned();
     assert!(names.lines().any(|l| l == "echo"), "{names}");
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!err.contains("INFO: MCP server"), "only -v shows it: {err}");
 
-    let o = mcp(&["tools", "-v", "--stdio", &server, "--format", "text"]);
+    let o = mcp(&["tools", "-v", "--stdio", &server]);
     assert_eq!(o.status.code(), Some(0), "{o:?}");
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
@@ -204,19 +224,19 @@ fn a_config_file_command_entry() {
 #[test]
 fn an_exited_child_is_an_unreachable_server_with_its_status_and_stderr() {
     let server = fault("exit-at-start");
-    let o = mcp(&["call", "--stdio", &server, "echo", "text=x"]);
+    let o = mcp(&["call", "--stdio", &server, "echo", r#"{"text":"x"}"#]);
     assert_eq!(o.status.code(), Some(1), "{o:?}");
     let v = stdout_json(&o);
     assert_eq!(v["ok"], false);
     assert_eq!(v["kind"]["type"], "unreachable");
     let e = v["error"].as_str().unwrap_or("");
-    assert!(e.contains("exit status: 7"), "{e}");
+    assert!(e.starts_with("the server process exited (status 7)"), "{e}");
     assert!(e.contains("cannot load config"), "{e}");
     // The timeline on stderr says it too.
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
         err.lines()
-            .any(|l| l.contains("tool_error") && l.contains("exit status: 7")),
+            .any(|l| l.contains("tool_error") && l.contains("exited (status 7)")),
         "{err}"
     );
     // A command that cannot start says so.

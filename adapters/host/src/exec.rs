@@ -30,11 +30,13 @@ pub struct ExecResult {
     pub call: ToolResult,
 }
 
-/// `run_command` on one slot, with the run id as the workspace.
+/// `run_command` (or another tool of that form, see [`Exec::tool`]) on one slot, with the run
+/// id as the workspace.
 #[derive(Debug, Clone)]
 pub struct Exec {
     slot: SlotHandle,
     run_id: String,
+    tool: String,
 }
 
 impl Exec {
@@ -43,7 +45,20 @@ impl Exec {
         Ok(Exec {
             slot: ctx.mcp(slot)?,
             run_id: ctx.run_id().to_owned(),
+            tool: RUN_COMMAND.to_owned(),
         })
+    }
+
+    /// The same, calling the tool `name` instead of `run_command` (a box whose command tool
+    /// is called `command` or `execute_command`; it takes the same arguments).
+    pub fn tool(mut self, name: &str) -> Exec {
+        self.tool = name.to_owned();
+        self
+    }
+
+    /// The tool it calls (`run_command` unless [`tool`](Self::tool) named another).
+    pub fn tool_name(&self) -> &str {
+        &self.tool
     }
 
     /// The slot it runs on.
@@ -66,10 +81,10 @@ impl Exec {
             clamp_timeout_s(timeout_ms),
             &self.run_id,
         ) {
-            Ok(()) => self.slot.call_json(RUN_COMMAND, args.bytes(), None).await,
+            Ok(()) => self.slot.call_json(&self.tool, args.bytes(), None).await,
             Err(e) => self
                 .slot
-                .local_failure(RUN_COMMAND, &format!("run_command arguments: {e}")),
+                .local_failure(&self.tool, &format!("{} arguments: {e}", self.tool)),
         };
         let outcome = exec_outcome(call.ok, &call.text, call.error.as_deref());
         ExecResult {

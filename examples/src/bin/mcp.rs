@@ -16,9 +16,11 @@ use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use serde_json::{Map, Value, json};
 use verifi_mcp_examples::common::{
     self, CLI_SLOT, CallStatus, UsageError, add_pairs, amend_manifest, args_from_source,
-    config_server, endpoint_base, event_line, ledger_json, mcp_url, one_slot_manifest, parse_args,
-    parse_header, render_json, result_json, run_secrets, scrub, timeline_json, url_secrets_in,
+    config_server, endpoint_base, event_line, ledger_json, mcp_url, one_slot_manifest,
+    only_config_server, parse_args, parse_header, render_json, result_json, run_secrets, scrub,
+    string_pair_keys, timeline_json, type_pairs, url_secrets_in,
 };
+use verifi_mcp_examples::human;
 use verifi_mcp_examples::protocol_cmds::{self, ProtoCmd};
 use verifi_mcp_examples::{auth_cmd, child_env, out, signals};
 use verifi_mcp_host::auth::loopback::LoopbackHook;
@@ -27,7 +29,7 @@ use verifi_mcp_host::context::INSECURE_WARNING;
 use verifi_mcp_host::proxy::EnvProxies;
 use verifi_mcp_host::{Elicitation, EraSetting, ProxyRule, RootCert};
 use verifi_mcp_host::{
-    Exec, HarnessContext, Options, ProgressUpdate, ProtocolVersion, SlotHandle, TaskStart,
+    Exec, HarnessContext, Kind, Options, ProgressUpdate, ProtocolVersion, SlotHandle, TaskStart,
     ToolResult, WireEvent, WireTrace,
 };
 
@@ -99,8 +101,13 @@ Examples:
   mcp tools --manifest run.json --slot kali";
 
 const CALL_EXAMPLES: &str = "\
-Arguments: a JSON object, key=value pairs (strings) and key:=json pairs (any JSON), or
---args with JSON text, @FILE or - (stdin). Pairs win over --args.
+Arguments: a JSON object, key=value pairs and key:=json pairs (any JSON), or --args with
+JSON text, @FILE or - (stdin). Pairs win over --args. A key=value is a string, or a number,
+integer or boolean where the tool's inputSchema says so (bad input, exit 2, if it is not one).
+
+Output: on a terminal, the tool's text, with a status line on stderr; piped, one JSON object
+{ok, text, isError, latencyMs, error, kind}. --format text|json chooses. A tool the server
+does not have is bad input (exit 2), naming the tools it has.
 
 Examples:
   mcp call http://127.0.0.1:8080 echo '{\"text\":\"hi\"}'
@@ -124,16 +131,54 @@ Examples:
   mcp task cancel http://127.0.0.1:8080 TASK_ID";
 
 const EXEC_EXAMPLES: &str = "\
-Runs COMMAND with the run_command tool of a Kali-style box and prints its output. The
-box's reply is \"$ <cmd>\\n(exit N)\\n<output>\"; mcp prints the output and exits N.
+Runs COMMAND with the run_command tool of a Kali-style box (--tool NAME for a box that
+calls it otherwise) and prints its output. The box's reply is
+\"$ <cmd>\\n(exit N)\\n<output>\"; mcp prints the output and exits N. A box without that
+tool is bad input (exit 2), naming the tools it has that look like a command runner.
 
 Examples:
   mcp exec http://127.0.0.1:8080 'uname -a'
   mcp exec http://127.0.0.1:8080 'sleep 5' --timeout-ms 2000   # killed on the box: exit 124
-  mcp exec http://127.0.0.1:8080 pwd --workspace tenant-a";
+  mcp exec http://127.0.0.1:8080 pwd --workspace tenant-a
+  mcp exec http://127.0.0.1:8080 id --tool execute_command";
+
+/// Where the server is, without an ENDPOINT: said in each protocol command's help.
+macro_rules! endpointless {
+    ($cmd:literal, $rest:literal) => {
+        concat!(
+            "ENDPOINT may be left out: the server then comes from --config FILE [--server NAME], ",
+            "--stdio 'CMD ARGS…', --manifest FILE --slot NAME, or MCP_ENDPOINT.\n\nExamples:\n",
+            "  mcp ",
+            $cmd,
+            " http://127.0.0.1:8080",
+            $rest,
+            "\n",
+            "  mcp ",
+            $cmd,
+            " --stdio './my-server --stdio'",
+            $rest,
+            "\n",
+            "  mcp ",
+            $cmd,
+            " --config ~/.cursor/mcp.json --server kali",
+            $rest,
+            "\n",
+            "  MCP_ENDPOINT=http://127.0.0.1:8080 mcp ",
+            $cmd,
+            $rest
+        )
+    };
+}
+
+const RESOURCES_EXAMPLES: &str = endpointless!("resources", "");
+const READ_EXAMPLES: &str = endpointless!("read", " test://notes/readme");
+const PROMPTS_EXAMPLES: &str = endpointless!("prompts", "");
+const PROMPT_EXAMPLES: &str = endpointless!("prompt", " review topic=TLS");
+const PING_EXAMPLES: &str = endpointless!("ping", "");
 
 const BATCH_EXAMPLES: &str = "\
-Reads JSON lines {\"tool\": NAME, \"args\": {...}} from stdin and prints one result per line,
+Reads JSON lines {\"tool\": NAME, \"args\": {...}} (or MCP's own {\"name\": NAME,
+\"arguments\": {...}}) from stdin and prints one result per line,
 each with the input's \"line\" number and \"tool\", then a summary line with the ledger (the
 run's metering: toolCalls and evidenceBytes, the bytes of redacted text received) and the
 timeline (events such as tool_error and mcp.fallback_used). Blank lines are reported on
@@ -157,6 +202,7 @@ Examples:
 #[derive(Parser, Debug)]
 #[command(
     name = "mcp",
+    bin_name = "mcp",
     version,
     long_version = LONG_VERSION,
     about = ABOUT,
@@ -169,13 +215,22 @@ struct Cli {
     cmd: Cmd,
 }
 
-/// How output is printed.
+/// How output is printed (not given: text when stdout is a terminal, JSON otherwise).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Format {
     /// JSON: pretty and colored on a terminal, one compact line otherwise.
     Json,
-    /// Text for a person: a tool's text, names one a line.
+    /// Text for a person: a tool's text, tools with their signatures, one item a line.
     Text,
+}
+
+/// The format a command prints in: `--format`, else text on a terminal and JSON when piped.
+fn format_of(common: &Common) -> Format {
+    common.format.unwrap_or(if std::io::stdout().is_terminal() {
+        Format::Text
+    } else {
+        Format::Json
+    })
 }
 
 /// How to reach the slot, and the call options.
@@ -248,28 +303,25 @@ struct Common {
     /// The manifest's slot to use: the name a run gives a tool server, e.g. kali.
     #[arg(long, value_name = "NAME", requires = "manifest")]
     slot: Option<String>,
-    /// Take the server from this mcpServers JSON file (with --server).
-    #[arg(long, value_name = "FILE", requires = "server")]
+    /// Take the server from this mcpServers JSON file (with --server, unless the file has
+    /// only one server).
+    #[arg(long, value_name = "FILE")]
     config: Option<String>,
-    /// The mcpServers entry to use (with --config).
+    /// The mcpServers entry to use (with --config; not needed when the file has one).
     #[arg(long, value_name = "NAME", requires = "config")]
     server: Option<String>,
     /// Largest reply accepted, in bytes (a larger one is an ok:false result naming the cap).
     #[arg(long, value_name = "BYTES", default_value_t = 16 * 1024 * 1024)]
     max_reply_bytes: usize,
-    /// call: also print `result`, the whole CallToolResult (structured content, images,
-    /// annotations), redacted.
-    #[arg(long)]
-    raw: bool,
-    /// call: list the tools first, so a tool's declared outputSchema is checked against its
-    /// structuredContent (a mismatch is a tool error naming the failing path).
-    #[arg(long)]
-    check_output: bool,
+    /// Largest request sent, in bytes (larger arguments are an ok:false result naming the
+    /// cap, before anything is sent).
+    #[arg(long, value_name = "BYTES", default_value_t = 16 * 1024 * 1024)]
+    max_request_bytes: usize,
     /// Print a wire trace on stderr: connections, requests, reply statuses, headers and
     /// events, with secrets and header values redacted.
     #[arg(short = 'v', long)]
     verbose: bool,
-    /// Output format.
+    /// Output format (default: text when stdout is a terminal, JSON when it is piped).
     #[arg(long, value_enum, value_name = "FORMAT")]
     format: Option<Format>,
     /// Forward proxy for every request, `http://[user:pass@]host:port` (or `none`). It wins
@@ -318,7 +370,9 @@ struct Common {
 
 #[derive(Subcommand, Debug)]
 enum Cmd {
-    /// List the server's tools (names; --format json: each tool whole, as the server sent it).
+    /// List the server's tools: on a terminal (or --format text) each with its argument
+    /// signature and description; piped, their names one a line; --format json: each tool
+    /// whole, as the server sent it.
     #[command(after_help = TOOLS_EXAMPLES)]
     Tools {
         /// ENDPOINT (omit with --config, --manifest or MCP_ENDPOINT).
@@ -345,6 +399,14 @@ enum Cmd {
         /// Tool arguments: JSON text, @FILE or - (stdin).
         #[arg(long, value_name = "JSON|@FILE|-")]
         args: Option<String>,
+        /// Also print `result`, the whole CallToolResult (structured content, images,
+        /// annotations), redacted (JSON output).
+        #[arg(long)]
+        raw: bool,
+        /// List the tools first, so the tool's declared outputSchema is checked against its
+        /// structuredContent (a mismatch is a tool error naming the failing path).
+        #[arg(long)]
+        check_output: bool,
         /// If the server makes the call a task (2026 tasks extension), print the task's id
         /// and exit 0 while it runs on (follow it with `mcp task`); a server that answers at
         /// once gets its result printed as usual. Refused (exit 2) for a task of a 2025-11-25
@@ -357,7 +419,8 @@ enum Cmd {
     /// Follow a task a call became (2026 tasks extension): get, wait, cancel.
     #[command(subcommand, after_help = TASK_EXAMPLES)]
     Task(TaskCmd),
-    /// Run a command on a Kali-style box (its run_command tool); exits with its exit code.
+    /// Run a command on a Kali-style box (its run_command tool, or --tool); exits with its
+    /// exit code.
     #[command(
         after_help = EXEC_EXAMPLES,
         override_usage = "mcp exec [OPTIONS] [ENDPOINT] <COMMAND>"
@@ -372,10 +435,15 @@ enum Cmd {
         /// The workspace folder on the box (default: a run id made for this invocation).
         #[arg(long, value_name = "NAME")]
         workspace: Option<String>,
+        /// The box's command tool, when it is not called run_command (e.g. command,
+        /// execute_command); it takes {command, timeout, workspace}.
+        #[arg(long, value_name = "NAME", default_value = "run_command")]
+        tool: String,
         #[command(flatten)]
         common: Common,
     },
-    /// Run JSON lines {"tool":…,"args":{…}} from stdin through one session.
+    /// Run JSON lines {"tool":…,"args":{…}} (or {"name":…,"arguments":{…}}) from stdin
+    /// through one session.
     #[command(after_help = BATCH_EXAMPLES)]
     Batch {
         /// ENDPOINT (omit with --config, --manifest or MCP_ENDPOINT).
@@ -426,15 +494,32 @@ enum Cmd {
     /// Print the man page (roff).
     #[command(after_help = "Examples:\n  mcp man > mcp.1 && man ./mcp.1")]
     Man,
-    /// List resources and resource templates: `mcp resources ENDPOINT`.
+    /// List resources and resource templates: `mcp resources [ENDPOINT]`.
+    #[command(
+        override_usage = "mcp resources [OPTIONS] [ENDPOINT]",
+        after_help = RESOURCES_EXAMPLES
+    )]
     Resources(ProtoArgs),
-    /// Read a resource: `mcp read ENDPOINT URI`.
+    /// Read a resource: `mcp read [ENDPOINT] URI`.
+    #[command(
+        override_usage = "mcp read [OPTIONS] [ENDPOINT] <URI>",
+        after_help = READ_EXAMPLES
+    )]
     Read(ProtoArgs),
-    /// List prompts: `mcp prompts ENDPOINT`.
+    /// List prompts: `mcp prompts [ENDPOINT]`.
+    #[command(
+        override_usage = "mcp prompts [OPTIONS] [ENDPOINT]",
+        after_help = PROMPTS_EXAMPLES
+    )]
     Prompts(ProtoArgs),
-    /// Get a prompt: `mcp prompt ENDPOINT NAME [JSON_ARGS]`.
+    /// Get a prompt: `mcp prompt [ENDPOINT] NAME [JSON_ARGS | key=value…]`.
+    #[command(
+        override_usage = "mcp prompt [OPTIONS] [ENDPOINT] <NAME> [JSON_ARGS | key=value…]",
+        after_help = PROMPT_EXAMPLES
+    )]
     Prompt(ProtoArgs),
-    /// Ping the server: `mcp ping ENDPOINT`.
+    /// Ping the server: `mcp ping [ENDPOINT]`.
+    #[command(override_usage = "mcp ping [OPTIONS] [ENDPOINT]", after_help = PING_EXAMPLES)]
     Ping(ProtoArgs),
     /// Log in to an OAuth-protected server once (the token is kept), see logins, log out.
     #[command(subcommand, after_help = AUTH_EXAMPLES)]
@@ -497,7 +582,7 @@ async fn auth(cmd: AuthCmd) -> Result<ExitCode, Fail> {
             return Ok(ExitCode::from(code));
         }
     };
-    let run = build_with(&a.common, &mut a.pos, &run_id(), login)?;
+    let run = build_with(&a.common, &mut a.pos, &run_id(), false, login)?;
     no_extra(&a.pos)?;
     let pinged = with_elapsed("login", None, run.slot.ping()).await;
     let choice = auth_cmd::choose(a.common.token_store.as_deref());
@@ -533,6 +618,9 @@ enum TaskCmd {
         /// The tool whose call the task is (its name on the timeline).
         #[arg(long, value_name = "NAME")]
         tool: Option<String>,
+        /// Also print `result`, the whole CallToolResult, redacted (JSON output).
+        #[arg(long)]
+        raw: bool,
     },
     /// Cancel the task (tasks/cancel) and print the server's answer as JSON.
     #[command(
@@ -570,7 +658,8 @@ async fn detached(
     let started = with_elapsed(tool, None, run.slot.start_task(tool, args)).await;
     let task = match started {
         TaskStart::Task(t) => t,
-        TaskStart::Done(r) => {
+        TaskStart::Done(mut r) => {
+            run.reword(tool, &mut r);
             print_result(run, tool, &r, format, raw);
             return Ok(finish(run, if r.ok { 0 } else { 1 }).await);
         }
@@ -632,13 +721,13 @@ async fn refuse_session_task(run: &Run, tool: &str) -> Result<Option<ExitCode>, 
 
 /// `mcp task get|wait|cancel`.
 async fn task(cmd: TaskCmd) -> Result<ExitCode, Fail> {
-    let (a, wait, cancel) = match cmd {
-        TaskCmd::Get(a) => (a, None, false),
-        TaskCmd::Cancel(a) => (a, None, true),
-        TaskCmd::Wait { task, tool } => (task, Some(tool), false),
+    let (a, wait, cancel, raw) = match cmd {
+        TaskCmd::Get(a) => (a, None, false, false),
+        TaskCmd::Cancel(a) => (a, None, true, false),
+        TaskCmd::Wait { task, tool, raw } => (task, Some(tool), false, raw),
     };
     let mut pos: Vec<String> = std::iter::once(a.first).chain(a.second).collect();
-    let run = build(&a.common, &mut pos, &run_id())?;
+    let run = build(&a.common, &mut pos, &run_id(), raw)?;
     let id = match pos.as_slice() {
         [id] if !id.trim().is_empty() => id.clone(),
         [] | [_] => return Err(UsageError("missing TASK_ID".into()).into()),
@@ -652,11 +741,21 @@ async fn task(cmd: TaskCmd) -> Result<ExitCode, Fail> {
         };
         return Ok(match answer {
             Ok(v) => {
-                run.p.json(&v);
+                match format_of(&a.common) {
+                    Format::Json => run.p.json(&v),
+                    Format::Text => {
+                        let s = |k: &str| v[k].as_str().unwrap_or("").to_owned();
+                        let mut line = format!("{} {}", s("taskId"), s("status"));
+                        if !s("statusMessage").is_empty() {
+                            line.push_str(&format!(": {}", s("statusMessage")));
+                        }
+                        run.p.text(line.trim());
+                    }
+                }
                 finish(&run, 0).await
             }
             Err(e) => {
-                run.p.err(&format!("mcp: {e}"));
+                run.p.err(&format!("mcp: {}", run.words(&e.message)));
                 run.hint(&e.message);
                 finish(&run, 1).await
             }
@@ -667,21 +766,22 @@ async fn task(cmd: TaskCmd) -> Result<ExitCode, Fail> {
     }
     let status = Mutex::new(CallStatus::default());
     let label = format!("task {id}");
-    let r = with_elapsed(
+    let mut r = with_elapsed(
         &label,
         Some(&status),
         handle.wait_with_progress(status_observer(&status)),
     )
     .await;
-    let format = a.common.format.unwrap_or(Format::Json);
-    print_result(&run, handle.tool_name(), &r, format, a.common.raw);
+    run.reword(handle.tool_name(), &mut r);
+    print_result(&run, handle.tool_name(), &r, format_of(&a.common), raw);
     Ok(finish(&run, if r.ok { 0 } else { 1 }).await)
 }
 
 /// The arguments of the protocol subcommands (see `protocol_cmds`).
 #[derive(Args, Debug)]
 struct ProtoArgs {
-    /// ENDPOINT and the command's own arguments (ENDPOINT omitted with --manifest).
+    /// ENDPOINT and the command's own arguments (ENDPOINT omitted with --config, --stdio,
+    /// --manifest or MCP_ENDPOINT).
     #[arg(value_name = "ENDPOINT ARGS")]
     pos: Vec<String>,
     #[command(flatten)]
@@ -690,10 +790,22 @@ struct ProtoArgs {
 
 /// Runs one protocol subcommand.
 async fn proto(cmd: ProtoCmd, mut a: ProtoArgs) -> Result<ExitCode, Fail> {
-    let run = build(&a.common, &mut a.pos, &run_id())?;
-    let code = protocol_cmds::run(cmd, &run.slot, &a.pos, &|v| run.p.json(v), &|l| {
-        run.p.err(l)
-    })
+    let run = build(&a.common, &mut a.pos, &run_id(), false)?;
+    let format = format_of(&a.common);
+    let out = |v: &Value| match format {
+        Format::Json => run.p.json(v),
+        Format::Text => run.p.text(&protocol_cmds::text_of(cmd, v)),
+    };
+    let code = protocol_cmds::run(
+        cmd,
+        &run.slot,
+        &a.pos,
+        &out,
+        &|l| match l.strip_prefix("mcp: ") {
+            Some(rest) => run.p.err(&format!("mcp: {}", run.words(rest))),
+            None => run.p.err(l),
+        },
+    )
     .await?;
     Ok(finish(&run, code).await)
 }
@@ -751,17 +863,106 @@ struct Run {
     url: String,
     /// `-v`: the era verdict (`mcp.era`) is printed with the other events.
     verbose: bool,
+    /// What a failure's words need (the handshake's state is read when they are made).
+    setting: human::Setting,
+    /// The words of each tool's last failure: the reason on its `mcp.no_healthy_tool` line.
+    failures: Mutex<HashMap<String, String>>,
+    /// The timeline is printed counted by kind, tool and reason (bench), not a line each.
+    counted_events: bool,
 }
 
 impl Run {
-    /// The timeline, one line per event, on stderr (which era a server speaks only with `-v`:
-    /// it is how the call went, not something that went wrong).
+    /// The words settings, with the handshake's state now.
+    fn setting(&self) -> human::Setting {
+        human::Setting {
+            handshake_done: self.slot.protocol_version().is_some(),
+            ..self.setting.clone()
+        }
+    }
+
+    /// `r`'s error told in the command line's words (see `human::failure`), remembered as
+    /// `tool`'s last failure.
+    fn reword(&self, tool: &str, r: &mut ToolResult) {
+        if let Some(e) = &r.error {
+            let w = human::failure(e, &r.kind, &self.setting());
+            if let Ok(mut f) = self.failures.lock() {
+                f.insert(tool.to_owned(), w.clone());
+            }
+            r.error = Some(w);
+        }
+    }
+
+    /// A failure known by its text (a list's, a request's) in the command line's words.
+    fn words(&self, error: &str) -> String {
+        human::failure_text(error, &self.setting())
+    }
+
+    /// One timeline event for a person: as `event_line`, with a failure's words, and the
+    /// reason on an `mcp.no_healthy_tool` line instead of a claim that no server could serve
+    /// the tool.
+    fn event_text(&self, e: &verifi_mcp_host::TimelineEntry) -> String {
+        let v = e.value();
+        let s = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+        match e.kind.as_str() {
+            "tool_error" => format!(
+                "{:<20} {}/{}  {}",
+                e.kind,
+                s("slot"),
+                s("tool"),
+                self.words(&s("error"))
+            ),
+            "mcp.no_healthy_tool" => {
+                let why = self
+                    .failures
+                    .lock()
+                    .ok()
+                    .and_then(|f| f.get(&s("tool")).cloned())
+                    .unwrap_or_else(|| "the call failed".to_owned());
+                let tried = if self.slot.fallback().is_some() {
+                    "the primary and the fallback"
+                } else {
+                    "the server (no --fallback)"
+                };
+                format!(
+                    "{:<20} {}/{}  {tried} could not serve it: {why}",
+                    e.kind,
+                    s("slot"),
+                    s("tool")
+                )
+            }
+            _ => event_line(e),
+        }
+    }
+
+    /// The timeline on stderr: one line per event, or (bench) one per kind, tool and reason
+    /// with its count. Which era a server speaks is printed only with `-v`: it is how the
+    /// call went, not something that went wrong.
     fn timeline_to_stderr(&self) {
+        let mut counted: Vec<(String, u64)> = Vec::new();
         for e in self.ctx.timeline() {
             if e.kind == "mcp.era" && !self.verbose {
                 continue;
             }
-            self.p.err(&format!("event: {}", event_line(&e)));
+            let line = self.event_text(&e);
+            if !self.counted_events {
+                self.p.err(&format!("event: {line}"));
+                continue;
+            }
+            let full = counted.len() >= MAX_ERROR_KINDS;
+            let key = match counted.iter().any(|(l, _)| *l == line) {
+                false if full => "other events".to_owned(),
+                _ => line,
+            };
+            match counted.iter_mut().find(|(l, _)| *l == key) {
+                Some((_, n)) => *n += 1,
+                None => counted.push((key, 1)),
+            }
+        }
+        for (line, n) in counted {
+            match n {
+                1 => self.p.err(&format!("event: {line}")),
+                n => self.p.err(&format!("event: {line}  (x{n})")),
+            }
         }
     }
 
@@ -781,8 +982,14 @@ impl Run {
 enum Source {
     Url(String),
     Stdio(String),
-    Manifest { file: String, slot: String },
-    Config { file: String, server: String },
+    Manifest {
+        file: String,
+        slot: String,
+    },
+    Config {
+        file: String,
+        server: Option<String>,
+    },
 }
 
 /// Takes the server's source from the first positional (a URL), the flags, or
@@ -803,7 +1010,7 @@ fn source(common: &Common, pos: &mut Vec<String>) -> Result<Source, UsageError> 
             file: file.clone(),
             slot: slot.clone(),
         }),
-        (_, _, Some(file), Some(server)) => Some(Source::Config {
+        (_, _, Some(file), server) => Some(Source::Config {
             file: file.clone(),
             server: server.clone(),
         }),
@@ -821,12 +1028,12 @@ fn source(common: &Common, pos: &mut Vec<String>) -> Result<Source, UsageError> 
             _ => Err(UsageError(match pos.first() {
                 Some(p) if !p.starts_with('{') && !p.contains('=') => format!(
                     "missing ENDPOINT: {p:?} is not a URL (http://host:port); give a URL, \
-                     --config FILE --server NAME, --manifest FILE --slot NAME, or set \
-                     {ENDPOINT_VAR}"
+                     --config FILE [--server NAME], --stdio 'CMD ARGS…', --manifest FILE \
+                     --slot NAME, or set {ENDPOINT_VAR}"
                 ),
                 _ => format!(
-                    "missing ENDPOINT: give a URL, --config FILE --server NAME, --manifest FILE \
-                     --slot NAME, or set {ENDPOINT_VAR}"
+                    "missing ENDPOINT: give a URL, --config FILE [--server NAME], --stdio 'CMD \
+                     ARGS…', --manifest FILE --slot NAME, or set {ENDPOINT_VAR}"
                 ),
             })),
         },
@@ -834,8 +1041,13 @@ fn source(common: &Common, pos: &mut Vec<String>) -> Result<Source, UsageError> 
 }
 
 /// Builds the context and the slot from the source, the flags and the environment.
-fn build(common: &Common, pos: &mut Vec<String>, run_id: &str) -> Result<Run, Fail> {
-    build_with(common, pos, run_id, false)
+fn build(
+    common: &Common,
+    pos: &mut Vec<String>,
+    run_id: &str,
+    keep_raw: bool,
+) -> Result<Run, Fail> {
+    build_with(common, pos, run_id, keep_raw, false)
 }
 
 /// [`build`]; `login`: OAuth on even without OAuth flags (`mcp auth login`).
@@ -843,6 +1055,7 @@ fn build_with(
     common: &Common,
     pos: &mut Vec<String>,
     run_id: &str,
+    keep_raw: bool,
     login: bool,
 ) -> Result<Run, Fail> {
     let mut headers = common
@@ -896,6 +1109,9 @@ fn build_with(
     if common.max_reply_bytes < 1024 {
         return Err(UsageError("--max-reply-bytes must be at least 1024".into()).into());
     }
+    if common.max_request_bytes < 1024 {
+        return Err(UsageError("--max-request-bytes must be at least 1024".into()).into());
+    }
     let src = source(common, pos)?;
     // A config file's url is the full MCP URL, as the clients that share the format use it.
     let exact = common.exact_url || matches!(src, Source::Config { .. });
@@ -915,6 +1131,10 @@ fn build_with(
         Source::Config { file, server } => {
             let text = std::fs::read_to_string(&file)
                 .map_err(|e| UsageError(format!("cannot read config {file}: {e}")))?;
+            let server = match server {
+                Some(s) => s,
+                None => only_config_server(&text, &file)?,
+            };
             let s = config_server(&text, &file, &server)?;
             if let Some(Value::Object(mut fill)) = s.stdio {
                 // A local server (`command`): run it and speak to it over stdio.
@@ -1020,6 +1240,7 @@ fn build_with(
     let p = Printer::new(secrets.clone());
     let mut options = Options::default()
         .reply_cap(common.max_reply_bytes)
+        .request_cap(common.max_request_bytes)
         .protocol_version(protocol_version)
         .era(era)
         .tasks(common.tasks == "on")
@@ -1034,7 +1255,7 @@ fn build_with(
         .insecure(common.insecure)
         .proxy(common.proxy.clone())
         .auth(auth)
-        .keep_raw(common.raw);
+        .keep_raw(keep_raw);
     if let Some(ms) = common.timeout_ms {
         options = options.timeout_ms(ms);
     }
@@ -1053,12 +1274,26 @@ fn build_with(
         .map_err(|e| UsageError(scrub(&e.to_string(), &secrets)))?;
     signals::watch(&ctx, &slot);
     let url = mcp_url(slot.endpoint(), exact).unwrap_or_else(|_| slot.endpoint().to_owned());
+    let authority = |u: &str| {
+        let rest = u.split_once("://").map_or(u, |(_, r)| r);
+        rest[..rest.find(['/', '?']).unwrap_or(rest.len())].to_owned()
+    };
+    let last = slot.fallback().unwrap_or(&url).to_owned();
+    let setting = human::Setting {
+        timeout_ms: ctx.options().timeout_ms,
+        last_server: authority(&last),
+        era: common.era.clone(),
+        handshake_done: false,
+    };
     Ok(Run {
         ctx,
         slot,
         p,
         url,
         verbose: common.verbose,
+        setting,
+        failures: Mutex::new(HashMap::new()),
+        counted_events: false,
     })
 }
 
@@ -1068,9 +1303,43 @@ fn build_with(
 /// are scrubbed, so a secret split across reads is still caught.
 fn wire_trace(secrets: Vec<Vec<u8>>) -> WireTrace {
     let pending: Mutex<HashMap<u64, Vec<u8>>> = Mutex::new(HashMap::new());
+    // A stdio server's messages each come as a connection of their own; the trace shows its
+    // child as one connection, "connected" once: label -> its first number, and each later
+    // number -> that one.
+    let children: Mutex<HashMap<String, u64>> = Mutex::new(HashMap::new());
+    let alias: Arc<Mutex<HashMap<u64, u64>>> = Arc::new(Mutex::new(HashMap::new()));
+    let aliases = alias.clone();
+    let shown = move |conn: u64| {
+        let alias = &aliases;
+        alias
+            .lock()
+            .ok()
+            .and_then(|a| a.get(&conn).copied())
+            .unwrap_or(conn)
+    };
     WireTrace::new(move |e| {
         let mut out = String::new();
         match e {
+            WireEvent::Connected {
+                conn,
+                host,
+                port: 0,
+                ..
+            } => {
+                let mut c = children.lock().unwrap_or_else(|e| e.into_inner());
+                match c.get(*host) {
+                    Some(first) => {
+                        if let Ok(mut a) = alias.lock() {
+                            a.insert(*conn, *first);
+                        }
+                    }
+                    None => {
+                        c.insert((*host).to_owned(), *conn);
+                        // A stdio server: its label, `stdio:<command line>`.
+                        out.push_str(&format!("* #{conn} connected to {host}\n"));
+                    }
+                }
+            }
             WireEvent::Connected {
                 conn,
                 host,
@@ -1078,14 +1347,10 @@ fn wire_trace(secrets: Vec<Vec<u8>>) -> WireTrace {
                 tls,
             } => {
                 let t = if *tls { " (TLS)" } else { "" };
-                if *port == 0 {
-                    // A stdio server: its label, `stdio:<command line>`.
-                    out.push_str(&format!("* #{conn} connected to {host}\n"));
-                } else {
-                    out.push_str(&format!("* #{conn} connected to {host}:{port}{t}\n"));
-                }
+                out.push_str(&format!("* #{conn} connected to {host}:{port}{t}\n"));
             }
             WireEvent::Sent { conn, bytes } => {
+                let conn = &shown(*conn);
                 let text = String::from_utf8_lossy(bytes);
                 let (head, body) = match text.split_once("\r\n\r\n") {
                     Some((h, b)) if h.contains(" HTTP/1.1") => (h, b),
@@ -1103,6 +1368,7 @@ fn wire_trace(secrets: Vec<Vec<u8>>) -> WireTrace {
             WireEvent::Received { conn, bytes } => {
                 let mut map = pending.lock().unwrap_or_else(|e| e.into_inner());
                 let buf = map.entry(*conn).or_default();
+                let conn = &shown(*conn);
                 buf.extend_from_slice(bytes);
                 while let Some(i) = buf.iter().position(|&b| b == b'\n') {
                     let line: Vec<u8> = buf.drain(..=i).collect();
@@ -1276,7 +1542,9 @@ fn status_observer(status: &Mutex<CallStatus>) -> impl Fn(&ProgressUpdate<'_>) +
     }
 }
 
-/// Prints a call's result (or a task's, which is the same) as `format` says.
+/// Prints a call's result (or a task's, which is the same) as `format` says. Text: the
+/// tool's text on stdout, and on stderr the error (always) or, for a person (stderr a
+/// terminal), a one-line status: `mcp: echo: ok in 12 ms`.
 fn print_result(run: &Run, tool: &str, r: &ToolResult, format: Format, raw: bool) {
     match format {
         Format::Json if raw => run
@@ -1287,8 +1555,16 @@ fn print_result(run: &Run, tool: &str, r: &ToolResult, format: Format, raw: bool
             if !r.text.is_empty() || r.ok {
                 run.p.text(r.text.trim_end_matches('\n'));
             }
-            if let Some(e) = &r.error {
-                run.p.err(&format!("mcp: {tool}: {e}"));
+            let ms = r.latency_ms;
+            match &r.error {
+                Some(e) if r.is_error => run
+                    .p
+                    .err(&format!("mcp: {tool}: tool error in {ms} ms: {e}")),
+                Some(e) => run.p.err(&format!("mcp: {tool}: failed in {ms} ms: {e}")),
+                None if std::io::stderr().is_terminal() => {
+                    run.p.err(&format!("mcp: {tool}: ok in {ms} ms"))
+                }
+                None => {}
             }
         }
     }
@@ -1351,8 +1627,9 @@ fn main() -> ExitCode {
     }
 }
 
-/// The tool arguments of `call`: the JSON object or pairs after TOOL, and `--args`.
-fn call_args(rest: &[String], args: Option<&str>) -> Result<Value, UsageError> {
+/// The tool arguments of `call`: the JSON object or pairs after TOOL, and `--args`; with the
+/// keys set by `key=value` pairs (the tool's schema may type them).
+fn call_args(rest: &[String], args: Option<&str>) -> Result<(Value, Vec<String>), UsageError> {
     let mut value = match args {
         Some(src) => args_from_source(src, std::io::stdin().lock())?,
         None => Value::Object(Map::new()),
@@ -1378,7 +1655,56 @@ fn call_args(rest: &[String], args: Option<&str>) -> Result<Value, UsageError> {
         }
     }
     add_pairs(&mut value, &pairs)?;
-    Ok(value)
+    Ok((value, string_pair_keys(&pairs)))
+}
+
+/// The tools of a server that look like a command runner (their names have command, exec,
+/// run, shell or cmd in them), sorted.
+fn command_like(names: &[String]) -> Vec<String> {
+    let mut v: Vec<String> = names
+        .iter()
+        .filter(|n| {
+            let l = n.to_ascii_lowercase();
+            ["command", "exec", "run", "shell", "cmd"]
+                .iter()
+                .any(|w| l.contains(w))
+        })
+        .cloned()
+        .collect();
+    v.sort();
+    v
+}
+
+/// `tool` is not among `names`: the usage error that says so and lists what there is.
+fn not_on_server(tool: &str, names: &[String]) -> UsageError {
+    let mut names = names.to_vec();
+    names.sort();
+    UsageError(format!(
+        "tool {tool:?} is not on this server; it has: {}",
+        if names.is_empty() {
+            "no tools".to_owned()
+        } else {
+            names.join(", ")
+        }
+    ))
+}
+
+/// The names of a list of described tools.
+fn names_of(tools: &[Value]) -> Vec<String> {
+    tools
+        .iter()
+        .filter_map(|t| t["name"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// After a call the server refused or answered with a tool error: whether `tool` is missing
+/// from the server's list (listed now unless `listed` has it). `None`: the list failed.
+async fn missing_tool(run: &Run, tool: &str, listed: Option<&[Value]>) -> Option<Vec<String>> {
+    let names = match listed {
+        Some(t) => names_of(t),
+        None => names_of(&run.slot.list_tools_described().await.ok()?),
+    };
+    (!names.iter().any(|n| n == tool)).then_some(names)
 }
 
 /// Parses `10s`, `500ms`, `2m`, `1.5` (seconds).
@@ -1440,54 +1766,88 @@ async fn dispatch(cmd: Cmd) -> Result<ExitCode, Fail> {
             json,
             common,
         } => {
-            let run = build(&common, &mut pos, &run_id())?;
+            let run = build(&common, &mut pos, &run_id(), false)?;
             no_extra(&pos)?;
-            let format = if json {
-                Format::Json
-            } else {
-                common.format.unwrap_or(Format::Text)
+            let listing = match (json, common.format) {
+                (true, _) | (false, Some(Format::Json)) => Listing::Json,
+                (false, Some(Format::Text)) => Listing::Human,
+                (false, None) if std::io::stdout().is_terminal() => Listing::Human,
+                (false, None) => Listing::Names,
             };
-            let code = tools(&run, format).await;
+            let code = tools(&run, listing).await;
             Ok(finish(&run, code).await)
         }
         Cmd::Call {
             mut pos,
             args,
+            raw,
+            check_output,
             detach,
             common,
         } => {
-            let run = build(&common, &mut pos, &run_id())?;
+            let run = build(&common, &mut pos, &run_id(), raw)?;
             let Some((tool, rest)) = pos.split_first() else {
                 return Err(UsageError("missing TOOL".into()).into());
             };
-            let args = call_args(rest, args.as_deref())?;
-            if common.check_output
-                && let Err(e) = run.slot.list_tools().await
-            {
-                run.p.err(&format!("mcp: {e}"));
-                return Ok(finish(&run, 1).await);
+            let (mut args, string_keys) = call_args(rest, args.as_deref())?;
+            // One list, when the tool's schema types key=value pairs or its outputSchema is
+            // to be checked: a tool the server does not have is then bad input before any call.
+            let mut listed = None;
+            let format = format_of(&common);
+            if check_output || !string_keys.is_empty() {
+                let t0 = Instant::now();
+                match run.slot.list_tools_described().await {
+                    Ok(t) => listed = Some(t),
+                    Err(e) => {
+                        // Printed as the call's result would be: the call was not made,
+                        // and the server could not be reached for its tools.
+                        let why = e.message.strip_prefix("tools/list failed: ");
+                        let mut r = ToolResult::local_failure(run.words(why.unwrap_or(&e.message)));
+                        r.kind = e.kind;
+                        r.latency_ms = u64::try_from(t0.elapsed().as_millis()).unwrap_or(u64::MAX);
+                        print_result(&run, tool, &r, format, raw);
+                        return Ok(finish(&run, 1).await);
+                    }
+                }
             }
-            let format = common.format.unwrap_or(Format::Json);
+            if let Some(tools) = &listed {
+                let Some(t) = tools.iter().find(|t| t["name"] == tool.as_str()) else {
+                    run.ctx.close().await;
+                    return Err(not_on_server(tool, &names_of(tools)).into());
+                };
+                if let Err(e) = type_pairs(&mut args, &string_keys, &t["inputSchema"]) {
+                    run.ctx.close().await;
+                    return Err(e.into());
+                }
+            }
             if detach {
-                return detached(&run, tool, &args, format, common.raw).await;
+                return detached(&run, tool, &args, format, raw).await;
             }
             // On a terminal, the status line shows the call's progress notifications and its
             // task's status messages too.
             let status = Mutex::new(CallStatus::default());
-            let r = with_elapsed(
+            let mut r = with_elapsed(
                 tool,
                 Some(&status),
                 run.slot
                     .call_with_progress(tool, &args, status_observer(&status)),
             )
             .await;
-            print_result(&run, tool, &r, format, common.raw);
+            if matches!(r.kind, Kind::Refused { .. } | Kind::ToolError)
+                && let Some(names) = missing_tool(&run, tool, listed.as_deref()).await
+            {
+                run.ctx.close().await;
+                return Err(not_on_server(tool, &names).into());
+            }
+            run.reword(tool, &mut r);
+            print_result(&run, tool, &r, format, raw);
             Ok(finish(&run, if r.ok { 0 } else { 1 }).await)
         }
         Cmd::Task(cmd) => task(cmd).await,
         Cmd::Exec {
             mut pos,
             workspace,
+            tool,
             mut common,
         } => {
             // For exec, --timeout-ms is the command's own timeout (sent in whole seconds,
@@ -1500,7 +1860,7 @@ async fn dispatch(cmd: Cmd) -> Result<ExitCode, Fail> {
                 Some(w) => w.clone(),
                 None => run_id(),
             };
-            let run = build(&common, &mut pos, &id)?;
+            let run = build(&common, &mut pos, &id, false)?;
             let command = match pos.as_slice() {
                 [c] => c.clone(),
                 [] => return Err(UsageError("missing COMMAND".into()).into()),
@@ -1511,14 +1871,45 @@ async fn dispatch(cmd: Cmd) -> Result<ExitCode, Fail> {
                     .into());
                 }
             };
-            let exec =
-                Exec::new(&run.ctx, run.slot.slot()).map_err(|e| UsageError(e.to_string()))?;
-            let r = with_elapsed(
-                "run_command",
+            let exec = Exec::new(&run.ctx, run.slot.slot())
+                .map_err(|e| UsageError(e.to_string()))?
+                .tool(&tool);
+            let mut r = with_elapsed(
+                &tool,
                 None,
                 exec.exec(&command, cmd_timeout_ms.unwrap_or(285_000)),
             )
             .await;
+            // A box without the tool: bad input, said on stderr (stdout is the command's
+            // output), naming the tools that look like a command runner.
+            if r.exit_code.is_none()
+                && matches!(r.call.kind, Kind::Refused { .. } | Kind::ToolError)
+                && let Some(names) = missing_tool(&run, &tool, None).await
+            {
+                run.ctx.close().await;
+                let like = command_like(&names);
+                return Err(UsageError(format!(
+                    "this server has no tool {tool:?}; {}",
+                    if like.is_empty() {
+                        format!(
+                            "none of its tools looks like a command runner (it has: {})",
+                            if names.is_empty() {
+                                "no tools".to_owned()
+                            } else {
+                                names.join(", ")
+                            }
+                        )
+                    } else {
+                        format!(
+                            "its tools that look like a command runner: {} (pick one with \
+                             --tool NAME)",
+                            like.join(", ")
+                        )
+                    }
+                ))
+                .into());
+            }
+            run.reword(&tool, &mut r.call);
             if common.format == Some(Format::Json) {
                 run.p.json(&json!({
                     "ok": r.ok,
@@ -1543,7 +1934,7 @@ async fn dispatch(cmd: Cmd) -> Result<ExitCode, Fail> {
                             .error
                             .as_deref()
                             .unwrap_or("no exit line in the reply");
-                        run.p.err(&format!("mcp: run_command failed: {e}"));
+                        run.p.err(&format!("mcp: {tool} failed: {e}"));
                         run.hint(e);
                     }
                     if r.ok { 0 } else { 1 }
@@ -1556,12 +1947,12 @@ async fn dispatch(cmd: Cmd) -> Result<ExitCode, Fail> {
             concurrency,
             common,
         } => {
-            let run = build(&common, &mut pos, &run_id())?;
+            let run = build(&common, &mut pos, &run_id(), false)?;
             no_extra(&pos)?;
             if concurrency == 0 || concurrency > MAX_CONC {
                 return Err(UsageError(format!("--concurrency must be 1..={MAX_CONC}")).into());
             }
-            let text = common.format == Some(Format::Text);
+            let text = format_of(&common) == Format::Text;
             let code = batch(&run, concurrency, text).await;
             Ok(finish(&run, code).await)
         }
@@ -1575,9 +1966,11 @@ async fn dispatch(cmd: Cmd) -> Result<ExitCode, Fail> {
             concurrency,
             common,
         } => {
-            let run = build(&common, &mut pos, &run_id())?;
+            let mut run = build(&common, &mut pos, &run_id(), false)?;
+            // Thousands of failed calls are counted by reason, not printed a line each.
+            run.counted_events = true;
             no_extra(&pos)?;
-            let args = match args.split_first() {
+            let (args, string_keys) = match args.split_first() {
                 Some((first, rest))
                     if first.trim_start().starts_with('{')
                         || first == "-"
@@ -1585,12 +1978,12 @@ async fn dispatch(cmd: Cmd) -> Result<ExitCode, Fail> {
                 {
                     let mut v = args_from_source(first, std::io::stdin().lock())?;
                     add_pairs(&mut v, rest)?;
-                    v
+                    (v, string_pair_keys(rest))
                 }
                 _ => {
                     let mut v = Value::Object(Map::new());
                     add_pairs(&mut v, &args)?;
-                    v
+                    (v, string_pair_keys(&args))
                 }
             };
             let until = match (&duration, calls) {
@@ -1606,10 +1999,11 @@ async fn dispatch(cmd: Cmd) -> Result<ExitCode, Fail> {
             if concurrency == 0 || concurrency > MAX_CONC {
                 return Err(UsageError(format!("--concurrency must be 1..={MAX_CONC}")).into());
             }
-            let text = common.format == Some(Format::Text);
+            let text = format_of(&common) == Format::Text;
             let spec = BenchSpec {
                 tool,
                 args,
+                string_keys,
                 until,
                 warmup,
                 conc: concurrency,
@@ -1636,15 +2030,34 @@ async fn finish(run: &Run, code: u8) -> ExitCode {
     ExitCode::from(code)
 }
 
-async fn tools(run: &Run, format: Format) -> u8 {
+/// How `tools` prints the list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Listing {
+    /// `{"tools": […]}`, each tool whole.
+    Json,
+    /// Each tool's signature and description (a terminal, or --format text).
+    Human,
+    /// Names, one a line (piped without --format).
+    Names,
+}
+
+async fn tools(run: &Run, listing: Listing) -> u8 {
     // Each tool as the server sent it (redacted): every field, `execution` and fields this
     // client does not know included.
     let listed = with_elapsed("tools/list", None, run.slot.list_tools_described()).await;
     match listed {
         Ok(tools) => {
-            match format {
-                Format::Json => run.p.json(&json!({ "tools": tools })),
-                Format::Text => {
+            match listing {
+                Listing::Json => run.p.json(&json!({ "tools": tools })),
+                Listing::Human => {
+                    for t in &tools {
+                        run.p.text(&human::tool_line(t));
+                    }
+                    if tools.is_empty() {
+                        run.p.err("mcp: this server lists no tools");
+                    }
+                }
+                Listing::Names => {
                     for name in tools.iter().filter_map(|t| t["name"].as_str()) {
                         run.p.text(name);
                     }
@@ -1653,7 +2066,7 @@ async fn tools(run: &Run, format: Format) -> u8 {
             0
         }
         Err(e) => {
-            run.p.err(&format!("mcp: {e}"));
+            run.p.err(&format!("mcp: {}", run.words(&e.message)));
             run.hint(&e.message);
             1
         }
@@ -1738,10 +2151,14 @@ async fn batch(run: &Run, conc: usize, text: bool) -> u8 {
         let parsed = parse_batch_line(text_line);
         let permit = permits.acquire_arc().await;
         let (slot, p, worst) = (run.slot.clone(), run.p.clone(), worst.clone());
+        let setting = run.setting();
         smol::spawn(async move {
             let v = match parsed {
                 Ok((tool, args)) => {
-                    let r = slot.call(&tool, &args).await;
+                    let mut r = slot.call(&tool, &args).await;
+                    if let Some(e) = &r.error {
+                        r.error = Some(human::failure(e, &r.kind, &setting));
+                    }
                     batch_result(line_no, Some(&tool), &result_json(&r))
                 }
                 Err((tool, e)) => {
@@ -1784,17 +2201,33 @@ async fn batch(run: &Run, conc: usize, text: bool) -> u8 {
 }
 
 /// A batch line: `(tool, args)`, or the tool (when it could be read) and why the line is bad.
+/// `{"tool": NAME, "args": {…}}`, or MCP's own spelling `{"name": NAME, "arguments": {…}}`
+/// (either key of each; both of one pair is a bad line).
 fn parse_batch_line(text: &str) -> Result<(String, Value), (Option<String>, String)> {
     let v: Value = serde_json::from_str(text).map_err(|e| (None, format!("not JSON: {e}")))?;
-    let tool = v
-        .get("tool")
-        .and_then(Value::as_str)
-        .ok_or((None, "expected {\"tool\": NAME, \"args\": {…}}".to_owned()))?
-        .to_owned();
-    let args = match v.get("args") {
-        None | Some(Value::Null) => json!({}),
-        Some(a @ Value::Object(_)) => a.clone(),
-        Some(_) => return Err((Some(tool), "\"args\" must be an object".into())),
+    let shape = "expected {\"tool\": NAME, \"args\": {…}} or {\"name\": NAME, \"arguments\": {…}}";
+    let tool = match (v.get("tool"), v.get("name")) {
+        (Some(_), Some(_)) => {
+            return Err((None, "give \"tool\" or \"name\", not both".to_owned()));
+        }
+        (Some(t), None) | (None, Some(t)) => t.as_str().ok_or((None, shape.to_owned()))?.to_owned(),
+        (None, None) => return Err((None, shape.to_owned())),
+    };
+    let (key, args) = match (v.get("args"), v.get("arguments")) {
+        (Some(_), Some(_)) => {
+            return Err((
+                Some(tool),
+                "give \"args\" or \"arguments\", not both".into(),
+            ));
+        }
+        (Some(a), None) => ("args", a),
+        (None, Some(a)) => ("arguments", a),
+        (None, None) => ("args", &Value::Null),
+    };
+    let args = match args {
+        Value::Null => json!({}),
+        a @ Value::Object(_) => a.clone(),
+        _ => return Err((Some(tool), format!("\"{key}\" must be an object"))),
     };
     Ok((tool, args))
 }
@@ -1809,18 +2242,30 @@ enum Until {
 struct BenchSpec {
     tool: String,
     args: Value,
+    /// The keys of `key=value` pairs, typed by the tool's schema.
+    string_keys: Vec<String>,
     until: Until,
     warmup: u64,
     conc: usize,
     text: bool,
 }
 
-/// How an error is counted in the breakdown: its kind, not the ids or numbers in it.
+/// How an error is counted in the breakdown: its reason, not the ids or numbers in it (a
+/// tool error by the first line of the tool's own text).
 fn error_kind(r: &ToolResult) -> String {
-    if r.is_error {
-        return "tool error (isError)".into();
-    }
-    let e = r.error.as_deref().unwrap_or("no reason given");
+    let tool_said;
+    let e = if r.is_error {
+        let first = r
+            .text
+            .lines()
+            .find(|l| !l.trim().is_empty())
+            .or(r.error.as_deref())
+            .unwrap_or("no text");
+        tool_said = format!("tool error: {first}");
+        tool_said.as_str()
+    } else {
+        r.error.as_deref().unwrap_or("no reason given")
+    };
     let mut k: String = e
         .chars()
         .map(|c| if c.is_ascii_digit() { '#' } else { c })
@@ -1836,36 +2281,43 @@ async fn bench(run: &Run, spec: BenchSpec) -> Result<u8, Fail> {
     let _busy = signals::in_flight("bench");
     let BenchSpec {
         tool,
-        args,
+        mut args,
+        string_keys,
         until,
         warmup,
         conc,
         text,
     } = spec;
     // The handshake, and the tool must exist: timing calls to a missing tool measures errors.
-    let tools = match run.slot.list_tools().await {
+    let tools = match run.slot.list_tools_described().await {
         Ok(t) => t,
         Err(e) => {
-            run.p.err(&format!("mcp: {e}"));
+            run.p.err(&format!("mcp: {}", run.words(&e.message)));
             run.hint(&e.message);
             return Ok(1);
         }
     };
-    if !tools.contains(&tool) {
-        let mut names = tools.clone();
-        names.sort();
-        return Err(UsageError(format!(
-            "tool {tool:?} is not on this server; it has: {}",
-            if names.is_empty() {
-                "no tools".to_owned()
-            } else {
-                names.join(", ")
-            }
-        ))
-        .into());
-    }
-    for _ in 0..warmup {
-        let _ = run.slot.call(&tool, &args).await;
+    let Some(described) = tools.iter().find(|t| t["name"] == tool.as_str()) else {
+        return Err(not_on_server(&tool, &names_of(&tools)).into());
+    };
+    type_pairs(&mut args, &string_keys, &described["inputSchema"])?;
+    // A warm-up call that fails stops the bench with its error: timing calls that all fail
+    // the same way measures the error, not the tool.
+    for i in 0..warmup {
+        let mut r = run.slot.call(&tool, &args).await;
+        if !r.ok {
+            run.reword(&tool, &mut r);
+            let why = r
+                .error
+                .clone()
+                .unwrap_or_else(|| "no reason given".to_owned());
+            run.p.err(&format!(
+                "mcp: bench stopped: warm-up call {} of {warmup} to {tool} failed: {why}",
+                i + 1
+            ));
+            run.hint(r.error.as_deref().unwrap_or(""));
+            return Ok(1);
+        }
     }
     let next = Arc::new(AtomicU64::new(0));
     let done = Arc::new(AtomicU64::new(0));
@@ -1880,6 +2332,7 @@ async fn bench(run: &Run, spec: BenchSpec) -> Result<u8, Fail> {
         let slot = run.slot.clone();
         let (next, done, args) = (next.clone(), done.clone(), args.clone());
         let tool = tool.clone();
+        let setting = run.setting();
         tasks.push(smol::spawn(async move {
             let mut lat = Vec::new();
             let mut errors: BTreeMap<String, u64> = BTreeMap::new();
@@ -1896,9 +2349,12 @@ async fn bench(run: &Run, spec: BenchSpec) -> Result<u8, Fail> {
                     break;
                 }
                 let t0 = Instant::now();
-                let r = slot.call(&tool, &*args).await;
+                let mut r = slot.call(&tool, &*args).await;
                 lat.push(t0.elapsed().as_secs_f64() * 1000.0);
                 if !r.ok {
+                    if let Some(e) = &r.error {
+                        r.error = Some(human::failure(e, &r.kind, &setting));
+                    }
                     let k = error_kind(&r);
                     if errors.len() < MAX_ERROR_KINDS || errors.contains_key(&k) {
                         *errors.entry(k).or_default() += 1;
@@ -1940,6 +2396,12 @@ async fn bench(run: &Run, spec: BenchSpec) -> Result<u8, Fail> {
     )
     .await;
     let secs = start.elapsed().as_secs_f64();
+    // The reason on the timeline's mcp.no_healthy_tool line: the most frequent one.
+    if let Some((k, _)) = errors.iter().max_by_key(|(_, n)| **n)
+        && let Ok(mut f) = run.failures.lock()
+    {
+        f.insert(tool.clone(), k.clone());
+    }
     if progress {
         out::stderr("\r\x1b[K");
     }
