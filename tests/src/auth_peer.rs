@@ -38,7 +38,8 @@ fn peer_dir() -> PathBuf {
 }
 
 impl AuthPeer {
-    /// Starts the peer in `mode` (`header`, `wellknown`, `mismatch`, `person` or `public`).
+    /// Starts the peer in `mode` (`header`, `wellknown`, `mismatch`, `person`, `public` or
+    /// `migrate`).
     pub fn start(mode: &str) -> io::Result<AuthPeer> {
         let dir = peer_dir();
         if !dir.join("node_modules/oidc-provider").exists() {
@@ -122,6 +123,13 @@ impl AuthPeer {
     pub fn revoke_all(&self) {
         self.debug("POST", "/debug/revoke")
             .expect("auth peer revoke");
+    }
+
+    /// `migrate` mode: the protected-resource metadata names the second issuer from now on,
+    /// and only its tokens are taken.
+    pub fn migrate(&self) {
+        self.debug("POST", "/debug/migrate")
+            .expect("auth peer migrate");
     }
 
     /// Every access token the MCP server was shown.

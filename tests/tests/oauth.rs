@@ -627,6 +627,72 @@ fn dynamic_registration_when_no_client_id_is_given() {
     assert_no_leak(&outputs(&code, &[&r2]), &p, &[]);
 }
 
+/// SEP-2352: the server moves to another authorization server during the run (a second
+/// oidc-provider; the first one's tokens get a 401 from then on). The 401 makes the client read
+/// the metadata again, register with the new issuer and take its token there; the new issuer
+/// never sees a client id of the old one. A client id the caller gave (registered with the
+/// first issuer) is refused rather than shown to the second.
+#[test]
+fn a_moved_authorization_server_gets_a_new_registration_and_never_the_old_client() {
+    let p = peer("migrate");
+    let moving = ctx(
+        &p,
+        Some(AuthConfig {
+            authorize: Some(person(|l| l)),
+            ..AuthConfig::default()
+        }),
+    );
+    let r1 = call(&moving, "echo", json!({ "text": "before" }));
+    assert!(r1.ok && r1.text == "before", "{r1:?}");
+    p.migrate();
+    let r2 = call(&moving, "echo", json!({ "text": "after" }));
+    assert!(r2.ok && r2.text == "after", "{r2:?}");
+    let stats = p.stats();
+    let as2: Vec<String> = serde_json::from_value(stats["as2_paths"].clone()).unwrap();
+    assert_eq!(
+        as2.iter().filter(|x| *x == "POST /reg").count(),
+        1,
+        "one registration with the new issuer: {as2:?}"
+    );
+    let ids = |which: &str| -> Vec<String> {
+        serde_json::from_value(stats["auth_client_ids"][which].clone()).unwrap()
+    };
+    let (at1, at2) = (ids("1"), ids("2"));
+    assert_eq!((at1.len(), at2.len()), (1, 1), "{stats}");
+    assert_ne!(at1[0], at2[0], "the old client id went to the new issuer");
+    assert_eq!(
+        stats["tokens_taken_from"].as_array().and_then(|a| a.last()),
+        Some(&json!(2)),
+        "the call went through with the new issuer's token: {stats}"
+    );
+    assert_no_leak(&outputs(&moving, &[&r1, &r2]), &p, &[]);
+
+    // A client id the caller gave: `code`, registered with the first issuer only.
+    let p = peer("migrate");
+    let given = ctx(&p, Some(code_client(person(|l| l))));
+    let r1 = call(&given, "echo", json!({ "text": "before" }));
+    assert!(r1.ok, "{r1:?}");
+    p.migrate();
+    let r2 = call(&given, "echo", json!({ "text": "after" }));
+    let e = r2.error.clone().unwrap_or_default();
+    assert!(
+        !r2.ok && e.contains("authorization server changed from") && e.contains("client id given"),
+        "{r2:?}"
+    );
+    let stats = p.stats();
+    assert_eq!(
+        stats["as2_paths"].as_array().map(|a| a
+            .iter()
+            .filter(|x| !x
+                .as_str()
+                .is_some_and(|x| x.starts_with("GET /.well-known/")))
+            .count()),
+        Some(0),
+        "only the new issuer's metadata was read there: {stats}"
+    );
+    assert_no_leak(&outputs(&given, &[&r1, &r2]), &p, &[]);
+}
+
 /// Issue 27 item 6: a server whose token endpoint takes only `none` (a public client with
 /// PKCE) while its registration hands out a `client_secret` anyway; and a pre-registered
 /// public client given a secret. The secret is never sent (oidc-provider refuses a `none`

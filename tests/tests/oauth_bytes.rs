@@ -1,13 +1,14 @@
 //! OAuth at the byte level (issue 15): a scripted server on 127.0.0.1 plays the MCP server
 //! and its authorization server at once, exactly as each case says, and records every
 //! request. One case per discovery variant, a wrong issuer, a resource mismatch, a scope
-//! step-up, a step-up loop, a refresh, and a client ID metadata document.
+//! step-up (the 2026 era's union of scopes too), a step-up loop, a refresh, a client ID
+//! metadata document, and an authorization server that changes during a run.
 
 use std::sync::{Arc, OnceLock};
 
 use serde_json::{Value, json};
 use verifi_mcp_host::auth::{AuthConfig, AuthorizeHook, AuthorizeRequest};
-use verifi_mcp_host::{HarnessContext, Options, ToolResult};
+use verifi_mcp_host::{EraSetting, HarnessContext, Options, ProtocolVersion, ToolResult};
 use verifi_mcp_tests::{HostileServer, Request, Step};
 
 type Handler = dyn Fn(&Request, &str) -> Vec<u8> + Send + Sync;
@@ -145,6 +146,11 @@ fn unauthorized(challenge: &str) -> Vec<u8> {
 }
 
 fn context(url: &str, auth: AuthConfig) -> HarnessContext {
+    context_with(url, auth, |_| {})
+}
+
+/// [`context`] with `tune` applied to its options.
+fn context_with(url: &str, auth: AuthConfig, tune: impl FnOnce(&mut Options)) -> HarnessContext {
     HarnessContext::from_manifest_str(
         &json!({ "slotFills": { "s": { "endpoint": url } } }).to_string(),
         "run-bytes",
@@ -155,6 +161,7 @@ fn context(url: &str, auth: AuthConfig) -> HarnessContext {
             o.proxy_from_env = false;
             o.exact_mcp_urls = true;
             o.auth = Some(auth);
+            tune(&mut o);
             o
         },
     )
@@ -677,5 +684,270 @@ fn a_step_up_follows_the_403_of_the_call_itself() {
     assert_eq!(
         pings, 0,
         "the challenge came from the call's own 403, not a probe"
+    );
+}
+
+/// The MCP server's answer in the 2026-07-28 era (no handshake): `server/discover`,
+/// `tools/list` and `tools/call`.
+fn mcp_2026(r: &Request) -> Vec<u8> {
+    let id: Value = serde_json::from_str(&r.id_json().unwrap_or_else(|| "null".into())).unwrap();
+    let result = match r.method().as_deref() {
+        Some("server/discover") => json!({"supportedVersions": ["2026-07-28"],
+            "capabilities": {"tools": {}}, "resultType": "complete"}),
+        Some("tools/list") => json!({"tools": [{"name": "echo",
+            "inputSchema": {"type": "object"}}], "resultType": "complete"}),
+        Some("tools/call") => json!({"content": [{"type": "text", "text": "served"}],
+            "resultType": "complete"}),
+        _ => {
+            return json_reply(
+                200,
+                &json!({"jsonrpc":"2.0","id":id,"error":{"code":-32601,"message":"no"}}),
+            );
+        }
+    };
+    json_reply(200, &json!({"jsonrpc": "2.0", "id": id, "result": result}))
+}
+
+/// A 2026-07-28 server whose `tools/call` needs `admin` and everything else `read`: a token
+/// `tok:<scopes, + for a space>` holds the scopes it names.
+fn step_up_2026_server() -> HostileServer {
+    server(|r, o| match (path(r).as_str(), r.header("authorization")) {
+        ("/mcp", None) => unauthorized(&format!(
+            r#"Bearer resource_metadata="{o}/prm", scope="read""#
+        )),
+        ("/mcp", Some(a)) => {
+            let held: Vec<String> = a
+                .strip_prefix("Bearer tok:")
+                .unwrap_or("")
+                .split('+')
+                .map(str::to_owned)
+                .collect();
+            let need = if r.method().as_deref() == Some("tools/call") {
+                "admin"
+            } else {
+                "read"
+            };
+            if held.iter().any(|s| s == need) {
+                mcp_2026(r)
+            } else {
+                reply(
+                    403,
+                    &[(
+                        "www-authenticate",
+                        format!(r#"Bearer error="insufficient_scope", scope="{need}""#),
+                    )],
+                    r#"{"error":"insufficient_scope"}"#,
+                )
+            }
+        }
+        ("/prm", _) => json_reply(
+            200,
+            &json!({"resource": format!("{o}/mcp"), "authorization_servers": [o]}),
+        ),
+        ("/.well-known/oauth-authorization-server", _) => json_reply(200, &as_meta(o, json!({}))),
+        ("/token", _) => {
+            let scope = get(&form(r), "scope").unwrap_or("").to_owned();
+            token_reply(
+                &format!("tok:{}", scope.replace(' ', "+")),
+                json!({"scope": scope}),
+            )
+        }
+        _ => not_found(),
+    })
+}
+
+#[test]
+fn a_2026_step_up_asks_for_the_union_whether_the_era_is_forced_or_probed() {
+    // Forced: `--protocol-version 2026-07-28` (the era is never probed, so no probe records
+    // it), as the official auth/scope-step-up runs; and found by the probe.
+    for forced in [true, false] {
+        let s = step_up_2026_server();
+        let ctx = context_with(&format!("{}/mcp", s.base_url()), client(), |o| {
+            if forced {
+                o.era = EraSetting::Modern;
+                o.protocol_version = ProtocolVersion::V2026_07_28;
+            }
+        });
+        let r = call(&ctx);
+        assert!(r.ok && r.text == "served", "forced {forced}: {r:?}");
+        let scopes: Vec<String> = s
+            .requests()
+            .iter()
+            .filter(|r| path(r) == "/token")
+            .map(|r| get(&form(r), "scope").unwrap_or("").to_owned())
+            .collect();
+        assert_eq!(
+            scopes,
+            ["read", "read admin"],
+            "forced {forced}: the step-up keeps what was held (SEP-2350)"
+        );
+        let methods: Vec<String> = s.requests().iter().filter_map(|r| r.method()).collect();
+        assert!(
+            !methods.iter().any(|m| m == "initialize"),
+            "forced {forced}: {methods:?}"
+        );
+    }
+}
+
+/// A server whose authorization server moves from `{o}/as1` to `{o}/as2` once a tool has
+/// been called with an `as1` token: from then on the protected-resource metadata names `as2`
+/// and only `as2`'s tokens are taken (401 for the rest). Each issuer registers clients
+/// (`as1-client`, `as2-client`) and approves at once.
+fn migrating_server() -> HostileServer {
+    let moved = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    server(move |r, o| {
+        use std::sync::atomic::Ordering::SeqCst;
+        let p = path(r);
+        let (route, query) = p.split_once('?').unwrap_or((p.as_str(), ""));
+        let now = if moved.load(SeqCst) { "as2" } else { "as1" };
+        match route {
+            "/mcp" => {
+                let a = r.header("authorization").unwrap_or_default();
+                let ok = a.starts_with(&format!("Bearer {now}-token-"));
+                if !ok {
+                    return unauthorized(&format!(r#"Bearer resource_metadata="{o}/prm""#));
+                }
+                if r.method().as_deref() == Some("tools/call") {
+                    moved.store(true, SeqCst);
+                }
+                mcp(r)
+            }
+            "/prm" => json_reply(
+                200,
+                &json!({"resource": format!("{o}/mcp"),
+                        "authorization_servers": [format!("{o}/{now}")]}),
+            ),
+            "/.well-known/oauth-authorization-server/as1"
+            | "/.well-known/oauth-authorization-server/as2" => {
+                let which = &route[route.len() - 3..];
+                let issuer = format!("{o}/{which}");
+                json_reply(
+                    200,
+                    &as_meta(
+                        &issuer,
+                        json!({"registration_endpoint": format!("{issuer}/register")}),
+                    ),
+                )
+            }
+            "/as1/register" | "/as2/register" => json_reply(
+                201,
+                &json!({"client_id": format!("{}-client", &route[1..4]),
+                        "token_endpoint_auth_method": "none"}),
+            ),
+            "/as1/authorize" | "/as2/authorize" => {
+                let f = form_urlencoded(query);
+                let state = get(&f, "state").unwrap_or("");
+                reply(
+                    302,
+                    &[(
+                        "location",
+                        format!(
+                            "http://127.0.0.1:7/callback?code={}-code&state={state}",
+                            &route[1..4]
+                        ),
+                    )],
+                    "",
+                )
+            }
+            "/as1/token" | "/as2/token" => token_reply(
+                &format!("{}-token-{}", &route[1..4], r.body.len()),
+                json!({}),
+            ),
+            _ => not_found(),
+        }
+    })
+}
+
+/// The client id each request to `/asN/…` named (authorization query or token form).
+fn client_ids_at(s: &HostileServer, prefix: &str) -> Vec<String> {
+    s.requests()
+        .iter()
+        .filter(|r| path(r).starts_with(prefix))
+        .filter_map(|r| {
+            let p = path(r);
+            let query = form_urlencoded(p.split_once('?').map_or("", |(_, q)| q));
+            let body = form(r);
+            get(&query, "client_id")
+                .or_else(|| get(&body, "client_id"))
+                .map(str::to_owned)
+        })
+        .collect()
+}
+
+#[test]
+fn a_new_authorization_server_gets_a_new_registration_and_never_the_old_credentials() {
+    let s = migrating_server();
+    let code_flow = AuthConfig {
+        flow: verifi_mcp_host::AuthFlow::AuthorizationCode,
+        authorize: Some(Arc::new(NeverAsked)),
+        ..AuthConfig::default()
+    };
+    let ctx = context(&format!("{}/mcp", s.base_url()), code_flow);
+    let first = call(&ctx);
+    assert!(first.ok, "{first:?}");
+    // The server has moved: the as1 token gets a 401, the metadata now names as2.
+    let second = call(&ctx);
+    assert!(second.ok, "{second:?}");
+    let lines = trail(&s);
+    let registrations: Vec<&String> = lines.iter().filter(|l| l.contains("/register")).collect();
+    assert_eq!(
+        registrations,
+        ["POST /as1/register", "POST /as2/register"],
+        "{lines:#?}"
+    );
+    let at_as2 = client_ids_at(&s, "/as2/");
+    assert!(
+        !at_as2.is_empty() && at_as2.iter().all(|c| c == "as2-client"),
+        "{at_as2:?}"
+    );
+    // After the move, nothing more goes to as1, and only as2's token goes to the server.
+    let moved_at = lines
+        .iter()
+        .position(|l| l == "POST /as2/register")
+        .unwrap();
+    assert!(
+        !lines[moved_at..].iter().any(|l| l.contains("/as1/")),
+        "{lines:#?}"
+    );
+    let last = s
+        .requests()
+        .into_iter()
+        .rfind(|r| path(r) == "/mcp")
+        .unwrap();
+    assert!(
+        last.header("authorization")
+            .is_some_and(|a| a.starts_with("Bearer as2-token-")),
+        "{:?}",
+        last.header("authorization")
+    );
+
+    // A client id the caller gave was registered with as1 only: refused at as2, and never
+    // shown there.
+    let s = migrating_server();
+    let given = AuthConfig {
+        flow: verifi_mcp_host::AuthFlow::AuthorizationCode,
+        client_id: Some("given-client".into()),
+        authorize: Some(Arc::new(NeverAsked)),
+        ..AuthConfig::default()
+    };
+    let ctx = context(&format!("{}/mcp", s.base_url()), given);
+    assert!(call(&ctx).ok);
+    let r = call(&ctx);
+    let o = s.base_url();
+    assert_eq!(
+        r.error.as_deref(),
+        Some(
+            format!(
+                "authorization stopped: the server's authorization server changed from {o}/as1 \
+                 to {o}/as2; the client id given is for {o}/as1 and is not sent to another: give \
+                 a client id registered with {o}/as2, or none (then the client registers there)"
+            )
+            .as_str()
+        )
+    );
+    assert!(
+        !trail(&s).iter().any(|l| l.contains("/as2/")),
+        "{:#?}",
+        trail(&s)
     );
 }

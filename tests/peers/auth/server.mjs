@@ -15,12 +15,18 @@
 //                       PKCE: the only client is `code`), and dynamic registration hands out a
 //                       `client_secret` anyway (PUBLIC_REG_SECRET), as some servers do: a
 //                       client must not send it
+//             migrate   as header, with a second oidc-provider (issuer2, dynamic registration
+//                       only) on a port of its own: POST /debug/migrate makes the
+//                       protected-resource metadata name issuer2, and from then on only
+//                       issuer2's tokens are taken (the first issuer's get a 401), as when a
+//                       server moves to another authorization server (SEP-2352)
 // In every other mode GET /auth approves at once for the test user: it runs oidc-provider's
 // login and consent interactions in-process and answers 302 to the client's redirect URI
 // with the code, state and iss (an auto-approving server, as in labs).
 //   KEY_FILE  where to write the PKCS#8 PEM private key of the `cc-jwt` client
-// Prints one JSON line on stdout once both listen:
-//   {"issuer": "http://127.0.0.1:A", "mcp": "http://127.0.0.1:B/mcp"}
+// Prints one JSON line on stdout once all listen:
+//   {"issuer": "http://127.0.0.1:A", "mcp": "http://127.0.0.1:B/mcp"} (and "issuer2" in
+//   migrate mode)
 //
 // Clients: cc-basic (client_secret_basic), cc-post (client_secret_post), cc-jwt
 // (private_key_jwt, ES256), cc-short (client_secret_basic, 3 s tokens), code (public native
@@ -42,8 +48,8 @@ import { mcpAuthMetadataRouter, getOAuthProtectedResourceMetadataUrl } from '@mo
 import { z } from 'zod';
 
 const [mode, keyFile] = process.argv.slice(2);
-if (!['header', 'wellknown', 'mismatch', 'person', 'public'].includes(mode) || !keyFile) {
-  process.stderr.write('usage: node server.mjs header|wellknown|mismatch|person|public KEY_FILE\n');
+if (!['header', 'wellknown', 'mismatch', 'person', 'public', 'migrate'].includes(mode) || !keyFile) {
+  process.stderr.write('usage: node server.mjs header|wellknown|mismatch|person|public|migrate KEY_FILE\n');
   process.exit(2);
 }
 
@@ -56,7 +62,10 @@ const SECRETS = {
 // What registration hands out in `public` mode, though the token endpoint takes no secret.
 const PUBLIC_REG_SECRET = 'public-reg-secret-0123456789abcdef';
 
-const stats = { methods: [], auto_approved: 0, token_requests: 0, token_paths: [], token_basic_auth: [], mcp_requests: 0, unauthorized: 0, tokens_seen: [], tool_calls: 0 };
+const stats = { methods: [], auto_approved: 0, token_requests: 0, token_paths: [], token_basic_auth: [], mcp_requests: 0, unauthorized: 0, tokens_seen: [], tool_calls: 0,
+  // migrate mode: the requests the second issuer saw, the client ids each issuer's
+  // authorization endpoint was given, and which issuer (1 or 2) issued each token taken.
+  as2_paths: [], auth_client_ids: { 1: [], 2: [] }, tokens_taken_from: [] };
 // Tokens the resource server refuses from now on (POST /debug/revoke: every token seen so far).
 const revoked = new Set();
 
@@ -67,9 +76,13 @@ function listen(server) {
 // Both ports first, so each side can name the other.
 const asHttp = http.createServer();
 const mcpHttp = http.createServer();
+const as2Http = mode === 'migrate' ? http.createServer() : null;
 const asPort = await listen(asHttp);
 const mcpPort = await listen(mcpHttp);
 const issuer = `http://127.0.0.1:${asPort}`;
+const issuer2 = as2Http ? `http://127.0.0.1:${await listen(as2Http)}` : null;
+// migrate mode: whether the protected resource has moved to issuer2.
+let migrated = false;
 const mcpUrl = `http://127.0.0.1:${mcpPort}/mcp`;
 const resource = mode === 'mismatch' ? `http://127.0.0.1:${mcpPort}/elsewhere` : mcpUrl;
 
@@ -85,8 +98,8 @@ const allClients = [
     { client_id: 'code', application_type: 'native', token_endpoint_auth_method: 'none', grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], redirect_uris: ['http://127.0.0.1/callback'] },
     { client_id: 'cc-jwt', grant_types: ['client_credentials'], redirect_uris: [], response_types: [], token_endpoint_auth_method: 'private_key_jwt', token_endpoint_auth_signing_alg: 'ES256', jwks: { keys: [publicJwk] } },
 ];
-const provider = new Provider(issuer, {
-  clients: publicOnly ? allClients.filter((c) => c.token_endpoint_auth_method === 'none') : allClients,
+const providerConfig = (clients) => ({
+  clients,
   scopes: ['mcp:tools', 'mcp:admin', 'offline_access'],
   clientAuthMethods: publicOnly ? ['none'] : ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'],
   enabledJWA: { clientAuthSigningAlgValues: ['ES256'] },
@@ -117,6 +130,13 @@ const provider = new Provider(issuer, {
     },
   },
 });
+const provider = new Provider(issuer, providerConfig(publicOnly ? allClients.filter((c) => c.token_endpoint_auth_method === 'none') : allClients));
+// The second issuer (migrate mode) knows no client: a client registers there.
+const provider2 = issuer2 ? new Provider(issuer2, providerConfig([])) : null;
+provider2?.use(async (ctx, next) => {
+  stats.as2_paths.push(`${ctx.method} ${ctx.path}`);
+  await next();
+});
 provider.use(async (ctx, next) => {
   if (ctx.path === '/token') {
     stats.token_requests++;
@@ -126,7 +146,7 @@ provider.use(async (ctx, next) => {
   await next();
 });
 // The interactions, approved at once for the test user: login, then consent to what was asked.
-async function interaction(req, res) {
+async function interaction(provider, req, res) {
   const details = await provider.interactionDetails(req, res);
   if (details.prompt.name === 'login') {
     return provider.interactionFinished(req, res, { login: { accountId: 'test-user' } }, { mergeWithLastSubmission: false });
@@ -146,7 +166,7 @@ async function interaction(req, res) {
 
 // GET /auth (or /auto-auth) for a client that follows no redirect: the whole dance runs here,
 // with a cookie jar, and the client gets the final 302 to its redirect URI.
-async function autoApprove(req, res) {
+async function autoApprove(issuer, req, res) {
   const jar = new Map();
   let target = `${issuer}${req.url.replace(/^\/auto-auth/, '/auth')}`;
   for (let hop = 0; hop < 10; hop++) {
@@ -177,14 +197,25 @@ async function autoApprove(req, res) {
 }
 
 const providerCallback = provider.callback();
+// An issuer's own requests: the interactions, auto-approval, then oidc-provider.
+function authServer(which, provider, issuer, callback) {
+  return (req, res) => {
+    const url = new URL(req.url, issuer);
+    const path = url.pathname;
+    const internal = req.headers['x-verifi-internal'] === '1';
+    const fail = (e) => { res.writeHead(500, { 'content-type': 'text/plain' }); res.end(String(e?.message ?? e)); };
+    if (path === '/auth' && !internal) stats.auth_client_ids[which].push(url.searchParams.get('client_id'));
+    if (path.startsWith('/interaction/')) return interaction(provider, req, res).catch(fail);
+    if (!internal && (path === '/auto-auth' || (path === '/auth' && mode !== 'person'))) {
+      return autoApprove(issuer, req, res).catch(fail);
+    }
+    return callback(req, res);
+  };
+}
+if (as2Http) as2Http.on('request', authServer(2, provider2, issuer2, provider2.callback()));
+const asServer = authServer(1, provider, issuer, providerCallback);
 asHttp.on('request', (req, res) => {
   const path = new URL(req.url, issuer).pathname;
-  const internal = req.headers['x-verifi-internal'] === '1';
-  const fail = (e) => { res.writeHead(500, { 'content-type': 'text/plain' }); res.end(String(e?.message ?? e)); };
-  if (path.startsWith('/interaction/')) return interaction(req, res).catch(fail);
-  if (!internal && (path === '/auto-auth' || (path === '/auth' && mode !== 'person'))) {
-    return autoApprove(req, res).catch(fail);
-  }
   if (publicOnly && path === '/reg' && req.method === 'POST') {
     // The registration reply, with a client_secret the token endpoint will never take.
     const { end, setHeader } = res;
@@ -197,18 +228,25 @@ asHttp.on('request', (req, res) => {
       return end.call(res, chunk, ...rest);
     };
   }
-  return providerCallback(req, res);
+  return asServer(req, res);
 });
 
 // The resource server: the SDK's bearer auth, verifying tokens with the provider in-process.
 const verifier = {
   async verifyAccessToken(token) {
     stats.tokens_seen.push(token);
-    const t = (await provider.ClientCredentials.find(token)) ?? (await provider.AccessToken.find(token));
-    if (!t || t.isExpired || revoked.has(token)) {
+    let t = (await provider.ClientCredentials.find(token)) ?? (await provider.AccessToken.find(token));
+    let from = t ? 1 : null;
+    if (!t && provider2) {
+      t = await provider2.AccessToken.find(token);
+      from = t ? 2 : null;
+    }
+    // Once moved, only the new issuer's tokens are taken.
+    if (!t || t.isExpired || revoked.has(token) || (migrated && from !== 2)) {
       const { InvalidTokenError } = await import('@modelcontextprotocol/sdk/server/auth/errors.js');
       throw new InvalidTokenError('Token is unknown or expired');
     }
+    stats.tokens_taken_from.push(from);
     return { token, clientId: t.clientId, scopes: (t.scope ?? '').split(' ').filter(Boolean), expiresAt: t.exp, resource: new URL(t.aud ?? mcpUrl) };
   },
 };
@@ -217,6 +255,12 @@ const app = express();
 app.use(express.json({ limit: '1mb' }));
 app.get('/debug/stats', (_req, res) => res.json(stats));
 app.post('/debug/revoke', (_req, res) => { for (const t of stats.tokens_seen) revoked.add(t); res.json({ revoked: revoked.size }); });
+if (mode === 'migrate') {
+  // The move: the metadata names issuer2 from now on.
+  app.post('/debug/migrate', (_req, res) => { migrated = true; res.json({ migrated }); });
+  app.get('/.well-known/oauth-protected-resource/mcp', (_req, res) =>
+    res.json({ resource, authorization_servers: [migrated ? issuer2 : issuer], scopes_supported: ['mcp:tools'] }));
+}
 if (mode === 'mismatch') {
   // Where the challenge points, metadata that names another resource.
   app.get('/.well-known/oauth-protected-resource/mcp', (_req, res) =>
@@ -251,4 +295,4 @@ app.post('/mcp', async (req, res) => {
 });
 mcpHttp.on('request', app);
 
-process.stdout.write(`${JSON.stringify({ issuer, mcp: mcpUrl })}\n`);
+process.stdout.write(`${JSON.stringify({ issuer, mcp: mcpUrl, ...(issuer2 ? { issuer2 } : {}) })}\n`);

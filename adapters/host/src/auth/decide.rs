@@ -8,6 +8,8 @@
 
 use std::fmt;
 
+use verifi_mcp_core::wire::era::EraSetting;
+
 /// A `Bearer` challenge from a `WWW-Authenticate` header (RFC 6750, RFC 9728 section 5.1).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Challenge {
@@ -192,6 +194,15 @@ pub enum AuthDecisionError {
     StepUpExhausted(u32),
     /// A plain-http issuer or endpoint that is not on loopback.
     InsecureEndpoint(String),
+    /// The server now names another authorization server, and the client id in use was given
+    /// for the one before (SEP-2352: client credentials are bound to their authorization
+    /// server, never presented to another).
+    AuthorizationServerMoved {
+        /// The issuer the client id was used with.
+        from: String,
+        /// The issuer the server names now.
+        to: String,
+    },
 }
 
 impl fmt::Display for AuthDecisionError {
@@ -256,6 +267,12 @@ impl fmt::Display for AuthDecisionError {
                 f,
                 "refusing to send credentials over plain http to {u} (only loopback may be \
                  plain http)"
+            ),
+            AuthDecisionError::AuthorizationServerMoved { from, to } => write!(
+                f,
+                "the server's authorization server changed from {from} to {to}; the client id \
+                 given is for {from} and is not sent to another: give a client id registered \
+                 with {to}, or none (then the client registers there)"
             ),
         }
     }
@@ -572,10 +589,39 @@ pub fn registration_request(
     body
 }
 
-/// Whether a step-up asks for the union of held and challenged scopes: on 2026 servers
-/// (SEP-2350), as the slot's era says once the server was probed.
-pub fn step_up_unions(era_2026: bool) -> bool {
-    era_2026
+/// Discovery was run again after a 401 and names the authorization server `now`, where the
+/// client's credentials came from `before` (SEP-2352). `Ok(false)`: the same issuer, go on.
+/// `Ok(true)`: it moved; what came from `before` (its tokens, a client registered there) is
+/// forgotten and never shown to `now`: the client registers anew with `now` (or keeps a client
+/// ID metadata document URL, which names no server). A client id given by the caller
+/// (`pre_registered`) was registered with `before` only: refused.
+pub fn authorization_server_moved(
+    before: &str,
+    now: &str,
+    pre_registered: bool,
+) -> Result<bool, AuthDecisionError> {
+    if before == now {
+        Ok(false)
+    } else if pre_registered {
+        Err(AuthDecisionError::AuthorizationServerMoved {
+            from: before.to_owned(),
+            to: now.to_owned(),
+        })
+    } else {
+        Ok(true)
+    }
+}
+
+/// Whether a step-up asks for the union of held and challenged scopes: on 2026-07-28 servers
+/// (SEP-2350). The era is the one the slot speaks: forced by `setting` (`--protocol-version
+/// 2026-07-28` forces the 2026 era, and no probe then records one), else what the server's
+/// probe found (`probed`, None before it).
+pub fn step_up_unions(setting: EraSetting, probed: Option<bool>) -> bool {
+    match setting {
+        EraSetting::Modern => true,
+        EraSetting::Legacy => false,
+        EraSetting::Auto => probed == Some(true),
+    }
 }
 
 /// Seconds before expiry at which a token is renewed rather than used.
@@ -960,7 +1006,56 @@ mod tests {
             registration_request(true, Some("https://app.example/cb"), true)["application_type"],
             "native"
         );
-        assert!(!step_up_unions(false) && step_up_unions(true));
+    }
+
+    #[test]
+    fn a_moved_authorization_server_gets_a_new_client_never_a_given_one() {
+        assert_eq!(
+            authorization_server_moved("https://as.example", "https://as.example", true),
+            Ok(false)
+        );
+        assert_eq!(
+            authorization_server_moved("https://as.example", "https://as.example", false),
+            Ok(false)
+        );
+        // Registered (or a metadata document URL): forget the old, register with the new.
+        assert_eq!(
+            authorization_server_moved("https://as1.example", "https://as2.example", false),
+            Ok(true)
+        );
+        // Issuers compare exactly (RFC 8414): a trailing slash is another issuer.
+        assert_eq!(
+            authorization_server_moved("https://as.example", "https://as.example/", false),
+            Ok(true)
+        );
+        let e = authorization_server_moved("https://as1.example", "https://as2.example", true)
+            .unwrap_err();
+        assert_eq!(
+            e,
+            AuthDecisionError::AuthorizationServerMoved {
+                from: "https://as1.example".into(),
+                to: "https://as2.example".into(),
+            }
+        );
+        let text = e.to_string();
+        assert!(
+            text.contains("from https://as1.example to https://as2.example"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn step_up_unions_where_the_slot_speaks_2026_forced_or_probed() {
+        // Forced to 2026 (no probe ever records an era then): the union.
+        assert!(step_up_unions(EraSetting::Modern, None));
+        assert!(step_up_unions(EraSetting::Modern, Some(false)));
+        // Auto: as the probe found, nothing before it.
+        assert!(step_up_unions(EraSetting::Auto, Some(true)));
+        assert!(!step_up_unions(EraSetting::Auto, Some(false)));
+        assert!(!step_up_unions(EraSetting::Auto, None));
+        // The handshake era: what the challenge asks for.
+        assert!(!step_up_unions(EraSetting::Legacy, None));
+        assert!(!step_up_unions(EraSetting::Legacy, Some(true)));
     }
 
     #[test]

@@ -493,21 +493,51 @@ impl Authorizer {
         Ok(t.access_token)
     }
 
-    /// After a 401 to `access_token`: forgets it (a refresh token is tried first next time,
-    /// else a new token is requested).
-    pub async fn rejected(&self, net: &HostNet, route: &Route, access_token: &str) {
+    /// After a 401 to `access_token` (with the reply's `challenge`, if it had one): reads the
+    /// server's metadata again, since it may name another authorization server now
+    /// (SEP-2352). The same one: forgets the token (its refresh token is tried first, else a
+    /// new token is requested next time). Another one: forgets every token and client of the
+    /// one before, so the next token comes from the new one by a new registration; a client
+    /// id given by the caller is refused there ([`decide::authorization_server_moved`]).
+    /// Nothing is read again when another call already renewed the token.
+    pub async fn rejected(
+        &self,
+        net: &HostNet,
+        route: &Route,
+        mcp_url: &str,
+        access_token: &str,
+        challenge: Option<Challenge>,
+    ) -> Result<(), AuthError> {
         let _g = self.gate.lock().await;
-        let Some(d) = self.discovered() else { return };
-        let (issuer, resource) = (&d.server.issuer, &d.resource);
-        if let Some(t) = self.store.get(issuer, resource)
-            && t.access_token == access_token
+        let Some(before) = self.discovered() else {
+            return Ok(());
+        };
+        let held = self.store.get(&before.server.issuer, &before.resource);
+        if held
+            .as_ref()
+            .is_some_and(|t| t.access_token != access_token)
         {
-            self.store.remove(issuer, resource);
-            if t.refresh_token.is_some() {
-                let deadline = Instant::now() + self.timeout;
-                let _ = self.refresh(net, route, &d, &t, deadline).await;
-            }
+            return Ok(());
         }
+        let deadline = Instant::now() + self.timeout;
+        let d = discover_with(net, route, mcp_url, challenge, deadline).await?;
+        let moved = decide::authorization_server_moved(
+            &before.server.issuer,
+            &d.server.issuer,
+            self.cfg.client_id.is_some(),
+        )?;
+        *lock(&self.discovered) = Some(d.clone());
+        self.store.remove(&before.server.issuer, &before.resource);
+        if moved {
+            lock(&self.registered).remove(&before.server.issuer);
+            return Ok(());
+        }
+        if let Some(t) = held
+            && t.refresh_token.is_some()
+        {
+            let _ = self.refresh(net, route, &d, &t, deadline).await;
+        }
+        Ok(())
     }
 
     /// A token for `scopes` (a step-up), replacing the held one.

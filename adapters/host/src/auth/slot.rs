@@ -93,7 +93,10 @@ pub(crate) async fn call_with_auth(
             // A 401 is refused before the tool runs: renew once and send again.
             Some(401) if !renewed => {
                 renewed = true;
-                auth.rejected(net, route, &token).await;
+                let challenge = header.as_deref().and_then(Challenge::parse);
+                if let Err(e) = auth.rejected(net, route, &url, &token, challenge).await {
+                    return slot.failure(tool, &e.to_string());
+                }
                 token = match auth.bearer(net, route, &url).await {
                     Ok(t) => t,
                     Err(e) => return slot.failure(tool, &e.to_string()),
@@ -114,9 +117,10 @@ pub(crate) async fn call_with_auth(
                     }
                 };
                 // A 2026-07-28 server gets the union of held and asked scopes (SEP-2350); a
-                // handshake-era one what it asks for. OAuth slots have no fallback.
-                let era_2026 = slot.inner.state.with(|s| s.era(Target::Primary)) == Some(true);
-                let union = super::decide::step_up_unions(era_2026);
+                // handshake-era one what it asks for. The era is the forced one, else the
+                // probed one. OAuth slots have no fallback.
+                let probed = slot.inner.state.with(|s| s.era(Target::Primary));
+                let union = super::decide::step_up_unions(slot.inner.run.options.era, probed);
                 let scopes = match step_up(&auth.held_scopes(), &challenge, step_ups, union) {
                     Ok(s) => s,
                     Err(e) => return slot.failure(tool, &AuthError::from(e).to_string()),
