@@ -130,7 +130,10 @@ pub fn failure(error: &str, kind: &Kind, s: &Setting) -> String {
                 .unwrap_or_default();
             format!("the server refused the request as too large (413){said}")
         }
-        Kind::Unreachable(Cause::Connect) if error.to_ascii_lowercase().contains("refused") => {
+        // A proxy's refusal says so already (its own words name the proxy and its status).
+        Kind::Unreachable(Cause::Connect)
+            if error.to_ascii_lowercase().contains("refused") && !error.contains("proxy") =>
+        {
             format!("connection refused by {}", s.last_server)
         }
         _ if error.contains("the server process exited") => stdio_exit(error),

@@ -306,7 +306,10 @@ fn a_failing_stdio_server_names_the_variables_it_was_given_never_their_values() 
         all.contains("its environment adds API_TOKEN, DB_PATH to the allow-list"),
         "{all}"
     );
-    assert!(all.contains("exit status: 3"), "{all}");
+    assert!(
+        all.contains("the server process exited (status 3)"),
+        "{all}"
+    );
     assert!(!all.contains("tok-0123456789abcdef"), "{all}");
 }
 

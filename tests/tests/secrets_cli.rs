@@ -43,6 +43,11 @@ fn kali() -> HostileServer {
             r#"{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"kali","version":"0"}}"#,
         )),
         Some(m) if m.starts_with("notifications/") => http_response(202, &[], b""),
+        // `key=value` pairs are typed by the tool's schema, so the command line lists first.
+        Some("tools/list") => json_response(&rpc_result(
+            req,
+            r#"{"tools":[{"name":"run_command","inputSchema":{"type":"object","properties":{"command":{"type":"string"}}}}]}"#,
+        )),
         Some("tools/call") => {
             let stdout = format!("uid=0(root)\nfound {SECRET} in /etc/app.conf\n");
             let text = json!({ "stdout": stdout, "stderr": "", "return_code": 0 }).to_string();

@@ -205,8 +205,9 @@ impl Session {
 mod tests {
     use super::*;
 
+    /// The seed's version, which sends no version header.
     fn v() -> ProtocolVersion {
-        ProtocolVersion::DEFAULT
+        ProtocolVersion::SEED
     }
 
     #[test]
