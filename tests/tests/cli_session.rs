@@ -266,3 +266,52 @@ fn sigterm_cancels_a_task_the_user_did_not_detach() {
         "the task was not cancelled on the server"
     );
 }
+
+#[test]
+fn sigint_ends_task_wait_and_leaves_the_detached_task_running() {
+    let server = TestServer::start_with(ServerOptions::new(Mode::Stateful).with_tasks()).unwrap();
+    let url = server.mcp_url();
+    let stats = server.stats();
+    let out = support::run_mcp(
+        &[
+            "call",
+            &url,
+            "long_scan",
+            "target=10.9.0.2",
+            "seconds:=3",
+            "--detach",
+            "--format",
+            "text",
+        ],
+        &[],
+        Duration::from_secs(30),
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    assert!(!id.is_empty(), "{out:?}");
+    // `task wait` is polling the task (the server saw a tasks/get from it) when SIGINT comes.
+    let gets = stats.task_gets();
+    let (code, err) = interrupted(
+        &["task", "wait", &url, &id],
+        || stats.task_gets() > gets,
+        "-INT",
+    );
+    assert_eq!(code, Some(130), "{err}");
+    assert!(
+        err.contains(&format!(
+            "cancelled the wait for task {id} (the task runs on)"
+        )),
+        "{err}"
+    );
+    // The user detached it: the wait ends, the task runs on to its end.
+    assert!(
+        stats.wait_until(Duration::from_secs(10), |s| s.scans_finished() == 1),
+        "the detached task did not run to its end: {err}"
+    );
+    assert_eq!(
+        stats.task_cancels(),
+        0,
+        "the detached task was cancelled: {err}"
+    );
+    assert_eq!(stats.scans_cancelled(), 0);
+}

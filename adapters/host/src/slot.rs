@@ -796,6 +796,13 @@ impl SlotHandle {
         let cancel_if_dropped = CancelIfDropped {
             slot: self,
             in_flight: &in_flight,
+            cancel_task: !matches!(
+                how,
+                Tasking::Attach {
+                    cancel_on_drop: false,
+                    ..
+                }
+            ),
         };
         cfg.in_flight = Some(&in_flight);
         let run = &self.inner.run;
@@ -852,7 +859,7 @@ impl SlotHandle {
                     }
                 }
             }
-            Tasking::Attach { target, task } => {
+            Tasking::Attach { target, task, .. } => {
                 drive::attach_task(
                     &net,
                     &cfg,
@@ -1362,10 +1369,17 @@ impl SlotHandle {
 struct CancelIfDropped<'s> {
     slot: &'s SlotHandle,
     in_flight: &'s InFlight,
+    /// Whether a dropped call is cancelled on the wire: not when it follows a task the caller
+    /// only looks in on ([`crate::TaskHandle::leave_running`]).
+    cancel_task: bool,
 }
 
 impl Drop for CancelIfDropped<'_> {
     fn drop(&mut self) {
+        if !self.cancel_task {
+            // A task the caller only looked in on runs on; a poll of it needs no cancel.
+            return;
+        }
         if let Some(request) = self.in_flight.get() {
             self.slot.cancel_dropped(request);
         } else if let Some((target, task)) = self.in_flight.task() {
@@ -1389,6 +1403,8 @@ pub(crate) enum Tasking<'a> {
         target: Target,
         /// Its id.
         task: &'a str,
+        /// Whether a dropped wait cancels the task.
+        cancel_on_drop: bool,
     },
 }
 

@@ -69,6 +69,8 @@ pub struct TaskHandle {
     target: Target,
     id: String,
     tool: String,
+    /// Whether a dropped [`wait`](Self::wait) cancels the task (see [`Self::leave_running`]).
+    cancel_on_drop: bool,
 }
 
 impl fmt::Debug for TaskHandle {
@@ -136,6 +138,15 @@ impl TaskHandle {
         self.wait_as(None).await
     }
 
+    /// This handle with a [`wait`](Self::wait) that, when its future is dropped (the caller
+    /// gave up, a person pressed Ctrl-C), leaves the task running on its server instead of
+    /// cancelling it: for a task someone detached on purpose and only looks in on. The slot's
+    /// timeout still cancels it, as it bounds every wait.
+    pub fn leave_running(mut self) -> Self {
+        self.cancel_on_drop = false;
+        self
+    }
+
     /// [`wait`](Self::wait), telling `on_progress` of the task's progress and status messages
     /// (a status message comes with an empty `progress`).
     pub async fn wait_with_progress(
@@ -155,6 +166,7 @@ impl TaskHandle {
         let how = Tasking::Attach {
             target: self.target,
             task: &self.id,
+            cancel_on_drop: self.cancel_on_drop,
         };
         match call_task(&self.slot, &self.tool, b"null", on_progress, how).await {
             Ended::Done(r) => r,
@@ -192,6 +204,7 @@ impl SlotHandle {
                 target,
                 id,
                 tool: tool.to_owned(),
+                cancel_on_drop: true,
             }),
         }
     }
@@ -206,6 +219,7 @@ impl SlotHandle {
             target: Target::Primary,
             id: id.to_owned(),
             tool: UNNAMED_TASK_TOOL.to_owned(),
+            cancel_on_drop: true,
         }
     }
 }

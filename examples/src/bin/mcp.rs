@@ -733,7 +733,8 @@ async fn task(cmd: TaskCmd) -> Result<ExitCode, Fail> {
         [] | [_] => return Err(UsageError("missing TASK_ID".into()).into()),
         [_, x, ..] => return Err(UsageError(format!("unexpected argument {x:?}")).into()),
     };
-    let mut handle = run.slot.task(&id);
+    // A detached task is the user's: a signal ends the wait, never the task.
+    let mut handle = run.slot.task(&id).leave_running();
     let Some(tool) = wait else {
         let answer = match cancel {
             true => handle.cancel().await,
@@ -766,8 +767,10 @@ async fn task(cmd: TaskCmd) -> Result<ExitCode, Fail> {
     }
     let status = Mutex::new(CallStatus::default());
     let label = format!("task {id}");
-    let mut r = with_elapsed(
+    let busy = format!("the wait for task {id} (the task runs on)");
+    let mut r = with_elapsed_marked(
         &label,
+        &busy,
         Some(&status),
         handle.wait_with_progress(status_observer(&status)),
     )
@@ -1503,7 +1506,17 @@ async fn with_elapsed<T>(
     status: Option<&Mutex<CallStatus>>,
     fut: impl std::future::Future<Output = T>,
 ) -> T {
-    let _busy = signals::in_flight(label);
+    with_elapsed_marked(label, label, status, fut).await
+}
+
+/// [`with_elapsed`], saying `busy` (instead of the label) of what a signal ends.
+async fn with_elapsed_marked<T>(
+    label: &str,
+    busy: &str,
+    status: Option<&Mutex<CallStatus>>,
+    fut: impl std::future::Future<Output = T>,
+) -> T {
+    let _busy = signals::in_flight(busy);
     if !std::io::stderr().is_terminal() {
         return fut.await;
     }
