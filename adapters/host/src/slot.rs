@@ -896,11 +896,7 @@ impl SlotHandle {
         } = bufs;
         // A big text is handed over whole instead of copied (it would not be kept in the pool
         // anyway); a small one is copied and its buffer pooled.
-        owned.text = if text_len > KEEP_BYTES {
-            text.take_utf8(text_len)
-        } else {
-            String::from_utf8_lossy(text.bytes().get(..text_len).unwrap_or(&[])).into_owned()
-        };
+        owned.text = text.hand_out(text_len, KEEP_BYTES);
         for b in [&mut request, &mut reply, &mut text, &mut error] {
             b.reuse(0, KEEP_BYTES);
         }

@@ -18,18 +18,9 @@ pub const CHUNK: usize = 1500;
 pub const ID: u64 = 7;
 
 /// Ten secrets of the run: API tokens, a password, a cookie; two of them occur in the text.
-pub const SECRETS: [&str; 10] = [
-    "ghp_R2d2C3poBb8WqLx0Zk7TfYv1Nm4Hs9Je",
-    "sk-live-51HcQe2LkYz9Ab3Xc4Vd5Ef6Gh7Ij8Kl",
-    "AKIAQWERTYUIOPASDF12wJalrXUtnFEMIK7MDENGbPxRfiCY",
-    "xoxb-1234567890-0987654321-AbCdEfGhIjKlMnOpQrStUvWx",
-    "Zu8#p!Lm2@qR",
-    "eyJhbGciOiJIUzI1NiJ9.c2Vzc2lvbg.T0tFTg",
-    "hunter2-but-longer",
-    "Bearer-7f3a9c1e5b2d4f6a8c0e",
-    "d41d8cd98f00b204e9800998ecf8427e",
-    "postgres://admin:S3cr3tPassw0rd@db",
-];
+#[path = "../secrets.rs"]
+mod secrets;
+pub use secrets::SECRETS;
 
 /// One line group of nmap-like output: quotes, a tab, non-ASCII, and sometimes a secret.
 fn nmap_block(i: usize) -> String {
@@ -454,12 +445,7 @@ mcp-session-id: 0b0f4cde-8a34-4b9e-9a9e-2f1c5d3e7a10\r\ncontent-length: {}\r\n\r
             mut error,
             ..
         } = bufs;
-        let len = text.len();
-        let out = if len > KEEP_BYTES {
-            text.take_utf8(len)
-        } else {
-            String::from_utf8_lossy(text.bytes().get(..len).unwrap_or(&[])).into_owned()
-        };
+        let out = text.hand_out(text.len(), KEEP_BYTES);
         for b in [&mut request, &mut reply, &mut text, &mut error] {
             b.reuse(0, KEEP_BYTES);
         }

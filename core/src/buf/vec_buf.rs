@@ -50,6 +50,17 @@ impl VecBuf {
             .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
     }
 
+    /// The first `len` bytes as the text a caller is handed: moved out when they are more
+    /// than `keep` bytes (storage that big is not kept for the next use anyway), else copied,
+    /// so the buffer keeps its small storage for reuse. Invalid UTF-8 is replaced either way.
+    pub fn hand_out(&mut self, len: usize, keep: usize) -> String {
+        if len > keep {
+            self.take_utf8(len)
+        } else {
+            String::from_utf8_lossy(self.bytes.get(..len).unwrap_or(&[])).into_owned()
+        }
+    }
+
     /// Takes `from`'s storage holding its first `len` bytes, without copying them; `from` gets
     /// this buffer's old storage, emptied. Each keeps its own cap. Refused (nothing changes)
     /// when `len` is over this buffer's cap or past what `from` holds.
