@@ -706,7 +706,7 @@ enum ServerAsks {
 /// (`{"action":"accept","content":{…}}`, `decline`, `cancel`): the caller's handler's when
 /// there is one, else under `policy`: `decline`, `cancel`, or `accept` with the requested
 /// schema's defaults (SEP-1034). Accept-defaults fills every field whose `default` fits the
-/// field ([`usable_default`]: a string, integer, number, enum or boolean, or a multi-select
+/// field (`usable_default`: a string, integer, number, enum or boolean, or a multi-select
 /// enum's strings); a request it cannot answer (a required field without such a default, no
 /// requested schema, a URL-mode elicitation) is declined.
 pub fn write_elicit_answer(
