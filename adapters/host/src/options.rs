@@ -95,6 +95,13 @@ pub struct Options {
     /// An observer of every connection opened and every byte sent and received (default none),
     /// for a wire trace; it sees the bytes unredacted (see [`WireTrace`]).
     pub wire_trace: Option<WireTrace>,
+    /// The harness's W3C `traceparent` (`00-<trace id>-<span id>-<flags>`; the OpenTelemetry
+    /// `TRACEPARENT` of a process): every request of the run carries its trace id in
+    /// `_meta.traceparent` (SEP-414), with a span id of its own. `None` (the default), or a
+    /// value that is not well formed (the run log says so): one random trace per context.
+    pub trace_parent: Option<String>,
+    /// The W3C `tracestate` sent beside [`Options::trace_parent`] (only with it).
+    pub trace_state: Option<String>,
 }
 
 impl Options {
@@ -195,6 +202,16 @@ impl Options {
         self.exact_mcp_urls = exact;
         self
     }
+    /// Sets [`Options::trace_parent`].
+    pub fn trace_parent(mut self, traceparent: Option<String>) -> Self {
+        self.trace_parent = traceparent;
+        self
+    }
+    /// Sets [`Options::trace_state`].
+    pub fn trace_state(mut self, tracestate: Option<String>) -> Self {
+        self.trace_state = tracestate;
+        self
+    }
     /// Sets [`Options::wire_trace`].
     pub fn wire_trace(mut self, trace: Option<WireTrace>) -> Self {
         self.wire_trace = trace;
@@ -225,6 +242,8 @@ impl Default for Options {
             on_elicit: None,
             exact_mcp_urls: false,
             wire_trace: None,
+            trace_parent: None,
+            trace_state: None,
         }
     }
 }

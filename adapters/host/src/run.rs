@@ -141,4 +141,6 @@ pub(crate) struct Run {
     pub(crate) records: Records,
     /// Tokens, secrets and assertions the run's OAuth clients learned: redacted everywhere.
     pub(crate) learned: Arc<Mutex<Vec<String>>>,
+    /// The run's W3C trace context, sent in every request's `_meta`.
+    pub(crate) trace: crate::trace::RunTrace,
 }

@@ -672,6 +672,7 @@ impl SlotHandle {
         cfg.elicitation = o.elicitation;
         cfg.elicit_with = o.on_elicit.as_ref().map(OnElicit::core);
         cfg.idle_timeout_ms = o.idle_timeout_ms;
+        cfg.trace = Some(self.inner.run.trace.context());
         cfg.stdio = [
             spec.primary_command.is_some(),
             spec.fallback_command.is_some(),

@@ -226,6 +226,20 @@ impl<'x> Body<'x> {
         }
     }
 
+    /// The id of a request (none for a notification, an answer or no body): a request is what
+    /// carries trace context.
+    pub(super) fn request_id(&self) -> Option<u64> {
+        match *self {
+            Body::Initialize { id, .. }
+            | Body::List { id, .. }
+            | Body::Request { id, .. }
+            | Body::ToolsCall { id, .. }
+            | Body::Discover { id }
+            | Body::Task { id, .. } => Some(id),
+            Body::Initialized | Body::Cancelled { .. } | Body::Answer(..) | Body::None => None,
+        }
+    }
+
     /// The JSON-RPC method and the `mcp-name` value, for the 2026 era's headers.
     fn method_and_name(&self) -> (&'x str, Option<&'x str>) {
         match *self {
@@ -267,6 +281,53 @@ pub(super) struct Modern<'x> {
     pub(super) args: Option<Value<'x>>,
 }
 
+/// What a request of either era adds to `_meta` for W3C trace context (SEP-414).
+#[derive(Clone, Copy)]
+pub(super) struct TraceMeta<'x> {
+    /// The request's `traceparent` value.
+    pub(super) parent: [u8; crate::machine::config::TRACEPARENT_LEN],
+    /// The `tracestate` value (empty: none).
+    pub(super) state: &'x str,
+    /// An old-era `progressToken`, moved into this `_meta` from the `tools/call` params.
+    pub(super) progress: Option<u64>,
+}
+
+/// Writes the `_meta` member of a request: the progress token, the trace context and, in the
+/// 2026 era, the era's keys.
+fn write_meta_member(
+    out: &mut impl Sink,
+    modern: Option<&Modern<'_>>,
+    trace: Option<&TraceMeta<'_>>,
+) -> Result<(), Overflow> {
+    out.put(b"\"_meta\":{")?;
+    let progress = modern
+        .and_then(|m| m.progress)
+        .or(trace.and_then(|t| t.progress));
+    let mut first = true;
+    if let Some(token) = progress {
+        out.put(b"\"progressToken\":")?;
+        crate::buf::put_u64(out, token)?;
+        first = false;
+    }
+    if let Some(t) = trace {
+        out.put(if first { b"" } else { b"," })?;
+        // The value is hex digits and dashes: no escaping needed.
+        out.put(b"\"traceparent\":\"")?;
+        out.put(&t.parent)?;
+        out.put(b"\"")?;
+        if !t.state.is_empty() {
+            out.put(b",\"tracestate\":")?;
+            crate::wire::json::write_str_literal(out, t.state)?;
+        }
+        first = false;
+    }
+    if let Some(m) = modern {
+        out.put(if first { b"" } else { b"," })?;
+        crate::wire::era::write_meta_keys(out, m.version, &m.caps)?;
+    }
+    out.put(b"}")
+}
+
 /// Passes a JSON-RPC message through, holding back its last two bytes, so that `_meta` can be
 /// put into its `params` at the end: `…}}` (params) becomes `…,"_meta":{…}}}`, and `…"}` (no
 /// params) becomes `…","params":{"_meta":{…}}}`. One pass, for counting and for writing.
@@ -306,7 +367,7 @@ impl Sink for MetaSink<'_> {
 
 impl MetaSink<'_> {
     /// Writes `_meta` into the params and the held end.
-    fn finish(self, m: &Modern<'_>) -> Result<(), Overflow> {
+    fn finish(self, m: Option<&Modern<'_>>, t: Option<&TraceMeta<'_>>) -> Result<(), Overflow> {
         let MetaSink { inner, held, len } = self;
         let mut out = inner;
         if len == 2 && held == *b"}}" {
@@ -315,7 +376,7 @@ impl MetaSink<'_> {
             out.put(held.get(..len.saturating_sub(1)).unwrap_or(&[]))?;
             out.put(b",\"params\":{")?;
         }
-        crate::wire::era::write_meta_with_progress(&mut out, m.version, &m.caps, m.progress)?;
+        write_meta_member(&mut out, m, t)?;
         out.put(b"}}")
     }
 }
@@ -343,6 +404,8 @@ pub(super) struct Trip<'x> {
     pub(super) expect: Expect,
     /// In the 2026-07-28 era: `_meta` and the `Mcp-*` headers.
     pub(super) modern: Option<Modern<'x>>,
+    /// W3C trace context in `_meta` (either era).
+    pub(super) trace: Option<TraceMeta<'x>>,
 }
 
 impl<'x> Trip<'x> {
@@ -360,23 +423,22 @@ impl<'x> Trip<'x> {
             body,
             expect,
             modern: None,
+            trace: None,
         }
     }
 
     /// Writes the body, with `_meta` in the 2026 era.
     fn write_body(&self, out: &mut dyn Sink) -> Result<(), Overflow> {
-        match &self.modern {
-            None => self.body.write(out),
-            Some(m) => {
-                let mut sink = MetaSink {
-                    inner: out,
-                    held: [0; 2],
-                    len: 0,
-                };
-                self.body.write(&mut sink)?;
-                sink.finish(m)
-            }
+        if self.modern.is_none() && self.trace.is_none() {
+            return self.body.write(out);
         }
+        let mut sink = MetaSink {
+            inner: out,
+            held: [0; 2],
+            len: 0,
+        };
+        self.body.write(&mut sink)?;
+        sink.finish(self.modern.as_ref(), self.trace.as_ref())
     }
 
     /// Appends the body (with `_meta` in the 2026 era) to `out`: the same bytes as
@@ -386,9 +448,9 @@ impl<'x> Trip<'x> {
     fn append_body<B: Buf>(&self, out: &mut B) -> Result<(), Overflow> {
         let start = out.len();
         self.body.write(out)?;
-        let Some(m) = &self.modern else {
+        if self.modern.is_none() && self.trace.is_none() {
             return Ok(());
-        };
+        }
         let end = out.len();
         if out.bytes().get(start..).is_some_and(|b| b.ends_with(b"}}")) {
             out.truncate(end - 2);
@@ -397,7 +459,7 @@ impl<'x> Trip<'x> {
             out.truncate(end.saturating_sub(1).max(start));
             out.put(b",\"params\":{")?;
         }
-        crate::wire::era::write_meta_with_progress(out, m.version, &m.caps, m.progress)?;
+        write_meta_member(out, self.modern.as_ref(), self.trace.as_ref())?;
         out.put(b"}}")
     }
 
@@ -1849,13 +1911,46 @@ mod request_writing_tests {
                 Body::None,
             ]
         };
-        for modern in [false, true] {
+        let trace = crate::machine::TraceContext {
+            trace_id: [0xab; 16],
+            flags: 1,
+            span_seed: 42,
+            state: "k=v",
+        };
+        for (modern, traced) in [(false, false), (true, false), (false, true), (true, true)] {
             for (with_snap, body) in bodies()
                 .into_iter()
                 .enumerate()
                 .map(|(i, b)| (i % 2 == 0, b))
             {
+                // As the operation writes it: with trace context, the progress token moves
+                // into the one `_meta`.
+                let body = match body {
+                    Body::ToolsCall {
+                        id,
+                        tool,
+                        args,
+                        extra,
+                        ..
+                    } if traced => Body::ToolsCall {
+                        id,
+                        tool,
+                        args,
+                        progress: None,
+                        extra,
+                    },
+                    body => body,
+                };
                 let mut trip = Trip::post(&cfg.primary, with_snap.then_some(&snap), body);
+                trip.trace = trip
+                    .body
+                    .request_id()
+                    .filter(|_| traced)
+                    .map(|id| TraceMeta {
+                        parent: trace.traceparent(id),
+                        state: trace.state,
+                        progress: Some(3),
+                    });
                 trip.modern = modern.then(|| Modern {
                     version: crate::wire::era::MODERN_VERSION,
                     caps: cfg.declared(),
@@ -1896,7 +1991,84 @@ mod request_writing_tests {
             assert_eq!(line.bytes(), held.bytes());
             cases += 1;
         });
-        assert_eq!(cases, 40);
+        assert_eq!(cases, 80);
+    }
+
+    #[test]
+    fn a_traced_request_has_one_meta_with_its_trace_context_and_progress() {
+        let mut traced = 0;
+        each_trip(&mut |trip, _| {
+            let mut body = VecBuf::with_limit(4096);
+            trip.write_body(&mut body).unwrap();
+            let text = core::str::from_utf8(body.bytes()).unwrap();
+            let Some(t) = &trip.trace else {
+                assert!(!text.contains("traceparent"), "{text}");
+                return;
+            };
+            // serde_json keeps the last of duplicate keys: count `_meta` in the text too.
+            assert_eq!(text.matches("\"_meta\"").count(), 1, "{text}");
+            let v: serde_json::Value = serde_json::from_str(text).expect(text);
+            let meta = &v["params"]["_meta"];
+            let parent = meta["traceparent"].as_str().unwrap();
+            assert_eq!(parent.as_bytes(), &t.parent[..]);
+            assert_eq!(
+                crate::machine::TraceContext::parse_traceparent(parent),
+                Some(([0xab; 16], 1)),
+                "{parent}"
+            );
+            assert_eq!(meta["tracestate"], "k=v");
+            assert_eq!(
+                meta["progressToken"],
+                if trip.modern.is_some() { 7 } else { 3 }
+            );
+            assert_eq!(
+                meta.get("io.modelcontextprotocol/protocolVersion")
+                    .is_some(),
+                trip.modern.is_some()
+            );
+            traced += 1;
+        });
+        // Initialize, list, two calls, discover, task, ping; both eras; GET and POST.
+        assert_eq!(traced, 7 * 2 * 2);
+    }
+
+    #[test]
+    fn traceparents_are_well_formed_and_a_span_per_request() {
+        use crate::machine::TraceContext;
+        let t = TraceContext {
+            trace_id: *b"0123456789abcdef",
+            flags: 0,
+            span_seed: 0,
+            state: "",
+        };
+        let a = t.traceparent(1);
+        let a = core::str::from_utf8(&a).unwrap();
+        assert!(a.starts_with("00-30313233343536373839616263646566-"), "{a}");
+        assert!(a.ends_with("-00"), "{a}");
+        let b = t.traceparent(2);
+        assert_ne!(a.as_bytes(), &b[..]);
+        assert_eq!(
+            TraceContext::parse_traceparent(a),
+            Some((*b"0123456789abcdef", 0))
+        );
+        for bad in [
+            "",
+            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+            "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
+            "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-x",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",
+            "0-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01é",
+        ] {
+            assert_eq!(TraceContext::parse_traceparent(bad), None, "{bad}");
+        }
+        assert!(
+            TraceContext::parse_traceparent(
+                "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-later"
+            )
+            .is_some()
+        );
     }
 
     #[test]

@@ -95,7 +95,7 @@ mod op;
 
 pub use config::{
     CallBuffers, ElicitHandler, Elicitation, InFlight, MAX_INPUT_ROUNDS, MAX_PROGRESS_MESSAGE,
-    MAX_TASK_ID, ProgressObserver, ProgressUpdate, SlotConfig,
+    MAX_TASK_ID, ProgressObserver, ProgressUpdate, SlotConfig, TRACEPARENT_LEN, TraceContext,
 };
 /// An elicitation's answer under a policy and a handler, for an adapter that answers a
 /// server's requests itself (stdio): see [`SlotConfig::elicitation`].

@@ -1196,17 +1196,31 @@ where
                 args: None,
             },
         });
+        // Every request carries the trace context, when there is one (SEP-414).
+        let trace = self.cfg.trace.as_ref().and_then(|t| {
+            let id = trip.body.request_id()?;
+            Some(super::handlers::TraceMeta {
+                parent: t.traceparent(id),
+                state: t.state,
+                progress: match trip.body {
+                    Body::ToolsCall { progress, .. } if !modern_era => progress,
+                    _ => None,
+                },
+            })
+        });
         let trip = Trip {
             modern,
+            trace,
             body: match trip.body {
-                // In the 2026 era the progress token rides in `_meta` with the rest.
+                // In the 2026 era the progress token rides in `_meta` with the rest; so it
+                // does in the old era beside the trace context (one `_meta`).
                 Body::ToolsCall {
                     id,
                     tool,
                     args,
                     extra,
                     ..
-                } if modern_era => Body::ToolsCall {
+                } if modern_era || trace.is_some() => Body::ToolsCall {
                     id,
                     tool,
                     args,

@@ -271,6 +271,17 @@ pub fn write_meta_with_progress(
         crate::buf::put_u64(out, token)?;
         out.put(b",")?;
     }
+    write_meta_keys(out, version, caps)?;
+    out.put(b"}")
+}
+
+/// The members of the 2026 `_meta` (protocol version, client info, capabilities), without the
+/// braces, for a writer that puts other keys (`progressToken`, `traceparent`) beside them.
+pub fn write_meta_keys(
+    out: &mut impl Sink,
+    version: &str,
+    caps: &ClientCapabilities,
+) -> Result<(), Overflow> {
     out.put(b"\"io.modelcontextprotocol/protocolVersion\":")?;
     write_str_literal(out, version)?;
     out.put(b",\"io.modelcontextprotocol/clientInfo\":{\"name\":")?;
@@ -278,8 +289,7 @@ pub fn write_meta_with_progress(
     out.put(b",\"version\":")?;
     write_str_literal(out, SDK_VERSION)?;
     out.put(b"},\"io.modelcontextprotocol/clientCapabilities\":")?;
-    caps.write(out)?;
-    out.put(b"}")
+    caps.write(out)
 }
 
 /// Writes the probe: `{"jsonrpc":"2.0","id":N,"method":"server/discover","params":{"_meta":…}}`.

@@ -1267,8 +1267,18 @@ fn build_with(
     if common.verbose {
         options = options.wire_trace(Some(wire_trace(secrets.clone())));
     }
+    // W3C trace context from the environment, the OpenTelemetry convention for processes.
+    options = options
+        .trace_parent(std::env::var("TRACEPARENT").ok())
+        .trace_state(std::env::var("TRACESTATE").ok());
     let ctx = HarnessContext::from_manifest_value(manifest, run_id, options)
         .map_err(|e| UsageError(scrub(&e.to_string(), &secrets)))?;
+    // A TRACEPARENT / TRACESTATE that is not well formed is said (a new trace is used).
+    for line in ctx.log_lines() {
+        if line.starts_with("the given trace") {
+            out::stderr_line(&format!("warning: {line}"));
+        }
+    }
     let slot = ctx
         .mcp(&slot_name)
         .map_err(|e| UsageError(scrub(&e.to_string(), &secrets)))?;

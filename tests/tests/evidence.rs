@@ -1,0 +1,235 @@
+//! What a run keeps and passes on besides tool results (issue 28 items 4-6), against a
+//! byte-level server that records every request: W3C trace context in every request's
+//! `_meta` (SEP-414) in both eras, from the library and the command line.
+
+mod support;
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use support::{CHECK_BOUND, context, mcp_bin, run_bounded};
+use verifi_mcp_host::{EraSetting, Options};
+use verifi_mcp_tests::hostile::{
+    HostileServer, Request, Step, http_response, json_response, rpc_result,
+};
+
+const OLD: &str = "2025-11-25";
+const MODERN: &str = "2026-07-28";
+
+/// A server of one era: the 2026 one answers `server/discover`; the old one refuses it and
+/// answers `initialize`. Both list one tool, `echo`, and answer its calls and `ping`.
+fn server_of(modern: bool) -> HostileServer {
+    let responder = Arc::new(move |req: &Request| {
+        let complete = if modern {
+            r#","resultType":"complete""#
+        } else {
+            ""
+        };
+        match req.method().as_deref() {
+            Some("server/discover") if modern => json_response(&rpc_result(
+                req,
+                &format!(
+                    r#"{{"supportedVersions":["{MODERN}"],"capabilities":{{"tools":{{}}}}{complete}}}"#
+                ),
+            )),
+            Some("initialize") if !modern => json_response(&rpc_result(
+                req,
+                &format!(
+                    r#"{{"protocolVersion":"{OLD}","capabilities":{{"tools":{{}}}},"serverInfo":{{"name":"hostile","version":"0"}}}}"#
+                ),
+            )),
+            Some(m) if m.starts_with("notifications/") => http_response(202, &[], b""),
+            Some("tools/list") => json_response(&rpc_result(
+                req,
+                &format!(
+                    r#"{{"tools":[{{"name":"echo","inputSchema":{{"type":"object"}}}}]{complete}}}"#
+                ),
+            )),
+            Some("tools/call") => json_response(&rpc_result(
+                req,
+                &format!(r#"{{"content":[{{"type":"text","text":"echoed"}}]{complete}}}"#),
+            )),
+            Some("ping") => json_response(&rpc_result(req, "{}")),
+            _ => http_response(
+                400,
+                &[("content-type", "application/json")],
+                br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32601,"message":"Method not found"}}"#,
+            ),
+        }
+    });
+    HostileServer::start(move |_| {
+        let mut steps = Vec::new();
+        for _ in 0..32 {
+            steps.push(Step::ReadRequest);
+            steps.push(Step::SendWith(responder.clone()));
+        }
+        steps
+    })
+    .expect("server")
+}
+
+/// The `_meta.traceparent` of every request (a JSON-RPC message with an id and a method) the
+/// server got, with its method; panics naming a request without one.
+fn traceparents(server: &HostileServer) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for r in server.requests() {
+        let Some(v) = r.json() else { continue };
+        let (Some(method), Some(_)) = (v["method"].as_str(), v.get("id")) else {
+            continue;
+        };
+        let parent = v["params"]["_meta"]["traceparent"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{method} has no _meta.traceparent: {v}"));
+        out.push((method.to_owned(), parent.to_owned()));
+    }
+    out
+}
+
+/// `00-<32 hex>-<16 hex>-<2 hex>`, lower case, ids not all zeros: the trace id.
+fn well_formed(parent: &str) -> String {
+    let parts: Vec<&str> = parent.split('-').collect();
+    let hex = |s: &str, n: usize| {
+        s.len() == n
+            && s.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    };
+    assert!(
+        parts.len() == 4
+            && parts[0] == "00"
+            && hex(parts[1], 32)
+            && hex(parts[2], 16)
+            && hex(parts[3], 2)
+            && parts[1].bytes().any(|b| b != b'0')
+            && parts[2].bytes().any(|b| b != b'0'),
+        "not a well-formed traceparent: {parent}"
+    );
+    parts[1].to_owned()
+}
+
+/// Calls `echo` twice and pings, then checks every request's trace context: one trace id
+/// (returned), well formed, a span id per request.
+fn run_and_check(modern: bool, options: Options) -> (String, Vec<Value>) {
+    let server = server_of(modern);
+    let ctx = context(&server.base_url(), "run-trace", options);
+    let kali = ctx.mcp("kali").unwrap();
+    for _ in 0..2 {
+        let r = run_bounded(CHECK_BOUND, kali.call("echo", json!({"text": "x"})));
+        assert!(r.ok, "{r:?}");
+        assert_eq!(r.text, "echoed");
+    }
+    assert!(run_bounded(CHECK_BOUND, kali.ping()).is_ok());
+    let parents = traceparents(&server);
+    let methods: Vec<&str> = parents.iter().map(|(m, _)| m.as_str()).collect();
+    // The probe (`server/discover`) first; then `initialize` exactly in the old era.
+    assert_eq!(methods.first(), Some(&"server/discover"), "{methods:?}");
+    assert_eq!(methods.contains(&"initialize"), !modern, "{methods:?}");
+    assert_eq!(
+        methods.iter().filter(|m| **m == "tools/call").count(),
+        2,
+        "{methods:?}"
+    );
+    let ids: Vec<String> = parents.iter().map(|(_, p)| well_formed(p)).collect();
+    assert!(
+        ids.iter().all(|i| *i == ids[0]),
+        "one trace per run: {parents:?}"
+    );
+    assert_eq!(ids[0], ctx.trace_id());
+    let mut spans: Vec<&str> = parents.iter().map(|(_, p)| &p[36..52]).collect();
+    spans.sort_unstable();
+    spans.dedup();
+    assert_eq!(
+        spans.len(),
+        parents.len(),
+        "a span per request: {parents:?}"
+    );
+    let metas = server
+        .requests()
+        .iter()
+        .filter_map(|r| r.json())
+        .map(|v| v["params"]["_meta"].clone())
+        .collect();
+    (ids[0].clone(), metas)
+}
+
+#[test]
+fn every_request_of_a_run_carries_one_trace_in_both_eras() {
+    for (modern, era) in [(false, EraSetting::Auto), (true, EraSetting::Auto)] {
+        let (a, _) = run_and_check(modern, Options::default().era(era));
+        let (b, _) = run_and_check(modern, Options::default().era(era));
+        assert_ne!(a, b, "a new trace per context when none is given");
+    }
+}
+
+#[test]
+fn the_harness_trace_parent_and_state_are_honoured() {
+    let given = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    for modern in [false, true] {
+        let options = Options::default()
+            .trace_parent(Some(given.into()))
+            .trace_state(Some("vendor=opaque".into()));
+        let (id, metas) = run_and_check(modern, options);
+        assert_eq!(id, "4bf92f3577b34da6a3ce929d0e0e4736");
+        for m in metas.iter().filter(|m| m.get("traceparent").is_some()) {
+            assert_eq!(m["tracestate"], "vendor=opaque", "{m}");
+            assert!(m["traceparent"].as_str().unwrap().ends_with("-01"), "{m}");
+            // The harness's span is the parent: each request is a span of its own.
+            assert_ne!(m["traceparent"], given, "{m}");
+        }
+    }
+    // A value that is not a traceparent is not sent: a new trace, and the run log says so.
+    let server = server_of(false);
+    let ctx = context(
+        &server.base_url(),
+        "run-bad-trace",
+        Options::default().trace_parent(Some("00-nothex-01".into())),
+    );
+    let r = run_bounded(
+        CHECK_BOUND,
+        ctx.mcp("kali").unwrap().call("echo", json!({})),
+    );
+    assert!(r.ok, "{r:?}");
+    assert!(
+        ctx.log_lines()
+            .iter()
+            .any(|l| l.contains("traceparent is not well formed")),
+        "{:?}",
+        ctx.log_lines()
+    );
+    for (_, p) in traceparents(&server) {
+        assert_eq!(well_formed(&p), ctx.trace_id());
+    }
+}
+
+#[test]
+fn the_command_line_takes_traceparent_from_the_environment() {
+    let server = server_of(false);
+    let out = std::process::Command::new(mcp_bin())
+        .args(["call", &server.base_url(), "echo", r#"{"text":"y"}"#])
+        .env(
+            "TRACEPARENT",
+            "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+        )
+        .env("TRACESTATE", "congo=t61rcWkgMzE")
+        .output()
+        .expect("run mcp");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let parents = traceparents(&server);
+    assert!(
+        parents.iter().any(|(m, _)| m == "tools/call"),
+        "{parents:?}"
+    );
+    for (_, p) in &parents {
+        assert_eq!(well_formed(p), "0af7651916cd43dd8448eb211c80319c");
+    }
+    let states: Vec<Value> = server
+        .requests()
+        .iter()
+        .filter_map(|r| r.json())
+        .filter(|v| v.get("id").is_some() && v.get("method").is_some())
+        .map(|v| v["params"]["_meta"]["tracestate"].clone())
+        .collect();
+    assert!(
+        states.iter().all(|s| s == "congo=t61rcWkgMzE"),
+        "{states:?}"
+    );
+}
