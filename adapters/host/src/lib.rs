@@ -61,6 +61,7 @@ pub mod shared;
 pub mod slot;
 pub mod stdio;
 pub mod task;
+pub mod telemetry;
 pub mod tool;
 pub mod trace;
 pub mod trust;

@@ -250,7 +250,9 @@ impl Timeline for NotedTimeline<'_> {
                 &self.slot.secrets_now(),
             );
         }
-        self.inner.push(e, &self.slot.secrets_now());
+        let secrets = self.slot.secrets_now();
+        crate::telemetry::timeline(e, &secrets);
+        self.inner.push(e, &secrets);
     }
 }
 
@@ -728,11 +730,23 @@ impl SlotHandle {
         json: &[u8],
         on_progress: Option<ProgressObserver<'_>>,
     ) -> ToolResult {
-        let Some(auth) = &self.inner.auth else {
-            let (r, challenge) = self.call_once(tool, json, on_progress, None).await;
-            return self.explain_401(r, challenge).await;
-        };
-        crate::auth::slot::call_with_auth(self, auth, tool, json, on_progress).await
+        use tracing::Instrument;
+        let server = crate::telemetry::clean_server(&self.inner.spec.primary, &self.inner.secrets);
+        let span = crate::telemetry::call_span(&self.inner.spec.slot, tool, &server);
+        let r = async {
+            let Some(auth) = &self.inner.auth else {
+                let (r, challenge) = self.call_once(tool, json, on_progress, None).await;
+                return self.explain_401(r, challenge).await;
+            };
+            crate::auth::slot::call_with_auth(self, auth, tool, json, on_progress).await
+        }
+        .instrument(span.clone())
+        .await;
+        if let Some(s) = self.snapshot(Target::Primary) {
+            span.record("era", s.version.as_str());
+        }
+        crate::telemetry::call_ended(&span, &r);
+        r
     }
 
     /// One call through the driver, with `bearer` as the `authorization` header when given;
