@@ -1,6 +1,7 @@
 //! What a run keeps and passes on besides tool results (issue 28 items 4-6), against a
 //! byte-level server that records every request: W3C trace context in every request's
-//! `_meta` (SEP-414) in both eras, from the library and the command line.
+//! `_meta` (SEP-414) in both eras, from the library and the command line; the server's log
+//! messages kept in the run log (and printed by the command line) at or above a level.
 
 mod support;
 
@@ -8,9 +9,9 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use support::{CHECK_BOUND, context, mcp_bin, run_bounded};
-use verifi_mcp_host::{EraSetting, Options};
+use verifi_mcp_host::{EraSetting, LogLevel, Options};
 use verifi_mcp_tests::hostile::{
-    HostileServer, Request, Step, http_response, json_response, rpc_result,
+    HostileServer, Request, Step, http_response, json_response, rpc_result, sse_response,
 };
 
 const OLD: &str = "2025-11-25";
@@ -45,6 +46,9 @@ fn server_of(modern: bool) -> HostileServer {
                     r#"{{"tools":[{{"name":"echo","inputSchema":{{"type":"object"}}}}]{complete}}}"#
                 ),
             )),
+            Some("tools/call") if req.json().unwrap()["params"]["name"] == "noisy" => {
+                sse_response(&noisy_events(req, complete))
+            }
             Some("tools/call") => json_response(&rpc_result(
                 req,
                 &format!(r#"{{"content":[{{"type":"text","text":"echoed"}}]{complete}}}"#),
@@ -66,6 +70,33 @@ fn server_of(modern: bool) -> HostileServer {
         steps
     })
     .expect("server")
+}
+
+/// A secret of the run that a server's log message repeats.
+const SECRET: &str = "hunter2-secret-value";
+
+/// The call's stream of the tool `noisy`: a progress notification, log messages at `info`,
+/// `warning` (with the run's secret in it) and `error` (JSON data, a logger), then the result.
+fn noisy_events(req: &Request, complete: &str) -> String {
+    let id = req.id_json().unwrap();
+    let note = |params: &str| {
+        format!("data: {{\"jsonrpc\":\"2.0\",\"method\":\"notifications/{params}}}\n\n")
+    };
+    [
+        note(r#"progress","params":{"progressToken":1,"progress":1,"message":"half way"}"#),
+        note(r#"message","params":{"level":"info","data":"chatty detail"}"#),
+        note(&format!(
+            r#"message","params":{{"level":"warning","data":"disk almost full, token {SECRET}"}}"#
+        )),
+        note(r#"message","params":{"level":"error","logger":"db","data":{"code":7,"msg":"lost"}}"#),
+        format!(
+            "data: {}\n\n",
+            format_args!(
+                r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":"done"}}]{complete}}}}}"#
+            )
+        ),
+    ]
+    .concat()
 }
 
 /// The `_meta.traceparent` of every request (a JSON-RPC message with an id and a method) the
@@ -232,4 +263,96 @@ fn the_command_line_takes_traceparent_from_the_environment() {
         states.iter().all(|s| s == "congo=t61rcWkgMzE"),
         "{states:?}"
     );
+}
+
+#[test]
+fn server_log_messages_at_or_above_the_level_are_kept_redacted_in_the_run_log() {
+    for modern in [false, true] {
+        for (level, kept) in [
+            (None, vec!["warning", "error"]),
+            (Some(LogLevel::Error), vec!["error"]),
+            (Some(LogLevel::Debug), vec!["info", "warning", "error"]),
+        ] {
+            let server = server_of(modern);
+            let mut options = Options::default().secrets(Some(vec![SECRET.into()]));
+            if let Some(level) = level {
+                options = options.server_log_level(level);
+            }
+            let ctx = context(&server.base_url(), "run-logs", options);
+            let r = run_bounded(
+                CHECK_BOUND,
+                ctx.mcp("kali").unwrap().call("noisy", json!({})),
+            );
+            assert!(r.ok, "{r:?}");
+            assert_eq!(r.text, "done");
+            let logs: Vec<String> = ctx
+                .log_lines()
+                .into_iter()
+                .filter(|l| l.starts_with("log: "))
+                .collect();
+            let levels: Vec<&str> = logs
+                .iter()
+                .map(|l| l.split(['[', ']']).nth(1).unwrap_or(""))
+                .collect();
+            assert_eq!(levels, kept, "modern {modern}: {logs:?}");
+            let all = logs.join("\n");
+            assert!(!all.contains(SECRET), "{all}");
+            assert!(!all.contains("half way"), "progress stays progress: {all}");
+            if kept.contains(&"warning") {
+                assert!(
+                    logs.iter()
+                        .any(|l| l
+                            == "log: [warning] kali/noisy: disk almost full, token [REDACTED]"),
+                    "{logs:?}"
+                );
+            }
+            assert!(
+                logs.iter()
+                    .any(|l| l == r#"log: [error] kali/noisy (db): {"code":7,"msg":"lost"}"#),
+                "{logs:?}"
+            );
+            // The 2026 era asks for them on the call, at the level kept.
+            let call = server
+                .requests()
+                .into_iter()
+                .filter_map(|r| r.json())
+                .find(|v| v["method"] == "tools/call")
+                .unwrap();
+            let asked = &call["params"]["_meta"]["io.modelcontextprotocol/logLevel"];
+            if modern {
+                assert_eq!(asked, level.unwrap_or_default().as_str(), "{call}");
+            } else {
+                assert!(asked.is_null(), "{call}");
+            }
+        }
+    }
+}
+
+#[test]
+fn the_command_line_prints_server_logs_on_stderr() {
+    let server = server_of(false);
+    let out = std::process::Command::new(mcp_bin())
+        .args([
+            "call",
+            &server.base_url(),
+            "noisy",
+            "--server-log-level",
+            "error",
+        ])
+        .output()
+        .expect("run mcp");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(r#"log: [error] cli/noisy (db): {"code":7,"msg":"lost"}"#),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("disk almost full"), "{stderr}");
+    let out = std::process::Command::new(mcp_bin())
+        .args(["call", &server.base_url(), "noisy"])
+        .output()
+        .expect("run mcp");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("log: [warning] "), "{stderr}");
+    assert!(!stderr.contains("chatty detail"), "{stderr}");
 }

@@ -144,6 +144,7 @@ impl HarnessContext {
                 records,
                 learned: Arc::default(),
                 trace,
+                server_logs: Default::default(),
             }),
             manifest: Arc::from(text),
             slots: Arc::default(),

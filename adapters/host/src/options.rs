@@ -3,7 +3,7 @@
 //! Apart from the context so that the slots, the routes and the stdio servers read the
 //! options without importing the context that owns them.
 
-use verifi_mcp_core::machine::Elicitation;
+use verifi_mcp_core::machine::{Elicitation, LogLevel};
 use verifi_mcp_core::wire::era::EraSetting;
 use verifi_mcp_core::wire::jsonrpc::ProtocolVersion;
 
@@ -11,6 +11,7 @@ use crate::auth::AuthConfig;
 use crate::buf::DEFAULT_REPLY_CAP;
 use crate::elicit::OnElicit;
 use crate::net::{DEFAULT_CONNECTION_LIMIT, RootCert};
+use crate::server_log::ServerLogObserver;
 use crate::trace::WireTrace;
 
 /// The seed's per-call timeout: 300 000 ms (5 minutes).
@@ -102,6 +103,11 @@ pub struct Options {
     pub trace_parent: Option<String>,
     /// The W3C `tracestate` sent beside [`Options::trace_parent`] (only with it).
     pub trace_state: Option<String>,
+    /// The lowest level of a server's log messages (`notifications/message`) kept in the run
+    /// log (default `warning`); in the 2026 era calls ask for them at this level.
+    pub server_log_level: LogLevel,
+    /// Told of each server log line as it is kept (default none), e.g. to print it.
+    pub on_server_log: Option<ServerLogObserver>,
 }
 
 impl Options {
@@ -212,6 +218,16 @@ impl Options {
         self.trace_state = tracestate;
         self
     }
+    /// Sets [`Options::server_log_level`].
+    pub fn server_log_level(mut self, level: LogLevel) -> Self {
+        self.server_log_level = level;
+        self
+    }
+    /// Sets [`Options::on_server_log`].
+    pub fn on_server_log(mut self, observer: Option<ServerLogObserver>) -> Self {
+        self.on_server_log = observer;
+        self
+    }
     /// Sets [`Options::wire_trace`].
     pub fn wire_trace(mut self, trace: Option<WireTrace>) -> Self {
         self.wire_trace = trace;
@@ -244,6 +260,8 @@ impl Default for Options {
             wire_trace: None,
             trace_parent: None,
             trace_state: None,
+            server_log_level: LogLevel::Warning,
+            on_server_log: None,
         }
     }
 }

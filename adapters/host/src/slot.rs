@@ -21,6 +21,7 @@ use verifi_mcp_core::drive::{
 use verifi_mcp_core::harness::events::{Timeline, TimelineEvent};
 use verifi_mcp_core::harness::failover::Target;
 use verifi_mcp_core::harness::meter::{Ledger, LedgerRecord};
+use verifi_mcp_core::machine::{LogMessage, LogObserver};
 use verifi_mcp_core::wire::endpoint::{Endpoint, EndpointShape};
 use verifi_mcp_core::wire::json::{JsonLimits, Value};
 
@@ -675,6 +676,7 @@ impl SlotHandle {
         cfg.elicit_with = o.on_elicit.as_ref().map(OnElicit::core);
         cfg.idle_timeout_ms = o.idle_timeout_ms;
         cfg.trace = Some(self.inner.run.trace.context());
+        cfg.log_level = o.server_log_level;
         cfg.stdio = [
             spec.primary_command.is_some(),
             spec.fallback_command.is_some(),
@@ -799,6 +801,8 @@ impl SlotHandle {
         let secrets = self.secrets_now();
         let mut cfg = self.config(endpoints, &headers);
         cfg.on_progress = on_progress;
+        let on_log = |m: &LogMessage<'_>| self.server_log(Some(tool), m.level, m.logger, m.data);
+        cfg.on_log = Some(LogObserver(&on_log));
         // A tool that declared an outputSchema has its reply kept, to check its
         // structuredContent (see `check_structured`).
         let schema = lock(&self.inner.output_schemas).get(tool).cloned();

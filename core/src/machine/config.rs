@@ -68,6 +68,13 @@ pub struct SlotConfig<'a> {
     /// W3C trace context for every request (SEP-414, `_meta.traceparent`), in both eras;
     /// `None` (the default): none sent.
     pub trace: Option<TraceContext<'a>>,
+    /// Told of each log message (`notifications/message`) a server sends on a call's stream at
+    /// or above [`SlotConfig::log_level`]; in the 2026 era, set, it asks for them (the
+    /// `io.modelcontextprotocol/logLevel` `_meta` key). `None` (the default): none kept.
+    pub on_log: Option<LogObserver<'a>>,
+    /// The lowest level of a server log message handed to [`SlotConfig::on_log`] (default
+    /// `warning`).
+    pub log_level: LogLevel,
 }
 
 /// How an elicitation (a server asking the user for input) is answered without a person.
@@ -271,6 +278,8 @@ impl<'a> SlotConfig<'a> {
             elicitation: None,
             elicit_with: None,
             trace: None,
+            on_log: None,
+            log_level: LogLevel::Warning,
         }
     }
 
@@ -415,4 +424,85 @@ fn hex_bytes<const N: usize>(text: &[u8]) -> Option<[u8; N]> {
         *o = (digit(hi)? << 4) | digit(lo)?;
     }
     Some(out)
+}
+
+/// The severity of a server's log message (RFC 5424 as MCP names them), lowest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum LogLevel {
+    /// `debug`.
+    Debug,
+    /// `info`.
+    Info,
+    /// `notice`.
+    Notice,
+    /// `warning` (the default lowest level kept).
+    #[default]
+    Warning,
+    /// `error`.
+    Error,
+    /// `critical`.
+    Critical,
+    /// `alert`.
+    Alert,
+    /// `emergency`.
+    Emergency,
+}
+
+impl LogLevel {
+    /// Every level, lowest first.
+    pub const ALL: [LogLevel; 8] = [
+        LogLevel::Debug,
+        LogLevel::Info,
+        LogLevel::Notice,
+        LogLevel::Warning,
+        LogLevel::Error,
+        LogLevel::Critical,
+        LogLevel::Alert,
+        LogLevel::Emergency,
+    ];
+
+    /// The level's name on the wire (`warning`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LogLevel::Debug => "debug",
+            LogLevel::Info => "info",
+            LogLevel::Notice => "notice",
+            LogLevel::Warning => "warning",
+            LogLevel::Error => "error",
+            LogLevel::Critical => "critical",
+            LogLevel::Alert => "alert",
+            LogLevel::Emergency => "emergency",
+        }
+    }
+
+    /// The level named `name` (as on the wire), if one is.
+    pub fn parse(name: &str) -> Option<Self> {
+        LogLevel::ALL.into_iter().find(|l| l.as_str() == name)
+    }
+}
+
+/// Longest log message (its `data`) handed to a [`LogObserver`] (longer ones are cut).
+pub const MAX_LOG_MESSAGE: usize = 512;
+
+/// One log message of a server, as a person would read it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogMessage<'u> {
+    /// Its level.
+    pub level: LogLevel,
+    /// `logger`, if the server named one (unescaped, redacted, cut).
+    pub logger: Option<&'u str>,
+    /// `data`: a string unescaped, anything else as its JSON text; redacted, cut to
+    /// [`MAX_LOG_MESSAGE`] bytes.
+    pub data: &'u str,
+}
+
+/// Where a slot's server log messages go (e.g. the run log).
+#[derive(Clone, Copy)]
+pub struct LogObserver<'a>(pub &'a (dyn Fn(&LogMessage<'_>) + Sync));
+
+impl core::fmt::Debug for LogObserver<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("LogObserver")
+    }
 }

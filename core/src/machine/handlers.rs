@@ -8,7 +8,8 @@ use heapless::String;
 
 use super::MAX_CURSOR;
 use super::config::{
-    ElicitHandler, Elicitation, MAX_PROGRESS_MESSAGE, ProgressObserver, ProgressUpdate, SlotConfig,
+    ElicitHandler, Elicitation, LogLevel, LogMessage, LogObserver, MAX_LOG_MESSAGE,
+    MAX_PROGRESS_MESSAGE, ProgressObserver, ProgressUpdate, SlotConfig,
 };
 use crate::buf::Overflow;
 use crate::buf::{Buf, Sink};
@@ -276,6 +277,9 @@ pub(super) struct Modern<'x> {
     pub(super) caps: ClientCapabilities,
     /// A `progressToken` for `_meta` (the request's id), when someone listens for progress.
     pub(super) progress: Option<u64>,
+    /// The lowest level of log messages asked for (`io.modelcontextprotocol/logLevel`), when
+    /// someone keeps them.
+    pub(super) log_level: Option<LogLevel>,
     /// The tool's `x-mcp-header` pairs (`argument\0Header\0`…) and the call's arguments.
     pub(super) params: &'x [u8],
     pub(super) args: Option<Value<'x>>,
@@ -324,6 +328,11 @@ fn write_meta_member(
     if let Some(m) = modern {
         out.put(if first { b"" } else { b"," })?;
         crate::wire::era::write_meta_keys(out, m.version, &m.caps)?;
+        if let Some(level) = m.log_level {
+            out.put(b",\"io.modelcontextprotocol/logLevel\":\"")?;
+            out.put(level.as_str().as_bytes())?;
+            out.put(b"\"")?;
+        }
     }
     out.put(b"}")
 }
@@ -715,7 +724,8 @@ pub(super) struct CallHandler<'x, B: Buf, Sec: AsRef<[u8]>> {
     raw: Option<&'x mut B>,
     pub(super) answer: Option<Result<Answer, Untaken>>,
     progress: u32,
-    on_progress: Option<ProgressObserver<'x>>,
+    /// The slot's config: its progress and log observers.
+    cfg: &'x SlotConfig<'x>,
     /// The call sends a progress token (its id): someone listens for progress.
     pub(super) progress_token: bool,
     /// Reading `tools/list` pages for the tools' `x-mcp-header` annotations (2026 era): the
@@ -916,7 +926,7 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
         text: &'x mut B,
         error: &'x mut B,
         raw: Option<&'x mut B>,
-        cfg: &SlotConfig<'x>,
+        cfg: &'x SlotConfig<'x>,
     ) -> Self {
         CallHandler {
             id: 0,
@@ -926,7 +936,7 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
             raw,
             answer: None,
             progress: 0,
-            on_progress: cfg.on_progress,
+            cfg,
             progress_token: cfg.progress_extends_to_ms.is_some() || cfg.on_progress.is_some(),
             listing: false,
             list_page: None,
@@ -1055,7 +1065,7 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
         // The task's own words on how it goes (`statusMessage`) go to whoever watches
         // progress, redacted, as a progress update without a number.
         if let (Some(observer), Some(m)) = (
-            self.on_progress,
+            self.cfg.on_progress,
             result.get("statusMessage").and_then(|m| m.as_str()),
         ) {
             tell_status(observer, &m, self.secrets);
@@ -1433,9 +1443,13 @@ impl<B: Buf, Sec: AsRef<[u8]>> CallHandler<'_, B, Sec> {
                     jsonrpc::as_progress(&m).filter(|p| p.token.as_u64() == Some(self.id))
                 {
                     self.progress = self.progress.wrapping_add(1);
-                    if let Some(observer) = self.on_progress {
+                    if let Some(observer) = self.cfg.on_progress {
                         tell_progress(observer, &p, self.secrets);
                     }
+                } else if let Some(observer) = self.cfg.on_log
+                    && let Some(note) = jsonrpc::as_log(&m)
+                {
+                    tell_log(observer, self.cfg.log_level, &note, self.secrets);
                 }
                 return Ok(Verdict::Continue);
             }
@@ -1588,6 +1602,41 @@ fn tell_progress<Sec: AsRef<[u8]>>(
         progress: number(&p.progress),
         total: p.total.as_ref().map(number),
         message: p.message.is_some().then(|| clean.as_str()),
+    });
+}
+
+/// Hands one server log message at or above `lowest` to the observer: data and logger
+/// unescaped and redacted (cut to fit). Out of line: its buffers are on the stack only while
+/// a log message is handed over.
+#[inline(never)]
+fn tell_log<Sec: AsRef<[u8]>>(
+    observer: LogObserver<'_>,
+    lowest: LogLevel,
+    note: &jsonrpc::LogNote<'_>,
+    secrets: &[Sec],
+) {
+    // A level MCP does not name is taken as the lowest: kept only when everything is.
+    let level = LogLevel::parse(note.level).unwrap_or(LogLevel::Debug);
+    if level < lowest {
+        return;
+    }
+    let mut data = StrSink::<MAX_LOG_MESSAGE>::default();
+    let _ = match note.data.as_str() {
+        Some(s) => s.unescape_into(&mut data),
+        None => data.put(note.data.raw()),
+    };
+    let mut clean = StrSink::<MAX_LOG_MESSAGE>::default();
+    let _ = redact_into(secrets, data.as_str().as_bytes(), &mut clean);
+    let mut logger = StrSink::<64>::default();
+    let mut clean_logger = StrSink::<64>::default();
+    if let Some(l) = &note.logger {
+        let _ = l.unescape_into(&mut logger);
+        let _ = redact_into(secrets, logger.as_str().as_bytes(), &mut clean_logger);
+    }
+    (observer.0)(&LogMessage {
+        level,
+        logger: note.logger.is_some().then(|| clean_logger.as_str()),
+        data: clean.as_str(),
     });
 }
 
@@ -1955,6 +2004,7 @@ mod request_writing_tests {
                     version: crate::wire::era::MODERN_VERSION,
                     caps: cfg.declared(),
                     progress: Some(7),
+                    log_level: Some(LogLevel::Notice),
                     params: b"text\0Mcp-Param-Text\0",
                     args,
                 });

@@ -669,6 +669,37 @@ pub fn as_progress<'a>(m: &Message<'a>) -> Option<Progress<'a>> {
     })
 }
 
+/// A server's log message (`notifications/message`): its level, logger and data as sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct LogNote<'a> {
+    /// `level` (a plain string, e.g. `warning`).
+    pub level: &'a str,
+    /// `logger`, if given.
+    pub logger: Option<JsonStr<'a>>,
+    /// `data` (any JSON).
+    pub data: Value<'a>,
+}
+
+/// The log message in `m`, if it is a well-formed `notifications/message`.
+pub fn as_log<'a>(m: &Message<'a>) -> Option<LogNote<'a>> {
+    let Message::Notification {
+        method,
+        params: Some(params),
+    } = m
+    else {
+        return None;
+    };
+    if !method.eq_str("notifications/message") {
+        return None;
+    }
+    Some(LogNote {
+        level: params.get("level")?.as_str()?.as_plain()?,
+        logger: params.get("logger").and_then(|l| l.as_str()),
+        data: params.get("data")?,
+    })
+}
+
 /// What an `initialize` result says about the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
