@@ -1,7 +1,9 @@
 //! What a run keeps and passes on besides tool results (issue 28 items 4-6), against a
 //! byte-level server that records every request: W3C trace context in every request's
 //! `_meta` (SEP-414) in both eras, from the library and the command line; the server's log
-//! messages kept in the run log (and printed by the command line) at or above a level.
+//! messages kept in the run log (and printed by the command line) at or above a level;
+//! URL-mode elicitation (declared for a handler that takes URLs, the URL handed to it, and a
+//! `-32042` refusal that names the URL a person must open).
 
 mod support;
 
@@ -9,7 +11,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use support::{CHECK_BOUND, context, mcp_bin, run_bounded};
-use verifi_mcp_host::{EraSetting, LogLevel, Options};
+use verifi_mcp_host::{ElicitAnswer, EraSetting, Kind, LogLevel, OnElicit, Options};
 use verifi_mcp_tests::hostile::{
     HostileServer, Request, Step, http_response, json_response, rpc_result, sse_response,
 };
@@ -20,6 +22,9 @@ const MODERN: &str = "2026-07-28";
 /// A server of one era: the 2026 one answers `server/discover`; the old one refuses it and
 /// answers `initialize`. Both list one tool, `echo`, and answer its calls and `ping`.
 fn server_of(modern: bool) -> HostileServer {
+    // Set when the client answered the URL elicitation of `asks_url` (on another connection).
+    let answered = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let seen_answer = answered.clone();
     let responder = Arc::new(move |req: &Request| {
         let complete = if modern {
             r#","resultType":"complete""#
@@ -43,16 +48,36 @@ fn server_of(modern: bool) -> HostileServer {
             Some("tools/list") => json_response(&rpc_result(
                 req,
                 &format!(
-                    r#"{{"tools":[{{"name":"echo","inputSchema":{{"type":"object"}}}}]{complete}}}"#
+                    r#"{{"tools":[{}]{complete}}}"#,
+                    ["echo", "noisy", "needs_url", "asks_url"]
+                        .map(|t| format!(r#"{{"name":"{t}","inputSchema":{{"type":"object"}}}}"#))
+                        .join(",")
                 ),
             )),
             Some("tools/call") if req.json().unwrap()["params"]["name"] == "noisy" => {
                 sse_response(&noisy_events(req, complete))
             }
+            Some("tools/call") if req.json().unwrap()["params"]["name"] == "needs_url" => {
+                json_response(&format!(
+                    r#"{{"jsonrpc":"2.0","id":{},"error":{{"code":-32042,"message":"This request requires more information.","data":{{"elicitations":[{{"mode":"url","elicitationId":"e-1","url":"{CONSENT_URL}","message":"Authorize access to your files."}}]}}}}}}"#,
+                    req.id_json().unwrap()
+                ))
+            }
+            Some("tools/call") if req.json().unwrap()["params"]["name"] == "asks_url" => {
+                // The request for input; the result follows once it is answered (`tail`).
+                sse_response(&format!(
+                    "data: {{\"jsonrpc\":\"2.0\",\"id\":\"s-1\",\"method\":\"elicitation/create\",\"params\":{{\"mode\":\"url\",\"elicitationId\":\"e-2\",\"url\":\"{CONSENT_URL}\",\"message\":\"Sign in\"}}}}\n\n"
+                ))
+            }
             Some("tools/call") => json_response(&rpc_result(
                 req,
                 &format!(r#"{{"content":[{{"type":"text","text":"echoed"}}]{complete}}}"#),
             )),
+            // The client's answer to a server's request.
+            None if req.json().is_some_and(|v| v.get("result").is_some()) => {
+                seen_answer.store(true, std::sync::atomic::Ordering::SeqCst);
+                http_response(202, &[], b"")
+            }
             Some("ping") => json_response(&rpc_result(req, "{}")),
             _ => http_response(
                 400,
@@ -61,16 +86,38 @@ fn server_of(modern: bool) -> HostileServer {
             ),
         }
     });
+    // After `asks_url`'s request for input: its result, once the client answered (nothing
+    // after any other reply).
+    let tail: verifi_mcp_tests::hostile::Responder = Arc::new(move |req: &Request| {
+        if req.json().is_none_or(|v| v["params"]["name"] != "asks_url") {
+            return Vec::new();
+        }
+        for _ in 0..500 {
+            if answered.load(std::sync::atomic::Ordering::SeqCst) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        format!(
+            "data: {{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":{{\"content\":[{{\"type\":\"text\",\"text\":\"signed\"}}]}}}}\n\n",
+            req.id_json().unwrap()
+        )
+        .into_bytes()
+    });
     HostileServer::start(move |_| {
         let mut steps = Vec::new();
         for _ in 0..32 {
             steps.push(Step::ReadRequest);
             steps.push(Step::SendWith(responder.clone()));
+            steps.push(Step::SendWith(tail.clone()));
         }
         steps
     })
     .expect("server")
 }
+
+/// The URL a server wants a person to open.
+const CONSENT_URL: &str = "https://auth.example.test/consent?session=9";
 
 /// A secret of the run that a server's log message repeats.
 const SECRET: &str = "hunter2-secret-value";
@@ -355,4 +402,118 @@ fn the_command_line_prints_server_logs_on_stderr() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("log: [warning] "), "{stderr}");
     assert!(!stderr.contains("chatty detail"), "{stderr}");
+}
+
+/// The `capabilities` the client's `initialize` declared.
+fn declared(server: &HostileServer) -> Value {
+    let init = server
+        .requests()
+        .into_iter()
+        .filter_map(|r| r.json())
+        .find(|v| v["method"] == "initialize")
+        .expect("an initialize");
+    init["params"]["capabilities"].clone()
+}
+
+#[test]
+fn url_mode_elicitation_is_declared_for_a_handler_that_takes_urls_and_gets_the_url() {
+    // A handler that takes URLs: both modes declared, the URL handed to it, its consent sent.
+    let server = server_of(false);
+    let seen = Arc::new(std::sync::Mutex::new(Vec::<Value>::new()));
+    let seen2 = seen.clone();
+    let handler = OnElicit::with_urls(move |params| {
+        seen2.lock().unwrap().push(params.clone());
+        ElicitAnswer::Accept(Value::Null)
+    });
+    assert!(handler.takes_urls());
+    let ctx = context(
+        &server.base_url(),
+        "run-url",
+        Options::default().on_elicit(Some(handler)),
+    );
+    let r = run_bounded(
+        CHECK_BOUND,
+        ctx.mcp("kali").unwrap().call("asks_url", json!({})),
+    );
+    assert!(r.ok, "{r:?}");
+    assert_eq!(r.text, "signed");
+    assert_eq!(
+        declared(&server),
+        json!({"elicitation": {"form": {}, "url": {}}})
+    );
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!(seen[0]["mode"], "url");
+    assert_eq!(seen[0]["url"], CONSENT_URL);
+    assert_eq!(seen[0]["elicitationId"], "e-2");
+    let answer = server
+        .requests()
+        .into_iter()
+        .filter_map(|r| r.json())
+        .find(|v| v["id"] == "s-1")
+        .expect("the elicitation was answered");
+    assert_eq!(answer["result"], json!({"action": "accept"}), "{answer}");
+
+    // A form-only handler declares form mode alone (`{}`); no handler declares none.
+    for (options, expected) in [
+        (
+            Options::default().on_elicit(Some(OnElicit::new(|_| ElicitAnswer::Decline))),
+            json!({"elicitation": {}}),
+        ),
+        (Options::default(), json!({})),
+    ] {
+        let server = server_of(false);
+        let ctx = context(&server.base_url(), "run-form", options);
+        let r = run_bounded(
+            CHECK_BOUND,
+            ctx.mcp("kali").unwrap().call("echo", json!({})),
+        );
+        assert!(r.ok, "{r:?}");
+        assert_eq!(declared(&server), expected);
+    }
+}
+
+#[test]
+fn a_url_elicitation_required_refusal_names_the_url_a_person_must_open() {
+    for modern in [false, true] {
+        let server = server_of(modern);
+        let ctx = context(&server.base_url(), "run-32042", Options::default());
+        let r = run_bounded(
+            CHECK_BOUND,
+            ctx.mcp("kali").unwrap().call("needs_url", json!({})),
+        );
+        assert!(!r.ok, "{r:?}");
+        assert!(
+            matches!(r.kind, Kind::Refused { code: -32042, .. }),
+            "{r:?}"
+        );
+        let error = r.error.clone().unwrap_or_default();
+        assert_eq!(
+            error,
+            format!(
+                "JSON-RPC error -32042: This request requires more information. \
+                 (URL elicitation required: a person must open {CONSENT_URL})"
+            )
+        );
+        assert_eq!(r.elicitation_urls(), [CONSENT_URL]);
+        // Refused, not failed over or retried: one tools/call.
+        let calls = server
+            .requests()
+            .iter()
+            .filter(|r| r.method().as_deref() == Some("tools/call"))
+            .count();
+        assert_eq!(calls, 1);
+    }
+    // The command line prints it, and the call exits 1.
+    let server = server_of(false);
+    let out = std::process::Command::new(mcp_bin())
+        .args(["call", &server.base_url(), "needs_url"])
+        .output()
+        .expect("run mcp");
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        printed.contains(&format!("a person must open {CONSENT_URL}")),
+        "{printed}"
+    );
 }

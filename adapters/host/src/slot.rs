@@ -674,6 +674,7 @@ impl SlotHandle {
         cfg.capabilities.tasks = o.tasks;
         cfg.elicitation = o.elicitation;
         cfg.elicit_with = o.on_elicit.as_ref().map(OnElicit::core);
+        cfg.capabilities.elicitation_url = o.on_elicit.as_ref().is_some_and(OnElicit::takes_urls);
         cfg.idle_timeout_ms = o.idle_timeout_ms;
         cfg.trace = Some(self.inner.run.trace.context());
         cfg.log_level = o.server_log_level;

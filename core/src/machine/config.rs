@@ -286,8 +286,11 @@ impl<'a> SlotConfig<'a> {
     /// The capabilities declared: [`SlotConfig::capabilities`], with `elicitation` exactly
     /// when there is a handler for it.
     pub fn declared(&self) -> ClientCapabilities {
+        let elicitation = self.elicitation.is_some() || self.elicit_with.is_some();
         ClientCapabilities {
-            elicitation: self.elicitation.is_some() || self.elicit_with.is_some(),
+            elicitation,
+            // URLs only go to a caller's handler that takes them; a policy never opens one.
+            elicitation_url: self.capabilities.elicitation_url && self.elicit_with.is_some(),
             ..self.capabilities
         }
     }

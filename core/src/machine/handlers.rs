@@ -127,6 +127,8 @@ pub(super) enum Body<'x> {
         version: ProtocolVersion,
         /// Declare elicitation (the client has a handler for it).
         elicitation: bool,
+        /// Declare URL-mode elicitation too.
+        elicitation_url: bool,
     },
     Initialized,
     List {
@@ -189,7 +191,15 @@ impl<'x> Body<'x> {
                 id,
                 version,
                 elicitation,
-            } => jsonrpc::encode_initialize_declaring(out, *id, *version, *elicitation),
+                elicitation_url,
+            } => {
+                let caps = ClientCapabilities {
+                    elicitation: *elicitation,
+                    elicitation_url: *elicitation_url,
+                    ..ClientCapabilities::default()
+                };
+                jsonrpc::encode_initialize_with(out, *id, *version, &caps)
+            }
             Body::Initialized => jsonrpc::encode_initialized(out),
             Body::List { id, list, cursor } => jsonrpc::encode_list(out, *id, *list, *cursor),
             Body::Request { id, req, encode } => encode(out, *id, req),
@@ -1048,6 +1058,43 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
         Answer::Refused { code, unknown_tool }
     }
 
+    /// A `-32042` (URL elicitation required) as the call's refusal: its line names each URL
+    /// the server wants a person to open (`error.data.elicitations[].url`), redacted.
+    #[inline(never)]
+    fn take_url_elicitation(&mut self, err: &jsonrpc::RpcError<'_>) -> Answer {
+        self.error.clear();
+        let mut line = StrSink::<ERROR_LINE_BYTES>::default();
+        let mut cut =
+            crate::harness::result::write_rpc_error(&mut line, err.code, &err.message).is_err();
+        let urls = err
+            .data
+            .and_then(|d| d.get("elicitations"))
+            .into_iter()
+            .flat_map(|e| e.elements())
+            .filter_map(|e| e.get("url").and_then(|u| u.as_str()));
+        let mut first = true;
+        for url in urls {
+            let lead: &[u8] = if first {
+                b" (URL elicitation required: a person must open "
+            } else {
+                b", "
+            };
+            first = false;
+            cut |= line.put(lead).is_err() || url.unescape_into(&mut line).is_err();
+        }
+        if !first {
+            cut |= line.put(b")").is_err();
+        }
+        if cut {
+            mark_cut(&mut line);
+        }
+        let _ = redact_into(self.secrets, line.as_str().as_bytes(), self.error);
+        Answer::Refused {
+            code: err.code,
+            unknown_tool: false,
+        }
+    }
+
     /// One `tasks/get` reply.
     fn on_task_poll(&mut self, outcome: Outcome<'_>) {
         let result = match outcome {
@@ -1512,6 +1559,9 @@ impl<B: Buf, Sec: AsRef<[u8]>> CallHandler<'_, B, Sec> {
                 let _ = defer;
                 self.take_result(result)
             }
+            Outcome::Error(err) if err.code == jsonrpc::URL_ELICITATION_REQUIRED => {
+                Ok(self.take_url_elicitation(&err))
+            }
             Outcome::Error(err) => {
                 Ok(self.take_refusal(err.code, &err.message, jsonrpc::is_unknown_tool(&err)))
             }
@@ -1941,6 +1991,7 @@ mod request_writing_tests {
                     id: 1,
                     version: ProtocolVersion::V2024_11_05,
                     elicitation: true,
+                    elicitation_url: true,
                 },
                 Body::Initialized,
                 Body::List {

@@ -1108,6 +1108,7 @@ where
                     id: self.init.id,
                     version: self.cfg.version,
                     elicitation: self.cfg.declared().elicitation,
+                    elicitation_url: self.cfg.declared().elicitation_url,
                 },
             ),
             Purpose::Initialized { .. } => Trip::post(ep, snap, Body::Initialized),

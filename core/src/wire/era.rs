@@ -206,6 +206,9 @@ pub fn newest_common(supported: Value<'_>) -> Option<&'static str> {
 pub struct ClientCapabilities {
     /// Answers `elicitation/create` (old era) and elicitation `input_required` rounds.
     pub elicitation: bool,
+    /// With [`ClientCapabilities::elicitation`]: the handler also takes URL-mode elicitations
+    /// (declared `"elicitation":{"form":{},"url":{}}`; without it `{}`, form mode only).
+    pub elicitation_url: bool,
     /// Answers `sampling/createMessage`.
     pub sampling: bool,
     /// Answers `roots/list`.
@@ -227,7 +230,9 @@ impl ClientCapabilities {
             first = false;
             Sink::put(out, text)
         };
-        if self.elicitation {
+        if self.elicitation && self.elicitation_url {
+            member(out, b"\"elicitation\":{\"form\":{},\"url\":{}}")?;
+        } else if self.elicitation {
             member(out, b"\"elicitation\":{}")?;
         }
         if self.roots {
@@ -652,6 +657,7 @@ mod tests {
         );
         let all = ClientCapabilities {
             elicitation: true,
+            elicitation_url: false,
             sampling: true,
             roots: true,
             tasks: false,
@@ -660,6 +666,20 @@ mod tests {
             text(|b| all.write(b)),
             r#"{"elicitation":{},"roots":{},"sampling":{}}"#
         );
+        // URL mode is declared beside form mode; alone (no handler) it is nothing.
+        let url = ClientCapabilities {
+            elicitation_url: true,
+            ..all
+        };
+        assert_eq!(
+            text(|b| url.write(b)),
+            r#"{"elicitation":{"form":{},"url":{}},"roots":{},"sampling":{}}"#
+        );
+        let url_alone = ClientCapabilities {
+            elicitation_url: true,
+            ..ClientCapabilities::default()
+        };
+        assert_eq!(text(|b| url_alone.write(b)), "{}");
         assert_eq!(text(|b| ClientCapabilities::default().write(b)), "{}");
     }
 
