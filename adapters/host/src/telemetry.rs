@@ -3,7 +3,7 @@
 //! event per timeline event (era found, fallback used, task status, error).
 //!
 //! Owns: what is recorded, and that it never holds arguments, results or secrets: server
-//! endpoints are masked ([`mask_url`]), errors are the run's redacted ones. Decides nothing.
+//! endpoints are masked ([`mask_url`](crate::mask::mask_url)), errors are the run's redacted ones. Decides nothing.
 
 use tracing::field::Empty;
 use verifi_mcp_core::harness::events::TimelineEvent;
