@@ -127,7 +127,7 @@ async fn list_tools_names_every_tool(p: &Peer) {
         want.extend(["regional", "confirm_scan"]);
     }
     if p.kind.sdk() == Sdk::Ts {
-        want.push("ask_aside");
+        want.extend(["ask_aside", "logs"]);
     }
     want.sort();
     assert_eq!(names, want);

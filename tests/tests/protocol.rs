@@ -356,8 +356,12 @@ fn a_refused_prompt_is_metered_with_the_servers_words_redacted() {
         .into_iter()
         .find(|r| r.method().as_deref() == Some("prompts/get"))
         .unwrap();
+    // Besides the trace context every request carries (issue 28 item 5).
+    let mut params = sent.json().unwrap()["params"].clone();
+    let meta = params.as_object_mut().unwrap().remove("_meta").unwrap();
+    assert!(meta["traceparent"].is_string(), "{meta}");
     assert_eq!(
-        sent.json().unwrap()["params"],
+        params,
         json!({"name": "review", "arguments": {"topic": "dns"}})
     );
     assert_eq!(

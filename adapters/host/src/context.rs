@@ -130,6 +130,11 @@ impl HarnessContext {
         if options.insecure {
             lock(&records.log).push(INSECURE_WARNING.to_owned());
         }
+        let (trace, warning) = crate::trace::RunTrace::new(
+            options.trace_parent.as_deref(),
+            options.trace_state.as_deref(),
+        );
+        lock(&records.log).extend(warning);
         Ok(HarnessContext {
             run: Arc::new(Run {
                 run_id: run_id.into(),
@@ -138,6 +143,8 @@ impl HarnessContext {
                 net,
                 records,
                 learned: Arc::default(),
+                trace,
+                server_logs: Default::default(),
             }),
             manifest: Arc::from(text),
             slots: Arc::default(),
@@ -174,6 +181,13 @@ impl HarnessContext {
     #[cfg(test)]
     pub(crate) fn run_net(&self) -> HostNet {
         self.run.net.clone()
+    }
+
+    /// The run's trace id (32 lower-case hex digits): every request of the run carries it in
+    /// `_meta.traceparent` (W3C trace context, SEP-414). The one of
+    /// [`Options::trace_parent`] when given, else a random one made for this context.
+    pub fn trace_id(&self) -> String {
+        self.run.trace.trace_id_hex()
     }
 
     /// The options this context was built with.

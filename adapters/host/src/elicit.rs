@@ -41,22 +41,42 @@ type CoreFn = dyn Fn(verifi_mcp_core::wire::json::Value<'_>, &mut dyn Sink) -> R
 /// assert!(o.on_elicit.is_some());
 /// ```
 #[derive(Clone)]
-pub struct OnElicit(Arc<CoreFn>);
+pub struct OnElicit(Arc<CoreFn>, bool);
 
 impl OnElicit {
     /// A handler calling `f` with each elicitation's `params` (`message`, `requestedSchema`,
     /// `mode` …, as the server sent them).
     pub fn new(f: impl Fn(&Value) -> ElicitAnswer + Send + Sync + 'static) -> Self {
-        OnElicit(Arc::new(move |params, out: &mut dyn Sink| {
-            let params: Value = serde_json::from_slice(params.raw()).unwrap_or(Value::Null);
-            let result = match f(&params) {
-                ElicitAnswer::Accept(content) => json!({ "action": "accept", "content": content }),
-                ElicitAnswer::Decline => json!({ "action": "decline" }),
-                ElicitAnswer::Cancel => json!({ "action": "cancel" }),
-            };
-            // A `Value` always serializes.
-            out.put(&serde_json::to_vec(&result).unwrap_or_default())
-        }))
+        OnElicit(
+            Arc::new(move |params, out: &mut dyn Sink| {
+                let params: Value = serde_json::from_slice(params.raw()).unwrap_or(Value::Null);
+                let result = match f(&params) {
+                    // URL mode: the person agreed to open the URL; there is no content.
+                    ElicitAnswer::Accept(Value::Null) => json!({ "action": "accept" }),
+                    ElicitAnswer::Accept(content) => {
+                        json!({ "action": "accept", "content": content })
+                    }
+                    ElicitAnswer::Decline => json!({ "action": "decline" }),
+                    ElicitAnswer::Cancel => json!({ "action": "cancel" }),
+                };
+                // A `Value` always serializes.
+                out.put(&serde_json::to_vec(&result).unwrap_or_default())
+            }),
+            false,
+        )
+    }
+
+    /// A handler that also takes URL-mode elicitations (`elicitation: {form: {}, url: {}}` is
+    /// declared): for those, `params` has `mode: "url"`, the `url` a person must open, its
+    /// `elicitationId` and `message`; answer `Accept(Value::Null)` once the person agreed to
+    /// open it (the server goes on when they are done), or `Decline` / `Cancel`.
+    pub fn with_urls(f: impl Fn(&Value) -> ElicitAnswer + Send + Sync + 'static) -> Self {
+        OnElicit(OnElicit::new(f).0, true)
+    }
+
+    /// True when the handler takes URL-mode elicitations.
+    pub fn takes_urls(&self) -> bool {
+        self.1
     }
 
     /// The core's view of it, for a call's config.

@@ -306,6 +306,7 @@ async fn until_stopped(streams: &GetStreams, i: usize, session: &str) {
 
 /// Hands each message on the stream to the core, keeping the answers to send.
 struct Answers<'c> {
+    slot: &'c SlotHandle,
     cfg: &'c SlotConfig<'c>,
     target: Target,
     snap: &'c Snapshot,
@@ -321,14 +322,16 @@ impl OnMessage for Answers<'_> {
         }
         let mut out = VecBuf::with_limit(self.request_cap);
         // A message that cannot be answered (an answer over the request cap) gets none.
-        if let Ok(true) = listen::answer(
+        match listen::answer(
             self.cfg,
             (self.target, self.snap),
             msg,
             &mut self.scratch,
             &mut out,
         ) {
-            self.pending.push(out.bytes().to_vec());
+            Ok(true) => self.pending.push(out.bytes().to_vec()),
+            // Not a request: a log message is kept.
+            _ => self.slot.server_log_json(msg),
         }
         Ok(Verdict::Continue)
     }
@@ -400,6 +403,7 @@ async fn open_once(slot: &SlotHandle, target: Target, session: &str) -> End {
     let mut exchange = Exchange::new(&mut head, Expect::Response, true, limits);
     let mut reply = VecBuf::with_limit(options.reply_cap);
     let mut answers = Answers {
+        slot,
         cfg: &cfg,
         target,
         snap: &snap,

@@ -3,7 +3,7 @@
 //! Apart from the context so that the slots, the routes and the stdio servers read the
 //! options without importing the context that owns them.
 
-use verifi_mcp_core::machine::Elicitation;
+use verifi_mcp_core::machine::{Elicitation, LogLevel};
 use verifi_mcp_core::wire::era::EraSetting;
 use verifi_mcp_core::wire::jsonrpc::ProtocolVersion;
 
@@ -11,6 +11,7 @@ use crate::auth::AuthConfig;
 use crate::buf::DEFAULT_REPLY_CAP;
 use crate::elicit::OnElicit;
 use crate::net::{DEFAULT_CONNECTION_LIMIT, RootCert};
+use crate::server_log::ServerLogObserver;
 use crate::trace::WireTrace;
 
 /// The seed's per-call timeout: 300 000 ms (5 minutes).
@@ -95,6 +96,18 @@ pub struct Options {
     /// An observer of every connection opened and every byte sent and received (default none),
     /// for a wire trace; it sees the bytes unredacted (see [`WireTrace`]).
     pub wire_trace: Option<WireTrace>,
+    /// The harness's W3C `traceparent` (`00-<trace id>-<span id>-<flags>`; the OpenTelemetry
+    /// `TRACEPARENT` of a process): every request of the run carries its trace id in
+    /// `_meta.traceparent` (SEP-414), with a span id of its own. `None` (the default), or a
+    /// value that is not well formed (the run log says so): one random trace per context.
+    pub trace_parent: Option<String>,
+    /// The W3C `tracestate` sent beside [`Options::trace_parent`] (only with it).
+    pub trace_state: Option<String>,
+    /// The lowest level of a server's log messages (`notifications/message`) kept in the run
+    /// log (default `warning`); in the 2026 era calls ask for them at this level.
+    pub server_log_level: LogLevel,
+    /// Told of each server log line as it is kept (default none), e.g. to print it.
+    pub on_server_log: Option<ServerLogObserver>,
 }
 
 impl Options {
@@ -195,6 +208,26 @@ impl Options {
         self.exact_mcp_urls = exact;
         self
     }
+    /// Sets [`Options::trace_parent`].
+    pub fn trace_parent(mut self, traceparent: Option<String>) -> Self {
+        self.trace_parent = traceparent;
+        self
+    }
+    /// Sets [`Options::trace_state`].
+    pub fn trace_state(mut self, tracestate: Option<String>) -> Self {
+        self.trace_state = tracestate;
+        self
+    }
+    /// Sets [`Options::server_log_level`].
+    pub fn server_log_level(mut self, level: LogLevel) -> Self {
+        self.server_log_level = level;
+        self
+    }
+    /// Sets [`Options::on_server_log`].
+    pub fn on_server_log(mut self, observer: Option<ServerLogObserver>) -> Self {
+        self.on_server_log = observer;
+        self
+    }
     /// Sets [`Options::wire_trace`].
     pub fn wire_trace(mut self, trace: Option<WireTrace>) -> Self {
         self.wire_trace = trace;
@@ -225,6 +258,10 @@ impl Default for Options {
             on_elicit: None,
             exact_mcp_urls: false,
             wire_trace: None,
+            trace_parent: None,
+            trace_state: None,
+            server_log_level: LogLevel::Warning,
+            on_server_log: None,
         }
     }
 }

@@ -57,7 +57,27 @@ fn kind_json<S: serde::Serializer>(kind: &Kind, s: S) -> Result<S::Ok, S::Error>
     m.end()
 }
 
+/// What a `-32042` refusal's error line says before the URLs a person must open.
+const MUST_OPEN: &str = "(URL elicitation required: a person must open ";
+
 impl ToolResult {
+    /// The URLs a person must open before the call can succeed, when the server refused it
+    /// with `-32042` (URL elicitation required; its `error` names them too); empty otherwise.
+    pub fn elicitation_urls(&self) -> Vec<&str> {
+        if !matches!(self.kind, Kind::Refused { code: -32042, .. }) {
+            return Vec::new();
+        }
+        let Some(rest) = self
+            .error
+            .as_deref()
+            .and_then(|e| e.rfind(MUST_OPEN).map(|i| &e[i + MUST_OPEN.len()..]))
+        else {
+            return Vec::new();
+        };
+        let rest = rest.strip_suffix(')').unwrap_or(rest);
+        rest.split(", ").filter(|u| !u.is_empty()).collect()
+    }
+
     /// An owned copy of the core's result (borrowed from the call's buffers).
     pub fn from_core(r: &CoreResult<'_>) -> Self {
         ToolResult {

@@ -141,4 +141,8 @@ pub(crate) struct Run {
     pub(crate) records: Records,
     /// Tokens, secrets and assertions the run's OAuth clients learned: redacted everywhere.
     pub(crate) learned: Arc<Mutex<Vec<String>>>,
+    /// The run's W3C trace context, sent in every request's `_meta`.
+    pub(crate) trace: crate::trace::RunTrace,
+    /// Server log lines kept so far (capped: see [`crate::server_log`]).
+    pub(crate) server_logs: std::sync::atomic::AtomicUsize,
 }

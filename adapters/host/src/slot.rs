@@ -21,6 +21,7 @@ use verifi_mcp_core::drive::{
 use verifi_mcp_core::harness::events::{Timeline, TimelineEvent};
 use verifi_mcp_core::harness::failover::Target;
 use verifi_mcp_core::harness::meter::{Ledger, LedgerRecord};
+use verifi_mcp_core::machine::{LogMessage, LogObserver};
 use verifi_mcp_core::wire::endpoint::{Endpoint, EndpointShape};
 use verifi_mcp_core::wire::json::{JsonLimits, Value};
 
@@ -250,7 +251,9 @@ impl Timeline for NotedTimeline<'_> {
                 &self.slot.secrets_now(),
             );
         }
-        self.inner.push(e, &self.slot.secrets_now());
+        let secrets = self.slot.secrets_now();
+        crate::telemetry::timeline(e, &secrets);
+        self.inner.push(e, &secrets);
     }
 }
 
@@ -671,7 +674,10 @@ impl SlotHandle {
         cfg.capabilities.tasks = o.tasks;
         cfg.elicitation = o.elicitation;
         cfg.elicit_with = o.on_elicit.as_ref().map(OnElicit::core);
+        cfg.capabilities.elicitation_url = o.on_elicit.as_ref().is_some_and(OnElicit::takes_urls);
         cfg.idle_timeout_ms = o.idle_timeout_ms;
+        cfg.trace = Some(self.inner.run.trace.context());
+        cfg.log_level = o.server_log_level;
         cfg.stdio = [
             spec.primary_command.is_some(),
             spec.fallback_command.is_some(),
@@ -727,11 +733,23 @@ impl SlotHandle {
         json: &[u8],
         on_progress: Option<ProgressObserver<'_>>,
     ) -> ToolResult {
-        let Some(auth) = &self.inner.auth else {
-            let (r, challenge) = self.call_once(tool, json, on_progress, None).await;
-            return self.explain_401(r, challenge).await;
-        };
-        crate::auth::slot::call_with_auth(self, auth, tool, json, on_progress).await
+        use tracing::Instrument;
+        let server = crate::telemetry::clean_server(&self.inner.spec.primary, &self.inner.secrets);
+        let span = crate::telemetry::call_span(&self.inner.spec.slot, tool, &server);
+        let r = async {
+            let Some(auth) = &self.inner.auth else {
+                let (r, challenge) = self.call_once(tool, json, on_progress, None).await;
+                return self.explain_401(r, challenge).await;
+            };
+            crate::auth::slot::call_with_auth(self, auth, tool, json, on_progress).await
+        }
+        .instrument(span.clone())
+        .await;
+        if let Some(s) = self.snapshot(Target::Primary) {
+            span.record("era", s.version.as_str());
+        }
+        crate::telemetry::call_ended(&span, &r);
+        r
     }
 
     /// One call through the driver, with `bearer` as the `authorization` header when given;
@@ -784,6 +802,8 @@ impl SlotHandle {
         let secrets = self.secrets_now();
         let mut cfg = self.config(endpoints, &headers);
         cfg.on_progress = on_progress;
+        let on_log = |m: &LogMessage<'_>| self.server_log(Some(tool), m.level, m.logger, m.data);
+        cfg.on_log = Some(LogObserver(&on_log));
         // A tool that declared an outputSchema has its reply kept, to check its
         // structuredContent (see `check_structured`).
         let schema = lock(&self.inner.output_schemas).get(tool).cloned();

@@ -65,6 +65,16 @@ pub struct SlotConfig<'a> {
     /// replies read line by line, and a notification is done once written.
     /// The adapter's `Net` tells these targets' endpoints (placeholders) from the others.
     pub stdio: [bool; 2],
+    /// W3C trace context for every request (SEP-414, `_meta.traceparent`), in both eras;
+    /// `None` (the default): none sent.
+    pub trace: Option<TraceContext<'a>>,
+    /// Told of each log message (`notifications/message`) a server sends on a call's stream at
+    /// or above [`SlotConfig::log_level`]; in the 2026 era, set, it asks for them (the
+    /// `io.modelcontextprotocol/logLevel` `_meta` key). `None` (the default): none kept.
+    pub on_log: Option<LogObserver<'a>>,
+    /// The lowest level of a server log message handed to [`SlotConfig::on_log`] (default
+    /// `warning`).
+    pub log_level: LogLevel,
 }
 
 /// How an elicitation (a server asking the user for input) is answered without a person.
@@ -267,14 +277,20 @@ impl<'a> SlotConfig<'a> {
             stdio: [false; 2],
             elicitation: None,
             elicit_with: None,
+            trace: None,
+            on_log: None,
+            log_level: LogLevel::Warning,
         }
     }
 
     /// The capabilities declared: [`SlotConfig::capabilities`], with `elicitation` exactly
     /// when there is a handler for it.
     pub fn declared(&self) -> ClientCapabilities {
+        let elicitation = self.elicitation.is_some() || self.elicit_with.is_some();
         ClientCapabilities {
-            elicitation: self.elicitation.is_some() || self.elicit_with.is_some(),
+            elicitation,
+            // URLs only go to a caller's handler that takes them; a policy never opens one.
+            elicitation_url: self.capabilities.elicitation_url && self.elicit_with.is_some(),
             ..self.capabilities
         }
     }
@@ -317,4 +333,179 @@ pub struct CallBuffers<'b, B: Buf> {
     pub error: B,
     /// The redacted raw reply (only with `keep_raw`; may have a zero cap otherwise).
     pub raw: B,
+}
+
+/// W3C trace context (SEP-414) for the requests of an operation: each request carries
+/// `_meta.traceparent` (`00-<trace id>-<span id>-<flags>`, a new span id per request, all in
+/// one trace) and, when not empty, `_meta.tracestate`. Notifications and answers carry none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TraceContext<'a> {
+    /// The trace id (not all zeros).
+    pub trace_id: [u8; 16],
+    /// The trace flags (`01`: sampled).
+    pub flags: u8,
+    /// Mixed with each request's id to make its span id (so two operations with different
+    /// seeds never share one).
+    pub span_seed: u64,
+    /// The `tracestate` value, sent as given (empty: none sent).
+    pub state: &'a str,
+}
+
+/// Length of a version-00 `traceparent` value.
+pub const TRACEPARENT_LEN: usize = 55;
+
+impl TraceContext<'_> {
+    /// The span id of request `id`: never all zeros.
+    pub fn span_id(&self, id: u64) -> [u8; 8] {
+        // splitmix64 of the seed and the id: distinct ids give distinct span ids.
+        let mut z = self
+            .span_seed
+            .wrapping_add(id.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        (if z == 0 { 1 } else { z }).to_be_bytes()
+    }
+
+    /// The `traceparent` value of request `id`.
+    pub fn traceparent(&self, id: u64) -> [u8; TRACEPARENT_LEN] {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let mut out = [b'-'; TRACEPARENT_LEN];
+        let span = self.span_id(id);
+        let bytes = core::iter::once(&0u8)
+            .chain(self.trace_id.iter())
+            .chain(span.iter())
+            .chain(core::iter::once(&self.flags));
+        // Version `00`, then 32 + 16 + 2 hex digits, a `-` between the fields.
+        let mut pos = (0..2).chain(3..35).chain(36..52).chain(53..55);
+        for b in bytes {
+            for nibble in [b >> 4, b & 15] {
+                if let Some(p) = pos.next()
+                    && let Some(slot) = out.get_mut(p)
+                {
+                    *slot = HEX.get(usize::from(nibble)).copied().unwrap_or(b'0');
+                }
+            }
+        }
+        out
+    }
+
+    /// Reads a `traceparent` value (`00-<32 hex>-<16 hex>-<2 hex>`, lower-case, trace id not
+    /// all zeros; a later version's longer value is read by its first 55 bytes, as W3C says):
+    /// its trace id and flags, or `None` when it is not well formed.
+    pub fn parse_traceparent(value: &str) -> Option<([u8; 16], u8)> {
+        let b = value.as_bytes();
+        let version = hex_bytes::<1>(b.get(0..2)?)?;
+        let well_formed = b.get(2) == Some(&b'-')
+            && b.get(35) == Some(&b'-')
+            && b.get(52) == Some(&b'-')
+            && version != [0xff]
+            && (b.len() == TRACEPARENT_LEN || (version != [0] && b.get(55) == Some(&b'-')));
+        if !well_formed {
+            return None;
+        }
+        let trace_id = hex_bytes::<16>(b.get(3..35)?)?;
+        let span = hex_bytes::<8>(b.get(36..52)?)?;
+        let [flags] = hex_bytes::<1>(b.get(53..55)?)?;
+        (trace_id != [0; 16] && span != [0; 8]).then_some((trace_id, flags))
+    }
+}
+
+/// `2 * N` lower-case hex digits as `N` bytes.
+fn hex_bytes<const N: usize>(text: &[u8]) -> Option<[u8; N]> {
+    let digit = |c: u8| match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        _ => None,
+    };
+    if text.len() != 2 * N {
+        return None;
+    }
+    let mut out = [0u8; N];
+    for (o, pair) in out.iter_mut().zip(text.chunks_exact(2)) {
+        let (hi, lo) = (pair.first().copied()?, pair.get(1).copied()?);
+        *o = (digit(hi)? << 4) | digit(lo)?;
+    }
+    Some(out)
+}
+
+/// The severity of a server's log message (RFC 5424 as MCP names them), lowest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum LogLevel {
+    /// `debug`.
+    Debug,
+    /// `info`.
+    Info,
+    /// `notice`.
+    Notice,
+    /// `warning` (the default lowest level kept).
+    #[default]
+    Warning,
+    /// `error`.
+    Error,
+    /// `critical`.
+    Critical,
+    /// `alert`.
+    Alert,
+    /// `emergency`.
+    Emergency,
+}
+
+impl LogLevel {
+    /// Every level, lowest first.
+    pub const ALL: [LogLevel; 8] = [
+        LogLevel::Debug,
+        LogLevel::Info,
+        LogLevel::Notice,
+        LogLevel::Warning,
+        LogLevel::Error,
+        LogLevel::Critical,
+        LogLevel::Alert,
+        LogLevel::Emergency,
+    ];
+
+    /// The level's name on the wire (`warning`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LogLevel::Debug => "debug",
+            LogLevel::Info => "info",
+            LogLevel::Notice => "notice",
+            LogLevel::Warning => "warning",
+            LogLevel::Error => "error",
+            LogLevel::Critical => "critical",
+            LogLevel::Alert => "alert",
+            LogLevel::Emergency => "emergency",
+        }
+    }
+
+    /// The level named `name` (as on the wire), if one is.
+    pub fn parse(name: &str) -> Option<Self> {
+        LogLevel::ALL.into_iter().find(|l| l.as_str() == name)
+    }
+}
+
+/// Longest log message (its `data`) handed to a [`LogObserver`] (longer ones are cut).
+pub const MAX_LOG_MESSAGE: usize = 512;
+
+/// One log message of a server, as a person would read it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogMessage<'u> {
+    /// Its level.
+    pub level: LogLevel,
+    /// `logger`, if the server named one (unescaped, redacted, cut).
+    pub logger: Option<&'u str>,
+    /// `data`: a string unescaped, anything else as its JSON text; redacted, cut to
+    /// [`MAX_LOG_MESSAGE`] bytes.
+    pub data: &'u str,
+}
+
+/// Where a slot's server log messages go (e.g. the run log).
+#[derive(Clone, Copy)]
+pub struct LogObserver<'a>(pub &'a (dyn Fn(&LogMessage<'_>) + Sync));
+
+impl core::fmt::Debug for LogObserver<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("LogObserver")
+    }
 }

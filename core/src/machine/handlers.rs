@@ -8,7 +8,8 @@ use heapless::String;
 
 use super::MAX_CURSOR;
 use super::config::{
-    ElicitHandler, Elicitation, MAX_PROGRESS_MESSAGE, ProgressObserver, ProgressUpdate, SlotConfig,
+    ElicitHandler, Elicitation, LogLevel, LogMessage, LogObserver, MAX_LOG_MESSAGE,
+    MAX_PROGRESS_MESSAGE, ProgressObserver, ProgressUpdate, SlotConfig,
 };
 use crate::buf::Overflow;
 use crate::buf::{Buf, Sink};
@@ -126,6 +127,8 @@ pub(super) enum Body<'x> {
         version: ProtocolVersion,
         /// Declare elicitation (the client has a handler for it).
         elicitation: bool,
+        /// Declare URL-mode elicitation too.
+        elicitation_url: bool,
     },
     Initialized,
     List {
@@ -188,7 +191,15 @@ impl<'x> Body<'x> {
                 id,
                 version,
                 elicitation,
-            } => jsonrpc::encode_initialize_declaring(out, *id, *version, *elicitation),
+                elicitation_url,
+            } => {
+                let caps = ClientCapabilities {
+                    elicitation: *elicitation,
+                    elicitation_url: *elicitation_url,
+                    ..ClientCapabilities::default()
+                };
+                jsonrpc::encode_initialize_with(out, *id, *version, &caps)
+            }
             Body::Initialized => jsonrpc::encode_initialized(out),
             Body::List { id, list, cursor } => jsonrpc::encode_list(out, *id, *list, *cursor),
             Body::Request { id, req, encode } => encode(out, *id, req),
@@ -223,6 +234,20 @@ impl<'x> Body<'x> {
             }
             Body::Answer(request, answer) => request.write(*out, answer),
             Body::None => Ok(()),
+        }
+    }
+
+    /// The id of a request (none for a notification, an answer or no body): a request is what
+    /// carries trace context.
+    pub(super) fn request_id(&self) -> Option<u64> {
+        match *self {
+            Body::Initialize { id, .. }
+            | Body::List { id, .. }
+            | Body::Request { id, .. }
+            | Body::ToolsCall { id, .. }
+            | Body::Discover { id }
+            | Body::Task { id, .. } => Some(id),
+            Body::Initialized | Body::Cancelled { .. } | Body::Answer(..) | Body::None => None,
         }
     }
 
@@ -262,9 +287,64 @@ pub(super) struct Modern<'x> {
     pub(super) caps: ClientCapabilities,
     /// A `progressToken` for `_meta` (the request's id), when someone listens for progress.
     pub(super) progress: Option<u64>,
+    /// The lowest level of log messages asked for (`io.modelcontextprotocol/logLevel`), when
+    /// someone keeps them.
+    pub(super) log_level: Option<LogLevel>,
     /// The tool's `x-mcp-header` pairs (`argument\0Header\0`…) and the call's arguments.
     pub(super) params: &'x [u8],
     pub(super) args: Option<Value<'x>>,
+}
+
+/// What a request of either era adds to `_meta` for W3C trace context (SEP-414).
+#[derive(Clone, Copy)]
+pub(super) struct TraceMeta<'x> {
+    /// The request's `traceparent` value.
+    pub(super) parent: [u8; crate::machine::config::TRACEPARENT_LEN],
+    /// The `tracestate` value (empty: none).
+    pub(super) state: &'x str,
+    /// An old-era `progressToken`, moved into this `_meta` from the `tools/call` params.
+    pub(super) progress: Option<u64>,
+}
+
+/// Writes the `_meta` member of a request: the progress token, the trace context and, in the
+/// 2026 era, the era's keys.
+fn write_meta_member(
+    out: &mut impl Sink,
+    modern: Option<&Modern<'_>>,
+    trace: Option<&TraceMeta<'_>>,
+) -> Result<(), Overflow> {
+    out.put(b"\"_meta\":{")?;
+    let progress = modern
+        .and_then(|m| m.progress)
+        .or(trace.and_then(|t| t.progress));
+    let mut first = true;
+    if let Some(token) = progress {
+        out.put(b"\"progressToken\":")?;
+        crate::buf::put_u64(out, token)?;
+        first = false;
+    }
+    if let Some(t) = trace {
+        out.put(if first { b"" } else { b"," })?;
+        // The value is hex digits and dashes: no escaping needed.
+        out.put(b"\"traceparent\":\"")?;
+        out.put(&t.parent)?;
+        out.put(b"\"")?;
+        if !t.state.is_empty() {
+            out.put(b",\"tracestate\":")?;
+            crate::wire::json::write_str_literal(out, t.state)?;
+        }
+        first = false;
+    }
+    if let Some(m) = modern {
+        out.put(if first { b"" } else { b"," })?;
+        crate::wire::era::write_meta_keys(out, m.version, &m.caps)?;
+        if let Some(level) = m.log_level {
+            out.put(b",\"io.modelcontextprotocol/logLevel\":\"")?;
+            out.put(level.as_str().as_bytes())?;
+            out.put(b"\"")?;
+        }
+    }
+    out.put(b"}")
 }
 
 /// Passes a JSON-RPC message through, holding back its last two bytes, so that `_meta` can be
@@ -306,7 +386,7 @@ impl Sink for MetaSink<'_> {
 
 impl MetaSink<'_> {
     /// Writes `_meta` into the params and the held end.
-    fn finish(self, m: &Modern<'_>) -> Result<(), Overflow> {
+    fn finish(self, m: Option<&Modern<'_>>, t: Option<&TraceMeta<'_>>) -> Result<(), Overflow> {
         let MetaSink { inner, held, len } = self;
         let mut out = inner;
         if len == 2 && held == *b"}}" {
@@ -315,7 +395,7 @@ impl MetaSink<'_> {
             out.put(held.get(..len.saturating_sub(1)).unwrap_or(&[]))?;
             out.put(b",\"params\":{")?;
         }
-        crate::wire::era::write_meta_with_progress(&mut out, m.version, &m.caps, m.progress)?;
+        write_meta_member(&mut out, m, t)?;
         out.put(b"}}")
     }
 }
@@ -343,6 +423,8 @@ pub(super) struct Trip<'x> {
     pub(super) expect: Expect,
     /// In the 2026-07-28 era: `_meta` and the `Mcp-*` headers.
     pub(super) modern: Option<Modern<'x>>,
+    /// W3C trace context in `_meta` (either era).
+    pub(super) trace: Option<TraceMeta<'x>>,
 }
 
 impl<'x> Trip<'x> {
@@ -360,23 +442,22 @@ impl<'x> Trip<'x> {
             body,
             expect,
             modern: None,
+            trace: None,
         }
     }
 
     /// Writes the body, with `_meta` in the 2026 era.
     fn write_body(&self, out: &mut dyn Sink) -> Result<(), Overflow> {
-        match &self.modern {
-            None => self.body.write(out),
-            Some(m) => {
-                let mut sink = MetaSink {
-                    inner: out,
-                    held: [0; 2],
-                    len: 0,
-                };
-                self.body.write(&mut sink)?;
-                sink.finish(m)
-            }
+        if self.modern.is_none() && self.trace.is_none() {
+            return self.body.write(out);
         }
+        let mut sink = MetaSink {
+            inner: out,
+            held: [0; 2],
+            len: 0,
+        };
+        self.body.write(&mut sink)?;
+        sink.finish(self.modern.as_ref(), self.trace.as_ref())
     }
 
     /// Appends the body (with `_meta` in the 2026 era) to `out`: the same bytes as
@@ -386,9 +467,9 @@ impl<'x> Trip<'x> {
     fn append_body<B: Buf>(&self, out: &mut B) -> Result<(), Overflow> {
         let start = out.len();
         self.body.write(out)?;
-        let Some(m) = &self.modern else {
+        if self.modern.is_none() && self.trace.is_none() {
             return Ok(());
-        };
+        }
         let end = out.len();
         if out.bytes().get(start..).is_some_and(|b| b.ends_with(b"}}")) {
             out.truncate(end - 2);
@@ -397,7 +478,7 @@ impl<'x> Trip<'x> {
             out.truncate(end.saturating_sub(1).max(start));
             out.put(b",\"params\":{")?;
         }
-        crate::wire::era::write_meta_with_progress(out, m.version, &m.caps, m.progress)?;
+        write_meta_member(out, self.modern.as_ref(), self.trace.as_ref())?;
         out.put(b"}}")
     }
 
@@ -653,7 +734,8 @@ pub(super) struct CallHandler<'x, B: Buf, Sec: AsRef<[u8]>> {
     raw: Option<&'x mut B>,
     pub(super) answer: Option<Result<Answer, Untaken>>,
     progress: u32,
-    on_progress: Option<ProgressObserver<'x>>,
+    /// The slot's config: its progress and log observers.
+    cfg: &'x SlotConfig<'x>,
     /// The call sends a progress token (its id): someone listens for progress.
     pub(super) progress_token: bool,
     /// Reading `tools/list` pages for the tools' `x-mcp-header` annotations (2026 era): the
@@ -854,7 +936,7 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
         text: &'x mut B,
         error: &'x mut B,
         raw: Option<&'x mut B>,
-        cfg: &SlotConfig<'x>,
+        cfg: &'x SlotConfig<'x>,
     ) -> Self {
         CallHandler {
             id: 0,
@@ -864,7 +946,7 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
             raw,
             answer: None,
             progress: 0,
-            on_progress: cfg.on_progress,
+            cfg,
             progress_token: cfg.progress_extends_to_ms.is_some() || cfg.on_progress.is_some(),
             listing: false,
             list_page: None,
@@ -976,6 +1058,43 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
         Answer::Refused { code, unknown_tool }
     }
 
+    /// A `-32042` (URL elicitation required) as the call's refusal: its line names each URL
+    /// the server wants a person to open (`error.data.elicitations[].url`), redacted.
+    #[inline(never)]
+    fn take_url_elicitation(&mut self, err: &jsonrpc::RpcError<'_>) -> Answer {
+        self.error.clear();
+        let mut line = StrSink::<ERROR_LINE_BYTES>::default();
+        let mut cut =
+            crate::harness::result::write_rpc_error(&mut line, err.code, &err.message).is_err();
+        let urls = err
+            .data
+            .and_then(|d| d.get("elicitations"))
+            .into_iter()
+            .flat_map(|e| e.elements())
+            .filter_map(|e| e.get("url").and_then(|u| u.as_str()));
+        let mut first = true;
+        for url in urls {
+            let lead: &[u8] = if first {
+                b" (URL elicitation required: a person must open "
+            } else {
+                b", "
+            };
+            first = false;
+            cut |= line.put(lead).is_err() || url.unescape_into(&mut line).is_err();
+        }
+        if !first {
+            cut |= line.put(b")").is_err();
+        }
+        if cut {
+            mark_cut(&mut line);
+        }
+        let _ = redact_into(self.secrets, line.as_str().as_bytes(), self.error);
+        Answer::Refused {
+            code: err.code,
+            unknown_tool: false,
+        }
+    }
+
     /// One `tasks/get` reply.
     fn on_task_poll(&mut self, outcome: Outcome<'_>) {
         let result = match outcome {
@@ -993,7 +1112,7 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
         // The task's own words on how it goes (`statusMessage`) go to whoever watches
         // progress, redacted, as a progress update without a number.
         if let (Some(observer), Some(m)) = (
-            self.on_progress,
+            self.cfg.on_progress,
             result.get("statusMessage").and_then(|m| m.as_str()),
         ) {
             tell_status(observer, &m, self.secrets);
@@ -1371,9 +1490,13 @@ impl<B: Buf, Sec: AsRef<[u8]>> CallHandler<'_, B, Sec> {
                     jsonrpc::as_progress(&m).filter(|p| p.token.as_u64() == Some(self.id))
                 {
                     self.progress = self.progress.wrapping_add(1);
-                    if let Some(observer) = self.on_progress {
+                    if let Some(observer) = self.cfg.on_progress {
                         tell_progress(observer, &p, self.secrets);
                     }
+                } else if let Some(observer) = self.cfg.on_log
+                    && let Some(note) = jsonrpc::as_log(&m)
+                {
+                    tell_log(observer, self.cfg.log_level, &note, self.secrets);
                 }
                 return Ok(Verdict::Continue);
             }
@@ -1435,6 +1558,9 @@ impl<B: Buf, Sec: AsRef<[u8]>> CallHandler<'_, B, Sec> {
             Outcome::Result(result) => {
                 let _ = defer;
                 self.take_result(result)
+            }
+            Outcome::Error(err) if err.code == jsonrpc::URL_ELICITATION_REQUIRED => {
+                Ok(self.take_url_elicitation(&err))
             }
             Outcome::Error(err) => {
                 Ok(self.take_refusal(err.code, &err.message, jsonrpc::is_unknown_tool(&err)))
@@ -1526,6 +1652,41 @@ fn tell_progress<Sec: AsRef<[u8]>>(
         progress: number(&p.progress),
         total: p.total.as_ref().map(number),
         message: p.message.is_some().then(|| clean.as_str()),
+    });
+}
+
+/// Hands one server log message at or above `lowest` to the observer: data and logger
+/// unescaped and redacted (cut to fit). Out of line: its buffers are on the stack only while
+/// a log message is handed over.
+#[inline(never)]
+fn tell_log<Sec: AsRef<[u8]>>(
+    observer: LogObserver<'_>,
+    lowest: LogLevel,
+    note: &jsonrpc::LogNote<'_>,
+    secrets: &[Sec],
+) {
+    // A level MCP does not name is taken as the lowest: kept only when everything is.
+    let level = LogLevel::parse(note.level).unwrap_or(LogLevel::Debug);
+    if level < lowest {
+        return;
+    }
+    let mut data = StrSink::<MAX_LOG_MESSAGE>::default();
+    let _ = match note.data.as_str() {
+        Some(s) => s.unescape_into(&mut data),
+        None => data.put(note.data.raw()),
+    };
+    let mut clean = StrSink::<MAX_LOG_MESSAGE>::default();
+    let _ = redact_into(secrets, data.as_str().as_bytes(), &mut clean);
+    let mut logger = StrSink::<64>::default();
+    let mut clean_logger = StrSink::<64>::default();
+    if let Some(l) = &note.logger {
+        let _ = l.unescape_into(&mut logger);
+        let _ = redact_into(secrets, logger.as_str().as_bytes(), &mut clean_logger);
+    }
+    (observer.0)(&LogMessage {
+        level,
+        logger: note.logger.is_some().then(|| clean_logger.as_str()),
+        data: clean.as_str(),
     });
 }
 
@@ -1830,6 +1991,7 @@ mod request_writing_tests {
                     id: 1,
                     version: ProtocolVersion::V2024_11_05,
                     elicitation: true,
+                    elicitation_url: true,
                 },
                 Body::Initialized,
                 Body::List {
@@ -1849,17 +2011,51 @@ mod request_writing_tests {
                 Body::None,
             ]
         };
-        for modern in [false, true] {
+        let trace = crate::machine::TraceContext {
+            trace_id: [0xab; 16],
+            flags: 1,
+            span_seed: 42,
+            state: "k=v",
+        };
+        for (modern, traced) in [(false, false), (true, false), (false, true), (true, true)] {
             for (with_snap, body) in bodies()
                 .into_iter()
                 .enumerate()
                 .map(|(i, b)| (i % 2 == 0, b))
             {
+                // As the operation writes it: with trace context, the progress token moves
+                // into the one `_meta`.
+                let body = match body {
+                    Body::ToolsCall {
+                        id,
+                        tool,
+                        args,
+                        extra,
+                        ..
+                    } if traced => Body::ToolsCall {
+                        id,
+                        tool,
+                        args,
+                        progress: None,
+                        extra,
+                    },
+                    body => body,
+                };
                 let mut trip = Trip::post(&cfg.primary, with_snap.then_some(&snap), body);
+                trip.trace = trip
+                    .body
+                    .request_id()
+                    .filter(|_| traced)
+                    .map(|id| TraceMeta {
+                        parent: trace.traceparent(id),
+                        state: trace.state,
+                        progress: Some(3),
+                    });
                 trip.modern = modern.then(|| Modern {
                     version: crate::wire::era::MODERN_VERSION,
                     caps: cfg.declared(),
                     progress: Some(7),
+                    log_level: Some(LogLevel::Notice),
                     params: b"text\0Mcp-Param-Text\0",
                     args,
                 });
@@ -1896,7 +2092,84 @@ mod request_writing_tests {
             assert_eq!(line.bytes(), held.bytes());
             cases += 1;
         });
-        assert_eq!(cases, 40);
+        assert_eq!(cases, 80);
+    }
+
+    #[test]
+    fn a_traced_request_has_one_meta_with_its_trace_context_and_progress() {
+        let mut traced = 0;
+        each_trip(&mut |trip, _| {
+            let mut body = VecBuf::with_limit(4096);
+            trip.write_body(&mut body).unwrap();
+            let text = core::str::from_utf8(body.bytes()).unwrap();
+            let Some(t) = &trip.trace else {
+                assert!(!text.contains("traceparent"), "{text}");
+                return;
+            };
+            // serde_json keeps the last of duplicate keys: count `_meta` in the text too.
+            assert_eq!(text.matches("\"_meta\"").count(), 1, "{text}");
+            let v: serde_json::Value = serde_json::from_str(text).expect(text);
+            let meta = &v["params"]["_meta"];
+            let parent = meta["traceparent"].as_str().unwrap();
+            assert_eq!(parent.as_bytes(), &t.parent[..]);
+            assert_eq!(
+                crate::machine::TraceContext::parse_traceparent(parent),
+                Some(([0xab; 16], 1)),
+                "{parent}"
+            );
+            assert_eq!(meta["tracestate"], "k=v");
+            assert_eq!(
+                meta["progressToken"],
+                if trip.modern.is_some() { 7 } else { 3 }
+            );
+            assert_eq!(
+                meta.get("io.modelcontextprotocol/protocolVersion")
+                    .is_some(),
+                trip.modern.is_some()
+            );
+            traced += 1;
+        });
+        // Initialize, list, two calls, discover, task, ping; both eras; GET and POST.
+        assert_eq!(traced, 7 * 2 * 2);
+    }
+
+    #[test]
+    fn traceparents_are_well_formed_and_a_span_per_request() {
+        use crate::machine::TraceContext;
+        let t = TraceContext {
+            trace_id: *b"0123456789abcdef",
+            flags: 0,
+            span_seed: 0,
+            state: "",
+        };
+        let a = t.traceparent(1);
+        let a = core::str::from_utf8(&a).unwrap();
+        assert!(a.starts_with("00-30313233343536373839616263646566-"), "{a}");
+        assert!(a.ends_with("-00"), "{a}");
+        let b = t.traceparent(2);
+        assert_ne!(a.as_bytes(), &b[..]);
+        assert_eq!(
+            TraceContext::parse_traceparent(a),
+            Some((*b"0123456789abcdef", 0))
+        );
+        for bad in [
+            "",
+            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+            "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
+            "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-x",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",
+            "0-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01é",
+        ] {
+            assert_eq!(TraceContext::parse_traceparent(bad), None, "{bad}");
+        }
+        assert!(
+            TraceContext::parse_traceparent(
+                "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-later"
+            )
+            .is_some()
+        );
     }
 
     #[test]

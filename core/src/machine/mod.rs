@@ -94,8 +94,9 @@ pub mod listen;
 mod op;
 
 pub use config::{
-    CallBuffers, ElicitHandler, Elicitation, InFlight, MAX_INPUT_ROUNDS, MAX_PROGRESS_MESSAGE,
-    MAX_TASK_ID, ProgressObserver, ProgressUpdate, SlotConfig,
+    CallBuffers, ElicitHandler, Elicitation, InFlight, LogLevel, LogMessage, LogObserver,
+    MAX_INPUT_ROUNDS, MAX_LOG_MESSAGE, MAX_PROGRESS_MESSAGE, MAX_TASK_ID, ProgressObserver,
+    ProgressUpdate, SlotConfig, TRACEPARENT_LEN, TraceContext,
 };
 /// An elicitation's answer under a policy and a handler, for an adapter that answers a
 /// server's requests itself (stdio): see [`SlotConfig::elicitation`].

@@ -1108,6 +1108,7 @@ where
                     id: self.init.id,
                     version: self.cfg.version,
                     elicitation: self.cfg.declared().elicitation,
+                    elicitation_url: self.cfg.declared().elicitation_url,
                 },
             ),
             Purpose::Initialized { .. } => Trip::post(ep, snap, Body::Initialized),
@@ -1185,6 +1186,7 @@ where
                 version: self.modern_version,
                 caps: self.cfg.declared(),
                 progress: handler.progress_token.then_some(id),
+                log_level: self.cfg.on_log.map(|_| self.cfg.log_level),
                 params: handler.error.bytes(),
                 args: *args,
             },
@@ -1192,21 +1194,36 @@ where
                 version: self.modern_version,
                 caps: self.cfg.declared(),
                 progress: None,
+                log_level: None,
                 params: b"",
                 args: None,
             },
         });
+        // Every request carries the trace context, when there is one (SEP-414).
+        let trace = self.cfg.trace.as_ref().and_then(|t| {
+            let id = trip.body.request_id()?;
+            Some(super::handlers::TraceMeta {
+                parent: t.traceparent(id),
+                state: t.state,
+                progress: match trip.body {
+                    Body::ToolsCall { progress, .. } if !modern_era => progress,
+                    _ => None,
+                },
+            })
+        });
         let trip = Trip {
             modern,
+            trace,
             body: match trip.body {
-                // In the 2026 era the progress token rides in `_meta` with the rest.
+                // In the 2026 era the progress token rides in `_meta` with the rest; so it
+                // does in the old era beside the trace context (one `_meta`).
                 Body::ToolsCall {
                     id,
                     tool,
                     args,
                     extra,
                     ..
-                } if modern_era => Body::ToolsCall {
+                } if modern_era || trace.is_some() => Body::ToolsCall {
                     id,
                     tool,
                     args,

@@ -206,6 +206,9 @@ pub fn newest_common(supported: Value<'_>) -> Option<&'static str> {
 pub struct ClientCapabilities {
     /// Answers `elicitation/create` (old era) and elicitation `input_required` rounds.
     pub elicitation: bool,
+    /// With [`ClientCapabilities::elicitation`]: the handler also takes URL-mode elicitations
+    /// (declared `"elicitation":{"form":{},"url":{}}`; without it `{}`, form mode only).
+    pub elicitation_url: bool,
     /// Answers `sampling/createMessage`.
     pub sampling: bool,
     /// Answers `roots/list`.
@@ -227,7 +230,9 @@ impl ClientCapabilities {
             first = false;
             Sink::put(out, text)
         };
-        if self.elicitation {
+        if self.elicitation && self.elicitation_url {
+            member(out, b"\"elicitation\":{\"form\":{},\"url\":{}}")?;
+        } else if self.elicitation {
             member(out, b"\"elicitation\":{}")?;
         }
         if self.roots {
@@ -271,6 +276,17 @@ pub fn write_meta_with_progress(
         crate::buf::put_u64(out, token)?;
         out.put(b",")?;
     }
+    write_meta_keys(out, version, caps)?;
+    out.put(b"}")
+}
+
+/// The members of the 2026 `_meta` (protocol version, client info, capabilities), without the
+/// braces, for a writer that puts other keys (`progressToken`, `traceparent`) beside them.
+pub fn write_meta_keys(
+    out: &mut impl Sink,
+    version: &str,
+    caps: &ClientCapabilities,
+) -> Result<(), Overflow> {
     out.put(b"\"io.modelcontextprotocol/protocolVersion\":")?;
     write_str_literal(out, version)?;
     out.put(b",\"io.modelcontextprotocol/clientInfo\":{\"name\":")?;
@@ -278,8 +294,7 @@ pub fn write_meta_with_progress(
     out.put(b",\"version\":")?;
     write_str_literal(out, SDK_VERSION)?;
     out.put(b"},\"io.modelcontextprotocol/clientCapabilities\":")?;
-    caps.write(out)?;
-    out.put(b"}")
+    caps.write(out)
 }
 
 /// Writes the probe: `{"jsonrpc":"2.0","id":N,"method":"server/discover","params":{"_meta":…}}`.
@@ -642,6 +657,7 @@ mod tests {
         );
         let all = ClientCapabilities {
             elicitation: true,
+            elicitation_url: false,
             sampling: true,
             roots: true,
             tasks: false,
@@ -650,6 +666,20 @@ mod tests {
             text(|b| all.write(b)),
             r#"{"elicitation":{},"roots":{},"sampling":{}}"#
         );
+        // URL mode is declared beside form mode; alone (no handler) it is nothing.
+        let url = ClientCapabilities {
+            elicitation_url: true,
+            ..all
+        };
+        assert_eq!(
+            text(|b| url.write(b)),
+            r#"{"elicitation":{"form":{},"url":{}},"roots":{},"sampling":{}}"#
+        );
+        let url_alone = ClientCapabilities {
+            elicitation_url: true,
+            ..ClientCapabilities::default()
+        };
+        assert_eq!(text(|b| url_alone.write(b)), "{}");
         assert_eq!(text(|b| ClientCapabilities::default().write(b)), "{}");
     }
 

@@ -125,14 +125,33 @@ pub fn encode_initialize_declaring(
     version: ProtocolVersion,
     elicitation: bool,
 ) -> Result<(), Overflow> {
+    let caps = crate::wire::era::ClientCapabilities {
+        elicitation,
+        ..Default::default()
+    };
+    encode_initialize_with(out, id, version, &caps)
+}
+
+/// [`encode_initialize`], declaring the elicitation capabilities of `caps` (form mode, and
+/// URL mode when [`elicitation_url`](crate::wire::era::ClientCapabilities::elicitation_url)).
+pub fn encode_initialize_with(
+    out: &mut impl Sink,
+    id: u64,
+    version: ProtocolVersion,
+    caps: &crate::wire::era::ClientCapabilities,
+) -> Result<(), Overflow> {
     put_request_head(out, id, "initialize")?;
     out.put(b",\"params\":{\"protocolVersion\":\"")?;
     out.put(version.as_str().as_bytes())?;
-    out.put(if elicitation {
-        b"\",\"capabilities\":{\"elicitation\":{}},\"clientInfo\":{\"name\":".as_slice()
-    } else {
-        b"\",\"capabilities\":{},\"clientInfo\":{\"name\":"
-    })?;
+    out.put(b"\",\"capabilities\":")?;
+    // The old era declares elicitation alone here (tasks ride the 2026 `_meta`).
+    crate::wire::era::ClientCapabilities {
+        elicitation: caps.elicitation,
+        elicitation_url: caps.elicitation_url,
+        ..Default::default()
+    }
+    .write(out)?;
+    out.put(b",\"clientInfo\":{\"name\":")?;
     write_str_literal(out, CLIENT_NAME)?;
     out.put(b",\"version\":")?;
     write_str_literal(out, SDK_VERSION)?;
@@ -666,6 +685,41 @@ pub fn as_progress<'a>(m: &Message<'a>) -> Option<Progress<'a>> {
         progress,
         total,
         message,
+    })
+}
+
+/// The JSON-RPC error code of "URL elicitation required" (`-32042`): the server needs a
+/// person to open a URL (`error.data.elicitations[].url`) before the request can succeed.
+pub const URL_ELICITATION_REQUIRED: i64 = -32042;
+
+/// A server's log message (`notifications/message`): its level, logger and data as sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct LogNote<'a> {
+    /// `level` (a plain string, e.g. `warning`).
+    pub level: &'a str,
+    /// `logger`, if given.
+    pub logger: Option<JsonStr<'a>>,
+    /// `data` (any JSON).
+    pub data: Value<'a>,
+}
+
+/// The log message in `m`, if it is a well-formed `notifications/message`.
+pub fn as_log<'a>(m: &Message<'a>) -> Option<LogNote<'a>> {
+    let Message::Notification {
+        method,
+        params: Some(params),
+    } = m
+    else {
+        return None;
+    };
+    if !method.eq_str("notifications/message") {
+        return None;
+    }
+    Some(LogNote {
+        level: params.get("level")?.as_str()?.as_plain()?,
+        logger: params.get("logger").and_then(|l| l.as_str()),
+        data: params.get("data")?,
     })
 }
 

@@ -27,7 +27,7 @@ use verifi_mcp_host::auth::loopback::LoopbackHook;
 use verifi_mcp_host::auth::{AuthConfig, AuthFlow, AuthorizeHook, TokenStore};
 use verifi_mcp_host::context::INSECURE_WARNING;
 use verifi_mcp_host::proxy::EnvProxies;
-use verifi_mcp_host::{Elicitation, EraSetting, ProxyRule, RootCert};
+use verifi_mcp_host::{Elicitation, EraSetting, LogLevel, ProxyRule, RootCert, ServerLogObserver};
 use verifi_mcp_host::{
     Exec, HarnessContext, Kind, Options, ProgressUpdate, ProtocolVersion, SlotHandle, TaskStart,
     ToolResult, WireEvent, WireTrace,
@@ -251,6 +251,12 @@ struct Common {
     /// the timeout bounds a call; progress and keep-alive comments count; 0 turns it off).
     #[arg(long, value_name = "MS")]
     idle_timeout_ms: Option<u64>,
+    /// The lowest level of a server's log messages to print on stderr as `log: …` (debug,
+    /// info, notice, warning, error, critical, alert, emergency; default warning).
+    #[arg(long, value_name = "LEVEL", default_value = "warning", value_parser = [
+        "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"
+    ])]
+    server_log_level: String,
     /// The MCP protocol version to offer: in `initialize` for an old-era server (default
     /// 2025-11-25; the server answers with its own); 2026-07-28 forces the 2026 era (no
     /// handshake).
@@ -1270,8 +1276,26 @@ fn build_with(
     if common.verbose {
         options = options.wire_trace(Some(wire_trace(secrets.clone())));
     }
+    // The server's log messages, as they come, on stderr (redacted by the run, scrubbed of
+    // this run's values too).
+    let log_secrets = secrets.clone();
+    options = options
+        .server_log_level(LogLevel::parse(&common.server_log_level).unwrap_or_default())
+        .on_server_log(Some(ServerLogObserver::new(move |line| {
+            out::stderr_line(&scrub(line, &log_secrets))
+        })));
+    // W3C trace context from the environment, the OpenTelemetry convention for processes.
+    options = options
+        .trace_parent(std::env::var("TRACEPARENT").ok())
+        .trace_state(std::env::var("TRACESTATE").ok());
     let ctx = HarnessContext::from_manifest_value(manifest, run_id, options)
         .map_err(|e| UsageError(scrub(&e.to_string(), &secrets)))?;
+    // A TRACEPARENT / TRACESTATE that is not well formed is said (a new trace is used).
+    for line in ctx.log_lines() {
+        if line.starts_with("the given trace") {
+            out::stderr_line(&format!("warning: {line}"));
+        }
+    }
     let slot = ctx
         .mcp(&slot_name)
         .map_err(|e| UsageError(scrub(&e.to_string(), &secrets)))?;

@@ -8,7 +8,7 @@
 //   PORT  a TCP port on 127.0.0.1; 0 picks a free one. The chosen port is printed on stdout
 //         (one line) once the server listens.
 //
-// Tools: echo, run_command (formats a result, never runs anything), fail (isError), mixed
+// Tools: logs {secret} (log messages at info, warning, error on the call's stream), echo, run_command (formats a result, never runs anything), fail (isError), mixed
 // (text + image), big {bytes}, slow {ms, steps} (progress per step when a progressToken is
 // given; notices cancellation), peer_stats (what this process has seen, as JSON text), ports
 // (structured output with an outputSchema), ask_aside (asks the client on the session's
@@ -53,7 +53,21 @@ function exitCodeOf(command) {
 const text = (t) => ({ content: [{ type: 'text', text: t }] });
 
 function buildServer() {
-  const server = new McpServer({ name: 'verifi-peer-ts', version: '0.1.0' });
+  // `logging`: the `logs` tool sends log messages (notifications/message).
+  const server = new McpServer({ name: 'verifi-peer-ts', version: '0.1.0' }, { capabilities: { logging: {} } });
+  server.registerTool('logs', {
+    description: 'Sends log messages at info, warning and error on the call\'s stream, then answers',
+    inputSchema: { secret: z.string().optional() },
+  }, async ({ secret = '' }, extra) => {
+    stats.tool_calls++;
+    const log = (level, data, logger) => extra.sendNotification({
+      method: 'notifications/message', params: { level, data, ...(logger ? { logger } : {}) },
+    });
+    await log('info', 'peer info line');
+    await log('warning', `peer warning with ${secret}`);
+    await log('error', { code: 5, what: 'peer error' }, 'peer-db');
+    return text('logged');
+  });
   server.registerTool('echo', { description: 'Returns its text argument', inputSchema: { text: z.string() } },
     async ({ text: t }) => { stats.tool_calls++; return text(t); });
   server.registerTool('run_command', {
