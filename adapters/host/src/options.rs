@@ -10,6 +10,7 @@ use verifi_mcp_core::wire::jsonrpc::ProtocolVersion;
 use crate::auth::AuthConfig;
 use crate::buf::DEFAULT_REPLY_CAP;
 use crate::elicit::OnElicit;
+use crate::integrity::{OnToolChange, ToolsLock};
 use crate::net::{DEFAULT_CONNECTION_LIMIT, RootCert};
 use crate::trace::WireTrace;
 
@@ -95,6 +96,18 @@ pub struct Options {
     /// An observer of every connection opened and every byte sent and received (default none),
     /// for a wire trace; it sees the bytes unredacted (see [`WireTrace`]).
     pub wire_trace: Option<WireTrace>,
+    /// What a tool whose definition changed within the run does to its calls (default
+    /// [`OnToolChange::Warn`]: a `mcp.tool_changed` event, the call goes on; `Refuse`: the
+    /// call is `ok: false` until [`SlotHandle::accept_tool_change`](crate::SlotHandle)).
+    pub on_tool_change: OnToolChange,
+    /// Tool fingerprints pinned across runs (default none; a manifest slot's `toolsLock` file
+    /// wins): each called tool is checked against it before its call is sent.
+    pub tools_lock: Option<ToolsLock>,
+    /// What a called tool that differs from [`Options::tools_lock`] (or is missing from it or
+    /// from the server's list) does (default [`OnToolChange::Refuse`]: `ok: false` naming the
+    /// tool and the fields that differ; `Warn`: a `mcp.tool_changed` event with server
+    /// `lock`, the call goes on).
+    pub on_lock_mismatch: OnToolChange,
 }
 
 impl Options {
@@ -195,6 +208,21 @@ impl Options {
         self.exact_mcp_urls = exact;
         self
     }
+    /// Sets [`Options::on_tool_change`].
+    pub fn on_tool_change(mut self, on: OnToolChange) -> Self {
+        self.on_tool_change = on;
+        self
+    }
+    /// Sets [`Options::tools_lock`].
+    pub fn tools_lock(mut self, lock: Option<ToolsLock>) -> Self {
+        self.tools_lock = lock;
+        self
+    }
+    /// Sets [`Options::on_lock_mismatch`].
+    pub fn on_lock_mismatch(mut self, on: OnToolChange) -> Self {
+        self.on_lock_mismatch = on;
+        self
+    }
     /// Sets [`Options::wire_trace`].
     pub fn wire_trace(mut self, trace: Option<WireTrace>) -> Self {
         self.wire_trace = trace;
@@ -225,6 +253,9 @@ impl Default for Options {
             on_elicit: None,
             exact_mcp_urls: false,
             wire_trace: None,
+            on_tool_change: OnToolChange::Warn,
+            tools_lock: None,
+            on_lock_mismatch: OnToolChange::Refuse,
         }
     }
 }

@@ -27,7 +27,7 @@ use verifi_mcp_host::auth::loopback::LoopbackHook;
 use verifi_mcp_host::auth::{AuthConfig, AuthFlow, AuthorizeHook, TokenStore};
 use verifi_mcp_host::context::INSECURE_WARNING;
 use verifi_mcp_host::proxy::EnvProxies;
-use verifi_mcp_host::{Elicitation, EraSetting, ProxyRule, RootCert};
+use verifi_mcp_host::{Elicitation, EraSetting, OnToolChange, ProxyRule, RootCert, ToolsLock};
 use verifi_mcp_host::{
     Exec, HarnessContext, Kind, Options, ProgressUpdate, ProtocolVersion, SlotHandle, TaskStart,
     ToolResult, WireEvent, WireTrace,
@@ -321,6 +321,16 @@ struct Common {
     /// events, with secrets and header values redacted.
     #[arg(short = 'v', long)]
     verbose: bool,
+    /// What a tool whose definition changed does to its call: warn (the call goes on, with a
+    /// mcp.tool_changed line on stderr) or refuse (ok:false, exit 1, nothing sent). Default:
+    /// warn for a change within the run, refuse for a mismatch with --tools-lock.
+    #[arg(long, value_name = "warn|refuse", value_parser = ["warn", "refuse"])]
+    on_tool_change: Option<String>,
+    /// Check each called tool against this lock file (written by `mcp tools --lock FILE`)
+    /// before the call is sent: a tool whose definition differs, or that is missing, is
+    /// refused (ok:false, exit 1, naming the fields that differ) unless --on-tool-change warn.
+    #[arg(long, value_name = "FILE")]
+    tools_lock: Option<String>,
     /// Output format (default: text when stdout is a terminal, JSON when it is piped).
     #[arg(long, value_enum, value_name = "FORMAT")]
     format: Option<Format>,
@@ -381,6 +391,10 @@ enum Cmd {
         /// The same as --format json.
         #[arg(long)]
         json: bool,
+        /// Also write the tools' fingerprints to this lock file (sorted JSON, one entry per
+        /// tool), for --tools-lock FILE in later runs.
+        #[arg(long, value_name = "FILE")]
+        lock: Option<String>,
         #[command(flatten)]
         common: Common,
     },
@@ -930,6 +944,23 @@ impl Run {
                     s("tool")
                 )
             }
+            "mcp.tool_changed" => {
+                let fields: Vec<&str> = v["fields"]
+                    .as_array()
+                    .map(|f| f.iter().filter_map(Value::as_str).collect())
+                    .unwrap_or_default();
+                let what = match s("server").as_str() {
+                    "lock" => "differs from the tools lock".to_owned(),
+                    server => format!("changed on the {server} since it was first listed"),
+                };
+                format!(
+                    "{:<20} {}/{}  its {} {what}",
+                    e.kind,
+                    s("slot"),
+                    s("tool"),
+                    fields.join(", ")
+                )
+            }
             _ => event_line(e),
         }
     }
@@ -1256,6 +1287,23 @@ fn build_with(
         .proxy(common.proxy.clone())
         .auth(auth)
         .keep_raw(keep_raw);
+    match common.on_tool_change.as_deref() {
+        Some("refuse") => {
+            options = options
+                .on_tool_change(OnToolChange::Refuse)
+                .on_lock_mismatch(OnToolChange::Refuse);
+        }
+        Some(_) => {
+            options = options
+                .on_tool_change(OnToolChange::Warn)
+                .on_lock_mismatch(OnToolChange::Warn);
+        }
+        None => {}
+    }
+    if let Some(file) = &common.tools_lock {
+        let lock = ToolsLock::read(file).map_err(UsageError)?;
+        options = options.tools_lock(Some(lock));
+    }
     if let Some(ms) = common.timeout_ms {
         options = options.timeout_ms(ms);
     }
@@ -1764,6 +1812,7 @@ async fn dispatch(cmd: Cmd) -> Result<ExitCode, Fail> {
         Cmd::Tools {
             mut pos,
             json,
+            lock,
             common,
         } => {
             let run = build(&common, &mut pos, &run_id(), false)?;
@@ -1774,7 +1823,7 @@ async fn dispatch(cmd: Cmd) -> Result<ExitCode, Fail> {
                 (false, None) if std::io::stdout().is_terminal() => Listing::Human,
                 (false, None) => Listing::Names,
             };
-            let code = tools(&run, listing).await;
+            let code = tools(&run, listing, lock.as_deref()).await;
             Ok(finish(&run, code).await)
         }
         Cmd::Call {
@@ -2041,12 +2090,19 @@ enum Listing {
     Names,
 }
 
-async fn tools(run: &Run, listing: Listing) -> u8 {
+async fn tools(run: &Run, listing: Listing, lock: Option<&str>) -> u8 {
     // Each tool as the server sent it (redacted): every field, `execution` and fields this
     // client does not know included.
     let listed = with_elapsed("tools/list", None, run.slot.list_tools_described()).await;
     match listed {
         Ok(tools) => {
+            if let Some(file) = lock
+                && let Err(e) = ToolsLock::of_tools(&tools).write(file)
+            {
+                run.p
+                    .err(&format!("mcp: cannot write the lock file {file}: {e}"));
+                return 1;
+            }
             match listing {
                 Listing::Json => run.p.json(&json!({ "tools": tools })),
                 Listing::Human => {
