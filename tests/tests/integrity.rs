@@ -415,3 +415,38 @@ fn batch(url: &str, extra: &[&str]) -> std::process::Output {
     drop(stdin);
     child.wait_with_output().expect("mcp output")
 }
+
+#[test]
+fn list_changed_on_a_calls_stream_makes_the_next_call_list_again_first() {
+    let knobs = Knobs::default();
+    let server = tool_server(&knobs);
+    let opts = options().on_tool_change(OnToolChange::Refuse);
+    let ctx = context(&server.base_url(), "run-list-changed", opts);
+    let kali = ctx.mcp("kali").unwrap();
+    run_bounded(CHECK_BOUND, kali.list_tools()).expect("first list");
+    // The server changes the tool and says so on the call's stream.
+    knobs.version.store(1, Ordering::SeqCst);
+    knobs.notify.store(true, Ordering::SeqCst);
+    let r = run_bounded(CHECK_BOUND, kali.call("echo", json!({"text": "hi"})));
+    assert!(r.ok, "{r:?}");
+    assert_eq!(calls_received(&server), 1);
+    // (The core lists once itself before a server's first call, for task support.)
+    let lists = lists_received(&server);
+    knobs.notify.store(false, Ordering::SeqCst);
+    // The next call lists first, sees the change, and is refused: no second tools/call.
+    let r = run_bounded(CHECK_BOUND, kali.call("echo", json!({"text": "hi"})));
+    assert!(!r.ok, "{r:?}");
+    assert_eq!(lists_received(&server), lists + 1);
+    assert_eq!(calls_received(&server), 1);
+    let events = changed_events(&ctx);
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["fields"], json!(["description"]));
+    // Listed once per notification, not before every call.
+    assert!(kali.accept_tool_change("echo"));
+    for _ in 0..2 {
+        let r = run_bounded(CHECK_BOUND, kali.call("echo", json!({"text": "hi"})));
+        assert!(r.ok, "{r:?}");
+    }
+    assert_eq!(lists_received(&server), lists + 1);
+    assert_eq!(calls_received(&server), 3);
+}

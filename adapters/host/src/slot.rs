@@ -892,6 +892,14 @@ impl SlotHandle {
                 .await
             }
         };
+        // A server that said its tools changed (on this call's stream): the list is fetched
+        // again before the next call.
+        if {
+            use verifi_mcp_core::drive::Shared;
+            state.with(SlotState::take_tools_list_changed)
+        } {
+            lock(&self.inner.integrity).stale = true;
+        }
         let mut owned = ToolResult::from_core_without_text(&r);
         owned.raw = owned
             .raw

@@ -682,6 +682,11 @@ pub(super) struct CallHandler<'x, B: Buf, Sec: AsRef<[u8]>> {
     /// A 2026 `input_required` round was answered: `text` holds the next request's
     /// `,"inputResponses":{…},"requestState":…` members; the call is sent again with them.
     pub(super) input_ready: bool,
+    /// The server said `notifications/tools/list_changed` on the call's stream (2025 era):
+    /// the slot's tool list is stale (see [`SlotState::take_tools_list_changed`]).
+    ///
+    /// [`SlotState::take_tools_list_changed`]: super::SlotState::take_tools_list_changed
+    pub(super) tools_list_changed: bool,
 }
 
 /// A request a server sent on a call's stream (old era): `ping`, `elicitation/create`,
@@ -878,6 +883,7 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
             elicitation: cfg.elicitation,
             elicit_with: cfg.elicit_with,
             input_ready: false,
+            tools_list_changed: false,
         }
     }
 
@@ -1367,6 +1373,11 @@ impl<B: Buf, Sec: AsRef<[u8]>> CallHandler<'_, B, Sec> {
                 return Ok(Verdict::Continue);
             }
             Lookup::Other(m) => {
+                if let Message::Notification { method, .. } = &m
+                    && method.eq_str("notifications/tools/list_changed")
+                {
+                    self.tools_list_changed = true;
+                }
                 if let Some(p) =
                     jsonrpc::as_progress(&m).filter(|p| p.token.as_u64() == Some(self.id))
                 {

@@ -679,6 +679,11 @@ where
     /// What to do next, given the slot's state and the time. Takes the slot only here: an
     /// adapter holds its lock for this call alone.
     pub fn poll(&mut self, slot: &mut SlotState, now: Millis) -> Action {
+        if let Job::Call { handler, .. } = &mut self.job
+            && core::mem::take(&mut handler.tools_list_changed)
+        {
+            slot.tools_list_changed = true;
+        }
         loop {
             if core::mem::take(&mut self.task_news) {
                 return Action::TaskStarted;
