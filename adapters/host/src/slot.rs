@@ -894,10 +894,11 @@ impl SlotHandle {
         };
         // A server that said its tools changed (on this call's stream): the list is fetched
         // again before the next call.
-        if {
+        let list_changed = {
             use verifi_mcp_core::drive::Shared;
             state.with(SlotState::take_tools_list_changed)
-        } {
+        };
+        if list_changed {
             lock(&self.inner.integrity).stale = true;
         }
         let mut owned = ToolResult::from_core_without_text(&r);
