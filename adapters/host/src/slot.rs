@@ -1039,6 +1039,16 @@ impl SlotHandle {
             on_tool(&name, json);
         }
         *lock(&self.inner.output_schemas) = schemas;
+        // A 2026 list says how long it may be kept: fetched again, when it is up, before the
+        // next call.
+        let ttl = {
+            use verifi_mcp_core::drive::Shared;
+            self.inner.state.with(SlotState::take_tools_ttl_ms)
+        };
+        lock(&self.inner.integrity).expires = ttl.map(|ms| {
+            std::time::Instant::now()
+                + std::time::Duration::from_millis(ms.min(u64::from(u32::MAX)))
+        });
         self.observe_tools(usize::from(on_fallback), prints);
         Ok(())
     }

@@ -1643,6 +1643,8 @@ pub(super) struct ListHandler<'x, F: FnMut(Option<(Value<'_>, &[u8])>), B: Buf, 
     pub(super) cursor: &'x mut B,
     pub(super) has_next: bool,
     pub(super) answer: Option<Result<(), ListError>>,
+    /// The least `ttlMs` of the pages read (2026 era: how long the list may be kept).
+    pub(super) ttl_ms: Option<u64>,
 }
 
 impl<'x, F: FnMut(Option<(Value<'_>, &[u8])>), B: Buf, Sec: AsRef<[u8]>>
@@ -1664,6 +1666,7 @@ impl<'x, F: FnMut(Option<(Value<'_>, &[u8])>), B: Buf, Sec: AsRef<[u8]>>
             cursor,
             has_next: false,
             answer: None,
+            ttl_ms: None,
         }
     }
 }
@@ -1683,6 +1686,9 @@ impl<F: FnMut(Option<(Value<'_>, &[u8])>), B: Buf, Sec: AsRef<[u8]>> OnMessage
         match outcome {
             Outcome::Result(result) => {
                 let page = jsonrpc::parse_page(result, self.list)?;
+                if let Some(ttl) = result.get("ttlMs").and_then(|t| t.as_u64()) {
+                    self.ttl_ms = Some(self.ttl_ms.map_or(ttl, |t| t.min(ttl)));
+                }
                 for item in page.items {
                     // Everything of an item is returned, so it is redacted.
                     self.text.clear();

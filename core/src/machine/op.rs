@@ -684,6 +684,12 @@ where
         {
             slot.tools_list_changed = true;
         }
+        if let Job::List { handler, .. } = &mut self.job
+            && handler.list == ListMethod::Tools
+            && let Some(ttl) = handler.ttl_ms.take()
+        {
+            slot.tools_ttl_ms = Some(ttl);
+        }
         loop {
             if core::mem::take(&mut self.task_news) {
                 return Action::TaskStarted;
