@@ -393,6 +393,24 @@ fn the_command_line_writes_a_lock_and_refuses_a_changed_tool_with_it() {
     );
     assert_eq!(calls_received(&server), 2);
     let _ = std::fs::remove_dir_all(&dir);
+    // The flags are where they apply.
+    let help = |cmd: &str| {
+        String::from_utf8_lossy(&run_mcp(&[cmd, "--help"], &[], bound).stdout).into_owned()
+    };
+    for cmd in ["call", "batch", "exec"] {
+        let h = help(cmd);
+        assert!(
+            h.contains("--tools-lock <FILE>") && h.contains("--on-tool-change"),
+            "{cmd}: {h}"
+        );
+        assert!(!h.contains("--lock <FILE>"), "{cmd}: {h}");
+    }
+    let h = help("tools");
+    assert!(
+        h.contains("--lock <FILE>") && !h.contains("--tools-lock <FILE>"),
+        "{h}"
+    );
+    assert!(!help("ping").contains("--on-tool-change"));
 }
 
 /// `mcp batch URL ARGS…` with one `echo` call on stdin.

@@ -321,15 +321,11 @@ struct Common {
     /// events, with secrets and header values redacted.
     #[arg(short = 'v', long)]
     verbose: bool,
-    /// What a tool whose definition changed does to its call: warn (the call goes on, with a
-    /// mcp.tool_changed line on stderr) or refuse (ok:false, exit 1, nothing sent). Default:
-    /// warn for a change within the run, refuse for a mismatch with --tools-lock.
-    #[arg(long, value_name = "warn|refuse", value_parser = ["warn", "refuse"])]
+    /// `--on-tool-change` (from [`Pins`], on the commands that call tools).
+    #[arg(skip)]
     on_tool_change: Option<String>,
-    /// Check each called tool against this lock file (written by `mcp tools --lock FILE`)
-    /// before the call is sent: a tool whose definition differs, or that is missing, is
-    /// refused (ok:false, exit 1, naming the fields that differ) unless --on-tool-change warn.
-    #[arg(long, value_name = "FILE")]
+    /// `--tools-lock` (from [`Pins`]).
+    #[arg(skip)]
     tools_lock: Option<String>,
     /// Output format (default: text when stdout is a terminal, JSON when it is piped).
     #[arg(long, value_enum, value_name = "FORMAT")]
@@ -376,6 +372,30 @@ struct Common {
     /// file's PATH. With a stored login, a later run needs no OAuth flags and no browser.
     #[arg(long, value_name = "file|memory|PATH", env = auth_cmd::STORE_VAR)]
     token_store: Option<String>,
+}
+
+/// Tool pins and what a changed tool does: on the commands that call tools (call, batch,
+/// exec).
+#[derive(Args, Debug, Clone, Default)]
+struct Pins {
+    /// What a tool whose definition changed does to its call: warn (the call goes on, with a
+    /// mcp.tool_changed line on stderr) or refuse (ok:false, exit 1, nothing sent). Default:
+    /// warn for a change within the run, refuse for a mismatch with --tools-lock.
+    #[arg(long, value_name = "warn|refuse", value_parser = ["warn", "refuse"])]
+    on_tool_change: Option<String>,
+    /// Check each called tool against this lock file (written by `mcp tools --lock FILE`)
+    /// before the call is sent: a tool whose definition differs, or that is missing, is
+    /// refused (ok:false, exit 1, naming the fields that differ) unless --on-tool-change warn.
+    #[arg(long, value_name = "FILE")]
+    tools_lock: Option<String>,
+}
+
+impl Pins {
+    /// Moves the flags into `common`, which the run is built from.
+    fn into_common(self, common: &mut Common) {
+        common.on_tool_change = self.on_tool_change;
+        common.tools_lock = self.tools_lock;
+    }
 }
 
 #[derive(Subcommand, Debug)]
@@ -428,6 +448,8 @@ enum Cmd {
         #[arg(long)]
         detach: bool,
         #[command(flatten)]
+        pins: Pins,
+        #[command(flatten)]
         common: Common,
     },
     /// Follow a task a call became (2026 tasks extension): get, wait, cancel.
@@ -454,6 +476,8 @@ enum Cmd {
         #[arg(long, value_name = "NAME", default_value = "run_command")]
         tool: String,
         #[command(flatten)]
+        pins: Pins,
+        #[command(flatten)]
         common: Common,
     },
     /// Run JSON lines {"tool":…,"args":{…}} (or {"name":…,"arguments":{…}}) from stdin
@@ -466,6 +490,8 @@ enum Cmd {
         /// How many calls in flight at once.
         #[arg(long, default_value_t = 1, value_name = "N")]
         concurrency: usize,
+        #[command(flatten)]
+        pins: Pins,
         #[command(flatten)]
         common: Common,
     },
@@ -1832,8 +1858,10 @@ async fn dispatch(cmd: Cmd) -> Result<ExitCode, Fail> {
             raw,
             check_output,
             detach,
-            common,
+            pins,
+            mut common,
         } => {
+            pins.into_common(&mut common);
             let run = build(&common, &mut pos, &run_id(), raw)?;
             let Some((tool, rest)) = pos.split_first() else {
                 return Err(UsageError("missing TOOL".into()).into());
@@ -1897,8 +1925,10 @@ async fn dispatch(cmd: Cmd) -> Result<ExitCode, Fail> {
             mut pos,
             workspace,
             tool,
+            pins,
             mut common,
         } => {
+            pins.into_common(&mut common);
             // For exec, --timeout-ms is the command's own timeout (sent in whole seconds,
             // clamped to 1..=285 s); the call keeps the seed's 300 s ceiling above it.
             let cmd_timeout_ms = common.timeout_ms.take();
@@ -1994,8 +2024,10 @@ async fn dispatch(cmd: Cmd) -> Result<ExitCode, Fail> {
         Cmd::Batch {
             mut pos,
             concurrency,
-            common,
+            pins,
+            mut common,
         } => {
+            pins.into_common(&mut common);
             let run = build(&common, &mut pos, &run_id(), false)?;
             no_extra(&pos)?;
             if concurrency == 0 || concurrency > MAX_CONC {
