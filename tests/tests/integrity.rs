@@ -33,19 +33,31 @@ struct Knobs {
     version: Arc<AtomicUsize>,
     notify: Arc<AtomicBool>,
     down: Arc<AtomicBool>,
+    /// A GET opens a stream that says `notifications/tools/list_changed` (and calls take
+    /// 300 ms, so it is read while one runs).
+    get_stream: Arc<AtomicBool>,
 }
 
 fn tool_server(knobs: &Knobs) -> HostileServer {
     let k = knobs.clone();
     let responder: Responder = Arc::new(move |req: &Request| -> Vec<u8> {
+        if req.request_line().starts_with("GET") && k.get_stream.load(Ordering::SeqCst) {
+            // A stream head and one event; the connection then stays open.
+            return b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n".to_vec();
+        }
         if req.request_line().starts_with("GET") || req.request_line().starts_with("DELETE") {
             return http_response(405, &[], b"");
         }
         match req.method().as_deref() {
-            Some("initialize") => json_response(&rpc_result(
-                req,
-                r#"{"protocolVersion":"2025-11-25","capabilities":{"tools":{"listChanged":true}},"serverInfo":{"name":"changer","version":"0"}}"#,
-            )),
+            Some("initialize") => http_response(
+                200,
+                &[("content-type", "application/json"), ("mcp-session-id", "s-1")],
+                rpc_result(
+                    req,
+                    r#"{"protocolVersion":"2025-11-25","capabilities":{"tools":{"listChanged":true}},"serverInfo":{"name":"changer","version":"0"}}"#,
+                )
+                .as_bytes(),
+            ),
             Some(m) if m.starts_with("notifications/") => http_response(202, &[], b""),
             Some("tools/list") => {
                 let d = DESCRIPTIONS[k.version.load(Ordering::SeqCst).min(2)];
@@ -60,6 +72,9 @@ fn tool_server(knobs: &Knobs) -> HostileServer {
                 ))
             }
             Some("tools/call") => {
+                if k.get_stream.load(Ordering::SeqCst) {
+                    std::thread::sleep(Duration::from_millis(300));
+                }
                 let result = rpc_result(req, r#"{"content":[{"type":"text","text":"echoed"}]}"#);
                 if k.notify.load(Ordering::SeqCst) {
                     sse_response(&format!(
@@ -551,4 +566,39 @@ fn options_modern() -> Options {
     Options::default()
         .timeout_ms(10_000)
         .on_tool_change(OnToolChange::Refuse)
+}
+
+#[test]
+fn list_changed_on_the_get_stream_makes_the_next_call_list_again_first() {
+    let knobs = Knobs::default();
+    let server = tool_server(&knobs);
+    let ctx = context(&server.base_url(), "run-get-list-changed", options());
+    let kali = ctx.mcp("kali").unwrap();
+    run_bounded(CHECK_BOUND, kali.list_tools()).expect("first list");
+    let r = run_bounded(CHECK_BOUND, kali.call("echo", json!({"text": "hi"})));
+    assert!(r.ok, "{r:?}");
+    let lists = lists_received(&server);
+    // Without a notification the next call does not list.
+    let r = run_bounded(CHECK_BOUND, kali.call("echo", json!({"text": "hi"})));
+    assert!(r.ok, "{r:?}");
+    assert_eq!(lists_received(&server), lists);
+    // The GET stream says the list changed while a call runs; the next call lists first.
+    knobs.get_stream.store(true, Ordering::SeqCst);
+    knobs.version.store(1, Ordering::SeqCst);
+    run_bounded(CHECK_BOUND, kali.close());
+    let r = run_bounded(CHECK_BOUND, kali.call("echo", json!({"text": "hi"})));
+    assert!(r.ok, "{r:?}");
+    assert!(
+        server
+            .requests()
+            .iter()
+            .any(|r| r.request_line().starts_with("GET")),
+        "no GET stream was opened"
+    );
+    let lists = lists_received(&server);
+    let r = run_bounded(CHECK_BOUND, kali.call("echo", json!({"text": "hi"})));
+    assert!(r.ok, "{r:?}");
+    assert_eq!(lists_received(&server), lists + 1);
+    assert_eq!(changed_events(&ctx).len(), 1, "{:?}", ctx.timeline());
+    run_bounded(CHECK_BOUND, kali.close());
 }

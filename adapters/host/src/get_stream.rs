@@ -312,10 +312,16 @@ struct Answers<'c> {
     scratch: VecBuf,
     pending: Vec<Vec<u8>>,
     request_cap: usize,
+    /// The slot, whose tool list a `notifications/tools/list_changed` here makes stale.
+    slot: &'c SlotHandle,
 }
 
 impl OnMessage for Answers<'_> {
     fn on_message(&mut self, msg: &[u8], _last_chance: bool) -> Result<Verdict, Failure> {
+        if crate::integrity::is_tools_list_changed(msg) {
+            lock(&self.slot.inner.integrity).stale = true;
+            return Ok(Verdict::Continue);
+        }
         if self.pending.len() >= MAX_PENDING {
             return Ok(Verdict::Continue);
         }
@@ -406,6 +412,7 @@ async fn open_once(slot: &SlotHandle, target: Target, session: &str) -> End {
         scratch: VecBuf::with_limit(options.request_cap),
         pending: Vec::new(),
         request_cap: options.request_cap,
+        slot,
     };
     let mut read = vec![0u8; READ_BYTES];
     let head_by = std::time::Instant::now() + OPEN;
