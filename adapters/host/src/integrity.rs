@@ -280,14 +280,13 @@ impl Integrity {
         for (name, print) in &tools {
             let mut fields: Vec<String> = Vec::new();
             let mut say = false;
+            // Each change from this server's last listing is said (a definition that flips
+            // back and forth is said each time).
             if let Some(old) = self.last[index].get(name)
                 && old.fingerprint != print.fingerprint
             {
                 fields = old.changed_fields(print);
-                say |= self.reported.insert((
-                    name.clone(),
-                    format!("{index}:{}>{}", old.fingerprint, print.fingerprint),
-                ));
+                say = true;
             }
             // A fallback's definition is compared with the primary's (a failover onto another
             // tool is said), once per pair of definitions.
@@ -323,7 +322,12 @@ impl Integrity {
                 });
             }
         }
-        self.last[index] = tools.iter().cloned().collect();
+        // Merged, so a tool that leaves the list and comes back changed is said; replaced
+        // instead past MAX_REPORTED names (a server that invents names grows no memory).
+        if self.last[index].len() > MAX_REPORTED {
+            self.last[index].clear();
+        }
+        self.last[index].extend(tools.iter().cloned());
         self.latest = Some(tools.into_iter().collect());
         changes
     }
@@ -510,6 +514,12 @@ mod tests {
         assert_eq!(c.len(), 1);
         assert_eq!(c[0].server, "fallback");
         assert!(i.observe(1, vec![("t".into(), p("three"))]).is_empty());
+        // Back and forth on the primary: each change said; a tool that leaves and comes back
+        // changed too.
+        assert_eq!(i.observe(0, vec![("t".into(), p("one"))]).len(), 1);
+        assert_eq!(i.observe(0, vec![("t".into(), p("two"))]).len(), 1);
+        assert!(i.observe(0, vec![]).is_empty());
+        assert_eq!(i.observe(0, vec![("t".into(), p("one"))]).len(), 1);
     }
 
     #[test]
