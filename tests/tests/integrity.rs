@@ -602,3 +602,25 @@ fn list_changed_on_the_get_stream_makes_the_next_call_list_again_first() {
     assert_eq!(changed_events(&ctx).len(), 1, "{:?}", ctx.timeline());
     run_bounded(CHECK_BOUND, kali.close());
 }
+
+#[test]
+fn refuse_takes_a_first_listing_before_the_first_call() {
+    let knobs = Knobs::default();
+    let server = tool_server(&knobs);
+    let opts = options().on_tool_change(OnToolChange::Refuse);
+    let ctx = context(&server.base_url(), "run-refuse-first", opts);
+    let kali = ctx.mcp("kali").unwrap();
+    // No list_tools by the harness: the first call lists first.
+    let r = run_bounded(CHECK_BOUND, kali.call("echo", json!({"text": "hi"})));
+    assert!(r.ok, "{r:?}");
+    let lists = lists_received(&server);
+    assert!(lists >= 1);
+    let r = run_bounded(CHECK_BOUND, kali.call("echo", json!({"text": "hi"})));
+    assert!(r.ok, "{r:?}");
+    assert_eq!(lists_received(&server), lists, "listed once, not per call");
+    knobs.version.store(1, Ordering::SeqCst);
+    run_bounded(CHECK_BOUND, kali.refresh_tools()).expect("refresh");
+    let r = run_bounded(CHECK_BOUND, kali.call("echo", json!({"text": "hi"})));
+    assert!(!r.ok, "{r:?}");
+    assert_eq!(calls_received(&server), 2);
+}

@@ -408,7 +408,7 @@ impl crate::SlotHandle {
     }
 
     /// Before a call of `tool` is sent: the list fetched again when stale or expired (or when
-    /// a lock needs a first listing), then why the call is refused, if it is: a change not
+    /// a lock or `Refuse` needs a first listing), then why the call is refused, if it is: a change not
     /// accepted (under [`OnToolChange::Refuse`]), or a mismatch with the tools lock.
     pub(crate) async fn tool_gate(&self, tool: &str) -> Option<String> {
         let o = &self.inner.run.options;
@@ -423,7 +423,10 @@ impl crate::SlotHandle {
             (i.stale || expired, i.listed())
         };
         let mut list_error = None;
-        if stale || (pins.is_some() && !listed) {
+        // A lock, or `Refuse`, needs a first listing to compare with: taken before the first
+        // call (once; the core's own lists are not seen here).
+        let wants_list = pins.is_some() || o.on_tool_change == OnToolChange::Refuse;
+        if stale || (wants_list && !listed) {
             // A failure leaves the call to fail (or not) on its own, unless a lock needs the
             // list to check the tool.
             list_error = self.each_tool(|_, _| {}).await.err();
