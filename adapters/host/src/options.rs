@@ -98,7 +98,8 @@ pub struct Options {
     pub wire_trace: Option<WireTrace>,
     /// What a tool whose definition changed within the run does to its calls (default
     /// [`OnToolChange::Warn`]: a `mcp.tool_changed` event, the call goes on; `Refuse`: the
-    /// call is `ok: false` until [`SlotHandle::accept_tool_change`](crate::SlotHandle)).
+    /// call is `ok: false` until [`SlotHandle::accept_tool_change`](crate::SlotHandle); the
+    /// first call of the run lists the tools first, to have a definition to compare with).
     pub on_tool_change: OnToolChange,
     /// Tool fingerprints pinned across runs (default none; a manifest slot's `toolsLock` file
     /// wins): each called tool is checked against it before its call is sent.
