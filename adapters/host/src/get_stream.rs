@@ -306,6 +306,8 @@ async fn until_stopped(streams: &GetStreams, i: usize, session: &str) {
 
 /// Hands each message on the stream to the core, keeping the answers to send.
 struct Answers<'c> {
+    /// The slot: server logs on the stream are kept in its run log, and a
+    /// `notifications/tools/list_changed` here makes its tool list stale.
     slot: &'c SlotHandle,
     cfg: &'c SlotConfig<'c>,
     target: Target,
@@ -317,6 +319,10 @@ struct Answers<'c> {
 
 impl OnMessage for Answers<'_> {
     fn on_message(&mut self, msg: &[u8], _last_chance: bool) -> Result<Verdict, Failure> {
+        if crate::integrity::is_tools_list_changed(msg) {
+            lock(&self.slot.inner.integrity).stale = true;
+            return Ok(Verdict::Continue);
+        }
         if self.pending.len() >= MAX_PENDING {
             return Ok(Verdict::Continue);
         }

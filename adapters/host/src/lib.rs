@@ -49,6 +49,7 @@ pub mod context;
 pub mod elicit;
 pub mod exec;
 mod get_stream;
+pub mod integrity;
 pub mod mask;
 pub mod net;
 pub mod options;
@@ -78,6 +79,7 @@ pub use context::{
 };
 pub use elicit::{ElicitAnswer, OnElicit};
 pub use exec::{Exec, ExecResult};
+pub use integrity::{OnToolChange, ToolPrint, ToolsLock};
 pub use mask::{mask_url, url_secrets};
 pub use net::{ConnectFailure, FailureKind, HostNet, PoolKey, RootCert, Route};
 pub use protocol::{

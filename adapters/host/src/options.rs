@@ -10,6 +10,7 @@ use verifi_mcp_core::wire::jsonrpc::ProtocolVersion;
 use crate::auth::AuthConfig;
 use crate::buf::DEFAULT_REPLY_CAP;
 use crate::elicit::OnElicit;
+use crate::integrity::{OnToolChange, ToolsLock};
 use crate::net::{DEFAULT_CONNECTION_LIMIT, RootCert};
 use crate::server_log::ServerLogObserver;
 use crate::trace::WireTrace;
@@ -108,6 +109,19 @@ pub struct Options {
     pub server_log_level: LogLevel,
     /// Told of each server log line as it is kept (default none), e.g. to print it.
     pub on_server_log: Option<ServerLogObserver>,
+    /// What a tool whose definition changed within the run does to its calls (default
+    /// [`OnToolChange::Warn`]: a `mcp.tool_changed` event, the call goes on; `Refuse`: the
+    /// call is `ok: false` until [`SlotHandle::accept_tool_change`](crate::SlotHandle); the
+    /// first call of the run lists the tools first, to have a definition to compare with).
+    pub on_tool_change: OnToolChange,
+    /// Tool fingerprints pinned across runs (default none; a manifest slot's `toolsLock` file
+    /// wins): each called tool is checked against it before its call is sent.
+    pub tools_lock: Option<ToolsLock>,
+    /// What a called tool that differs from [`Options::tools_lock`] (or is missing from it or
+    /// from the server's list) does (default [`OnToolChange::Refuse`]: `ok: false` naming the
+    /// tool and the fields that differ; `Warn`: a `mcp.tool_changed` event with server
+    /// `lock`, the call goes on).
+    pub on_lock_mismatch: OnToolChange,
 }
 
 impl Options {
@@ -228,6 +242,21 @@ impl Options {
         self.on_server_log = observer;
         self
     }
+    /// Sets [`Options::on_tool_change`].
+    pub fn on_tool_change(mut self, on: OnToolChange) -> Self {
+        self.on_tool_change = on;
+        self
+    }
+    /// Sets [`Options::tools_lock`].
+    pub fn tools_lock(mut self, lock: Option<ToolsLock>) -> Self {
+        self.tools_lock = lock;
+        self
+    }
+    /// Sets [`Options::on_lock_mismatch`].
+    pub fn on_lock_mismatch(mut self, on: OnToolChange) -> Self {
+        self.on_lock_mismatch = on;
+        self
+    }
     /// Sets [`Options::wire_trace`].
     pub fn wire_trace(mut self, trace: Option<WireTrace>) -> Self {
         self.wire_trace = trace;
@@ -262,6 +291,9 @@ impl Default for Options {
             trace_state: None,
             server_log_level: LogLevel::Warning,
             on_server_log: None,
+            on_tool_change: OnToolChange::Warn,
+            tools_lock: None,
+            on_lock_mismatch: OnToolChange::Refuse,
         }
     }
 }

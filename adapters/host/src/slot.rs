@@ -59,6 +59,9 @@ pub struct SlotSpec {
     pub primary_command: Option<crate::stdio::StdioSpec>,
     /// The fallback is a local process (then `fallback` is its label).
     pub fallback_command: Option<crate::stdio::StdioSpec>,
+    /// The slot's own `toolsLock`: a lock file's path (see [`crate::integrity::ToolsLock`]),
+    /// winning over [`Options::tools_lock`](crate::Options).
+    pub tools_lock: Option<String>,
 }
 
 /// A manifest `command` object as an owned spec.
@@ -114,6 +117,7 @@ impl SlotSpec {
                 auth: crate::route::slot_auth(manifest_json, slot),
                 proxy: crate::route::slot_field(manifest_json, slot, "proxy"),
                 ca: crate::route::slot_field(manifest_json, slot, "ca"),
+                tools_lock: crate::route::slot_field(manifest_json, slot, "toolsLock"),
             }),
             Err(e) => Err(SlotNotFilledError {
                 slot: slot.to_owned(),
@@ -155,6 +159,11 @@ pub(crate) struct SlotInner {
     /// The threads telling servers of dropped calls (`notifications/cancelled`,
     /// `tasks/cancel`): [`SlotHandle::close`] lets them finish before it ends the sessions.
     courtesy: Mutex<Vec<std::thread::JoinHandle<()>>>,
+    /// Tool fingerprints seen in this run, changes pending, and the list's freshness.
+    pub(crate) integrity: Mutex<crate::integrity::Integrity>,
+    /// The pins calls are checked against (the slot's `toolsLock`, else the options'), or
+    /// why the slot's lock file cannot be used (every call is then refused saying so).
+    tools_lock: Option<Result<crate::integrity::ToolsLock, String>>,
 }
 
 /// The shapes of a slot's primary and fallback endpoints (see [`SlotInner::shapes`]).
@@ -359,6 +368,10 @@ impl SlotHandle {
                 .map(|(_, v)| v.as_bytes().to_vec()),
         );
         crate::run::add_json_forms(&mut secrets);
+        let tools_lock = match &spec.tools_lock {
+            Some(path) => Some(crate::integrity::ToolsLock::read(path)),
+            None => run.options.tools_lock.clone().map(Ok),
+        };
         let state = HostShared::new(SlotState::new(
             run.options.protocol_version,
             spec.fallback.is_some(),
@@ -379,8 +392,15 @@ impl SlotHandle {
                 shapes: std::sync::OnceLock::new(),
                 get_streams: crate::get_stream::GetStreams::default(),
                 courtesy: Mutex::new(Vec::new()),
+                integrity: Mutex::new(crate::integrity::Integrity::default()),
+                tools_lock,
             }),
         }
+    }
+
+    /// The tools lock calls are checked against, or why the slot's lock file cannot be used.
+    pub(crate) fn tools_lock(&self) -> Option<Result<&crate::integrity::ToolsLock, &String>> {
+        self.inner.tools_lock.as_ref().map(Result::as_ref)
     }
 
     /// The slot's name.
@@ -785,6 +805,11 @@ impl SlotHandle {
         how: Tasking<'_>,
     ) -> (Ended, Option<String>) {
         let done = |r| (Ended::Done(r), None);
+        if !matches!(how, Tasking::Attach { .. })
+            && let Some(why) = self.tool_gate(tool).await
+        {
+            return done(self.local_failure(tool, &why));
+        }
         let args = match Value::parse(json, JsonLimits::default()) {
             Ok(v) if v.is_null() => None,
             Ok(v) => Some(v),
@@ -894,6 +919,15 @@ impl SlotHandle {
                 .await
             }
         };
+        // A server that said its tools changed (on this call's stream): the list is fetched
+        // again before the next call.
+        let list_changed = {
+            use verifi_mcp_core::drive::Shared;
+            state.with(SlotState::take_tools_list_changed)
+        };
+        if list_changed {
+            lock(&self.inner.integrity).stale = true;
+        }
         let mut owned = ToolResult::from_core_without_text(&r);
         owned.raw = owned
             .raw
@@ -957,7 +991,10 @@ impl SlotHandle {
     }
 
     /// tools/list through the driver, each tool's name and redacted JSON to `on_tool`.
-    async fn each_tool(&self, mut on_tool: impl FnMut(&str, &[u8])) -> Result<(), ListToolsError> {
+    pub(crate) async fn each_tool(
+        &self,
+        mut on_tool: impl FnMut(&str, &[u8]),
+    ) -> Result<(), ListToolsError> {
         let endpoints = self
             .endpoints()
             .map_err(|e| ListToolsError::local(format!("tools/list failed: {e}")))?;
@@ -976,6 +1013,15 @@ impl SlotHandle {
         // Collected first: a primary that fails part-way restarts the list on the fallback,
         // and only the list that ends is handed over.
         let mut tools = ListCollector::new(self.inner.run.options.reply_cap);
+        // Which server answers: the fallback when the list starts there (the primary known
+        // dead, a live fallback) or restarts there after a primary failure.
+        let mut on_fallback = {
+            use verifi_mcp_core::drive::Shared;
+            self.inner.state.with(|s| {
+                let f = s.failover();
+                f.primary_dead() && f.has_fallback() && !f.fallback_dead()
+            })
+        };
         drive::list(
             &net,
             &cfg,
@@ -983,7 +1029,10 @@ impl SlotHandle {
             ListMethod::Tools,
             &secrets,
             &mut bufs,
-            |item| tools.take(item),
+            |item| {
+                on_fallback |= matches!(item, drive::ListItem::Restart);
+                tools.take(item)
+            },
         )
         .await
         .map_err(|e| ListToolsError {
@@ -996,6 +1045,7 @@ impl SlotHandle {
         })?;
         // Each tool's outputSchema is learned (a new list replaces the old one).
         let mut schemas = HashMap::new();
+        let mut prints = Vec::with_capacity(tools.len());
         for json in &tools {
             // The core validated the JSON; a tool without a string name is skipped.
             let Some(name) = Value::parse(json, JsonLimits::default())
@@ -1006,9 +1056,23 @@ impl SlotHandle {
             };
             let name = owned(&name);
             learn_output_schema(&mut schemas, &name, json);
+            if let Ok(v) = serde_json::from_slice::<serde_json::Value>(json) {
+                prints.push((name.clone(), crate::integrity::ToolPrint::of(&v)));
+            }
             on_tool(&name, json);
         }
         *lock(&self.inner.output_schemas) = schemas;
+        // A 2026 list says how long it may be kept: fetched again, when it is up, before the
+        // next call.
+        let ttl = {
+            use verifi_mcp_core::drive::Shared;
+            self.inner.state.with(SlotState::take_tools_ttl_ms)
+        };
+        lock(&self.inner.integrity).expires = ttl.map(|ms| {
+            std::time::Instant::now()
+                + std::time::Duration::from_millis(ms.min(u64::from(u32::MAX)))
+        });
+        self.observe_tools(usize::from(on_fallback), prints);
         Ok(())
     }
 

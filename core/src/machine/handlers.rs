@@ -764,6 +764,11 @@ pub(super) struct CallHandler<'x, B: Buf, Sec: AsRef<[u8]>> {
     /// A 2026 `input_required` round was answered: `text` holds the next request's
     /// `,"inputResponses":{…},"requestState":…` members; the call is sent again with them.
     pub(super) input_ready: bool,
+    /// The server said `notifications/tools/list_changed` on the call's stream (2025 era):
+    /// the slot's tool list is stale (see [`SlotState::take_tools_list_changed`]).
+    ///
+    /// [`SlotState::take_tools_list_changed`]: super::SlotState::take_tools_list_changed
+    pub(super) tools_list_changed: bool,
 }
 
 /// A request a server sent on a call's stream (old era): `ping`, `elicitation/create`,
@@ -960,6 +965,7 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
             elicitation: cfg.elicitation,
             elicit_with: cfg.elicit_with,
             input_ready: false,
+            tools_list_changed: false,
         }
     }
 
@@ -1486,6 +1492,11 @@ impl<B: Buf, Sec: AsRef<[u8]>> CallHandler<'_, B, Sec> {
                 return Ok(Verdict::Continue);
             }
             Lookup::Other(m) => {
+                if let Message::Notification { method, .. } = &m
+                    && method.eq_str("notifications/tools/list_changed")
+                {
+                    self.tools_list_changed = true;
+                }
                 if let Some(p) =
                     jsonrpc::as_progress(&m).filter(|p| p.token.as_u64() == Some(self.id))
                 {
@@ -1793,6 +1804,8 @@ pub(super) struct ListHandler<'x, F: FnMut(Option<(Value<'_>, &[u8])>), B: Buf, 
     pub(super) cursor: &'x mut B,
     pub(super) has_next: bool,
     pub(super) answer: Option<Result<(), ListError>>,
+    /// The least `ttlMs` of the pages read (2026 era: how long the list may be kept).
+    pub(super) ttl_ms: Option<u64>,
 }
 
 impl<'x, F: FnMut(Option<(Value<'_>, &[u8])>), B: Buf, Sec: AsRef<[u8]>>
@@ -1814,6 +1827,7 @@ impl<'x, F: FnMut(Option<(Value<'_>, &[u8])>), B: Buf, Sec: AsRef<[u8]>>
             cursor,
             has_next: false,
             answer: None,
+            ttl_ms: None,
         }
     }
 }
@@ -1833,6 +1847,9 @@ impl<F: FnMut(Option<(Value<'_>, &[u8])>), B: Buf, Sec: AsRef<[u8]>> OnMessage
         match outcome {
             Outcome::Result(result) => {
                 let page = jsonrpc::parse_page(result, self.list)?;
+                if let Some(ttl) = result.get("ttlMs").and_then(|t| t.as_u64()) {
+                    self.ttl_ms = Some(self.ttl_ms.map_or(ttl, |t| t.min(ttl)));
+                }
                 for item in page.items {
                     // Everything of an item is returned, so it is redacted.
                     self.text.clear();

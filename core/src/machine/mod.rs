@@ -164,6 +164,11 @@ pub struct SlotState {
     /// other calls wait for it instead of listing again. 0: none.
     listing_until: [Millis; 2],
     annotations: [heapless::Vec<u8, ANNOTATIONS>; 2],
+    /// A server said `notifications/tools/list_changed` on a call's stream since the adapter
+    /// last looked.
+    tools_list_changed: bool,
+    /// The `ttlMs` of the last `tools/list` read (2026 era), until the adapter takes it.
+    tools_ttl_ms: Option<u64>,
 }
 
 /// Bytes kept per server for its tools' `x-mcp-header` annotations (tools without any take
@@ -193,6 +198,8 @@ impl SlotState {
             listed: [false; 2],
             listing_until: [0; 2],
             annotations: [heapless::Vec::new(), heapless::Vec::new()],
+            tools_list_changed: false,
+            tools_ttl_ms: None,
         }
     }
 
@@ -329,6 +336,18 @@ impl SlotState {
     /// slot ([`Action::Sleep`] with `slot: true`).
     pub fn take_changed(&mut self) -> bool {
         core::mem::take(&mut self.changed)
+    }
+
+    /// True once after a server said `notifications/tools/list_changed` on a call's stream
+    /// (2025 era): the adapter's tool list is stale, to be fetched again before the next call.
+    pub fn take_tools_list_changed(&mut self) -> bool {
+        core::mem::take(&mut self.tools_list_changed)
+    }
+
+    /// The `ttlMs` of the last `tools/list` read (2026 era: how long its list may be kept),
+    /// once; `None` when it gave none.
+    pub fn take_tools_ttl_ms(&mut self) -> Option<u64> {
+        self.tools_ttl_ms.take()
     }
 
     /// Takes one `retry-after` retry from the slot's budget (one in

@@ -679,6 +679,17 @@ where
     /// What to do next, given the slot's state and the time. Takes the slot only here: an
     /// adapter holds its lock for this call alone.
     pub fn poll(&mut self, slot: &mut SlotState, now: Millis) -> Action {
+        if let Job::Call { handler, .. } = &mut self.job
+            && core::mem::take(&mut handler.tools_list_changed)
+        {
+            slot.tools_list_changed = true;
+        }
+        if let Job::List { handler, .. } = &mut self.job
+            && handler.list == ListMethod::Tools
+            && let Some(ttl) = handler.ttl_ms.take()
+        {
+            slot.tools_ttl_ms = Some(ttl);
+        }
         loop {
             if core::mem::take(&mut self.task_news) {
                 return Action::TaskStarted;

@@ -27,7 +27,10 @@ use verifi_mcp_host::auth::loopback::LoopbackHook;
 use verifi_mcp_host::auth::{AuthConfig, AuthFlow, AuthorizeHook, TokenStore};
 use verifi_mcp_host::context::INSECURE_WARNING;
 use verifi_mcp_host::proxy::EnvProxies;
-use verifi_mcp_host::{Elicitation, EraSetting, LogLevel, ProxyRule, RootCert, ServerLogObserver};
+use verifi_mcp_host::{
+    Elicitation, EraSetting, LogLevel, OnToolChange, ProxyRule, RootCert, ServerLogObserver,
+    ToolsLock,
+};
 use verifi_mcp_host::{
     Exec, HarnessContext, Kind, Options, ProgressUpdate, ProtocolVersion, SlotHandle, TaskStart,
     ToolResult, WireEvent, WireTrace,
@@ -327,6 +330,12 @@ struct Common {
     /// events, with secrets and header values redacted.
     #[arg(short = 'v', long)]
     verbose: bool,
+    /// `--on-tool-change` (from [`Pins`], on the commands that call tools).
+    #[arg(skip)]
+    on_tool_change: Option<String>,
+    /// `--tools-lock` (from [`Pins`]).
+    #[arg(skip)]
+    tools_lock: Option<String>,
     /// Output format (default: text when stdout is a terminal, JSON when it is piped).
     #[arg(long, value_enum, value_name = "FORMAT")]
     format: Option<Format>,
@@ -374,6 +383,30 @@ struct Common {
     token_store: Option<String>,
 }
 
+/// Tool pins and what a changed tool does: on the commands that call tools (call, batch,
+/// exec).
+#[derive(Args, Debug, Clone, Default)]
+struct Pins {
+    /// What a tool whose definition changed does to its call: warn (the call goes on, with a
+    /// mcp.tool_changed line on stderr) or refuse (ok:false, exit 1, nothing sent). Default:
+    /// warn for a change within the run, refuse for a mismatch with --tools-lock.
+    #[arg(long, value_name = "warn|refuse", value_parser = ["warn", "refuse"])]
+    on_tool_change: Option<String>,
+    /// Check each called tool against this lock file (written by `mcp tools --lock FILE`)
+    /// before the call is sent: a tool whose definition differs, or that is missing, is
+    /// refused (ok:false, exit 1, naming the fields that differ) unless --on-tool-change warn.
+    #[arg(long, value_name = "FILE")]
+    tools_lock: Option<String>,
+}
+
+impl Pins {
+    /// Moves the flags into `common`, which the run is built from.
+    fn into_common(self, common: &mut Common) {
+        common.on_tool_change = self.on_tool_change;
+        common.tools_lock = self.tools_lock;
+    }
+}
+
 #[derive(Subcommand, Debug)]
 enum Cmd {
     /// List the server's tools: on a terminal (or --format text) each with its argument
@@ -387,6 +420,10 @@ enum Cmd {
         /// The same as --format json.
         #[arg(long)]
         json: bool,
+        /// Also write the tools' fingerprints to this lock file (sorted JSON, one entry per
+        /// tool), for --tools-lock FILE in later runs.
+        #[arg(long, value_name = "FILE")]
+        lock: Option<String>,
         #[command(flatten)]
         common: Common,
     },
@@ -420,6 +457,8 @@ enum Cmd {
         #[arg(long)]
         detach: bool,
         #[command(flatten)]
+        pins: Pins,
+        #[command(flatten)]
         common: Common,
     },
     /// Follow a task a call became (2026 tasks extension): get, wait, cancel.
@@ -446,6 +485,8 @@ enum Cmd {
         #[arg(long, value_name = "NAME", default_value = "run_command")]
         tool: String,
         #[command(flatten)]
+        pins: Pins,
+        #[command(flatten)]
         common: Common,
     },
     /// Run JSON lines {"tool":…,"args":{…}} (or {"name":…,"arguments":{…}}) from stdin
@@ -458,6 +499,8 @@ enum Cmd {
         /// How many calls in flight at once.
         #[arg(long, default_value_t = 1, value_name = "N")]
         concurrency: usize,
+        #[command(flatten)]
+        pins: Pins,
         #[command(flatten)]
         common: Common,
     },
@@ -939,6 +982,23 @@ impl Run {
                     s("tool")
                 )
             }
+            "mcp.tool_changed" => {
+                let fields: Vec<&str> = v["fields"]
+                    .as_array()
+                    .map(|f| f.iter().filter_map(Value::as_str).collect())
+                    .unwrap_or_default();
+                let what = match s("server").as_str() {
+                    "lock" => "differs from the tools lock".to_owned(),
+                    server => format!("changed on the {server} since it was first listed"),
+                };
+                format!(
+                    "{:<20} {}/{}  its {} {what}",
+                    e.kind,
+                    s("slot"),
+                    s("tool"),
+                    fields.join(", ")
+                )
+            }
             _ => event_line(e),
         }
     }
@@ -1265,6 +1325,23 @@ fn build_with(
         .proxy(common.proxy.clone())
         .auth(auth)
         .keep_raw(keep_raw);
+    match common.on_tool_change.as_deref() {
+        Some("refuse") => {
+            options = options
+                .on_tool_change(OnToolChange::Refuse)
+                .on_lock_mismatch(OnToolChange::Refuse);
+        }
+        Some(_) => {
+            options = options
+                .on_tool_change(OnToolChange::Warn)
+                .on_lock_mismatch(OnToolChange::Warn);
+        }
+        None => {}
+    }
+    if let Some(file) = &common.tools_lock {
+        let lock = ToolsLock::read(file).map_err(UsageError)?;
+        options = options.tools_lock(Some(lock));
+    }
     if let Some(ms) = common.timeout_ms {
         options = options.timeout_ms(ms);
     }
@@ -1801,6 +1878,7 @@ async fn dispatch(cmd: Cmd) -> Result<ExitCode, Fail> {
         Cmd::Tools {
             mut pos,
             json,
+            lock,
             common,
         } => {
             let run = build(&common, &mut pos, &run_id(), false)?;
@@ -1811,7 +1889,7 @@ async fn dispatch(cmd: Cmd) -> Result<ExitCode, Fail> {
                 (false, None) if std::io::stdout().is_terminal() => Listing::Human,
                 (false, None) => Listing::Names,
             };
-            let code = tools(&run, listing).await;
+            let code = tools(&run, listing, lock.as_deref()).await;
             Ok(finish(&run, code).await)
         }
         Cmd::Call {
@@ -1820,8 +1898,10 @@ async fn dispatch(cmd: Cmd) -> Result<ExitCode, Fail> {
             raw,
             check_output,
             detach,
-            common,
+            pins,
+            mut common,
         } => {
+            pins.into_common(&mut common);
             let run = build(&common, &mut pos, &run_id(), raw)?;
             let Some((tool, rest)) = pos.split_first() else {
                 return Err(UsageError("missing TOOL".into()).into());
@@ -1885,8 +1965,10 @@ async fn dispatch(cmd: Cmd) -> Result<ExitCode, Fail> {
             mut pos,
             workspace,
             tool,
+            pins,
             mut common,
         } => {
+            pins.into_common(&mut common);
             // For exec, --timeout-ms is the command's own timeout (sent in whole seconds,
             // clamped to 1..=285 s); the call keeps the seed's 300 s ceiling above it.
             let cmd_timeout_ms = common.timeout_ms.take();
@@ -1982,8 +2064,10 @@ async fn dispatch(cmd: Cmd) -> Result<ExitCode, Fail> {
         Cmd::Batch {
             mut pos,
             concurrency,
-            common,
+            pins,
+            mut common,
         } => {
+            pins.into_common(&mut common);
             let run = build(&common, &mut pos, &run_id(), false)?;
             no_extra(&pos)?;
             if concurrency == 0 || concurrency > MAX_CONC {
@@ -2078,12 +2162,19 @@ enum Listing {
     Names,
 }
 
-async fn tools(run: &Run, listing: Listing) -> u8 {
+async fn tools(run: &Run, listing: Listing, lock: Option<&str>) -> u8 {
     // Each tool as the server sent it (redacted): every field, `execution` and fields this
     // client does not know included.
     let listed = with_elapsed("tools/list", None, run.slot.list_tools_described()).await;
     match listed {
         Ok(tools) => {
+            if let Some(file) = lock
+                && let Err(e) = ToolsLock::of_tools(&tools).write(file)
+            {
+                run.p
+                    .err(&format!("mcp: cannot write the lock file {file}: {e}"));
+                return 1;
+            }
             match listing {
                 Listing::Json => run.p.json(&json!({ "tools": tools })),
                 Listing::Human => {
