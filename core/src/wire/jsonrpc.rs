@@ -658,18 +658,20 @@ pub struct Progress<'a> {
     pub message: Option<JsonStr<'a>>,
 }
 
+/// The params of `m` when it is the notification `name` with params.
+fn notification_params<'a>(m: &Message<'a>, name: &str) -> Option<Value<'a>> {
+    match m {
+        Message::Notification {
+            method,
+            params: Some(params),
+        } if method.eq_str(name) => Some(*params),
+        _ => None,
+    }
+}
+
 /// The progress report in `m`, if it is a well-formed `notifications/progress`.
 pub fn as_progress<'a>(m: &Message<'a>) -> Option<Progress<'a>> {
-    let Message::Notification {
-        method,
-        params: Some(params),
-    } = m
-    else {
-        return None;
-    };
-    if !method.eq_str("notifications/progress") {
-        return None;
-    }
+    let params = notification_params(m, "notifications/progress")?;
     let token = params.get("progressToken")?;
     if !matches!(token.kind(), Kind::Number | Kind::String) {
         return None;
@@ -706,16 +708,7 @@ pub struct LogNote<'a> {
 
 /// The log message in `m`, if it is a well-formed `notifications/message`.
 pub fn as_log<'a>(m: &Message<'a>) -> Option<LogNote<'a>> {
-    let Message::Notification {
-        method,
-        params: Some(params),
-    } = m
-    else {
-        return None;
-    };
-    if !method.eq_str("notifications/message") {
-        return None;
-    }
+    let params = notification_params(m, "notifications/message")?;
     Some(LogNote {
         level: params.get("level")?.as_str()?.as_plain()?,
         logger: params.get("logger").and_then(|l| l.as_str()),
