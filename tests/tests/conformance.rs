@@ -328,6 +328,9 @@ fn run_one(scenario: &Scenario, version: &'static str, dir: &Path, mcp: &Path) -
         .args(["--timeout", &CLIENT_TIMEOUT_MS.to_string()])
         .env("MCP_BIN", mcp)
         .env("NO_COLOR", "1")
+        // Each scenario is a first run, as the runner means it: no login kept from another
+        // scenario (three run at once), and nothing written to the runner's home.
+        .env("MCP_TOKEN_STORE", "memory")
         .stdin(Stdio::null())
         .stdout(log.try_clone().expect("log"))
         .stderr(log)
