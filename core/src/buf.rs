@@ -29,6 +29,9 @@ impl fmt::Display for Overflow {
     }
 }
 
+mod text;
+pub use text::{DETAIL_BYTES, Detail, StrSink, truncated};
+
 #[cfg(feature = "std")]
 mod vec_buf;
 #[cfg(feature = "std")]

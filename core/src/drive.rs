@@ -14,6 +14,7 @@ use embassy_futures::select::{Either, select};
 use embedded_io_async::{Read, Write};
 
 use crate::buf::Buf;
+use crate::buf::{StrSink, truncated};
 use crate::harness::events::{Timeline, TimelineEvent};
 use crate::harness::failover::{AttemptOutcome, Target};
 use crate::harness::meter::{Ledger, LedgerRecord};
@@ -22,7 +23,7 @@ use crate::machine::handlers::{FmtSink, as_text, redact_list_error, write_failur
 use crate::machine::{Action, Answer, Op};
 use crate::wire::endpoint::Endpoint;
 pub use crate::wire::exchange::TailDrain;
-use crate::wire::failure::{ConnectError, ConnectErrorKind, Failure, StrSink, truncated};
+use crate::wire::failure::{ConnectError, ConnectErrorKind, Failure};
 use crate::wire::json::Value;
 use crate::wire::jsonrpc::{self, ListMethod};
 

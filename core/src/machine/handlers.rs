@@ -13,12 +13,13 @@ use super::config::{
 };
 use crate::buf::Overflow;
 use crate::buf::{Buf, Sink};
+use crate::buf::{DETAIL_BYTES, StrSink, truncated};
 use crate::harness::redact::Redactor;
 use crate::wire::content;
 use crate::wire::endpoint::Endpoint;
 use crate::wire::era::ClientCapabilities;
 use crate::wire::exchange::{Expect, OnMessage, Verdict};
-use crate::wire::failure::{BufferName, DETAIL_BYTES, Failure, HandshakeError, StrSink, truncated};
+use crate::wire::failure::{BufferName, Failure, HandshakeError};
 use crate::wire::http::{McpHeaders, Method, RequestHead, write_request_head};
 #[cfg(feature = "std")]
 use crate::wire::json;

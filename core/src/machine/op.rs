@@ -12,10 +12,11 @@ use super::{
     Millis, SlotState, TAIL_MS,
 };
 use crate::buf::Buf;
+use crate::buf::truncated;
 use crate::harness::failover::{AttemptOutcome, Target};
 use crate::wire::era::{self, EraSetting, Verdict as EraVerdict};
 use crate::wire::exchange::{Exchange, Expect, OnMessage, Step, Verdict};
-use crate::wire::failure::{Broken, ConnectError, Failure, truncated};
+use crate::wire::failure::{Broken, ConnectError, Failure};
 use crate::wire::http::Method;
 use crate::wire::http::Stage as ReadStage;
 use crate::wire::json::{Kind, Value};

@@ -17,9 +17,16 @@
 //! `shared/captures/2026/` (TS 1.32 answers the probe with 400 `-32000`; Python, FastMCP and rmcp
 //! answer it with a result).
 
-use crate::buf::{Overflow, Sink};
+use crate::buf::{DETAIL_BYTES, Detail, Overflow, Sink, StrSink, truncated};
 use crate::wire::json::{JsonLimits, Kind, Value, write_str_literal};
-use crate::wire::jsonrpc::{CLIENT_NAME, SDK_VERSION};
+
+/// The `clientInfo.version` this client announces in the handshake. It is the handshake
+/// string of the seed SDK (`SDK_VERSION = '1.0.0'`), deliberately separate from this crate's
+/// version: servers log it, and harness operators match on it.
+pub const SDK_VERSION: &str = "1.0.0";
+
+/// The `clientInfo.name` this client announces in the handshake.
+pub const CLIENT_NAME: &str = "verifi-harness-sdk";
 
 /// The modern protocol version this client speaks.
 pub const MODERN_VERSION: &str = "2026-07-28";
@@ -161,7 +168,7 @@ fn supported_versions(message: Option<Value<'_>>) -> Option<Value<'_>> {
 /// What a `-32022` answer (its JSON-RPC body) allows: `Ok` with the newest version both sides
 /// speak (ours when the server lists none: a retry can only tell), or `Err` with the server's
 /// list, written plainly (`2025-11-25, 2027-01-01`), when it names none of ours.
-pub fn version_to_retry(body: &[u8]) -> Result<&'static str, crate::wire::failure::Detail> {
+pub fn version_to_retry(body: &[u8]) -> Result<&'static str, Detail> {
     let message = Value::parse(body, JsonLimits::default()).ok();
     match supported_versions(message) {
         None => Ok(MODERN_VERSION),
@@ -170,9 +177,8 @@ pub fn version_to_retry(body: &[u8]) -> Result<&'static str, crate::wire::failur
 }
 
 /// The server's `data.supported` of a `-32022` body, written plainly for a message.
-pub fn supported_list(body: &[u8]) -> crate::wire::failure::Detail {
-    let mut out =
-        crate::wire::failure::StrSink::<{ crate::wire::failure::DETAIL_BYTES }>::default();
+pub fn supported_list(body: &[u8]) -> Detail {
+    let mut out = StrSink::<DETAIL_BYTES>::default();
     let message = Value::parse(body, JsonLimits::default()).ok();
     if let Some(list) = supported_versions(message) {
         for (i, v) in list.elements().enumerate() {
@@ -187,7 +193,7 @@ pub fn supported_list(body: &[u8]) -> crate::wire::failure::Detail {
             }
         }
     }
-    crate::wire::failure::truncated(out.as_str())
+    truncated(out.as_str())
 }
 
 /// The newest version that this client speaks and `supported` (a JSON array) lists.
@@ -522,7 +528,7 @@ pub fn write_param_value(out: &mut impl Sink, argument: Value<'_>) -> Option<Res
                 None => {
                     // Escaped: unescape into a small stack buffer first (header values are
                     // short; a longer one is not mirrored and the server says so).
-                    let mut text = crate::wire::failure::StrSink::<256>::default();
+                    let mut text = StrSink::<256>::default();
                     s.unescape_into(&mut text).ok()?;
                     Some(write_header_value(out, text.as_str().as_bytes()))
                 }
@@ -708,7 +714,7 @@ mod tests {
     fn params_of(json: &str) -> Result<std::vec::Vec<(String, String)>, HeaderAnnotationError> {
         let mut found = std::vec::Vec::new();
         let n = header_params(schema(json), |p| {
-            let mut path = crate::wire::failure::StrSink::<256>::default();
+            let mut path = StrSink::<256>::default();
             p.write_path(&mut path).unwrap();
             let path = path.as_str().replace('\u{1f}', ".");
             found.push((path, String::from_utf8(p.header.to_vec()).unwrap()));

@@ -470,9 +470,7 @@ impl<'h> Exchange<'h> {
                     .as_ref()
                     .map(|h| h.content_type.as_str())
                     .unwrap_or("");
-                return Err(Failure::UnexpectedContentType(super::failure::truncated(
-                    ct,
-                )));
+                return Err(Failure::UnexpectedContentType(crate::buf::truncated(ct)));
             }
         }
         Ok(Step::NeedMore)

@@ -15,19 +15,11 @@ use super::http::{HttpError, RequestError, RetryAfter, Stage};
 use super::json::JsonError;
 use super::jsonrpc::RpcDecodeError;
 use super::sse::SseError;
-use crate::buf::Overflow;
-
-/// The most bytes of a detail kept in a failure (an adapter's words for a connect error, the
-/// start of an HTTP error body, a server's message). A longer detail is cut at a character
-/// boundary and ends in `…`, so a cut is never silent. The call's `error` buffer holds the whole
-/// message built from it.
-pub const DETAIL_BYTES: usize = 128;
+pub use crate::buf::{DETAIL_BYTES, Detail};
+use crate::buf::{Overflow, StrSink, truncated};
 
 /// Bytes of an HTTP error body kept for the message (after trimming).
 pub const SNIPPET_BYTES: usize = DETAIL_BYTES;
-
-/// A detail of a failure: at most [`DETAIL_BYTES`], a cut marked with `…`.
-pub type Detail = String<DETAIL_BYTES>;
 
 /// Why an adapter could not open a connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -621,25 +613,6 @@ impl fmt::Display for Failure {
     }
 }
 
-/// Copies `s` into a fixed string. A longer `s` is cut at a character boundary and ends in
-/// `…` (when `N` has room for it), so a cut is never silent.
-pub fn truncated<const N: usize>(s: &str) -> String<N> {
-    let mut out = String::new();
-    if out.push_str(s).is_ok() {
-        return out;
-    }
-    const MARK: &str = "…";
-    let room = N.saturating_sub(MARK.len());
-    for ch in s.chars() {
-        if out.len() + ch.len_utf8() > room {
-            break;
-        }
-        let _ = out.push(ch);
-    }
-    let _ = out.push_str(MARK);
-    out
-}
-
 /// A one-line, trimmed, valid-UTF-8 start of an error body. A JSON-RPC error body gives its
 /// `error.message` (what TypeScript and Python servers put there); anything else its text.
 fn snippet_of(body: &[u8]) -> String<SNIPPET_BYTES> {
@@ -698,38 +671,6 @@ fn mark_cut<const N: usize>(out: &mut String<N>) {
         }
     }
     let _ = out.push_str(MARK);
-}
-
-/// A `Sink` into a fixed string that keeps what fits (UTF-8 boundaries respected).
-#[derive(Default)]
-pub struct StrSink<const N: usize> {
-    bytes: heapless::Vec<u8, N>,
-}
-
-impl<const N: usize> StrSink<N> {
-    /// The text kept so far (a cut in the middle of a character is dropped).
-    pub fn as_str(&self) -> &str {
-        match core::str::from_utf8(&self.bytes) {
-            Ok(s) => s,
-            Err(e) => {
-                core::str::from_utf8(self.bytes.get(..e.valid_up_to()).unwrap_or(&[])).unwrap_or("")
-            }
-        }
-    }
-}
-
-impl<const N: usize> crate::buf::Sink for StrSink<N> {
-    fn put(&mut self, bytes: &[u8]) -> Result<(), Overflow> {
-        for &b in bytes {
-            if self.bytes.push(b).is_err() {
-                return Err(Overflow {
-                    limit: N,
-                    needed: N + 1,
-                });
-            }
-        }
-        Ok(())
-    }
 }
 
 #[cfg(test)]

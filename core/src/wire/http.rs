@@ -88,7 +88,7 @@ impl McpHeaders<'_> {
                 .args
                 .and_then(|args| crate::wire::era::param_at(args, argument));
             let Some(value) = value else { continue };
-            let mut line = crate::wire::failure::StrSink::<1024>::default();
+            let mut line = crate::buf::StrSink::<1024>::default();
             if let Some(Ok(())) = crate::wire::era::write_param_value(&mut line, value) {
                 out.put(b"Mcp-Param-")?;
                 out.put(header)?;

@@ -18,13 +18,7 @@ use core::fmt;
 use crate::buf::{Overflow, Sink, put_u64};
 use crate::wire::json::{Elements, JsonStr, Kind, Value, write_str_literal};
 
-/// The `clientInfo.version` this client announces in the handshake. It is the handshake
-/// string of the seed SDK (`SDK_VERSION = '1.0.0'`), deliberately separate from this crate's
-/// version: servers log it, and harness operators match on it.
-pub const SDK_VERSION: &str = "1.0.0";
-
-/// The `clientInfo.name` this client announces in the handshake.
-pub const CLIENT_NAME: &str = "verifi-harness-sdk";
+pub use super::era::{CLIENT_NAME, SDK_VERSION};
 
 /// An MCP protocol revision this client can ask for in `initialize`.
 ///
