@@ -42,7 +42,7 @@
 //! covered bytes becomes one `[REDACTED]`. This is at least as strong as replacing "longest
 //! first": overlapping or adjacent occurrences (`abcd` and `cdef` in `abcdef`) merge into one
 //! marker instead of leaving a tail behind. Secrets shorter than [`MIN_SECRET_LEN`] bytes are
-//! skipped, as the seed says; redaction is a last-chance scrub, not a design.
+//! skipped: redaction is a last-chance scrub, not a design (`docs/design.md#redaction`).
 //!
 //! The streaming [`Redactor`] holds back only `longest - 1` bytes between writes, so a secret
 //! split across any chunk boundary is still caught. Candidate positions are found with `memchr3`

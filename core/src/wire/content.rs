@@ -1,4 +1,5 @@
-//! Flattening a `tools/call` result into the one text a harness sees, as the seed SDK does.
+//! Flattening a `tools/call` result into the one text a harness sees, as the reference SDK
+//! did (`docs/design.md#reading-a-reply`).
 //!
 //! Owns: the rule `text` block → its text, any other block → its `JSON.stringify` (compact
 //! JSON), blocks joined with `\n`; `isError`; the `structuredContent` fallback.

@@ -13,16 +13,16 @@
 //! `-32022`, or a 404 whose body is a JSON-RPC `-32601`. Every other answer a server gives
 //! (another 400 body, a 200 carrying a JSON-RPC error, another 404, a 405) is old era. A failure
 //! (401, 403, 5xx, an empty or malformed 2xx; a timeout, reset or TLS error never reaches here)
-//! is no verdict: the call fails naming it. Facts about real servers' answers are in
-//! `shared/captures/2026/` (TS 1.32 answers the probe with 400 `-32000`; Python, FastMCP and rmcp
-//! answer it with a result).
+//! is no verdict: the call fails naming it (the table: `docs/design.md#era-verdict`). What real
+//! servers answered in captures of their traffic: the TypeScript SDK 1.32 answers the probe with
+//! 400 `-32000`; the Python SDK, FastMCP and rmcp answer it with a result.
 
 use crate::buf::{DETAIL_BYTES, Detail, Overflow, Sink, StrSink, truncated};
 use crate::wire::json::{JsonLimits, Kind, Value, write_str_literal};
 
 /// The `clientInfo.version` this client announces in the handshake. It is the handshake
-/// string of the seed SDK (`SDK_VERSION = '1.0.0'`), deliberately separate from this crate's
-/// version: servers log it, and harness operators match on it.
+/// string of the reference SDK (`docs/design.md#handshake`), deliberately separate from this
+/// crate's version: servers log it, and harness operators match on it.
 pub const SDK_VERSION: &str = "1.0.0";
 
 /// The `clientInfo.name` this client announces in the handshake.

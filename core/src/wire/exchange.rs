@@ -7,10 +7,11 @@
 //! its response, and classifies every failure into a [`Failure`] a person can act on.
 //!
 //! It does not parse JSON-RPC itself (the handler does, once per message) and does no I/O.
-//! The seed takes "the last data line" of an SSE reply; for every conformant server that is
-//! the response whose id matches, which the handler looks for. When the stream ends and no
-//! id matched, the last response-shaped message the handler chose to hold is offered once more
-//! as a last chance (the seed's fallback; the driver takes it only when its id is `null`).
+//! The reference SDK took "the last data line" of an SSE reply; for every conformant server
+//! that is the response whose id matches, which the handler looks for. When the stream ends and
+//! no id matched, the last response-shaped message the handler chose to hold is offered once
+//! more as a last chance (the machine takes it only when its id is `null`; see
+//! `docs/design.md#reading-a-reply`).
 //!
 //! [`Exchange::lines`] is the same for a stdio server: no HTTP, each `\n`-terminated line is
 //! one JSON-RPC message (a trailing `\r` and blank lines are ignored), a line longer than

@@ -1,8 +1,8 @@
 //! Every way a round trip can fail before a server answered, said so a person can act on it.
 //!
-//! A `Failure` is the "unreachable" shape of DESIGN.md: connect, TLS, HTTP status, malformed
-//! reply, stream ended early, timed out. A JSON-RPC error or an `isError` result is not a
-//! failure (the server answered); those are shaped by `crate::harness::result`.
+//! A `Failure` is the "unreachable" shape (`docs/design.md#result-shapes`): connect, TLS, HTTP
+//! status, malformed reply, stream ended early, timed out. A JSON-RPC error or an `isError`
+//! result is not a failure (the server answered); those are shaped by `crate::harness::result`.
 //! Failures are small values (`Clone`, no allocation) so every waiter of a failed handshake can
 //! be handed the same one.
 
@@ -151,7 +151,8 @@ pub enum Failure {
     Endpoint(EndpointError),
     /// The connection could not be opened.
     Connect(ConnectError),
-    /// The call's deadline passed (the seed's exact words).
+    /// The call's deadline passed: `tool call timed out`, words harnesses match on
+    /// (`docs/design.md#result-shapes`).
     TimedOut,
     /// Writing the request failed: the server closed or reset the connection.
     SendFailed,

@@ -22,14 +22,15 @@ pub use super::era::{CLIENT_NAME, SDK_VERSION};
 
 /// An MCP protocol revision this client can ask for in `initialize`.
 ///
-/// All of these belong to the session-based era (an `initialize` handshake, then
-/// `mcp-session-id`). The stateless revision (2026-07-28: `server/discover`, per-request
-/// `_meta` envelope) is a different protocol shape and would be a new variant family with its
-/// own encoders; it is not built yet.
+/// All but one belong to the handshake era (an `initialize` handshake, then `mcp-session-id`).
+/// [`ProtocolVersion::V2026_07_28`] is the era without a handshake: it is never offered in
+/// `initialize`, and its requests are written by `crate::wire::era` (`server/discover`, the
+/// per-request `_meta` envelope; `docs/design.md#two-eras`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum ProtocolVersion {
-    /// `2024-11-05`, the seed SDK's choice (still offered on request: [`ProtocolVersion::SEED`]).
+    /// `2024-11-05`, the reference SDK's choice (still offered on request:
+    /// [`ProtocolVersion::SEED`]; `docs/design.md#handshake`).
     V2024_11_05,
     /// `2025-03-26`.
     V2025_03_26,
@@ -48,7 +49,8 @@ impl ProtocolVersion {
     /// handshake era, `2025-11-25` (a server answers with its own when it speaks an older one).
     pub const DEFAULT: Self = ProtocolVersion::V2025_11_25;
 
-    /// The version the seed SDK sends, `2024-11-05`: still offered when asked for.
+    /// The version the reference SDK sends, `2024-11-05` (hence the name: the SDK this one
+    /// re-creates, `docs/design.md#what-the-product-is`): still offered when asked for.
     pub const SEED: Self = ProtocolVersion::V2024_11_05;
 
     /// Every supported version, oldest first.

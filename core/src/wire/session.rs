@@ -3,9 +3,10 @@
 //! `Fresh` → `Initializing { attempt }` → `Ready { session id, version }`. The first caller
 //! that finds the session `Fresh` starts an attempt; callers that arrive while it runs wait for
 //! *that* attempt and are handed its outcome. A failed attempt returns the state to `Fresh`
-//! (its failure is kept only for its own waiters), so the next call makes a real attempt: the
-//! seed's "never cache a rejected handshake". A 404 to a request that named the current session
-//! id means the server dropped it: back to `Fresh`, and the driver retries that request once.
+//! (its failure is kept only for its own waiters), so the next call makes a real attempt: a
+//! rejected handshake is never cached (`docs/design.md#handshake`). A 404 to a request that
+//! named the current session id means the server dropped it: back to `Fresh`, and the driver
+//! retries that request once.
 //!
 //! It owns no I/O: the driver sends `initialize` and `notifications/initialized` and reports
 //! here. Where the state lives (a lock on the host, a cell on the edge) is the adapter's choice.
@@ -205,7 +206,7 @@ impl Session {
 mod tests {
     use super::*;
 
-    /// The seed's version, which sends no version header.
+    /// The reference SDK's version, which sends no version header.
     fn v() -> ProtocolVersion {
         ProtocolVersion::SEED
     }

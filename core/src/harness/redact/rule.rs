@@ -7,7 +7,8 @@ use core::fmt;
 /// What replaces each maximal run of secret bytes.
 pub const MARKER: &str = "[REDACTED]";
 
-/// Secrets shorter than this many bytes are never redacted (the seed's rule).
+/// Secrets shorter than this many bytes are never redacted (a last-chance scrub, not a
+/// design: `docs/design.md#redaction`).
 pub const MIN_SECRET_LEN: usize = 4;
 
 const SECRET_WORDS: &[&str] = &[

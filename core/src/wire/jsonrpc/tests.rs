@@ -105,7 +105,7 @@ fn protocol_versions() {
     for v in ProtocolVersion::ALL {
         assert_eq!(ProtocolVersion::parse(v.as_str().as_bytes()), Some(v));
     }
-    // Issue 27: the newest of the handshake era is offered by default; the seed's stays.
+    // Issue 27: the newest of the handshake era is offered by default; the reference SDK's stays.
     assert_eq!(ProtocolVersion::DEFAULT.as_str(), "2025-11-25");
     assert_eq!(ProtocolVersion::SEED.as_str(), "2024-11-05");
     assert_eq!(ProtocolVersion::parse(b"2026-07-28"), None);
