@@ -89,7 +89,7 @@ pub trait OnMessage {
     }
 
     /// How many progress notifications for the request this handler has seen so far; the
-    /// driver extends the deadline when it changes. Handlers that do not track progress keep
+    /// call machine extends the deadline when it changes. Handlers that do not track progress keep
     /// the default (always 0).
     fn progress_seen(&self) -> u32 {
         0

@@ -5,11 +5,11 @@
 //! *that* attempt and are handed its outcome. A failed attempt returns the state to `Fresh`
 //! (its failure is kept only for its own waiters), so the next call makes a real attempt: a
 //! rejected handshake is never cached (`docs/design.md#handshake`). A 404 to a request that
-//! named the current session id means the server dropped it: back to `Fresh`, and the driver
-//! retries that request once.
+//! named the current session id means the server dropped it: back to `Fresh`, and the call
+//! machine (`crate::machine`) retries that request once.
 //!
-//! It owns no I/O: the driver sends `initialize` and `notifications/initialized` and reports
-//! here. Where the state lives (a lock on the host, a cell on the edge) is the adapter's choice.
+//! It owns no I/O: the call machine has `initialize` and `notifications/initialized` sent and
+//! reports here. Where the state lives (a lock on the host, a cell on the edge) is the adapter's choice.
 
 use heapless::String;
 
