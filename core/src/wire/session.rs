@@ -9,7 +9,8 @@
 //! machine (`crate::machine`) retries that request once.
 //!
 //! It owns no I/O: the call machine has `initialize` and `notifications/initialized` sent and
-//! reports here. Where the state lives (a lock on the host, a cell on the edge) is the adapter's choice.
+//! reports here. Where the state lives (a lock on the host, a cell on the edge) is the
+//! adapter's choice.
 
 use heapless::String;
 
