@@ -55,7 +55,7 @@ fn the_everything_server_is_old_era_and_its_elicitation_is_declined() {
 
 /// A task-required tool in a 2025-11-25 session: called as a task, polled, its result fetched;
 /// the tool ran once and its report is the call's text. This is the default since issue 27
-/// (`initialize` offers 2025-11-25). At the seed's version (2024-11-05, on request) there are no
+/// (`initialize` offers 2025-11-25). At the first version (2024-11-05, `ProtocolVersion::SEED`, on request) there are no
 /// tasks, and the server's refusal says so.
 #[test]
 fn the_everything_servers_task_required_tool_runs_as_a_2025_11_25_task() {

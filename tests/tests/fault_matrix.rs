@@ -786,7 +786,7 @@ fn garbage_json() {
 /// This case pins that (risky) behaviour so a change to it is a decision; see tests/README.md.
 #[test]
 fn response_with_another_id_is_not_taken_as_ours() {
-    // Only an `id: null` response may stand in for ours (the seed's last data line); one that
+    // Only an `id: null` response may stand in for ours (docs/design.md, "Reading a reply"); one that
     // names another request is that request's answer, never this one's (a shared box must not
     // hand one run's output to another).
     call_fault_case(

@@ -1,5 +1,6 @@
 import re,sys
-CAP='/work/shared/captures/'
+# The transcripts' folder (kept outside this repository) is the first argument.
+CAP=sys.argv[1].rstrip('/')+'/' if len(sys.argv)>1 else sys.exit('usage: extract.py <captures dir>')
 def section(fname, num):
     txt=open(CAP+fname,encoding='utf-8').read().split('\n')
     start=[i for i,l in enumerate(txt) if l.startswith('### %d. '%num)][0]

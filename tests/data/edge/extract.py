@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Turns the wire captures (shared/captures/*.txt) into raw HTTP replies for the edge replay test.
+"""Turns the wire captures (transcripts of the official SDK servers, kept outside this repository; their folder is the first argument) into raw HTTP replies for the edge replay test.
 
 Each output file is one response exactly as the real server sent it: the status line and the
 headers as captured (CRLF line ends), a blank line, then the body bytes (chunked framing was
