@@ -86,7 +86,7 @@ impl Exec {
                 .slot
                 .local_failure(&self.tool, &format!("{} arguments: {e}", self.tool)),
         };
-        let outcome = exec_outcome(call.ok, &call.text, call.error.as_deref());
+        let outcome = exec_outcome(call.ok(), &call.text, call.error());
         ExecResult {
             output: outcome.output.to_owned(),
             ok: outcome.ok,

@@ -445,18 +445,13 @@ mod tests {
 
     #[test]
     fn call_result_is_the_result_object_of_the_raw_reply() {
-        let mut r = ToolResult {
-            ok: true,
-            text: String::new(),
-            is_error: false,
-            latency_ms: 0,
-            error: None,
-            raw: Some(
-                r#"{"jsonrpc":"2.0","id":3,"result":{"content":[],"structuredContent":{"a":1}}}"#
-                    .into(),
+        let mut r = ToolResult::from_core(&verifi_mcp_core::harness::result::ToolResult::answered(
+            "",
+            0,
+            Some(
+                br#"{"jsonrpc":"2.0","id":3,"result":{"content":[],"structuredContent":{"a":1}}}"#,
             ),
-            kind: verifi_mcp_core::harness::result::Kind::Answered,
-        };
+        ));
         assert_eq!(
             r.call_result(),
             Some(json!({"content": [], "structuredContent": {"a": 1}}))

@@ -932,10 +932,8 @@ impl SlotHandle {
         owned.raw = owned
             .raw
             .map(|raw| crate::run::redact_decoded(raw, &secrets));
-        if matches!(owned.kind, Kind::Unreachable(_))
-            && let Some(e) = owned.error.take()
-        {
-            owned.error = Some(self.with_stdio_note(e));
+        if matches!(owned.kind(), Kind::Unreachable(_)) {
+            owned.reword(|e| self.with_stdio_note(e.to_owned()));
         }
         let text_len = r.text.len();
         std::mem::forget(cancel_if_dropped);
@@ -1244,7 +1242,7 @@ impl SlotHandle {
     /// the failing path, with its `tool_error` event. It is already metered (the same record
     /// as a tool error's). The kept reply stays only if the run asked for it.
     fn check_structured(&self, tool: &str, schema: &OutputSchema, owned: &mut ToolResult) {
-        let checked = if owned.ok {
+        let checked = if owned.ok() {
             schema.check(owned.call_result().as_ref())
         } else {
             Ok(())
@@ -1254,15 +1252,12 @@ impl SlotHandle {
         }
         if let Err(why) = checked {
             let why = redact_string(&why, &self.inner.secrets);
-            owned.ok = false;
-            owned.is_error = true;
-            owned.kind = Kind::ToolError;
             RunTimeline(&self.inner.run.records).emit(&TimelineEvent::ToolError {
                 slot: &self.inner.spec.slot,
                 tool,
                 error: &why,
             });
-            owned.error = Some(why);
+            owned.fail_check(why);
         }
     }
 

@@ -120,12 +120,12 @@ impl Sweep<'_> {
 
     async fn call(&mut self, tool: &str, args: Value) -> ToolResult {
         let r = self.kali.call(tool, &args).await;
-        let outcome = if r.ok {
+        let outcome = if r.ok() {
             format!("ok  {}", first_line(&r.text))
-        } else if r.is_error {
+        } else if r.is_error() {
             format!("tool error  {}", first_line(&r.text))
         } else {
-            let error = r.error.as_deref().unwrap_or("");
+            let error = r.error().unwrap_or("");
             let shape = if error.starts_with("JSON-RPC error") {
                 "refused"
             } else {
@@ -136,7 +136,7 @@ impl Sweep<'_> {
         self.record(
             format!("call {tool}"),
             r.latency_ms,
-            r.ok,
+            r.ok(),
             outcome,
             Some(r.clone()),
         );
@@ -435,16 +435,16 @@ async fn run(out: &mut Out) -> Result<Vec<String>, String> {
     checks.push((
         format!(
             "the tool error came back ok:false, isError:true ({})",
-            tool_error.error.as_deref().unwrap_or("")
+            tool_error.error().unwrap_or("")
         ),
-        !tool_error.ok && tool_error.is_error,
+        !tool_error.ok() && tool_error.is_error(),
     ));
     checks.push((
         format!(
             "the refused call came back ok:false, isError:false ({})",
-            refused.error.as_deref().unwrap_or("")
+            refused.error().unwrap_or("")
         ),
-        !refused.ok && !refused.is_error,
+        !refused.ok() && !refused.is_error(),
     ));
     let te = ctx.events_of("tool_error").len();
     checks.push((
@@ -455,7 +455,7 @@ async fn run(out: &mut Out) -> Result<Vec<String>, String> {
         "the echoed secret came back as [REDACTED]".to_owned(),
         secret_step
             .as_ref()
-            .is_some_and(|r| r.ok && r.text.contains("[REDACTED]") && !r.text.contains(&secret)),
+            .is_some_and(|r| r.ok() && r.text.contains("[REDACTED]") && !r.text.contains(&secret)),
     ));
     let after_ok = steps.get(after..).unwrap_or(&[]).iter().all(|s| s.ok);
     checks.push((

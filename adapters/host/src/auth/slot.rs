@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 
 use verifi_mcp_core::drive::{ProgressObserver, Shared};
 use verifi_mcp_core::harness::failover::Target;
+use verifi_mcp_core::harness::result::Kind;
 use verifi_mcp_core::wire::endpoint::Endpoint;
+use verifi_mcp_core::wire::failure::Cause;
 
 use super::decide::Challenge;
 use super::decide::step_up;
@@ -55,14 +57,13 @@ pub(crate) async fn bearer_for(slot: &SlotHandle) -> Result<Option<String>, Stri
         .map_err(|e| e.to_string())
 }
 
-/// The HTTP status a failed call names (`HTTP 401 …`, also inside a handshake failure).
+/// The HTTP status a call failed with (also a handshake's: its cause is the same), read from
+/// its cause, never its text.
 pub(crate) fn status_of(r: &ToolResult) -> Option<u16> {
-    if r.ok || r.is_error {
-        return None;
+    match r.kind() {
+        Kind::Unreachable(Cause::HttpStatus(status)) => Some(status),
+        _ => None,
     }
-    let e = r.error.as_deref()?;
-    let at = e.find("HTTP ")?;
-    e.get(at + 5..at + 8)?.parse().ok()
 }
 
 /// `call` on an OAuth slot.
@@ -156,9 +157,7 @@ impl SlotHandle {
         let mut r = r;
         let why = AuthError::NoFlow { asked }.to_string();
         let secrets = self.secrets_now();
-        r.error = r
-            .error
-            .map(|e| crate::run::redact_string(&format!("{e}; {why}"), &secrets));
+        r.reword(|e| crate::run::redact_string(&format!("{e}; {why}"), &secrets));
         r
     }
 }
