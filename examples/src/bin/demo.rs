@@ -15,7 +15,7 @@ use std::process::ExitCode;
 use serde_json::{Value, json};
 use verifi_mcp_examples::common::{event_line, ledger_json, scrub, timeline_json};
 use verifi_mcp_examples::kali::KaliServer;
-use verifi_mcp_host::{Exec, HarnessContext, Options, SlotHandle, ToolResult};
+use verifi_mcp_host::{Exec, HarnessContext, Kind, Options, SlotHandle, ToolResult};
 
 /// The variable whose value the sweep echoes through the box.
 const SECRET_VAR: &str = "DEMO_API_KEY";
@@ -126,10 +126,9 @@ impl Sweep<'_> {
             format!("tool error  {}", first_line(&r.text))
         } else {
             let error = r.error().unwrap_or("");
-            let shape = if error.starts_with("JSON-RPC error") {
-                "refused"
-            } else {
-                "unreachable"
+            let shape = match r.kind() {
+                Kind::Refused { .. } => "refused",
+                _ => "unreachable",
             };
             format!("{shape}  {error}")
         };

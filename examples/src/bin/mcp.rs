@@ -945,9 +945,15 @@ impl Run {
         });
     }
 
-    /// A failure known by its text (a list's, a request's) in the command line's words.
+    /// A failure known only by its text (a request's, a timeline event's) in the command
+    /// line's words.
     fn words(&self, error: &str) -> String {
         human::failure_text(error, &self.setting())
+    }
+
+    /// A method's failure of a known kind (a list's) in the command line's words.
+    fn words_of(&self, error: &str, kind: &Kind) -> String {
+        human::method_failure(error, kind, &self.setting())
     }
 
     /// One timeline event for a person: as `event_line`, with a failure's words, and the
@@ -1922,7 +1928,7 @@ async fn dispatch(cmd: Cmd) -> Result<ExitCode, Fail> {
                         let mut r = ToolResult::not_called(&e);
                         r.reword(|m| {
                             let why = m.strip_prefix("tools/list failed: ").unwrap_or(m);
-                            run.words(why)
+                            run.words_of(why, &e.kind)
                         });
                         r.latency_ms = u64::try_from(t0.elapsed().as_millis()).unwrap_or(u64::MAX);
                         print_result(&run, tool, &r, format, raw);
@@ -2193,7 +2199,8 @@ async fn tools(run: &Run, listing: Listing, lock: Option<&str>) -> u8 {
             0
         }
         Err(e) => {
-            run.p.err(&format!("mcp: {}", run.words(&e.message)));
+            run.p
+                .err(&format!("mcp: {}", run.words_of(&e.message, &e.kind)));
             run.hint(&e.message);
             1
         }
@@ -2418,7 +2425,8 @@ async fn bench(run: &Run, spec: BenchSpec) -> Result<u8, Fail> {
     let tools = match run.slot.list_tools_described().await {
         Ok(t) => t,
         Err(e) => {
-            run.p.err(&format!("mcp: {}", run.words(&e.message)));
+            run.p
+                .err(&format!("mcp: {}", run.words_of(&e.message, &e.kind)));
             run.hint(&e.message);
             return Ok(1);
         }
