@@ -340,7 +340,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn serializes_with_the_seeds_field_names() {
+    fn serializes_with_the_harness_field_names() {
         let r = ToolResult::from_core(&CoreResult::tool_error("t", "e", 12, None));
         assert_eq!(
             serde_json::to_string(&r).unwrap(),

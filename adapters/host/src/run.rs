@@ -24,7 +24,7 @@ pub struct SlotNotFilledError {
     pub slot: String,
     /// The slots the manifest does fill, sorted.
     pub filled: Vec<String>,
-    /// The seed's message, naming the slot and the filled slots.
+    /// The message (the TypeScript harness SDK's wording), naming the slot and the filled slots.
     pub message: String,
 }
 

@@ -1,6 +1,7 @@
 //! `demo`: the whole product with nothing else installed. Starts two real MCP servers (a
 //! primary and a fallback "kali" box, rmcp on 127.0.0.1), writes their run manifest, and runs an
-//! ASM-style sweep through `HarnessContext` exactly as the seed's usage pattern shows: `exec`
+//! ASM-style sweep through `HarnessContext` exactly as the TypeScript harness SDK's usage
+//! pattern shows (see `docs/design.md`): `exec`
 //! steps, a tool error, a refused call, a secret from the environment that a tool echoes (shown
 //! redacted), then the primary is stopped mid-run and the sweep finishes on the fallback.
 //!
@@ -100,7 +101,7 @@ impl Sweep<'_> {
         });
     }
 
-    /// The seed's `exec(command, timeoutMs)`: clamped, workspace = run id, the tool's exit code.
+    /// The TypeScript harness SDK's `exec(command, timeoutMs)`: clamped, workspace = run id, the tool's exit code.
     async fn exec(&mut self, command: &str, timeout_ms: u64) -> bool {
         let r = self.exec.exec(command, timeout_ms).await;
         let ms = r.call.latency_ms;

@@ -1979,7 +1979,8 @@ async fn dispatch(cmd: Cmd) -> Result<ExitCode, Fail> {
         } => {
             pins.into_common(&mut common);
             // For exec, --timeout-ms is the command's own timeout (sent in whole seconds,
-            // clamped to 1..=285 s); the call keeps the seed's 300 s ceiling above it.
+            // clamped to 1..=285 s); the call keeps the
+            // default 300 s call timeout as its ceiling above it.
             let cmd_timeout_ms = common.timeout_ms.take();
             let id = match &workspace {
                 Some(w) if w.is_empty() => {
