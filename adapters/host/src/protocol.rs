@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::result::ToolResult;
-use crate::run::redact_string;
+use crate::run::{redact_string, redact_value};
 
 /// A resource a server offers (`resources/list`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -244,24 +244,6 @@ impl ListCollector {
         } else {
             Ok(self.items)
         }
-    }
-}
-
-/// Every string of `v` (keys too) redacted: the core redacted the JSON text, and this catches
-/// a secret the server wrote with escapes (`\u0041`, `\/`) that only unescaping reveals.
-pub(crate) fn redact_value(v: Value, secrets: &[Vec<u8>]) -> Value {
-    if secrets.is_empty() {
-        return v;
-    }
-    match v {
-        Value::String(s) => Value::String(redact_string(&s, secrets)),
-        Value::Array(a) => Value::Array(a.into_iter().map(|x| redact_value(x, secrets)).collect()),
-        Value::Object(m) => Value::Object(
-            m.into_iter()
-                .map(|(k, x)| (redact_string(&k, secrets), redact_value(x, secrets)))
-                .collect(),
-        ),
-        other => other,
     }
 }
 

@@ -116,8 +116,26 @@ pub(crate) fn redact_decoded(raw: String, secrets: &[Vec<u8>]) -> String {
     let Ok(v) = serde_json::from_str::<serde_json::Value>(&raw) else {
         return raw;
     };
-    let clean = crate::protocol::redact_value(v.clone(), secrets);
+    let clean = redact_value(v.clone(), secrets);
     if clean == v { raw } else { clean.to_string() }
+}
+
+/// Every string of `v` (keys too) redacted: the core redacted the JSON text, and this catches
+/// a secret the server wrote with escapes (`\u0041`, `\/`) that only unescaping reveals.
+pub(crate) fn redact_value(v: Value, secrets: &[Vec<u8>]) -> Value {
+    if secrets.is_empty() {
+        return v;
+    }
+    match v {
+        Value::String(s) => Value::String(redact_string(&s, secrets)),
+        Value::Array(a) => Value::Array(a.into_iter().map(|x| redact_value(x, secrets)).collect()),
+        Value::Object(m) => Value::Object(
+            m.into_iter()
+                .map(|(k, x)| (redact_string(&k, secrets), redact_value(x, secrets)))
+                .collect(),
+        ),
+        other => other,
+    }
 }
 
 /// `text` with every secret replaced by `[REDACTED]` (the core's rule).

@@ -337,7 +337,13 @@ impl SlotHandle {
                 ["bearer", "basic", "token"].contains(&scheme.to_ascii_lowercase().as_str());
             (known && cred.trim().len() >= 4).then(|| cred.trim().as_bytes().to_vec())
         }));
-        let route = crate::route::slot_route(&run.net, &run.options, &spec);
+        let route = crate::route::slot_route(
+            &run.net,
+            &run.options,
+            &spec.slot,
+            spec.proxy.as_deref(),
+            spec.ca.as_deref(),
+        );
         let auth = spec
             .auth
             .as_ref()
