@@ -4,6 +4,9 @@
 //! Apart from the context so that the slots, the routes and the stdio servers read the
 //! options without importing the context that owns them.
 
+use std::fmt;
+use std::sync::Arc;
+
 use verifi_mcp_core::machine::{Elicitation, LogLevel};
 use verifi_mcp_core::wire::era::EraSetting;
 use verifi_mcp_core::wire::jsonrpc::ProtocolVersion;
@@ -13,7 +16,6 @@ use crate::buf::DEFAULT_REPLY_CAP;
 use crate::elicit::OnElicit;
 use crate::integrity::{OnToolChange, ToolsLock};
 use crate::net::{DEFAULT_CONNECTION_LIMIT, RootCert};
-use crate::server_log::ServerLogObserver;
 use crate::trace::WireTrace;
 
 /// The per-call timeout: 300 000 ms (5 minutes), the TypeScript harness SDK's.
@@ -296,5 +298,22 @@ impl Default for Options {
             tools_lock: None,
             on_lock_mismatch: OnToolChange::Refuse,
         }
+    }
+}
+
+/// Told of each server log line the run keeps (e.g. to print it as it comes).
+#[derive(Clone)]
+pub struct ServerLogObserver(pub(crate) Arc<dyn Fn(&str) + Send + Sync>);
+
+impl ServerLogObserver {
+    /// An observer calling `f` with each line (already redacted).
+    pub fn new(f: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        ServerLogObserver(Arc::new(f))
+    }
+}
+
+impl fmt::Debug for ServerLogObserver {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ServerLogObserver(..)")
     }
 }
