@@ -61,6 +61,7 @@ pub mod run;
 pub mod server_log;
 pub mod shared;
 pub mod slot;
+mod slot_auth;
 pub mod stdio;
 pub mod task;
 pub mod telemetry;
