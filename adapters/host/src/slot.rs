@@ -31,7 +31,8 @@ use crate::protocol::{
     Resource, ResourceTemplate, typed,
 };
 use crate::result::{ListToolsError, ToolResult};
-use crate::run::{Records, Run, SlotNotFilledError, TimelineEntry, lock, redact_string};
+use crate::run::{Records, SlotNotFilledError, TimelineEntry, lock, redact_string};
+use crate::run_state::Run;
 use crate::shared::HostShared;
 use std::collections::HashMap;
 use verifi_mcp_core::harness::result::Kind;
@@ -622,7 +623,7 @@ impl SlotHandle {
     }
 
     /// The context's pool and clock through this slot's route, and the slot's stdio servers.
-    pub(crate) fn net(&self) -> Result<crate::stdio::SlotNet<'_>, String> {
+    pub(crate) fn net(&self) -> Result<crate::stdio::SlotNet<'_, SlotHandle>, String> {
         Ok(crate::stdio::SlotNet {
             routed: RoutedNet {
                 net: &self.inner.run.net,

@@ -1,8 +1,11 @@
-//! How a slot answers what the OAuth loop asks of it ([`AuthSlot`]), and the slot's
-//! `explain_401`.
+//! What other files ask of a slot, implemented for it: [`AuthSlot`] (the OAuth loop of
+//! `auth::slot`, and the slot's `explain_401`) and [`Listener`] (a [`SlotNet`]'s GET streams).
 //!
 //! Owns: nothing but the glue. It imports both sides so that neither imports the other: the
-//! slot calls `auth::slot`, and `auth::slot` sees the slot only as an [`AuthSlot`].
+//! slot calls `auth::slot` and builds its `SlotNet`, and those see the slot only through these
+//! traits, so they never import `slot.rs`.
+//!
+//! [`SlotNet`]: crate::stdio::SlotNet
 
 use std::borrow::Cow;
 use std::future::Future;
@@ -18,6 +21,7 @@ use crate::auth::slot::AuthSlot;
 use crate::net::{HostNet, Route};
 use crate::result::ToolResult;
 use crate::slot::SlotHandle;
+use crate::stdio::Listener;
 
 impl AuthSlot for SlotHandle {
     fn name(&self) -> &str {
@@ -73,5 +77,11 @@ impl SlotHandle {
     /// authorization server), so the caller knows which flow to configure.
     pub(crate) async fn explain_401(&self, r: ToolResult, header: Option<String>) -> ToolResult {
         crate::auth::slot::explain_401(self, r, header).await
+    }
+}
+
+impl Listener for SlotHandle {
+    fn listen(&self, target: Target) -> impl Future<Output = ()> + Send {
+        crate::get_stream::ensure(self, target)
     }
 }
