@@ -209,7 +209,6 @@ fn a_timeout_reads_tool_call_timed_out_and_the_server_sees_the_cancellation() {
             assert!(!r.ok(), "{mode:?}: {r:?}");
             assert!(
                 r.error()
-                    .as_deref()
                     .is_some_and(|e| e.starts_with("tool call timed out after")),
                 "{r:?}"
             );
@@ -518,7 +517,6 @@ fn a_call_that_fails_before_sending_is_metered_and_evented_like_on_the_edge() {
         assert!(!r.ok(), "{r:?}");
         assert!(
             r.error()
-                .as_deref()
                 .unwrap_or("")
                 .starts_with("request buffer too small"),
             "{r:?}"

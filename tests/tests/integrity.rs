@@ -219,7 +219,6 @@ fn a_fallback_whose_tool_differs_from_the_primarys_is_said() {
     assert!(!r.ok(), "{r:?}");
     assert!(
         r.error()
-            .as_deref()
             .unwrap_or("")
             .contains("changed on the fallback (description)"),
         "{r:?}"

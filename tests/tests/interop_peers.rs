@@ -333,7 +333,6 @@ async fn progress_during_slow(p: &Peer) {
         assert!(!r.ok() && !r.is_error(), "{r:?}");
         assert!(
             r.error()
-                .as_deref()
                 .is_some_and(|e| e.starts_with("tool call timed out after")),
             "{r:?}"
         );
@@ -381,7 +380,6 @@ async fn timeout_then_cancellation(p: &Peer) {
     assert!(!r.ok() && !r.is_error(), "{r:?}");
     assert!(
         r.error()
-            .as_deref()
             .is_some_and(|e| e.starts_with("tool call timed out after")),
         "{r:?}"
     );

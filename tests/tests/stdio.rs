@@ -204,7 +204,6 @@ fn a_timed_out_call_is_cancelled_over_stdio() {
         assert!(!r.ok(), "{r:?}");
         assert!(
             r.error()
-                .as_deref()
                 .is_some_and(|e| e.starts_with("tool call timed out after")),
             "{r:?}"
         );
@@ -499,7 +498,6 @@ fn both_eras_over_stdio() {
             let r = slot.call("wait", json!({})).await;
             assert!(
                 r.error()
-                    .as_deref()
                     .is_some_and(|e| e.starts_with("tool call timed out after")),
                 "{r:?}"
             );

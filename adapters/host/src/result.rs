@@ -72,7 +72,7 @@ impl Outcome {
 /// with its cause, without matching strings). `text`, `latency_ms` and `raw` are plain fields.
 ///
 /// Serialized as `{"ok", "text", "isError", "latencyMs", "error"?, "raw"?, "kind"}`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct ToolResult {
     outcome: Outcome,
     /// Flattened, redacted text of the response.
@@ -81,6 +81,22 @@ pub struct ToolResult {
     pub latency_ms: u64,
     /// The raw (redacted) JSON-RPC reply, when there was one.
     pub raw: Option<String>,
+}
+
+/// The same fields as the JSON, in its order (`ok`, `text`, `is_error`, `latency_ms`,
+/// `error`, `raw`, `kind`), each derived from the one outcome.
+impl fmt::Debug for ToolResult {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolResult")
+            .field("ok", &self.ok())
+            .field("text", &self.text)
+            .field("is_error", &self.is_error())
+            .field("latency_ms", &self.latency_ms)
+            .field("error", &self.error())
+            .field("raw", &self.raw)
+            .field("kind", &self.kind())
+            .finish()
+    }
 }
 
 impl serde::Serialize for ToolResult {

@@ -192,3 +192,42 @@ pub(crate) async fn explain_401(
     r.reword(|e| crate::run::redact_string(&format!("{e}; {why}"), &secrets));
     r
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use verifi_mcp_core::harness::result::ToolResult as CoreResult;
+
+    #[test]
+    fn the_status_is_read_from_the_cause_never_the_text() {
+        let of = |r: CoreResult<'_>| status_of(&ToolResult::from_core(&r));
+        let unauthorized = "handshake failed: HTTP 401 Unauthorized";
+        assert_eq!(
+            of(CoreResult::unreachable(
+                unauthorized,
+                Cause::HttpStatus(401),
+                1
+            )),
+            Some(401)
+        );
+        assert_eq!(
+            of(CoreResult::unreachable(
+                "HTTP 403 Forbidden",
+                Cause::HttpStatus(403),
+                1
+            )),
+            Some(403)
+        );
+        // The same words without the cause decide nothing.
+        assert_eq!(
+            of(CoreResult::unreachable(unauthorized, Cause::Malformed, 1)),
+            None
+        );
+        let refused = "JSON-RPC error -32001: upstream said HTTP 401";
+        assert_eq!(
+            of(CoreResult::refused(refused, -32001, false, 1, None)),
+            None
+        );
+        assert_eq!(of(CoreResult::answered("HTTP 401", 1, None)), None);
+    }
+}
