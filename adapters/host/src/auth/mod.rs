@@ -12,7 +12,8 @@
 //! Every token, secret and assertion joins the run's secrets.
 //!
 //! Owns: the flow and its state. The decisions are plain functions in [`decide`]; the
-//! requests are [`client`]'s; finding the authorization server is [`discover`]'s.
+//! requests are [`client`]'s; finding the authorization server is
+//! [`discover`](mod@discover)'s.
 
 pub mod client;
 pub mod decide;
