@@ -51,7 +51,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         for t in tasks {
             let r = t.await?;
-            println!("ok={} text={:?} in {} ms", r.ok, r.text, r.latency_ms);
+            println!("ok={} text={:?} in {} ms", r.ok(), r.text, r.latency_ms);
         }
         ctx.close().await;
         Ok::<_, Box<dyn std::error::Error>>(())

@@ -14,7 +14,8 @@ use tokio::io::AsyncReadExt;
 
 /// The most output (stdout and stderr each) a command may produce before it is cut.
 pub const OUTPUT_CAP: usize = 256 * 1024;
-/// The longest timeout the box accepts, in seconds (the seed's clamp).
+/// The longest timeout the box accepts, in seconds (the clamp of the TypeScript harness SDK's
+/// `exec`; see `docs/design.md`).
 pub const MAX_TIMEOUT_S: u64 = 285;
 /// The exit code reported for a command killed at its timeout (as coreutils `timeout` does).
 pub const TIMEOUT_EXIT: i32 = 124;

@@ -626,11 +626,11 @@ pub fn scrub(text: &str, secrets: &[Vec<u8>]) -> String {
 /// (null when none).
 pub fn result_json(r: &ToolResult) -> Value {
     json!({
-        "ok": r.ok,
+        "ok": r.ok(),
         "text": r.text,
-        "isError": r.is_error,
+        "isError": r.is_error(),
         "latencyMs": r.latency_ms,
-        "error": r.error,
+        "error": r.error(),
         // The outcome as a type (`{"type": "unreachable", "cause": "timedOut"}` …).
         "kind": serde_json::to_value(r).ok().and_then(|v| v.get("kind").cloned()),
     })

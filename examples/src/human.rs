@@ -158,9 +158,26 @@ pub fn failure(error: &str, kind: &Kind, s: &Setting) -> String {
     }
 }
 
-/// [`failure`] for an error known only by its text (a list's or a request's, a timeline
-/// event's): the kind is read from the library's words. A `METHOD failed: ` prefix is kept,
-/// except when the handshake stalled (the method was never sent).
+/// [`failure`] for a failure of a method (`METHOD failed: …`, e.g. a list's) whose kind is
+/// known. The `METHOD failed: ` prefix is kept, except when the handshake stalled (the method
+/// was never sent).
+pub fn method_failure(error: &str, kind: &Kind, s: &Setting) -> String {
+    match error.split_once(" failed: ") {
+        Some((method, rest)) if !method.contains(' ') => {
+            let w = failure(rest, kind, s);
+            // `failure`'s words for it: a handshake stall names no method.
+            if matches!(kind, Kind::Unreachable(Cause::TimedOut)) && !s.handshake_done {
+                w
+            } else {
+                format!("{method} failed: {w}")
+            }
+        }
+        _ => failure(error, kind, s),
+    }
+}
+
+/// [`method_failure`] for an error known only by its text (a request's, a timeline
+/// event's: they carry no kind): the kind is read from the library's words.
 pub fn failure_text(error: &str, s: &Setting) -> String {
     let kind = if error.contains("tool call timed out") {
         Kind::Unreachable(Cause::TimedOut)
@@ -175,17 +192,7 @@ pub fn failure_text(error: &str, s: &Setting) -> String {
     } else {
         Kind::Answered
     };
-    match error.split_once(" failed: ") {
-        Some((method, rest)) if !method.contains(' ') => {
-            let w = failure(rest, &kind, s);
-            if w.starts_with("the server did not answer the handshake") {
-                w
-            } else {
-                format!("{method} failed: {w}")
-            }
-        }
-        _ => failure(error, &kind, s),
-    }
+    method_failure(error, &kind, s)
 }
 
 /// Which handshake the era setting sends.

@@ -491,8 +491,8 @@ fn version_user_agent_and_client_info_say_one_thing() {
         "the long version names both and says why they differ: {long}"
     );
 
-    // What the server sees: the User-Agent carries this version, clientInfo the seed's
-    // handshake string, and the long version says both and why.
+    // What the server sees: the User-Agent carries this version, clientInfo the
+    // TypeScript harness SDK's handshake string, and the long version says both and why.
     let s = server();
     let o = mcp(&["call", &s.base_url(), "headers"]);
     let text = json_line(stdout(&o).trim())["text"]

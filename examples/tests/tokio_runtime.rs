@@ -36,12 +36,12 @@ fn exercise(rt: tokio::runtime::Runtime, label: &str) {
             let mut texts = Vec::new();
             for t in tasks {
                 let r = t.await.expect("task");
-                assert!(r.ok, "{r:?}");
+                assert!(r.ok(), "{r:?}");
                 texts.push(r.text);
             }
             // A tool error is still a result, not a panic or an Err, under tokio too.
             let r = kali.call("nikto", json!({ "target": "x" })).await;
-            assert!(!r.ok && r.is_error, "{r:?}");
+            assert!(!r.ok() && r.is_error(), "{r:?}");
             ctx.close().await;
             texts
         })

@@ -208,7 +208,7 @@ fn warmed(
     .expect("context");
     let slot = ctx.mcp("kali").expect("slot");
     let r = smol::block_on(slot.call("echo", json!({ "text": "warm" })));
-    assert!(r.ok && r.text == "warm", "ours: warm-up failed: {r:?}");
+    assert!(r.ok() && r.text == "warm", "ours: warm-up failed: {r:?}");
     (ctx, slot)
 }
 
@@ -234,7 +234,7 @@ impl Ours {
         // the measured one, without a trace (as users run it).
         let (traced, slot) = warmed(server, era, Some(trace));
         let r = smol::block_on(slot.call("echo", json!({ "text": "ping" })));
-        assert!(r.ok && r.text == "ping", "ours: {r:?}");
+        assert!(r.ok() && r.text == "ping", "ours: {r:?}");
         drop((traced, slot));
         let call_request = seen.lock().map(|s| s.clone()).unwrap_or_default();
         assert!(!call_request.is_empty(), "ours: the call request was seen");
@@ -261,7 +261,7 @@ impl Ours {
                             let t = Instant::now();
                             let r = slot.call("echo", json!({ "text": "ping" })).await;
                             lat.push(t.elapsed());
-                            assert!(r.ok && r.text == "ping", "ours: {r:?}");
+                            assert!(r.ok() && r.text == "ping", "ours: {r:?}");
                         }
                         lat
                     })
@@ -800,7 +800,7 @@ fn big_case(rounds: usize) {
         let t = Instant::now();
         let (len, peak) = peak_during(|| {
             let res = smol::block_on(ours.slot.call("big", json!({ "bytes": BYTES })));
-            assert!(res.ok, "ours big: {:?}", res.error);
+            assert!(res.ok(), "ours big: {:?}", res.error());
             res.text.len()
         });
         assert_eq!(len, BYTES);

@@ -26,7 +26,7 @@ fn run(mode: Mode, nodelay: bool, in_flight: usize) -> (usize, f64) {
     let kali = ctx.mcp("kali").unwrap();
     let ex = smol::Executor::new();
     smol::block_on(ex.run(async {
-        assert!(kali.call("echo", json!({ "text": "warm" })).await.ok);
+        assert!(kali.call("echo", json!({ "text": "warm" })).await.ok());
         let start = Instant::now();
         let workers: Vec<_> = (0..in_flight)
             .map(|_| {
@@ -35,7 +35,7 @@ fn run(mode: Mode, nodelay: bool, in_flight: usize) -> (usize, f64) {
                     let mut done = 0usize;
                     while done < CALLS / in_flight && start.elapsed() < MAX_TIME {
                         let r = kali.call("echo", json!({ "text": "ping" })).await;
-                        assert!(r.ok, "{r:?}");
+                        assert!(r.ok(), "{r:?}");
                         done += 1;
                     }
                     done

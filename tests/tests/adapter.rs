@@ -57,9 +57,9 @@ fn handshake_is_lazy_and_the_session_and_connection_are_reused() {
                 let r = kali
                     .call("echo", json!({ "text": format!("hi {i}") }))
                     .await;
-                assert!(r.ok, "{mode:?}: {r:?}");
+                assert!(r.ok(), "{mode:?}: {r:?}");
                 assert_eq!(r.text, format!("hi {i}"));
-                assert!(!r.is_error && r.error.is_none());
+                assert!(!r.is_error() && r.error().is_none());
             }
         });
         let st = server.stats();
@@ -94,11 +94,11 @@ fn a_dropped_session_is_reinitialized_and_the_call_retried_once() {
     let ctx = ctx(&[("kali", &server.base_url(), None)], quiet());
     let kali = ctx.mcp("kali").unwrap();
     smol::block_on(async {
-        assert!(kali.call("echo", json!({ "text": "a" })).await.ok);
+        assert!(kali.call("echo", json!({ "text": "a" })).await.ok());
         assert_eq!(server.session_count(), 1);
         assert_eq!(server.drop_sessions(), 1);
         let r = kali.call("echo", json!({ "text": "b" })).await;
-        assert!(r.ok, "{r:?}");
+        assert!(r.ok(), "{r:?}");
         assert_eq!(r.text, "b");
     });
     assert_eq!(server.stats().initializes(), 2);
@@ -125,24 +125,30 @@ fn each_failure_shape_is_ok_false_metered_and_on_the_timeline() {
         smol::block_on(async {
             let tool_error = kali.call("fail", ()).await;
             assert!(
-                !tool_error.ok && tool_error.is_error,
+                !tool_error.ok() && tool_error.is_error(),
                 "{mode:?}: {tool_error:?}"
             );
             assert_eq!(tool_error.text, "fail: this tool always fails");
-            assert!(tool_error.error.is_some());
+            assert!(tool_error.error().is_some());
 
             let refused = kali.call("no_such_tool", json!({})).await;
-            assert!(!refused.ok && !refused.is_error, "{mode:?}: {refused:?}");
-            let e = refused.error.clone().unwrap();
+            assert!(
+                !refused.ok() && !refused.is_error(),
+                "{mode:?}: {refused:?}"
+            );
+            let e = refused.error().map(str::to_owned).unwrap();
             assert!(e.contains("-32602") && e.contains("tool not found"), "{e}");
 
             let unreachable = dead.call("echo", json!({ "text": "x" })).await;
-            assert!(!unreachable.ok && !unreachable.is_error, "{unreachable:?}");
-            let e = unreachable.error.clone().unwrap();
+            assert!(
+                !unreachable.ok() && !unreachable.is_error(),
+                "{unreachable:?}"
+            );
+            let e = unreachable.error().map(str::to_owned).unwrap();
             assert!(e.contains("connect"), "{e}");
 
             let mixed = kali.call("mixed", ()).await;
-            assert!(mixed.ok, "{mixed:?}");
+            assert!(mixed.ok(), "{mixed:?}");
             let (first, second) = mixed.text.split_once('\n').unwrap();
             assert_eq!(first, "mixed: text part");
             let image: serde_json::Value = serde_json::from_str(second).unwrap();
@@ -150,7 +156,7 @@ fn each_failure_shape_is_ok_false_metered_and_on_the_timeline() {
             assert_eq!(image["mimeType"], "image/png");
 
             let big = kali.call("big", json!({ "bytes": 1 << 20 })).await;
-            assert!(big.ok, "{mode:?}: {:?}", big.error);
+            assert!(big.ok(), "{mode:?}: {:?}", big.error());
             assert_eq!(big.text.len(), 1 << 20);
         });
         let errors: Vec<(String, String)> = ctx
@@ -198,18 +204,17 @@ fn a_timeout_reads_tool_call_timed_out_and_the_server_sees_the_cancellation() {
         let ctx = ctx(&[("kali", &server.base_url(), None)], options);
         let kali = ctx.mcp("kali").unwrap();
         smol::block_on(async {
-            assert!(kali.call("echo", json!({ "text": "warm" })).await.ok);
+            assert!(kali.call("echo", json!({ "text": "warm" })).await.ok());
             let r = kali.call("slow", json!({ "ms": 5000 })).await;
-            assert!(!r.ok, "{mode:?}: {r:?}");
+            assert!(!r.ok(), "{mode:?}: {r:?}");
             assert!(
-                r.error
-                    .as_deref()
+                r.error()
                     .is_some_and(|e| e.starts_with("tool call timed out after")),
                 "{r:?}"
             );
             assert!(r.latency_ms < 3000, "{mode:?}: {}", r.latency_ms);
             // Still usable afterwards.
-            assert!(kali.call("echo", json!({ "text": "after" })).await.ok);
+            assert!(kali.call("echo", json!({ "text": "after" })).await.ok());
         });
         assert!(
             server
@@ -231,7 +236,7 @@ fn progress_extends_the_timer_when_asked() {
         let ctx = ctx(&[("kali", &server.base_url(), None)], options);
         let kali = ctx.mcp("kali").unwrap();
         let r = smol::block_on(kali.call("slow", json!({ "ms": 1500, "steps": 10 })));
-        assert!(r.ok, "{mode:?}: {r:?}");
+        assert!(r.ok(), "{mode:?}: {r:?}");
         assert_eq!(r.text, "slept 1500 ms in 10 steps");
         assert_eq!(server.stats().progress_sent(), 10, "{mode:?}");
     }
@@ -253,7 +258,7 @@ fn progress_notifications_reach_the_caller() {
                 updates.lock().unwrap().push((n, total));
             },
         ));
-        assert!(r.ok, "{mode:?}: {r:?}");
+        assert!(r.ok(), "{mode:?}: {r:?}");
         assert_eq!(
             *updates.lock().unwrap(),
             vec![(1.0, 3.0), (2.0, 3.0), (3.0, 3.0)],
@@ -288,8 +293,8 @@ fn sixty_four_concurrent_calls_on_one_slot() {
             out
         }));
         for (i, r, e) in results {
-            assert!(r.ok, "{mode:?} #{i}: {r:?}");
-            assert!(e.ok, "{mode:?} #{i}: {e:?}");
+            assert!(r.ok(), "{mode:?} #{i}: {r:?}");
+            assert!(e.ok(), "{mode:?} #{i}: {e:?}");
             assert_eq!(e.text, format!("n{i}"));
         }
         let st = server.stats();
@@ -321,11 +326,11 @@ fn a_primary_stopped_mid_run_fails_over_loudly_once() {
         let kali = ctx.mcp("kali").unwrap();
         assert_eq!(kali.fallback(), Some(fallback.base_url().as_str()));
         smol::block_on(async {
-            assert!(kali.call("echo", json!({ "text": "1" })).await.ok);
+            assert!(kali.call("echo", json!({ "text": "1" })).await.ok());
             primary.stop();
             for t in ["2", "3", "4"] {
                 let r = kali.call("echo", json!({ "text": t })).await;
-                assert!(r.ok, "{mode:?}: {r:?}");
+                assert!(r.ok(), "{mode:?}: {r:?}");
                 assert_eq!(r.text, t);
             }
         });
@@ -352,7 +357,7 @@ fn no_healthy_server_is_announced_and_list_tools_fails_with_its_message() {
     let kali = ctx.mcp("kali").unwrap();
     smol::block_on(async {
         let r = kali.call("echo", json!({ "text": "x" })).await;
-        assert!(!r.ok);
+        assert!(!r.ok());
         let err = kali.list_tools().await.unwrap_err();
         assert!(err.to_string().starts_with("tools/list failed: "), "{err}");
         assert_eq!(
@@ -398,7 +403,7 @@ fn a_secret_the_tool_echoes_is_redacted_before_metering() {
         let ctx = ctx(&[("kali", &server.base_url(), None)], options);
         let kali = ctx.mcp("kali").unwrap();
         let r = smol::block_on(kali.call("echo", json!({ "text": "key=s3cr3t-value-xyz ok" })));
-        assert!(r.ok, "{r:?}");
+        assert!(r.ok(), "{r:?}");
         assert_eq!(r.text, "key=[REDACTED] ok");
         let raw = r.raw.clone().unwrap_or_default();
         assert!(!raw.contains("s3cr3t"), "{mode:?}: raw leaks: {raw}");
@@ -424,7 +429,7 @@ fn https_with_a_custom_root_and_without_it() {
             .unwrap()
             .call("echo", json!({ "text": "tls" })),
     );
-    assert!(r.ok, "{r:?}");
+    assert!(r.ok(), "{r:?}");
     assert_eq!(r.text, "tls");
     let ctx_bad = ctx(&[("kali", &proxy.base_url(), None)], quiet());
     let r = smol::block_on(
@@ -433,8 +438,8 @@ fn https_with_a_custom_root_and_without_it() {
             .unwrap()
             .call("echo", json!({ "text": "x" })),
     );
-    assert!(!r.ok);
-    let e = r.error.unwrap();
+    assert!(!r.ok());
+    let e = r.error().unwrap();
     assert!(e.to_ascii_lowercase().contains("tls"), "{e}");
 }
 
@@ -447,7 +452,10 @@ fn exec_reports_the_tools_exit_code_and_clamps_the_timeout() {
         smol::block_on(async {
             let r = exec.exec("nmap -sV x; exit 3", 10_000).await;
             assert_eq!(r.exit_code, Some(3), "{mode:?}: {r:?}");
-            assert!(!r.ok && r.call.ok, "the tool failed, the MCP call did not");
+            assert!(
+                !r.ok && r.call.ok(),
+                "the tool failed, the MCP call did not"
+            );
             assert_eq!(
                 r.output,
                 "workspace=run-42 timeout=10\nran: nmap -sV x; exit 3"
@@ -473,8 +481,8 @@ fn arguments_that_do_not_serialize_are_an_ok_false_result() {
     let mut bad: BTreeMap<(u8, u8), u8> = BTreeMap::new();
     bad.insert((1, 2), 3);
     let r = smol::block_on(ctx.mcp("kali").unwrap().call("echo", bad));
-    assert!(!r.ok && !r.is_error, "{r:?}");
-    assert!(r.error.is_some());
+    assert!(!r.ok() && !r.is_error(), "{r:?}");
+    assert!(r.error().is_some());
     assert_eq!(server.stats().tool_calls(), 0);
 }
 
@@ -494,13 +502,10 @@ fn a_call_that_fails_before_sending_is_metered_and_evented_like_on_the_edge() {
     );
     smol::block_on(async {
         let r = ctx.mcp("broken").unwrap().call("echo", json!({})).await;
-        assert!(!r.ok && !r.is_error, "{r:?}");
-        assert!(
-            r.error.as_deref().unwrap_or("").contains("bad endpoint"),
-            "{r:?}"
-        );
+        assert!(!r.ok() && !r.is_error(), "{r:?}");
+        assert!(r.error().unwrap_or("").contains("bad endpoint"), "{r:?}");
         assert_eq!(
-            r.kind,
+            r.kind(),
             verifi_mcp_host::Kind::Unreachable(verifi_mcp_host::Cause::Local)
         );
         let big = "x".repeat(8192);
@@ -509,10 +514,9 @@ fn a_call_that_fails_before_sending_is_metered_and_evented_like_on_the_edge() {
             .unwrap()
             .call("echo", json!({ "text": big }))
             .await;
-        assert!(!r.ok, "{r:?}");
+        assert!(!r.ok(), "{r:?}");
         assert!(
-            r.error
-                .as_deref()
+            r.error()
                 .unwrap_or("")
                 .starts_with("request buffer too small"),
             "{r:?}"
@@ -523,7 +527,7 @@ fn a_call_that_fails_before_sending_is_metered_and_evented_like_on_the_edge() {
             .unwrap()
             .call("echo", json!({ "text": "fits" }))
             .await;
-        assert!(r.ok && r.text == "fits", "{r:?}");
+        assert!(r.ok() && r.text == "fits", "{r:?}");
     });
     assert_eq!(
         server.stats().tool_calls(),
@@ -549,7 +553,7 @@ fn close_deletes_the_session() {
                 .unwrap()
                 .call("echo", json!({ "text": "x" }))
                 .await
-                .ok
+                .ok()
         );
         assert_eq!(server.session_count(), 1);
         ctx.close().await;
@@ -589,12 +593,12 @@ fn a_pooled_connection_the_server_closed_is_found_stale_and_a_fresh_one_used() {
     let kali = ctx.mcp("kali").unwrap();
     smol::block_on(async {
         let r = kali.call("echo", json!({ "text": "a" })).await;
-        assert!(r.ok, "{r:?}");
+        assert!(r.ok(), "{r:?}");
         assert_eq!(r.text, "pong");
         // Let the server's close reach us before the next call takes the pooled connection.
         smol::Timer::after(Duration::from_millis(100)).await;
         let r = kali.call("echo", json!({ "text": "b" })).await;
-        assert!(r.ok, "{r:?}");
+        assert!(r.ok(), "{r:?}");
     });
     assert_eq!(server.connections(), 2);
     let methods: Vec<String> = server
@@ -651,7 +655,7 @@ fn the_test_server_binary_prints_its_url_and_serves_each_mode() {
         let _ = child.wait();
         let r = result.unwrap();
         assert!(url.starts_with("http://127.0.0.1:"), "{url}");
-        assert!(r.ok && r.text == "bin", "{mode:?}: {r:?}");
+        assert!(r.ok() && r.text == "bin", "{mode:?}: {r:?}");
     }
     let bad = Command::new(env!("CARGO_BIN_EXE_verifi-test-server"))
         .args(["--mode", "nope"])

@@ -61,7 +61,7 @@ fn a_modern_only_server_works_with_no_flag_from_the_library_and_the_command_line
     let ctx = context(&server.base_url(), "run-modern-only", Options::default());
     let kali = ctx.mcp("kali").unwrap();
     let r = run_bounded(CHECK_BOUND, kali.call("echo", json!({"text": "x"})));
-    assert!(r.ok, "{r:?}");
+    assert!(r.ok(), "{r:?}");
     assert_eq!(r.text, "modern only");
     let methods: Vec<String> = server
         .requests()
@@ -135,8 +135,8 @@ fn probe_traps_fail_the_call_naming_them_and_never_run_a_tool() {
         let ctx = context(&server.base_url(), "run-trap", with_timeout(1_000));
         let kali = ctx.mcp("kali").unwrap();
         let r = run_bounded(CHECK_BOUND, kali.call("echo", json!({"text": "x"})));
-        assert!(!r.ok && !r.is_error, "{name}: {r:?}");
-        let error = r.error.clone().unwrap_or_default();
+        assert!(!r.ok() && !r.is_error(), "{name}: {r:?}");
+        let error = r.error().map(str::to_owned).unwrap_or_default();
         assert!(error.contains(says), "{name}: {error}");
         let methods: Vec<String> = server
             .requests()
@@ -176,7 +176,7 @@ fn sixty_four_concurrent_calls_share_one_probe_and_one_tool_list() {
             out
         }));
         for (i, r) in results.iter().enumerate() {
-            assert!(r.ok && r.text == format!("n{i}"), "{mode:?} #{i}: {r:?}");
+            assert!(r.ok() && r.text == format!("n{i}"), "{mode:?} #{i}: {r:?}");
         }
         let st = server.stats();
         assert_eq!(
@@ -207,7 +207,7 @@ fn forced_legacy_against_a_dual_era_server_never_probes() {
             .unwrap()
             .call("echo", json!({"text": "old"})),
     );
-    assert!(r.ok, "{r:?}");
+    assert!(r.ok(), "{r:?}");
     assert_eq!(server.stats().initializes(), 1);
     assert!(
         ctx.events_of("mcp.era").is_empty(),
@@ -228,7 +228,7 @@ fn the_python_server_gets_its_x_mcp_header_parameter() {
             CHECK_BOUND,
             kali.call("regional", json!({"text": "hi", "region": region})),
         );
-        assert!(r.ok, "{region:?}: {r:?}");
+        assert!(r.ok(), "{region:?}: {r:?}");
         assert_eq!(r.text, format!("hi @ {region}"));
     }
     let eras = ctx.events_of("mcp.era");
@@ -276,7 +276,7 @@ fn a_network_ref_in_a_tool_schema_is_never_fetched() {
         CHECK_BOUND,
         kali.call("scan", json!({"target": "10.0.0.1", "region": "eu"})),
     );
-    assert!(r.ok, "{r:?}");
+    assert!(r.ok(), "{r:?}");
     let accepted = std::iter::from_fn(|| trap.accept().ok()).count();
     assert_eq!(accepted, 0, "the $ref was fetched");
 }
@@ -363,7 +363,7 @@ fn a_server_that_answers_discover_with_an_empty_result_is_old_era_and_its_stream
     let ctx = context(&server.base_url(), "run-sse-retry", Options::default());
     let kali = ctx.mcp("kali").unwrap();
     let r = run_bounded(CHECK_BOUND, kali.call("test_reconnection", json!({})));
-    assert!(r.ok, "{r:?}");
+    assert!(r.ok(), "{r:?}");
     assert_eq!(r.text, "resumed");
     let requests = server.requests();
     let methods: Vec<String> = requests
@@ -423,16 +423,13 @@ fn a_number_header_tool_is_refused_and_a_nested_header_is_mirrored() {
         CHECK_BOUND,
         kali.call("invalid_number_header", json!({"n": 1.5})),
     );
-    assert!(!r.ok, "{r:?}");
-    assert!(
-        r.error.as_deref().unwrap_or("").contains("x-mcp-header"),
-        "{r:?}"
-    );
+    assert!(!r.ok(), "{r:?}");
+    assert!(r.error().unwrap_or("").contains("x-mcp-header"), "{r:?}");
     let r = run_bounded(
         CHECK_BOUND,
         kali.call("zoned", json!({"opts": {"zone": "eu-west"}})),
     );
-    assert!(r.ok, "{r:?}");
+    assert!(r.ok(), "{r:?}");
     assert_eq!(r.text, "zone=eu-west");
     let called: Vec<String> = server
         .requests()
@@ -491,11 +488,11 @@ fn an_unsupported_version_is_retried_once_with_a_new_id_then_names_both_lists() 
         assert_eq!(calls.len(), 2, "{refusals}: {calls:?}");
         assert_ne!(calls[0], calls[1], "a new id");
         if refusals == 1 {
-            assert!(r.ok, "{r:?}");
+            assert!(r.ok(), "{r:?}");
             assert_eq!(r.text, "upgraded");
         } else {
-            assert!(!r.ok, "{r:?}");
-            let error = r.error.clone().unwrap_or_default();
+            assert!(!r.ok(), "{r:?}");
+            let error = r.error().map(str::to_owned).unwrap_or_default();
             assert!(
                 error.contains("[2025-11-25, 2026-07-28]") && error.contains("[2026-07-28]"),
                 "{error}"
@@ -545,8 +542,8 @@ fn a_2026_reply_cut_mid_body_says_the_tool_may_have_run_and_is_not_resent() {
         CHECK_BOUND,
         ctx.mcp("kali").unwrap().call("scan", json!({})),
     );
-    assert!(!r.ok && !r.is_error, "{r:?}");
-    let error = r.error.clone().unwrap_or_default();
+    assert!(!r.ok() && !r.is_error(), "{r:?}");
+    let error = r.error().map(str::to_owned).unwrap_or_default();
     assert!(error.contains("may have run"), "{error}");
     let calls = server
         .requests()

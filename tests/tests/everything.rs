@@ -25,7 +25,7 @@ fn the_everything_server_is_old_era_and_its_elicitation_is_declined() {
         "{tools:?}"
     );
     let r = run_bounded(CHECK_BOUND, kali.call("echo", json!({"message": "hi"})));
-    assert!(r.ok, "{r:?}");
+    assert!(r.ok(), "{r:?}");
     assert_eq!(r.text, "Echo: hi");
     let eras = ctx.events_of("mcp.era");
     assert_eq!(eras.len(), 1);
@@ -66,7 +66,7 @@ fn the_everything_servers_task_required_tool_runs_as_a_2025_11_25_task() {
         CHECK_BOUND,
         kali.call("simulate-research-query", json!({"topic": "rust"})),
     );
-    assert!(r.ok, "{r:?}");
+    assert!(r.ok(), "{r:?}");
     assert!(r.text.contains("Research Report: rust"), "{}", r.text);
     assert_eq!(ctx.ledger().tool_calls, 1);
     let tasks = ctx.events_of("mcp.task");
@@ -80,8 +80,8 @@ fn the_everything_servers_task_required_tool_runs_as_a_2025_11_25_task() {
         CHECK_BOUND,
         kali.call("simulate-research-query", json!({"topic": "rust"})),
     );
-    assert!(!r.ok, "{r:?}");
-    assert!(r.error.as_deref().unwrap_or("").contains("task"), "{r:?}");
+    assert!(!r.ok(), "{r:?}");
+    assert!(r.error().unwrap_or("").contains("task"), "{r:?}");
 }
 
 /// The everything server over stdio: `npx @modelcontextprotocol/server-everything stdio`, run
@@ -111,7 +111,7 @@ fn the_task_required_tool_runs_to_its_report_over_stdio() {
         CHECK_BOUND,
         kali.call("simulate-research-query", json!({"topic": "rust"})),
     );
-    assert!(r.ok, "{r:?}");
+    assert!(r.ok(), "{r:?}");
     assert!(r.text.contains("Research Report: rust"), "{}", r.text);
     assert_eq!(ctx.ledger().tool_calls, 1);
     let tasks = ctx.events_of("mcp.task");

@@ -192,7 +192,7 @@ fn run_and_check(modern: bool, options: Options) -> (String, Vec<Value>) {
     let kali = ctx.mcp("kali").unwrap();
     for _ in 0..2 {
         let r = run_bounded(CHECK_BOUND, kali.call("echo", json!({"text": "x"})));
-        assert!(r.ok, "{r:?}");
+        assert!(r.ok(), "{r:?}");
         assert_eq!(r.text, "echoed");
     }
     assert!(run_bounded(CHECK_BOUND, kali.ping()).is_ok());
@@ -265,7 +265,7 @@ fn the_harness_trace_parent_and_state_are_honoured() {
         CHECK_BOUND,
         ctx.mcp("kali").unwrap().call("echo", json!({})),
     );
-    assert!(r.ok, "{r:?}");
+    assert!(r.ok(), "{r:?}");
     assert!(
         ctx.log_lines()
             .iter()
@@ -330,7 +330,7 @@ fn server_log_messages_at_or_above_the_level_are_kept_redacted_in_the_run_log() 
                 CHECK_BOUND,
                 ctx.mcp("kali").unwrap().call("noisy", json!({})),
             );
-            assert!(r.ok, "{r:?}");
+            assert!(r.ok(), "{r:?}");
             assert_eq!(r.text, "done");
             let logs: Vec<String> = ctx
                 .log_lines()
@@ -435,7 +435,7 @@ fn url_mode_elicitation_is_declared_for_a_handler_that_takes_urls_and_gets_the_u
         CHECK_BOUND,
         ctx.mcp("kali").unwrap().call("asks_url", json!({})),
     );
-    assert!(r.ok, "{r:?}");
+    assert!(r.ok(), "{r:?}");
     assert_eq!(r.text, "signed");
     assert_eq!(
         declared(&server),
@@ -468,7 +468,7 @@ fn url_mode_elicitation_is_declared_for_a_handler_that_takes_urls_and_gets_the_u
             CHECK_BOUND,
             ctx.mcp("kali").unwrap().call("echo", json!({})),
         );
-        assert!(r.ok, "{r:?}");
+        assert!(r.ok(), "{r:?}");
         assert_eq!(declared(&server), expected);
     }
 }
@@ -482,12 +482,12 @@ fn a_url_elicitation_required_refusal_names_the_url_a_person_must_open() {
             CHECK_BOUND,
             ctx.mcp("kali").unwrap().call("needs_url", json!({})),
         );
-        assert!(!r.ok, "{r:?}");
+        assert!(!r.ok(), "{r:?}");
         assert!(
-            matches!(r.kind, Kind::Refused { code: -32042, .. }),
+            matches!(r.kind(), Kind::Refused { code: -32042, .. }),
             "{r:?}"
         );
-        let error = r.error.clone().unwrap_or_default();
+        let error = r.error().map(str::to_owned).unwrap_or_default();
         assert_eq!(
             error,
             format!(
@@ -538,7 +538,7 @@ fn the_typescript_servers_log_messages_are_kept() {
             .unwrap()
             .call("logs", json!({"secret": SECRET})),
     );
-    assert!(r.ok, "{r:?}");
+    assert!(r.ok(), "{r:?}");
     assert_eq!(r.text, "logged");
     let logs: Vec<String> = ctx
         .log_lines()

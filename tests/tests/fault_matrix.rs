@@ -311,8 +311,8 @@ async fn expect_unreachable(ctx: &HarnessContext, expect: &str) -> ToolResult {
     let kali = ctx.mcp("kali").unwrap();
     let before = ctx.ledger();
     let (r, took) = timed(kali.call("echo", json!({"text": "hi"}))).await;
-    assert!(!r.ok && !r.is_error, "{r:?}");
-    assert_eq!(r.error.as_deref(), Some(expect), "{r:?}");
+    assert!(!r.ok() && !r.is_error(), "{r:?}");
+    assert_eq!(r.error(), Some(expect), "{r:?}");
     assert!(took < SETTLE, "settled after {took:?}");
     assert_eq!(
         ctx.ledger(),
@@ -339,7 +339,7 @@ async fn expect_usable(server: &Faulty, ctx: &HarnessContext) {
     let errors = ctx.events_of("tool_error").len();
     let r = kali.call("echo", json!({"text": "again"})).await;
     assert!(
-        r.ok && r.text == "again",
+        r.ok() && r.text == "again",
         "not usable after the fault: {r:?}"
     );
     assert_eq!(ctx.ledger().tool_calls, before.tool_calls + 1);
@@ -363,7 +363,7 @@ fn call_answered_case(text: &str, fault: impl Fn(&Request) -> Vec<Op> + Send + S
     let ctx = ctx_for(&server);
     run_bounded(CASE_BOUND, async {
         let (r, took) = timed(ctx.mcp("kali").unwrap().call("echo", json!({"text": "hi"}))).await;
-        assert!(r.ok && !r.is_error, "{r:?}");
+        assert!(r.ok() && !r.is_error(), "{r:?}");
         assert_eq!(r.text, text);
         assert!(took < SETTLE, "{took:?}");
         assert_eq!(
@@ -515,11 +515,11 @@ fn a_stream_that_ends_late_keeps_its_connection() {
     run_bounded(CASE_BOUND, async {
         let kali = ctx.mcp("kali").unwrap();
         let r = kali.call("echo", json!({"text": "hi"})).await;
-        assert!(r.ok && r.text == "late end", "{r:?}");
+        assert!(r.ok() && r.text == "late end", "{r:?}");
         // The stream ends 300 ms after the reply; the side drain pools the connection then.
         smol::Timer::after(Duration::from_millis(900)).await;
         let r = kali.call("echo", json!({"text": "hi"})).await;
-        assert!(r.ok && r.text == "late end", "{r:?}");
+        assert!(r.ok() && r.text == "late end", "{r:?}");
         let calls: Vec<usize> = server
             .requests()
             .iter()
@@ -605,7 +605,7 @@ fn status_404_with_session_reinitializes_once_and_retries() {
             .unwrap()
             .call("echo", json!({"text": "hi"}))
             .await;
-        assert!(r.ok && r.text == "hi", "{r:?}");
+        assert!(r.ok() && r.text == "hi", "{r:?}");
         assert_eq!(
             ctx.ledger(),
             LedgerTotals {
@@ -829,9 +829,9 @@ fn json_rpc_error_is_a_refusal() {
             .unwrap()
             .call("echo", json!({"text": "hi"}))
             .await;
-        assert!(!r.ok && !r.is_error, "{r:?}");
+        assert!(!r.ok() && !r.is_error(), "{r:?}");
         let expect = r#"JSON-RPC error -32601: Unknown tool: "nikto""#;
-        assert_eq!(r.error.as_deref(), Some(expect));
+        assert_eq!(r.error(), Some(expect));
         assert_eq!(ctx.ledger().tool_calls, 1);
         let ev = ctx.events_of("tool_error");
         assert_eq!(ev.len(), 1);
@@ -991,13 +991,13 @@ fn a_200_with_a_body_to_notifications_initialized() {
             .unwrap()
             .call("echo", json!({"text": "hi"}))
             .await;
-        assert!(r.ok && r.text == "hi", "{r:?}");
+        assert!(r.ok() && r.text == "hi", "{r:?}");
         let r = ctx
             .mcp("kali")
             .unwrap()
             .call("echo", json!({"text": "two"}))
             .await;
-        assert!(r.ok && r.text == "two", "{r:?}");
+        assert!(r.ok() && r.text == "two", "{r:?}");
     });
     assert_eq!(server.ctl.initializes.load(Ordering::SeqCst), 1);
 }
@@ -1013,7 +1013,7 @@ fn primary_killed_mid_call_fails_over_once() {
     run_bounded(CASE_BOUND, async {
         let kali = ctx.mcp("kali").unwrap();
         let r = kali.call("echo", json!({"text": "p"})).await;
-        assert!(r.ok && r.text == "p", "{r:?}");
+        assert!(r.ok() && r.text == "p", "{r:?}");
         assert_eq!(primary.stats().tool_calls(), 1);
         let slow = {
             let k = kali.clone();
@@ -1025,12 +1025,12 @@ fn primary_killed_mid_call_fails_over_once() {
         }
         primary.stop();
         let r = slow.await;
-        assert!(r.ok, "the in-flight call lands on the fallback: {r:?}");
+        assert!(r.ok(), "the in-flight call lands on the fallback: {r:?}");
         assert_eq!(r.text, "slept 1500 ms in 3 steps");
         assert_eq!(fallback.stats().calls_of("slow"), 1);
         for i in 0..3 {
             let r = kali.call("echo", json!({"text": format!("f{i}")})).await;
-            assert!(r.ok && r.text == format!("f{i}"), "{r:?}");
+            assert!(r.ok() && r.text == format!("f{i}"), "{r:?}");
         }
         assert_eq!(fallback.stats().calls_of("echo"), 3);
         let used = ctx.events_of("mcp.fallback_used");
@@ -1125,7 +1125,7 @@ fn list_tools_stops_a_server_that_repeats_its_cursor() {
         CASE_BOUND,
         ctx.mcp("kali").unwrap().call("echo", json!({"text": "hi"})),
     );
-    assert!(r.ok && r.text == "hi", "{r:?}");
+    assert!(r.ok() && r.text == "hi", "{r:?}");
 }
 
 // ---- issue 16: never twice, always say why, on real TCP ------------------------------------
@@ -1155,11 +1155,11 @@ fn a_kept_alive_connection_dropped_after_reading_a_tools_call_never_runs_it_twic
     let ctx = ctx_for(&server);
     run_bounded(CASE_BOUND, async {
         let kali = ctx.mcp("kali").unwrap();
-        assert!(kali.call("echo", json!({"text": "1"})).await.ok);
+        assert!(kali.call("echo", json!({"text": "1"})).await.ok());
         let conns = server.connections();
         let (r, took) = timed(kali.call("echo", json!({"text": "2"}))).await;
-        assert!(!r.ok && !r.is_error, "{r:?}");
-        let error = r.error.clone().unwrap_or_default();
+        assert!(!r.ok() && !r.is_error(), "{r:?}");
+        let error = r.error().map(str::to_owned).unwrap_or_default();
         assert!(error.contains("may have run"), "{error}");
         assert!(took < SETTLE, "said at once: {took:?}");
         assert_eq!(
@@ -1174,7 +1174,7 @@ fn a_kept_alive_connection_dropped_after_reading_a_tools_call_never_runs_it_twic
         );
         assert_eq!(ctx.ledger().tool_calls, 2);
         assert_eq!(
-            r.kind,
+            r.kind(),
             verifi_mcp_host::Kind::Unreachable(verifi_mcp_host::Cause::Truncated)
         );
     });
@@ -1196,7 +1196,7 @@ fn a_pooled_connection_the_server_closed_while_idle_is_not_written_to() {
         let kali = ctx.mcp("kali").unwrap();
         for i in 0..3 {
             let r = kali.call("echo", json!({"text": format!("n{i}")})).await;
-            assert!(r.ok && r.text == format!("n{i}"), "{r:?}");
+            assert!(r.ok() && r.text == format!("n{i}"), "{r:?}");
             // Let the server's FIN arrive before the next call takes the pooled socket.
             smol::Timer::after(Duration::from_millis(100)).await;
         }
@@ -1220,8 +1220,8 @@ fn an_https_server_on_an_http_url_says_so_at_once() {
     let ctx = context(&url, "run-tls-port", with_timeout(10_000));
     run_bounded(CASE_BOUND, async {
         let (r, took) = timed(ctx.mcp("kali").unwrap().call("echo", json!({"text": "x"}))).await;
-        assert!(!r.ok, "{r:?}");
-        let error = r.error.clone().unwrap_or_default();
+        assert!(!r.ok(), "{r:?}");
+        let error = r.error().map(str::to_owned).unwrap_or_default();
         assert!(
             error.contains("TLS") && error.contains("https://"),
             "{error}"
@@ -1267,16 +1267,16 @@ fn a_reply_with_keep_alive_comments_outlives_the_idle_time_and_a_silent_one_stal
     run_bounded(CASE_BOUND, async {
         let kali = ctx.mcp("kali").unwrap();
         let (r, took) = timed(kali.call("echo", json!({"text": "slow"}))).await;
-        assert!(r.ok && r.text == "worth the wait", "{r:?}");
+        assert!(r.ok() && r.text == "worth the wait", "{r:?}");
         assert!(
             took > Duration::from_millis(1200),
             "it did outlive the idle time: {took:?}"
         );
         let (r, took) = timed(kali.call("echo", json!({"text": "silent"}))).await;
-        let error = r.error.clone().unwrap_or_default();
+        let error = r.error().map(str::to_owned).unwrap_or_default();
         assert!(error.contains("stall"), "{error}");
         assert_eq!(
-            r.kind,
+            r.kind(),
             verifi_mcp_host::Kind::Unreachable(verifi_mcp_host::Cause::Stalled)
         );
         assert!(
@@ -1310,7 +1310,7 @@ fn retry_after_is_honoured_once_on_the_wire_and_a_long_one_fails_at_once() {
     run_bounded(CASE_BOUND, async {
         let kali = ctx.mcp("kali").unwrap();
         let (r, took) = timed(kali.call("echo", json!({"text": "later"}))).await;
-        assert!(r.ok && r.text == "later", "{r:?}");
+        assert!(r.ok() && r.text == "later", "{r:?}");
         assert!(
             took >= Duration::from_secs(1),
             "no sooner than the delay: {took:?}"
@@ -1321,7 +1321,7 @@ fn retry_after_is_honoured_once_on_the_wire_and_a_long_one_fails_at_once() {
         assert_eq!(ctx.ledger().tool_calls, 1, "one call");
 
         let (r, took) = timed(kali.call("echo", json!({"text": "never"}))).await;
-        let error = r.error.clone().unwrap_or_default();
+        let error = r.error().map(str::to_owned).unwrap_or_default();
         assert!(error.contains("503") && error.contains("3600"), "{error}");
         assert!(took < Duration::from_secs(2), "at once: {took:?}");
         assert_eq!(tool_call_ids(&server).len(), 3, "not retried");
@@ -1397,11 +1397,11 @@ fn nothing_is_sent_to_a_dead_primary_when_the_run_closes() {
     run_bounded(CASE_BOUND, async {
         let kali = ctx.mcp("kali").unwrap();
         assert!(
-            kali.call("echo", json!({"text": "p"})).await.ok,
+            kali.call("echo", json!({"text": "p"})).await.ok(),
             "primary has a session"
         );
         let r = kali.call("echo", json!({"text": "f"})).await;
-        assert!(r.ok && r.text == "f", "served by the fallback: {r:?}");
+        assert!(r.ok() && r.text == "f", "served by the fallback: {r:?}");
         let before = primary.requests().len();
         let conns = primary.connections();
         ctx.close().await;
@@ -1446,7 +1446,7 @@ fn echo_calls(server: &Faulty, calls: usize) {
         for i in 0..calls {
             let text = format!("t{i}");
             let (r, took) = timed(kali.call("echo", json!({ "text": text }))).await;
-            assert!(r.ok && r.text == text, "call {i}: {r:?}");
+            assert!(r.ok() && r.text == text, "call {i}: {r:?}");
             assert!(took < SETTLE, "call {i} took {took:?}");
         }
     });

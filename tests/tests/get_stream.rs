@@ -66,7 +66,7 @@ fn the_ts_servers_requests_on_the_get_stream_are_answered() {
         // Twice: the second call finds the stream open (or opens it again).
         for _ in 0..2 {
             let r = run_bounded(CHECK_BOUND, kali.call("ask_aside", json!({})));
-            assert!(r.ok, "{policy:?}: {r:?}");
+            assert!(r.ok(), "{policy:?}: {r:?}");
             assert_eq!(r.text, format!("{want} {tail}"), "{policy:?}");
         }
         assert_eq!(ctx.ledger().tool_calls, 2, "{policy:?}");
@@ -90,7 +90,7 @@ fn the_ts_servers_requests_on_the_get_stream_are_answered() {
     let ctx = context(peer.base_url(), "run-get-stream-handler", opts);
     let kali = ctx.mcp("kali").unwrap();
     let r = run_bounded(CHECK_BOUND, kali.call("ask_aside", json!({})));
-    assert!(r.ok, "{r:?}");
+    assert!(r.ok(), "{r:?}");
     assert_eq!(
         r.text,
         format!(r#"elicit={{"action":"accept","content":{{"port":8443}}}} {tail}"#)
@@ -200,7 +200,7 @@ fn three_calls(server: &HostileServer) {
     let kali = ctx.mcp("kali").unwrap();
     for i in 0..3 {
         let r = run_bounded(CHECK_BOUND, kali.call("scan", json!({})));
-        assert!(r.ok && r.text == "done", "call {i}: {r:?}");
+        assert!(r.ok() && r.text == "done", "call {i}: {r:?}");
     }
     run_bounded(CHECK_BOUND, kali.close());
     assert!(

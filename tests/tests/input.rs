@@ -32,7 +32,7 @@ fn the_python_server_elicits_in_both_eras_and_the_policy_answers() {
                 CHECK_BOUND,
                 kali.call("confirm_scan", json!({"host": "10.0.0.1"})),
             );
-            assert!(r.ok, "{era:?} {policy:?}: {r:?}");
+            assert!(r.ok(), "{era:?} {policy:?}: {r:?}");
             assert_eq!(r.text, want, "{era:?} {policy:?}");
             // The tool ran to its result once: one call on the ledger.
             assert_eq!(ctx.ledger().tool_calls, 1, "{era:?} {policy:?}");
@@ -45,11 +45,8 @@ fn the_python_server_elicits_in_both_eras_and_the_policy_answers() {
         CHECK_BOUND,
         kali.call("confirm_scan", json!({"host": "10.0.0.1"})),
     );
-    assert!(!r.ok && !r.is_error, "{r:?}");
-    assert!(
-        r.error.as_deref().unwrap_or("").contains("elicitation"),
-        "{r:?}"
-    );
+    assert!(!r.ok() && !r.is_error(), "{r:?}");
+    assert!(r.error().unwrap_or("").contains("elicitation"), "{r:?}");
 
     // The command line.
     let url = peer.base_url().to_owned();
@@ -86,7 +83,7 @@ fn the_harnesss_handler_answers_the_python_server_in_both_eras() {
             CHECK_BOUND,
             kali.call("confirm_scan", json!({"host": "10.0.0.1"})),
         );
-        assert!(r.ok, "{era:?}: {r:?}");
+        assert!(r.ok(), "{era:?}: {r:?}");
         assert_eq!(r.text, "scanning 10.0.0.1:8443 ok=False", "{era:?}");
     }
 }
@@ -133,7 +130,7 @@ fn a_stdio_servers_elicitation_follows_the_policy() {
             std::time::Duration::from_secs(90),
             kali.call("confirm_scan", json!({"host": "10.0.0.1"})),
         );
-        assert!(r.ok, "{era:?} {policy:?}: {r:?}");
+        assert!(r.ok(), "{era:?} {policy:?}: {r:?}");
         assert_eq!(r.text, want, "{era:?} {policy:?}");
         run_bounded(CHECK_BOUND, kali.close());
     }

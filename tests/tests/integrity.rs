@@ -154,7 +154,7 @@ fn a_tool_changed_between_listings_is_said_once_and_the_call_goes_on_by_default(
     // Never the texts.
     assert!(!events[0].to_string().contains("ssh"));
     let r = run_bounded(CHECK_BOUND, kali.call("echo", json!({"text": "hi"})));
-    assert!(r.ok, "{r:?}");
+    assert!(r.ok(), "{r:?}");
     assert_eq!(calls_received(&server), 1);
     // A second change is a second event.
     knobs.version.store(2, Ordering::SeqCst);
@@ -171,13 +171,13 @@ fn refuse_sends_no_tools_call_until_the_change_is_accepted() {
     let kali = ctx.mcp("kali").unwrap();
     run_bounded(CHECK_BOUND, kali.list_tools()).expect("first list");
     let r = run_bounded(CHECK_BOUND, kali.call("echo", json!({"text": "hi"})));
-    assert!(r.ok, "{r:?}");
+    assert!(r.ok(), "{r:?}");
     assert_eq!(calls_received(&server), 1);
     knobs.version.store(1, Ordering::SeqCst);
     run_bounded(CHECK_BOUND, kali.refresh_tools()).expect("refresh");
     let r = run_bounded(CHECK_BOUND, kali.call("echo", json!({"text": "hi"})));
-    assert!(!r.ok, "{r:?}");
-    let e = r.error.clone().unwrap_or_default();
+    assert!(!r.ok(), "{r:?}");
+    let e = r.error().map(str::to_owned).unwrap_or_default();
     assert!(
         e.contains("tool 'echo' changed on the primary (description)"),
         "{e}"
@@ -185,12 +185,12 @@ fn refuse_sends_no_tools_call_until_the_change_is_accepted() {
     assert!(e.contains("accept_tool_change"), "{e}");
     // The unchanged tool is still called; the changed one is not sent.
     let r = run_bounded(CHECK_BOUND, kali.call("other", json!({})));
-    assert!(r.ok, "{r:?}");
+    assert!(r.ok(), "{r:?}");
     assert_eq!(calls_received(&server), 2);
     assert!(kali.accept_tool_change("echo"));
     assert!(!kali.accept_tool_change("echo"));
     let r = run_bounded(CHECK_BOUND, kali.call("echo", json!({"text": "hi"})));
-    assert!(r.ok, "{r:?}");
+    assert!(r.ok(), "{r:?}");
     assert_eq!(calls_received(&server), 3);
 }
 
@@ -216,10 +216,9 @@ fn a_fallback_whose_tool_differs_from_the_primarys_is_said() {
     assert_eq!(events[0]["fields"], json!(["description"]));
     // Refused: neither server gets the call.
     let r = run_bounded(CHECK_BOUND, kali.call("echo", json!({"text": "hi"})));
-    assert!(!r.ok, "{r:?}");
+    assert!(!r.ok(), "{r:?}");
     assert!(
-        r.error
-            .as_deref()
+        r.error()
             .unwrap_or("")
             .contains("changed on the fallback (description)"),
         "{r:?}"
@@ -253,14 +252,14 @@ fn a_tools_lock_refuses_a_tool_that_differs_or_is_missing_before_sending_it() {
     );
     let kali = ctx.mcp("kali").unwrap();
     let r = run_bounded(CHECK_BOUND, kali.call("echo", json!({"text": "hi"})));
-    assert!(!r.ok, "{r:?}");
+    assert!(!r.ok(), "{r:?}");
     assert_eq!(
-        r.error.as_deref(),
+        r.error(),
         Some("tool 'echo' differs from the tools lock (description): the call is refused")
     );
     let r = run_bounded(CHECK_BOUND, kali.call("other", json!({})));
     assert_eq!(
-        r.error.as_deref(),
+        r.error(),
         Some("tool 'other' is not in the tools lock: the call is refused")
     );
     assert_eq!(calls_received(&server), 0);
@@ -277,7 +276,7 @@ fn a_tools_lock_refuses_a_tool_that_differs_or_is_missing_before_sending_it() {
     let kali = ctx.mcp("kali").unwrap();
     for _ in 0..2 {
         let r = run_bounded(CHECK_BOUND, kali.call("echo", json!({"text": "hi"})));
-        assert!(r.ok, "{r:?}");
+        assert!(r.ok(), "{r:?}");
     }
     let events = changed_events(&ctx);
     assert_eq!(events.len(), 1, "{events:?}");
@@ -461,14 +460,14 @@ fn list_changed_on_a_calls_stream_makes_the_next_call_list_again_first() {
     knobs.version.store(1, Ordering::SeqCst);
     knobs.notify.store(true, Ordering::SeqCst);
     let r = run_bounded(CHECK_BOUND, kali.call("echo", json!({"text": "hi"})));
-    assert!(r.ok, "{r:?}");
+    assert!(r.ok(), "{r:?}");
     assert_eq!(calls_received(&server), 1);
     // (The core lists once itself before a server's first call, for task support.)
     let lists = lists_received(&server);
     knobs.notify.store(false, Ordering::SeqCst);
     // The next call lists first, sees the change, and is refused: no second tools/call.
     let r = run_bounded(CHECK_BOUND, kali.call("echo", json!({"text": "hi"})));
-    assert!(!r.ok, "{r:?}");
+    assert!(!r.ok(), "{r:?}");
     assert_eq!(lists_received(&server), lists + 1);
     assert_eq!(calls_received(&server), 1);
     let events = changed_events(&ctx);
@@ -478,7 +477,7 @@ fn list_changed_on_a_calls_stream_makes_the_next_call_list_again_first() {
     assert!(kali.accept_tool_change("echo"));
     for _ in 0..2 {
         let r = run_bounded(CHECK_BOUND, kali.call("echo", json!({"text": "hi"})));
-        assert!(r.ok, "{r:?}");
+        assert!(r.ok(), "{r:?}");
     }
     assert_eq!(lists_received(&server), lists + 1);
     assert_eq!(calls_received(&server), 3);
@@ -533,12 +532,12 @@ fn a_2026_list_is_fetched_again_when_its_ttl_is_up_and_kept_until_then() {
     let kali = ctx.mcp("kali").unwrap();
     run_bounded(CHECK_BOUND, kali.list_tools()).expect("first list");
     let r = run_bounded(CHECK_BOUND, kali.call("echo", json!({})));
-    assert!(r.ok, "{r:?}");
+    assert!(r.ok(), "{r:?}");
     assert_eq!(calls_received(&server), 1);
     version.store(1, Ordering::SeqCst);
     let lists = lists_received(&server);
     let r = run_bounded(CHECK_BOUND, kali.call("echo", json!({})));
-    assert!(!r.ok, "{r:?}");
+    assert!(!r.ok(), "{r:?}");
     assert_eq!(lists_received(&server), lists + 1);
     assert_eq!(calls_received(&server), 1);
     let events = changed_events(&ctx);
@@ -555,7 +554,7 @@ fn a_2026_list_is_fetched_again_when_its_ttl_is_up_and_kept_until_then() {
     version.store(1, Ordering::SeqCst);
     for _ in 0..3 {
         let r = run_bounded(CHECK_BOUND, kali.call("echo", json!({})));
-        assert!(r.ok, "{r:?}");
+        assert!(r.ok(), "{r:?}");
     }
     // (At most the core's own list for the first call's headers.)
     assert!(lists_received(&server) <= lists + 1);
@@ -576,18 +575,18 @@ fn list_changed_on_the_get_stream_makes_the_next_call_list_again_first() {
     let kali = ctx.mcp("kali").unwrap();
     run_bounded(CHECK_BOUND, kali.list_tools()).expect("first list");
     let r = run_bounded(CHECK_BOUND, kali.call("echo", json!({"text": "hi"})));
-    assert!(r.ok, "{r:?}");
+    assert!(r.ok(), "{r:?}");
     let lists = lists_received(&server);
     // Without a notification the next call does not list.
     let r = run_bounded(CHECK_BOUND, kali.call("echo", json!({"text": "hi"})));
-    assert!(r.ok, "{r:?}");
+    assert!(r.ok(), "{r:?}");
     assert_eq!(lists_received(&server), lists);
     // The GET stream says the list changed while a call runs; the next call lists first.
     knobs.get_stream.store(true, Ordering::SeqCst);
     knobs.version.store(1, Ordering::SeqCst);
     run_bounded(CHECK_BOUND, kali.close());
     let r = run_bounded(CHECK_BOUND, kali.call("echo", json!({"text": "hi"})));
-    assert!(r.ok, "{r:?}");
+    assert!(r.ok(), "{r:?}");
     assert!(
         server
             .requests()
@@ -597,7 +596,7 @@ fn list_changed_on_the_get_stream_makes_the_next_call_list_again_first() {
     );
     let lists = lists_received(&server);
     let r = run_bounded(CHECK_BOUND, kali.call("echo", json!({"text": "hi"})));
-    assert!(r.ok, "{r:?}");
+    assert!(r.ok(), "{r:?}");
     assert_eq!(lists_received(&server), lists + 1);
     assert_eq!(changed_events(&ctx).len(), 1, "{:?}", ctx.timeline());
     run_bounded(CHECK_BOUND, kali.close());
@@ -612,15 +611,15 @@ fn refuse_takes_a_first_listing_before_the_first_call() {
     let kali = ctx.mcp("kali").unwrap();
     // No list_tools by the harness: the first call lists first.
     let r = run_bounded(CHECK_BOUND, kali.call("echo", json!({"text": "hi"})));
-    assert!(r.ok, "{r:?}");
+    assert!(r.ok(), "{r:?}");
     let lists = lists_received(&server);
     assert!(lists >= 1);
     let r = run_bounded(CHECK_BOUND, kali.call("echo", json!({"text": "hi"})));
-    assert!(r.ok, "{r:?}");
+    assert!(r.ok(), "{r:?}");
     assert_eq!(lists_received(&server), lists, "listed once, not per call");
     knobs.version.store(1, Ordering::SeqCst);
     run_bounded(CHECK_BOUND, kali.refresh_tools()).expect("refresh");
     let r = run_bounded(CHECK_BOUND, kali.call("echo", json!({"text": "hi"})));
-    assert!(!r.ok, "{r:?}");
+    assert!(!r.ok(), "{r:?}");
     assert_eq!(calls_received(&server), 2);
 }

@@ -68,7 +68,7 @@ async fn handshake_once_and_session_reused(p: &Peer) {
         let r = kali
             .call("echo", json!({ "text": format!("hello {i}") }))
             .await;
-        assert!(r.ok, "call {i}: {r:?}");
+        assert!(r.ok(), "call {i}: {r:?}");
         assert_eq!(r.text, format!("hello {i}"));
     }
     let after = peer_stats(p, &kali).await;
@@ -94,7 +94,7 @@ async fn handshake_once_and_session_reused(p: &Peer) {
         .unwrap()
         .call("echo", json!({"text": "x"}))
         .await;
-    assert!(r.ok, "{r:?}");
+    assert!(r.ok(), "{r:?}");
     let again = peer_stats(p, &kali).await;
     let want = if p.kind.modern() { 0 } else { 1 };
     assert_eq!(again.initializes, after.initializes + want);
@@ -142,9 +142,9 @@ async fn answered_call(p: &Peer) {
         .unwrap()
         .call("echo", json!({"text": "héllo wörld"}))
         .await;
-    assert!(r.ok && !r.is_error, "{r:?}");
+    assert!(r.ok() && !r.is_error(), "{r:?}");
     assert_eq!(r.text, "héllo wörld");
-    assert_eq!(r.error, None);
+    assert_eq!(r.error(), None);
     assert_eq!(
         ctx.ledger(),
         LedgerTotals {
@@ -158,9 +158,9 @@ async fn answered_call(p: &Peer) {
 async fn is_error_call(p: &Peer) {
     let ctx = context(p.base_url(), "run-iserror", Options::default());
     let r = ctx.mcp("kali").unwrap().call("fail", json!({})).await;
-    assert!(!r.ok && r.is_error, "{r:?}");
+    assert!(!r.ok() && r.is_error(), "{r:?}");
     assert_eq!(r.text, "fail: this tool always fails");
-    assert_eq!(r.error.as_deref(), Some(TOOL_ERROR));
+    assert_eq!(r.error(), Some(TOOL_ERROR));
     assert_eq!(
         ctx.ledger(),
         LedgerTotals {
@@ -187,34 +187,34 @@ async fn unknown_tool(p: &Peer) {
         .await;
     match p.kind.sdk() {
         Sdk::Rmcp => {
-            assert!(!r.ok && !r.is_error, "{r:?}");
+            assert!(!r.ok() && !r.is_error(), "{r:?}");
             assert_eq!(
-                r.error.as_deref(),
+                r.error(),
                 Some("JSON-RPC error -32602: tool not found: no_such_tool")
             );
         }
         Sdk::Ts => {
-            assert!(!r.ok && r.is_error, "{r:?}");
+            assert!(!r.ok() && r.is_error(), "{r:?}");
             assert_eq!(r.text, "MCP error -32602: Tool no_such_tool not found");
             assert_eq!(
-                r.error.as_deref(),
+                r.error(),
                 Some("tool error: MCP error -32602: Tool no_such_tool not found")
             );
         }
         Sdk::Py => {
-            assert!(!r.ok && r.is_error, "{r:?}");
+            assert!(!r.ok() && r.is_error(), "{r:?}");
             assert_eq!(r.text, "Unknown tool: no_such_tool");
-            assert_eq!(
-                r.error.as_deref(),
-                Some("tool error: Unknown tool: no_such_tool")
-            );
+            assert_eq!(r.error(), Some("tool error: Unknown tool: no_such_tool"));
         }
     }
     assert_eq!(ctx.ledger().tool_calls, 1);
     let ev = ctx.events_of("tool_error");
     assert_eq!(ev.len(), 1, "{ev:?}");
     assert_eq!(ev[0].value()["tool"], "no_such_tool");
-    assert_eq!(ev[0].value()["error"], r.error.clone().unwrap_or_default());
+    assert_eq!(
+        ev[0].value()["error"],
+        r.error().map(str::to_owned).unwrap_or_default()
+    );
 }
 
 /// A text block gives its text, an image block its compact JSON as the server wrote it (so the
@@ -222,7 +222,7 @@ async fn unknown_tool(p: &Peer) {
 async fn mixed_content_flattened(p: &Peer) {
     let ctx = context(p.base_url(), "run-mixed", Options::default());
     let r = ctx.mcp("kali").unwrap().call("mixed", json!({})).await;
-    assert!(r.ok, "{r:?}");
+    assert!(r.ok(), "{r:?}");
     let image = match p.kind.sdk() {
         Sdk::Py => r#"{"data":"iVBORw0KGgo=","mimeType":"image/png","type":"image"}"#,
         Sdk::Ts | Sdk::Rmcp => r#"{"type":"image","data":"iVBORw0KGgo=","mimeType":"image/png"}"#,
@@ -243,8 +243,13 @@ async fn ten_mib_reply(p: &Peer) {
             .unwrap()
             .call("big", json!({"bytes": N}))
             .await;
-        assert!(!r.ok && !r.is_error, "ok: {} error: {:?}", r.ok, r.error);
-        let error = r.error.clone().unwrap_or_default();
+        assert!(
+            !r.ok() && !r.is_error(),
+            "ok: {} error: {:?}",
+            r.ok(),
+            r.error()
+        );
+        let error = r.error().map(str::to_owned).unwrap_or_default();
         if p.kind.json_bodies() {
             // A JSON body meets the reply buffer's cap, which says by how much at least.
             assert!(
@@ -273,7 +278,7 @@ async fn ten_mib_reply(p: &Peer) {
         .unwrap()
         .call("big", json!({"bytes": N}))
         .await;
-    assert!(r.ok, "ok: {} error: {:?}", r.ok, r.error);
+    assert!(r.ok(), "ok: {} error: {:?}", r.ok(), r.error());
     assert_eq!(r.text.len(), N);
     assert!(r.text.bytes().all(|b| b == b'x'));
     assert_eq!(
@@ -292,10 +297,10 @@ async fn ten_mib_reply(p: &Peer) {
             .call("big", json!({"bytes": N}))
             .await;
         assert!(
-            r.ok && r.text.len() == N,
+            r.ok() && r.text.len() == N,
             "ok: {} error: {:?}",
-            r.ok,
-            r.error
+            r.ok(),
+            r.error()
         );
     }
 }
@@ -315,7 +320,7 @@ async fn progress_during_slow(p: &Peer) {
     let (r, took) = timed(kali.call("slow", json!({"ms": 3000, "steps": 12}))).await;
     let progress_reaches_client = !(p.kind.json_replies() && p.kind.sdk() != Sdk::Rmcp);
     if progress_reaches_client {
-        assert!(r.ok, "{r:?} after {took:?}");
+        assert!(r.ok(), "{r:?} after {took:?}");
         assert_eq!(r.text, "slept 3000 ms in 12 steps");
         assert!(took >= Duration::from_millis(3000), "{took:?}");
         let after = peer_stats(p, &stats_ctx.mcp("kali").unwrap()).await;
@@ -325,10 +330,9 @@ async fn progress_during_slow(p: &Peer) {
             "{before:?} {after:?}"
         );
     } else {
-        assert!(!r.ok && !r.is_error, "{r:?}");
+        assert!(!r.ok() && !r.is_error(), "{r:?}");
         assert!(
-            r.error
-                .as_deref()
+            r.error()
                 .is_some_and(|e| e.starts_with("tool call timed out after")),
             "{r:?}"
         );
@@ -350,7 +354,7 @@ async fn no_progress_token_unless_asked(p: &Peer) {
     let kali = ctx.mcp("kali").unwrap();
     let before = peer_stats(p, &kali).await;
     let r = kali.call("slow", json!({"ms": 300, "steps": 3})).await;
-    assert!(r.ok, "{r:?}");
+    assert!(r.ok(), "{r:?}");
     assert_eq!(r.text, "slept 300 ms in 3 steps");
     let after = peer_stats(p, &kali).await;
     assert_eq!(
@@ -370,13 +374,12 @@ async fn timeout_then_cancellation(p: &Peer) {
     let stats_ctx = context(p.base_url(), "run-timeout-stats", Options::default());
     let stats_slot = stats_ctx.mcp("kali").unwrap();
     // Handshake first, so the deadline covers the slow call only.
-    assert!(kali.call("echo", json!({"text": "warm"})).await.ok);
+    assert!(kali.call("echo", json!({"text": "warm"})).await.ok());
     let before = peer_stats(p, &stats_slot).await;
     let (r, took) = timed(kali.call("slow", json!({"ms": 6000, "steps": 6}))).await;
-    assert!(!r.ok && !r.is_error, "{r:?}");
+    assert!(!r.ok() && !r.is_error(), "{r:?}");
     assert!(
-        r.error
-            .as_deref()
+        r.error()
             .is_some_and(|e| e.starts_with("tool call timed out after")),
         "{r:?}"
     );
@@ -393,7 +396,7 @@ async fn timeout_then_cancellation(p: &Peer) {
     );
     let ev = ctx.events_of("tool_error");
     assert_eq!(ev.len(), 1);
-    assert_eq!(ev[0].value()["error"].as_str(), r.error.as_deref());
+    assert_eq!(ev[0].value()["error"].as_str(), r.error());
     // What the server did about it.
     let stopped = eventually(Duration::from_secs(4), async || {
         peer_stats(p, &stats_slot).await.slow_interrupted > before.slow_interrupted
@@ -417,7 +420,7 @@ async fn timeout_then_cancellation(p: &Peer) {
     );
     // Still usable.
     let r = kali.call("echo", json!({"text": "after"})).await;
-    assert!(r.ok && r.text == "after", "{r:?}");
+    assert!(r.ok() && r.text == "after", "{r:?}");
 }
 
 /// Whether the `slow` handler is interrupted once the client gives up (measured, per SDK/mode):
@@ -457,7 +460,7 @@ async fn thirty_two_concurrent_calls(p: &Peer) {
     let mut bytes = 0u64;
     for t in tasks {
         let (text, r) = t.await;
-        assert!(r.ok, "{text}: {r:?}");
+        assert!(r.ok(), "{text}: {r:?}");
         assert_eq!(r.text, text);
         bytes += text.len() as u64;
     }
@@ -482,7 +485,7 @@ async fn exec_reports_the_tools_exit_code(p: &Peer) {
     let ctx = context(p.base_url(), "run-exec-42", Options::default());
     let exec = verifi_mcp_host::Exec::new(&ctx, "kali").unwrap();
     let r = exec.exec("id; exit 3", 1_000_000).await;
-    assert!(r.call.ok, "the MCP call itself succeeded: {r:?}");
+    assert!(r.call.ok(), "the MCP call itself succeeded: {r:?}");
     assert!(!r.ok, "exit 3 is not ok, whatever the MCP call did: {r:?}");
     assert_eq!(r.exit_code, Some(3), "{r:?}");
     assert_eq!(

@@ -111,11 +111,11 @@ fn client_credentials_with_each_client_authentication() {
             "echo",
             json!({ "text": format!("hello from {name}") }),
         );
-        assert!(r.ok, "{name}: {r:?}");
+        assert!(r.ok(), "{name}: {r:?}");
         assert_eq!(r.text, format!("hello from {name}"));
         // The leaky tool hands the token back: the client has it among the run's secrets.
         let who = call(&ctx, "whoami", json!({}));
-        assert!(who.ok, "{name}: {who:?}");
+        assert!(who.ok(), "{name}: {who:?}");
         assert_eq!(who.text, "token=[REDACTED]", "{name}");
         requests += 1;
         assert_eq!(
@@ -137,7 +137,7 @@ fn discovery_through_the_path_aware_well_known_url() {
     let p = peer("wellknown");
     let ctx = ctx(&p, Some(secret_client("cc-basic", CC_BASIC_SECRET)));
     let r = call(&ctx, "echo", json!({ "text": "found it" }));
-    assert!(r.ok && r.text == "found it", "{r:?}");
+    assert!(r.ok() && r.text == "found it", "{r:?}");
     let paths: Vec<String> = serde_json::from_value(p.stats()["token_paths"].clone()).unwrap();
     assert!(paths.iter().any(|x| x == "POST /token"), "{paths:?}");
     assert_no_leak(&outputs(&ctx, &[&r]), &p, &[CC_BASIC_SECRET]);
@@ -148,8 +148,8 @@ fn a_resource_mismatch_stops_before_any_credential_is_sent() {
     let p = peer("mismatch");
     let ctx = ctx(&p, Some(secret_client("cc-basic", CC_BASIC_SECRET)));
     let r = call(&ctx, "echo", json!({ "text": "x" }));
-    assert!(!r.ok);
-    let e = r.error.clone().unwrap();
+    assert!(!r.ok());
+    let e = r.error().map(str::to_owned).unwrap();
     assert!(
         e.starts_with("authorization stopped: protected-resource metadata is for ")
             && e.contains("/elsewhere")
@@ -171,17 +171,17 @@ fn tokens_near_expiry_are_renewed_and_a_401_is_answered_once() {
     let short = ctx(&p, Some(secret_client("cc-short", CC_SHORT_SECRET)));
     for i in 0..2 {
         let r = call(&short, "echo", json!({ "text": format!("short {i}") }));
-        assert!(r.ok, "{r:?}");
+        assert!(r.ok(), "{r:?}");
     }
     assert_eq!(p.stats()["token_requests"], 2);
 
     let ctx = ctx(&p, Some(secret_client("cc-basic", CC_BASIC_SECRET)));
     let r = call(&ctx, "echo", json!({ "text": "before" }));
-    assert!(r.ok, "{r:?}");
+    assert!(r.ok(), "{r:?}");
     assert_eq!(p.stats()["token_requests"], 3);
     p.revoke_all();
     let r2 = call(&ctx, "echo", json!({ "text": "after revocation" }));
-    assert!(r2.ok && r2.text == "after revocation", "{r2:?}");
+    assert!(r2.ok() && r2.text == "after revocation", "{r2:?}");
     let stats = p.stats();
     assert_eq!(
         stats["token_requests"], 4,
@@ -195,8 +195,8 @@ fn a_401_no_flow_can_answer_names_what_the_server_asked_for() {
     let p = peer("header");
     let ctx = ctx(&p, None);
     let r = call(&ctx, "echo", json!({ "text": "x" }));
-    assert!(!r.ok);
-    let e = r.error.unwrap();
+    assert!(!r.ok());
+    let e = r.error().unwrap();
     assert!(e.starts_with("HTTP 401 Unauthorized"), "{e}");
     assert!(
         e.contains(&format!(
@@ -207,7 +207,7 @@ fn a_401_no_flow_can_answer_names_what_the_server_asked_for() {
     );
     let wrong = ctx_with_wrong_secret(&p);
     let r = call(&wrong, "echo", json!({ "text": "x" }));
-    let e = r.error.unwrap();
+    let e = r.error().unwrap();
     assert!(
         e.starts_with("authorization server refused the token request (401): invalid_client"),
         "{e}"
@@ -434,7 +434,7 @@ fn authorization_code_auto_approved_and_through_a_person() {
     let hook = person(|l| l);
     let ctx1 = ctx(&p, Some(code_client(hook.clone())));
     let r = call(&ctx1, "whoami", json!({}));
-    assert!(r.ok && r.text == "token=[REDACTED]", "{r:?}");
+    assert!(r.ok() && r.text == "token=[REDACTED]", "{r:?}");
     assert_eq!(hook.calls.load(std::sync::atomic::Ordering::SeqCst), 0);
     let stats = p.stats();
     assert_eq!(stats["auto_approved"], 1, "{stats}");
@@ -446,10 +446,10 @@ fn authorization_code_auto_approved_and_through_a_person() {
     let hook = person(|l| l);
     let ctx2 = ctx(&p, Some(code_client(hook.clone())));
     let r = call(&ctx2, "echo", json!({ "text": "approved by a person" }));
-    assert!(r.ok && r.text == "approved by a person", "{r:?}");
+    assert!(r.ok() && r.text == "approved by a person", "{r:?}");
     assert_eq!(hook.calls.load(std::sync::atomic::Ordering::SeqCst), 1);
     let r = call(&ctx2, "echo", json!({ "text": "again" }));
-    assert!(r.ok, "{r:?}");
+    assert!(r.ok(), "{r:?}");
     assert_eq!(
         hook.calls.load(std::sync::atomic::Ordering::SeqCst),
         1,
@@ -470,7 +470,7 @@ fn a_wrong_state_or_iss_stops_before_the_code_is_exchanged() {
     );
     let r = call(&wrong_state, "echo", json!({ "text": "x" }));
     assert_eq!(
-        r.error.as_deref(),
+        r.error(),
         Some("authorization stopped: authorization response state does not match the request's")
     );
     let wrong_iss = ctx(
@@ -481,7 +481,7 @@ fn a_wrong_state_or_iss_stops_before_the_code_is_exchanged() {
         }))),
     );
     let r = call(&wrong_iss, "echo", json!({ "text": "x" }));
-    let e = r.error.unwrap();
+    let e = r.error().unwrap();
     assert!(
         e.starts_with(
             "authorization stopped: authorization response came from issuer \"http://evil.example\""
@@ -495,7 +495,7 @@ fn a_wrong_state_or_iss_stops_before_the_code_is_exchanged() {
         }))),
     );
     let r = call(&no_iss, "echo", json!({ "text": "x" }));
-    assert!(r.error.unwrap().contains("has no iss"));
+    assert!(r.error().unwrap().contains("has no iss"));
     assert_eq!(p.stats()["token_requests"], 0, "no code was exchanged");
 }
 
@@ -605,7 +605,7 @@ fn dynamic_registration_when_no_client_id_is_given() {
         }),
     );
     let r = call(&cc, "whoami", json!({}));
-    assert!(r.ok && r.text == "token=[REDACTED]", "{r:?}");
+    assert!(r.ok() && r.text == "token=[REDACTED]", "{r:?}");
     // A person's flow: a public native client with the hook's loopback redirect URI.
     let hook = person(|l| l);
     let code = ctx(
@@ -616,7 +616,7 @@ fn dynamic_registration_when_no_client_id_is_given() {
         }),
     );
     let r2 = call(&code, "echo", json!({ "text": "registered" }));
-    assert!(r2.ok && r2.text == "registered", "{r2:?}");
+    assert!(r2.ok() && r2.text == "registered", "{r2:?}");
     let paths: Vec<String> = serde_json::from_value(p.stats()["token_paths"].clone()).unwrap();
     assert_eq!(
         paths.iter().filter(|x| *x == "POST /reg").count(),
@@ -643,10 +643,10 @@ fn a_moved_authorization_server_gets_a_new_registration_and_never_the_old_client
         }),
     );
     let r1 = call(&moving, "echo", json!({ "text": "before" }));
-    assert!(r1.ok && r1.text == "before", "{r1:?}");
+    assert!(r1.ok() && r1.text == "before", "{r1:?}");
     p.migrate();
     let r2 = call(&moving, "echo", json!({ "text": "after" }));
-    assert!(r2.ok && r2.text == "after", "{r2:?}");
+    assert!(r2.ok() && r2.text == "after", "{r2:?}");
     let stats = p.stats();
     let as2: Vec<String> = serde_json::from_value(stats["as2_paths"].clone()).unwrap();
     assert_eq!(
@@ -671,12 +671,14 @@ fn a_moved_authorization_server_gets_a_new_registration_and_never_the_old_client
     let p = peer("migrate");
     let given = ctx(&p, Some(code_client(person(|l| l))));
     let r1 = call(&given, "echo", json!({ "text": "before" }));
-    assert!(r1.ok, "{r1:?}");
+    assert!(r1.ok(), "{r1:?}");
     p.migrate();
     let r2 = call(&given, "echo", json!({ "text": "after" }));
-    let e = r2.error.clone().unwrap_or_default();
+    let e = r2.error().map(str::to_owned).unwrap_or_default();
     assert!(
-        !r2.ok && e.contains("authorization server changed from") && e.contains("client id given"),
+        !r2.ok()
+            && e.contains("authorization server changed from")
+            && e.contains("client id given"),
         "{r2:?}"
     );
     let stats = p.stats();
@@ -709,7 +711,7 @@ fn a_public_client_leaves_an_unusable_secret_unsent() {
         }),
     );
     let r = call(&registered, "echo", json!({ "text": "public" }));
-    assert!(r.ok && r.text == "public", "{r:?}");
+    assert!(r.ok() && r.text == "public", "{r:?}");
     // Pre-registered: `code` is a public client; a secret given with it is left unused.
     let given_secret = "given-but-unusable-secret-42";
     let pre = ctx(
@@ -721,7 +723,7 @@ fn a_public_client_leaves_an_unusable_secret_unsent() {
         }),
     );
     let r2 = call(&pre, "whoami", json!({}));
-    assert!(r2.ok && r2.text == "token=[REDACTED]", "{r2:?}");
+    assert!(r2.ok() && r2.text == "token=[REDACTED]", "{r2:?}");
     let stats = p.stats();
     let paths: Vec<String> = serde_json::from_value(stats["token_paths"].clone()).unwrap();
     assert_eq!(
@@ -765,14 +767,11 @@ fn the_manifest_takes_oauth_settings_per_slot() {
     let mut results = Vec::new();
     for slot in ["basic", "jwt"] {
         let r = smol::block_on(ctx.mcp(slot).unwrap().call("whoami", json!({})));
-        assert!(r.ok && r.text == "token=[REDACTED]", "{slot}: {r:?}");
+        assert!(r.ok() && r.text == "token=[REDACTED]", "{slot}: {r:?}");
         results.push(r);
     }
     let r = smol::block_on(ctx.mcp("none").unwrap().call("echo", json!({"text": "x"})));
-    assert!(
-        r.error.as_deref().unwrap_or("").starts_with("HTTP 401"),
-        "{r:?}"
-    );
+    assert!(r.error().unwrap_or("").starts_with("HTTP 401"), "{r:?}");
     assert_eq!(p.stats()["token_requests"], 2);
     let refs: Vec<&ToolResult> = results.iter().chain([&r]).collect();
     assert_no_leak(&outputs(&ctx, &refs), &p, &[CC_BASIC_SECRET]);
@@ -799,7 +798,7 @@ fn concurrent_first_calls_share_one_authorization_and_list_tools_is_authorized()
         out
     });
     for (i, r) in results.iter().enumerate() {
-        assert!(r.ok && r.text == format!("c{i}"), "{r:?}");
+        assert!(r.ok() && r.text == format!("c{i}"), "{r:?}");
     }
     assert_eq!(
         p.stats()["token_requests"],

@@ -209,7 +209,7 @@ fn discovery_from_the_challenges_resource_metadata_url() {
     });
     let ctx = context(&format!("{}/mcp", s.base_url()), client());
     let r = call(&ctx);
-    assert!(r.ok && r.text == "served", "{r:?}");
+    assert!(r.ok() && r.text == "served", "{r:?}");
     let t = trail(&s);
     assert_eq!(
         t[..4],
@@ -262,7 +262,7 @@ fn discovery_path_aware_then_root_and_issuer_paths_in_order() {
     });
     let ctx = context(&format!("{}/api/mcp", s.base_url()), client());
     let r = call(&ctx);
-    assert!(r.ok, "{r:?}");
+    assert!(r.ok(), "{r:?}");
     let t = trail(&s);
     assert_eq!(
         t[..7],
@@ -304,7 +304,7 @@ fn a_wrong_issuer_or_a_foreign_resource_stops_before_any_secret() {
     let ctx = context(&format!("{}/mcp", wrong_issuer.base_url()), client());
     let r = call(&ctx);
     assert_eq!(
-        r.error.as_deref(),
+        r.error(),
         Some(
             format!(
                 "authorization stopped: authorization-server metadata names issuer \
@@ -326,7 +326,7 @@ fn a_wrong_issuer_or_a_foreign_resource_stops_before_any_secret() {
     });
     let ctx = context(&format!("{}/mcp", foreign.base_url()), client());
     let r = call(&ctx);
-    let e = r.error.unwrap();
+    let e = r.error().unwrap();
     assert!(
         e.contains("metadata is for \"https://other.example/mcp\""),
         "{e}"
@@ -375,7 +375,7 @@ fn a_403_insufficient_scope_steps_up_once() {
     });
     let ctx = context(&format!("{}/mcp", s.base_url()), client());
     let r = call(&ctx);
-    assert!(r.ok && r.text == "served", "{r:?}");
+    assert!(r.ok() && r.text == "served", "{r:?}");
     let scopes: Vec<String> = s
         .requests()
         .iter()
@@ -416,7 +416,7 @@ fn a_server_that_always_wants_more_scope_is_stopped_after_three_step_ups() {
     let ctx = context(&format!("{}/mcp", s.base_url()), client());
     let r = call(&ctx);
     assert_eq!(
-        r.error.as_deref(),
+        r.error(),
         Some("authorization stopped: the server still wants more scope after 3 step-up attempts")
     );
     let tokens = s.requests().iter().filter(|r| path(r) == "/token").count();
@@ -451,7 +451,7 @@ fn a_token_near_expiry_is_refreshed_with_its_refresh_token() {
     let ctx = context(&format!("{}/mcp", s.base_url()), client());
     for _ in 0..3 {
         let r = call(&ctx);
-        assert!(r.ok, "{r:?}");
+        assert!(r.ok(), "{r:?}");
     }
     let forms: Vec<Vec<(String, String)>> = s
         .requests()
@@ -547,7 +547,7 @@ fn a_client_id_metadata_document_is_the_client_id_where_supported() {
         },
     );
     let r = call(&ctx);
-    assert!(r.ok, "{r:?}");
+    assert!(r.ok(), "{r:?}");
     let auth = s
         .requests()
         .into_iter()
@@ -589,7 +589,7 @@ fn authorization_replies_are_capped_and_bounded_in_time() {
         _ => not_found(),
     });
     let r = call(&context(&format!("{}/mcp", big.base_url()), client()));
-    let e = r.error.unwrap();
+    let e = r.error().unwrap();
     assert!(
         e.ends_with(
             "/prm: reply refused: HTTP response body is larger than its cap of 262144 bytes"
@@ -632,7 +632,7 @@ fn authorization_replies_are_capped_and_bounded_in_time() {
     let t0 = std::time::Instant::now();
     let r = call(&ctx);
     let took = t0.elapsed();
-    let e = r.error.unwrap();
+    let e = r.error().unwrap();
     assert!(e.starts_with("authorization request failed: "), "{e}");
     assert!(took < std::time::Duration::from_secs(4), "took {took:?}");
 }
@@ -668,7 +668,7 @@ fn a_step_up_follows_the_403_of_the_call_itself() {
     });
     let ctx = context(&format!("{}/mcp", s.base_url()), client());
     let r = call(&ctx);
-    assert!(r.ok && r.text == "served", "{r:?}");
+    assert!(r.ok() && r.text == "served", "{r:?}");
     let scopes: Vec<String> = s
         .requests()
         .iter()
@@ -769,7 +769,7 @@ fn a_2026_step_up_asks_for_the_union_whether_the_era_is_forced_or_probed() {
             }
         });
         let r = call(&ctx);
-        assert!(r.ok && r.text == "served", "forced {forced}: {r:?}");
+        assert!(r.ok() && r.text == "served", "forced {forced}: {r:?}");
         let scopes: Vec<String> = s
             .requests()
             .iter()
@@ -884,10 +884,10 @@ fn a_new_authorization_server_gets_a_new_registration_and_never_the_old_credenti
     };
     let ctx = context(&format!("{}/mcp", s.base_url()), code_flow);
     let first = call(&ctx);
-    assert!(first.ok, "{first:?}");
+    assert!(first.ok(), "{first:?}");
     // The server has moved: the as1 token gets a 401, the metadata now names as2.
     let second = call(&ctx);
-    assert!(second.ok, "{second:?}");
+    assert!(second.ok(), "{second:?}");
     let lines = trail(&s);
     let registrations: Vec<&String> = lines.iter().filter(|l| l.contains("/register")).collect();
     assert_eq!(
@@ -931,11 +931,11 @@ fn a_new_authorization_server_gets_a_new_registration_and_never_the_old_credenti
         ..AuthConfig::default()
     };
     let ctx = context(&format!("{}/mcp", s.base_url()), given);
-    assert!(call(&ctx).ok);
+    assert!(call(&ctx).ok());
     let r = call(&ctx);
     let o = s.base_url();
     assert_eq!(
-        r.error.as_deref(),
+        r.error(),
         Some(
             format!(
                 "authorization stopped: the server's authorization server changed from {o}/as1 \

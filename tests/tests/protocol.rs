@@ -212,7 +212,7 @@ async fn structured_output_matches_its_schema(p: &Peer) {
     let ports = tools.iter().find(|t| t["name"] == "ports").expect("ports");
     assert!(ports["outputSchema"].is_object(), "{ports}");
     let r = kali.call("ports", json!({})).await;
-    assert!(r.ok, "{r:?}");
+    assert!(r.ok(), "{r:?}");
     let result = r.call_result().expect("the CallToolResult");
     assert_eq!(result["structuredContent"], json!({"open": [22, 80]}));
     assert!(result["content"].is_array(), "{result}");
@@ -495,13 +495,13 @@ fn structured_content_that_does_not_match_is_a_tool_error_naming_the_path() {
     let kali = ctx.mcp("kali").unwrap();
     // Before the tools are listed, no schema is known: the call is taken as it is.
     let r = run_bounded(CHECK_BOUND, kali.call("ports", json!({})));
-    assert!(r.ok, "{r:?}");
+    assert!(r.ok(), "{r:?}");
     run_bounded(CHECK_BOUND, kali.list_tools()).unwrap();
     let r = run_bounded(CHECK_BOUND, kali.call("ports", json!({})));
-    assert!(!r.ok);
-    assert!(r.is_error);
+    assert!(!r.ok());
+    assert!(r.is_error());
     assert_eq!(r.text, "scan done");
-    let error = r.error.clone().unwrap();
+    let error = r.error().map(str::to_owned).unwrap();
     assert_eq!(
         error,
         "structured output check failed: structuredContent does not match the tool's \
@@ -523,7 +523,7 @@ fn structured_content_that_does_not_match_is_a_tool_error_naming_the_path() {
     );
     // A tool without a schema is not checked.
     let r = run_bounded(CHECK_BOUND, kali.call("plain", json!({})));
-    assert!(r.ok, "{r:?}");
+    assert!(r.ok(), "{r:?}");
 }
 
 #[test]
@@ -537,9 +537,9 @@ fn structured_content_missing_for_a_tool_with_a_schema_is_a_tool_error() {
     let kali = ctx.mcp("kali").unwrap();
     run_bounded(CHECK_BOUND, kali.list_tools()).unwrap();
     let r = run_bounded(CHECK_BOUND, kali.call("ports", json!({})));
-    assert!(!r.ok && r.is_error, "{r:?}");
+    assert!(!r.ok() && r.is_error(), "{r:?}");
     assert_eq!(
-        r.error.as_deref(),
+        r.error(),
         Some(
             "structured output check failed: the tool declares an outputSchema but sent no \
              structuredContent"

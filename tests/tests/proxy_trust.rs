@@ -71,7 +71,7 @@ fn https_goes_through_tinyproxy_in_a_connect_tunnel() {
     // 25 ms rightly takes a new connection (one is reused only once its reply ended exactly),
     // so this first call may open a second tunnel, never a third.
     let r = echo(&ctx, "s", "warm");
-    assert!(r.ok, "{r:?}");
+    assert!(r.ok(), "{r:?}");
     std::thread::sleep(Duration::from_millis(500));
     let warm = tp.requests().len();
     assert!((1..=2).contains(&warm), "{:?}", tp.requests());
@@ -80,7 +80,7 @@ fn https_goes_through_tinyproxy_in_a_connect_tunnel() {
     // and three calls open none.
     for i in 0..3 {
         let r = echo(&ctx, "s", &format!("through the tunnel {i}"));
-        assert!(r.ok, "{r:?}");
+        assert!(r.ok(), "{r:?}");
         assert_eq!(r.text, format!("through the tunnel {i}"));
         std::thread::sleep(Duration::from_millis(500));
     }
@@ -109,7 +109,7 @@ fn http_goes_through_tinyproxy_in_absolute_form() {
     .unwrap();
     for i in 0..5 {
         let r = echo(&ctx, "s", &format!("absolute {i}"));
-        assert!(r.ok, "{r:?}");
+        assert!(r.ok(), "{r:?}");
         assert_eq!(r.text, format!("absolute {i}"));
     }
     let want = format!("POST http://{}/mcp HTTP/1.1", server.addr());
@@ -143,7 +143,7 @@ fn proxy_credentials_work_and_never_show() {
     })
     .unwrap();
     let r = echo(&good, "s", &format!("the proxy password is {PASS}"));
-    assert!(r.ok, "{r:?}");
+    assert!(r.ok(), "{r:?}");
     assert_eq!(r.text, "the proxy password is [REDACTED]");
     // With credentials, plain http is tunnelled too: they go to the proxy alone.
     let requests = tp.requests();
@@ -158,9 +158,9 @@ fn proxy_credentials_work_and_never_show() {
     })
     .unwrap();
     let r2 = echo(&bad, "s", "never arrives");
-    assert!(!r2.ok);
+    assert!(!r2.ok());
     assert_eq!(
-        r2.error.as_deref(),
+        r2.error(),
         Some("could not connect: socket error (proxy refused the credentials in its URL (401))")
     );
     // No credentials at all: refused (tinyproxy answers an absolute-form request with 401 and
@@ -172,7 +172,7 @@ fn proxy_credentials_work_and_never_show() {
     })
     .unwrap();
     let r3 = echo(&none, "s", "never arrives");
-    assert!(!r3.ok, "{r3:?}");
+    assert!(!r3.ok(), "{r3:?}");
     for (ctx, r) in [(&good, &r), (&bad, &r2)] {
         let all = everything(ctx, &[r]);
         for secret in [PASS, WRONG] {
@@ -199,26 +199,26 @@ fn explicit_proxy_covers_loopback_and_a_slots_proxy_wins() {
     })
     .unwrap();
     let r = echo(&ctx, "default", "x");
-    assert!(!r.ok);
-    let e = r.error.unwrap();
+    assert!(!r.ok());
+    let e = r.error().unwrap();
     assert!(
         e.starts_with("could not connect: connection refused (proxy http://127.0.0.1:1:"),
         "{e}"
     );
     let before = tp.requests().len();
     let r = echo(&ctx, "direct", "straight");
-    assert!(r.ok && r.text == "straight", "{r:?}");
+    assert!(r.ok() && r.text == "straight", "{r:?}");
     assert_eq!(tp.requests().len(), before, "the direct slot used no proxy");
     let r = echo(&ctx, "via", "proxied");
-    assert!(r.ok && r.text == "proxied", "{r:?}");
+    assert!(r.ok() && r.text == "proxied", "{r:?}");
     assert!(tp.requests().len() > before);
     let bad = json!({ "slotFills": { "b": { "endpoint": server.base_url(),
                                             "proxy": "socks5://u:hunter22@h:1" } } })
     .to_string();
     let ctx = HarnessContext::from_manifest_str(&bad, "r", options()).unwrap();
     let r = echo(&ctx, "b", "x");
-    assert!(!r.ok);
-    let e = r.error.unwrap();
+    assert!(!r.ok());
+    let e = r.error().unwrap();
     assert!(e.contains("slot 'b': bad proxy: scheme socks5://"), "{e}");
     assert!(!e.contains("hunter22"), "{e}");
 }
@@ -276,8 +276,8 @@ fn trusting(url: &str, pem: Option<&str>, insecure: bool) -> HarnessContext {
 
 fn tls_error(ctx: &HarnessContext) -> String {
     let r = echo(ctx, "s", "x");
-    assert!(!r.ok, "{r:?}");
-    r.error.unwrap()
+    assert!(!r.ok(), "{r:?}");
+    r.error().unwrap().to_owned()
 }
 
 #[test]
@@ -295,7 +295,7 @@ fn refused_certificates_say_why_in_plain_words() {
         "s",
         "t",
     );
-    assert!(ok.ok && ok.text == "t", "{ok:?}");
+    assert!(ok.ok() && ok.text == "t", "{ok:?}");
 
     let ca = Ca::new("private CA");
     let expired = ca.serve(&server, &["localhost"], true);
@@ -318,7 +318,7 @@ fn refused_certificates_say_why_in_plain_words() {
         "s",
         "private CA",
     );
-    assert!(r.ok && r.text == "private CA", "{r:?}");
+    assert!(r.ok() && r.text == "private CA", "{r:?}");
 }
 
 #[test]
@@ -334,7 +334,7 @@ fn insecure_accepts_any_certificate_and_says_so_first() {
             Some(INSECURE_WARNING)
         );
         let r = echo(&ctx, "s", "lab box");
-        assert!(r.ok && r.text == "lab box", "{r:?}");
+        assert!(r.ok() && r.text == "lab box", "{r:?}");
     }
     let strict = trusting(&own.base_url(), None, false);
     assert!(strict.log_lines().is_empty());
@@ -358,10 +358,10 @@ fn a_slots_ca_is_trusted_for_that_slot_only() {
     let ctx = HarnessContext::from_manifest_str(&manifest, "r", options()).unwrap();
     for slot in ["file", "inline"] {
         let r = echo(&ctx, slot, slot);
-        assert!(r.ok && r.text == slot, "{slot}: {r:?}");
+        assert!(r.ok() && r.text == slot, "{slot}: {r:?}");
     }
     let r = echo(&ctx, "plain", "x");
-    assert!(r.error.unwrap().contains("unknown certificate issuer"));
+    assert!(r.error().unwrap().contains("unknown certificate issuer"));
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -515,7 +515,7 @@ fn a_hostile_proxy_is_a_typed_error_within_the_deadline() {
         })
         .unwrap();
         let r = echo(&ctx, "s", "x");
-        assert_eq!(r.error.as_deref(), Some(want));
+        assert_eq!(r.error(), Some(want));
         let line = proxy.requests()[0].request_line();
         assert_eq!(line, "CONNECT mcp.example:443 HTTP/1.1");
     }
@@ -535,8 +535,7 @@ fn a_hostile_proxy_is_a_typed_error_within_the_deadline() {
     let t0 = Instant::now();
     let r = echo(&ctx, "s", "x");
     assert!(
-        r.error
-            .as_deref()
+        r.error()
             .is_some_and(|e| e.starts_with("tool call timed out after")),
         "{r:?}"
     );

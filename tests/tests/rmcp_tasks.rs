@@ -48,7 +48,7 @@ fn a_task_tool_called_transparently_returns_its_result_and_ran_once() {
             CHECK_BOUND,
             kali.call("long_scan", json!({"target": "10.1.0.1", "seconds": 0.6})),
         );
-        assert!(r.ok, "{mode:?}: {r:?}");
+        assert!(r.ok(), "{mode:?}: {r:?}");
         assert_eq!(r.text, long_scan_text("10.1.0.1", 0.6), "{mode:?}");
         let stats = server.stats();
         assert_eq!(stats.calls_of("long_scan"), 1, "{mode:?}: one tools/call");
@@ -109,7 +109,7 @@ fn a_detached_task_tells_rmcps_status_messages_and_waits_to_its_result() {
     // rmcp's task, as it is on the wire: its id, `working`, the server's poll interval.
     assert_eq!(status["taskId"], id.as_str(), "{status}");
     assert_eq!(status["status"], "working", "{status}");
-    assert!(r.ok, "{r:?}");
+    assert!(r.ok(), "{r:?}");
     assert_eq!(r.text, long_scan_text("10.1.0.2", 1.2));
     let messages = messages.into_inner().unwrap();
     let steps: Vec<_> = (1..=6)
@@ -138,8 +138,8 @@ fn a_deadline_shorter_than_the_task_cancels_it_on_the_server_and_names_it() {
                 .unwrap()
                 .call("long_scan", json!({"target": "10.1.0.3", "seconds": 20})),
         );
-        assert!(!r.ok && !r.is_error, "{mode:?}: {r:?}");
-        let error = r.error.clone().unwrap_or_default();
+        assert!(!r.ok() && !r.is_error(), "{mode:?}: {r:?}");
+        let error = r.error().map(str::to_owned).unwrap_or_default();
         assert!(error.contains("timed out"), "{mode:?}: {error}");
         assert!(
             r.latency_ms < 2_500,
@@ -187,7 +187,7 @@ fn confirm_task_gets_the_schemas_defaults_through_one_tasks_update() {
                 .unwrap()
                 .call("confirm_task", json!({"target": "10.1.0.4"})),
         );
-        assert!(r.ok, "{mode:?}: {r:?}");
+        assert!(r.ok(), "{mode:?}: {r:?}");
         assert_eq!(
             r.text,
             confirm_task_text("10.1.0.4", &accepted_defaults()),
@@ -238,8 +238,8 @@ fn confirm_task_with_no_policy_is_cancelled_and_the_error_says_what_was_asked() 
                 .unwrap()
                 .call("confirm_task", json!({"target": "10.1.0.5"})),
         );
-        assert!(!r.ok && !r.is_error, "{mode:?}: {r:?}");
-        let error = r.error.clone().unwrap_or_default();
+        assert!(!r.ok() && !r.is_error(), "{mode:?}: {r:?}");
+        let error = r.error().map(str::to_owned).unwrap_or_default();
         let asked = confirm_task_question("10.1.0.5")["params"]["message"]
             .as_str()
             .unwrap_or_default()
@@ -269,12 +269,9 @@ fn a_tool_error_and_a_failed_task_say_rmcps_words() {
             json!({"target": "10.1.0.6", "seconds": 0.2, "fail": "tool"}),
         ),
     );
-    assert!(!r.ok && r.is_error, "{r:?}");
+    assert!(!r.ok() && r.is_error(), "{r:?}");
     assert_eq!(r.text, "long_scan 10.1.0.6: host down");
-    assert_eq!(
-        r.error.as_deref(),
-        Some("tool error: long_scan 10.1.0.6: host down")
-    );
+    assert_eq!(r.error(), Some("tool error: long_scan 10.1.0.6: host down"));
     // A failed task: rmcp's JSON-RPC error object, its message word for word.
     let r = run_bounded(
         CHECK_BOUND,
@@ -283,9 +280,9 @@ fn a_tool_error_and_a_failed_task_say_rmcps_words() {
             json!({"target": "10.1.0.7", "seconds": 0.2, "fail": "task"}),
         ),
     );
-    assert!(!r.ok && !r.is_error, "{r:?}");
+    assert!(!r.ok() && !r.is_error(), "{r:?}");
     assert_eq!(
-        r.error.as_deref(),
+        r.error(),
         Some("JSON-RPC error -32603: long_scan 10.1.0.7: scanner crashed")
     );
     assert_eq!(server.stats().tasks_created(), 2);
@@ -305,14 +302,14 @@ fn with_tasks_off_long_scan_runs_inline_and_confirm_task_is_refused() {
         CHECK_BOUND,
         kali.call("long_scan", json!({"target": "10.1.0.8", "seconds": 0.3})),
     );
-    assert!(r.ok, "{r:?}");
+    assert!(r.ok(), "{r:?}");
     assert_eq!(r.text, long_scan_text("10.1.0.8", 0.3));
     let r = run_bounded(
         CHECK_BOUND,
         kali.call("confirm_task", json!({"target": "10.1.0.8"})),
     );
-    assert!(!r.ok && !r.is_error, "{r:?}");
-    let error = r.error.clone().unwrap_or_default();
+    assert!(!r.ok() && !r.is_error(), "{r:?}");
+    let error = r.error().map(str::to_owned).unwrap_or_default();
     assert!(error.contains("-32021"), "{error}");
     let stats = server.stats();
     assert_eq!(stats.tasks_created(), 0, "no task without the extension");
@@ -329,9 +326,9 @@ fn an_unknown_task_on_rmcps_task_store_is_not_found() {
     let e = status.expect_err("an unknown task has no status");
     assert_eq!(e.code, Some(-32602), "{e}");
     let r = run_bounded(CHECK_BOUND, kali.task("no-such-task").wait());
-    assert!(!r.ok && !r.is_error, "{r:?}");
+    assert!(!r.ok() && !r.is_error(), "{r:?}");
     assert_eq!(
-        r.error.as_deref(),
+        r.error(),
         Some("task no-such-task is not found or expired on the server")
     );
     assert_eq!(server.stats().tool_calls(), 0, "no tools/call for it");
@@ -421,7 +418,7 @@ fn every_request_of_a_task_has_an_id_of_its_own() {
             .unwrap()
             .call("confirm_task", json!({"target": "10.1.0.12"})),
     );
-    assert!(r.ok, "{r:?}");
+    assert!(r.ok(), "{r:?}");
     let sent = requests_of_the_call(server.stats());
     assert!(sent.iter().any(|r| r.method == "tasks/update"), "{sent:?}");
     reused.extend(repeated_ids(&sent));
@@ -438,7 +435,7 @@ fn every_request_of_a_task_has_an_id_of_its_own() {
             .unwrap()
             .call("long_scan", json!({"target": "10.1.0.13", "seconds": 20})),
     );
-    assert!(!r.ok, "{r:?}");
+    assert!(!r.ok(), "{r:?}");
     let sent = requests_of_the_call(server.stats());
     assert!(sent.iter().any(|r| r.method == "tasks/cancel"), "{sent:?}");
     reused.extend(repeated_ids(&sent));
@@ -481,7 +478,7 @@ fn a_detached_task_is_re_attached_from_a_new_context_and_its_cancel_ends_it() {
     let ctx = context(&url, "run-rmcp-after-restart", Options::default());
     let task = ctx.mcp("kali").unwrap().task(&id).tool("long_scan");
     let r = run_bounded(CHECK_BOUND, task.wait());
-    assert!(r.ok, "{r:?}");
+    assert!(r.ok(), "{r:?}");
     assert_eq!(r.text, long_scan_text("10.1.0.14", 0.8));
     assert_eq!(
         ctx.ledger().tool_calls,
@@ -503,8 +500,8 @@ fn a_detached_task_is_re_attached_from_a_new_context_and_its_cancel_ends_it() {
         task.cancel().await.expect("tasks/cancel");
         (task.id().to_owned(), task.wait().await)
     });
-    assert!(!r.ok && !r.is_error, "{r:?}");
-    let error = r.error.clone().unwrap_or_default();
+    assert!(!r.ok() && !r.is_error(), "{r:?}");
+    let error = r.error().map(str::to_owned).unwrap_or_default();
     assert!(
         error.contains("cancelled") && error.contains(&id),
         "{error}"
@@ -579,15 +576,15 @@ fn in_the_handshake_era_rmcp_makes_no_task_and_long_scan_runs_inline() {
             CHECK_BOUND,
             kali.call("long_scan", json!({"target": "10.1.0.18", "seconds": 0.3})),
         );
-        assert!(r.ok, "{mode:?}: {r:?}");
+        assert!(r.ok(), "{mode:?}: {r:?}");
         assert_eq!(r.text, long_scan_text("10.1.0.18", 0.3), "{mode:?}");
         let r = run_bounded(
             CHECK_BOUND,
             kali.call("confirm_task", json!({"target": "10.1.0.18"})),
         );
-        assert!(!r.ok && !r.is_error, "{mode:?}: {r:?}");
+        assert!(!r.ok() && !r.is_error(), "{mode:?}: {r:?}");
         assert!(
-            r.error.as_deref().unwrap_or_default().contains("-32021"),
+            r.error().unwrap_or_default().contains("-32021"),
             "{mode:?}: {r:?}"
         );
         let stats = server.stats();
@@ -626,7 +623,7 @@ fn connections_reset_between_polls_lose_nothing_and_the_tool_ran_once() {
             ),
         );
         assert!(dropped >= 1, "{mode:?}: no connection was reset");
-        assert!(r.ok, "{mode:?}: {r:?}");
+        assert!(r.ok(), "{mode:?}: {r:?}");
         assert_eq!(r.text, long_scan_text("10.1.0.19", 1.6), "{mode:?}");
         assert_eq!(stats.calls_of("long_scan"), 1, "{mode:?}: one tools/call");
         assert_eq!(stats.scans_started(), 1, "{mode:?}: the tool ran once");
@@ -649,9 +646,9 @@ fn a_task_that_outlives_its_ttl_is_failed_by_rmcp_then_forgotten() {
         ),
     );
     // rmcp's words for an expired task, word for word, well before the call's deadline.
-    assert!(!r.ok && !r.is_error, "{r:?}");
+    assert!(!r.ok() && !r.is_error(), "{r:?}");
     assert_eq!(
-        r.error.as_deref(),
+        r.error(),
         Some("JSON-RPC error -32603: task expired: TTL elapsed before completion")
     );
     assert!(r.latency_ms < 5_000, "{r:?}");
@@ -668,10 +665,10 @@ fn a_task_that_outlives_its_ttl_is_failed_by_rmcp_then_forgotten() {
     // One TTL after its end rmcp has forgotten it: following it says so, and runs nothing.
     std::thread::sleep(Duration::from_millis(500));
     let r = run_bounded(CHECK_BOUND, kali.task(&id).wait());
-    assert!(!r.ok && !r.is_error, "{r:?}");
+    assert!(!r.ok() && !r.is_error(), "{r:?}");
     assert_eq!(
-        r.error,
-        Some(format!("task {id} is not found or expired on the server"))
+        r.error(),
+        Some(format!("task {id} is not found or expired on the server").as_str())
     );
     assert_eq!(stats.calls_of("long_scan"), 1);
 }

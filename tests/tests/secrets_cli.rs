@@ -188,7 +188,7 @@ fn the_library_keeps_url_secrets_out_of_results_timeline_and_log() {
     .unwrap();
     let slot = ctx.mcp("kali").unwrap();
     let r = smol::block_on(slot.call("run_command", json!({ "command": "id" })));
-    assert!(r.ok, "{r:?}");
+    assert!(r.ok(), "{r:?}");
     let mut all = format!("{r:?}\n{}\n", serde_json::to_string(&r).unwrap());
     for e in ctx.timeline() {
         all.push_str(&e.json);

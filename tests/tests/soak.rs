@@ -57,7 +57,7 @@ async fn echo_load(slot: &verifi_mcp_host::SlotHandle, n: usize, tag: &str) -> u
                     }
                     let text = format!("{tag}-{i}");
                     let r = slot.call("echo", json!({ "text": text })).await;
-                    if !(r.ok && r.text == text) && failed.fetch_add(1, Ordering::SeqCst) < 3 {
+                    if !(r.ok() && r.text == text) && failed.fetch_add(1, Ordering::SeqCst) < 3 {
                         eprintln!("call {i} failed: {r:?}");
                     }
                 }
@@ -182,7 +182,7 @@ fn two_hundred_concurrent_runs_never_see_each_others_workspace() {
                         let cmd = format!("cat /loot/{run_id}/step-{k}.txt; exit {k}");
                         let r = exec.exec(&cmd, 30_000).await;
                         let want = format!("workspace={run_id} timeout=30\nran: {cmd}");
-                        if r.output != want || r.exit_code != Some(k as i64) || !r.call.ok {
+                        if r.output != want || r.exit_code != Some(k as i64) || !r.call.ok() {
                             bad.push(format!("{run_id} step {k}: {r:?}"));
                         }
                     }

@@ -115,20 +115,17 @@ fn interop(sdk: support::Sdk) {
         let r = slot
             .call("echo", json!({ "text": "hello over stdio" }))
             .await;
-        assert!(r.ok, "{sdk:?}: {:?}", r.error);
+        assert!(r.ok(), "{sdk:?}: {:?}", r.error());
         assert_eq!(r.text, "hello over stdio");
 
         let r = slot.call("fail", json!({})).await;
-        assert!(!r.ok && r.is_error, "{sdk:?}: {r:?}");
-        assert_eq!(
-            r.error.as_deref(),
-            Some("tool error: fail: this tool always fails")
-        );
+        assert!(!r.ok() && r.is_error(), "{sdk:?}: {r:?}");
+        assert_eq!(r.error(), Some("tool error: fail: this tool always fails"));
 
         let r = slot.call("no_such_tool", json!({})).await;
-        assert!(!r.ok, "{sdk:?}: {r:?}");
+        assert!(!r.ok(), "{sdk:?}: {r:?}");
         assert!(
-            !matches!(r.kind, Kind::Unreachable(_)),
+            !matches!(r.kind(), Kind::Unreachable(_)),
             "{sdk:?}: answered, not unreachable: {r:?}"
         );
 
@@ -139,7 +136,7 @@ fn interop(sdk: support::Sdk) {
                 seen.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             })
             .await;
-        assert!(r.ok, "{sdk:?}: {:?}", r.error);
+        assert!(r.ok(), "{sdk:?}: {:?}", r.error());
         assert_eq!(
             seen.load(std::sync::atomic::Ordering::Relaxed),
             3,
@@ -157,7 +154,7 @@ fn interop(sdk: support::Sdk) {
             }
         });
         for (i, r) in futures_join_all(calls).await {
-            assert!(r.ok, "{sdk:?} call {i}: {:?}", r.error);
+            assert!(r.ok(), "{sdk:?} call {i}: {:?}", r.error());
             assert_eq!(r.text, format!("n{i}"));
         }
 
@@ -204,17 +201,16 @@ fn a_timed_out_call_is_cancelled_over_stdio() {
     let slot = ctx.mcp("local").unwrap();
     run_bounded(BOUND, async {
         let r = slot.call("slow", json!({ "ms": 20_000, "steps": 1 })).await;
-        assert!(!r.ok, "{r:?}");
+        assert!(!r.ok(), "{r:?}");
         assert!(
-            r.error
-                .as_deref()
+            r.error()
                 .is_some_and(|e| e.starts_with("tool call timed out after")),
             "{r:?}"
         );
         let mut interrupted = false;
         for _ in 0..50 {
             let st = slot.call("peer_stats", json!({})).await;
-            assert!(st.ok, "{:?}", st.error);
+            assert!(st.ok(), "{:?}", st.error());
             let v: Value = serde_json::from_str(&st.text).unwrap();
             if v["slow_interrupted"].as_u64() >= Some(1) {
                 interrupted = true;
@@ -273,7 +269,7 @@ fn server_requests_are_answered_and_a_method_never_answers_a_call() {
     run_bounded(BOUND, async {
         for i in 0..3 {
             let r = slot.call("echo", json!({ "text": format!("t{i}") })).await;
-            assert!(r.ok, "{:?}", r.error);
+            assert!(r.ok(), "{:?}", r.error());
             assert_eq!(r.text, format!("t{i}"));
         }
         let pids = slot.stdio_pids();
@@ -290,8 +286,8 @@ fn a_child_that_exits_mid_reply_is_unreachable_with_its_status_and_stderr_redact
     let (ctx, slot) = fault("exit-mid-reply", json!({ "FAULT_SECRET": secret }), opts);
     run_bounded(BOUND, async {
         let r = slot.call("echo", json!({ "text": "x" })).await;
-        assert!(!r.ok && !r.is_error, "{r:?}");
-        let e = r.error.clone().unwrap_or_default();
+        assert!(!r.ok() && !r.is_error(), "{r:?}");
+        let e = r.error().map(str::to_owned).unwrap_or_default();
         assert!(e.contains("may have run"), "{e}");
         assert!(e.contains("exit status: 3"), "{e}");
         assert!(e.contains("lost the database"), "{e}");
@@ -306,8 +302,8 @@ fn a_child_that_exits_mid_reply_is_unreachable_with_its_status_and_stderr_redact
         );
         // The server is dead for the run: the next call does not start another child.
         let r2 = slot.call("echo", json!({ "text": "x" })).await;
-        assert!(!r2.ok);
-        assert!(r2.error.unwrap_or_default().contains("exit status: 3"));
+        assert!(!r2.ok());
+        assert!(r2.error().unwrap_or_default().contains("exit status: 3"));
         assert_eq!(ctx.ledger().tool_calls, 2);
         close_and_check(&ctx, &[&slot], &[]).await;
     });
@@ -325,8 +321,8 @@ fn a_child_that_exits_at_start_names_its_exit_status() {
         assert!(e.message.contains("exit status: 7"), "{}", e.message);
         assert!(e.message.contains("cannot load config"), "{}", e.message);
         let r = slot.call("echo", json!({})).await;
-        assert!(!r.ok);
-        assert!(r.error.unwrap_or_default().contains("exit status: 7"));
+        assert!(!r.ok());
+        assert!(r.error().unwrap_or_default().contains("exit status: 7"));
         close_and_check(&ctx, &[&slot], &[]).await;
     });
 }
@@ -343,19 +339,19 @@ fn lines_that_are_not_json_rpc_are_skipped_and_quoted_when_a_call_then_fails() {
     let (ctx, slot) = fault("garbage", json!({ "FAULT_SECRET": secret }), opts);
     run_bounded(Duration::from_secs(30), async {
         let r = slot.call("echo", json!({ "text": "x" })).await;
-        assert!(r.ok, "{r:?}");
+        assert!(r.ok(), "{r:?}");
         assert_eq!(r.text, "x");
         // Never answered: it ends at its deadline, saying what the server wrote instead.
         let r = slot.call("echo", json!({ "text": "hang" })).await;
-        assert!(!r.ok, "{r:?}");
+        assert!(!r.ok(), "{r:?}");
         assert!(
             matches!(
-                r.kind,
+                r.kind(),
                 Kind::Unreachable(verifi_mcp_core::wire::failure::Cause::TimedOut)
             ),
             "{r:?}"
         );
-        let e = r.error.unwrap_or_default();
+        let e = r.error().unwrap_or_default();
         assert!(
             e.contains("wrote 10 lines that are not JSON-RPC (skipped), the last: "),
             "{e}"
@@ -378,8 +374,8 @@ fn a_line_over_the_cap_is_an_error_not_unbounded_memory() {
     let (ctx, slot) = fault("long-line", json!({ "FAULT_BYTES": "41943040" }), opts);
     run_bounded(Duration::from_secs(60), async {
         let r = slot.call("echo", json!({ "text": "x" })).await;
-        assert!(!r.ok, "{r:?}");
-        let e = r.error.unwrap_or_default();
+        assert!(!r.ok(), "{r:?}");
+        let e = r.error().unwrap_or_default();
         assert!(e.contains("over the 1048576-byte cap"), "{e}");
         close_and_check(&ctx, &[&slot], &[]).await;
     });
@@ -396,7 +392,7 @@ fn a_stderr_flood_is_drained_so_the_child_never_blocks() {
         let r = slot
             .call("echo", json!({ "text": "after the flood" }))
             .await;
-        assert!(r.ok, "{:?}", r.error);
+        assert!(r.ok(), "{:?}", r.error());
         assert_eq!(r.text, "after the flood");
         let pids = slot.stdio_pids();
         close_and_check(&ctx, &[&slot], &pids).await;
@@ -492,7 +488,7 @@ fn both_eras_over_stdio() {
     let (new, old) = (ctx.mcp("new").unwrap(), ctx.mcp("old").unwrap());
     run_bounded(BOUND, async {
         let r = new.call("echo", json!({ "text": "hi" })).await;
-        assert!(r.ok, "{:?}", r.error);
+        assert!(r.ok(), "{:?}", r.error());
         assert_eq!(r.text, "hi at 2026-07-28");
         let st = new.call("stats", json!({})).await;
         assert!(st.text.starts_with("initializes=0 "), "{}", st.text);
@@ -501,8 +497,7 @@ fn both_eras_over_stdio() {
         for slot in [&new, &old] {
             let r = slot.call("wait", json!({})).await;
             assert!(
-                r.error
-                    .as_deref()
+                r.error()
                     .is_some_and(|e| e.starts_with("tool call timed out after")),
                 "{r:?}"
             );
@@ -510,7 +505,7 @@ fn both_eras_over_stdio() {
             assert!(st.text.ends_with(" cancelled=1"), "{}", st.text);
         }
         let r = old.call("echo", json!({ "text": "hi" })).await;
-        assert!(r.ok, "{:?}", r.error);
+        assert!(r.ok(), "{:?}", r.error());
         assert_eq!(r.text, "hi");
         let st = old.call("stats", json!({})).await;
         assert!(st.text.starts_with("initializes=1 "), "{}", st.text);
@@ -532,7 +527,7 @@ fn the_child_gets_only_the_allow_list_and_the_slots_env_in_its_cwd() {
     let slot = ctx.mcp("local").unwrap();
     run_bounded(BOUND, async {
         let r = slot.call("echo", json!({})).await;
-        assert!(r.ok, "{:?}", r.error);
+        assert!(r.ok(), "{:?}", r.error());
         let mut names = Vec::new();
         for line in r.text.lines() {
             let (k, v) = line.split_once('=').unwrap();
@@ -577,10 +572,10 @@ fn failover_between_stdio_and_http_both_ways() {
     run_bounded(BOUND, async {
         for _ in 0..2 {
             let r = a.call("echo", json!({ "text": "via http" })).await;
-            assert!(r.ok, "{:?}", r.error);
+            assert!(r.ok(), "{:?}", r.error());
             assert_eq!(r.text, "via http");
             let r = b.call("echo", json!({ "text": "via stdio" })).await;
-            assert!(r.ok, "{:?}", r.error);
+            assert!(r.ok(), "{:?}", r.error());
             assert_eq!(r.text, "via stdio");
         }
         let used: Vec<_> = ctx
@@ -602,7 +597,7 @@ fn failover_between_stdio_and_http_both_ways() {
 fn dropping_the_context_kills_the_child() {
     let (ctx, slot) = fault("ok", json!({}), Options::default().timeout_ms(20_000));
     let pids = run_bounded(BOUND, async {
-        assert!(slot.call("echo", json!({ "text": "x" })).await.ok);
+        assert!(slot.call("echo", json!({ "text": "x" })).await.ok());
         slot.stdio_pids()
     });
     assert_eq!(pids.len(), 1);

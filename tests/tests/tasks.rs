@@ -26,7 +26,7 @@ use verifi_mcp_host::{EraSetting, HarnessContext, Options, TaskHandle, TaskStart
 async fn runs(peer: &Peer) -> Value {
     let ctx = context(peer.base_url(), "run-runs", Options::default());
     let r = ctx.mcp("kali").unwrap().call("runs", json!({})).await;
-    assert!(r.ok, "{r:?}");
+    assert!(r.ok(), "{r:?}");
     serde_json::from_str(&r.text).expect("runs JSON")
 }
 
@@ -59,7 +59,7 @@ fn a_task_required_tool_returns_its_result_and_runs_once() {
         CHECK_BOUND,
         kali.call("scan", json!({"target": "10.0.0.5", "seconds": 1})),
     );
-    assert!(r.ok, "{r:?}");
+    assert!(r.ok(), "{r:?}");
     assert_eq!(r.text, "scanned 10.0.0.5 in 1s");
     let seen = run_bounded(CHECK_BOUND, runs(&peer));
     assert_eq!(seen["scan_started"], 1, "{seen}");
@@ -97,9 +97,9 @@ fn a_failing_task_gives_the_tools_own_words() {
         CHECK_BOUND,
         ctx.mcp("kali").unwrap().call("scan_fail", json!({})),
     );
-    assert!(!r.ok && r.is_error, "{r:?}");
+    assert!(!r.ok() && r.is_error(), "{r:?}");
     assert_eq!(r.text, "nmap: host down");
-    assert_eq!(r.error.as_deref(), Some("tool error: nmap: host down"));
+    assert_eq!(r.error(), Some("tool error: nmap: host down"));
 }
 
 #[test]
@@ -116,8 +116,8 @@ fn a_deadline_shorter_than_the_task_cancels_it_and_names_it() {
             .unwrap()
             .call("scan", json!({"target": "10.0.0.7", "seconds": 5})),
     );
-    assert!(!r.ok && !r.is_error, "{r:?}");
-    let error = r.error.clone().unwrap_or_default();
+    assert!(!r.ok() && !r.is_error(), "{r:?}");
+    let error = r.error().map(str::to_owned).unwrap_or_default();
     assert!(
         error.starts_with("tool call timed out (task ") && error.ends_with(" was cancelled)"),
         "{error}"
@@ -159,8 +159,8 @@ fn with_tasks_off_a_task_required_tool_is_refused_with_the_servers_reason() {
             .unwrap()
             .call("scan", json!({"target": "x", "seconds": 0.1})),
     );
-    assert!(!r.ok, "{r:?}");
-    let error = r.error.clone().unwrap_or_default();
+    assert!(!r.ok(), "{r:?}");
+    let error = r.error().map(str::to_owned).unwrap_or_default();
     assert!(
         error.contains("-32021") && error.contains("task"),
         "{error}"
@@ -217,7 +217,7 @@ fn detach_then_status_then_wait_gives_the_result_and_the_tool_ran_once() {
     assert_eq!(task.tool_name(), "scan");
     assert_eq!(status["taskId"], task.id(), "{status}");
     assert_eq!(status["status"], "working", "{status}");
-    assert!(r.ok, "{r:?}");
+    assert!(r.ok(), "{r:?}");
     assert_eq!(r.text, "scanned 10.0.0.8 in 1.5s");
     assert_eq!(after["status"], "completed", "{after}");
     // The task's statusMessage reached the observer while it ran.
@@ -258,7 +258,7 @@ fn a_task_is_re_attached_by_id_from_a_new_context() {
     let ctx = context(peer.base_url(), "run-after-restart", Options::default());
     let task = ctx.mcp("kali").unwrap().task(&id).tool("scan");
     let r = run_bounded(CHECK_BOUND, task.wait());
-    assert!(r.ok, "{r:?}");
+    assert!(r.ok(), "{r:?}");
     assert_eq!(r.text, "scanned 10.0.0.9 in 1s");
     let seen = run_bounded(CHECK_BOUND, runs(&peer));
     assert_eq!(seen["scan_started"], 1, "{seen}");
@@ -277,7 +277,7 @@ fn a_task_is_re_attached_by_id_from_a_new_context() {
     let e = status.expect_err("an unknown task has no status");
     assert_eq!(e.code, Some(-32602), "{e}");
     let r = run_bounded(CHECK_BOUND, unknown.wait());
-    assert!(!r.ok && !r.is_error, "{r:?}");
+    assert!(!r.ok() && !r.is_error(), "{r:?}");
     assert_eq!(run_bounded(CHECK_BOUND, runs(&peer))["scan_started"], 1);
 }
 
@@ -294,8 +294,8 @@ fn cancel_of_a_running_task_ends_it_and_wait_says_cancelled() {
         (task, status, r)
     });
     assert_eq!(status["status"], "cancelled", "{status}");
-    assert!(!r.ok && !r.is_error, "{r:?}");
-    let error = r.error.clone().unwrap_or_default();
+    assert!(!r.ok() && !r.is_error(), "{r:?}");
+    let error = r.error().map(str::to_owned).unwrap_or_default();
     assert!(
         error.contains("cancelled") && error.contains(task.id()),
         "{error}"
@@ -361,7 +361,7 @@ fn a_secret_in_a_tasks_result_is_redacted_in_status_wait_and_the_command_line() 
         let r = task.wait().await;
         (task.status().await.expect("tasks/get"), r)
     });
-    assert!(r.ok, "{r:?}");
+    assert!(r.ok(), "{r:?}");
     assert_eq!(r.text, "scanned [REDACTED] in 0.3s");
     assert_eq!(ctx.ledger().evidence_bytes, r.text.len() as u64);
     let status = status.to_string();
@@ -407,9 +407,9 @@ fn a_task_id_over_the_cap_or_an_old_era_server_is_a_clear_error() {
     let ctx = context(peer.base_url(), "run-task-long-id", Options::default());
     let long = "t".repeat(65);
     let r = run_bounded(CHECK_BOUND, ctx.mcp("kali").unwrap().task(&long).wait());
-    assert!(!r.ok && !r.is_error, "{r:?}");
+    assert!(!r.ok() && !r.is_error(), "{r:?}");
     assert_eq!(
-        r.error.as_deref(),
+        r.error(),
         Some("task id must be 1 to 64 bytes long, not 65")
     );
     // Nothing was sent for it, and it is no tool call.
@@ -424,17 +424,17 @@ fn a_task_id_over_the_cap_or_an_old_era_server_is_a_clear_error() {
     let rmcp = Peer::start(PeerKind::RmcpStateful);
     let ctx = context(rmcp.base_url(), "run-task-rmcp", Options::default());
     let r = run_bounded(CHECK_BOUND, ctx.mcp("kali").unwrap().task("abc").wait());
-    assert!(!r.ok && !r.is_error, "{r:?}");
+    assert!(!r.ok() && !r.is_error(), "{r:?}");
     assert_eq!(
-        r.error.as_deref(),
+        r.error(),
         Some("task abc is not found or expired on the server")
     );
     // Spoken to in the handshake era, a server has no tasks: following one says so.
     let legacy = Options::default().era(EraSetting::Legacy);
     let ctx = context(rmcp.base_url(), "run-task-old-era", legacy);
     let r = run_bounded(CHECK_BOUND, ctx.mcp("kali").unwrap().task("abc").wait());
-    assert!(!r.ok && !r.is_error, "{r:?}");
-    let error = r.error.clone().unwrap_or_default();
+    assert!(!r.ok() && !r.is_error(), "{r:?}");
+    let error = r.error().map(str::to_owned).unwrap_or_default();
     assert!(error.contains("2026-07-28"), "{error}");
     // And `start_task` of an ordinary tool there is its answer, at once.
     let started = run_bounded(
@@ -444,7 +444,7 @@ fn a_task_id_over_the_cap_or_an_old_era_server_is_a_clear_error() {
             .start_task("echo", json!({"text": "now"})),
     );
     match started {
-        TaskStart::Done(r) => assert!(r.ok && r.text == "now", "{r:?}"),
+        TaskStart::Done(r) => assert!(r.ok() && r.text == "now", "{r:?}"),
         TaskStart::Task(t) => panic!("an old-era server made a task: {t:?}"),
     }
 }
@@ -492,7 +492,7 @@ fn a_task_on_the_fallback_is_followed_there_and_named_so() {
             .fallback()
             .wait(),
     );
-    assert!(r.ok, "{r:?}");
+    assert!(r.ok(), "{r:?}");
     assert_eq!(r.text, "scanned 10.0.0.17 in 0.5s");
     assert_eq!(again.ledger().tool_calls, 0);
     // The command line prints the fallback as the task's endpoint.

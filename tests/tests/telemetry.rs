@@ -112,7 +112,7 @@ fn a_call_is_a_tracing_span_with_its_outcome_and_never_its_arguments() {
             kali.call("echo", json!({"text": "arg-value-never-traced"})),
         )
     });
-    assert!(r.ok, "{r:?}");
+    assert!(r.ok(), "{r:?}");
     let spans = rec.spans.lock().unwrap().clone();
     let calls: Vec<_> = spans.iter().filter(|(n, _)| n == "mcp.call").collect();
     assert_eq!(calls.len(), 1, "{spans:?}");

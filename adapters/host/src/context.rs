@@ -19,7 +19,8 @@ use crate::trust::{Trust, client_config};
 
 pub use crate::options::{DEFAULT_TIMEOUT_MS, INSECURE_WARNING, Options};
 pub use crate::run::{LedgerTotals, SlotNotFilledError, TimelineEntry, env_secrets};
-pub(crate) use crate::run::{Records, Run, lock, redact_string};
+pub(crate) use crate::run::{Records, lock, redact_string};
+pub(crate) use crate::run_state::Run;
 
 /// A context could not be built.
 #[derive(Debug)]

@@ -1,4 +1,6 @@
-//! `Exec`: the seed's usage pattern for a shared Kali-style box, on one slot of the context:
+//! `Exec`: the usage pattern of the TypeScript harness SDK this project replaces (its
+//! `exec(command, timeoutMs)`; see `docs/design.md`) for a shared Kali-style box, on one slot
+//! of the context:
 //! `run_command { command, timeout, workspace: run id }` with the timeout clamped under the
 //! client's ceiling, and the TOOL's exit code reported, not the MCP call's success.
 //!
@@ -86,7 +88,7 @@ impl Exec {
                 .slot
                 .local_failure(&self.tool, &format!("{} arguments: {e}", self.tool)),
         };
-        let outcome = exec_outcome(call.ok, &call.text, call.error.as_deref());
+        let outcome = exec_outcome(call.ok(), &call.text, call.error());
         ExecResult {
             output: outcome.output.to_owned(),
             ok: outcome.ok,

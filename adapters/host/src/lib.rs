@@ -20,8 +20,8 @@
 //! let kali = ctx.mcp("kali")?; // nothing is sent yet
 //! smol::block_on(async {
 //!     let r = kali.call("echo", json!({ "text": "hello" })).await; // never panics, never Err
-//!     if !r.ok {
-//!         ctx.log(format!("echo failed: {}", r.error.unwrap_or_default()));
+//!     if !r.ok() {
+//!         ctx.log(format!("echo failed: {}", r.error().unwrap_or_default()));
 //!     }
 //!     let nmap = Exec::new(&ctx, "kali")?.exec("nmap -sV example.com", 600_000).await;
 //!     println!("exit {:?}: {}", nmap.exit_code, nmap.output);
@@ -58,9 +58,11 @@ pub mod proxy;
 pub mod result;
 pub mod route;
 pub mod run;
+mod run_state;
 pub mod server_log;
 pub mod shared;
 pub mod slot;
+mod slot_hooks;
 pub mod stdio;
 pub mod task;
 pub mod telemetry;

@@ -1,7 +1,11 @@
-//! How a context behaves: [`Options`] and its defaults (the seed's behaviour).
+//! How a context behaves: [`Options`] and its defaults (the behaviour of the TypeScript
+//! harness SDK this project replaces; see `docs/design.md`).
 //!
 //! Apart from the context so that the slots, the routes and the stdio servers read the
 //! options without importing the context that owns them.
+
+use std::fmt;
+use std::sync::Arc;
 
 use verifi_mcp_core::machine::{Elicitation, LogLevel};
 use verifi_mcp_core::wire::era::EraSetting;
@@ -12,17 +16,16 @@ use crate::buf::DEFAULT_REPLY_CAP;
 use crate::elicit::OnElicit;
 use crate::integrity::{OnToolChange, ToolsLock};
 use crate::net::{DEFAULT_CONNECTION_LIMIT, RootCert};
-use crate::server_log::ServerLogObserver;
 use crate::trace::WireTrace;
 
-/// The seed's per-call timeout: 300 000 ms (5 minutes).
+/// The per-call timeout: 300 000 ms (5 minutes), the TypeScript harness SDK's.
 pub const DEFAULT_TIMEOUT_MS: u64 = 300_000;
 
 /// The run log's first line when certificate checks are off.
 pub const INSECURE_WARNING: &str = "WARNING: TLS certificate checks are OFF (insecure): any \
     server certificate is accepted, so anyone on the path can read and change this run's traffic";
 
-/// How a context behaves. `Options::default()` is the seed's behaviour.
+/// How a context behaves. `Options::default()` behaves as the TypeScript harness SDK did.
 ///
 /// The struct is `#[non_exhaustive]`, so a new option is not a breaking change: start from
 /// `Options::default()` and use the setter of each field, which has the field's name.
@@ -73,7 +76,7 @@ pub struct Options {
     /// memory of a big reply).
     pub keep_raw: bool,
     /// The protocol version offered in `initialize` (default `2025-11-25`, the newest of the
-    /// handshake era; the seed's `2024-11-05` on request); the
+    /// handshake era; the TypeScript harness SDK's `2024-11-05` on request); the
     /// server's choice among the versions the core speaks is then followed.
     pub protocol_version: ProtocolVersion,
     /// Which MCP era to speak (default [`EraSetting::Auto`]: each server is probed once per
@@ -92,7 +95,7 @@ pub struct Options {
     /// [`Options::elicitation`]'s policy; setting one declares elicitation.
     pub on_elicit: Option<OnElicit>,
     /// Take the manifest's endpoints as exact MCP URLs, used as given, instead of base URLs
-    /// with `/mcp` appended (default false, as the seed): for servers mounted elsewhere.
+    /// with `/mcp` appended (default false, as in the TypeScript harness SDK): for servers mounted elsewhere.
     pub exact_mcp_urls: bool,
     /// An observer of every connection opened and every byte sent and received (default none),
     /// for a wire trace; it sees the bytes unredacted (see [`WireTrace`]).
@@ -295,5 +298,22 @@ impl Default for Options {
             tools_lock: None,
             on_lock_mismatch: OnToolChange::Refuse,
         }
+    }
+}
+
+/// Told of each server log line the run keeps (e.g. to print it as it comes).
+#[derive(Clone)]
+pub struct ServerLogObserver(pub(crate) Arc<dyn Fn(&str) + Send + Sync>);
+
+impl ServerLogObserver {
+    /// An observer calling `f` with each line (already redacted).
+    pub fn new(f: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        ServerLogObserver(Arc::new(f))
+    }
+}
+
+impl fmt::Debug for ServerLogObserver {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ServerLogObserver(..)")
     }
 }

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::result::ToolResult;
-use crate::run::redact_string;
+use crate::run::{redact_string, redact_value};
 
 /// A resource a server offers (`resources/list`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -247,24 +247,6 @@ impl ListCollector {
     }
 }
 
-/// Every string of `v` (keys too) redacted: the core redacted the JSON text, and this catches
-/// a secret the server wrote with escapes (`\u0041`, `\/`) that only unescaping reveals.
-pub(crate) fn redact_value(v: Value, secrets: &[Vec<u8>]) -> Value {
-    if secrets.is_empty() {
-        return v;
-    }
-    match v {
-        Value::String(s) => Value::String(redact_string(&s, secrets)),
-        Value::Array(a) => Value::Array(a.into_iter().map(|x| redact_value(x, secrets)).collect()),
-        Value::Object(m) => Value::Object(
-            m.into_iter()
-                .map(|(k, x)| (redact_string(&k, secrets), redact_value(x, secrets)))
-                .collect(),
-        ),
-        other => other,
-    }
-}
-
 /// Parses the core's redacted JSON into `T`, redacting every string once more.
 pub(crate) fn typed<T: serde::de::DeserializeOwned>(
     method: &'static str,
@@ -445,18 +427,13 @@ mod tests {
 
     #[test]
     fn call_result_is_the_result_object_of_the_raw_reply() {
-        let mut r = ToolResult {
-            ok: true,
-            text: String::new(),
-            is_error: false,
-            latency_ms: 0,
-            error: None,
-            raw: Some(
-                r#"{"jsonrpc":"2.0","id":3,"result":{"content":[],"structuredContent":{"a":1}}}"#
-                    .into(),
+        let mut r = ToolResult::from_core(&verifi_mcp_core::harness::result::ToolResult::answered(
+            "",
+            0,
+            Some(
+                br#"{"jsonrpc":"2.0","id":3,"result":{"content":[],"structuredContent":{"a":1}}}"#,
             ),
-            kind: verifi_mcp_core::harness::result::Kind::Answered,
-        };
+        ));
         assert_eq!(
             r.call_result(),
             Some(json!({"content": [], "structuredContent": {"a": 1}}))

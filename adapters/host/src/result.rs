@@ -1,76 +1,201 @@
-//! Owned results a harness keeps: [`ToolResult`] (the seed's shape, serialized with its
-//! camelCase names) and [`ListToolsError`].
+//! Owned results a harness keeps: [`ToolResult`] (serialized as
+//! `{ok, text, isError, latencyMs, error?, raw?, kind}`, the field names every harness of this
+//! project reads) and [`ListToolsError`].
 //!
-//! Owns: copying the core's borrowed result out of the call buffers. Decides nothing.
+//! Owns: copying the core's borrowed result out of the call buffers, keeping its one outcome
+//! (so `ok`, `isError`, `error` and `kind` cannot disagree). Decides nothing.
 
 use std::fmt;
 
 use serde::ser::SerializeMap;
-use verifi_mcp_core::harness::result::{Kind, ToolResult as CoreResult};
+use verifi_mcp_core::harness::result::{Kind, Outcome as CoreOutcome, ToolResult as CoreResult};
+use verifi_mcp_core::wire::failure::Cause;
+
+/// What a call came to, owned: the core's [`Outcome`](CoreOutcome) with its error text
+/// copied. Only the shapes the core's outcome has exist, so an `ok` result has no error and a
+/// failed one always has one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Outcome {
+    Answered,
+    ToolError {
+        error: String,
+    },
+    Refused {
+        code: i64,
+        unknown_tool: bool,
+        error: String,
+    },
+    Unreachable {
+        cause: Cause,
+        error: String,
+    },
+}
+
+impl Outcome {
+    fn of(o: &CoreOutcome<'_>) -> Self {
+        match *o {
+            CoreOutcome::Answered => Outcome::Answered,
+            CoreOutcome::ToolError { error } => Outcome::ToolError {
+                error: error.to_owned(),
+            },
+            CoreOutcome::Refused {
+                code,
+                unknown_tool,
+                error,
+            } => Outcome::Refused {
+                code,
+                unknown_tool,
+                error: error.to_owned(),
+            },
+            CoreOutcome::Unreachable { cause, error } => Outcome::Unreachable {
+                cause,
+                error: error.to_owned(),
+            },
+        }
+    }
+
+    fn error_mut(&mut self) -> Option<&mut String> {
+        match self {
+            Outcome::Answered => None,
+            Outcome::ToolError { error }
+            | Outcome::Refused { error, .. }
+            | Outcome::Unreachable { error, .. } => Some(error),
+        }
+    }
+}
 
 /// The outcome of one tool call. `call()` always gives one; it never panics or errors.
 ///
-/// The seed's fields (`ok`, `text`, `isError`, `latencyMs`, `error`, `raw`) plus `kind`, the
-/// same outcome as a type to branch on (tool error, refused with its JSON-RPC code, or
-/// unreachable with its cause) without matching strings.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
+/// The outcome is one value: [`ok`](Self::ok), [`is_error`](Self::is_error),
+/// [`error`](Self::error) and [`kind`](Self::kind) are read from it (the kind is the same
+/// outcome as a type to branch on: tool error, refused with its JSON-RPC code, or unreachable
+/// with its cause, without matching strings). `text`, `latency_ms` and `raw` are plain fields.
+///
+/// Serialized as `{"ok", "text", "isError", "latencyMs", "error"?, "raw"?, "kind"}`.
+#[derive(Clone, PartialEq, Eq)]
 pub struct ToolResult {
-    /// The tool ran and answered. False: it refused, errored, or was unreachable.
-    pub ok: bool,
+    outcome: Outcome,
     /// Flattened, redacted text of the response.
     pub text: String,
-    /// True when the SERVER reported a tool-level error (`isError: true`).
-    pub is_error: bool,
     /// Wall-clock of this call in ms, for the run timeline.
     pub latency_ms: u64,
-    /// What went wrong, when `ok` is false (a tool error carries the tool's own first line).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
     /// The raw (redacted) JSON-RPC reply, when there was one.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub raw: Option<String>,
-    /// What the call came to, as a type: serialized as
-    /// `{"type": "answered" | "toolError" | "refused" | "unreachable", "code"?, "cause"?,
-    /// "status"?}`.
-    #[serde(serialize_with = "kind_json")]
-    pub kind: Kind,
 }
 
-fn kind_json<S: serde::Serializer>(kind: &Kind, s: S) -> Result<S::Ok, S::Error> {
-    let mut m = s.serialize_map(None)?;
-    match kind {
-        Kind::Answered => m.serialize_entry("type", "answered")?,
-        Kind::ToolError => m.serialize_entry("type", "toolError")?,
-        Kind::Refused { code, .. } => {
-            m.serialize_entry("type", "refused")?;
-            m.serialize_entry("code", code)?;
+/// The same fields as the JSON, in its order (`ok`, `text`, `is_error`, `latency_ms`,
+/// `error`, `raw`, `kind`), each derived from the one outcome.
+impl fmt::Debug for ToolResult {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolResult")
+            .field("ok", &self.ok())
+            .field("text", &self.text)
+            .field("is_error", &self.is_error())
+            .field("latency_ms", &self.latency_ms)
+            .field("error", &self.error())
+            .field("raw", &self.raw)
+            .field("kind", &self.kind())
+            .finish()
+    }
+}
+
+impl serde::Serialize for ToolResult {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let error = self.error();
+        let len = 5 + usize::from(error.is_some()) + usize::from(self.raw.is_some());
+        let mut m = s.serialize_map(Some(len))?;
+        m.serialize_entry("ok", &self.ok())?;
+        m.serialize_entry("text", &self.text)?;
+        m.serialize_entry("isError", &self.is_error())?;
+        m.serialize_entry("latencyMs", &self.latency_ms)?;
+        if let Some(error) = error {
+            m.serialize_entry("error", error)?;
         }
-        Kind::Unreachable(cause) => {
-            m.serialize_entry("type", "unreachable")?;
-            m.serialize_entry("cause", cause.as_str())?;
-            if let verifi_mcp_core::wire::failure::Cause::HttpStatus(status) = cause {
-                m.serialize_entry("status", status)?;
+        if let Some(raw) = &self.raw {
+            m.serialize_entry("raw", raw)?;
+        }
+        m.serialize_entry("kind", &KindJson(self.kind()))?;
+        m.end()
+    }
+}
+
+/// A [`Kind`] as JSON: `{"type": "answered" | "toolError" | "refused" | "unreachable",
+/// "code"?, "cause"?, "status"?}`.
+struct KindJson(Kind);
+
+impl serde::Serialize for KindJson {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(None)?;
+        match self.0 {
+            Kind::Answered => m.serialize_entry("type", "answered")?,
+            Kind::ToolError => m.serialize_entry("type", "toolError")?,
+            Kind::Refused { code, .. } => {
+                m.serialize_entry("type", "refused")?;
+                m.serialize_entry("code", &code)?;
+            }
+            Kind::Unreachable(cause) => {
+                m.serialize_entry("type", "unreachable")?;
+                m.serialize_entry("cause", cause.as_str())?;
+                if let Cause::HttpStatus(status) = cause {
+                    m.serialize_entry("status", &status)?;
+                }
             }
         }
+        m.end()
     }
-    m.end()
 }
 
 /// What a `-32042` refusal's error line says before the URLs a person must open.
 const MUST_OPEN: &str = "(URL elicitation required: a person must open ";
 
 impl ToolResult {
+    /// The tool ran and answered. False: it refused, errored, or was unreachable.
+    pub fn ok(&self) -> bool {
+        matches!(self.outcome, Outcome::Answered)
+    }
+
+    /// True when the SERVER reported a tool-level error (`isError: true`).
+    pub fn is_error(&self) -> bool {
+        matches!(self.outcome, Outcome::ToolError { .. })
+    }
+
+    /// What went wrong, exactly when [`ok`](Self::ok) is false (a tool error carries the
+    /// tool's own first line).
+    pub fn error(&self) -> Option<&str> {
+        match &self.outcome {
+            Outcome::Answered => None,
+            Outcome::ToolError { error }
+            | Outcome::Refused { error, .. }
+            | Outcome::Unreachable { error, .. } => Some(error),
+        }
+    }
+
+    /// What the call came to, as a type.
+    pub fn kind(&self) -> Kind {
+        match self.outcome {
+            Outcome::Answered => Kind::Answered,
+            Outcome::ToolError { .. } => Kind::ToolError,
+            Outcome::Refused {
+                code, unknown_tool, ..
+            } => Kind::Refused { code, unknown_tool },
+            Outcome::Unreachable { cause, .. } => Kind::Unreachable(cause),
+        }
+    }
+
     /// The URLs a person must open before the call can succeed, when the server refused it
     /// with `-32042` (URL elicitation required; its `error` names them too); empty otherwise.
     pub fn elicitation_urls(&self) -> Vec<&str> {
-        if !matches!(self.kind, Kind::Refused { code: -32042, .. }) {
+        let Outcome::Refused {
+            code: -32042,
+            error,
+            ..
+        } = &self.outcome
+        else {
             return Vec::new();
-        }
-        let Some(rest) = self
-            .error
-            .as_deref()
-            .and_then(|e| e.rfind(MUST_OPEN).map(|i| &e[i + MUST_OPEN.len()..]))
+        };
+        let Some(rest) = error
+            .rfind(MUST_OPEN)
+            .map(|i| &error[i + MUST_OPEN.len()..])
         else {
             return Vec::new();
         };
@@ -81,51 +206,90 @@ impl ToolResult {
     /// An owned copy of the core's result (borrowed from the call's buffers).
     pub fn from_core(r: &CoreResult<'_>) -> Self {
         ToolResult {
-            ok: r.ok(),
+            outcome: Outcome::of(&r.outcome),
             text: r.text.to_owned(),
-            is_error: r.is_error(),
             latency_ms: r.latency_ms,
-            error: r.error().map(str::to_owned),
             raw: r.raw.map(|b| String::from_utf8_lossy(b).into_owned()),
-            kind: r.kind(),
         }
     }
 
     /// [`from_core`](Self::from_core) with an empty `text`, for a caller that moves the text
     /// buffer in instead of copying it.
     pub(crate) fn from_core_without_text(r: &CoreResult<'_>) -> Self {
-        ToolResult {
-            text: String::new(),
-            ..ToolResult::from_core(&CoreResult { text: "", ..*r })
-        }
+        ToolResult::from_core(&CoreResult { text: "", ..*r })
     }
 
     /// An `ok: false` result for something that never became a call (e.g. a caller's own
-    /// input line that is not JSON). Not metered: a call that fails before sending goes
-    /// through the slot, which meters it.
+    /// input line that is not JSON): unreachable, cause `local`. Not metered: a call that
+    /// fails before sending goes through the slot, which meters it.
     pub fn local_failure(error: impl Into<String>) -> Self {
         ToolResult {
-            ok: false,
+            outcome: Outcome::Unreachable {
+                cause: Cause::Local,
+                error: error.into(),
+            },
             text: String::new(),
-            is_error: false,
             latency_ms: 0,
-            error: Some(error.into()),
             raw: None,
-            kind: Kind::Unreachable(verifi_mcp_core::wire::failure::Cause::Local),
+        }
+    }
+
+    /// The result of a call that was not made because the server's tools could not be
+    /// listed first: the list's kind and message, no text, latency 0. `list_tools()` only
+    /// fails refused or unreachable; any other kind (a hand-built error) reads as
+    /// unreachable, cause `local`. Not metered (the list was).
+    pub fn not_called(e: &ListToolsError) -> Self {
+        let error = e.message.clone();
+        let outcome = match e.kind {
+            Kind::Refused { code, unknown_tool } => Outcome::Refused {
+                code,
+                unknown_tool,
+                error,
+            },
+            Kind::Unreachable(cause) => Outcome::Unreachable { cause, error },
+            Kind::Answered | Kind::ToolError => Outcome::Unreachable {
+                cause: Cause::Local,
+                error,
+            },
+        };
+        ToolResult {
+            outcome,
+            text: String::new(),
+            latency_ms: 0,
+            raw: None,
+        }
+    }
+
+    /// Rewrites the error of a failed result with `f` (e.g. in a command line's words), its
+    /// kind kept; an answered result has no error and stays as it is.
+    pub fn reword(&mut self, f: impl FnOnce(&str) -> String) {
+        if let Some(error) = self.outcome.error_mut() {
+            *error = f(error);
+        }
+    }
+
+    /// An answered call whose output failed a check of the host's (its `outputSchema`):
+    /// it becomes a tool-level error (`ok: false, isError: true`) saying `error`; `text` and
+    /// `raw` stay. Any other result is left as it is.
+    pub(crate) fn fail_check(&mut self, error: String) {
+        if self.ok() {
+            self.outcome = Outcome::ToolError { error };
         }
     }
 
     /// For `?`-style code: `Ok(self)` when the tool ran and answered, else a [`CallError`]
     /// with the same kind and error. `call()` itself never fails; this is the caller's choice.
     pub fn into_result(self) -> Result<ToolResult, CallError> {
-        if self.ok {
-            Ok(self)
-        } else {
-            Err(CallError {
-                kind: self.kind,
-                message: self.error.unwrap_or_default(),
+        let kind = self.kind();
+        match self.outcome {
+            Outcome::Answered => Ok(self),
+            Outcome::ToolError { error }
+            | Outcome::Refused { error, .. }
+            | Outcome::Unreachable { error, .. } => Err(CallError {
+                kind,
+                message: error,
                 text: self.text,
-            })
+            }),
         }
     }
 }
@@ -163,7 +327,7 @@ impl ListToolsError {
     pub(crate) fn local(message: String) -> Self {
         ListToolsError {
             message,
-            kind: Kind::Unreachable(verifi_mcp_core::wire::failure::Cause::Local),
+            kind: Kind::Unreachable(Cause::Local),
         }
     }
 
@@ -192,16 +356,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn serializes_with_the_seeds_field_names() {
-        let r = ToolResult {
-            ok: false,
-            text: "t".into(),
-            is_error: true,
-            latency_ms: 12,
-            error: Some("e".into()),
-            raw: None,
-            kind: Kind::ToolError,
-        };
+    fn serializes_with_the_harness_field_names() {
+        let r = ToolResult::from_core(&CoreResult::tool_error("t", "e", 12, None));
         assert_eq!(
             serde_json::to_string(&r).unwrap(),
             r#"{"ok":false,"text":"t","isError":true,"latencyMs":12,"error":"e","kind":{"type":"toolError"}}"#
@@ -217,17 +373,51 @@ mod tests {
     }
 
     #[test]
+    fn every_kind_serializes_in_one_form_with_its_fields_derived() {
+        let cases = [
+            (
+                CoreResult::answered("22/tcp open", 7, Some(b"{\"id\":1}")),
+                r#"{"ok":true,"text":"22/tcp open","isError":false,"latencyMs":7,"raw":"{\"id\":1}","kind":{"type":"answered"}}"#,
+            ),
+            (
+                CoreResult::tool_error("no such host", "tool error: no such host", 5, None),
+                r#"{"ok":false,"text":"no such host","isError":true,"latencyMs":5,"error":"tool error: no such host","kind":{"type":"toolError"}}"#,
+            ),
+            (
+                CoreResult::refused("JSON-RPC error -32602: bad", -32602, false, 3, Some(b"{}")),
+                r#"{"ok":false,"text":"","isError":false,"latencyMs":3,"error":"JSON-RPC error -32602: bad","raw":"{}","kind":{"type":"refused","code":-32602}}"#,
+            ),
+            (
+                CoreResult::unreachable("HTTP 503 Service Unavailable", Cause::HttpStatus(503), 9),
+                r#"{"ok":false,"text":"","isError":false,"latencyMs":9,"error":"HTTP 503 Service Unavailable","kind":{"type":"unreachable","cause":"httpStatus","status":503}}"#,
+            ),
+            (
+                CoreResult::unreachable("tool call timed out", Cause::TimedOut, 30000),
+                r#"{"ok":false,"text":"","isError":false,"latencyMs":30000,"error":"tool call timed out","kind":{"type":"unreachable","cause":"timedOut"}}"#,
+            ),
+        ];
+        for (core, json) in cases {
+            let r = ToolResult::from_core(&core);
+            assert_eq!(serde_json::to_string(&r).unwrap(), json);
+            assert_eq!(
+                (r.ok(), r.is_error(), r.error(), r.kind()),
+                (core.ok(), core.is_error(), core.error(), core.kind())
+            );
+        }
+        let local = ToolResult::local_failure("line 3: not JSON");
+        assert_eq!(
+            serde_json::to_string(&local).unwrap(),
+            r#"{"ok":false,"text":"","isError":false,"latencyMs":0,"error":"line 3: not JSON","kind":{"type":"unreachable","cause":"local"}}"#
+        );
+    }
+
+    #[test]
     fn kinds_serialize_for_branching_and_into_result_gives_the_error() {
-        use verifi_mcp_core::wire::failure::Cause;
-        let r = ToolResult {
-            ok: false,
-            text: String::new(),
-            is_error: false,
-            latency_ms: 1,
-            error: Some("HTTP 503 Service Unavailable".into()),
-            raw: None,
-            kind: Kind::Unreachable(Cause::HttpStatus(503)),
-        };
+        let r = ToolResult::from_core(&CoreResult::unreachable(
+            "HTTP 503 Service Unavailable",
+            Cause::HttpStatus(503),
+            1,
+        ));
         let v = serde_json::to_value(&r).unwrap();
         assert_eq!(
             v["kind"],
@@ -236,5 +426,49 @@ mod tests {
         let e = r.into_result().unwrap_err();
         assert_eq!(e.kind, Kind::Unreachable(Cause::HttpStatus(503)));
         assert_eq!(e.to_string(), "HTTP 503 Service Unavailable");
+    }
+
+    #[test]
+    fn rewording_and_failing_a_check_keep_the_outcome_whole() {
+        let mut a = ToolResult::from_core(&CoreResult::answered("x", 1, None));
+        a.reword(|e| format!("never: {e}"));
+        assert_eq!((a.ok(), a.error()), (true, None));
+        a.fail_check("output does not match".into());
+        assert_eq!(
+            (a.ok(), a.is_error(), a.error(), a.kind(), a.text.as_str()),
+            (
+                false,
+                true,
+                Some("output does not match"),
+                Kind::ToolError,
+                "x"
+            )
+        );
+        a.reword(|e| format!("{e}!"));
+        assert_eq!(a.error(), Some("output does not match!"));
+        a.fail_check("again".into());
+        assert_eq!(
+            a.error(),
+            Some("output does not match!"),
+            "only an answered call"
+        );
+
+        let listed = ListToolsError {
+            message: "no server".into(),
+            kind: Kind::Unreachable(Cause::Connect),
+        };
+        let r = ToolResult::not_called(&listed);
+        assert_eq!(
+            (r.ok(), r.error(), r.kind()),
+            (false, Some("no server"), Kind::Unreachable(Cause::Connect))
+        );
+        let odd = ListToolsError {
+            message: "m".into(),
+            kind: Kind::Answered,
+        };
+        assert_eq!(
+            ToolResult::not_called(&odd).kind(),
+            Kind::Unreachable(Cause::Local)
+        );
     }
 }

@@ -111,24 +111,27 @@ pub(crate) fn slot_bearer(manifest_json: &str, slot: &str) -> Option<(String, St
     Some(("authorization".to_owned(), format!("Bearer {b}")))
 }
 
-/// The route of a slot: the context's, with the slot's `proxy` and `ca` put in.
+/// The route of `slot`: the context's, with the slot's `proxy` and `ca` (its manifest
+/// fields) put in.
 pub(crate) fn slot_route(
     net: &HostNet,
     options: &Options,
-    spec: &crate::slot::SlotSpec,
+    slot: &str,
+    proxy: Option<&str>,
+    ca: Option<&str>,
 ) -> Result<Route, String> {
     let base = net.route();
-    let proxy = match &spec.proxy {
-        Some(p) => ProxyRule::explicit(p).map_err(|e| format!("slot '{}': {e}", spec.slot))?,
+    let proxy = match proxy {
+        Some(p) => ProxyRule::explicit(p).map_err(|e| format!("slot '{slot}': {e}"))?,
         None => base.proxy.clone(),
     };
-    let tls = match &spec.ca {
+    let tls = match ca {
         None => base.tls.clone(),
         Some(ca) => {
             let root = if ca.trim_start().starts_with("-----BEGIN") {
                 RootCert::Pem(ca.as_bytes().to_vec())
             } else {
-                RootCert::pem_file(ca).map_err(|e| format!("slot '{}': {e}", spec.slot))?
+                RootCert::pem_file(ca).map_err(|e| format!("slot '{slot}': {e}"))?
             };
             let mut extra = options.root_certs.clone();
             extra.push(root);
@@ -137,7 +140,7 @@ pub(crate) fn slot_route(
                 no_system_roots: false,
                 insecure: options.insecure,
             })
-            .map_err(|e| format!("slot '{}': {e}", spec.slot))?
+            .map_err(|e| format!("slot '{slot}': {e}"))?
         }
     };
     Ok(Route { proxy, tls })
@@ -170,19 +173,22 @@ mod tests {
             },
         )
         .unwrap();
-        let spec = |s: &str| crate::slot::SlotSpec::resolve(m, s).unwrap();
-        let net = &ctx.run_net();
-        let a = slot_route(net, ctx.options(), &spec("a")).unwrap();
+        let route = |s: &str| {
+            let spec = crate::slot::SlotSpec::resolve(m, s).unwrap();
+            let (proxy, ca) = (spec.proxy.as_deref(), spec.ca.as_deref());
+            slot_route(&ctx.run_net(), ctx.options(), s, proxy, ca)
+        };
+        let a = route("a").unwrap();
         assert_eq!(a.proxy.proxy_for(false, "h").unwrap().label(), "http://p:3");
         assert_eq!(a.proxy.secrets()[0], "pw1234");
-        let b = slot_route(net, ctx.options(), &spec("b")).unwrap();
+        let b = route("b").unwrap();
         assert_eq!(b.proxy.proxy_for(false, "h"), None);
-        let d = slot_route(net, ctx.options(), &spec("d")).unwrap();
+        let d = route("d").unwrap();
         assert_eq!(
             d.proxy.proxy_for(false, "127.0.0.1").unwrap().label(),
             "http://ctx:1"
         );
-        let c = slot_route(net, ctx.options(), &spec("c")).unwrap_err();
+        let c = route("c").unwrap_err();
         assert!(
             c.starts_with("slot 'c': TLS configuration: cannot read CA file"),
             "{c}"

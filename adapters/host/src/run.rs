@@ -1,11 +1,12 @@
-//! What one run is made of and what its slots share: the records (ledger totals, timeline,
-//! log), the redaction helpers and the run itself.
+//! What one run is made of: the records (ledger totals, timeline, log) and the redaction
+//! helpers. The run itself (what its slots share) is `run_state`'s, so that this file, which
+//! nearly every other one uses, imports none of them.
 //!
 //! Apart from the context (which owns a `Run` and memoizes the slots) so that a slot reads its
 //! run without importing the context: imports go one way, context → slot → run.
 
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use serde_json::Value;
 use verifi_mcp_core::buf::Buf;
@@ -14,8 +15,6 @@ use verifi_mcp_core::harness::redact::{
 };
 
 use crate::buf::VecBuf;
-use crate::net::HostNet;
-use crate::options::Options;
 
 /// `ctx.mcp(slot)` for a slot the manifest does not fill (owned copy of the core's error).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,7 +23,7 @@ pub struct SlotNotFilledError {
     pub slot: String,
     /// The slots the manifest does fill, sorted.
     pub filled: Vec<String>,
-    /// The seed's message, naming the slot and the filled slots.
+    /// The message (the TypeScript harness SDK's wording), naming the slot and the filled slots.
     pub message: String,
 }
 
@@ -116,8 +115,26 @@ pub(crate) fn redact_decoded(raw: String, secrets: &[Vec<u8>]) -> String {
     let Ok(v) = serde_json::from_str::<serde_json::Value>(&raw) else {
         return raw;
     };
-    let clean = crate::protocol::redact_value(v.clone(), secrets);
+    let clean = redact_value(v.clone(), secrets);
     if clean == v { raw } else { clean.to_string() }
+}
+
+/// Every string of `v` (keys too) redacted: the core redacted the JSON text, and this catches
+/// a secret the server wrote with escapes (`\u0041`, `\/`) that only unescaping reveals.
+pub(crate) fn redact_value(v: Value, secrets: &[Vec<u8>]) -> Value {
+    if secrets.is_empty() {
+        return v;
+    }
+    match v {
+        Value::String(s) => Value::String(redact_string(&s, secrets)),
+        Value::Array(a) => Value::Array(a.into_iter().map(|x| redact_value(x, secrets)).collect()),
+        Value::Object(m) => Value::Object(
+            m.into_iter()
+                .map(|(k, x)| (redact_string(&k, secrets), redact_value(x, secrets)))
+                .collect(),
+        ),
+        other => other,
+    }
 }
 
 /// `text` with every secret replaced by `[REDACTED]` (the core's rule).
@@ -130,19 +147,4 @@ pub(crate) fn redact_string(text: &str, secrets: &[Vec<u8>]) -> String {
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// What every slot of a run shares.
-pub(crate) struct Run {
-    pub(crate) run_id: String,
-    pub(crate) options: Options,
-    pub(crate) secrets: Vec<Vec<u8>>,
-    pub(crate) net: HostNet,
-    pub(crate) records: Records,
-    /// Tokens, secrets and assertions the run's OAuth clients learned: redacted everywhere.
-    pub(crate) learned: Arc<Mutex<Vec<String>>>,
-    /// The run's W3C trace context, sent in every request's `_meta`.
-    pub(crate) trace: crate::trace::RunTrace,
-    /// Server log lines kept so far (capped: see [`crate::server_log`]).
-    pub(crate) server_logs: std::sync::atomic::AtomicUsize,
 }

@@ -6,8 +6,6 @@
 //! Owns: the line's form, its redaction and the cap on how many a run keeps (a server that
 //! floods logs cannot grow the run log without bound). Progress stays a progress observer's.
 
-use std::fmt;
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use verifi_mcp_core::machine::{LogLevel, MAX_LOG_MESSAGE};
@@ -15,25 +13,10 @@ use verifi_mcp_core::machine::{LogLevel, MAX_LOG_MESSAGE};
 use crate::run::{lock, redact_string};
 use crate::slot::SlotHandle;
 
+pub use crate::options::ServerLogObserver;
+
 /// Most server log lines one run keeps; the next says the rest are dropped.
 pub const MAX_SERVER_LOG_LINES: usize = 1000;
-
-/// Told of each server log line the run keeps (e.g. to print it as it comes).
-#[derive(Clone)]
-pub struct ServerLogObserver(Arc<dyn Fn(&str) + Send + Sync>);
-
-impl ServerLogObserver {
-    /// An observer calling `f` with each line (already redacted).
-    pub fn new(f: impl Fn(&str) + Send + Sync + 'static) -> Self {
-        ServerLogObserver(Arc::new(f))
-    }
-}
-
-impl fmt::Debug for ServerLogObserver {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("ServerLogObserver(..)")
-    }
-}
 
 impl SlotHandle {
     /// Keeps one server log message (of a call of `tool`, or of the GET stream: `None`).

@@ -31,7 +31,8 @@ use crate::protocol::{
     Resource, ResourceTemplate, typed,
 };
 use crate::result::{ListToolsError, ToolResult};
-use crate::run::{Records, Run, SlotNotFilledError, TimelineEntry, lock, redact_string};
+use crate::run::{Records, SlotNotFilledError, TimelineEntry, lock, redact_string};
+use crate::run_state::Run;
 use crate::shared::HostShared;
 use std::collections::HashMap;
 use verifi_mcp_core::harness::result::Kind;
@@ -337,7 +338,13 @@ impl SlotHandle {
                 ["bearer", "basic", "token"].contains(&scheme.to_ascii_lowercase().as_str());
             (known && cred.trim().len() >= 4).then(|| cred.trim().as_bytes().to_vec())
         }));
-        let route = crate::route::slot_route(&run.net, &run.options, &spec);
+        let route = crate::route::slot_route(
+            &run.net,
+            &run.options,
+            &spec.slot,
+            spec.proxy.as_deref(),
+            spec.ca.as_deref(),
+        );
         let auth = spec
             .auth
             .as_ref()
@@ -616,7 +623,7 @@ impl SlotHandle {
     }
 
     /// The context's pool and clock through this slot's route, and the slot's stdio servers.
-    pub(crate) fn net(&self) -> Result<crate::stdio::SlotNet<'_>, String> {
+    pub(crate) fn net(&self) -> Result<crate::stdio::SlotNet<'_, SlotHandle>, String> {
         Ok(crate::stdio::SlotNet {
             routed: RoutedNet {
                 net: &self.inner.run.net,
@@ -932,10 +939,8 @@ impl SlotHandle {
         owned.raw = owned
             .raw
             .map(|raw| crate::run::redact_decoded(raw, &secrets));
-        if matches!(owned.kind, Kind::Unreachable(_))
-            && let Some(e) = owned.error.take()
-        {
-            owned.error = Some(self.with_stdio_note(e));
+        if matches!(owned.kind(), Kind::Unreachable(_)) {
+            owned.reword(|e| self.with_stdio_note(e.to_owned()));
         }
         let text_len = r.text.len();
         std::mem::forget(cancel_if_dropped);
@@ -1244,7 +1249,7 @@ impl SlotHandle {
     /// the failing path, with its `tool_error` event. It is already metered (the same record
     /// as a tool error's). The kept reply stays only if the run asked for it.
     fn check_structured(&self, tool: &str, schema: &OutputSchema, owned: &mut ToolResult) {
-        let checked = if owned.ok {
+        let checked = if owned.ok() {
             schema.check(owned.call_result().as_ref())
         } else {
             Ok(())
@@ -1254,15 +1259,12 @@ impl SlotHandle {
         }
         if let Err(why) = checked {
             let why = redact_string(&why, &self.inner.secrets);
-            owned.ok = false;
-            owned.is_error = true;
-            owned.kind = Kind::ToolError;
             RunTimeline(&self.inner.run.records).emit(&TimelineEvent::ToolError {
                 slot: &self.inner.spec.slot,
                 tool,
                 error: &why,
             });
-            owned.error = Some(why);
+            owned.fail_check(why);
         }
     }
 

@@ -929,18 +929,32 @@ pub(crate) fn placeholder(target: Target) -> Endpoint<'static> {
 const PRIMARY_URL: &str = "http://primary.stdio.invalid";
 const FALLBACK_URL: &str = "http://fallback.stdio.invalid";
 
+/// What keeps a slot's GET streams ([`Net::listen`]): the slot, which implements it (see
+/// `crate::get_stream`); a trait so that this file does not import the slot.
+pub(crate) trait Listener: Sync {
+    /// Has `target`'s GET stream open in its current session, or returns when it cannot be.
+    fn listen(&self, target: Target) -> impl Future<Output = ()> + Send;
+}
+
 /// A slot's way to its servers: TCP/TLS through its route, and its stdio servers.
-#[derive(Clone, Copy)]
-pub(crate) struct SlotNet<'a> {
+pub(crate) struct SlotNet<'a, L> {
     pub(crate) routed: RoutedNet<'a>,
     pub(crate) stdio: [Option<&'a StdioServer>; 2],
     /// The call's kept deadline timer, if it has one (see [`crate::net::Alarm`]).
     pub(crate) alarm: Option<&'a crate::net::Alarm>,
-    /// The slot whose sessions' GET streams [`Net::listen`] keeps (see [`crate::get_stream`]).
-    pub(crate) slot: Option<&'a crate::slot::SlotHandle>,
+    /// The slot whose sessions' GET streams [`Net::listen`] keeps.
+    pub(crate) slot: Option<&'a L>,
 }
 
-impl SlotNet<'_> {
+impl<L> Clone for SlotNet<'_, L> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<L> Copy for SlotNet<'_, L> {}
+
+impl<L> SlotNet<'_, L> {
     fn stdio_of(&self, ep: &Endpoint<'_>) -> Option<&StdioServer> {
         match ep.host() {
             "primary.stdio.invalid" => self.stdio[0],
@@ -985,7 +999,7 @@ impl embedded_io_async::Write for SlotConn {
     }
 }
 
-impl Net for SlotNet<'_> {
+impl<L: Listener> Net for SlotNet<'_, L> {
     type Conn = SlotConn;
 
     async fn connect(
@@ -1035,7 +1049,7 @@ impl Net for SlotNet<'_> {
 
     async fn listen(&self, target: Target) {
         if let Some(slot) = self.slot {
-            crate::get_stream::ensure(slot, target).await;
+            slot.listen(target).await;
         }
     }
 }

@@ -48,15 +48,15 @@ fn outcome(kind: &Kind) -> &'static str {
 
 /// Records the call's end on its span, and one event.
 pub(crate) fn call_ended(span: &tracing::Span, r: &ToolResult) {
-    let outcome = outcome(&r.kind);
+    let outcome = outcome(&r.kind());
     span.record("outcome", outcome);
     span.record("latency_ms", r.latency_ms);
     let _in = span.enter();
-    if r.ok {
+    if r.ok() {
         tracing::info!(target: TARGET, outcome, latency_ms = r.latency_ms, "mcp call ended");
     } else {
         // The error is the result's: redacted with the run's secrets.
-        let error = r.error.as_deref().unwrap_or("");
+        let error = r.error().unwrap_or("");
         tracing::warn!(target: TARGET, outcome, latency_ms = r.latency_ms, error, "mcp call failed");
     }
 }

@@ -1,6 +1,7 @@
 //! `demo`: the whole product with nothing else installed. Starts two real MCP servers (a
 //! primary and a fallback "kali" box, rmcp on 127.0.0.1), writes their run manifest, and runs an
-//! ASM-style sweep through `HarnessContext` exactly as the seed's usage pattern shows: `exec`
+//! ASM-style sweep through `HarnessContext` exactly as the TypeScript harness SDK's usage
+//! pattern shows (see `docs/design.md`): `exec`
 //! steps, a tool error, a refused call, a secret from the environment that a tool echoes (shown
 //! redacted), then the primary is stopped mid-run and the sweep finishes on the fallback.
 //!
@@ -15,7 +16,7 @@ use std::process::ExitCode;
 use serde_json::{Value, json};
 use verifi_mcp_examples::common::{event_line, ledger_json, scrub, timeline_json};
 use verifi_mcp_examples::kali::KaliServer;
-use verifi_mcp_host::{Exec, HarnessContext, Options, SlotHandle, ToolResult};
+use verifi_mcp_host::{Exec, HarnessContext, Kind, Options, SlotHandle, ToolResult};
 
 /// The variable whose value the sweep echoes through the box.
 const SECRET_VAR: &str = "DEMO_API_KEY";
@@ -100,7 +101,7 @@ impl Sweep<'_> {
         });
     }
 
-    /// The seed's `exec(command, timeoutMs)`: clamped, workspace = run id, the tool's exit code.
+    /// The TypeScript harness SDK's `exec(command, timeoutMs)`: clamped, workspace = run id, the tool's exit code.
     async fn exec(&mut self, command: &str, timeout_ms: u64) -> bool {
         let r = self.exec.exec(command, timeout_ms).await;
         let ms = r.call.latency_ms;
@@ -120,23 +121,22 @@ impl Sweep<'_> {
 
     async fn call(&mut self, tool: &str, args: Value) -> ToolResult {
         let r = self.kali.call(tool, &args).await;
-        let outcome = if r.ok {
+        let outcome = if r.ok() {
             format!("ok  {}", first_line(&r.text))
-        } else if r.is_error {
+        } else if r.is_error() {
             format!("tool error  {}", first_line(&r.text))
         } else {
-            let error = r.error.as_deref().unwrap_or("");
-            let shape = if error.starts_with("JSON-RPC error") {
-                "refused"
-            } else {
-                "unreachable"
+            let error = r.error().unwrap_or("");
+            let shape = match r.kind() {
+                Kind::Refused { .. } => "refused",
+                _ => "unreachable",
             };
             format!("{shape}  {error}")
         };
         self.record(
             format!("call {tool}"),
             r.latency_ms,
-            r.ok,
+            r.ok(),
             outcome,
             Some(r.clone()),
         );
@@ -435,16 +435,16 @@ async fn run(out: &mut Out) -> Result<Vec<String>, String> {
     checks.push((
         format!(
             "the tool error came back ok:false, isError:true ({})",
-            tool_error.error.as_deref().unwrap_or("")
+            tool_error.error().unwrap_or("")
         ),
-        !tool_error.ok && tool_error.is_error,
+        !tool_error.ok() && tool_error.is_error(),
     ));
     checks.push((
         format!(
             "the refused call came back ok:false, isError:false ({})",
-            refused.error.as_deref().unwrap_or("")
+            refused.error().unwrap_or("")
         ),
-        !refused.ok && !refused.is_error,
+        !refused.ok() && !refused.is_error(),
     ));
     let te = ctx.events_of("tool_error").len();
     checks.push((
@@ -455,7 +455,7 @@ async fn run(out: &mut Out) -> Result<Vec<String>, String> {
         "the echoed secret came back as [REDACTED]".to_owned(),
         secret_step
             .as_ref()
-            .is_some_and(|r| r.ok && r.text.contains("[REDACTED]") && !r.text.contains(&secret)),
+            .is_some_and(|r| r.ok() && r.text.contains("[REDACTED]") && !r.text.contains(&secret)),
     ));
     let after_ok = steps.get(after..).unwrap_or(&[]).iter().all(|s| s.ok);
     checks.push((

@@ -710,7 +710,7 @@ async fn detached(
         TaskStart::Done(mut r) => {
             run.reword(tool, &mut r);
             print_result(run, tool, &r, format, raw);
-            return Ok(finish(run, if r.ok { 0 } else { 1 }).await);
+            return Ok(finish(run, if r.ok() { 0 } else { 1 }).await);
         }
     };
     let endpoint = match task.on_fallback() {
@@ -826,7 +826,7 @@ async fn task(cmd: TaskCmd) -> Result<ExitCode, Fail> {
     .await;
     run.reword(handle.tool_name(), &mut r);
     print_result(&run, handle.tool_name(), &r, format_of(&a.common), raw);
-    Ok(finish(&run, if r.ok { 0 } else { 1 }).await)
+    Ok(finish(&run, if r.ok() { 0 } else { 1 }).await)
 }
 
 /// The arguments of the protocol subcommands (see `protocol_cmds`).
@@ -935,18 +935,25 @@ impl Run {
     /// `r`'s error told in the command line's words (see `human::failure`), remembered as
     /// `tool`'s last failure.
     fn reword(&self, tool: &str, r: &mut ToolResult) {
-        if let Some(e) = &r.error {
-            let w = human::failure(e, &r.kind, &self.setting());
+        let kind = r.kind();
+        r.reword(|e| {
+            let w = human::failure(e, &kind, &self.setting());
             if let Ok(mut f) = self.failures.lock() {
                 f.insert(tool.to_owned(), w.clone());
             }
-            r.error = Some(w);
-        }
+            w
+        });
     }
 
-    /// A failure known by its text (a list's, a request's) in the command line's words.
+    /// A failure known only by its text (a request's, a timeline event's) in the command
+    /// line's words.
     fn words(&self, error: &str) -> String {
         human::failure_text(error, &self.setting())
+    }
+
+    /// A method's failure of a known kind (a list's) in the command line's words.
+    fn words_of(&self, error: &str, kind: &Kind) -> String {
+        human::method_failure(error, kind, &self.setting())
     }
 
     /// One timeline event for a person: as `event_line`, with a failure's words, and the
@@ -1666,12 +1673,12 @@ fn print_result(run: &Run, tool: &str, r: &ToolResult, format: Format, raw: bool
             .json(&protocol_cmds::with_call_result(result_json(r), r)),
         Format::Json => run.p.json(&result_json(r)),
         Format::Text => {
-            if !r.text.is_empty() || r.ok {
+            if !r.text.is_empty() || r.ok() {
                 run.p.text(r.text.trim_end_matches('\n'));
             }
             let ms = r.latency_ms;
-            match &r.error {
-                Some(e) if r.is_error => run
+            match r.error() {
+                Some(e) if r.is_error() => run
                     .p
                     .err(&format!("mcp: {tool}: tool error in {ms} ms: {e}")),
                 Some(e) => run.p.err(&format!("mcp: {tool}: failed in {ms} ms: {e}")),
@@ -1682,7 +1689,7 @@ fn print_result(run: &Run, tool: &str, r: &ToolResult, format: Format, raw: bool
             }
         }
     }
-    if let Some(e) = &r.error {
+    if let Some(e) = r.error() {
         run.hint(e);
     }
 }
@@ -1918,9 +1925,11 @@ async fn dispatch(cmd: Cmd) -> Result<ExitCode, Fail> {
                     Err(e) => {
                         // Printed as the call's result would be: the call was not made,
                         // and the server could not be reached for its tools.
-                        let why = e.message.strip_prefix("tools/list failed: ");
-                        let mut r = ToolResult::local_failure(run.words(why.unwrap_or(&e.message)));
-                        r.kind = e.kind;
+                        let mut r = ToolResult::not_called(&e);
+                        r.reword(|m| {
+                            let why = m.strip_prefix("tools/list failed: ").unwrap_or(m);
+                            run.words_of(why, &e.kind)
+                        });
                         r.latency_ms = u64::try_from(t0.elapsed().as_millis()).unwrap_or(u64::MAX);
                         print_result(&run, tool, &r, format, raw);
                         return Ok(finish(&run, 1).await);
@@ -1950,7 +1959,7 @@ async fn dispatch(cmd: Cmd) -> Result<ExitCode, Fail> {
                     .call_with_progress(tool, &args, status_observer(&status)),
             )
             .await;
-            if matches!(r.kind, Kind::Refused { .. } | Kind::ToolError)
+            if matches!(r.kind(), Kind::Refused { .. } | Kind::ToolError)
                 && let Some(names) = missing_tool(&run, tool, listed.as_deref()).await
             {
                 run.ctx.close().await;
@@ -1958,7 +1967,7 @@ async fn dispatch(cmd: Cmd) -> Result<ExitCode, Fail> {
             }
             run.reword(tool, &mut r);
             print_result(&run, tool, &r, format, raw);
-            Ok(finish(&run, if r.ok { 0 } else { 1 }).await)
+            Ok(finish(&run, if r.ok() { 0 } else { 1 }).await)
         }
         Cmd::Task(cmd) => task(cmd).await,
         Cmd::Exec {
@@ -1970,7 +1979,8 @@ async fn dispatch(cmd: Cmd) -> Result<ExitCode, Fail> {
         } => {
             pins.into_common(&mut common);
             // For exec, --timeout-ms is the command's own timeout (sent in whole seconds,
-            // clamped to 1..=285 s); the call keeps the seed's 300 s ceiling above it.
+            // clamped to 1..=285 s); the call keeps the
+            // default 300 s call timeout as its ceiling above it.
             let cmd_timeout_ms = common.timeout_ms.take();
             let id = match &workspace {
                 Some(w) if w.is_empty() => {
@@ -2002,7 +2012,7 @@ async fn dispatch(cmd: Cmd) -> Result<ExitCode, Fail> {
             // A box without the tool: bad input, said on stderr (stdout is the command's
             // output), naming the tools that look like a command runner.
             if r.exit_code.is_none()
-                && matches!(r.call.kind, Kind::Refused { .. } | Kind::ToolError)
+                && matches!(r.call.kind(), Kind::Refused { .. } | Kind::ToolError)
                 && let Some(names) = missing_tool(&run, &tool, None).await
             {
                 run.ctx.close().await;
@@ -2035,7 +2045,7 @@ async fn dispatch(cmd: Cmd) -> Result<ExitCode, Fail> {
                     "exitCode": r.exit_code,
                     "output": r.output,
                     "latencyMs": r.call.latency_ms,
-                    "error": r.call.error,
+                    "error": r.call.error(),
                 }));
             } else {
                 let mut text = scrub(&r.output, &run.p.secrets);
@@ -2047,12 +2057,8 @@ async fn dispatch(cmd: Cmd) -> Result<ExitCode, Fail> {
             let code = match r.exit_code {
                 Some(c) => u8::try_from(c).unwrap_or(1),
                 None => {
-                    if !r.call.ok {
-                        let e = r
-                            .call
-                            .error
-                            .as_deref()
-                            .unwrap_or("no exit line in the reply");
+                    if !r.call.ok() {
+                        let e = r.call.error().unwrap_or("no exit line in the reply");
                         run.p.err(&format!("mcp: {tool} failed: {e}"));
                         run.hint(e);
                     }
@@ -2194,7 +2200,8 @@ async fn tools(run: &Run, listing: Listing, lock: Option<&str>) -> u8 {
             0
         }
         Err(e) => {
-            run.p.err(&format!("mcp: {}", run.words(&e.message)));
+            run.p
+                .err(&format!("mcp: {}", run.words_of(&e.message, &e.kind)));
             run.hint(&e.message);
             1
         }
@@ -2284,9 +2291,8 @@ async fn batch(run: &Run, conc: usize, text: bool) -> u8 {
             let v = match parsed {
                 Ok((tool, args)) => {
                     let mut r = slot.call(&tool, &args).await;
-                    if let Some(e) = &r.error {
-                        r.error = Some(human::failure(e, &r.kind, &setting));
-                    }
+                    let kind = r.kind();
+                    r.reword(|e| human::failure(e, &kind, &setting));
                     batch_result(line_no, Some(&tool), &result_json(&r))
                 }
                 Err((tool, e)) => {
@@ -2382,17 +2388,17 @@ struct BenchSpec {
 /// tool error by the first line of the tool's own text).
 fn error_kind(r: &ToolResult) -> String {
     let tool_said;
-    let e = if r.is_error {
+    let e = if r.is_error() {
         let first = r
             .text
             .lines()
             .find(|l| !l.trim().is_empty())
-            .or(r.error.as_deref())
+            .or(r.error())
             .unwrap_or("no text");
         tool_said = format!("tool error: {first}");
         tool_said.as_str()
     } else {
-        r.error.as_deref().unwrap_or("no reason given")
+        r.error().unwrap_or("no reason given")
     };
     let mut k: String = e
         .chars()
@@ -2420,7 +2426,8 @@ async fn bench(run: &Run, spec: BenchSpec) -> Result<u8, Fail> {
     let tools = match run.slot.list_tools_described().await {
         Ok(t) => t,
         Err(e) => {
-            run.p.err(&format!("mcp: {}", run.words(&e.message)));
+            run.p
+                .err(&format!("mcp: {}", run.words_of(&e.message, &e.kind)));
             run.hint(&e.message);
             return Ok(1);
         }
@@ -2433,17 +2440,14 @@ async fn bench(run: &Run, spec: BenchSpec) -> Result<u8, Fail> {
     // the same way measures the error, not the tool.
     for i in 0..warmup {
         let mut r = run.slot.call(&tool, &args).await;
-        if !r.ok {
+        if !r.ok() {
             run.reword(&tool, &mut r);
-            let why = r
-                .error
-                .clone()
-                .unwrap_or_else(|| "no reason given".to_owned());
+            let why = r.error().unwrap_or("no reason given").to_owned();
             run.p.err(&format!(
                 "mcp: bench stopped: warm-up call {} of {warmup} to {tool} failed: {why}",
                 i + 1
             ));
-            run.hint(r.error.as_deref().unwrap_or(""));
+            run.hint(r.error().unwrap_or(""));
             return Ok(1);
         }
     }
@@ -2479,10 +2483,9 @@ async fn bench(run: &Run, spec: BenchSpec) -> Result<u8, Fail> {
                 let t0 = Instant::now();
                 let mut r = slot.call(&tool, &*args).await;
                 lat.push(t0.elapsed().as_secs_f64() * 1000.0);
-                if !r.ok {
-                    if let Some(e) = &r.error {
-                        r.error = Some(human::failure(e, &r.kind, &setting));
-                    }
+                if !r.ok() {
+                    let kind = r.kind();
+                    r.reword(|e| human::failure(e, &kind, &setting));
                     let k = error_kind(&r);
                     if errors.len() < MAX_ERROR_KINDS || errors.contains_key(&k) {
                         *errors.entry(k).or_default() += 1;

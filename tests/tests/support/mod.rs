@@ -400,7 +400,7 @@ pub async fn peer_stats(peer: &Peer, slot: &SlotHandle) -> PeerStats {
         };
     }
     let r = slot.call("peer_stats", json!({})).await;
-    assert!(r.ok, "peer_stats failed on {:?}: {r:?}", peer.kind);
+    assert!(r.ok(), "peer_stats failed on {:?}: {r:?}", peer.kind);
     let v: Value = serde_json::from_str(&r.text).expect("peer_stats is JSON");
     let n = |k: &str| v.get(k).and_then(Value::as_u64).unwrap_or(u64::MAX);
     PeerStats {

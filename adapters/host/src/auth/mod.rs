@@ -12,10 +12,12 @@
 //! Every token, secret and assertion joins the run's secrets.
 //!
 //! Owns: the flow and its state. The decisions are plain functions in [`decide`]; the
-//! requests are [`client`]'s.
+//! requests are [`client`]'s; finding the authorization server is
+//! [`discover`](mod@discover)'s.
 
 pub mod client;
 pub mod decide;
+pub mod discover;
 #[cfg(test)]
 mod hostile_input;
 pub mod loopback;
@@ -35,10 +37,11 @@ use serde_json::Value;
 use crate::net::{HostNet, Route};
 use client::{HttpFailure, HttpReply, Request, send};
 use decide::{
-    AuthDecisionError, Challenge, ClientAuth, TokenUse, authorization_server_metadata_urls,
-    check_issuer, check_resource, check_transport, choose_client_auth, choose_scopes,
-    resource_metadata_urls, token_use,
+    AuthDecisionError, Challenge, ClientAuth, TokenUse, check_transport, choose_client_auth,
+    choose_scopes, token_use,
 };
+use discover::string;
+pub use discover::{Discovered, ServerMetadata, asked_for, discover, discover_with, probe};
 
 /// Which flow a slot uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -297,78 +300,6 @@ impl From<HttpFailure> for AuthError {
     fn from(e: HttpFailure) -> Self {
         AuthError::Http(e)
     }
-}
-
-/// The authorization server's metadata, as far as the client uses it.
-#[derive(Debug, Clone, Default)]
-pub struct ServerMetadata {
-    /// `issuer`.
-    pub issuer: String,
-    /// `token_endpoint`.
-    pub token_endpoint: String,
-    /// `authorization_endpoint`.
-    pub authorization_endpoint: Option<String>,
-    /// `registration_endpoint`.
-    pub registration_endpoint: Option<String>,
-    /// `token_endpoint_auth_methods_supported` (None: absent).
-    pub auth_methods: Option<Vec<String>>,
-    /// `scopes_supported`.
-    pub scopes_supported: Vec<String>,
-    /// `code_challenge_methods_supported`.
-    pub code_challenge_methods: Vec<String>,
-    /// `authorization_response_iss_parameter_supported`.
-    pub iss_parameter: bool,
-    /// `client_id_metadata_document_supported`.
-    pub client_id_metadata_documents: bool,
-}
-
-fn strings(v: &Value, key: &str) -> Option<Vec<String>> {
-    v.get(key)?.as_array().map(|a| {
-        a.iter()
-            .filter_map(|s| s.as_str().map(str::to_owned))
-            .collect()
-    })
-}
-
-fn string(v: &Value, key: &str) -> Option<String> {
-    v.get(key)?.as_str().map(str::to_owned)
-}
-
-impl ServerMetadata {
-    /// Reads metadata JSON; `issuer` and `token_endpoint` are required.
-    pub fn from_json(v: &Value) -> Result<ServerMetadata, String> {
-        Ok(ServerMetadata {
-            issuer: string(v, "issuer").ok_or("no issuer")?,
-            token_endpoint: string(v, "token_endpoint").ok_or("no token_endpoint")?,
-            authorization_endpoint: string(v, "authorization_endpoint"),
-            registration_endpoint: string(v, "registration_endpoint"),
-            auth_methods: strings(v, "token_endpoint_auth_methods_supported"),
-            scopes_supported: strings(v, "scopes_supported").unwrap_or_default(),
-            code_challenge_methods: strings(v, "code_challenge_methods_supported")
-                .unwrap_or_default(),
-            iss_parameter: v
-                .get("authorization_response_iss_parameter_supported")
-                .and_then(Value::as_bool)
-                .unwrap_or(false),
-            client_id_metadata_documents: v
-                .get("client_id_metadata_document_supported")
-                .and_then(Value::as_bool)
-                .unwrap_or(false),
-        })
-    }
-}
-
-/// What discovery found for one MCP server.
-#[derive(Debug, Clone)]
-pub struct Discovered {
-    /// The resource, exactly as its metadata publishes it (sent as `resource`).
-    pub resource: String,
-    /// The resource's `scopes_supported`.
-    pub resource_scopes: Vec<String>,
-    /// The challenge of the unauthenticated probe, if there was one.
-    pub challenge: Option<Challenge>,
-    /// The authorization server's metadata.
-    pub server: ServerMetadata,
 }
 
 /// The client the token endpoint is told about.
@@ -998,153 +929,6 @@ fn server_error(what: &'static str, reply: &HttpReply) -> AuthError {
         status: reply.status,
         detail,
     }
-}
-
-/// What the server asked for, in words (for a 401 no flow can answer).
-pub fn asked_for(d: &Discovered) -> String {
-    let mut s = format!("authorization server {}", d.server.issuer);
-    if let Some(c) = &d.challenge
-        && let Some(sc) = &c.scope
-    {
-        s.push_str(&format!(", scope {sc:?}"));
-    }
-    s
-}
-
-/// GET `url` as JSON; `Ok(None)` for a 404 or other non-2xx (try the next URL).
-async fn get_json(
-    net: &HostNet,
-    route: &Route,
-    url: &str,
-    deadline: Instant,
-) -> Result<Option<Value>, AuthError> {
-    let reply = send(
-        net,
-        route,
-        &Request {
-            method: "GET",
-            url,
-            headers: &[],
-            body: None,
-            accept: "application/json",
-        },
-        deadline,
-    )
-    .await?;
-    if !(200..300).contains(&reply.status) {
-        return Ok(None);
-    }
-    reply
-        .json()
-        .map(Some)
-        .ok_or_else(|| AuthError::Metadata(format!("{url} is not JSON")))
-}
-
-/// The challenge of an unauthenticated request to the MCP endpoint (a `ping`, which runs
-/// nothing), if it is refused with 401.
-pub async fn probe(
-    net: &HostNet,
-    route: &Route,
-    mcp_url: &str,
-    bearer: Option<&str>,
-    deadline: Instant,
-) -> Result<Option<(u16, Challenge)>, AuthError> {
-    let body = br#"{"jsonrpc":"2.0","id":"verifi-auth-probe","method":"ping"}"#;
-    let auth = bearer.map(|b| format!("Bearer {b}"));
-    let headers: Vec<(&str, &str)> = auth
-        .as_deref()
-        .map(|a| vec![("authorization", a)])
-        .unwrap_or_default();
-    let reply = send(
-        net,
-        route,
-        &Request {
-            method: "POST",
-            url: mcp_url,
-            headers: &headers,
-            body: Some(("application/json", body)),
-            accept: "application/json, text/event-stream",
-        },
-        deadline,
-    )
-    .await?;
-    if reply.status == 401 || reply.status == 403 {
-        let c = reply
-            .header("www-authenticate")
-            .and_then(Challenge::parse)
-            .unwrap_or_default();
-        return Ok(Some((reply.status, c)));
-    }
-    Ok(None)
-}
-
-/// Discovery for the MCP server at `mcp_url`: probe, protected-resource metadata (checked
-/// against the server), then its first authorization server's metadata (checked issuer).
-pub async fn discover(
-    net: &HostNet,
-    route: &Route,
-    mcp_url: &str,
-    deadline: Instant,
-) -> Result<Discovered, AuthError> {
-    discover_with(net, route, mcp_url, None, deadline).await
-}
-
-/// [`discover`] from a challenge already in hand (no probe), or with a probe when `None`.
-pub async fn discover_with(
-    net: &HostNet,
-    route: &Route,
-    mcp_url: &str,
-    challenge: Option<Challenge>,
-    deadline: Instant,
-) -> Result<Discovered, AuthError> {
-    let challenge = match challenge {
-        Some(c) => Some(c),
-        None => probe(net, route, mcp_url, None, deadline)
-            .await?
-            .map(|(_, c)| c),
-    };
-    let mut prm = None;
-    for url in resource_metadata_urls(mcp_url, challenge.as_ref())? {
-        if let Some(v) = get_json(net, route, &url, deadline).await? {
-            prm = Some(v);
-            break;
-        }
-    }
-    let prm = prm.ok_or_else(|| {
-        AuthError::Metadata(format!(
-            "{mcp_url} publishes no protected-resource metadata (RFC 9728)"
-        ))
-    })?;
-    let resource = string(&prm, "resource")
-        .ok_or_else(|| AuthError::Metadata("protected-resource metadata has no resource".into()))?;
-    check_resource(&resource, mcp_url)?;
-    let issuer = strings(&prm, "authorization_servers")
-        .and_then(|v| v.into_iter().next())
-        .ok_or_else(|| {
-            AuthError::Metadata("protected-resource metadata names no authorization server".into())
-        })?;
-    let mut server = None;
-    for url in authorization_server_metadata_urls(&issuer)? {
-        if let Some(v) = get_json(net, route, &url, deadline).await? {
-            server = Some(
-                ServerMetadata::from_json(&v)
-                    .map_err(|e| AuthError::Metadata(format!("{url}: {e}")))?,
-            );
-            break;
-        }
-    }
-    let server = server.ok_or_else(|| {
-        AuthError::Metadata(format!(
-            "{issuer} publishes no authorization-server metadata"
-        ))
-    })?;
-    check_issuer(&server.issuer, &issuer)?;
-    Ok(Discovered {
-        resource,
-        resource_scopes: strings(&prm, "scopes_supported").unwrap_or_default(),
-        challenge,
-        server,
-    })
 }
 
 /// `URL_SAFE_NO_PAD` of `bytes` (for the `pkce` module).
