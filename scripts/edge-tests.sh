@@ -49,13 +49,17 @@ counts=()
 # (`cargo test` arguments, package and feature selection only).
 no_std() {
   local label=$1; shift
-  if cargo tree -e features "$@" --prefix none 2>/dev/null | grep -q 'verifi-mcp-core feature "std"'; then
-    fail "$label: cargo tree shows the core's std feature on (cargo tree -e features $*)"
+  # Inverted on the core: every feature of it, the command line's included.
+  local tree
+  tree=$(cargo tree -e features -i verifi-mcp-core --prefix none "$@") \
+    || fail "$label: cargo tree -e features -i verifi-mcp-core $* failed"
+  if grep -q 'verifi-mcp-core feature "std"' <<<"$tree"; then
+    fail "$label: cargo tree shows the core's std feature on (cargo tree -e features -i verifi-mcp-core $*)"
   fi
   # The same, from the build itself: the features of every unit of the core cargo compiles
   # (or finds fresh) for this invocation.
   local feats
-  feats=$(cargo test --no-run -j"$jobs" --message-format=json "$@" 2>/dev/null | python3 -c '
+  feats=$(cargo test --no-run -j"$jobs" --message-format=json "$@" | python3 -c '
 import json, sys
 seen = set()
 for line in sys.stdin:
@@ -106,10 +110,12 @@ run_tests "edge adapter + edge tests (core: drive)" "${edge[@]}"
 # 3. The edge-probe's host build against the rmcp server in a network namespace.
 probe_dir="$root/examples/edge-probe"
 host_target=x86_64-unknown-linux-gnu
-if cargo tree --manifest-path "$probe_dir/Cargo.toml" -e features --target "$host_target" --prefix none \
-  | grep -q 'verifi-mcp-core feature "std"'; then
+probe_tree=$(cd "$probe_dir" && cargo tree -e features -i verifi-mcp-core --target "$host_target" --prefix none) \
+  || fail "edge-probe host build: cargo tree failed"
+if grep -q 'verifi-mcp-core feature "std"' <<<"$probe_tree"; then
   fail "edge-probe host build: cargo tree shows the core's std feature on"
 fi
+echo "edge-tests: edge-probe host build: the core's features: $(grep -o 'verifi-mcp-core feature "[^"]*"' <<<"$probe_tree" | sed 's/.*feature //' | sort -u | tr -d '"' | paste -sd, -) (no std)"
 (cd "$probe_dir" && cargo build --release --target "$host_target" -j"$jobs")
 probe_bin="$probe_dir/target/$host_target/release/edge-probe"
 server_bin="$root/target/debug/verifi-edge-test-server"
