@@ -5,12 +5,20 @@
 //! handshake, session reuse, the 404 re-initialization, SSE and JSON replies, failover,
 //! metering, the timeline, redaction and timeouts (the clock jumps, nothing sleeps).
 //! The same behaviours are tested against real servers over real TCP in the `tests` crate.
+#![cfg(feature = "drive")]
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::rc::Rc;
 
+// With `std` the core's own `VecBuf` (the host's in-place reply path); without it, the tests'.
+#[cfg(feature = "std")]
 use verifi_mcp_core::buf::VecBuf;
+#[cfg(not(feature = "std"))]
+#[path = "support/vec_buf.rs"]
+mod vec_buf;
+#[cfg(not(feature = "std"))]
+use vec_buf::VecBuf;
 use verifi_mcp_core::drive::{self, CallBuffers, Millis, Net, Shared, SlotConfig, SlotState};
 use verifi_mcp_core::harness::events::{Timeline, TimelineEvent};
 use verifi_mcp_core::harness::meter::{Ledger, LedgerRecord};
@@ -1632,6 +1640,7 @@ fn progress_updates_read_as_numbers() {
     assert_eq!(u("x", Some("4")).progress_value(), None);
 }
 
+#[cfg(feature = "std")]
 #[test]
 fn a_big_result_flattened_in_place_is_the_whole_redacted_text_over_sse_and_json() {
     // Big enough for the host's in-place flatten (content::IN_PLACE_FROM): escapes, non-ASCII,
@@ -1683,6 +1692,7 @@ fn a_big_result_flattened_in_place_is_the_whole_redacted_text_over_sse_and_json(
     }
 }
 
+#[cfg(feature = "std")]
 #[test]
 fn a_big_text_that_is_not_valid_json_fails_the_call_as_the_parse_does() {
     // The host checks a big text as it writes it over its message (its check deferred by the

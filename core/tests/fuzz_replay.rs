@@ -3,6 +3,8 @@
 //!
 //! A missing or empty corpus folder FAILS the test (it does not skip): the corpus is part of
 //! the repository.
+// The `exchange` check runs the driver: the replay needs `drive` (the core's default).
+#![cfg(feature = "drive")]
 
 #[path = "fuzz_checks/mod.rs"]
 mod fuzz_checks;

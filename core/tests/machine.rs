@@ -1,7 +1,15 @@
 //! The call machine as plain input and output: each test hands an op bytes, closes and time,
 //! and reads what it asks for. No executor, no scripted `Net`, no clock but a number.
 
-use verifi_mcp_core::buf::{Buf, VecBuf};
+use verifi_mcp_core::buf::Buf;
+// With `std` the core's own `VecBuf` (the host's in-place reply path); without it, the tests'.
+#[cfg(feature = "std")]
+use verifi_mcp_core::buf::VecBuf;
+#[cfg(not(feature = "std"))]
+#[path = "support/vec_buf.rs"]
+mod vec_buf;
+#[cfg(not(feature = "std"))]
+use vec_buf::VecBuf;
 use verifi_mcp_core::harness::failover::{AttemptOutcome, Target};
 use verifi_mcp_core::machine::{Action, Answer, CallBuffers, Op, SlotConfig, SlotState};
 use verifi_mcp_core::wire::endpoint::Endpoint;

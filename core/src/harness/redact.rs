@@ -135,6 +135,7 @@ mod tests {
         let mut r: Redactor<'_, Vec<u8>, H> = Redactor::with_hold(secrets);
         let mut out = Out::default();
         let mut at = 0;
+        #[cfg_attr(not(feature = "std"), allow(unused_mut))]
         let mut built = false;
         for &c in cuts.iter().chain([&text.len()]) {
             let c = c.min(text.len()).max(at);

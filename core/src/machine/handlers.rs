@@ -2211,7 +2211,7 @@ mod request_writing_tests {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "std"))]
 mod elicit_default_tests {
     use super::*;
     use crate::buf::VecBuf;

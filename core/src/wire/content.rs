@@ -502,6 +502,7 @@ mod tests {
 
     /// The copy path the handler takes without in-place: flatten through the redactor into
     /// a text buffer capped at `cap`.
+    #[cfg(feature = "std")]
     fn by_copy(msg: &[u8], secrets: &[String], cap: usize) -> Result<Vec<u8>, ContentError> {
         use crate::buf::VecBuf;
         use crate::harness::redact::Redactor;
@@ -517,6 +518,7 @@ mod tests {
 
     /// The in-place path: plan on the parsed message, then write over it in the reply
     /// buffer; the text buffer adopts the reply's storage. `None`: no plan (copy instead).
+    #[cfg(feature = "std")]
     fn by_place(
         msg: &[u8],
         secrets: &[String],
@@ -546,10 +548,12 @@ mod tests {
         }))
     }
 
+    #[cfg(feature = "std")]
     fn wrap(result: &str) -> String {
         std::format!("{{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{result}}}")
     }
 
+    #[cfg(feature = "std")]
     #[test]
     fn in_place_writes_what_the_copy_writes() {
         let secrets: Vec<String> = ["abcd", "hunter2-hunter2", "ééé!"].map(String::from).into();
@@ -586,6 +590,7 @@ mod tests {
         }
     }
 
+    #[cfg(feature = "std")]
     #[test]
     fn short_secrets_that_lengthen_the_text_wait_in_the_spill() {
         // Every `abcd` becomes the 10-byte marker: the text outgrows the message it is written
@@ -624,6 +629,7 @@ mod tests {
         }
     }
 
+    #[cfg(feature = "std")]
     fn arb_secret() -> impl Strategy<Value = String> {
         prop_oneof![
             "[a-d\n\"]{4,6}",
@@ -633,6 +639,7 @@ mod tests {
         ]
     }
 
+    #[cfg(feature = "std")]
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig {
             cases: 1024, ..proptest::prelude::ProptestConfig::default()
@@ -676,6 +683,7 @@ mod tests {
 
     /// The in-place path as the host's call handler takes a big message: parsed with its big
     /// strings deferred, each checked as it is written over. `Err`: the JSON error.
+    #[cfg(feature = "std")]
     fn by_place_checked(
         msg: &[u8],
         secrets: &[String],
@@ -705,6 +713,7 @@ mod tests {
 
     /// Pieces of a big text: escapes, characters of 2 and 4 bytes (so a piece can end
     /// inside one).
+    #[cfg(feature = "std")]
     fn arb_fragment() -> impl Strategy<Value = Vec<u8>> {
         prop_oneof![
             30 => "[a-z ]{1,60}".prop_map(String::into_bytes),
@@ -717,6 +726,7 @@ mod tests {
 
     /// What makes a string invalid: a raw control, bad escapes, bytes that are not UTF-8
     /// (a cut character among them).
+    #[cfg(feature = "std")]
     fn arb_bad() -> impl Strategy<Value = Vec<u8>> {
         prop_oneof![
             Just(std::vec![0x01]),
@@ -731,6 +741,7 @@ mod tests {
 
     /// A text of 4 to 20 KiB (over `DEFER_FROM`, across the 8 KiB pieces), with one bad
     /// fragment at any place (most often past the bytes checked before deferring) or none.
+    #[cfg(feature = "std")]
     fn arb_big_text() -> impl Strategy<Value = Vec<u8>> {
         (
             prop::collection::vec(arb_fragment(), 1..40),
@@ -756,6 +767,7 @@ mod tests {
             })
     }
 
+    #[cfg(feature = "std")]
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig {
             cases: 256, ..proptest::prelude::ProptestConfig::default()

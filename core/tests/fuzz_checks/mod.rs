@@ -13,7 +13,20 @@
 use std::collections::HashSet;
 use std::sync::OnceLock;
 
+// HOST_ONLY: `#[cfg_attr(test, cfg(feature = "std"))]` marks what needs the core's `std` (its
+// `VecBuf`, the in-place reply paths). It is on in the fuzz targets (not `test`: they build the
+// core with `std`, and never read the condition, which names a feature of the core's) and in
+// the replay with `std`; off in the replay of the edge's build (the core without `std`:
+// scripts/edge-tests.sh), which then uses the tests' own `VecBuf`.
+#[cfg_attr(test, cfg(feature = "std"))]
 pub use verifi_mcp_core::buf::VecBuf;
+#[cfg(test)]
+#[cfg_attr(test, cfg(not(feature = "std")))]
+#[path = "../support/vec_buf.rs"]
+mod vec_buf;
+#[cfg(test)]
+#[cfg_attr(test, cfg(not(feature = "std")))]
+pub use vec_buf::VecBuf;
 use verifi_mcp_core::buf::{Buf, Sink};
 use verifi_mcp_core::harness::exec::{exec_outcome, unwrap_run_command};
 use verifi_mcp_core::harness::redact::{MARKER, MIN_SECRET_LEN, Redactor, redact};
@@ -513,7 +526,10 @@ fn has_surrogate_escape(data: &[u8]) -> bool {
 /// and is a fixed point; it equals serde_json's compact form when serde_json accepts the input
 /// (byte for byte when serde_json keeps number text and order); strict agreement on validity.
 pub fn json(data: &[u8]) {
+    // The host's in-place paths exist only with `std` (see `HOST_ONLY`).
+    #[cfg_attr(test, cfg(feature = "std"))]
     deferred_is_parse(data);
+    #[cfg_attr(test, cfg(feature = "std"))]
     noted_is_parse(data);
     let parsed = Value::parse(data, JsonLimits::default());
     let ours = parsed.as_ref().ok().copied();
@@ -545,6 +561,7 @@ pub fn json(data: &[u8]) {
         return;
     }
     let Some(v) = ours else { return };
+    #[cfg_attr(test, cfg(feature = "std"))]
     in_place_is_the_copy(data);
     let dup = walk(v);
     let out = compact(v);
@@ -572,6 +589,7 @@ pub fn json(data: &[u8]) {
 /// `Value::parse`'s error when the message is not JSON, else the copy's text. The bytes come
 /// repeated (an error inside the part the parse checks before deferring) and after 5 000
 /// plain bytes (an error only the writer sees).
+#[cfg_attr(test, cfg(feature = "std"))]
 fn deferred_is_parse(data: &[u8]) {
     use verifi_mcp_core::wire::content::{self, InPlacePlan};
     if data.is_empty() {
@@ -644,6 +662,7 @@ fn deferred_is_parse(data: &[u8]) {
 /// `Value::parse_noting` is `Value::parse` (the same value or the same error), and every
 /// value a walk finds with the noted ends (`Value::knowing`) is where the walk without them
 /// finds it.
+#[cfg_attr(test, cfg(feature = "std"))]
 fn noted_is_parse(data: &[u8]) {
     let exact = Value::parse(data, JsonLimits::default());
     let noted = Value::parse_noting(data, JsonLimits::default());
@@ -664,6 +683,7 @@ fn noted_is_parse(data: &[u8]) {
 }
 
 /// Every value under `root`, depth first, as (address, length, kind); keys by address.
+#[cfg_attr(test, cfg(feature = "std"))]
 fn spans(root: Value<'_>) -> Vec<(usize, usize, Kind)> {
     let mut out = Vec::new();
     let mut stack = vec![root];
@@ -681,6 +701,7 @@ fn spans(root: Value<'_>) -> Vec<(usize, usize, Kind)> {
 /// Any JSON as a `tools/call` result: flattened where it lies (the host's way for big replies)
 /// it gives what the copy gives, redacted by secrets that outgrow their text too, at a roomy
 /// and a tight cap: the same text, or an overflow at the same cap, or the same error.
+#[cfg_attr(test, cfg(feature = "std"))]
 fn in_place_is_the_copy(msg: &[u8]) {
     use verifi_mcp_core::wire::content::{self, InPlacePlan};
     const SECRETS: [&str; 4] = ["text", "abcd", "hunter2-secret", "\"type\""];

@@ -632,6 +632,7 @@ fn long_strings_cross_blocks_with_escapes_at_every_offset() {
 }
 
 /// `unescape_chunk` over and over until the string is used up, into pieces of `piece` bytes.
+#[cfg(feature = "std")]
 fn unescaped_in_chunks(raw: &[u8], piece: usize) -> Vec<u8> {
     let mut out = Vec::new();
     let mut dst = std::vec![0u8; piece];
@@ -645,6 +646,7 @@ fn unescaped_in_chunks(raw: &[u8], piece: usize) -> Vec<u8> {
     out
 }
 
+#[cfg(feature = "std")]
 proptest! {
     #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
     /// Unescaped in pieces of any size (4 bytes and up), a string is what `unescape_into`
@@ -680,6 +682,7 @@ proptest! {
 
 /// Every value under `v` to `depth` levels (each member's key too), as (offset in `base`,
 /// length, kind), in walk order.
+#[cfg(feature = "std")]
 fn walked(base: &[u8], v: Value<'_>, depth: usize, out: &mut Vec<(usize, usize, Kind)>) {
     let at = crate::wire::content::span_in(base, v.raw()).unwrap();
     out.push((at.start, at.len(), v.kind()));
@@ -708,6 +711,7 @@ fn walked(base: &[u8], v: Value<'_>, depth: usize, out: &mut Vec<(usize, usize, 
     }
 }
 
+#[cfg(feature = "std")]
 proptest! {
     #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
 
@@ -761,6 +765,7 @@ proptest! {
     }
 }
 
+#[cfg(feature = "std")]
 #[test]
 fn ends_of_another_message_are_not_taken() {
     let a = br#"{"a":[1,2,3],"b":"x"}"#;

@@ -40,7 +40,7 @@ fn start_server(ns: &str, servers: &Mutex<Vec<(u16, Child)>>, mode: &str, port: 
             "netns",
             "exec",
             ns,
-            env!("CARGO_BIN_EXE_verifi-test-server"),
+            env!("CARGO_BIN_EXE_verifi-edge-test-server"),
         ])
         .args(["--mode", mode, "--bind", &format!("{SERVER}:{port}")])
         .stdin(Stdio::null())

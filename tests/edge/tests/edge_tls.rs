@@ -342,7 +342,7 @@ fn edge_https_pinned_ca_bearer_and_refusals() {
         ip(&["-n", &name, "link", "set", TAP, "up"]);
         let child = Command::new("ip")
             .args(["netns", "exec", &name])
-            .arg(env!("CARGO_BIN_EXE_verifi-test-server"))
+            .arg(env!("CARGO_BIN_EXE_verifi-edge-test-server"))
             .args(["--mode", "stateful", "--bind", &format!("{SERVER}:{RMCP}")])
             .stdin(Stdio::null())
             .stdout(Stdio::null())

@@ -45,10 +45,10 @@ pub struct Replay {
 }
 
 impl Replay {
-    /// Loads `tests/data/edge/<server>/*.http`.
+    /// Loads `tests/data/edge/<server>/*.http` (beside this crate, in the `tests` crate).
     pub fn load(server: &str) -> &'static Replay {
         let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("data/edge")
+            .join("../data/edge")
             .join(server);
         let mut replies = HashMap::new();
         for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {

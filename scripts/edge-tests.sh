@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# The code the edge ships, run in tests: every build here has the core WITHOUT its `std`
+# feature, as the edge builds it.
+#
+# Why separate invocations: cargo unifies features over every package one invocation selects,
+# and the host adapter turns the core's `std` on. `cargo test --workspace` therefore tests the
+# host's build of the core only; here each invocation selects packages that never depend on
+# the host adapter (resolver 3: features are unified over the selected packages and their
+# dependencies, dev-dependencies included, nothing else):
+#   core      `cargo test -p verifi-mcp-core --no-default-features [--features F]`, once per
+#             feature set below (today: none): the machine, exchange, HTTP, SSE, JSON, JSON-RPC and redaction
+#             tests (unit and integration), the fuzz corpora replayed; tests that need `std`
+#             are gated on it and run in `cargo test --workspace` only.
+#   edge      `cargo test -p verifi-mcp-core -p verifi-mcp-embassy -p verifi-mcp-edge-tests`:
+#             the core's tests again with `drive` (the driver's scripted tests and the fuzz
+#             corpora replayed need it), the edge adapter's own tests, the edge replay, TAP and TLS
+#             tests (tests/edge).
+#   probe     examples/edge-probe (its own workspace), the host build on a TAP device
+#             (`--release --target x86_64-unknown-linux-gnu`, as CI's step builds it), run in
+#             a network namespace against the rmcp test server: one real `tools/call`
+#             (`run_command`), its exit code and first line checked.
+# Before each invocation runs, the features of that exact invocation are checked twice: with
+# `cargo tree -e features` and with the features cargo reports for the core's compiled units
+# (`--message-format=json`); `std` on the core fails the script.
+#
+# Needs root for the probe (a namespace and a TAP device), like tests/edge/tests/edge_tap.rs;
+# not root fails, unless VERIFI_ALLOW_NO_NETNS=1 (then the probe is skipped, loudly).
+# Prints the count of tests run per invocation.
+set -euo pipefail
+
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+jobs="${EDGE_TESTS_JOBS:-2}"
+export CARGO_TERM_COLOR=never
+
+# The core's feature sets tested alone (comma-separated; "" = none). `drive` (the core's
+# default, the edge adapter's) is tested by the edge invocation below, which selects the core
+# too. The edge profiles' capability feature sets join this list when they land.
+core_sets=("")
+
+fail() {
+  echo "edge-tests: FAILED: $*" >&2
+  exit 1
+}
+
+counts=()
+
+# no_std LABEL CARGO-ARGS... : fails when the core has `std` in the invocation CARGO-ARGS
+# (`cargo test` arguments, package and feature selection only).
+no_std() {
+  local label=$1; shift
+  # Inverted on the core: every feature of it, the command line's included.
+  local tree
+  tree=$(cargo tree -e features -i verifi-mcp-core --prefix none "$@") \
+    || fail "$label: cargo tree -e features -i verifi-mcp-core $* failed"
+  if grep -q 'verifi-mcp-core feature "std"' <<<"$tree"; then
+    fail "$label: cargo tree shows the core's std feature on (cargo tree -e features -i verifi-mcp-core $*)"
+  fi
+  # The same, from the build itself: the features of every unit of the core cargo compiles
+  # (or finds fresh) for this invocation.
+  local feats
+  feats=$(cargo test --no-run -j"$jobs" --message-format=json "$@" | python3 -c '
+import json, sys
+seen = set()
+for line in sys.stdin:
+    try:
+        m = json.loads(line)
+    except ValueError:
+        continue
+    if m.get("reason") == "compiler-artifact" and "#verifi-mcp-core@" in m.get("package_id", ""):
+        seen.add(",".join(m.get("features", [])) or "(none)")
+print(" | ".join(sorted(seen)) or "NOT BUILT")
+') || fail "$label: cargo test --no-run $* did not build"
+  case "$feats" in
+    "NOT BUILT") fail "$label: the core was not built by cargo test $*" ;;
+    *std*) fail "$label: the core was built with std (features: $feats)" ;;
+  esac
+  echo "edge-tests: $label: the core's features: $feats (no std)"
+}
+
+# run_tests LABEL CARGO-ARGS... : runs cargo test, prints and records the count of tests run.
+run_tests() {
+  local label=$1; shift
+  local log
+  log=$(mktemp)
+  if ! cargo test -j"$jobs" "$@" 2>&1 | tee "$log"; then
+    rm -f "$log"
+    fail "$label: cargo test $*"
+  fi
+  local n
+  n=$(awk '/^test result: /{for(i=1;i<NF;i++){if($(i+1)~/^passed/)p+=$i; if($(i+1)~/^ignored/)g+=$i}} END{printf "%5d passed, %d ignored", p, g}' "$log")
+  rm -f "$log"
+  counts+=("$(printf '%-44s %s' "$label" "$n")")
+}
+
+# 1. The core alone, without std, once per feature set.
+for set in "${core_sets[@]}"; do
+  args=(-p verifi-mcp-core --no-default-features)
+  [ -n "$set" ] && args+=(--features "$set")
+  label="core (no std${set:+, $set})"
+  no_std "$label" "${args[@]}"
+  run_tests "$label" "${args[@]}"
+done
+
+# 2. The edge adapter and the edge integration tests, with the core as the edge has it.
+edge=(-p verifi-mcp-core -p verifi-mcp-embassy -p verifi-mcp-edge-tests)
+no_std "edge adapter + edge tests" "${edge[@]}"
+run_tests "edge adapter + edge tests (core: drive)" "${edge[@]}"
+
+# 3. The edge-probe's host build against the rmcp server in a network namespace.
+probe_dir="$root/examples/edge-probe"
+host_target=x86_64-unknown-linux-gnu
+probe_tree=$(cd "$probe_dir" && cargo tree -e features -i verifi-mcp-core --target "$host_target" --prefix none) \
+  || fail "edge-probe host build: cargo tree failed"
+if grep -q 'verifi-mcp-core feature "std"' <<<"$probe_tree"; then
+  fail "edge-probe host build: cargo tree shows the core's std feature on"
+fi
+echo "edge-tests: edge-probe host build: the core's features: $(grep -o 'verifi-mcp-core feature "[^"]*"' <<<"$probe_tree" | sed 's/.*feature //' | sort -u | tr -d '"' | paste -sd, -) (no std)"
+(cd "$probe_dir" && cargo build --release --target "$host_target" -j"$jobs")
+probe_bin="$probe_dir/target/$host_target/release/edge-probe"
+server_bin="$root/target/debug/verifi-edge-test-server"
+[ -x "$server_bin" ] || fail "no $server_bin (built by the edge tests above)"
+
+run_probe() {
+  local why=""
+  if [ "$(id -u)" != 0 ]; then
+    why="not root: a network namespace and a TAP device need root (CAP_NET_ADMIN)"
+  elif ! command -v ip >/dev/null; then
+    why="the ip command (iproute2) is missing"
+  fi
+  if [ -n "$why" ]; then
+    if [ "${VERIFI_ALLOW_NO_NETNS:-}" = 1 ]; then
+      echo "edge-tests: the edge-probe run DID NOT RUN ($why); allowed by VERIFI_ALLOW_NO_NETNS=1" >&2
+      counts+=("$(printf '%-44s %5s (skipped: %s)' "edge-probe host build (TAP)" 0 "$why")")
+      return 0
+    fi
+    fail "the edge-probe run: $why; run as root, or set VERIFI_ALLOW_NO_NETNS=1"
+  fi
+  local ns="verifi-probe-$$" tap=ptap0 work
+  work=$(mktemp -d)
+  # shellcheck disable=SC2064
+  trap "ip netns pids $ns 2>/dev/null | xargs -r kill 2>/dev/null; ip netns del $ns 2>/dev/null; rm -rf $work" EXIT
+  ip netns add "$ns"
+  ip -n "$ns" link set lo up
+  ip -n "$ns" tuntap add dev "$tap" mode tap
+  ip -n "$ns" addr add 192.0.2.1/24 dev "$tap"
+  ip -n "$ns" link set "$tap" up
+  ip netns exec "$ns" "$server_bin" --mode stateful --bind 192.0.2.1:8001 >"$work/server.out" 2>&1 &
+  local t=0
+  until [ -s "$work/server.out" ]; do
+    sleep 0.1
+    t=$((t + 1))
+    [ "$t" -lt 200 ] || fail "the rmcp test server did not start: $(cat "$work/server.out")"
+  done
+  # One probe: `run_command` with a command whose exit code the test server reports back.
+  local rc=0
+  ip netns exec "$ns" timeout 60 "$probe_bin" --tap "$tap" --ip 192.0.2.2/24 \
+    --primary http://192.0.2.1:8001 --command 'edge probe; exit 7' --count 1 --period 1 \
+    >"$work/probe.out" 2>&1 || rc=$?
+  cat "$work/probe.out"
+  [ "$rc" = 0 ] || fail "edge-probe exited $rc"
+  # The server's reply, unwrapped by the client: the exit code, then its first line (the
+  # probe's run id as the workspace, the call's timeout in seconds).
+  grep -q '^probe 1: exit 7 in [0-9]* ms: workspace=edge-probe-host timeout=30$' "$work/probe.out" \
+    || fail "edge-probe: no 'probe 1: exit 7 in N ms: workspace=edge-probe-host timeout=30' line"
+  grep -q '^ledger: 1 tool calls, ' "$work/probe.out" || fail "edge-probe: the ledger does not count one tool call"
+  grep -q '^edge-probe: done, 1 probes answered$' "$work/probe.out" || fail "edge-probe: not done with 1 probe answered"
+  counts+=("$(printf '%-44s %5s tools/call checked' "edge-probe host build (TAP)" 1)")
+}
+run_probe
+
+echo
+echo "edge tests (the core without std), tests run per invocation:"
+printf '  %s\n' "${counts[@]}"
