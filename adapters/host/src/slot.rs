@@ -868,32 +868,26 @@ impl SlotHandle {
         let state = &self.inner.state;
         let r = match how {
             Tasking::Wait => {
-                drive::call(
-                    &net,
-                    &cfg,
-                    state,
-                    tool,
-                    args,
-                    &secrets,
-                    &mut ledger,
-                    &mut timeline,
-                    &mut bufs,
-                )
-                .await
+                drive::Driver::new(&net, &cfg, state)
+                    .call(
+                        (tool, args),
+                        &secrets,
+                        &mut ledger,
+                        &mut timeline,
+                        &mut bufs,
+                    )
+                    .await
             }
             Tasking::Detach => {
-                match drive::start_task(
-                    &net,
-                    &cfg,
-                    state,
-                    tool,
-                    args,
-                    &secrets,
-                    &mut ledger,
-                    &mut timeline,
-                    &mut bufs,
-                )
-                .await
+                match drive::Driver::new(&net, &cfg, state)
+                    .start_task(
+                        (tool, args),
+                        &secrets,
+                        &mut ledger,
+                        &mut timeline,
+                        &mut bufs,
+                    )
+                    .await
                 {
                     drive::Started::Done(r) => r,
                     drive::Started::Task { target, id } => {
@@ -905,18 +899,15 @@ impl SlotHandle {
                 }
             }
             Tasking::Attach { target, task, .. } => {
-                drive::attach_task(
-                    &net,
-                    &cfg,
-                    state,
-                    (target, tool),
-                    task,
-                    &secrets,
-                    &mut ledger,
-                    &mut timeline,
-                    &mut bufs,
-                )
-                .await
+                drive::Driver::new(&net, &cfg, state)
+                    .attach_task(
+                        (target, tool, task),
+                        &secrets,
+                        &mut ledger,
+                        &mut timeline,
+                        &mut bufs,
+                    )
+                    .await
             }
         };
         // A server that said its tools changed (on this call's stream): the list is fetched
@@ -1022,23 +1013,16 @@ impl SlotHandle {
                 f.primary_dead() && f.has_fallback() && !f.fallback_dead()
             })
         };
-        drive::list(
-            &net,
-            &cfg,
-            &self.inner.state,
-            ListMethod::Tools,
-            &secrets,
-            &mut bufs,
-            |item| {
+        drive::Driver::new(&net, &cfg, &self.inner.state)
+            .list(ListMethod::Tools, &secrets, &mut bufs, |item| {
                 on_fallback |= matches!(item, drive::ListItem::Restart);
                 tools.take(item)
-            },
-        )
-        .await
-        .map_err(|e| ListToolsError {
-            message: self.with_stdio_note(redact_string(&e.to_string(), &secrets)),
-            kind: ListToolsError::kind_of(&e.error),
-        })?;
+            })
+            .await
+            .map_err(|e| ListToolsError {
+                message: self.with_stdio_note(redact_string(&e.to_string(), &secrets)),
+                kind: ListToolsError::kind_of(&e.error),
+            })?;
         let tools = tools.finish().map_err(|why| ListToolsError {
             message: format!("tools/list failed: {why}"),
             kind: Kind::Unreachable(verifi_mcp_core::wire::failure::Cause::TooLarge),
@@ -1098,7 +1082,9 @@ impl SlotHandle {
                     };
                     let mut scratch = slot.scratch();
                     let mut bufs = slot.bufs(scratch.get());
-                    drive::cancel_dropped(&net, &cfg, &slot.inner.state, request, &mut bufs).await;
+                    drive::Driver::new(&net, &cfg, &slot.inner.state)
+                        .cancel_dropped(request, &mut bufs)
+                        .await;
                 })
             });
         self.keep_courtesy(sent);
@@ -1154,15 +1140,9 @@ impl SlotHandle {
                     let mut scratch = slot.scratch();
                     let mut bufs = slot.bufs(scratch.get());
                     let req = Request::TaskCancel { task: &task };
-                    let _ = drive::task_request(
-                        &net,
-                        &cfg,
-                        &slot.inner.state,
-                        (target, req),
-                        &secrets,
-                        &mut bufs,
-                    )
-                    .await;
+                    let _ = drive::Driver::new(&net, &cfg, &slot.inner.state)
+                        .task_request((target, req), &secrets, &mut bufs)
+                        .await;
                 })
             });
         self.keep_courtesy(sent);
@@ -1185,16 +1165,10 @@ impl SlotHandle {
         let net = self.net().map_err(|e| local(&e))?;
         let mut scratch = self.scratch();
         let mut bufs = self.bufs(scratch.get());
-        let answered = drive::task_request(
-            &net,
-            &cfg,
-            &self.inner.state,
-            (target, req),
-            &secrets,
-            &mut bufs,
-        )
-        .await
-        .map_err(|e| self.noted(ProtocolError::from_core(&e, &secrets)))?;
+        let answered = drive::Driver::new(&net, &cfg, &self.inner.state)
+            .task_request((target, req), &secrets, &mut bufs)
+            .await
+            .map_err(|e| self.noted(ProtocolError::from_core(&e, &secrets)))?;
         Ok(answered.result.to_vec())
     }
 
@@ -1216,7 +1190,9 @@ impl SlotHandle {
         self.inner.get_streams.close().await;
         let mut scratch = self.scratch();
         let mut bufs = self.bufs(scratch.get());
-        drive::close(&net, &cfg, &self.inner.state, &mut bufs).await;
+        drive::Driver::new(&net, &cfg, &self.inner.state)
+            .close(&mut bufs)
+            .await;
         for server in self.inner.stdio.iter().flatten() {
             server.close().await;
         }
@@ -1287,17 +1263,10 @@ impl SlotHandle {
         let net = self.net().map_err(|e| local(&e, &secrets))?;
         let mut scratch = self.scratch();
         let mut bufs = self.bufs(scratch.get());
-        drive::list(
-            &net,
-            &cfg,
-            &self.inner.state,
-            list,
-            &secrets,
-            &mut bufs,
-            on_item,
-        )
-        .await
-        .map_err(|e| self.noted(ProtocolError::from_core(&e, &secrets)))
+        drive::Driver::new(&net, &cfg, &self.inner.state)
+            .list(list, &secrets, &mut bufs, on_item)
+            .await
+            .map_err(|e| self.noted(ProtocolError::from_core(&e, &secrets)))
     }
 
     /// A protocol error with the note of a stopped stdio server, when no server answered.
@@ -1378,18 +1347,16 @@ impl SlotHandle {
         let run = &self.inner.run;
         let mut scratch = self.scratch();
         let mut bufs = self.bufs(scratch.get());
-        let answered = drive::request(
-            &net,
-            &cfg,
-            &self.inner.state,
-            req,
-            secrets,
-            &mut RunLedger(&run.records),
-            &mut RunTimeline(&run.records),
-            &mut bufs,
-        )
-        .await
-        .map_err(|e| self.noted(ProtocolError::from_core(&e, secrets)))?;
+        let answered = drive::Driver::new(&net, &cfg, &self.inner.state)
+            .request(
+                req,
+                secrets,
+                &mut RunLedger(&run.records),
+                &mut RunTimeline(&run.records),
+                &mut bufs,
+            )
+            .await
+            .map_err(|e| self.noted(ProtocolError::from_core(&e, secrets)))?;
         Ok((answered.result.to_vec(), answered.latency_ms))
     }
 

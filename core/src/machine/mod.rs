@@ -89,8 +89,10 @@
 //! ```
 
 mod config;
+mod event;
 pub(crate) mod handlers;
 pub mod listen;
+mod metering;
 mod op;
 
 pub use config::{
@@ -98,10 +100,12 @@ pub use config::{
     MAX_INPUT_ROUNDS, MAX_LOG_MESSAGE, MAX_PROGRESS_MESSAGE, MAX_TASK_ID, ProgressObserver,
     ProgressUpdate, SlotConfig, TRACEPARENT_LEN, TraceContext,
 };
+pub use event::Event;
 /// An elicitation's answer under a policy and a handler, for an adapter that answers a
 /// server's requests itself (stdio): see [`SlotConfig::elicitation`].
 pub use handlers::write_elicit_answer as answer_elicitation;
 pub use handlers::{Answered, ListError, ListItem, MethodError};
+pub use metering::{Metering, Settled, Tasking};
 pub use op::{Action, Answer, Op, Report};
 
 use crate::harness::failover::{FailoverState, Target};
@@ -233,7 +237,15 @@ impl SlotState {
         self.changed = true;
     }
 
-    /// A server's era verdict not yet put on the timeline (each is told once).
+    /// The slot's news: a server's era verdict not yet told ([`Event::Era`], each server's
+    /// once per run), for the timeline of the call that takes it.
+    pub fn poll_event(&mut self) -> Option<Event<'static>> {
+        self.take_era_news()
+            .map(|(target, modern)| Event::Era { target, modern })
+    }
+
+    /// The era of a server whose era became known and was not told yet, once: `(target,
+    /// modern)`. [`SlotState::poll_event`] says the same as an [`Event::Era`].
     pub fn take_era_news(&mut self) -> Option<(Target, bool)> {
         for target in [Target::Primary, Target::Fallback] {
             let i = index(target);

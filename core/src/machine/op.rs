@@ -23,6 +23,7 @@ use crate::wire::jsonrpc::{self, ListMethod, ProtocolVersion};
 use crate::wire::session::{Begin, Phase, Snapshot};
 use crate::wire::sse::MAX_EVENT_ID;
 
+pub use super::event::Event;
 pub use super::handlers::Answer;
 
 /// What the adapter does next for an op. After each, it tells the op how it went (or, when
@@ -311,7 +312,14 @@ pub struct Op<'o, B: Buf, Sec: AsRef<[u8]>, F: FnMut(Option<(Value<'_>, &[u8])>)
     tail: Option<crate::wire::exchange::TailDrain>,
     /// [`Action::Listen`] is due before the call's request.
     listen_news: bool,
+    /// Events not yet taken by [`Op::poll_event`] (`NEWS_*` bits).
+    news: u8,
 }
+
+/// [`Op::poll_event`] owes an [`Event::Attempt`].
+const NEWS_REPORT: u8 = 1;
+/// [`Op::poll_event`] owes an [`Event::TaskStarted`].
+const NEWS_TASK: u8 = 2;
 
 /// What a call does with a task (the tasks extension).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -500,6 +508,7 @@ where
             version_retried: false,
             call_sent: false,
             task_news: false,
+            news: 0,
             tail: None,
             listen_news: false,
         }
@@ -567,6 +576,26 @@ where
     /// How the last attempt ended, after [`Action::Report`].
     pub fn report(&self) -> Option<Report> {
         self.report
+    }
+
+    /// What happened since the last call, once each, for the adapter to forward to its ledger
+    /// and timeline (see [`Event`]): call it after each [`Op::poll`] until it says `None`.
+    /// The slot's own news ([`SlotState::poll_event`]) comes from the slot.
+    pub fn poll_event(&mut self) -> Option<Event<'_>> {
+        if self.news & NEWS_REPORT != 0 {
+            self.news &= !NEWS_REPORT;
+            if let Some(report) = self.report {
+                let text_len = self.text_len();
+                return Some(Event::Attempt { report, text_len });
+            }
+        }
+        if self.news & NEWS_TASK != 0 {
+            self.news &= !NEWS_TASK;
+            if let Some(task) = self.task_id() {
+                return Some(Event::TaskStarted { task });
+            }
+        }
+        None
     }
 
     /// The last attempt's failure, once the op is done: `None` when a server answered (a
@@ -692,6 +721,7 @@ where
         }
         loop {
             if core::mem::take(&mut self.task_news) {
+                self.news |= NEWS_TASK;
                 return Action::TaskStarted;
             }
             if core::mem::take(&mut self.listen_news) {
@@ -2343,6 +2373,7 @@ where
             fallback_used,
             no_healthy_tool,
         });
+        self.news |= NEWS_REPORT;
         self.stage = Stage::Next(next);
         Action::Report
     }

@@ -921,12 +921,8 @@ fn exchange_run(reply: &[u8], chunk: usize) -> CallOutcome {
     let args = Value::parse(br#"{"command":"id"}"#, JsonLimits::default()).expect("args");
     let mut records = Records(Vec::new());
     let mut events = Events(Vec::new());
-    let r = embassy_futures::block_on(drive::call(
-        &net,
-        &cfg,
-        &state,
-        "run_command",
-        Some(args),
+    let r = embassy_futures::block_on(drive::Driver::new(&net, &cfg, &state).call(
+        ("run_command", Some(args)),
         &secrets,
         &mut records,
         &mut events,
