@@ -177,6 +177,31 @@ pub fn local_failure<'e, L: Ledger, T: Timeline>(
     out
 }
 
+/// Hands a listed tool's name and JSON to `on_tool` (a restart on the fallback is not told:
+/// a tool list never was).
+fn each_tool(item: Option<(Value<'_>, &[u8])>, on_tool: &mut impl FnMut(&str, &[u8])) {
+    let Some((tool, json)) = item else { return };
+    let Some(name) = jsonrpc::tool_name(tool) else {
+        return;
+    };
+    match name.as_plain() {
+        Some(s) => on_tool(s, json),
+        None => {
+            let mut s = StrSink::<512>::default();
+            let _ = name.unescape_into(&mut s);
+            on_tool(s.as_str(), json);
+        }
+    }
+}
+
+/// Hands a listed item (or the restart on the fallback) to `on_item`.
+fn each_item(item: Option<(Value<'_>, &[u8])>, on_item: &mut impl FnMut(ListItem<'_>)) {
+    match item {
+        Some((_, json)) => on_item(ListItem::Item(json)),
+        None => on_item(ListItem::Restart),
+    }
+}
+
 /// Nothing to meter or tell (a task's request).
 struct Unmetered;
 
@@ -453,21 +478,7 @@ impl<'d, N: Net, S: Shared<SlotState>> Driver<'d, N, S> {
         bufs: &mut CallBuffers<'_, B>,
         mut on_tool: impl FnMut(&str, &[u8]),
     ) -> Result<(), ListError> {
-        let on_item = |item: Option<(Value<'_>, &[u8])>| {
-            // A restart on the fallback is not told (a tool list never was).
-            let Some((tool, json)) = item else { return };
-            let Some(name) = jsonrpc::tool_name(tool) else {
-                return;
-            };
-            match name.as_plain() {
-                Some(s) => on_tool(s, json),
-                None => {
-                    let mut s = StrSink::<512>::default();
-                    let _ = name.unescape_into(&mut s);
-                    on_tool(s.as_str(), json);
-                }
-            }
-        };
+        let on_item = |item: Option<(Value<'_>, &[u8])>| each_tool(item, &mut on_tool);
         let mut op = Op::list(self.cfg, bufs, secrets, ListMethod::Tools, on_item);
         self.run(&mut op).await;
         op.list_outcome().map_err(|e| redact_list_error(secrets, e))
@@ -485,10 +496,7 @@ impl<'d, N: Net, S: Shared<SlotState>> Driver<'d, N, S> {
         bufs: &mut CallBuffers<'_, B>,
         mut on_item: impl FnMut(ListItem<'_>),
     ) -> Result<(), MethodError> {
-        let each = |item: Option<(Value<'_>, &[u8])>| match item {
-            Some((_, json)) => on_item(ListItem::Item(json)),
-            None => on_item(ListItem::Restart),
-        };
+        let each = |item: Option<(Value<'_>, &[u8])>| each_item(item, &mut on_item);
         let mut op = Op::list(self.cfg, bufs, secrets, list, each);
         self.run(&mut op).await;
         let modern = op.spoke_modern();
