@@ -65,7 +65,7 @@ impl SlotHandle {
         bearer: Option<&str>,
     ) -> (ToolResult, Option<String>) {
         match self
-            .call_as(tool, json, on_progress, bearer, Tasking::Wait)
+            .call_as(tool, json, on_progress, bearer, (Tasking::Wait, true))
             .await
         {
             (Ended::Done(r), challenge) => (r, challenge),
@@ -78,14 +78,16 @@ impl SlotHandle {
     }
 
     /// [`call_once`](Self::call_once), doing `how` with a task the server makes of the call:
-    /// wait for its end, hand it back running (detach), or follow an earlier one (attach).
+    /// wait for its end, hand it back running (detach), or follow an earlier one (attach);
+    /// `cancel_on_drop`: a dropped wait for an attached task cancels the task (a dropped call
+    /// otherwise always cancels what it started).
     pub(crate) async fn call_as(
         &self,
         tool: &str,
         json: &[u8],
         on_progress: Option<ProgressObserver<'_>>,
         bearer: Option<&str>,
-        how: Tasking<'_>,
+        (how, cancel_on_drop): (Tasking<'_>, bool),
     ) -> (Ended, Option<String>) {
         let done = |r| (Ended::Done(r), None);
         if !matches!(how, Tasking::Attach { .. })
@@ -124,13 +126,7 @@ impl SlotHandle {
         let cancel_if_dropped = CancelIfDropped {
             slot: self,
             in_flight: &in_flight,
-            cancel_task: !matches!(
-                how,
-                Tasking::Attach {
-                    cancel_on_drop: false,
-                    ..
-                }
-            ),
+            cancel_task: cancel_on_drop || !matches!(how, Tasking::Attach { .. }),
         };
         cfg.in_flight = Some(&in_flight);
         let run = &self.inner.run;
@@ -181,7 +177,7 @@ impl SlotHandle {
                     }
                 }
             }
-            Tasking::Attach { target, task, .. } => {
+            Tasking::Attach { target, task } => {
                 drive::Driver::new(&net, &cfg, state)
                     .attach_task(
                         (target, tool, task),
@@ -270,24 +266,6 @@ impl Drop for CancelIfDropped<'_> {
                 .cancel_dropped_task(target, task.as_str().to_owned());
         }
     }
-}
-
-/// What a call does with a task its server makes of it (the tasks extension).
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Tasking<'a> {
-    /// Polls it to its end ([`SlotHandle::call`]).
-    Wait,
-    /// Hands it back running ([`SlotHandle::start_task`]).
-    Detach,
-    /// Follows the task `task` on `target`, which an earlier call became.
-    Attach {
-        /// The task's server.
-        target: Target,
-        /// Its id.
-        task: &'a str,
-        /// Whether a dropped wait cancels the task.
-        cancel_on_drop: bool,
-    },
 }
 
 /// How [`SlotHandle::call_as`] ended.

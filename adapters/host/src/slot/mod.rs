@@ -751,7 +751,8 @@ mod call;
 mod list;
 mod task;
 
-pub(crate) use call::{Ended, Tasking};
+pub(crate) use call::Ended;
+pub(crate) use verifi_mcp_core::machine::Tasking;
 
 #[cfg(test)]
 mod tests {

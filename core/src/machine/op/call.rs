@@ -364,7 +364,7 @@ where
                 self.stage = Stage::AttemptEnded;
             }
             Then::NextPage => self.stage = Stage::Ready,
-            Then::Poll if self.tasking == Tasking::Detach => {
+            Then::Poll if self.tasking == TaskMode::Detach => {
                 self.clear_in_flight();
                 self.stage = Stage::AttemptEnded;
             }

@@ -69,7 +69,7 @@ where
                 };
                 let next = match self.tasking {
                     // A task's request goes to the task's server alone.
-                    Tasking::Attach => None,
+                    TaskMode::Attach => None,
                     _ => slot.failover.after_list_attempt(self.target, outcome),
                 };
                 (outcome, next, false, false)

@@ -292,7 +292,7 @@ pub struct Op<'o, B: Buf, Sec: AsRef<[u8]>, F: FnMut(Option<(Value<'_>, &[u8])>)
     task_polls: u32,
     task_failures: u32,
     /// What a call does with a task: wait for its end, hand it back, or attach to one.
-    tasking: Tasking,
+    tasking: TaskMode,
     /// `input_required` rounds answered (2026 era).
     input_rounds: u32,
     /// An idempotent tool's call was sent again after a broken stream (once).
@@ -321,9 +321,10 @@ const NEWS_REPORT: u8 = 1;
 /// [`Op::poll_event`] owes an [`Event::TaskStarted`].
 const NEWS_TASK: u8 = 2;
 
-/// What a call does with a task (the tasks extension).
+/// What a call does with a task: the op's own, data-free form of [`super::Tasking`] (the
+/// task's server and id are in its job).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Tasking {
+enum TaskMode {
     /// Polls the task the call becomes until it ends (the default: a task is transparent).
     Wait,
     /// Ends as soon as the call is a task, handing its id back ([`Op::detached`]).
@@ -360,7 +361,7 @@ impl<'o, B: Buf, Sec: AsRef<[u8]>> Op<'o, B, Sec> {
     /// back the task's id ([`Op::task_id`], with [`Op::detached_task`] true) for a later
     /// [`Op::attach`]. A server that answers at once gives the result as any call does.
     pub fn detached(mut self) -> Self {
-        self.tasking = Tasking::Detach;
+        self.tasking = TaskMode::Detach;
         self
     }
 
@@ -376,7 +377,7 @@ impl<'o, B: Buf, Sec: AsRef<[u8]>> Op<'o, B, Sec> {
         task: &str,
     ) -> Self {
         let mut op = Op::call(cfg, bufs, secrets, tool, None);
-        op.tasking = Tasking::Attach;
+        op.tasking = TaskMode::Attach;
         op.target = target;
         if let Job::Call { handler, .. } = &mut op.job {
             handler.attach(task);
@@ -394,7 +395,7 @@ impl<'o, B: Buf, Sec: AsRef<[u8]>> Op<'o, B, Sec> {
         req: jsonrpc::Request<'o>,
     ) -> Self {
         let mut op = Op::request(cfg, bufs, secrets, req);
-        op.tasking = Tasking::Attach;
+        op.tasking = TaskMode::Attach;
         op.target = target;
         op
     }
@@ -500,7 +501,7 @@ where
             list_pages: 0,
             task_polls: 0,
             task_failures: 0,
-            tasking: Tasking::Wait,
+            tasking: TaskMode::Wait,
             input_rounds: 0,
             resent: false,
             era_reprobed: false,
@@ -760,7 +761,7 @@ where
                             slot.calls = slot.calls.saturating_add(1);
                         }
                         // A task's server is the task's; the others start where failover says.
-                        if self.tasking != Tasking::Attach {
+                        if self.tasking != TaskMode::Attach {
                             self.target = slot.failover.first_target();
                         }
                         self.stage = Stage::Attempt;
@@ -992,7 +993,7 @@ where
             // The tasks extension is declared (and a task taken) in the 2026 era only.
             handler.tasks = modern && self.cfg.capabilities.tasks;
         }
-        if self.tasking == Tasking::Attach && self.is_call() {
+        if self.tasking == TaskMode::Attach && self.is_call() {
             return self.attached(now);
         }
         if let Job::Call { handler, tool, .. } = &mut self.job
