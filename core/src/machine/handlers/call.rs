@@ -2,6 +2,7 @@
 //! and log lines.
 
 use super::*;
+use crate::machine::tools::ToolRecord;
 
 /// What one server's attempt at a tool call came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,8 +60,8 @@ pub(crate) struct CallHandler<'x, B: Buf, Sec: AsRef<[u8]>> {
     /// The call sends a progress token (its id): someone listens for progress.
     pub(crate) progress_token: bool,
     /// Reading `tools/list` pages for the tools' `x-mcp-header` annotations (2026 era): the
-    /// records go to `error` (`name\0` + `argument\0Header\0`… + `\x1e`; a dropped tool's
-    /// pairs are `\x15`), the cursor to `text`.
+    /// records go to `error` ([`ToolRecord`](crate::machine::tools::ToolRecord)s), the cursor
+    /// to `text`.
     pub(crate) listing: bool,
     /// The listed page came and has a next one.
     pub(crate) list_page: Option<bool>,
@@ -512,8 +513,8 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
             // A record that does not fit is left out whole (the arena is capped).
             let mark = self.error.len();
             let written = (|| -> Result<(), Overflow> {
-                self.error.put(name.raw())?;
-                self.error.put(b"\0")?;
+                ToolRecord::write_head(&mut *self.error, name.raw())?;
+                let mut invalid = false;
                 if let Some(schema) = schema.filter(|_| headers) {
                     let pairs = self.error.len();
                     let mut wrote = Ok(());
@@ -530,16 +531,10 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
                     wrote?;
                     if found.is_err() {
                         self.error.truncate(pairs);
-                        self.error.put(b"\x15")?;
+                        invalid = true;
                     }
                 }
-                if idempotent {
-                    self.error.put(b"\x06")?;
-                }
-                if task_required {
-                    self.error.put(b"\x07")?;
-                }
-                self.error.put(b"\x1e")
+                ToolRecord::write_tail(&mut *self.error, idempotent, task_required, invalid)
             })();
             if written.is_err() {
                 self.error.truncate(mark);

@@ -166,7 +166,7 @@ where
         {
             session.session_gone(old);
         }
-        self.retried_404 = true;
+        self.attempt.retried_404 = true;
         self.stage = Stage::Ready;
     }
 
@@ -292,7 +292,7 @@ where
             (Job::Call { .. }, Err(f @ (Failure::TimedOut | Failure::Stalled { .. }))) => {
                 Then::CancelAfter(f)
             }
-            (_, Err(Failure::SessionExpired)) if !self.retried_404 => Then::Forget,
+            (_, Err(Failure::SessionExpired)) if !self.attempt.retried_404 => Then::Forget,
             (
                 Job::Call { .. },
                 Err(Failure::Status {
@@ -306,7 +306,9 @@ where
                     .map(|d| now.saturating_add(d))
                     .filter(|&wake| wake < deadline);
                 match wake {
-                    Some(at) if !self.retried_later && slot.take_retry() => Then::RetryAt(at),
+                    Some(at) if !self.attempt.retried_later && slot.take_retry() => {
+                        Then::RetryAt(at)
+                    }
                     _ => Then::Fail(Failure::RetryTooLate { code, retry_after }),
                 }
             }
@@ -352,7 +354,7 @@ where
             }
             Then::RetryAt(at) => {
                 self.clear_in_flight();
-                self.retried_later = true;
+                self.attempt.retried_later = true;
                 self.stage = Stage::RetryWait { at };
             }
             Then::Fail(f) => {
@@ -404,7 +406,7 @@ where
 
     /// A call whose `tools/call` is written and that has neither its answer nor a task.
     pub(super) fn call_unanswered(&self) -> bool {
-        self.call_sent
+        self.attempt.call_sent
             && matches!(&self.job, Job::Call { handler, .. }
                 if handler.answer.is_none() && handler.task.is_none())
     }

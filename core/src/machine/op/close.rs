@@ -14,7 +14,7 @@ where
         // A call's deadline or idle timeout names its limit and whether the tool may still
         // be running (issue 27).
         if self.is_call() {
-            let sent = self.call_sent;
+            let sent = self.attempt.call_sent;
             self.failure = match self.failure.take() {
                 Some(Failure::TimedOut) => Some(Failure::CallTimedOut {
                     ms: self.cfg.timeout_ms,

@@ -272,8 +272,8 @@ pub struct Op<'o, B: Buf, Sec: AsRef<[u8]>, F: FnMut(Option<(Value<'_>, &[u8])>)
     /// The main request's id.
     id: u64,
     progress_seen: u32,
-    retried_404: bool,
-    retried_later: bool,
+    /// What the current attempt has done (replaced when an attempt starts).
+    attempt: Attempt,
     resumes: u32,
     resume: Option<(String<MAX_EVENT_ID>, Option<u32>)>,
     trip: Option<TripEnd>,
@@ -299,8 +299,6 @@ pub struct Op<'o, B: Buf, Sec: AsRef<[u8]>, F: FnMut(Option<(Value<'_>, &[u8])>)
     resent: bool,
     /// The server was probed again after an answer from the other era (once).
     era_reprobed: bool,
-    /// The attempt's `tools/call` was written (a timeout then says the tool may be running).
-    call_sent: bool,
     /// The 2026-era version the op's requests carry: the newest both sides speak.
     modern_version: &'static str,
     /// A request was sent once more after a `-32022` (the next one fails the op).
@@ -320,6 +318,17 @@ pub struct Op<'o, B: Buf, Sec: AsRef<[u8]>, F: FnMut(Option<(Value<'_>, &[u8])>)
 const NEWS_REPORT: u8 = 1;
 /// [`Op::poll_event`] owes an [`Event::TaskStarted`].
 const NEWS_TASK: u8 = 2;
+
+/// What one attempt (one server, one deadline) has done: replaced when an attempt starts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Attempt {
+    /// The session was re-initialized after a 404 (once an attempt).
+    retried_404: bool,
+    /// The request was sent again after a `retry-after` wait (once an attempt).
+    retried_later: bool,
+    /// The attempt's `tools/call` was written (a timeout then says the tool may be running).
+    call_sent: bool,
+}
 
 /// What a call does with a task: the op's own, data-free form of [`super::Tasking`] (the
 /// task's server and id are in its job).
@@ -484,8 +493,7 @@ where
             snap: None,
             id: 0,
             progress_seen: 0,
-            retried_404: false,
-            retried_later: false,
+            attempt: Attempt::default(),
             resumes: 0,
             resume: None,
             trip: None,
@@ -507,7 +515,6 @@ where
             era_reprobed: false,
             modern_version: era::MODERN_VERSION,
             version_retried: false,
-            call_sent: false,
             task_news: false,
             news: 0,
             tail: None,
@@ -855,9 +862,7 @@ where
         self.attempts += 1;
         let restart = self.attempts > 1;
         self.deadline = Deadline::new(now, self.cfg);
-        self.retried_404 = false;
-        self.retried_later = false;
-        self.call_sent = false;
+        self.attempt = Attempt::default();
         self.failure = None;
         self.report = None;
         self.stage = Stage::Ready;

@@ -343,7 +343,7 @@ where
             return;
         }
         if matches!(self.stage, Stage::Trip(Purpose::Main)) && self.is_call() {
-            self.call_sent = true;
+            self.attempt.call_sent = true;
         }
         self.reply.clear();
         let Some(head) = self.head.take() else {
