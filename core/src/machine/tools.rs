@@ -43,9 +43,13 @@ impl<'a> ToolRecord<'a> {
         task_required: bool,
         invalid: bool,
     ) -> Result<(), Overflow> {
-        let flags = u8::from(idempotent) * IDEMPOTENT
-            | u8::from(task_required) * TASK_REQUIRED
-            | u8::from(invalid) * INVALID;
+        let flags = [
+            (idempotent, IDEMPOTENT),
+            (task_required, TASK_REQUIRED),
+            (invalid, INVALID),
+        ]
+        .iter()
+        .fold(0, |f, &(on, bit)| if on { f | bit } else { f });
         out.put(&[flags, SEP])
     }
 
