@@ -177,8 +177,11 @@ enum Stage {
     TaskWait {
         at: Millis,
     },
-    /// A round trip; `Op::wire` says where it is.
-    Trip(Purpose),
+    /// A round trip for `purpose`; `wire` says where it is.
+    Trip {
+        purpose: Purpose,
+        wire: Wire,
+    },
     /// Waiting for a `retry-after` time, then the request again.
     RetryWait {
         at: Millis,
@@ -263,7 +266,6 @@ pub struct Op<'o, B: Buf, Sec: AsRef<[u8]>, F: FnMut(Option<(Value<'_>, &[u8])>)
     job: Job<'o, B, Sec, F>,
     init: InitHandler,
     stage: Stage,
-    wire: Wire,
     target: Target,
     deadline: Deadline,
     /// A best-effort request's own deadline, while one runs.
@@ -486,7 +488,6 @@ where
             job,
             init: InitHandler::default(),
             stage: Stage::Start,
-            wire: Wire::Idle,
             target: Target::Primary,
             deadline: Deadline::new(0, cfg),
             courtesy: None,
@@ -653,7 +654,22 @@ where
     /// and finishes that framing before its next request may [`leave_tail`](Self::leave_tail)
     /// instead of waiting for it here.
     pub fn reading_tail(&self) -> bool {
-        matches!(self.stage, Stage::Trip(_)) && matches!(self.wire, Wire::Tail { .. })
+        matches!(self.wire(), Wire::Tail { .. })
+    }
+
+    /// Where the current round trip is ([`Wire::Idle`] outside a trip).
+    fn wire(&self) -> Wire {
+        match self.stage {
+            Stage::Trip { wire, .. } => wire,
+            _ => Wire::Idle,
+        }
+    }
+
+    /// Moves the current round trip on (outside a trip a wire means nothing).
+    fn set_wire(&mut self, to: Wire) {
+        if let Stage::Trip { wire, .. } = &mut self.stage {
+            *wire = to;
+        }
     }
 
     /// Stops reading the end of the reply's framing ([`reading_tail`](Self::reading_tail)):
@@ -832,7 +848,7 @@ where
                 self.start_trip(Purpose::TaskGet, now);
                 None
             }
-            Stage::Trip(purpose) => self.trip_step(slot, now, purpose),
+            Stage::Trip { purpose, .. } => self.trip_step(slot, now, purpose),
             Stage::RetryWait { at } | Stage::ResumeWait { at } if now < at => {
                 self.timeout = at;
                 Some(Action::Sleep { slot: false })

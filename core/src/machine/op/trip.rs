@@ -10,7 +10,10 @@ where
     F: FnMut(Option<(Value<'_>, &[u8])>),
 {
     pub(super) fn start_trip(&mut self, purpose: Purpose, now: Millis) {
-        self.stage = Stage::Trip(purpose);
+        self.stage = Stage::Trip {
+            purpose,
+            wire: Wire::Idle,
+        };
         self.trip = None;
         self.courtesy = matches!(
             purpose,
@@ -18,10 +21,10 @@ where
         )
         .then(|| Deadline::courtesy(now));
         match self.write_request(purpose) {
-            Ok(()) => self.wire = Wire::Connect { fresh: false },
+            Ok(()) => self.set_wire(Wire::Connect { fresh: false }),
             Err(f) => {
                 self.trip_failed(f);
-                self.wire = Wire::Idle;
+                self.set_wire(Wire::Idle);
             }
         }
     }
@@ -227,7 +230,7 @@ where
         now: Millis,
         purpose: Purpose,
     ) -> Option<Action> {
-        match self.wire {
+        match self.wire() {
             Wire::Connect { fresh } => {
                 self.timeout = self.active().at;
                 Some(Action::Connect {
@@ -251,7 +254,7 @@ where
                 Some(Action::Receive)
             }
             Wire::Release { recycle } => {
-                self.wire = Wire::Idle;
+                self.set_wire(Wire::Idle);
                 Some(if recycle {
                     Action::Recycle
                 } else if self.tail.is_some() {
@@ -315,23 +318,35 @@ where
 
     /// A connection is open; `reused`: it came from the pool.
     pub fn handle_connected(&mut self, reused: bool) {
-        if let (Stage::Trip(_), Wire::Connect { fresh }) = (self.stage, self.wire) {
-            self.wire = Wire::Write {
+        if let Stage::Trip {
+            wire: Wire::Connect { fresh },
+            ..
+        } = self.stage
+        {
+            self.set_wire(Wire::Write {
                 retry_fresh: reused && !fresh,
-            };
+            });
         }
     }
 
     /// The connection could not be opened.
     pub fn handle_connect_failed(&mut self, error: ConnectError) {
-        if let (Stage::Trip(_), Wire::Connect { .. }) = (self.stage, self.wire) {
+        if let Stage::Trip {
+            wire: Wire::Connect { .. },
+            ..
+        } = self.stage
+        {
             self.end_trip(Failure::Connect(error));
         }
     }
 
     /// The request was written (`ok`) or writing it failed.
     pub fn handle_sent(&mut self, now: Millis, ok: bool) {
-        let (Stage::Trip(_), Wire::Write { retry_fresh }) = (self.stage, self.wire) else {
+        let Stage::Trip {
+            wire: Wire::Write { retry_fresh },
+            ..
+        } = self.stage
+        else {
             return;
         };
         if !ok {
@@ -342,7 +357,14 @@ where
             }
             return;
         }
-        if matches!(self.stage, Stage::Trip(Purpose::Main)) && self.is_call() {
+        if matches!(
+            self.stage,
+            Stage::Trip {
+                purpose: Purpose::Main,
+                ..
+            }
+        ) && self.is_call()
+        {
             self.attempt.call_sent = true;
         }
         self.reply.clear();
@@ -361,27 +383,31 @@ where
             return self.finish_trip(true);
         }
         self.progress_seen = self.current_progress();
-        self.wire = Wire::Read {
+        self.set_wire(Wire::Read {
             retry_fresh,
             last_byte: now,
-        };
+        });
     }
 
     pub(super) fn current_progress(&self) -> u32 {
         match (&self.job, self.stage) {
-            (Job::Call { handler, .. }, Stage::Trip(Purpose::Main | Purpose::Resume)) => {
-                handler.progress_seen()
-            }
+            (
+                Job::Call { handler, .. },
+                Stage::Trip {
+                    purpose: Purpose::Main | Purpose::Resume,
+                    ..
+                },
+            ) => handler.progress_seen(),
             _ => 0,
         }
     }
 
     /// `n` bytes were read into [`read_buf`](Self::read_buf); 0: the peer closed.
     pub fn handle_read(&mut self, now: Millis, n: usize) {
-        let Stage::Trip(purpose) = self.stage else {
+        let Stage::Trip { purpose, .. } = self.stage else {
             return;
         };
-        match self.wire {
+        match self.wire() {
             Wire::Read { retry_fresh, .. } => {
                 let Some(mut exchange) = self.exchange.take() else {
                     return self.end_trip(Failure::NoResponse);
@@ -427,19 +453,17 @@ where
                             self.deadline.extend(now);
                         }
                         match step {
-                            Step::NeedMore if n > 0 => {
-                                self.wire = Wire::Read {
-                                    retry_fresh,
-                                    last_byte: now,
-                                }
-                            }
+                            Step::NeedMore if n > 0 => self.set_wire(Wire::Read {
+                                retry_fresh,
+                                last_byte: now,
+                            }),
                             Step::Done
                                 if self.exchange.as_ref().is_some_and(Exchange::awaits_end) =>
                             {
-                                self.wire = Wire::Tail {
+                                self.set_wire(Wire::Tail {
                                     until: now.saturating_add(TAIL_MS).min(self.active().at),
                                     bytes: 0,
-                                }
+                                })
                             }
                             step => self.finish_trip(step == Step::Done),
                         }
@@ -457,7 +481,7 @@ where
                         None => false,
                     };
                 if more && bytes < MAX_TAIL_BYTES {
-                    self.wire = Wire::Tail { until, bytes };
+                    self.set_wire(Wire::Tail { until, bytes });
                 } else {
                     self.finish_trip(true);
                 }
@@ -468,10 +492,10 @@ where
 
     /// Reading failed (a reset, an I/O error).
     pub fn handle_read_failed(&mut self) {
-        let Stage::Trip(purpose) = self.stage else {
+        let Stage::Trip { purpose, .. } = self.stage else {
             return;
         };
-        match self.wire {
+        match self.wire() {
             Wire::Read { retry_fresh, .. } => {
                 let early = self
                     .exchange
@@ -490,10 +514,10 @@ where
     /// The current action's [`timeout`](Self::timeout) passed before it completed (the
     /// adapter gave up on it; a connection in use is dropped with the next action).
     pub fn handle_timeout(&mut self, _now: Millis) {
-        if !matches!(self.stage, Stage::Trip(_)) {
+        if !matches!(self.stage, Stage::Trip { .. }) {
             return;
         }
-        match self.wire {
+        match self.wire() {
             Wire::Connect { .. } | Wire::Write { .. } => self.end_trip(Failure::TimedOut),
             Wire::Read { last_byte, .. } => {
                 let stalled = self.read_until(last_byte).1;
@@ -550,7 +574,7 @@ where
             self.head = Some(x.into_head_storage());
         }
         let purpose = match self.stage {
-            Stage::Trip(p) => p,
+            Stage::Trip { purpose: p, .. } => p,
             _ => return,
         };
         match purpose {
@@ -570,7 +594,7 @@ where
             _ => {}
         }
         match self.write_request(purpose) {
-            Ok(()) => self.wire = Wire::Connect { fresh: true },
+            Ok(()) => self.set_wire(Wire::Connect { fresh: true }),
             Err(f) => self.end_trip(f),
         }
     }
@@ -581,7 +605,7 @@ where
             self.head = Some(x.into_head_storage());
         }
         self.trip_failed(f);
-        self.wire = Wire::Release { recycle: false };
+        self.set_wire(Wire::Release { recycle: false });
     }
 
     /// Keeps a round trip's failure for delivery; a courtesy's is dropped (the attempt's own
@@ -589,7 +613,10 @@ where
     pub(super) fn trip_failed(&mut self, f: Failure) {
         if !matches!(
             self.stage,
-            Stage::Trip(Purpose::Cancel | Purpose::Courtesy | Purpose::TaskCancel)
+            Stage::Trip {
+                purpose: Purpose::Cancel | Purpose::Courtesy | Purpose::TaskCancel,
+                ..
+            }
         ) {
             self.failure = Some(f);
         }
@@ -601,7 +628,11 @@ where
         let Some(x) = self.exchange.take() else {
             return self.end_trip(Failure::NoResponse);
         };
-        if let Stage::Trip(Purpose::Initialize { .. }) = self.stage {
+        if let Stage::Trip {
+            purpose: Purpose::Initialize { .. },
+            ..
+        } = self.stage
+        {
             // The version is the handler's, set when the trip is delivered.
             self.snap = Some(Snapshot {
                 session_id: x.head().and_then(|h| h.session_id.clone()),
@@ -617,6 +648,6 @@ where
         let recycle = x.reusable();
         self.head = Some(x.into_head_storage());
         self.trip = Some(if done { TripEnd::Done } else { TripEnd::Ended });
-        self.wire = Wire::Release { recycle };
+        self.set_wire(Wire::Release { recycle });
     }
 }
