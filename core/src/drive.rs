@@ -489,18 +489,19 @@ impl<'d, N: Net, S: Shared<SlotState>> Driver<'d, N, S> {
     /// [`list_tools`](Self::list_tools): a primary failure is retried on the fallback (after a
     /// [`ListItem::Restart`]), a fallback failure returned. A server that repeats its cursor
     /// (or pages past 1 000) is stopped. Listing is not metered and emits no timeline event.
+    /// `Ok` says which server's list it is.
     pub async fn list<B: Buf, Sec: AsRef<[u8]>>(
         self,
         list: ListMethod,
         secrets: &[Sec],
         bufs: &mut CallBuffers<'_, B>,
         mut on_item: impl FnMut(ListItem<'_>),
-    ) -> Result<(), MethodError> {
+    ) -> Result<Target, MethodError> {
         let each = |item: Option<(Value<'_>, &[u8])>| each_item(item, &mut on_item);
         let mut op = Op::list(self.cfg, bufs, secrets, list, each);
         self.run(&mut op).await;
-        let modern = op.spoke_modern();
-        op.list_outcome().map_err(|e| MethodError {
+        let (modern, target) = (op.spoke_modern(), op.target());
+        op.list_outcome().map(|()| target).map_err(|e| MethodError {
             method: list.method(),
             error: redact_list_error(secrets, e),
             modern,

@@ -12,6 +12,13 @@
 //! | [`Event::TaskStarted`] | [`Op::poll_event`](super::Op::poll_event), after [`Action::TaskStarted`](super::Action::TaskStarted) | a `task` event with status `working` |
 //! | [`Event::Era`] | [`SlotState::poll_event`](super::SlotState::poll_event) | an `era` event, once per server and run |
 //!
+//! Two more things an adapter is told rather than works out: what a message on a session's
+//! GET stream is ([`listen::heard`](super::listen::heard): a request to answer, or
+//! `notifications/tools/list_changed`, which makes the slot's tool list stale, as
+//! [`SlotState::take_tools_list_changed`](super::SlotState::take_tools_list_changed) does for
+//! one on a call's stream), and which server a list came from (the `Ok` of
+//! [`Driver::list`](crate::drive::Driver::list), [`Op::target`](super::Op::target) once done).
+//!
 //! The rest of a call's record (its result's ledger record, its `tool_error`, its task's end)
 //! comes from the finished op itself ([`Metering::settle`](super::Metering::settle) and
 //! [`Metering::finish`](super::Metering::finish)). A server's request on a call's stream

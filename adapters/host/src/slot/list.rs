@@ -49,18 +49,10 @@ impl SlotHandle {
         // Collected first: a primary that fails part-way restarts the list on the fallback,
         // and only the list that ends is handed over.
         let mut tools = ListCollector::new(self.inner.run.options.reply_cap);
-        // Which server answers: the fallback when the list starts there (the primary known
-        // dead, a live fallback) or restarts there after a primary failure.
-        let mut on_fallback = {
-            use verifi_mcp_core::drive::Shared;
-            self.inner.state.with(|s| {
-                let f = s.failover();
-                f.primary_dead() && f.has_fallback() && !f.fallback_dead()
-            })
-        };
-        drive::Driver::new(&net, &cfg, &self.inner.state)
+        // Which server answered: the core says (the fallback when the list started there or
+        // restarted there after a primary failure).
+        let answered_by = drive::Driver::new(&net, &cfg, &self.inner.state)
             .list(ListMethod::Tools, &secrets, &mut bufs, |item| {
-                on_fallback |= matches!(item, drive::ListItem::Restart);
                 tools.take(item)
             })
             .await
@@ -68,6 +60,7 @@ impl SlotHandle {
                 message: self.with_stdio_note(redact_string(&e.to_string(), &secrets)),
                 kind: ListToolsError::kind_of(&e.error),
             })?;
+        let on_fallback = answered_by == Target::Fallback;
         let tools = tools.finish().map_err(|why| ListToolsError {
             message: format!("tools/list failed: {why}"),
             kind: Kind::Unreachable(verifi_mcp_core::wire::failure::Cause::TooLarge),
@@ -182,6 +175,7 @@ impl SlotHandle {
         drive::Driver::new(&net, &cfg, &self.inner.state)
             .list(list, &secrets, &mut bufs, on_item)
             .await
+            .map(|_| ())
             .map_err(|e| self.noted(ProtocolError::from_core(&e, &secrets)))
     }
 
