@@ -5,11 +5,18 @@
 //! pump only does what an [`Action`] says: open a connection ([`Net::connect`]), write, read,
 //! give the connection back, sleep, each raced against the op's timeout. An adapter supplies
 //! [`Net`] (connections and time) and [`Shared`] (where the slot's state lives, and how ops
-//! sleeping on it are woken), and owns the buffers; a [`Driver`] holds the three with the
-//! slot's config. What a call's op did goes to the ledger and the timeline through the
+//! sleeping on it are woken), and owns the buffers; a [`Driver`] holds both with the slot's
+//! config. What a call's op did goes to the ledger and the timeline through the
 //! machine's [`Metering`] (events in, records out, no await); the pump only forwards the
 //! op's events to it and keeps it alive while an attempt runs, so that a dropped future is
 //! still metered.
+//!
+//! The core holds no lock: where the slot's state lives is the adapter's ([`Shared`]: a
+//! `Mutex` and an event on the host, a `RefCell` and a waker list on the edge). The pump needs two
+//! things of it, one transition with the state in hand and a wait until another op changed
+//! it; a closure covers the first, but the second is a future, which without an allocator can
+//! not be handed over boxed, so both stay one small trait the adapter implements, never held
+//! across an await.
 
 use embassy_futures::select::{Either, select};
 use embedded_io_async::{Read, Write};

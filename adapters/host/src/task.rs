@@ -4,8 +4,8 @@
 //! ([`TaskHandle`]).
 //!
 //! Owns: the handle and its four operations. Does not own: polling, deadlines, redaction and
-//! metering of a task, which are the core's (`drive::start_task`, `drive::attach_task`,
-//! `drive::task_request`).
+//! metering of a task, which are the core's (`Driver::start_task`, `Driver::attach_task`,
+//! `Driver::task_request`).
 //!
 //! ```no_run
 //! use serde_json::json;
