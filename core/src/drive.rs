@@ -12,11 +12,11 @@
 //! still metered.
 //!
 //! The core holds no lock: where the slot's state lives is the adapter's ([`Shared`]: a
-//! `Mutex` and an event on the host, a `RefCell` and a waker list on the edge). The pump needs two
-//! things of it, one transition with the state in hand and a wait until another op changed
-//! it; a closure covers the first, but the second is a future, which without an allocator can
-//! not be handed over boxed, so both stay one small trait the adapter implements, never held
-//! across an await.
+//! `Mutex` and an event on the host, a `RefCell` and a waker list on the edge). The pump
+//! needs two things of it, one transition with the state in hand and a wait until another op
+//! changed it; a closure covers the first, but the second is a future, which without an
+//! allocator can not be handed over boxed, so both stay one small trait the adapter
+//! implements, never held across an await.
 
 use embassy_futures::select::{Either, select};
 use embedded_io_async::{Read, Write};
