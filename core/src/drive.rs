@@ -436,8 +436,10 @@ impl<'d, N: Net, S: Shared<SlotState>> Driver<'d, N, S> {
     }
 
     /// The one body of [`call`](Self::call), [`start_task`](Self::start_task) and
-    /// [`attach_task`](Self::attach_task).
-    async fn tool_call<'b, B: Buf, Sec: AsRef<[u8]>, L: Ledger, T: Timeline>(
+    /// [`attach_task`](Self::attach_task), for a caller that picks among them at run time:
+    /// the result, and the running task a [`Tasking::Detach`] call became (its server and id;
+    /// the result is then an empty answer). `args` are not sent with [`Tasking::Attach`].
+    pub async fn tool_call<'b, B: Buf, Sec: AsRef<[u8]>, L: Ledger, T: Timeline>(
         self,
         (tool, args): (&str, Option<Value<'_>>),
         (tasking, secrets): (Tasking<'_>, &[Sec]),

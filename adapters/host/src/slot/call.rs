@@ -145,50 +145,20 @@ impl SlotHandle {
         };
         net.alarm = Some(&alarm);
         let state = &self.inner.state;
-        let r = match how {
-            Tasking::Wait => {
-                drive::Driver::new(&net, &cfg, state)
-                    .call(
-                        (tool, args),
-                        &secrets,
-                        &mut ledger,
-                        &mut timeline,
-                        &mut bufs,
-                    )
-                    .await
-            }
-            Tasking::Detach => {
-                match drive::Driver::new(&net, &cfg, state)
-                    .start_task(
-                        (tool, args),
-                        &secrets,
-                        &mut ledger,
-                        &mut timeline,
-                        &mut bufs,
-                    )
-                    .await
-                {
-                    drive::Started::Done(r) => r,
-                    drive::Started::Task { target, id } => {
-                        // Running on its server: nothing to cancel if this future is dropped.
-                        std::mem::forget(cancel_if_dropped);
-                        let id = id.as_str().to_owned();
-                        return (Ended::Task { target, id }, None);
-                    }
-                }
-            }
-            Tasking::Attach { target, task } => {
-                drive::Driver::new(&net, &cfg, state)
-                    .attach_task(
-                        (target, tool, task),
-                        &secrets,
-                        &mut ledger,
-                        &mut timeline,
-                        &mut bufs,
-                    )
-                    .await
-            }
-        };
+        let (r, started) = drive::Driver::new(&net, &cfg, state)
+            .tool_call(
+                (tool, args),
+                (how, &secrets[..]),
+                (&mut ledger, &mut timeline),
+                &mut bufs,
+            )
+            .await;
+        if let Some((target, id)) = started {
+            // Running on its server: nothing to cancel if this future is dropped.
+            std::mem::forget(cancel_if_dropped);
+            let id = id.as_str().to_owned();
+            return (Ended::Task { target, id }, None);
+        }
         // A server that said its tools changed (on this call's stream): the list is fetched
         // again before the next call.
         let list_changed = {
