@@ -179,7 +179,7 @@ pub fn local_failure<'e, L: Ledger, T: Timeline>(
     ledger.record(LedgerRecord::transport_failure());
     let out = ToolResult::unreachable(error, crate::wire::failure::Cause::Local, 0);
     if let Some(event) = out.timeline_event(slot, tool) {
-        timeline.emit(&event);
+        timeline.emit_failure(&event, false);
     }
     out
 }

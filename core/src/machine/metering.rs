@@ -28,7 +28,7 @@ use crate::buf::Buf;
 use crate::harness::events::{Timeline, TimelineEvent};
 use crate::harness::failover::{AttemptOutcome, Target};
 use crate::harness::meter::{Ledger, LedgerRecord};
-use crate::harness::result::{ToolResult, write_tool_error};
+use crate::harness::result::{Kind, ToolResult, write_tool_error};
 use crate::wire::failure::{Failure, StrSink, truncated};
 use crate::wire::json::Value;
 
@@ -330,7 +330,8 @@ impl<'m, L: Ledger, T: Timeline> Metering<'m, L, T> {
         }
         self.ledger.record(record);
         if let Some(event) = out.timeline_event(self.cfg.slot, self.tool) {
-            self.timeline.emit(&event);
+            let answered = matches!(out.kind(), Kind::ToolError | Kind::Refused { .. });
+            self.timeline.emit_failure(&event, answered);
         }
         out
     }
@@ -358,11 +359,12 @@ impl<'m, L: Ledger, T: Timeline> Metering<'m, L, T> {
                 };
                 if self.what == (Metered::Request { content: true }) {
                     write_line(secrets, format_args!("{error}"), &mut bufs.error);
-                    self.timeline.emit(&TimelineEvent::ToolError {
+                    let event = TimelineEvent::ToolError {
                         slot: self.cfg.slot,
                         tool: self.tool,
                         error: as_text(&bufs.error),
-                    });
+                    };
+                    self.timeline.emit_failure(&event, false);
                 }
                 Err(error)
             }
@@ -378,11 +380,12 @@ impl<L: Ledger, T: Timeline> Drop for Metering<'_, L, T> {
             self.ledger.record(record);
             let mut line = StrSink::<64>::default();
             let _ = write!(FmtSink(&mut line), "{}", Failure::Cancelled);
-            self.timeline.emit(&TimelineEvent::ToolError {
+            let event = TimelineEvent::ToolError {
                 slot: self.cfg.slot,
                 tool: self.tool,
                 error: line.as_str(),
-            });
+            };
+            self.timeline.emit_failure(&event, false);
         }
     }
 }

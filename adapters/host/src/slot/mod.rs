@@ -244,10 +244,10 @@ struct NotedTimeline<'a> {
 }
 
 impl Timeline for NotedTimeline<'_> {
-    fn emit(&mut self, e: &TimelineEvent<'_>) {
+    fn emit_failure(&mut self, e: &TimelineEvent<'_>, answered: bool) {
+        // No server answered: what happened to a stopped stdio server is added.
         if let TimelineEvent::ToolError { slot, tool, error } = e
-            && !error.starts_with("tool error")
-            && !error.starts_with("JSON-RPC")
+            && !answered
             && let Some(note) = self.slot.stdio_note()
         {
             let error = format!("{error} ({note})");
@@ -260,6 +260,10 @@ impl Timeline for NotedTimeline<'_> {
                 &self.slot.secrets_now(),
             );
         }
+        self.emit(e);
+    }
+
+    fn emit(&mut self, e: &TimelineEvent<'_>) {
         let secrets = self.slot.secrets_now();
         crate::telemetry::timeline(e, &secrets);
         self.inner.push(e, &secrets);
