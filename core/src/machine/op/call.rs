@@ -375,8 +375,7 @@ where
                     w.set_task(self.target, id);
                 }
                 self.task_news = true;
-                self.task_polls = 0;
-                self.task_failures = 0;
+                self.task = TaskState::default();
                 self.stage = Stage::TaskWait { at: now };
             }
             Then::Resend => {

@@ -290,9 +290,8 @@ pub struct Op<'o, B: Buf, Sec: AsRef<[u8]>, F: FnMut(Option<(Value<'_>, &[u8])>)
     reprobed: bool,
     relisted: bool,
     list_pages: u32,
-    /// `tasks/get` polls sent, and failed in a row.
-    task_polls: u32,
-    task_failures: u32,
+    /// The task the call became, polled (reset when the call becomes one).
+    task: TaskState,
     /// What a call does with a task: wait for its end, hand it back, or attach to one.
     tasking: TaskMode,
     /// `input_required` rounds answered (2026 era).
@@ -320,6 +319,15 @@ pub struct Op<'o, B: Buf, Sec: AsRef<[u8]>, F: FnMut(Option<(Value<'_>, &[u8])>)
 const NEWS_REPORT: u8 = 1;
 /// [`Op::poll_event`] owes an [`Event::TaskStarted`].
 const NEWS_TASK: u8 = 2;
+
+/// How the polling of the task a call became goes: replaced when the call becomes a task.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct TaskState {
+    /// `tasks/get` polls sent.
+    polls: u32,
+    /// `tasks/get` failures in a row.
+    failures: u32,
+}
 
 /// What one attempt (one server, one deadline) has done: replaced when an attempt starts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -508,8 +516,7 @@ where
             reprobed: false,
             relisted: false,
             list_pages: 0,
-            task_polls: 0,
-            task_failures: 0,
+            task: TaskState::default(),
             tasking: TaskMode::Wait,
             input_rounds: 0,
             resent: false,
@@ -844,7 +851,7 @@ where
                     handler.polling = true;
                     handler.task_status = None;
                 }
-                self.task_polls += 1;
+                self.task.polls += 1;
                 self.start_trip(Purpose::TaskGet, now);
                 None
             }
@@ -1069,8 +1076,7 @@ where
         if let (Some(w), Some(id)) = (self.cfg.in_flight, self.task_id()) {
             w.set_task(self.target, id);
         }
-        self.task_polls = 0;
-        self.task_failures = 0;
+        self.task = TaskState::default();
         self.stage = Stage::TaskWait { at: now };
     }
 

@@ -34,8 +34,8 @@ where
         if result.is_err() {
             // A lost poll loses nothing: `tasks/get` is asked again (new id, fresh
             // connection); only a server gone for good ends the call, naming the task.
-            self.task_failures += 1;
-            if self.task_failures >= MAX_TASK_POLL_FAILURES {
+            self.task.failures += 1;
+            if self.task.failures >= MAX_TASK_POLL_FAILURES {
                 return self.fail(Failure::Task {
                     id,
                     end: crate::wire::failure::TaskEnd::Lost,
@@ -43,7 +43,7 @@ where
             }
             return self.schedule_poll(now, interval);
         }
-        self.task_failures = 0;
+        self.task.failures = 0;
         match (&handler.answer, handler.task_status.take()) {
             (Some(Ok(_)), _) => self.stage = Stage::AttemptEnded,
             (Some(Err(u)), _) => {
@@ -99,8 +99,8 @@ where
         } else if matches!(result, Err(Failure::TimedOut)) && now >= self.deadline.at {
             self.task_timed_out();
         } else {
-            self.task_failures += 1;
-            if self.task_failures >= MAX_TASK_POLL_FAILURES {
+            self.task.failures += 1;
+            if self.task.failures >= MAX_TASK_POLL_FAILURES {
                 let id = self.task_id().map(truncated).unwrap_or_default();
                 return self.fail(Failure::Task {
                     id,
@@ -135,7 +135,7 @@ where
     /// The next `tasks/get`: a ramp (20, 40, 80 … ms) up to the server's interval, never
     /// under the floor (a `0` must not spin), never past the deadline.
     pub(super) fn schedule_poll(&mut self, now: Millis, interval: u64) {
-        let ramp = TASK_POLL_FLOOR_MS.saturating_mul(1 << self.task_polls.min(10));
+        let ramp = TASK_POLL_FLOOR_MS.saturating_mul(1 << self.task.polls.min(10));
         let delay = ramp.min(interval.max(TASK_POLL_FLOOR_MS));
         self.stage = Stage::TaskWait {
             at: now.saturating_add(delay).min(self.deadline.at),
