@@ -716,7 +716,7 @@ fn in_place_is_the_copy(msg: &[u8]) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// exchange: reply bytes -> drive::call -> ToolResult, through a scripted in-memory server
+// exchange: reply bytes -> Driver::call -> ToolResult, through a scripted in-memory server
 
 mod script {
     use std::cell::{Cell, RefCell};
@@ -941,7 +941,7 @@ fn exchange_run(reply: &[u8], chunk: usize) -> CallOutcome {
     }
 }
 
-/// Whole reply bytes → the JSON-RPC response → flatten → `ToolResult`, through `drive::call`:
+/// Whole reply bytes → the JSON-RPC response → flatten → `ToolResult`, through `Driver::call`:
 /// the result has one of the four shapes, carries no secret, is metered once per attempt, and
 /// is the same whatever size the socket reads are.
 pub fn exchange(data: &[u8]) {

@@ -74,7 +74,7 @@ impl core::fmt::Display for MethodError {
     }
 }
 
-/// What `drive::list` hands its caller.
+/// What `Driver::list` hands its caller.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ListItem<'i> {
     /// One item's whole JSON (a resource, template, prompt or tool object), redacted.
