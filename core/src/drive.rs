@@ -96,14 +96,13 @@ pub trait Net {
     /// [`connect`](Self::connect), writes, and reads no more than the status line's first
     /// bytes.
     async fn respond(&self, ep: &Endpoint<'_>, answer: &[u8]) {
-        let side = async {
-            let (mut side, _) = self.connect(ep, true).await.ok()?;
-            side.write_all(answer).await.ok()?;
-            side.flush().await.ok()?;
-            let mut status = [0u8; 64];
-            side.read(&mut status).await.ok()
+        let Ok((mut side, _)) = self.connect(ep, true).await else {
+            return;
         };
-        let _ = side.await;
+        if side.write_all(answer).await.is_ok() && side.flush().await.is_ok() {
+            let mut status = [0u8; 64];
+            let _ = side.read(&mut status).await;
+        }
     }
 }
 
@@ -230,33 +229,32 @@ impl<'d, N: Net, S: Shared<SlotState>> Driver<'d, N, S> {
         Sec: AsRef<[u8]>,
         F: FnMut(Option<(Value<'_>, &[u8])>),
     {
-        let (net, cfg, state) = (self.net, self.cfg, self.state);
         loop {
-            let now = net.now();
+            let now = self.net.now();
             // Read before the poll, so a change between the poll and the wait is not lost.
-            let generation = state.generation();
-            let (action, changed) = state.with(|s| (op.poll(s, now), s.take_changed()));
+            let generation = self.state.generation();
+            let (action, changed) = self.state.with(|s| (op.poll(s, now), s.take_changed()));
             if changed {
-                state.notify();
+                self.state.notify();
             }
             let at = op.timeout();
             match action {
                 Action::Connect { target, fresh } => {
                     *conn = None;
-                    let Some(ep) = cfg.endpoint(target) else {
+                    let Some(ep) = self.cfg.endpoint(target) else {
                         op.handle_connect_failed(ConnectError::new(
                             ConnectErrorKind::Unreachable,
                             "no such server",
                         ));
                         continue;
                     };
-                    match select(net.connect(ep, fresh), net.sleep_until(at)).await {
+                    match select(self.net.connect(ep, fresh), self.net.sleep_until(at)).await {
                         Either::First(Ok((c, reused))) => {
                             *conn = Some(c);
                             op.handle_connected(reused);
                         }
                         Either::First(Err(e)) => op.handle_connect_failed(e),
-                        Either::Second(()) => op.handle_timeout(net.now()),
+                        Either::Second(()) => op.handle_timeout(self.net.now()),
                     }
                 }
                 Action::Transmit => {
@@ -269,13 +267,13 @@ impl<'d, N: Net, S: Shared<SlotState>> Driver<'d, N, S> {
                         c.write_all(bytes).await?;
                         c.flush().await
                     };
-                    match select(send, net.sleep_until(at)).await {
-                        Either::First(sent) => op.handle_sent(net.now(), sent.is_ok()),
-                        Either::Second(()) => op.handle_timeout(net.now()),
+                    match select(send, self.net.sleep_until(at)).await {
+                        Either::First(sent) => op.handle_sent(self.net.now(), sent.is_ok()),
+                        Either::Second(()) => op.handle_timeout(self.net.now()),
                     }
                 }
                 Action::Receive => {
-                    if net.parks_tails() && op.reading_tail() {
+                    if self.net.parks_tails() && op.reading_tail() {
                         op.leave_tail();
                         continue;
                     }
@@ -283,39 +281,39 @@ impl<'d, N: Net, S: Shared<SlotState>> Driver<'d, N, S> {
                         op.handle_read_failed();
                         continue;
                     };
-                    match select(c.read(op.read_buf()), net.sleep_until(at)).await {
-                        Either::First(Ok(n)) => op.handle_read(net.now(), n),
+                    match select(c.read(op.read_buf()), self.net.sleep_until(at)).await {
+                        Either::First(Ok(n)) => op.handle_read(self.net.now(), n),
                         Either::First(Err(_)) => op.handle_read_failed(),
-                        Either::Second(()) => op.handle_timeout(net.now()),
+                        Either::Second(()) => op.handle_timeout(self.net.now()),
                     }
                 }
                 Action::Recycle => {
-                    if let (Some(c), Some(ep)) = (conn.take(), cfg.endpoint(op.target())) {
-                        net.recycle(ep, c);
+                    if let (Some(c), Some(ep)) = (conn.take(), self.cfg.endpoint(op.target())) {
+                        self.net.recycle(ep, c);
                     }
                 }
                 Action::Close => *conn = None,
                 Action::Park => {
                     if let (Some(c), Some(ep), Some(tail)) =
-                        (conn.take(), cfg.endpoint(op.target()), op.take_tail())
+                        (conn.take(), self.cfg.endpoint(op.target()), op.take_tail())
                     {
-                        net.park(ep, c, tail);
+                        self.net.park(ep, c, tail);
                     }
                 }
                 Action::Sleep { slot: true } => {
-                    let _ = select(state.changed(generation), net.sleep_until(at)).await;
+                    let _ = select(self.state.changed(generation), self.net.sleep_until(at)).await;
                 }
-                Action::Sleep { slot: false } => net.sleep_until(at).await,
+                Action::Sleep { slot: false } => self.net.sleep_until(at).await,
                 Action::Respond { target } => {
                     // On the side, best effort: the call's own connection stays as it is.
-                    if let Some(ep) = cfg.endpoint(target) {
-                        let until = net.now().saturating_add(ANSWER_MS).min(at);
-                        let answer = net.respond(ep, op.transmit());
-                        let _ = select(answer, net.sleep_until(until)).await;
+                    if let Some(ep) = self.cfg.endpoint(target) {
+                        let until = self.net.now().saturating_add(ANSWER_MS).min(at);
+                        let answer = self.net.respond(ep, op.transmit());
+                        let _ = select(answer, self.net.sleep_until(until)).await;
                     }
                 }
                 Action::Listen { target } => {
-                    let _ = select(net.listen(target), net.sleep_until(at)).await;
+                    let _ = select(self.net.listen(target), self.net.sleep_until(at)).await;
                 }
                 Action::Report | Action::Done | Action::TaskStarted => return action,
             }
