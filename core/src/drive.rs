@@ -5,25 +5,33 @@
 //! pump only does what an [`Action`] says: open a connection ([`Net::connect`]), write, read,
 //! give the connection back, sleep, each raced against the op's timeout. An adapter supplies
 //! [`Net`] (connections and time) and [`Shared`] (where the slot's state lives, and how ops
-//! sleeping on it are woken), and owns the buffers. This module also meters calls and puts
-//! their events on the timeline, because a dropped future must still be metered.
-
-use core::fmt::Write as _;
+//! sleeping on it are woken), and owns the buffers; a [`Driver`] holds both with the slot's
+//! config. What a call's op did goes to the ledger and the timeline through the
+//! machine's [`Metering`] (events in, records out, no await); the pump only forwards the
+//! op's events to it and keeps it alive while an attempt runs, so that a dropped future is
+//! still metered.
+//!
+//! The core holds no lock: where the slot's state lives is the adapter's ([`Shared`]: a
+//! `Mutex` and an event on the host, a `RefCell` and a waker list on the edge). The pump
+//! needs two things of it, one transition with the state in hand and a wait until another op
+//! changed it; a closure covers the first, but the second is a future, which without an
+//! allocator can not be handed over boxed, so both stay one small trait the adapter
+//! implements, never held across an await.
 
 use embassy_futures::select::{Either, select};
 use embedded_io_async::{Read, Write};
 
 use crate::buf::Buf;
-use crate::buf::{StrSink, truncated};
+use crate::buf::StrSink;
 use crate::harness::events::{Timeline, TimelineEvent};
-use crate::harness::failover::{AttemptOutcome, Target};
+use crate::harness::failover::Target;
 use crate::harness::meter::{Ledger, LedgerRecord};
-use crate::harness::result::{ToolResult, write_tool_error};
-use crate::machine::handlers::{FmtSink, as_text, redact_list_error, write_failure, write_line};
-use crate::machine::{Action, Answer, Op};
+use crate::harness::result::ToolResult;
+use crate::machine::handlers::redact_list_error;
+use crate::machine::{Action, Metering, Op, Tasking};
 use crate::wire::endpoint::Endpoint;
 pub use crate::wire::exchange::TailDrain;
-use crate::wire::failure::{ConnectError, ConnectErrorKind, Failure};
+use crate::wire::failure::{ConnectError, ConnectErrorKind};
 use crate::wire::json::Value;
 use crate::wire::jsonrpc::{self, ListMethod};
 
@@ -83,6 +91,20 @@ pub trait Net {
     async fn listen(&self, target: Target) {
         let _ = target;
     }
+    /// Answers a request the server sent on a call's stream ([`Action::Respond`]): POSTs
+    /// `answer` (a whole HTTP request) to `ep` beside the call's own connection, best effort;
+    /// the driver races it against about a second. The default opens a fresh connection with
+    /// [`connect`](Self::connect), writes, and reads no more than the status line's first
+    /// bytes.
+    async fn respond(&self, ep: &Endpoint<'_>, answer: &[u8]) {
+        let Ok((mut side, _)) = self.connect(ep, true).await else {
+            return;
+        };
+        if side.write_all(answer).await.is_ok() && side.flush().await.is_ok() {
+            let mut status = [0u8; 64];
+            let _ = side.read(&mut status).await;
+        }
+    }
 }
 
 /// Where a slot's state lives: a lock on the host, a cell on the edge.
@@ -101,174 +123,46 @@ pub trait Shared<T> {
 /// How long answering a server's request on the side may take.
 const ANSWER_MS: Millis = 1_000;
 
-/// Does what `op` asks until it reports an attempt ([`Action::Report`]) or is done
-/// ([`Action::Done`]), which it returns. `conn` is the op's connection between calls.
-async fn pump<N, S, B, Sec, F>(
-    net: &N,
-    cfg: &SlotConfig<'_>,
-    state: &S,
-    op: &mut Op<'_, B, Sec, F>,
-    conn: &mut Option<N::Conn>,
-) -> Action
-where
-    N: Net,
-    S: Shared<SlotState>,
-    B: Buf,
-    Sec: AsRef<[u8]>,
-    F: FnMut(Option<(Value<'_>, &[u8])>),
-{
-    loop {
-        let now = net.now();
-        // Read before the poll, so a change between the poll and the wait is not lost.
-        let generation = state.generation();
-        let (action, changed) = state.with(|s| (op.poll(s, now), s.take_changed()));
-        if changed {
-            state.notify();
-        }
-        let at = op.timeout();
-        match action {
-            Action::Connect { target, fresh } => {
-                *conn = None;
-                let Some(ep) = cfg.endpoint(target) else {
-                    op.handle_connect_failed(ConnectError::new(
-                        ConnectErrorKind::Unreachable,
-                        "no such server",
-                    ));
-                    continue;
-                };
-                match select(net.connect(ep, fresh), net.sleep_until(at)).await {
-                    Either::First(Ok((c, reused))) => {
-                        *conn = Some(c);
-                        op.handle_connected(reused);
-                    }
-                    Either::First(Err(e)) => op.handle_connect_failed(e),
-                    Either::Second(()) => op.handle_timeout(net.now()),
-                }
-            }
-            Action::Transmit => {
-                let Some(c) = conn.as_mut() else {
-                    op.handle_sent(now, false);
-                    continue;
-                };
-                let bytes = op.transmit();
-                let send = async {
-                    c.write_all(bytes).await?;
-                    c.flush().await
-                };
-                match select(send, net.sleep_until(at)).await {
-                    Either::First(sent) => op.handle_sent(net.now(), sent.is_ok()),
-                    Either::Second(()) => op.handle_timeout(net.now()),
-                }
-            }
-            Action::Receive => {
-                if net.parks_tails() && op.reading_tail() {
-                    op.leave_tail();
-                    continue;
-                }
-                let Some(c) = conn.as_mut() else {
-                    op.handle_read_failed();
-                    continue;
-                };
-                match select(c.read(op.read_buf()), net.sleep_until(at)).await {
-                    Either::First(Ok(n)) => op.handle_read(net.now(), n),
-                    Either::First(Err(_)) => op.handle_read_failed(),
-                    Either::Second(()) => op.handle_timeout(net.now()),
-                }
-            }
-            Action::Recycle => {
-                if let (Some(c), Some(ep)) = (conn.take(), cfg.endpoint(op.target())) {
-                    net.recycle(ep, c);
-                }
-            }
-            Action::Close => *conn = None,
-            Action::Park => {
-                if let (Some(c), Some(ep), Some(tail)) =
-                    (conn.take(), cfg.endpoint(op.target()), op.take_tail())
-                {
-                    net.park(ep, c, tail);
-                }
-            }
-            Action::Sleep { slot: true } => {
-                let _ = select(state.changed(generation), net.sleep_until(at)).await;
-            }
-            Action::Sleep { slot: false } => net.sleep_until(at).await,
-            Action::Respond { target } => {
-                // On the side, best effort: the call's own connection stays as it is.
-                if let Some(ep) = cfg.endpoint(target) {
-                    let until = net.now().saturating_add(ANSWER_MS).min(at);
-                    let answer = async {
-                        let (mut side, _) = net.connect(ep, true).await.ok()?;
-                        side.write_all(op.transmit()).await.ok()?;
-                        side.flush().await.ok()?;
-                        let mut status = [0u8; 64];
-                        side.read(&mut status).await.ok()
-                    };
-                    let _ = select(answer, net.sleep_until(until)).await;
-                }
-            }
-            Action::Listen { target } => {
-                let _ = select(net.listen(target), net.sleep_until(at)).await;
-            }
-            Action::Report | Action::Done | Action::TaskStarted => return action,
-        }
+/// One slot's driver: the adapter's connections and time (`net`), the slot's config, and
+/// where the slot's state lives (`state`). Each method runs one op of the slot to its end.
+pub struct Driver<'d, N, S> {
+    /// Connections and time.
+    pub net: &'d N,
+    /// The slot's config.
+    pub cfg: &'d SlotConfig<'d>,
+    /// The slot's state, shared by its ops.
+    pub state: &'d S,
+}
+
+impl<'d, N, S> Driver<'d, N, S> {
+    /// The driver of the slot `cfg` whose state is `state`, over `net`.
+    pub fn new(net: &'d N, cfg: &'d SlotConfig<'d>, state: &'d S) -> Self {
+        Driver { net, cfg, state }
     }
 }
 
-/// Runs `op` to its end (a list, a request without metering, a courtesy).
-async fn run<N, S, B, Sec, F>(net: &N, cfg: &SlotConfig<'_>, state: &S, op: &mut Op<'_, B, Sec, F>)
-where
-    N: Net,
-    S: Shared<SlotState>,
-    B: Buf,
-    Sec: AsRef<[u8]>,
-    F: FnMut(Option<(Value<'_>, &[u8])>),
-{
-    let mut conn = None;
-    while pump(net, cfg, state, op, &mut conn).await != Action::Done {}
-}
-
-/// Tells `target`'s server, best effort, that the caller dropped the `tools/call` with `id`
-/// (from [`InFlight::get`]): `notifications/cancelled` in its session. Nothing is sent to a
-/// server the slot knows is dead, nor outside a session.
-pub async fn cancel_dropped<N: Net, S: Shared<SlotState>, B: Buf>(
-    net: &N,
-    cfg: &SlotConfig<'_>,
-    state: &S,
-    call: (Target, u64),
-    bufs: &mut CallBuffers<'_, B>,
-) {
-    let mut op = Op::<B, &[u8]>::cancel(cfg, bufs, call);
-    run(net, cfg, state, &mut op).await;
-}
-
-/// Meters a call that is under way: if its future is dropped before the call ends, the
-/// attempt is still on the ledger (`tool_calls: 1`, no evidence bytes) and on the timeline
-/// (`tool_error`, "cancelled").
-struct Metered<'m, L: Ledger, T: Timeline> {
-    ledger: &'m mut L,
-    timeline: &'m mut T,
-    slot: &'m str,
-    tool: &'m str,
-    attempt_open: bool,
-    /// The call counts as a tool call (not so a call that follows an earlier call's task).
-    counts_call: bool,
-}
-
-impl<L: Ledger, T: Timeline> Drop for Metered<'_, L, T> {
-    fn drop(&mut self) {
-        if self.attempt_open {
-            let mut record = LedgerRecord::transport_failure();
-            record.tool_calls = u32::from(self.counts_call);
-            self.ledger.record(record);
-            let mut line = StrSink::<64>::default();
-            let _ = write!(FmtSink(&mut line), "{}", Failure::Cancelled);
-            self.timeline.emit(&TimelineEvent::ToolError {
-                slot: self.slot,
-                tool: self.tool,
-                error: line.as_str(),
-            });
-        }
+impl<N, S> Clone for Driver<'_, N, S> {
+    fn clone(&self) -> Self {
+        *self
     }
+}
+
+impl<N, S> Copy for Driver<'_, N, S> {}
+
+/// How a call started with [`Driver::start_task`] came back.
+#[derive(Debug)]
+pub enum Started<'b> {
+    /// The server made the call a task, which runs on: follow it with
+    /// [`Driver::attach_task`].
+    Task {
+        /// The server that runs it.
+        target: Target,
+        /// The task's id, as the server gave it.
+        id: heapless::String<MAX_TASK_ID>,
+    },
+    /// The server answered at once (or the call failed): the call's result, as
+    /// [`Driver::call`]'s.
+    Done(ToolResult<'b>),
 }
 
 /// A call that failed before anything was sent (bad endpoint, arguments, a request over its
@@ -285,594 +179,400 @@ pub fn local_failure<'e, L: Ledger, T: Timeline>(
     ledger.record(LedgerRecord::transport_failure());
     let out = ToolResult::unreachable(error, crate::wire::failure::Cause::Local, 0);
     if let Some(event) = out.timeline_event(slot, tool) {
-        timeline.emit(&event);
+        timeline.emit_failure(&event, false);
     }
     out
 }
 
-/// One tool call through the slot: handshake if needed, failover, redaction, metering and
-/// events. Never fails: every failure is an `ok: false` result borrowing `bufs`.
-///
-/// `secrets` is the run's redaction set (include the slot's header values). Each server
-/// attempt gets the full `timeout_ms`; every attempt is metered, also one whose future is
-/// dropped (then as a transport failure, with a `tool_error` event); a failure before
-/// anything was sent is a [`local_failure`].
-#[allow(clippy::too_many_arguments)]
-pub async fn call<'b, N, S, B, Sec, L, T>(
-    net: &N,
-    cfg: &SlotConfig<'_>,
-    state: &S,
-    tool: &str,
-    args: Option<Value<'_>>,
-    secrets: &[Sec],
-    ledger: &mut L,
-    timeline: &mut T,
-    bufs: &'b mut CallBuffers<'_, B>,
-) -> ToolResult<'b>
-where
-    N: Net,
-    S: Shared<SlotState>,
-    B: Buf + Send,
-    Sec: AsRef<[u8]> + Sync,
-    L: Ledger,
-    T: Timeline,
-{
-    let meter = Meter { ledger, timeline };
-    call_as(
-        net,
-        cfg,
-        state,
-        (tool, args),
-        Tasking::Wait,
-        secrets,
-        meter,
-        bufs,
-    )
-    .await
-    .0
-}
-
-/// How a call started with [`start_task`] came back.
-#[derive(Debug)]
-pub enum Started<'b> {
-    /// The server made the call a task, which runs on: follow it with [`attach_task`].
-    Task {
-        /// The server that runs it.
-        target: Target,
-        /// The task's id, as the server gave it.
-        id: heapless::String<MAX_TASK_ID>,
-    },
-    /// The server answered at once (or the call failed): the call's result, as [`call`]'s.
-    Done(ToolResult<'b>),
-}
-
-/// [`call`], but a call its server makes a task (the tasks extension) comes back at once as
-/// [`Started::Task`], for [`attach_task`] now or later. The call is metered once here
-/// (`tool_calls: 1`); the task's result bytes are metered when it is followed.
-#[allow(clippy::too_many_arguments)]
-pub async fn start_task<'b, N, S, B, Sec, L, T>(
-    net: &N,
-    cfg: &SlotConfig<'_>,
-    state: &S,
-    tool: &str,
-    args: Option<Value<'_>>,
-    secrets: &[Sec],
-    ledger: &mut L,
-    timeline: &mut T,
-    bufs: &'b mut CallBuffers<'_, B>,
-) -> Started<'b>
-where
-    N: Net,
-    S: Shared<SlotState>,
-    B: Buf + Send,
-    Sec: AsRef<[u8]> + Sync,
-    L: Ledger,
-    T: Timeline,
-{
-    let meter = Meter { ledger, timeline };
-    match call_as(
-        net,
-        cfg,
-        state,
-        (tool, args),
-        Tasking::Detach,
-        secrets,
-        meter,
-        bufs,
-    )
-    .await
-    {
-        (_, Some((target, id))) => Started::Task { target, id },
-        (result, None) => Started::Done(result),
-    }
-}
-
-/// Follows the task `task` on `target` (a call of `tool` became it, maybe in an earlier run)
-/// to its end, as [`call`] does a call: the result flattened, redacted and metered (its bytes;
-/// no second tool call counted), a deadline of `timeout_ms` from now that cancels the task
-/// (`tasks/cancel`), no failover. The server must speak the 2026-07-28 era.
-#[allow(clippy::too_many_arguments)]
-pub async fn attach_task<'b, N, S, B, Sec, L, T>(
-    net: &N,
-    cfg: &SlotConfig<'_>,
-    state: &S,
-    (target, tool): (Target, &str),
-    task: &str,
-    secrets: &[Sec],
-    ledger: &mut L,
-    timeline: &mut T,
-    bufs: &'b mut CallBuffers<'_, B>,
-) -> ToolResult<'b>
-where
-    N: Net,
-    S: Shared<SlotState>,
-    B: Buf + Send,
-    Sec: AsRef<[u8]> + Sync,
-    L: Ledger,
-    T: Timeline,
-{
-    let meter = Meter { ledger, timeline };
-    let how = Tasking::Attach { target, task };
-    call_as(net, cfg, state, (tool, None), how, secrets, meter, bufs)
-        .await
-        .0
-}
-
-/// Where a call's ledger records and events go.
-struct Meter<'m, L, T> {
-    ledger: &'m mut L,
-    timeline: &'m mut T,
-}
-
-/// What a call does with a task its server makes of it.
-#[derive(Clone, Copy)]
-enum Tasking<'t> {
-    Wait,
-    Detach,
-    Attach { target: Target, task: &'t str },
-}
-
-/// A running task's id, when a detached call became one.
-type TaskStarted = Option<(Target, heapless::String<MAX_TASK_ID>)>;
-
-/// The one body of [`call`], [`start_task`] and [`attach_task`].
-#[allow(clippy::too_many_arguments)]
-async fn call_as<'b, N, S, B, Sec, L, T>(
-    net: &N,
-    cfg: &SlotConfig<'_>,
-    state: &S,
-    (tool, args): (&str, Option<Value<'_>>),
-    tasking: Tasking<'_>,
-    secrets: &[Sec],
-    Meter { ledger, timeline }: Meter<'_, L, T>,
-    bufs: &'b mut CallBuffers<'_, B>,
-) -> (ToolResult<'b>, TaskStarted)
-where
-    N: Net,
-    S: Shared<SlotState>,
-    B: Buf + Send,
-    Sec: AsRef<[u8]> + Sync,
-    L: Ledger,
-    T: Timeline,
-{
-    let start = net.now();
-    let attached = matches!(tasking, Tasking::Attach { .. });
-    let mut meter = Metered {
-        ledger,
-        timeline,
-        slot: cfg.slot,
-        tool,
-        attempt_open: false,
-        counts_call: !attached,
+/// Hands a listed tool's name and JSON to `on_tool` (a restart on the fallback is not told:
+/// a tool list never was).
+fn each_tool(item: Option<(Value<'_>, &[u8])>, on_tool: &mut impl FnMut(&str, &[u8])) {
+    let Some((tool, json)) = item else { return };
+    let Some(name) = jsonrpc::tool_name(tool) else {
+        return;
     };
-    let (failure, answer, started) = {
-        let mut op = match tasking {
-            Tasking::Wait => Op::call(cfg, bufs, secrets, tool, args),
-            Tasking::Detach => Op::call(cfg, bufs, secrets, tool, args).detached(),
-            Tasking::Attach { target, task } => {
-                Op::attach(cfg, bufs, secrets, (target, tool), task)
-            }
-        };
-        let mut conn = None;
-        let mut start_told = false;
-        loop {
-            meter.attempt_open = true;
-            let action = pump(net, cfg, state, &mut op, &mut conn).await;
-            meter.attempt_open = false;
-            if action == Action::Done {
-                break;
-            }
-            if action == Action::TaskStarted {
-                // When the call becomes a task: a dropped call's task is on the timeline too.
-                if let Some(task) = op.task_id() {
-                    meter.timeline.emit(&TimelineEvent::Task {
-                        slot: cfg.slot,
-                        tool,
-                        task,
-                        status: "working",
-                    });
-                    start_told = true;
-                }
-                continue;
-            }
-            let Some(report) = op.report() else { continue };
-            // Every attempt but the last is metered here; the last with the result below.
-            if !report.last {
-                meter.ledger.record(match report.outcome {
-                    AttemptOutcome::Unreachable => LedgerRecord::transport_failure(),
-                    _ => LedgerRecord::answered(op.text_len() as u64),
-                });
-            }
-            if report.fallback_used {
-                meter.timeline.emit(&TimelineEvent::FallbackUsed {
-                    slot: cfg.slot,
-                    tool,
-                    primary: cfg.primary_label,
-                    fallback: cfg.fallback_label,
-                });
-            }
-            if report.no_healthy_tool {
-                meter.timeline.emit(&TimelineEvent::NoHealthyTool {
-                    slot: cfg.slot,
-                    tool,
-                });
-            }
+    match name.as_plain() {
+        Some(s) => on_tool(s, json),
+        None => {
+            let mut s = StrSink::<512>::default();
+            let _ = name.unescape_into(&mut s);
+            on_tool(s.as_str(), json);
         }
-        let started = op
-            .detached_task()
-            .then(|| op.task_id().map(|id| (op.target(), truncated(id))))
-            .flatten();
-        if let Some(task) = op.task_id() {
-            // The task's start and end, once each (the tool ran once, on its server); a
-            // detached call says only its start, the call that follows it only its end.
-            let start = (!attached && !start_told).then_some("working");
-            let end = (started.is_none()).then(|| op.task_end());
-            for status in start.into_iter().chain(end) {
-                meter.timeline.emit(&TimelineEvent::Task {
-                    slot: cfg.slot,
-                    tool,
-                    task,
-                    status,
-                });
-            }
-        }
-        let answer = op.answer();
-        let failure = match (op.failure(), answer) {
-            (Some(f), _) => Some(f.clone()),
-            (None, None) if started.is_some() => None,
-            (None, None) => Some(Failure::NoResponse),
-            (None, Some(_)) => None,
-        };
-        (failure, answer, started)
-    };
-    // Each server's era, once per run, on the timeline of the call that found it.
-    while let Some((target, modern)) = state.with(SlotState::take_era_news) {
-        meter.timeline.emit(&TimelineEvent::Era {
-            slot: cfg.slot,
-            tool,
-            server: match target {
-                Target::Primary => cfg.primary_label,
-                Target::Fallback => cfg.fallback_label,
-            },
-            era: if modern {
-                crate::wire::era::MODERN_VERSION
-            } else {
-                "legacy"
-            },
-        });
     }
-    let latency = net.now().saturating_sub(start);
-    match (&failure, answer) {
-        (Some(f), _) => write_failure(secrets, f, &mut bufs.error),
-        (None, Some(Answer::Result { is_error: true })) => {
-            bufs.error.clear();
-            if write_tool_error(as_text(&bufs.text), &mut bufs.error).is_err() {
-                bufs.error.clear();
-            }
-        }
-        _ => {}
-    }
-    let keep_raw = cfg.keep_raw;
-    let bufs: &'b CallBuffers<'_, B> = bufs;
-    let raw = (keep_raw && !bufs.raw.is_empty()).then(|| bufs.raw.bytes());
-    let out = match (failure, answer) {
-        (Some(f), _) => ToolResult::unreachable(as_text(&bufs.error), f.cause(), latency),
-        (None, Some(Answer::Result { is_error: false })) => {
-            ToolResult::answered(as_text(&bufs.text), latency, raw)
-        }
-        (None, Some(Answer::Result { is_error: true })) => {
-            ToolResult::tool_error(as_text(&bufs.text), as_text(&bufs.error), latency, raw)
-        }
-        (None, Some(Answer::Refused { code, unknown_tool })) => {
-            ToolResult::refused(as_text(&bufs.error), code, unknown_tool, latency, raw)
-        }
-        (None, None) if started.is_some() => ToolResult::answered("", latency, None),
-        (None, None) => {
-            ToolResult::unreachable(as_text(&bufs.error), Failure::NoResponse.cause(), latency)
-        }
-    };
-    let mut record = out.ledger_record();
-    if attached {
-        // The call that made the task counted the tool call.
-        record.tool_calls = 0;
-    }
-    meter.ledger.record(record);
-    if let Some(event) = out.timeline_event(cfg.slot, tool) {
-        meter.timeline.emit(&event);
-    }
-    (out, started)
 }
 
-/// tools/list across pages, each name to `on_tool`. A primary failure is retried on the
-/// fallback; a fallback failure is returned (the seed's `FailoverSlot.listTools`). Listing is
-/// not a tool call: it is not metered and emits no timeline event.
-pub async fn list_tools<N, S, B, Sec, F>(
-    net: &N,
-    cfg: &SlotConfig<'_>,
-    state: &S,
-    secrets: &[Sec],
-    bufs: &mut CallBuffers<'_, B>,
-    mut on_tool: F,
-) -> Result<(), ListError>
-where
-    N: Net,
-    S: Shared<SlotState>,
-    B: Buf + Send,
-    Sec: AsRef<[u8]> + Sync,
-    F: FnMut(&str) + Send,
-{
-    list_tools_described(net, cfg, state, secrets, bufs, |name, _| on_tool(name)).await
-}
-
-/// [`list_tools`], also handing over each tool's whole description (its JSON text as the
-/// server sent it, `description` and `inputSchema` included), redacted, via `bufs.text`.
-pub async fn list_tools_described<N, S, B, Sec, F>(
-    net: &N,
-    cfg: &SlotConfig<'_>,
-    state: &S,
-    secrets: &[Sec],
-    bufs: &mut CallBuffers<'_, B>,
-    mut on_tool: F,
-) -> Result<(), ListError>
-where
-    N: Net,
-    S: Shared<SlotState>,
-    B: Buf + Send,
-    Sec: AsRef<[u8]> + Sync,
-    F: FnMut(&str, &[u8]) + Send,
-{
-    let on_item = |item: Option<(Value<'_>, &[u8])>| {
-        // A restart on the fallback is not told (the seed's listTools never was).
-        let Some((tool, json)) = item else { return };
-        let Some(name) = jsonrpc::tool_name(tool) else {
-            return;
-        };
-        match name.as_plain() {
-            Some(s) => on_tool(s, json),
-            None => {
-                let mut s = StrSink::<512>::default();
-                let _ = name.unescape_into(&mut s);
-                on_tool(s.as_str(), json);
-            }
-        }
-    };
-    list_paged(net, cfg, state, ListMethod::Tools, secrets, bufs, on_item)
-        .await
-        .map_err(|(e, _)| e)
-}
-
-/// A list across pages with failover: a primary failure is retried on the fallback (after
-/// `on_item(None)`: the items of the failed attempt are not the list); a fallback failure is
-/// returned, redacted.
-async fn list_paged<N, S, B, Sec, F>(
-    net: &N,
-    cfg: &SlotConfig<'_>,
-    state: &S,
-    list: ListMethod,
-    secrets: &[Sec],
-    bufs: &mut CallBuffers<'_, B>,
-    on_item: F,
-) -> Result<(), (ListError, bool)>
-where
-    N: Net,
-    S: Shared<SlotState>,
-    B: Buf + Send,
-    Sec: AsRef<[u8]> + Sync,
-    F: FnMut(Option<(Value<'_>, &[u8])>) + Send,
-{
-    let mut op = Op::list(cfg, bufs, secrets, list, on_item);
-    run(net, cfg, state, &mut op).await;
-    let modern = op.spoke_modern();
-    op.list_outcome()
-        .map_err(|e| (redact_list_error(secrets, e), modern))
-}
-
-/// Ends each open session with HTTP DELETE (best effort; 405 is fine) and forgets it.
-/// Nothing goes to a server the slot knows is dead: its session is only forgotten.
-pub async fn close<N: Net, S: Shared<SlotState>, B: Buf>(
-    net: &N,
-    cfg: &SlotConfig<'_>,
-    state: &S,
-    bufs: &mut CallBuffers<'_, B>,
-) {
-    let mut op = Op::<B, &[u8]>::close(cfg, bufs);
-    run(net, cfg, state, &mut op).await;
-}
-
-/// Any list (`resources/list`, `resources/templates/list`, `prompts/list`, or `tools/list`)
-/// across pages, each item to `on_item`. Fails over like [`list_tools`]: a primary failure is
-/// retried on the fallback (after a [`ListItem::Restart`]), a fallback failure returned. A
-/// server that repeats its cursor (or pages past 1 000) is stopped. Listing is not metered and
-/// emits no timeline event.
-pub async fn list<N, S, B, Sec, F>(
-    net: &N,
-    cfg: &SlotConfig<'_>,
-    state: &S,
-    list: ListMethod,
-    secrets: &[Sec],
-    bufs: &mut CallBuffers<'_, B>,
-    mut on_item: F,
-) -> Result<(), MethodError>
-where
-    N: Net,
-    S: Shared<SlotState>,
-    B: Buf + Send,
-    Sec: AsRef<[u8]> + Sync,
-    F: FnMut(ListItem<'_>) + Send,
-{
-    let each = |item: Option<(Value<'_>, &[u8])>| match item {
+/// Hands a listed item (or the restart on the fallback) to `on_item`.
+fn each_item(item: Option<(Value<'_>, &[u8])>, on_item: &mut impl FnMut(ListItem<'_>)) {
+    match item {
         Some((_, json)) => on_item(ListItem::Item(json)),
         None => on_item(ListItem::Restart),
-    };
-    list_paged(net, cfg, state, list, secrets, bufs, each)
-        .await
-        .map_err(|(error, modern)| MethodError {
-            method: list.method(),
-            error,
-            modern,
-        })
-}
-
-/// One request that is not a tool call (`resources/read`, `prompts/get`, `ping`) through the
-/// slot: handshake if needed, failover like [`list_tools`] (a primary failure, refusal
-/// included, is retried on the fallback), redaction of the whole result.
-///
-/// Metering: a content-bearing request ([`jsonrpc::Request::bears_content`]) is metered like a
-/// tool call, each attempt `{tool_calls: 1, evidence_bytes: <redacted result bytes>}` (a
-/// refusal 0 bytes, a transport failure none; also when its future is dropped), and its
-/// failure is a `tool_error` event naming the method as the tool. `ping` carries no evidence:
-/// it is neither metered nor on the timeline, like `tools/list`.
-#[allow(clippy::too_many_arguments)]
-pub async fn request<'b, N, S, B, Sec, L, T>(
-    net: &N,
-    cfg: &SlotConfig<'_>,
-    state: &S,
-    req: jsonrpc::Request<'_>,
-    secrets: &[Sec],
-    ledger: &mut L,
-    timeline: &mut T,
-    bufs: &'b mut CallBuffers<'_, B>,
-) -> Result<Answered<'b>, MethodError>
-where
-    N: Net,
-    S: Shared<SlotState>,
-    B: Buf + Send,
-    Sec: AsRef<[u8]> + Sync,
-    L: Ledger,
-    T: Timeline,
-{
-    let meter = Meter { ledger, timeline };
-    request_as(net, cfg, state, (None, req), secrets, meter, bufs).await
-}
-
-/// A task's request (`tasks/get`, `tasks/cancel`: [`jsonrpc::Request::TaskGet`],
-/// [`jsonrpc::Request::TaskCancel`]) to `target`, the task's server, alone: no failover, not
-/// metered (the call that follows the task meters its result). The answer is the whole
-/// result, redacted.
-pub async fn task_request<'b, N, S, B, Sec>(
-    net: &N,
-    cfg: &SlotConfig<'_>,
-    state: &S,
-    (target, req): (Target, jsonrpc::Request<'_>),
-    secrets: &[Sec],
-    bufs: &'b mut CallBuffers<'_, B>,
-) -> Result<Answered<'b>, MethodError>
-where
-    N: Net,
-    S: Shared<SlotState>,
-    B: Buf + Send,
-    Sec: AsRef<[u8]> + Sync,
-{
-    /// Nothing to meter or tell.
-    struct Unmetered;
-    impl Ledger for Unmetered {
-        fn record(&mut self, _: LedgerRecord) {}
     }
-    impl Timeline for Unmetered {
-        fn emit(&mut self, _: &TimelineEvent<'_>) {}
-    }
-    let meter = Meter {
-        ledger: &mut Unmetered,
-        timeline: &mut Unmetered,
-    };
-    request_as(net, cfg, state, (Some(target), req), secrets, meter, bufs).await
 }
 
-/// The one body of [`request`] and [`task_request`]: failover, or `pin`ned to one server.
-async fn request_as<'b, N, S, B, Sec, L, T>(
-    net: &N,
-    cfg: &SlotConfig<'_>,
-    state: &S,
-    (pin, req): (Option<Target>, jsonrpc::Request<'_>),
-    secrets: &[Sec],
-    Meter { ledger, timeline }: Meter<'_, L, T>,
-    bufs: &'b mut CallBuffers<'_, B>,
-) -> Result<Answered<'b>, MethodError>
-where
-    N: Net,
-    S: Shared<SlotState>,
-    B: Buf + Send,
-    Sec: AsRef<[u8]> + Sync,
-    L: Ledger,
-    T: Timeline,
-{
-    let start = net.now();
-    let content = req.bears_content();
-    let method = req.method();
-    let mut meter = Metered {
-        ledger,
-        timeline,
-        slot: cfg.slot,
-        tool: method,
-        attempt_open: false,
-        counts_call: true,
-    };
-    let result = {
-        let mut op = match pin {
-            Some(target) => Op::pinned_request(cfg, bufs, secrets, target, req),
-            None => Op::request(cfg, bufs, secrets, req),
-        };
+/// Nothing to meter or tell (a task's request).
+struct Unmetered;
+
+impl Ledger for Unmetered {
+    fn record(&mut self, _: LedgerRecord) {}
+}
+
+impl Timeline for Unmetered {
+    fn emit(&mut self, _: &TimelineEvent<'_>) {}
+}
+
+impl<'d, N: Net, S: Shared<SlotState>> Driver<'d, N, S> {
+    /// Does what `op` asks until it reports an attempt ([`Action::Report`]), becomes a task
+    /// ([`Action::TaskStarted`]) or is done ([`Action::Done`]), which it returns. `conn` is
+    /// the op's connection between calls.
+    async fn pump<B, Sec, F>(self, op: &mut Op<'_, B, Sec, F>, conn: &mut Option<N::Conn>) -> Action
+    where
+        B: Buf,
+        Sec: AsRef<[u8]>,
+        F: FnMut(Option<(Value<'_>, &[u8])>),
+    {
+        loop {
+            let now = self.net.now();
+            // Read before the poll, so a change between the poll and the wait is not lost.
+            let generation = self.state.generation();
+            let (action, changed) = self.state.with(|s| (op.poll(s, now), s.take_changed()));
+            if changed {
+                self.state.notify();
+            }
+            let at = op.timeout();
+            match action {
+                Action::Connect { target, fresh } => {
+                    *conn = None;
+                    let Some(ep) = self.cfg.endpoint(target) else {
+                        op.handle_connect_failed(ConnectError::new(
+                            ConnectErrorKind::Unreachable,
+                            "no such server",
+                        ));
+                        continue;
+                    };
+                    match select(self.net.connect(ep, fresh), self.net.sleep_until(at)).await {
+                        Either::First(Ok((c, reused))) => {
+                            *conn = Some(c);
+                            op.handle_connected(reused);
+                        }
+                        Either::First(Err(e)) => op.handle_connect_failed(e),
+                        Either::Second(()) => op.handle_timeout(self.net.now()),
+                    }
+                }
+                Action::Transmit => {
+                    let Some(c) = conn.as_mut() else {
+                        op.handle_sent(now, false);
+                        continue;
+                    };
+                    let bytes = op.transmit();
+                    let send = async {
+                        c.write_all(bytes).await?;
+                        c.flush().await
+                    };
+                    match select(send, self.net.sleep_until(at)).await {
+                        Either::First(sent) => op.handle_sent(self.net.now(), sent.is_ok()),
+                        Either::Second(()) => op.handle_timeout(self.net.now()),
+                    }
+                }
+                Action::Receive => {
+                    if self.net.parks_tails() && op.reading_tail() {
+                        op.leave_tail();
+                        continue;
+                    }
+                    let Some(c) = conn.as_mut() else {
+                        op.handle_read_failed();
+                        continue;
+                    };
+                    match select(c.read(op.read_buf()), self.net.sleep_until(at)).await {
+                        Either::First(Ok(n)) => op.handle_read(self.net.now(), n),
+                        Either::First(Err(_)) => op.handle_read_failed(),
+                        Either::Second(()) => op.handle_timeout(self.net.now()),
+                    }
+                }
+                Action::Recycle => {
+                    if let (Some(c), Some(ep)) = (conn.take(), self.cfg.endpoint(op.target())) {
+                        self.net.recycle(ep, c);
+                    }
+                }
+                Action::Close => *conn = None,
+                Action::Park => {
+                    if let (Some(c), Some(ep), Some(tail)) =
+                        (conn.take(), self.cfg.endpoint(op.target()), op.take_tail())
+                    {
+                        self.net.park(ep, c, tail);
+                    }
+                }
+                Action::Sleep { slot: true } => {
+                    let _ = select(self.state.changed(generation), self.net.sleep_until(at)).await;
+                }
+                Action::Sleep { slot: false } => self.net.sleep_until(at).await,
+                Action::Respond { target } => {
+                    // On the side, best effort: the call's own connection stays as it is.
+                    if let Some(ep) = self.cfg.endpoint(target) {
+                        let until = self.net.now().saturating_add(ANSWER_MS).min(at);
+                        let answer = self.net.respond(ep, op.transmit());
+                        let _ = select(answer, self.net.sleep_until(until)).await;
+                    }
+                }
+                Action::Listen { target } => {
+                    let _ = select(self.net.listen(target), self.net.sleep_until(at)).await;
+                }
+                Action::Report | Action::Done | Action::TaskStarted => return action,
+            }
+        }
+    }
+
+    /// Runs `op` to its end with `meter` open while it runs, forwarding the op's events to it.
+    async fn metered<B, Sec, F, L, T>(
+        self,
+        op: &mut Op<'_, B, Sec, F>,
+        meter: &mut Metering<'_, L, T>,
+    ) where
+        B: Buf,
+        Sec: AsRef<[u8]>,
+        F: FnMut(Option<(Value<'_>, &[u8])>),
+        L: Ledger,
+        T: Timeline,
+    {
         let mut conn = None;
         loop {
-            meter.attempt_open = content;
-            let action = pump(net, cfg, state, &mut op, &mut conn).await;
-            meter.attempt_open = false;
+            meter.begin();
+            let action = self.pump(op, &mut conn).await;
+            meter.end();
+            while let Some(event) = op.poll_event() {
+                meter.forward(event);
+            }
             if action == Action::Done {
                 break;
             }
-            if let Some(report) = op.report()
-                && content
-            {
-                meter.ledger.record(match report.outcome {
-                    AttemptOutcome::Answered => LedgerRecord::answered(op.text_len() as u64),
-                    AttemptOutcome::Unreachable => LedgerRecord::transport_failure(),
-                    _ => LedgerRecord::answered(0),
-                });
-            }
         }
-        (op.list_outcome(), op.spoke_modern())
-    };
-    let (result, modern) = result;
-    match result {
-        Ok(()) => Ok(Answered {
-            result: bufs.text.bytes(),
-            latency_ms: net.now().saturating_sub(start),
-        }),
-        Err(e) => {
-            let error = MethodError {
-                method,
-                error: redact_list_error(secrets, e),
-                modern,
+    }
+
+    /// Runs `op` to its end (a list, a courtesy).
+    async fn run<B, Sec, F>(self, op: &mut Op<'_, B, Sec, F>)
+    where
+        B: Buf,
+        Sec: AsRef<[u8]>,
+        F: FnMut(Option<(Value<'_>, &[u8])>),
+    {
+        let mut conn = None;
+        while self.pump(op, &mut conn).await != Action::Done {}
+    }
+
+    /// Tells `target`'s server, best effort, that the caller dropped the `tools/call` with `id`
+    /// (from [`InFlight::get`]): `notifications/cancelled` in its session. Nothing is sent to a
+    /// server the slot knows is dead, nor outside a session.
+    pub async fn cancel_dropped<B: Buf>(self, call: (Target, u64), bufs: &mut CallBuffers<'_, B>) {
+        self.run(&mut Op::<B, &[u8]>::cancel(self.cfg, bufs, call))
+            .await;
+    }
+
+    /// Ends each open session with HTTP DELETE (best effort; 405 is fine) and forgets it.
+    /// Nothing goes to a server the slot knows is dead: its session is only forgotten.
+    pub async fn close<B: Buf>(self, bufs: &mut CallBuffers<'_, B>) {
+        self.run(&mut Op::<B, &[u8]>::close(self.cfg, bufs)).await;
+    }
+
+    /// One tool call through the slot: handshake if needed, failover, redaction, metering and
+    /// events. Never fails: every failure is an `ok: false` result borrowing `bufs`.
+    ///
+    /// `secrets` is the run's redaction set (include the slot's header values). Each server
+    /// attempt gets the full `timeout_ms`; every attempt is metered, also one whose future is
+    /// dropped (then as a transport failure, with a `tool_error` event); a failure before
+    /// anything was sent is a [`local_failure`].
+    pub async fn call<'b, B: Buf, Sec: AsRef<[u8]>>(
+        self,
+        (tool, args): (&str, Option<Value<'_>>),
+        secrets: &[Sec],
+        ledger: &mut impl Ledger,
+        timeline: &mut impl Timeline,
+        bufs: &'b mut CallBuffers<'_, B>,
+    ) -> ToolResult<'b> {
+        let how = (Tasking::Wait, secrets);
+        self.tool_call((tool, args), how, (ledger, timeline), bufs)
+            .await
+            .0
+    }
+
+    /// [`call`](Self::call), but a call its server makes a task (the tasks extension) comes
+    /// back at once as [`Started::Task`], for [`attach_task`](Self::attach_task) now or later.
+    /// The call is metered once here (`tool_calls: 1`); the task's result bytes are metered
+    /// when it is followed.
+    pub async fn start_task<'b, B: Buf, Sec: AsRef<[u8]>>(
+        self,
+        (tool, args): (&str, Option<Value<'_>>),
+        secrets: &[Sec],
+        ledger: &mut impl Ledger,
+        timeline: &mut impl Timeline,
+        bufs: &'b mut CallBuffers<'_, B>,
+    ) -> Started<'b> {
+        let how = (Tasking::Detach, secrets);
+        match self
+            .tool_call((tool, args), how, (ledger, timeline), bufs)
+            .await
+        {
+            (_, Some((target, id))) => Started::Task { target, id },
+            (result, None) => Started::Done(result),
+        }
+    }
+
+    /// Follows the task `task` on `target` (a call of `tool` became it, maybe in an earlier
+    /// run) to its end, as [`call`](Self::call) does a call: the result flattened, redacted and
+    /// metered (its bytes; no second tool call counted), a deadline of `timeout_ms` from now
+    /// that cancels the task (`tasks/cancel`), no failover. The server must speak the
+    /// 2026-07-28 era.
+    pub async fn attach_task<'b, B: Buf, Sec: AsRef<[u8]>>(
+        self,
+        (target, tool, task): (Target, &str, &str),
+        secrets: &[Sec],
+        ledger: &mut impl Ledger,
+        timeline: &mut impl Timeline,
+        bufs: &'b mut CallBuffers<'_, B>,
+    ) -> ToolResult<'b> {
+        let how = (Tasking::Attach { target, task }, secrets);
+        self.tool_call((tool, None), how, (ledger, timeline), bufs)
+            .await
+            .0
+    }
+
+    /// The one body of [`call`](Self::call), [`start_task`](Self::start_task) and
+    /// [`attach_task`](Self::attach_task), for a caller that picks among them at run time:
+    /// the result, and the running task a [`Tasking::Detach`] call became (its server and id;
+    /// the result is then an empty answer). `args` are not sent with [`Tasking::Attach`].
+    pub async fn tool_call<'b, B: Buf, Sec: AsRef<[u8]>, L: Ledger, T: Timeline>(
+        self,
+        (tool, args): (&str, Option<Value<'_>>),
+        (tasking, secrets): (Tasking<'_>, &[Sec]),
+        sinks: (&mut L, &mut T),
+        bufs: &'b mut CallBuffers<'_, B>,
+    ) -> (
+        ToolResult<'b>,
+        Option<(Target, heapless::String<MAX_TASK_ID>)>,
+    ) {
+        let mut meter = Metering::call(self.cfg, tool, &tasking, sinks, self.net.now());
+        let settled = {
+            let mut op = Op::tool_call(self.cfg, bufs, secrets, (tool, args), tasking);
+            self.metered(&mut op, &mut meter).await;
+            meter.settle(&op)
+        };
+        // Each server's era, once per run, on the timeline of the call that found it.
+        self.state.with(|s| meter.forward_slot(s));
+        let keep = (secrets, self.cfg.keep_raw);
+        let out = meter.finish(&settled, keep, bufs, self.net.now());
+        let started = settled
+            .started()
+            .map(|(t, id)| (t, crate::buf::truncated(id)));
+        (out, started)
+    }
+
+    /// tools/list across pages, each name to `on_tool`. A primary failure is retried on the
+    /// fallback; a fallback failure is returned (see `docs/design.md`, the list rule). Listing
+    /// is not a tool call: it is not metered and emits no timeline event.
+    pub async fn list_tools<B: Buf, Sec: AsRef<[u8]>>(
+        self,
+        secrets: &[Sec],
+        bufs: &mut CallBuffers<'_, B>,
+        mut on_tool: impl FnMut(&str),
+    ) -> Result<(), ListError> {
+        self.list_tools_described(secrets, bufs, |name, _| on_tool(name))
+            .await
+    }
+
+    /// [`list_tools`](Self::list_tools), also handing over each tool's whole description (its
+    /// JSON text as the server sent it, `description` and `inputSchema` included), redacted,
+    /// via `bufs.text`.
+    pub async fn list_tools_described<B: Buf, Sec: AsRef<[u8]>>(
+        self,
+        secrets: &[Sec],
+        bufs: &mut CallBuffers<'_, B>,
+        mut on_tool: impl FnMut(&str, &[u8]),
+    ) -> Result<(), ListError> {
+        let on_item = |item: Option<(Value<'_>, &[u8])>| each_tool(item, &mut on_tool);
+        let mut op = Op::list(self.cfg, bufs, secrets, ListMethod::Tools, on_item);
+        self.run(&mut op).await;
+        op.list_outcome().map_err(|e| redact_list_error(secrets, e))
+    }
+
+    /// Any list (`resources/list`, `resources/templates/list`, `prompts/list`, or
+    /// `tools/list`) across pages, each item to `on_item`. Fails over like
+    /// [`list_tools`](Self::list_tools): a primary failure is retried on the fallback (after a
+    /// [`ListItem::Restart`]), a fallback failure returned. A server that repeats its cursor
+    /// (or pages past 1 000) is stopped. Listing is not metered and emits no timeline event.
+    /// `Ok` says which server's list it is.
+    pub async fn list<B: Buf, Sec: AsRef<[u8]>>(
+        self,
+        list: ListMethod,
+        secrets: &[Sec],
+        bufs: &mut CallBuffers<'_, B>,
+        mut on_item: impl FnMut(ListItem<'_>),
+    ) -> Result<Target, MethodError> {
+        let each = |item: Option<(Value<'_>, &[u8])>| each_item(item, &mut on_item);
+        let mut op = Op::list(self.cfg, bufs, secrets, list, each);
+        self.run(&mut op).await;
+        let (modern, target) = (op.spoke_modern(), op.target());
+        op.list_outcome().map(|()| target).map_err(|e| MethodError {
+            method: list.method(),
+            error: redact_list_error(secrets, e),
+            modern,
+        })
+    }
+
+    /// One request that is not a tool call (`resources/read`, `prompts/get`, `ping`) through
+    /// the slot: handshake if needed, failover like [`list_tools`](Self::list_tools) (a
+    /// primary failure, refusal included, is retried on the fallback), redaction of the whole
+    /// result.
+    ///
+    /// Metering: a content-bearing request ([`jsonrpc::Request::bears_content`]) is metered
+    /// like a tool call, each attempt `{tool_calls: 1, evidence_bytes: <redacted result
+    /// bytes>}` (a refusal 0 bytes, a transport failure none; also when its future is
+    /// dropped), and its failure is a `tool_error` event naming the method as the tool.
+    /// `ping` carries no evidence: it is neither metered nor on the timeline, like
+    /// `tools/list`.
+    pub async fn request<'b, B: Buf, Sec: AsRef<[u8]>>(
+        self,
+        req: jsonrpc::Request<'_>,
+        secrets: &[Sec],
+        ledger: &mut impl Ledger,
+        timeline: &mut impl Timeline,
+        bufs: &'b mut CallBuffers<'_, B>,
+    ) -> Result<Answered<'b>, MethodError> {
+        self.request_as((None, req), secrets, (ledger, timeline), bufs)
+            .await
+    }
+
+    /// A task's request (`tasks/get`, `tasks/cancel`: [`jsonrpc::Request::TaskGet`],
+    /// [`jsonrpc::Request::TaskCancel`]) to `target`, the task's server, alone: no failover,
+    /// not metered (the call that follows the task meters its result). The answer is the whole
+    /// result, redacted.
+    pub async fn task_request<'b, B: Buf, Sec: AsRef<[u8]>>(
+        self,
+        (target, req): (Target, jsonrpc::Request<'_>),
+        secrets: &[Sec],
+        bufs: &'b mut CallBuffers<'_, B>,
+    ) -> Result<Answered<'b>, MethodError> {
+        let sinks = (&mut Unmetered, &mut Unmetered);
+        self.request_as((Some(target), req), secrets, sinks, bufs)
+            .await
+    }
+
+    /// The one body of [`request`](Self::request) and [`task_request`](Self::task_request):
+    /// failover, or `pin`ned to one server.
+    async fn request_as<'b, B: Buf, Sec: AsRef<[u8]>, L: Ledger, T: Timeline>(
+        self,
+        (pin, req): (Option<Target>, jsonrpc::Request<'_>),
+        secrets: &[Sec],
+        sinks: (&mut L, &mut T),
+        bufs: &'b mut CallBuffers<'_, B>,
+    ) -> Result<Answered<'b>, MethodError> {
+        let (method, content) = (req.method(), req.bears_content());
+        let mut meter = Metering::request(self.cfg, method, content, sinks, self.net.now());
+        let outcome = {
+            let mut op = match pin {
+                Some(target) => Op::pinned_request(self.cfg, bufs, secrets, target, req),
+                None => Op::request(self.cfg, bufs, secrets, req),
             };
-            if content {
-                write_line(secrets, format_args!("{error}"), &mut bufs.error);
-                meter.timeline.emit(&TimelineEvent::ToolError {
-                    slot: cfg.slot,
-                    tool: method,
-                    error: as_text(&bufs.error),
-                });
-            }
-            Err(error)
-        }
+            self.metered(&mut op, &mut meter).await;
+            (op.list_outcome(), op.spoke_modern())
+        };
+        meter.finish_request(outcome, (method, secrets), bufs, self.net.now())
     }
 }

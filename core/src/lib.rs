@@ -74,12 +74,20 @@
 //! # Ok::<(), verifi_mcp_core::wire::endpoint::EndpointError>(())
 //! ```
 //!
+//! What happened on the way (an attempt ended, a fallback served, a call became a task, a
+//! server's era became known) comes out of the op as events ([`machine::Op::poll_event`],
+//! [`machine::Event`]), which [`machine::Metering`] turns into ledger records and timeline
+//! events without awaiting.
+//!
 //! [`drive`] (feature `drive`) is that loop as one async pump over any `embedded_io_async`
-//! connection, shared by both adapters, plus metering and the run timeline (which must happen
-//! also when a call's future is dropped). An adapter implements [`drive::Net`] (open a
-//! connection, tell the time, sleep) and [`drive::Shared`] (where a slot's state lives) and
-//! owns the buffers; it contains no protocol logic. The reply parser under the machine stays a
-//! streaming scanner ([`wire::exchange`]): a reply is never held whole to be parsed.
+//! connection, shared by both adapters: a [`drive::Driver`] (connections, the slot's config,
+//! its state) whose methods run one op each and forward its events to the metering, which
+//! they keep alive while an attempt runs, so that a call's dropped future is still metered.
+//! An adapter implements [`drive::Net`] (open a connection, tell the time, sleep, answer a
+//! server's request on the side) and [`drive::Shared`] (where a slot's state lives, and the
+//! wake-up of ops that wait on it) and owns the buffers; it contains no protocol logic. The
+//! reply parser under the machine stays a streaming scanner ([`wire::exchange`]): a reply is
+//! never held whole to be parsed.
 //!
 //! ## Layers, top to bottom
 //!

@@ -408,12 +408,8 @@ impl Rig {
         let (mut head, mut read) = scratch();
         let mut bufs = call_buffers(&mut head, &mut read);
         let args = Value::parse(args.as_bytes(), JsonLimits::default()).unwrap();
-        let r = embassy_futures::block_on(drive::call(
-            &self.net,
-            cfg,
-            &self.state,
-            tool,
-            Some(args),
+        let r = embassy_futures::block_on(drive::Driver::new(&self.net, cfg, &self.state).call(
+            (tool, Some(args)),
             secrets,
             &mut self.ledger,
             &mut self.events,
@@ -1037,14 +1033,13 @@ fn list_tools_follows_pages_and_hands_over_redacted_descriptions() {
     let (mut head, mut read) = scratch();
     let mut bufs = call_buffers(&mut head, &mut read);
     let mut tools = Vec::new();
-    embassy_futures::block_on(drive::list_tools_described(
-        &rig.net,
-        &c,
-        &rig.state,
-        &["hunter2-secret"],
-        &mut bufs,
-        |name, json| tools.push((name.to_string(), String::from_utf8(json.to_vec()).unwrap())),
-    ))
+    embassy_futures::block_on(
+        drive::Driver::new(&rig.net, &c, &rig.state).list_tools_described(
+            &["hunter2-secret"],
+            &mut bufs,
+            |name, json| tools.push((name.to_string(), String::from_utf8(json.to_vec()).unwrap())),
+        ),
+    )
     .unwrap();
     assert_eq!(
         tools,
@@ -1119,12 +1114,8 @@ fn the_call_future_stays_small() {
         raw: VecBuf::new(0),
     };
     let secrets: &[&str] = &[];
-    let fut = drive::call(
-        &rig.net,
-        &c,
-        &rig.state,
-        "echo",
-        None,
+    let fut = drive::Driver::new(&rig.net, &c, &rig.state).call(
+        ("echo", None),
         secrets,
         &mut rig.ledger,
         &mut rig.events,
@@ -1273,10 +1264,7 @@ fn a_safe_request_is_re_sent_once_with_a_new_id() {
     let mut bufs = call_buffers(&mut head, &mut read);
     let mut names = Vec::new();
     let secrets: &[&str] = &[];
-    embassy_futures::block_on(drive::list_tools(
-        &rig.net,
-        &c,
-        &rig.state,
+    embassy_futures::block_on(drive::Driver::new(&rig.net, &c, &rig.state).list_tools(
         secrets,
         &mut bufs,
         |n| names.push(n.to_string()),
@@ -1479,7 +1467,7 @@ fn nothing_goes_to_a_dead_server_at_close() {
         error: VecBuf::new(1024),
         raw: VecBuf::new(0),
     };
-    embassy_futures::block_on(drive::close(&rig.net, &c, &rig.state, &mut bufs));
+    embassy_futures::block_on(drive::Driver::new(&rig.net, &c, &rig.state).close(&mut bufs));
     let after: Vec<u16> = rig.net.0.attempted.borrow()[before..].to_vec();
     assert!(
         !after.contains(&9001),
@@ -1548,12 +1536,8 @@ fn a_dropped_call_is_metered_and_says_which_request_to_cancel() {
     let mut bufs = call_buffers(&mut head, &mut read);
     let secrets: &[&str] = &[];
     {
-        let fut = drive::call(
-            &rig.net,
-            &c,
-            &rig.state,
-            "scan",
-            None,
+        let fut = drive::Driver::new(&rig.net, &c, &rig.state).call(
+            ("scan", None),
             secrets,
             &mut rig.ledger,
             &mut rig.events,

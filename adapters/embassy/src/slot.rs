@@ -144,18 +144,15 @@ impl<'a> EdgeSlot<'a> {
         bufs: &'b mut CallBuffers<'_, B>,
     ) -> ToolResult<'b> {
         let (mut ledger, mut timeline) = self.sinks();
-        let result = drive::call(
-            net,
-            &self.config,
-            &self.state,
-            tool,
-            args,
-            &self.secrets,
-            &mut ledger,
-            &mut timeline,
-            bufs,
-        )
-        .await;
+        let result = drive::Driver::new(net, &self.config, &self.state)
+            .call(
+                (tool, args),
+                &self.secrets,
+                &mut ledger,
+                &mut timeline,
+                bufs,
+            )
+            .await;
         if result.ok() {
             crate::log::log_debug!(
                 "mcp {=str}/{=str}: ok in {=u64} ms",
@@ -175,7 +172,9 @@ impl<'a> EdgeSlot<'a> {
         bufs: &mut CallBuffers<'_, B>,
         on_tool: impl FnMut(&str) + Send,
     ) -> Result<(), ListError> {
-        drive::list_tools(net, &self.config, &self.state, &self.secrets, bufs, on_tool).await
+        drive::Driver::new(net, &self.config, &self.state)
+            .list_tools(&self.secrets, bufs, on_tool)
+            .await
     }
 
     /// Runs `command` on the slot's `run_command` tool: `timeout_ms` becomes the tool's
@@ -247,7 +246,9 @@ impl<'a> EdgeSlot<'a> {
 
     /// Best-effort DELETE of the slot's open sessions (end of run).
     pub async fn close<N: Net, B: Buf>(&self, net: &N, bufs: &mut CallBuffers<'_, B>) {
-        drive::close(net, &self.config, &self.state, bufs).await
+        drive::Driver::new(net, &self.config, &self.state)
+            .close(bufs)
+            .await
     }
 
     pub(crate) fn sinks(&self) -> (SlotLedger<'_>, SlotTimeline<'_>) {

@@ -319,7 +319,7 @@ struct Answers<'c> {
 
 impl OnMessage for Answers<'_> {
     fn on_message(&mut self, msg: &[u8], _last_chance: bool) -> Result<Verdict, Failure> {
-        if crate::integrity::is_tools_list_changed(msg) {
+        if listen::heard(msg) == listen::Heard::ToolsListChanged {
             lock(&self.slot.inner.integrity).stale = true;
             return Ok(Verdict::Continue);
         }

@@ -226,18 +226,6 @@ impl ToolsLock {
     }
 }
 
-/// Whether `msg` is a `notifications/tools/list_changed` notification (no id).
-pub(crate) fn is_tools_list_changed(msg: &[u8]) -> bool {
-    use verifi_mcp_core::wire::json::{JsonLimits, Value as Json};
-    let Ok(v) = Json::parse(msg, JsonLimits::default()) else {
-        return false;
-    };
-    v.get("id").is_none()
-        && v.get("method")
-            .and_then(|m| m.as_str())
-            .is_some_and(|m| m.eq_str("notifications/tools/list_changed"))
-}
-
 /// A change to say: `mcp.tool_changed`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Change {

@@ -4,8 +4,8 @@
 //! ([`TaskHandle`]).
 //!
 //! Owns: the handle and its four operations. Does not own: polling, deadlines, redaction and
-//! metering of a task, which are the core's (`drive::start_task`, `drive::attach_task`,
-//! `drive::task_request`).
+//! metering of a task, which are the core's (`Driver::start_task`, `Driver::attach_task`,
+//! `Driver::task_request`).
 //!
 //! ```no_run
 //! use serde_json::json;
@@ -163,11 +163,13 @@ impl TaskHandle {
                 self.id.len()
             ));
         }
-        let how = Tasking::Attach {
-            target: self.target,
-            task: &self.id,
-            cancel_on_drop: self.cancel_on_drop,
-        };
+        let how = (
+            Tasking::Attach {
+                target: self.target,
+                task: &self.id,
+            },
+            self.cancel_on_drop,
+        );
         match call_task(&self.slot, &self.tool, b"null", on_progress, how).await {
             Ended::Done(r) => r,
             // An attached call polls to the end; it is never handed back running.
@@ -197,7 +199,7 @@ impl SlotHandle {
     /// twice: failover happens only before the server took the call.
     pub async fn start_task(&self, tool: &str, args: impl Serialize) -> TaskStart {
         let json = serde_json::to_vec(&args).unwrap_or_else(|_| b"false".to_vec());
-        match call_task(self, tool, &json, None, Tasking::Detach).await {
+        match call_task(self, tool, &json, None, (Tasking::Detach, true)).await {
             Ended::Done(r) => TaskStart::Done(r),
             Ended::Task { target, id } => TaskStart::Task(TaskHandle {
                 slot: self.clone(),
@@ -231,7 +233,7 @@ async fn call_task(
     tool: &str,
     json: &[u8],
     on_progress: Option<ProgressObserver<'_>>,
-    how: Tasking<'_>,
+    how: (Tasking<'_>, bool),
 ) -> Ended {
     if slot.inner.auth.is_none() {
         return match slot.call_as(tool, json, on_progress, None, how).await {
@@ -242,7 +244,7 @@ async fn call_task(
     let bearer = match crate::auth::slot::bearer_for(slot).await {
         Ok(b) => b,
         Err(e) => {
-            return Ended::Done(match how {
+            return Ended::Done(match how.0 {
                 // Following a task is not a second tool call: not metered as one.
                 Tasking::Attach { .. } => {
                     ToolResult::local_failure(crate::run::redact_string(&e, &slot.secrets_now()))

@@ -125,11 +125,22 @@ fn field(out: &mut impl Sink, name: &str, value: &str) -> Result<(), Overflow> {
 pub trait Timeline {
     /// Records one event.
     fn emit(&mut self, e: &TimelineEvent<'_>);
+    /// Records a failed call's `tool_error`; `answered`: a server answered it (a tool error
+    /// or a refusal), else no server did (or the call never went out). A sink that adds to
+    /// the error of an unanswered call decides by this, never by the error's text. The
+    /// default records it as any event.
+    fn emit_failure(&mut self, e: &TimelineEvent<'_>, answered: bool) {
+        let _ = answered;
+        self.emit(e);
+    }
 }
 
 impl<T: Timeline + ?Sized> Timeline for &mut T {
     fn emit(&mut self, e: &TimelineEvent<'_>) {
         (**self).emit(e)
+    }
+    fn emit_failure(&mut self, e: &TimelineEvent<'_>, answered: bool) {
+        (**self).emit_failure(e, answered)
     }
 }
 

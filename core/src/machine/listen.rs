@@ -74,6 +74,35 @@ pub fn answer<B: Buf>(
     Ok(true)
 }
 
+/// What a message on the stream is, as [`heard`] reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Heard {
+    /// A request from the server: [`answer`] writes its answer, to POST.
+    Request,
+    /// `notifications/tools/list_changed`: the slot's tool list is stale (to be fetched
+    /// again before the next call).
+    ToolsListChanged,
+    /// Anything else (another notification, a response, what is not JSON-RPC): nothing to
+    /// answer; an adapter may keep it as a log line.
+    Other,
+}
+
+/// What `msg`, one message on the stream, is: an adapter decides nothing from its bytes.
+pub fn heard(msg: &[u8]) -> Heard {
+    let Ok(value) = Value::parse(msg, JsonLimits::default()) else {
+        return Heard::Other;
+    };
+    match decode_message(value) {
+        Ok(Message::Request { .. }) => Heard::Request,
+        Ok(Message::Notification { method, .. })
+            if method.eq_str("notifications/tools/list_changed") =>
+        {
+            Heard::ToolsListChanged
+        }
+        _ => Heard::Other,
+    }
+}
+
 /// The server will not give the session a standalone stream: `405 Method Not Allowed` (the
 /// spec's way to say it has none), or another client error (`4xx` but a timeout or too many
 /// requests): not asked again in this session. A server error, a broken or ended stream may

@@ -89,24 +89,30 @@
 //! ```
 
 mod config;
+mod event;
 pub(crate) mod handlers;
 pub mod listen;
+mod metering;
 mod op;
+mod tools;
 
 pub use config::{
     CallBuffers, ElicitHandler, Elicitation, InFlight, LogLevel, LogMessage, LogObserver,
     MAX_INPUT_ROUNDS, MAX_LOG_MESSAGE, MAX_PROGRESS_MESSAGE, MAX_TASK_ID, ProgressObserver,
     ProgressUpdate, SlotConfig, TRACEPARENT_LEN, TraceContext,
 };
+pub use event::Event;
 /// An elicitation's answer under a policy and a handler, for an adapter that answers a
 /// server's requests itself (stdio): see [`SlotConfig::elicitation`].
 pub use handlers::write_elicit_answer as answer_elicitation;
 pub use handlers::{Answered, ListError, ListItem, MethodError};
+pub use metering::{Metering, Settled, Tasking};
 pub use op::{Action, Answer, Op, Report};
 
 use crate::harness::failover::{FailoverState, Target};
 use crate::wire::jsonrpc::ProtocolVersion;
 use crate::wire::session::Session;
+use tools::ToolRecord;
 
 /// Milliseconds on the adapter's monotonic clock.
 pub type Millis = u64;
@@ -233,7 +239,15 @@ impl SlotState {
         self.changed = true;
     }
 
-    /// A server's era verdict not yet put on the timeline (each is told once).
+    /// The slot's news: a server's era verdict not yet told ([`Event::Era`], each server's
+    /// once per run), for the timeline of the call that takes it.
+    pub fn poll_event(&mut self) -> Option<Event<'static>> {
+        self.take_era_news()
+            .map(|(target, modern)| Event::Era { target, modern })
+    }
+
+    /// The era of a server whose era became known and was not told yet, once: `(target,
+    /// modern)`. [`SlotState::poll_event`] says the same as an [`Event::Era`].
     pub fn take_era_news(&mut self) -> Option<(Target, bool)> {
         for target in [Target::Primary, Target::Fallback] {
             let i = index(target);
@@ -289,47 +303,31 @@ impl SlotState {
         }
     }
 
-    /// A tool's record: its annotation pairs (`argument\0Header\0`…, or `\x15` when they are
-    /// invalid), then a `\x06` when it is idempotent and a `\x07` when it is callable only as
-    /// a task (2025-11-25).
-    fn record_of(&self, target: Target, tool: &[u8]) -> &[u8] {
-        let arena = self
-            .annotations
-            .get(index(target))
-            .map_or(&[][..], |a| a.as_slice());
-        for record in arena.split(|&b| b == 0x1e) {
-            let Some(nul) = record.iter().position(|&b| b == 0) else {
-                continue;
-            };
-            if record.get(..nul) == Some(tool) {
-                return record.get(nul + 1..).unwrap_or(&[]);
-            }
-        }
-        &[]
+    /// The record the server's list gave `tool`, if it gave one.
+    fn record_of(&self, target: Target, tool: &[u8]) -> Option<ToolRecord<'_>> {
+        let arena = self.annotations.get(index(target))?;
+        ToolRecord::find(arena, tool)
     }
 
     /// A tool's annotation pairs (`argument\0Header\0`…); `Err` when the tool is dropped for
     /// invalid ones; empty when it has none.
     fn annotations_of(&self, target: Target, tool: &[u8]) -> Result<&[u8], ()> {
-        let record = self.record_of(target, tool);
-        let record = record.strip_suffix(b"\x07").unwrap_or(record);
-        let pairs = record.strip_suffix(b"\x06").unwrap_or(record);
-        if pairs == b"\x15" { Err(()) } else { Ok(pairs) }
+        match self.record_of(target, tool) {
+            None => Ok(&[]),
+            Some(record) => record.pairs.ok_or(()),
+        }
     }
 
     /// The server's list annotates the tool `idempotentHint: true`.
     fn idempotent(&self, target: Target, tool: &[u8]) -> bool {
-        let record = self.record_of(target, tool);
-        record
-            .strip_suffix(b"\x07")
-            .unwrap_or(record)
-            .ends_with(b"\x06")
+        self.record_of(target, tool).is_some_and(|r| r.idempotent)
     }
 
     /// The server's list says the tool runs only as a task (`execution.taskSupport:
     /// "required"`, 2025-11-25).
     fn task_required(&self, target: Target, tool: &[u8]) -> bool {
-        self.record_of(target, tool).ends_with(b"\x07")
+        self.record_of(target, tool)
+            .is_some_and(|r| r.task_required)
     }
 
     /// True once after a handshake ended: the adapter then wakes the ops that sleep on the

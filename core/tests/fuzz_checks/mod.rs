@@ -737,7 +737,7 @@ fn in_place_is_the_copy(msg: &[u8]) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// exchange: reply bytes -> drive::call -> ToolResult, through a scripted in-memory server
+// exchange: reply bytes -> Driver::call -> ToolResult, through a scripted in-memory server
 
 mod script {
     use std::cell::{Cell, RefCell};
@@ -942,12 +942,8 @@ fn exchange_run(reply: &[u8], chunk: usize) -> CallOutcome {
     let args = Value::parse(br#"{"command":"id"}"#, JsonLimits::default()).expect("args");
     let mut records = Records(Vec::new());
     let mut events = Events(Vec::new());
-    let r = embassy_futures::block_on(drive::call(
-        &net,
-        &cfg,
-        &state,
-        "run_command",
-        Some(args),
+    let r = embassy_futures::block_on(drive::Driver::new(&net, &cfg, &state).call(
+        ("run_command", Some(args)),
         &secrets,
         &mut records,
         &mut events,
@@ -966,7 +962,7 @@ fn exchange_run(reply: &[u8], chunk: usize) -> CallOutcome {
     }
 }
 
-/// Whole reply bytes → the JSON-RPC response → flatten → `ToolResult`, through `drive::call`:
+/// Whole reply bytes → the JSON-RPC response → flatten → `ToolResult`, through `Driver::call`:
 /// the result has one of the four shapes, carries no secret, is metered once per attempt, and
 /// is the same whatever size the socket reads are.
 pub fn exchange(data: &[u8]) {

@@ -1,0 +1,133 @@
+//! The replies of the opening: a notification's 2xx, the era probe and `initialize`.
+
+use super::*;
+
+/// Accepts any 2xx (a notification's reply).
+pub(crate) struct Accept;
+impl OnMessage for Accept {
+    fn on_message(&mut self, _msg: &[u8], _last: bool) -> Result<Verdict, Failure> {
+        Ok(Verdict::Done)
+    }
+}
+
+/// Handles the answer to the `server/discover` probe: a result naming a version we speak in
+/// `supportedVersions` says modern; any other result, or a JSON-RPC error in a 2xx, says an
+/// old-era server.
+#[derive(Default)]
+pub(crate) struct ProbeHandler {
+    pub(crate) id: u64,
+    /// `Some(true)`: modern; `Some(false)`: old era.
+    pub(crate) modern: Option<bool>,
+}
+
+impl OnMessage for ProbeHandler {
+    fn renumber(&mut self, id: u64) {
+        self.id = id;
+    }
+
+    fn on_message(&mut self, msg: &[u8], last_chance: bool) -> Result<Verdict, Failure> {
+        match find(msg, self.id, last_chance)? {
+            Lookup::Ours(Outcome::Result(r)) => {
+                self.modern = Some(crate::wire::era::discover_result_is_modern(r));
+                Ok(Verdict::Done)
+            }
+            Lookup::Ours(Outcome::Error(_)) => {
+                self.modern = Some(false);
+                Ok(Verdict::Done)
+            }
+            Lookup::OtherResponse => Ok(Verdict::Hold),
+            Lookup::Other(_) => Ok(Verdict::Continue),
+        }
+    }
+}
+
+/// Parses one message and looks for the response to `id`; `last_chance` also takes a
+/// response whose id is `null`.
+pub(crate) fn find<'m>(msg: &'m [u8], id: u64, last_chance: bool) -> Result<Lookup<'m>, Failure> {
+    find_in(Value::parse(msg, JsonLimits::default())?, id, last_chance)
+}
+
+/// [`find`] in a message already parsed.
+pub(crate) fn find_in(value: Value<'_>, id: u64, last_chance: bool) -> Result<Lookup<'_>, Failure> {
+    match jsonrpc::find_response(value, id)? {
+        Found::Match(outcome) => Ok(Lookup::Ours(outcome)),
+        Found::NoMatch => match jsonrpc::decode_message(value) {
+            // The seed's "last data line": a response that names no request (`id: null`) is
+            // taken as ours when nothing matched. One that names another request never is.
+            Ok(Message::Response {
+                id: jsonrpc::Id::Null,
+                outcome,
+            }) if last_chance => Ok(Lookup::Ours(outcome)),
+            Ok(Message::Response { .. }) => Ok(Lookup::OtherResponse),
+            Ok(m) => Ok(Lookup::Other(m)),
+            // A batch (or anything else) without our response.
+            Err(_) => Ok(Lookup::OtherResponse),
+        },
+    }
+}
+
+pub(crate) enum Lookup<'m> {
+    Ours(Outcome<'m>),
+    OtherResponse,
+    Other(Message<'m>),
+}
+
+/// Handles the reply to `initialize`.
+#[derive(Default)]
+pub(crate) struct InitHandler {
+    pub(crate) id: u64,
+    pub(crate) version: Option<Result<ProtocolVersion, Failure>>,
+}
+impl OnMessage for InitHandler {
+    fn renumber(&mut self, id: u64) {
+        self.id = id;
+    }
+
+    fn on_message(&mut self, msg: &[u8], last_chance: bool) -> Result<Verdict, Failure> {
+        match find(msg, self.id, last_chance)? {
+            Lookup::Ours(Outcome::Result(result)) => {
+                let parsed = jsonrpc::parse_initialize_result(result)
+                    .map_err(|_| Failure::Handshake(HandshakeError::BadResult))
+                    .and_then(|init| {
+                        let raw = init.protocol_version.raw();
+                        ProtocolVersion::parse(raw).ok_or_else(|| {
+                            let shown = core::str::from_utf8(raw).unwrap_or("?");
+                            Failure::Handshake(HandshakeError::UnsupportedVersion(truncated(shown)))
+                        })
+                    });
+                self.version = Some(parsed);
+                Ok(Verdict::Done)
+            }
+            Lookup::Ours(Outcome::Error(err)) => {
+                self.version = Some(Err(Failure::Handshake(HandshakeError::Refused {
+                    code: err.code,
+                    message: unescaped_detail(&err.message),
+                })));
+                Ok(Verdict::Done)
+            }
+            Lookup::OtherResponse => Ok(Verdict::Hold),
+            Lookup::Other(_) => Ok(Verdict::Continue),
+        }
+    }
+}
+
+/// A server's message, unescaped, cut to [`DETAIL_BYTES`] with a marked cut.
+pub(crate) fn unescaped_detail<const N: usize>(
+    message: &crate::wire::json::JsonStr<'_>,
+) -> String<N> {
+    let mut out = StrSink::<N>::default();
+    match message.unescape_into(&mut out) {
+        Ok(()) => truncated(out.as_str()),
+        // Cut: make room for the mark.
+        Err(_) => {
+            let mut s: String<N> = truncated(out.as_str());
+            while s.len() + '…'.len_utf8() > N {
+                if s.pop().is_none() {
+                    break;
+                }
+            }
+            let _ = s.push('…');
+            s
+        }
+    }
+}

@@ -1,0 +1,165 @@
+//! Error lines and the redacted texts of the machine: failures, refusals, progress.
+
+use super::*;
+
+/// Ends a cut line with `…` (dropping what it takes to make room).
+pub(crate) fn mark_cut<const N: usize>(line: &mut StrSink<N>) {
+    let kept: String<N> = truncated(line.as_str());
+    let mut s = kept;
+    while s.len() + '…'.len_utf8() > N {
+        if s.pop().is_none() {
+            break;
+        }
+    }
+    let _ = s.push('…');
+    *line = StrSink::default();
+    let _ = line.put(s.as_bytes());
+}
+
+/// Hands one progress notification to the observer: numbers as written, the message
+/// unescaped and redacted (cut to fit).
+pub(crate) fn tell_progress<Sec: AsRef<[u8]>>(
+    observer: ProgressObserver<'_>,
+    p: &jsonrpc::Progress<'_>,
+    secrets: &[Sec],
+) {
+    fn number<'v>(v: &Value<'v>) -> &'v str {
+        core::str::from_utf8(v.raw()).unwrap_or("")
+    }
+    let mut message = StrSink::<MAX_PROGRESS_MESSAGE>::default();
+    let mut clean = StrSink::<MAX_PROGRESS_MESSAGE>::default();
+    if let Some(m) = &p.message {
+        // A longer message is cut; what fits is still redacted whole.
+        let _ = m.unescape_into(&mut message);
+        let _ = redact_into(secrets, message.as_str().as_bytes(), &mut clean);
+    }
+    (observer.0)(&ProgressUpdate {
+        progress: number(&p.progress),
+        total: p.total.as_ref().map(number),
+        message: p.message.is_some().then(|| clean.as_str()),
+    });
+}
+
+/// Hands one server log message at or above `lowest` to the observer: data and logger
+/// unescaped and redacted (cut to fit). Out of line: its buffers are on the stack only while
+/// a log message is handed over.
+#[inline(never)]
+pub(crate) fn tell_log<Sec: AsRef<[u8]>>(
+    observer: LogObserver<'_>,
+    lowest: LogLevel,
+    note: &jsonrpc::LogNote<'_>,
+    secrets: &[Sec],
+) {
+    // A level MCP does not name is taken as the lowest: kept only when everything is.
+    let level = LogLevel::parse(note.level).unwrap_or(LogLevel::Debug);
+    if level < lowest {
+        return;
+    }
+    let mut data = StrSink::<MAX_LOG_MESSAGE>::default();
+    let _ = match note.data.as_str() {
+        Some(s) => s.unescape_into(&mut data),
+        None => data.put(note.data.raw()),
+    };
+    let mut clean = StrSink::<MAX_LOG_MESSAGE>::default();
+    let _ = redact_into(secrets, data.as_str().as_bytes(), &mut clean);
+    let mut logger = StrSink::<64>::default();
+    let mut clean_logger = StrSink::<64>::default();
+    if let Some(l) = &note.logger {
+        let _ = l.unescape_into(&mut logger);
+        let _ = redact_into(secrets, logger.as_str().as_bytes(), &mut clean_logger);
+    }
+    (observer.0)(&LogMessage {
+        level,
+        logger: note.logger.is_some().then(|| clean_logger.as_str()),
+        data: clean.as_str(),
+    });
+}
+
+/// A task's `statusMessage` to a progress observer: `progress` is empty (no number).
+pub(crate) fn tell_status<Sec: AsRef<[u8]>>(
+    observer: ProgressObserver<'_>,
+    m: &crate::wire::json::JsonStr<'_>,
+    secrets: &[Sec],
+) {
+    let mut message = StrSink::<MAX_PROGRESS_MESSAGE>::default();
+    let mut clean = StrSink::<MAX_PROGRESS_MESSAGE>::default();
+    let _ = m.unescape_into(&mut message);
+    let _ = redact_into(secrets, message.as_str().as_bytes(), &mut clean);
+    (observer.0)(&ProgressUpdate {
+        progress: "",
+        total: None,
+        message: Some(clean.as_str()),
+    });
+}
+
+/// Redacts `text` whole into `out`.
+pub(crate) fn redact_into<Sec: AsRef<[u8]>>(
+    secrets: &[Sec],
+    text: &[u8],
+    out: &mut impl Sink,
+) -> Result<(), crate::buf::Overflow> {
+    let mut r = Redactor::new(secrets);
+    r.write(text, out)?;
+    r.finish(out)
+}
+
+// Used by the async pump (`drive`) to write results.
+#[cfg_attr(not(feature = "drive"), allow(dead_code))]
+/// `core::fmt::Write` over a `Sink` (for the error messages).
+pub(crate) struct FmtSink<'s, S: Sink>(pub(crate) &'s mut S);
+impl<S: Sink> core::fmt::Write for FmtSink<'_, S> {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        self.0.put(s.as_bytes()).map_err(|_| core::fmt::Error)
+    }
+}
+
+// Used by the async pump (`drive`) to write results.
+#[cfg_attr(not(feature = "drive"), allow(dead_code))]
+/// Writes a failure's message, redacted, into `out` (a cut ends in `…`).
+pub(crate) fn write_failure<Sec: AsRef<[u8]>, B: Buf>(
+    secrets: &[Sec],
+    failure: &Failure,
+    out: &mut B,
+) {
+    write_line(secrets, format_args!("{failure}"), out);
+}
+
+// Used by the async pump (`drive`) to write results.
+#[cfg_attr(not(feature = "drive"), allow(dead_code))]
+/// Writes one error line, redacted, into `out`; a line longer than `out` (or than
+/// [`ERROR_LINE_BYTES`]) is cut at a character boundary and ends in `…`.
+pub(crate) fn write_line<Sec: AsRef<[u8]>, B: Buf>(
+    secrets: &[Sec],
+    args: core::fmt::Arguments<'_>,
+    out: &mut B,
+) {
+    out.clear();
+    let mut line = StrSink::<ERROR_LINE_BYTES>::default();
+    if FmtSink(&mut line).write_fmt(args).is_err() {
+        mark_cut(&mut line);
+    }
+    if redact_into(secrets, line.as_str().as_bytes(), out).is_ok() {
+        return;
+    }
+    out.clear();
+    let mark = "…";
+    let s = line.as_str();
+    let mut end = out.limit().saturating_sub(mark.len()).min(s.len());
+    while end > 0 && !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    // Redact what fits; a secret cut in half by the end is gone with the cut.
+    let _ = redact_into(secrets, s.get(..end).unwrap_or("").as_bytes(), out);
+    let _ = out.put(mark.as_bytes());
+}
+
+// Used by the async pump (`drive`) to write results.
+#[cfg_attr(not(feature = "drive"), allow(dead_code))]
+pub(crate) fn as_text<B: Buf>(b: &B) -> &str {
+    match core::str::from_utf8(b.bytes()) {
+        Ok(s) => s,
+        Err(e) => {
+            core::str::from_utf8(b.bytes().get(..e.valid_up_to()).unwrap_or(&[])).unwrap_or("")
+        }
+    }
+}

@@ -1,0 +1,681 @@
+//! The writers of requests: the JSON-RPC message of each round trip, its `_meta`, and its
+//! HTTP head.
+
+use super::*;
+
+/// The JSON-RPC message a request carries.
+pub(crate) enum Body<'x> {
+    Initialize {
+        id: u64,
+        version: ProtocolVersion,
+        /// Declare elicitation (the client has a handler for it).
+        elicitation: bool,
+        /// Declare URL-mode elicitation too.
+        elicitation_url: bool,
+    },
+    Initialized,
+    List {
+        id: u64,
+        list: ListMethod,
+        cursor: Option<&'x str>,
+    },
+    Request {
+        id: u64,
+        req: jsonrpc::Request<'x>,
+        /// [`jsonrpc::encode_request`], named where such a request is made, so a client that
+        /// never makes one (the edge's) does not carry the encoder.
+        encode: EncodeRequest,
+    },
+    ToolsCall {
+        id: u64,
+        tool: &'x str,
+        args: Option<Value<'x>>,
+        progress: Option<u64>,
+        /// A 2026 round's `,"inputResponses":…,"requestState":…` (or nothing).
+        extra: &'x [u8],
+    },
+    Cancelled {
+        id: u64,
+        reason: &'static str,
+    },
+    /// The 2026-07-28 era's probe, `server/discover`.
+    Discover {
+        id: u64,
+    },
+    /// The client's answer to a server's request (an elicitation's result object with it).
+    Answer(&'x ServerRequest, &'x [u8]),
+    /// `tasks/get` or `tasks/cancel` (the tasks extension) of a task.
+    Task {
+        id: u64,
+        method: &'static str,
+        task: &'x str,
+        /// `tasks/update`'s `,"inputResponses":{…}` (or nothing).
+        extra: &'x [u8],
+    },
+    None,
+}
+
+impl<'x> Body<'x> {
+    /// A request other than the lists and `tools/call`.
+    pub(crate) fn request(id: u64, req: jsonrpc::Request<'x>) -> Self {
+        Body::Request {
+            id,
+            req,
+            encode: encode_request_dyn,
+        }
+    }
+
+    /// Through `dyn Sink`: it runs twice per request (to count, then to write), and the
+    /// encoders exist once in the binary instead of once per sink type.
+    fn write(&self, out: &mut dyn Sink) -> Result<(), crate::buf::Overflow> {
+        let out = &mut &mut *out;
+        match self {
+            Body::Initialize {
+                id,
+                version,
+                elicitation,
+                elicitation_url,
+            } => {
+                let caps = ClientCapabilities {
+                    elicitation: *elicitation,
+                    elicitation_url: *elicitation_url,
+                    ..ClientCapabilities::default()
+                };
+                jsonrpc::encode_initialize_with(out, *id, *version, &caps)
+            }
+            Body::Initialized => jsonrpc::encode_initialized(out),
+            Body::List { id, list, cursor } => jsonrpc::encode_list(out, *id, *list, *cursor),
+            Body::Request { id, req, encode } => encode(out, *id, req),
+            Body::ToolsCall {
+                id,
+                tool,
+                args,
+                progress,
+                extra,
+            } => jsonrpc::encode_tools_call_with(out, *id, (tool, *args), *progress, extra),
+            Body::Cancelled { id, reason } => jsonrpc::encode_cancelled(out, *id, reason),
+            // `_meta` is added by the modern writer, as to every 2026 request.
+            Body::Discover { id } => {
+                out.put(b"{\"jsonrpc\":\"2.0\",\"id\":")?;
+                crate::buf::put_u64(out, *id)?;
+                out.put(b",\"method\":\"server/discover\"}")
+            }
+            Body::Task {
+                id,
+                method,
+                task,
+                extra,
+            } => {
+                out.put(b"{\"jsonrpc\":\"2.0\",\"id\":")?;
+                crate::buf::put_u64(out, *id)?;
+                out.put(b",\"method\":\"")?;
+                out.put(method.as_bytes())?;
+                out.put(b"\",\"params\":{\"taskId\":")?;
+                crate::wire::json::write_str_literal(out, task)?;
+                out.put(extra)?;
+                out.put(b"}}")
+            }
+            Body::Answer(request, answer) => request.write(*out, answer),
+            Body::None => Ok(()),
+        }
+    }
+
+    /// The id of a request (none for a notification, an answer or no body): a request is what
+    /// carries trace context.
+    pub(crate) fn request_id(&self) -> Option<u64> {
+        match *self {
+            Body::Initialize { id, .. }
+            | Body::List { id, .. }
+            | Body::Request { id, .. }
+            | Body::ToolsCall { id, .. }
+            | Body::Discover { id }
+            | Body::Task { id, .. } => Some(id),
+            Body::Initialized | Body::Cancelled { .. } | Body::Answer(..) | Body::None => None,
+        }
+    }
+
+    /// The JSON-RPC method and the `mcp-name` value, for the 2026 era's headers.
+    fn method_and_name(&self) -> (&'x str, Option<&'x str>) {
+        match *self {
+            Body::Initialize { .. } => ("initialize", None),
+            Body::Initialized => ("notifications/initialized", None),
+            Body::List { list, .. } => (list.method(), None),
+            Body::Request { req, .. } => (
+                req.method(),
+                match req {
+                    jsonrpc::Request::ResourcesRead { uri } => Some(uri),
+                    jsonrpc::Request::PromptsGet { name, .. } => Some(name),
+                    jsonrpc::Request::Ping => None,
+                    // If `Mcp-Name` rides on `tasks/*`, it carries the task id.
+                    jsonrpc::Request::TaskGet { task } | jsonrpc::Request::TaskCancel { task } => {
+                        Some(task)
+                    }
+                },
+            ),
+            Body::ToolsCall { tool, .. } => ("tools/call", Some(tool)),
+            Body::Cancelled { .. } => ("notifications/cancelled", None),
+            Body::Discover { .. } => ("server/discover", None),
+            Body::Task { method, task, .. } => (method, Some(task)),
+            Body::Answer(..) => ("", None),
+            Body::None => ("", None),
+        }
+    }
+}
+
+/// What a 2026-07-28 request adds: `_meta` in its params, `Mcp-*` headers.
+#[derive(Clone, Copy)]
+pub(crate) struct Modern<'x> {
+    /// The version in `_meta` and `MCP-Protocol-Version`.
+    pub(crate) version: &'static str,
+    pub(crate) caps: ClientCapabilities,
+    /// A `progressToken` for `_meta` (the request's id), when someone listens for progress.
+    pub(crate) progress: Option<u64>,
+    /// The lowest level of log messages asked for (`io.modelcontextprotocol/logLevel`), when
+    /// someone keeps them.
+    pub(crate) log_level: Option<LogLevel>,
+    /// The tool's `x-mcp-header` pairs (`argument\0Header\0`…) and the call's arguments.
+    pub(crate) params: &'x [u8],
+    pub(crate) args: Option<Value<'x>>,
+}
+
+/// What a request of either era adds to `_meta` for W3C trace context (SEP-414).
+#[derive(Clone, Copy)]
+pub(crate) struct TraceMeta<'x> {
+    /// The request's `traceparent` value.
+    pub(crate) parent: [u8; crate::machine::config::TRACEPARENT_LEN],
+    /// The `tracestate` value (empty: none).
+    pub(crate) state: &'x str,
+    /// An old-era `progressToken`, moved into this `_meta` from the `tools/call` params.
+    pub(crate) progress: Option<u64>,
+}
+
+/// Writes the `_meta` member of a request: the progress token, the trace context and, in the
+/// 2026 era, the era's keys.
+pub(crate) fn write_meta_member(
+    out: &mut impl Sink,
+    modern: Option<&Modern<'_>>,
+    trace: Option<&TraceMeta<'_>>,
+) -> Result<(), Overflow> {
+    out.put(b"\"_meta\":{")?;
+    let progress = modern
+        .and_then(|m| m.progress)
+        .or(trace.and_then(|t| t.progress));
+    let mut first = true;
+    if let Some(token) = progress {
+        out.put(b"\"progressToken\":")?;
+        crate::buf::put_u64(out, token)?;
+        first = false;
+    }
+    if let Some(t) = trace {
+        out.put(if first { b"" } else { b"," })?;
+        // The value is hex digits and dashes: no escaping needed.
+        out.put(b"\"traceparent\":\"")?;
+        out.put(&t.parent)?;
+        out.put(b"\"")?;
+        if !t.state.is_empty() {
+            out.put(b",\"tracestate\":")?;
+            crate::wire::json::write_str_literal(out, t.state)?;
+        }
+        first = false;
+    }
+    if let Some(m) = modern {
+        out.put(if first { b"" } else { b"," })?;
+        crate::wire::era::write_meta_keys(out, m.version, &m.caps)?;
+        if let Some(level) = m.log_level {
+            out.put(b",\"io.modelcontextprotocol/logLevel\":\"")?;
+            out.put(level.as_str().as_bytes())?;
+            out.put(b"\"")?;
+        }
+    }
+    out.put(b"}")
+}
+
+/// Passes a JSON-RPC message through, holding back its last two bytes, so that `_meta` can be
+/// put into its `params` at the end: `…}}` (params) becomes `…,"_meta":{…}}}`, and `…"}` (no
+/// params) becomes `…","params":{"_meta":{…}}}`. One pass, for counting and for writing.
+pub(crate) struct MetaSink<'s> {
+    inner: &'s mut dyn Sink,
+    held: [u8; 2],
+    len: usize,
+}
+
+impl Sink for MetaSink<'_> {
+    fn put(&mut self, bytes: &[u8]) -> Result<(), Overflow> {
+        if bytes.len() >= 2 {
+            self.inner.put(self.held.get(..self.len).unwrap_or(&[]))?;
+            let (body, last) = bytes.split_at(bytes.len() - 2);
+            self.inner.put(body)?;
+            self.held = [
+                last.first().copied().unwrap_or(0),
+                last.get(1).copied().unwrap_or(0),
+            ];
+            self.len = 2;
+            return Ok(());
+        }
+        for &b in bytes {
+            if self.len == 2 {
+                self.inner.put(&self.held[..1])?;
+                self.held = [self.held[1], b];
+            } else {
+                if let Some(slot) = self.held.get_mut(self.len) {
+                    *slot = b;
+                }
+                self.len += 1;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl MetaSink<'_> {
+    /// Writes `_meta` into the params and the held end.
+    fn finish(self, m: Option<&Modern<'_>>, t: Option<&TraceMeta<'_>>) -> Result<(), Overflow> {
+        let MetaSink { inner, held, len } = self;
+        let mut out = inner;
+        if len == 2 && held == *b"}}" {
+            out.put(b",")?;
+        } else {
+            out.put(held.get(..len.saturating_sub(1)).unwrap_or(&[]))?;
+            out.put(b",\"params\":{")?;
+        }
+        write_meta_member(&mut out, m, t)?;
+        out.put(b"}}")
+    }
+}
+
+/// The encoder of a [`Body::Request`].
+pub(crate) type EncodeRequest =
+    fn(&mut &mut dyn Sink, u64, &jsonrpc::Request<'_>) -> Result<(), crate::buf::Overflow>;
+
+/// [`jsonrpc::encode_request`] through `dyn Sink`, as a [`Body::Request`] carries it.
+pub(crate) fn encode_request_dyn(
+    out: &mut &mut dyn Sink,
+    id: u64,
+    req: &jsonrpc::Request<'_>,
+) -> Result<(), crate::buf::Overflow> {
+    jsonrpc::encode_request(out, id, req)
+}
+
+/// One request to one server: what to send, and what reply completes it.
+pub(crate) struct Trip<'x> {
+    pub(crate) ep: &'x Endpoint<'x>,
+    pub(crate) method: Method,
+    pub(crate) snap: Option<&'x Snapshot>,
+    pub(crate) last_event_id: Option<&'x str>,
+    pub(crate) body: Body<'x>,
+    pub(crate) expect: Expect,
+    /// In the 2026-07-28 era: `_meta` and the `Mcp-*` headers.
+    pub(crate) modern: Option<Modern<'x>>,
+    /// W3C trace context in `_meta` (either era).
+    pub(crate) trace: Option<TraceMeta<'x>>,
+}
+
+impl<'x> Trip<'x> {
+    /// A POST of `body` in the session `snap` (none before the handshake).
+    pub(crate) fn post(ep: &'x Endpoint<'x>, snap: Option<&'x Snapshot>, body: Body<'x>) -> Self {
+        let expect = match body {
+            Body::Initialized | Body::Cancelled { .. } | Body::Answer(..) => Expect::Accepted,
+            _ => Expect::Response,
+        };
+        Trip {
+            ep,
+            method: Method::Post,
+            snap,
+            last_event_id: None,
+            body,
+            expect,
+            modern: None,
+            trace: None,
+        }
+    }
+
+    /// Writes the body, with `_meta` in the 2026 era.
+    fn write_body(&self, out: &mut dyn Sink) -> Result<(), Overflow> {
+        if self.modern.is_none() && self.trace.is_none() {
+            return self.body.write(out);
+        }
+        let mut sink = MetaSink {
+            inner: out,
+            held: [0; 2],
+            len: 0,
+        };
+        self.body.write(&mut sink)?;
+        sink.finish(self.modern.as_ref(), self.trace.as_ref())
+    }
+
+    /// Appends the body (with `_meta` in the 2026 era) to `out`: the same bytes as
+    /// [`write_body`](Self::write_body), but `_meta` goes in by cutting the written end
+    /// (`}}` or `}`) instead of holding back two bytes of every `put` ([`MetaSink`]).
+    #[cfg(feature = "std")]
+    fn append_body<B: Buf>(&self, out: &mut B) -> Result<(), Overflow> {
+        let start = out.len();
+        self.body.write(out)?;
+        if self.modern.is_none() && self.trace.is_none() {
+            return Ok(());
+        }
+        let end = out.len();
+        if out.bytes().get(start..).is_some_and(|b| b.ends_with(b"}}")) {
+            out.truncate(end - 2);
+            out.put(b",")?;
+        } else {
+            out.truncate(end.saturating_sub(1).max(start));
+            out.put(b",\"params\":{")?;
+        }
+        write_meta_member(out, self.modern.as_ref(), self.trace.as_ref())?;
+        out.put(b"}}")
+    }
+
+    /// Writes the body alone (with `_meta` in the 2026 era) and `\n` into `out`: one line of
+    /// newline-delimited JSON-RPC, for a stdio server (the encoders never write a raw newline;
+    /// strings escape it). There are no headers on stdio.
+    pub(crate) fn write_line<B: Buf>(&self, out: &mut B) -> Result<(), Failure> {
+        out.clear();
+        // The edge keeps the one (`MetaSink`) writer it needs anyway for counting.
+        #[cfg(feature = "std")]
+        let body = self.append_body(out);
+        #[cfg(not(feature = "std"))]
+        let body = self.write_body(out);
+        body.and_then(|()| out.put(b"\n"))
+            .map_err(|o| Failure::TooLarge(BufferName::Request, o))
+    }
+
+    /// The request head for a body of `content_length` bytes.
+    fn head<'h>(&'h self, cfg: &'h SlotConfig<'_>, content_length: usize) -> RequestHead<'h> {
+        let (method, name) = self.body.method_and_name();
+        let mcp = self.modern.as_ref().map(|m| McpHeaders {
+            method,
+            name,
+            params: m.params,
+            args: m.args,
+        });
+        RequestHead {
+            method: self.method,
+            endpoint: self.ep,
+            accept_json_and_sse: self.method != Method::Get,
+            session_id: self.snap.and_then(|s| s.id()),
+            protocol_version: match &self.modern {
+                Some(m) => Some(m.version),
+                None => self.snap.and_then(|s| s.version_header()),
+            },
+            last_event_id: self.last_event_id,
+            extra_headers: cfg.headers,
+            content_length: (self.method == Method::Post).then_some(content_length),
+            mcp,
+        }
+    }
+
+    /// Writes head and body into `out`, so the adapter sends them in one write.
+    pub(crate) fn write<B: Buf>(&self, out: &mut B, cfg: &SlotConfig<'_>) -> Result<(), Failure> {
+        // The host's buffer: the body is encoded once (not counted first, then written), the
+        // head after it, and the two swapped in place. Anything that does not fit takes the
+        // path below, so its error is the same as ever.
+        #[cfg(feature = "std")]
+        if let Some(v) = out.vec_buf()
+            && self.write_once(v, cfg).is_ok()
+        {
+            return Ok(());
+        }
+        out.clear();
+        let mut count = crate::buf::CountingSink::default();
+        self.write_body(&mut count)
+            .map_err(|o| Failure::TooLarge(BufferName::Request, o))?;
+        write_request_head(&self.head(cfg, count.count), out).map_err(Failure::Request)?;
+        self.write_body(out)
+            .map_err(|o| Failure::TooLarge(BufferName::Request, o))
+    }
+
+    /// [`write`](Self::write) in one encoding of the body: body, then head, then rotated so
+    /// the head comes first. `Err` when anything did not fit (nothing is reported: the caller
+    /// writes again the two-pass way, which says what).
+    #[cfg(feature = "std")]
+    fn write_once(&self, out: &mut crate::buf::VecBuf, cfg: &SlotConfig<'_>) -> Result<(), ()> {
+        out.clear();
+        self.append_body(out).map_err(drop)?;
+        let body = out.len();
+        write_request_head(&self.head(cfg, body), out).map_err(drop)?;
+        out.bytes_mut().rotate_left(body);
+        Ok(())
+    }
+}
+
+#[cfg(all(test, feature = "std"))]
+mod request_writing_tests {
+    use super::*;
+    use crate::buf::{SliceBuf, VecBuf};
+
+    /// Every shape of request, in both eras, with a session and extra headers.
+    fn each_trip(check: &mut dyn FnMut(&Trip<'_>, &SlotConfig<'_>)) {
+        let ep = Endpoint::parse_base("http://127.0.0.1:8000/x").unwrap();
+        let mut cfg = SlotConfig::new("kali", ep, "http://127.0.0.1:8000/x");
+        let headers = [("authorization", "Bearer abcd"), ("x-team", "red")];
+        cfg.headers = &headers;
+        let args = Value::parse(
+            br#"{ "text" : "p\u0069ng", "n": [1, 2] }"#,
+            JsonLimits::default(),
+        )
+        .ok();
+        let snap = Snapshot {
+            session_id: String::try_from("sess-1").ok(),
+            version: ProtocolVersion::V2025_06_18,
+        };
+        let bodies = || {
+            [
+                Body::ToolsCall {
+                    id: 7,
+                    tool: "echo",
+                    args,
+                    progress: Some(7),
+                    extra: b"",
+                },
+                Body::ToolsCall {
+                    id: 8,
+                    tool: "e\"cho",
+                    args: None,
+                    progress: None,
+                    extra: b",\"task\":{}",
+                },
+                Body::Initialize {
+                    id: 1,
+                    version: ProtocolVersion::V2024_11_05,
+                    elicitation: true,
+                    elicitation_url: true,
+                },
+                Body::Initialized,
+                Body::List {
+                    id: 3,
+                    list: ListMethod::Tools,
+                    cursor: Some("c1"),
+                },
+                Body::Cancelled { id: 4, reason: "r" },
+                Body::Discover { id: 5 },
+                Body::Task {
+                    id: 6,
+                    method: "tasks/get",
+                    task: "t-1",
+                    extra: b"",
+                },
+                Body::request(9, jsonrpc::Request::Ping),
+                Body::None,
+            ]
+        };
+        let trace = crate::machine::TraceContext {
+            trace_id: [0xab; 16],
+            flags: 1,
+            span_seed: 42,
+            state: "k=v",
+        };
+        for (modern, traced) in [(false, false), (true, false), (false, true), (true, true)] {
+            for (with_snap, body) in bodies()
+                .into_iter()
+                .enumerate()
+                .map(|(i, b)| (i % 2 == 0, b))
+            {
+                // As the operation writes it: with trace context, the progress token moves
+                // into the one `_meta`.
+                let body = match body {
+                    Body::ToolsCall {
+                        id,
+                        tool,
+                        args,
+                        extra,
+                        ..
+                    } if traced => Body::ToolsCall {
+                        id,
+                        tool,
+                        args,
+                        progress: None,
+                        extra,
+                    },
+                    body => body,
+                };
+                let mut trip = Trip::post(&cfg.primary, with_snap.then_some(&snap), body);
+                trip.trace = trip
+                    .body
+                    .request_id()
+                    .filter(|_| traced)
+                    .map(|id| TraceMeta {
+                        parent: trace.traceparent(id),
+                        state: trace.state,
+                        progress: Some(3),
+                    });
+                trip.modern = modern.then(|| Modern {
+                    version: crate::wire::era::MODERN_VERSION,
+                    caps: cfg.declared(),
+                    progress: Some(7),
+                    log_level: Some(LogLevel::Notice),
+                    params: b"text\0Mcp-Param-Text\0",
+                    args,
+                });
+                check(&trip, &cfg);
+                let get = Trip {
+                    method: Method::Get,
+                    last_event_id: Some("ev-3"),
+                    ..trip
+                };
+                check(&get, &cfg);
+            }
+        }
+    }
+
+    #[test]
+    fn one_pass_writes_the_bytes_of_two_passes() {
+        let mut cases = 0;
+        each_trip(&mut |trip, cfg| {
+            let mut storage = [0u8; 4096];
+            let mut two = SliceBuf::new(&mut storage);
+            trip.write(&mut two, cfg).unwrap();
+            let mut one = VecBuf::with_limit(4096);
+            trip.write(&mut one, cfg).unwrap();
+            assert_eq!(
+                core::str::from_utf8(one.bytes()).unwrap(),
+                core::str::from_utf8(two.bytes()).unwrap()
+            );
+            // A line for stdio: the body as `write_body` (through `MetaSink`) writes it.
+            let mut line = VecBuf::with_limit(4096);
+            trip.write_line(&mut line).unwrap();
+            let mut held = VecBuf::with_limit(4096);
+            trip.write_body(&mut held).unwrap();
+            held.put(b"\n").unwrap();
+            assert_eq!(line.bytes(), held.bytes());
+            cases += 1;
+        });
+        assert_eq!(cases, 80);
+    }
+
+    #[test]
+    fn a_traced_request_has_one_meta_with_its_trace_context_and_progress() {
+        let mut traced = 0;
+        each_trip(&mut |trip, _| {
+            let mut body = VecBuf::with_limit(4096);
+            trip.write_body(&mut body).unwrap();
+            let text = core::str::from_utf8(body.bytes()).unwrap();
+            let Some(t) = &trip.trace else {
+                assert!(!text.contains("traceparent"), "{text}");
+                return;
+            };
+            // serde_json keeps the last of duplicate keys: count `_meta` in the text too.
+            assert_eq!(text.matches("\"_meta\"").count(), 1, "{text}");
+            let v: serde_json::Value = serde_json::from_str(text).expect(text);
+            let meta = &v["params"]["_meta"];
+            let parent = meta["traceparent"].as_str().unwrap();
+            assert_eq!(parent.as_bytes(), &t.parent[..]);
+            assert_eq!(
+                crate::machine::TraceContext::parse_traceparent(parent),
+                Some(([0xab; 16], 1)),
+                "{parent}"
+            );
+            assert_eq!(meta["tracestate"], "k=v");
+            assert_eq!(
+                meta["progressToken"],
+                if trip.modern.is_some() { 7 } else { 3 }
+            );
+            assert_eq!(
+                meta.get("io.modelcontextprotocol/protocolVersion")
+                    .is_some(),
+                trip.modern.is_some()
+            );
+            traced += 1;
+        });
+        // Initialize, list, two calls, discover, task, ping; both eras; GET and POST.
+        assert_eq!(traced, 7 * 2 * 2);
+    }
+
+    #[test]
+    fn traceparents_are_well_formed_and_a_span_per_request() {
+        use crate::machine::TraceContext;
+        let t = TraceContext {
+            trace_id: *b"0123456789abcdef",
+            flags: 0,
+            span_seed: 0,
+            state: "",
+        };
+        let a = t.traceparent(1);
+        let a = core::str::from_utf8(&a).unwrap();
+        assert!(a.starts_with("00-30313233343536373839616263646566-"), "{a}");
+        assert!(a.ends_with("-00"), "{a}");
+        let b = t.traceparent(2);
+        assert_ne!(a.as_bytes(), &b[..]);
+        assert_eq!(
+            TraceContext::parse_traceparent(a),
+            Some((*b"0123456789abcdef", 0))
+        );
+        for bad in [
+            "",
+            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+            "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
+            "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-x",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",
+            "0-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01é",
+        ] {
+            assert_eq!(TraceContext::parse_traceparent(bad), None, "{bad}");
+        }
+        assert!(
+            TraceContext::parse_traceparent(
+                "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-later"
+            )
+            .is_some()
+        );
+    }
+
+    #[test]
+    fn a_request_over_its_cap_fails_as_on_two_passes() {
+        each_trip(&mut |trip, cfg| {
+            let mut full = VecBuf::with_limit(4096);
+            trip.write(&mut full, cfg).unwrap();
+            // Every cap short of the request: in the body, in the head, at the very end.
+            for cap in [0, 10, full.len() / 2, full.len() - 1] {
+                let mut storage = vec![0u8; cap];
+                let mut two = SliceBuf::new(&mut storage);
+                let mut one = VecBuf::with_limit(cap);
+                let expected = trip.write(&mut two, cfg).unwrap_err();
+                assert_eq!(
+                    trip.write(&mut one, cfg).unwrap_err(),
+                    expected,
+                    "cap {cap}"
+                );
+            }
+        });
+    }
+}

@@ -1,0 +1,458 @@
+//! What a round trip's end means for the op: the probe's verdict, the handshake, the
+//! header list, the call's or list's or request's answer (and the era and version retries).
+
+use super::*;
+
+impl<'o, B, Sec, F> Op<'o, B, Sec, F>
+where
+    B: Buf,
+    Sec: AsRef<[u8]>,
+    F: FnMut(Option<(Value<'_>, &[u8])>),
+{
+    pub(super) fn trip_done(
+        &mut self,
+        slot: &mut SlotState,
+        now: Millis,
+        purpose: Purpose,
+        result: Result<bool, Failure>,
+    ) {
+        match purpose {
+            Purpose::Probe { attempt } => self.probe_done(slot, now, attempt, result),
+            Purpose::HeaderList => self.header_list_done(slot, now, result),
+            Purpose::TaskGet => self.task_polled(now, result),
+            Purpose::TaskUpdate => self.task_updated(now, result),
+            Purpose::TaskResult => self.task_result_fetched(now, result),
+            Purpose::TaskCancel => {
+                self.courtesy = None;
+                self.stage = Stage::AttemptEnded;
+            }
+            Purpose::Initialize { attempt } => {
+                let version = result.and_then(|_| match self.init.version.take() {
+                    Some(version) => version,
+                    None => Err(Failure::NoResponse),
+                });
+                match (version, self.snap.as_mut()) {
+                    (Ok(version), Some(snap)) => {
+                        snap.version = version;
+                        self.start_trip(Purpose::Initialized { attempt }, now);
+                    }
+                    (Err(f), _) => self.handshake_failed(slot, attempt, f),
+                    (Ok(_), None) => self.handshake_failed(slot, attempt, Failure::NoResponse),
+                }
+            }
+            Purpose::Initialized { attempt } => match result {
+                Ok(_) => {
+                    if let (Some(session), Some(snap)) =
+                        (slot.session_mut(self.target), self.snap.as_ref())
+                    {
+                        session.handshake_succeeded(attempt, snap.id(), snap.version);
+                    }
+                    slot.changed = true;
+                    self.start_main(slot, now);
+                }
+                Err(f) => self.handshake_failed(slot, attempt, f),
+            },
+            Purpose::Main | Purpose::Resume => self.main_done(slot, now, result),
+            Purpose::Cancel => {
+                self.courtesy = None;
+                self.stage = Stage::AttemptEnded;
+            }
+            Purpose::Courtesy => {
+                self.courtesy = None;
+                match self.job {
+                    Job::Close(_) => self.close_next(slot, now),
+                    _ => self.stage = Stage::Done,
+                }
+            }
+        }
+    }
+
+    /// The probe's answer, judged exactly as the era's verdict table says
+    /// ([`era::judge_probe`]): modern, old era (then `initialize` in the same attempt, its
+    /// waiters still waiting), a re-probe at a common version, or no verdict (the call fails
+    /// naming the answer; nothing is kept).
+    pub(super) fn probe_done(
+        &mut self,
+        slot: &mut SlotState,
+        now: Millis,
+        attempt: u32,
+        result: Result<bool, Failure>,
+    ) {
+        let verdict = match &result {
+            Ok(_) => match self.probe.modern {
+                Some(true) => EraVerdict::Modern,
+                Some(false) => EraVerdict::Legacy,
+                None => EraVerdict::NoVerdict,
+            },
+            // An error status: its body (up to 512 bytes) is in the reply buffer.
+            Err(Failure::Status { code, .. }) => era::judge_probe(*code, Some(self.reply.bytes())),
+            Err(_) => EraVerdict::NoVerdict,
+        };
+        match verdict {
+            EraVerdict::Modern => {
+                slot.set_era(self.target, true);
+                self.modern_ready(slot, attempt, now);
+            }
+            // `-32022`, also when its list names the version just sent (a rolling upgrade):
+            // once more, under a new id, at the newest version both sides speak.
+            EraVerdict::ReprobeAt(version) if !self.reprobed => {
+                self.reprobed = true;
+                self.modern_version = version;
+                self.probe.id = slot.next_id();
+                self.probe.modern = None;
+                self.start_trip(Purpose::Probe { attempt }, now);
+            }
+            EraVerdict::ReprobeAt(_) | EraVerdict::NoCommonVersion => {
+                slot.set_era(self.target, true);
+                let f = Failure::VersionRefused(era::supported_list(self.reply.bytes()));
+                self.handshake_failed(slot, attempt, f);
+            }
+            EraVerdict::Legacy => {
+                slot.set_era(self.target, false);
+                self.start_initialize(slot, attempt, now);
+            }
+            EraVerdict::NoVerdict => {
+                let f = result.err().unwrap_or(Failure::EmptyReply);
+                self.handshake_failed(slot, attempt, f);
+            }
+        }
+    }
+
+    /// A page of the 2026 `tools/list` read for annotations: the next page, or the call.
+    pub(super) fn header_list_done(
+        &mut self,
+        slot: &mut SlotState,
+        now: Millis,
+        result: Result<bool, Failure>,
+    ) {
+        let Job::Call { handler, .. } = &mut self.job else {
+            return self.fail(Failure::NoResponse);
+        };
+        if let Err(f) = result {
+            handler.listing = false;
+            slot.set_listing(self.target, 0);
+            return match self.version_refused(&f) {
+                Some(Ok(())) => self.start_main(slot, now),
+                Some(Err(refused)) => self.fail(refused),
+                None => self.fail(f),
+            };
+        }
+        if handler.list_page == Some(true) && self.list_pages + 1 < MAX_PAGES {
+            self.list_pages += 1;
+            self.id = slot.next_id();
+            handler.renumber(self.id);
+            handler.list_page = None;
+            return self.start_trip(Purpose::HeaderList, now);
+        }
+        handler.listing = false;
+        slot.set_annotations(self.target, handler.error.bytes());
+        slot.set_listing(self.target, 0);
+        self.start_main(slot, now);
+    }
+
+    pub(super) fn handshake_failed(&mut self, slot: &mut SlotState, attempt: u32, f: Failure) {
+        if let Some(session) = slot.session_mut(self.target) {
+            session.handshake_failed(attempt, f.clone());
+        }
+        slot.changed = true;
+        self.fail(f);
+    }
+
+    /// The server answered 404 to a request in the op's session: forget that session so the
+    /// retry re-initializes without it.
+    pub(super) fn forget_session(&mut self, slot: &mut SlotState) {
+        if let Some(old) = self.snap.as_ref().and_then(Snapshot::id)
+            && let Some(session) = slot.session_mut(self.target)
+        {
+            session.session_gone(old);
+        }
+        self.attempt.retried_404 = true;
+        self.stage = Stage::Ready;
+    }
+
+    pub(super) fn main_done(
+        &mut self,
+        slot: &mut SlotState,
+        now: Millis,
+        result: Result<bool, Failure>,
+    ) {
+        /// What comes after the main request's round trip.
+        enum Then {
+            Resume(Millis),
+            CancelAfter(Failure),
+            Forget,
+            RetryAt(Millis),
+            Fail(Failure),
+            Ended,
+            NextPage,
+            Relist,
+            Poll,
+            Again,
+            Resend,
+        }
+        let deadline = self.deadline.at;
+        let modern = self.modern();
+        // An answer that says the server now speaks the other era (a 4xx ran nothing): its
+        // verdict is forgotten and it is probed once more, then the request goes again.
+        if let Err(Failure::Status { code, .. }) = &result
+            && self.cfg.era == EraSetting::Auto
+            && !self.era_reprobed
+            && era::era_changed(modern, *code, self.reply.bytes())
+        {
+            self.era_reprobed = true;
+            self.clear_in_flight();
+            slot.forget_era(self.target);
+            self.snap = None;
+            self.stage = Stage::Ready;
+            return;
+        }
+        // -32022 (our version refused; a 4xx ran nothing): once more at the newest version
+        // both sides speak, under a new id; a second refusal fails naming both lists.
+        if let Err(f) = &result
+            && modern
+            && let Some(retry) = self.version_refused(f)
+        {
+            self.clear_in_flight();
+            return match retry {
+                Ok(()) => self.start_main(slot, now),
+                Err(refused) => self.fail(refused),
+            };
+        }
+        // A written `tools/call` whose reply broke before its response: the tool may have run
+        // (issue 27), in both eras, wherever the stream broke.
+        let result = match result {
+            Err(f) if self.call_unanswered() => Err(match f {
+                Failure::ClosedEarly(ReadStage::Head) => Failure::MayHaveRun(Broken::InHead),
+                Failure::ClosedEarly(ReadStage::Body) => Failure::MayHaveRun(Broken::InBody),
+                Failure::ReadFailed => Failure::MayHaveRun(Broken::Reset),
+                Failure::NoResponse => Failure::MayHaveRun(Broken::StreamEnded),
+                f => f,
+            }),
+            other => other,
+        };
+        // -32020 (a header the server wanted is missing or wrong): list the tools again and
+        // send the call once more, under a new id (a 400 ran nothing).
+        let header_mismatch = modern
+            && matches!(result, Err(Failure::Status { code: 400, .. }))
+            && error_code(self.reply.bytes()) == Some(era::HEADER_MISMATCH);
+        // In the 2026 era a JSON-RPC error comes with an HTTP error status (400, 404): it is
+        // the server's answer (a refusal), not a transport failure.
+        let result = match result {
+            Err(Failure::Status {
+                code: 400 | 404, ..
+            }) if modern && !header_mismatch && self.deliver_error_body() => Ok(true),
+            other => other,
+        };
+        let then = match (&mut self.job, result) {
+            (Job::Call { .. }, Err(_)) if header_mismatch && !self.relisted => Then::Relist,
+            // A broken 2026 stream may have run the tool: sent again (once, new id) only when
+            // the server's list says the tool is idempotent.
+            (Job::Call { tool, handler, .. }, Err(Failure::MayHaveRun(_)) | Ok(false))
+                if modern
+                    && handler.answer.is_none()
+                    && handler.task.is_none()
+                    && !self.resent
+                    && slot.idempotent(self.target, tool.as_bytes()) =>
+            {
+                Then::Resend
+            }
+            // The server asked for input and the round is answered: the call goes again.
+            (Job::Call { handler, .. }, Ok(_))
+                if handler.input_ready && handler.answer.is_none() =>
+            {
+                Then::Again
+            }
+            // The call became a task: poll it (right away first).
+            (Job::Call { handler, .. }, Ok(_))
+                if handler.answer.is_none() && handler.task.is_some() =>
+            {
+                Then::Poll
+            }
+            (Job::Call { handler, .. }, Ok(done)) => match (&handler.answer, &self.resume) {
+                // A reply stream that ended without the response, from a server that gave
+                // event ids: resume with GET and Last-Event-ID after its retry delay.
+                // The 2026 era has no resumption: a broken stream after a written call may
+                // have run the tool.
+                (None, _) if !done && modern => {
+                    Then::Fail(Failure::MayHaveRun(Broken::StreamEnded))
+                }
+                (None, Some((_, retry))) if !done && self.resumes < MAX_RESUMES => {
+                    let wake = now.saturating_add(u64::from(retry.unwrap_or(0)));
+                    if wake >= deadline {
+                        Then::CancelAfter(Failure::TimedOut)
+                    } else {
+                        Then::Resume(wake)
+                    }
+                }
+                (Some(Ok(_)), _) => Then::Ended,
+                (Some(Err(u)), _) => Then::Fail(Failure::from(u.clone())),
+                // The stream ended (and could not be resumed) after the call was written.
+                (None, _) => Then::Fail(Failure::MayHaveRun(Broken::StreamEnded)),
+            },
+            (Job::Call { .. }, Err(f @ (Failure::TimedOut | Failure::Stalled { .. }))) => {
+                Then::CancelAfter(f)
+            }
+            (_, Err(Failure::SessionExpired)) if !self.attempt.retried_404 => Then::Forget,
+            (
+                Job::Call { .. },
+                Err(Failure::Status {
+                    code: code @ (429 | 503),
+                    retry_after: Some(retry_after),
+                    ..
+                }),
+            ) => {
+                let wake = retry_after
+                    .delay_ms()
+                    .map(|d| now.saturating_add(d))
+                    .filter(|&wake| wake < deadline);
+                match wake {
+                    Some(at) if !self.attempt.retried_later && slot.take_retry() => {
+                        Then::RetryAt(at)
+                    }
+                    _ => Then::Fail(Failure::RetryTooLate { code, retry_after }),
+                }
+            }
+            (
+                Job::List {
+                    handler,
+                    cursor,
+                    previous,
+                    pages,
+                },
+                Ok(_),
+            ) => match &handler.answer {
+                Some(Ok(())) if handler.has_next => {
+                    *pages += 1;
+                    let next = fnv1a(handler.cursor.bytes());
+                    if *pages >= MAX_PAGES || (next == *cursor && *pages > 1) || next == *previous {
+                        Then::Fail(Failure::EndlessPaging)
+                    } else {
+                        *previous = core::mem::replace(cursor, next);
+                        handler.answer = None;
+                        Then::NextPage
+                    }
+                }
+                Some(_) => Then::Ended,
+                None => Then::Fail(Failure::NoResponse),
+            },
+            (Job::Request(handler), Ok(_)) => match handler.answer {
+                Some(_) => Then::Ended,
+                None => Then::Fail(Failure::NoResponse),
+            },
+            (_, Err(f)) => Then::Fail(f),
+            (Job::Close(_) | Job::Cancel(_), Ok(_)) => Then::Ended,
+        };
+        match then {
+            Then::Resume(at) => {
+                self.resumes += 1;
+                self.stage = Stage::ResumeWait { at };
+            }
+            Then::CancelAfter(f) => self.cancel_after(f, now),
+            Then::Forget => {
+                self.clear_in_flight();
+                self.forget_session(slot);
+            }
+            Then::RetryAt(at) => {
+                self.clear_in_flight();
+                self.attempt.retried_later = true;
+                self.stage = Stage::RetryWait { at };
+            }
+            Then::Fail(f) => {
+                self.clear_in_flight();
+                self.fail(f);
+            }
+            Then::Ended => {
+                self.clear_in_flight();
+                self.stage = Stage::AttemptEnded;
+            }
+            Then::NextPage => self.stage = Stage::Ready,
+            Then::Poll if self.tasking == TaskMode::Detach => {
+                self.clear_in_flight();
+                self.stage = Stage::AttemptEnded;
+            }
+            Then::Poll => {
+                if let (Some(w), Some(id)) = (self.cfg.in_flight, self.task_id()) {
+                    w.set_task(self.target, id);
+                }
+                self.task_news = true;
+                self.task = TaskState::default();
+                self.stage = Stage::TaskWait { at: now };
+            }
+            Then::Resend => {
+                self.clear_in_flight();
+                self.resent = true;
+                self.start_main(slot, now);
+            }
+            Then::Again if self.input_rounds >= MAX_INPUT_ROUNDS => {
+                self.clear_in_flight();
+                self.fail(Failure::InputRequired(truncated(
+                    "more rounds of input than a call answers (8)",
+                )));
+            }
+            Then::Again => {
+                self.clear_in_flight();
+                self.input_rounds += 1;
+                self.start_main(slot, now);
+            }
+            Then::Relist => {
+                self.clear_in_flight();
+                self.relisted = true;
+                slot.forget_annotations(self.target);
+                self.stage = Stage::Ready;
+            }
+        }
+    }
+
+    /// A call whose `tools/call` is written and that has neither its answer nor a task.
+    pub(super) fn call_unanswered(&self) -> bool {
+        self.attempt.call_sent
+            && matches!(&self.job, Job::Call { handler, .. }
+                if handler.answer.is_none() && handler.task.is_none())
+    }
+
+    /// A 2026-era request answered with a 4xx whose JSON-RPC error is `-32022` (the version
+    /// refused): `Some(Ok(()))` when it goes once more (the version to send is set), `Some(Err)`
+    /// naming the server's versions when it is the second refusal or no version is common;
+    /// `None` for any other failure.
+    pub(super) fn version_refused(&mut self, f: &Failure) -> Option<Result<(), Failure>> {
+        let body = self.reply.bytes();
+        let refused = matches!(
+            f,
+            Failure::Status {
+                code: 400..=499,
+                ..
+            }
+        ) && error_code(body) == Some(era::UNSUPPORTED_VERSION);
+        if !refused {
+            return None;
+        }
+        Some(match era::version_to_retry(body) {
+            Ok(version) if !self.version_retried => {
+                self.version_retried = true;
+                self.modern_version = version;
+                Ok(())
+            }
+            Ok(_) => Err(Failure::VersionRefused(era::supported_list(body))),
+            Err(theirs) => Err(Failure::VersionRefused(theirs)),
+        })
+    }
+
+    /// Hands an error status's body to the request's handler when it is a JSON-RPC error
+    /// response; true when the handler took it as the answer.
+    pub(super) fn deliver_error_body(&mut self) -> bool {
+        let body = self.reply.bytes();
+        let is_rpc_error = Value::parse(body, crate::wire::json::JsonLimits::default())
+            .ok()
+            .is_some_and(|v| v.get("error").is_some() && v.get("jsonrpc").is_some());
+        if !is_rpc_error {
+            return false;
+        }
+        let handler: &mut dyn OnMessage = match &mut self.job {
+            Job::Call { handler, .. } => handler,
+            Job::List { handler, .. } => handler,
+            Job::Request(handler) => handler,
+            Job::Close(_) | Job::Cancel(_) => return false,
+        };
+        matches!(handler.on_message(body, true), Ok(Verdict::Done))
+    }
+}

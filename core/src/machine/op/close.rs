@@ -1,0 +1,143 @@
+//! The end of an attempt (failover decides), the slot's close and a dropped call's cancel.
+
+use super::*;
+
+impl<'o, B, Sec, F> Op<'o, B, Sec, F>
+where
+    B: Buf,
+    Sec: AsRef<[u8]>,
+    F: FnMut(Option<(Value<'_>, &[u8])>),
+{
+    /// The attempt ended: failover decides whether another server is tried.
+    pub(super) fn attempt_ended(&mut self, slot: &mut SlotState) -> Action {
+        self.clear_in_flight();
+        // A call's deadline or idle timeout names its limit and whether the tool may still
+        // be running (issue 27).
+        if self.is_call() {
+            let sent = self.attempt.call_sent;
+            self.failure = match self.failure.take() {
+                Some(Failure::TimedOut) => Some(Failure::CallTimedOut {
+                    ms: self.cfg.timeout_ms,
+                    sent,
+                }),
+                Some(Failure::Stalled { idle_ms, .. }) => Some(Failure::Stalled {
+                    idle_ms,
+                    call: sent,
+                }),
+                other => other,
+            };
+        }
+        let failed = self.failure.is_some();
+        let (outcome, next, fallback_used, no_healthy_tool) = match &self.job {
+            Job::Call { handler, tool, .. } => {
+                if self.failure.as_ref().is_some_and(Failure::is_local) {
+                    // Says nothing about the servers: no failover.
+                    (AttemptOutcome::Unreachable, None, false, false)
+                } else if handler.task.is_some() && failed {
+                    // A task lives on its server: never a second run on the fallback.
+                    (AttemptOutcome::Unreachable, None, false, false)
+                } else if handler.task.is_some() && handler.answer.is_none() {
+                    // Detached as a task: the server took the call.
+                    (AttemptOutcome::Answered, None, false, false)
+                } else {
+                    let outcome = match handler.answer {
+                        _ if failed => AttemptOutcome::Unreachable,
+                        Some(Ok(Answer::Result { is_error: false })) => AttemptOutcome::Answered,
+                        Some(Ok(Answer::Result { is_error: true })) => AttemptOutcome::ToolError,
+                        Some(Ok(Answer::Refused { unknown_tool, .. })) => {
+                            AttemptOutcome::Refused { unknown_tool }
+                        }
+                        _ => AttemptOutcome::Unreachable,
+                    };
+                    let d = slot.failover.after_attempt(self.target, outcome, tool);
+                    (outcome, d.next, d.fallback_used, d.no_healthy_tool)
+                }
+            }
+            job => {
+                let answer = match job {
+                    Job::List { handler, .. } => handler.answer.as_ref(),
+                    Job::Request(handler) => handler.answer.as_ref(),
+                    _ => None,
+                };
+                let outcome = match answer {
+                    _ if failed => AttemptOutcome::Unreachable,
+                    Some(Ok(())) => AttemptOutcome::Answered,
+                    Some(Err(_)) => AttemptOutcome::Refused {
+                        unknown_tool: false,
+                    },
+                    None => AttemptOutcome::Unreachable,
+                };
+                let next = match self.tasking {
+                    // A task's request goes to the task's server alone.
+                    TaskMode::Attach => None,
+                    _ => slot.failover.after_list_attempt(self.target, outcome),
+                };
+                (outcome, next, false, false)
+            }
+        };
+        self.report = Some(Report {
+            target: self.target,
+            outcome,
+            last: next.is_none(),
+            fallback_used,
+            no_healthy_tool,
+        });
+        self.news |= NEWS_REPORT;
+        self.stage = Stage::Next(next);
+        Action::Report
+    }
+
+    /// The slot's close: the next server with an open session gets its `DELETE`; every
+    /// session is forgotten; nothing goes to a server the slot knows is dead.
+    pub(super) fn close_next(&mut self, slot: &mut SlotState, now: Millis) {
+        loop {
+            let Job::Close(next) = &mut self.job else {
+                self.stage = Stage::Done;
+                return;
+            };
+            let Some(target) = *next else {
+                self.stage = Stage::Done;
+                return;
+            };
+            *next = match target {
+                Target::Primary => Some(Target::Fallback),
+                Target::Fallback => None,
+            };
+            if self.cfg.endpoint(target).is_none() {
+                continue;
+            }
+            let snap = slot.session(target).and_then(|x| x.snapshot().cloned());
+            let dead = slot.failover.is_dead(target);
+            let Some(snap) = snap else { continue };
+            if let Some(session) = slot.session_mut(target) {
+                session.reset();
+            }
+            if snap.session_id.is_none() || dead {
+                continue;
+            }
+            self.target = target;
+            self.snap = Some(snap);
+            self.start_trip(Purpose::Courtesy, now);
+            return;
+        }
+    }
+
+    /// A dropped call's cancel: only in a live server's session.
+    pub(super) fn cancel_start(&mut self, slot: &mut SlotState, now: Millis, _id: u64) {
+        let snap = if slot.failover.is_dead(self.target) || self.cfg.endpoint(self.target).is_none()
+        {
+            None
+        } else {
+            slot.session(self.target)
+                .and_then(|x| x.snapshot().cloned())
+        };
+        match snap {
+            // In the 2026 era the closed connection was the cancel.
+            Some(snap) if !snap.version.is_modern() => {
+                self.snap = Some(snap);
+                self.start_trip(Purpose::Courtesy, now);
+            }
+            _ => self.stage = Stage::Done,
+        }
+    }
+}

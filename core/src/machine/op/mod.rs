@@ -1,0 +1,1133 @@
+//! One operation of a slot as states: [`Op`], what it asks its adapter to do ([`Action`]) and
+//! what an attempt on one server came to ([`Report`]).
+
+use heapless::String;
+
+use super::config::{CallBuffers, MAX_INPUT_ROUNDS, SlotConfig};
+use super::handlers::{
+    Accept, CallHandler, InitHandler, ListHandler, Modern, ProbeHandler, RequestHandler, Trip,
+};
+use super::{
+    CANCEL_DROPPED, CANCEL_TIMED_OUT, Deadline, LISTEN_MS, MAX_PAGES, MAX_RESUMES, MAX_TAIL_BYTES,
+    Millis, SlotState, TAIL_MS,
+};
+use crate::buf::Buf;
+use crate::buf::truncated;
+use crate::harness::failover::{AttemptOutcome, Target};
+use crate::wire::era::{self, EraSetting, Verdict as EraVerdict};
+use crate::wire::exchange::{Exchange, Expect, OnMessage, Step, Verdict};
+use crate::wire::failure::{Broken, ConnectError, Failure};
+use crate::wire::http::Method;
+use crate::wire::http::Stage as ReadStage;
+use crate::wire::json::{Kind, Value};
+use crate::wire::jsonrpc::{self, ListMethod, ProtocolVersion};
+use crate::wire::session::{Begin, Phase, Snapshot};
+use crate::wire::sse::MAX_EVENT_ID;
+
+pub use super::event::Event;
+pub use super::handlers::Answer;
+
+/// What the adapter does next for an op. After each, it tells the op how it went (or, when
+/// the op's [`timeout`](Op::timeout) passed first, calls [`Op::handle_timeout`]) and polls
+/// again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// Open a connection to `target`'s server (TLS for `https`, SNI = its host), or take a
+    /// pooled kept-alive one unless `fresh`; then [`Op::handle_connected`] or
+    /// [`Op::handle_connect_failed`]. Any connection the adapter still holds for this op is
+    /// dropped first.
+    Connect {
+        /// Which server of the slot.
+        target: Target,
+        /// A pooled connection must not be used (this is a retry after a stale one).
+        fresh: bool,
+    },
+    /// Write all of [`Op::transmit`] on the connection; then [`Op::handle_sent`].
+    Transmit,
+    /// Read once into [`Op::read_buf`]; then [`Op::handle_read`] (0: the peer closed) or
+    /// [`Op::handle_read_failed`].
+    Receive,
+    /// The response ended cleanly: give the connection back to the pool of its server.
+    Recycle,
+    /// Drop the connection (if one is open).
+    Close,
+    /// Nothing to do until [`Op::timeout`]; with `slot`, also look again as soon as the slot
+    /// changed ([`SlotState::take_changed`] was true). Then poll again.
+    Sleep {
+        /// Wake on a change of the slot (another op's handshake ended).
+        slot: bool,
+    },
+    /// One server's attempt ended: [`Op::report`] says how (for metering and events). Poll
+    /// again.
+    Report,
+    /// Answer a request the server sent on the call's stream: POST [`Op::transmit`] to
+    /// `target` on a fresh connection (best effort, about a second; its reply is not read
+    /// beyond its status), keeping the call's own connection; then poll again.
+    Respond {
+        /// Which server of the slot.
+        target: Target,
+    },
+    /// The response's answer is in but its stream has not ended within the tail read (a
+    /// server that ends a reply stream late): hand the connection with [`Op::take_tail`] to
+    /// a drainer that keeps it if the stream ends soon after (best effort; drop it otherwise).
+    /// Poll again.
+    Park,
+    /// A 2025-era call is about to be sent in a session: the server may send its requests
+    /// (an elicitation, `ping`) on the session's standalone GET stream instead of the call's
+    /// own, so have that stream open (see [`crate::machine::listen`]), waiting for it at most
+    /// until [`Op::timeout`]; an adapter that cannot listen does nothing. Poll again.
+    Listen {
+        /// Which server of the slot.
+        target: Target,
+    },
+    /// The call became a task ([`Op::task_id`]) and polls it from now on: tell the timeline
+    /// (once; a detached call says so when it ends). Poll again.
+    TaskStarted,
+    /// The op has ended; its answer is in its buffers ([`Op::outcome`]). Nothing more comes.
+    Done,
+}
+
+/// How one server's attempt ended, for the adapter's ledger and timeline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Report {
+    /// The server tried.
+    pub target: Target,
+    /// What the attempt came to.
+    pub outcome: AttemptOutcome,
+    /// The last attempt: the op's outcome is this attempt's.
+    pub last: bool,
+    /// Emit `mcp.fallback_used` now.
+    pub fallback_used: bool,
+    /// Emit `mcp.no_healthy_tool` now.
+    pub no_healthy_tool: bool,
+}
+
+/// What an op does, with its reply handler. One lives per op, in its caller's storage (no
+/// allocator to box the larger variants into), so the size difference costs nothing twice.
+#[allow(clippy::large_enum_variant)]
+enum Job<'o, B: Buf, Sec: AsRef<[u8]>, F: FnMut(Option<(Value<'_>, &[u8])>)> {
+    Call {
+        handler: CallHandler<'o, B, Sec>,
+        tool: &'o str,
+        args: Option<Value<'o>>,
+    },
+    List {
+        handler: ListHandler<'o, F, B, Sec>,
+        /// Hashes of the cursor sent and of the one before (a server that repeats one is
+        /// paging without end).
+        cursor: u64,
+        previous: u64,
+        pages: u32,
+    },
+    Request(RequestHandler<'o, B, Sec>),
+    /// `DELETE` each open session; the next server to look at.
+    Close(Option<Target>),
+    /// `notifications/cancelled` for the call with this id.
+    Cancel(u64),
+}
+
+/// Why a round trip runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Purpose {
+    /// `server/discover`: which era the server speaks (the 2026 era's handshake).
+    Probe {
+        attempt: u32,
+    },
+    /// `tools/list` pages read for `x-mcp-header` annotations before a 2026 `tools/call`.
+    HeaderList,
+    /// `tasks/get` of the task the call became.
+    TaskGet,
+    /// `tasks/cancel` at the deadline (best effort; the call's failure is kept).
+    TaskCancel,
+    /// `tasks/update` with the answers to an `input_required` task's requests (then a poll).
+    TaskUpdate,
+    /// `tasks/result` of an ended task (the 2025-11-25 form: its result is not inline).
+    TaskResult,
+    Initialize {
+        attempt: u32,
+    },
+    Initialized {
+        attempt: u32,
+    },
+    Main,
+    Resume,
+    /// `notifications/cancelled` after a timeout (the attempt's failure is kept).
+    Cancel,
+    /// A courtesy request that is the whole op (close, a dropped call's cancel).
+    Courtesy,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    /// The op's first poll: count the call and pick the first server.
+    Start,
+    /// A new attempt on `target`: a fresh deadline.
+    Attempt,
+    /// The session of `target` must be ready (handshake, join one, or use it).
+    Ready,
+    /// Another op runs the handshake `attempt`.
+    Waiting {
+        attempt: u32,
+    },
+    /// Another op lists the server's tools for their annotations (2026 era).
+    WaitList,
+    /// A task's request other than `tasks/get` (`tasks/update`, `tasks/result`,
+    /// `tasks/cancel`): sent next, under an id of its own.
+    TaskSend(Purpose),
+    /// The call became a task: the next `tasks/get` at `at`.
+    TaskWait {
+        at: Millis,
+    },
+    /// A round trip for `purpose`; `wire` says where it is.
+    Trip {
+        purpose: Purpose,
+        wire: Wire,
+    },
+    /// Waiting for a `retry-after` time, then the request again.
+    RetryWait {
+        at: Millis,
+    },
+    /// Waiting for the server's `retry` time, then the GET that resumes the reply.
+    ResumeWait {
+        at: Millis,
+    },
+    /// The attempt ended (`Op::failure` or the handler's answer): failover decides.
+    AttemptEnded,
+    /// The report is out; the next attempt, or done.
+    Next(Option<Target>),
+    Done,
+}
+
+/// Where a round trip is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wire {
+    Connect {
+        fresh: bool,
+    },
+    Write {
+        retry_fresh: bool,
+    },
+    Read {
+        retry_fresh: bool,
+        last_byte: Millis,
+    },
+    Tail {
+        until: Millis,
+        bytes: usize,
+    },
+    /// The connection is released (recycled or closed); then the result is delivered.
+    Release {
+        recycle: bool,
+    },
+    Idle,
+}
+
+/// How a round trip ended (a failure is kept in `Op::failure`, unless the trip is a
+/// courtesy whose outcome changes nothing).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TripEnd {
+    /// The response is in (or the notification was accepted).
+    Done,
+    /// The reply ended without the response (`Op::resume` says where it can go on).
+    Ended,
+    Failed,
+}
+
+/// The JSON-RPC error code of an error body, if it is one.
+fn error_code(body: &[u8]) -> Option<i64> {
+    let v = Value::parse(body, crate::wire::json::JsonLimits::default()).ok()?;
+    v.get("error")?.get("code")?.as_i64()
+}
+
+/// The shortest wait between two `tasks/get` (a `pollIntervalMs` of 0 must not spin).
+const TASK_POLL_FLOOR_MS: Millis = 20;
+/// `tasks/get` failures in a row after which the task's server is taken as lost.
+const MAX_TASK_POLL_FAILURES: u32 = 3;
+
+/// FNV-1a, 64 bits: a list remembers its last cursors by hash, not by copy.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+/// The list callback type of ops that are not lists.
+type NoItems = fn(Option<(Value<'_>, &[u8])>);
+
+/// One operation of a slot, as a state machine over the caller's buffers (see the module
+/// docs). Its outcome, when [`Action::Done`] comes, is [`Op::outcome`] and what its handler
+/// wrote into the buffers.
+pub struct Op<'o, B: Buf, Sec: AsRef<[u8]>, F: FnMut(Option<(Value<'_>, &[u8])>) = NoItems> {
+    cfg: &'o SlotConfig<'o>,
+    request: &'o mut B,
+    read: &'o mut [u8],
+    reply: &'o mut B,
+    head: Option<&'o mut [u8]>,
+    exchange: Option<Exchange<'o>>,
+    job: Job<'o, B, Sec, F>,
+    init: InitHandler,
+    stage: Stage,
+    target: Target,
+    deadline: Deadline,
+    /// A best-effort request's own deadline, while one runs.
+    courtesy: Option<Deadline>,
+    snap: Option<Snapshot>,
+    /// The main request's id.
+    id: u64,
+    progress_seen: u32,
+    /// What the current attempt has done (replaced when an attempt starts).
+    attempt: Attempt,
+    resumes: u32,
+    resume: Option<(String<MAX_EVENT_ID>, Option<u32>)>,
+    trip: Option<TripEnd>,
+    failure: Option<Failure>,
+    report: Option<Report>,
+    attempts: u32,
+    timeout: Millis,
+    /// What the current round trip's reply must be, and whether it carried a session id.
+    expect: Expect,
+    sent_session_id: bool,
+    probe: ProbeHandler,
+    reprobed: bool,
+    relisted: bool,
+    list_pages: u32,
+    /// The task the call became, polled (reset when the call becomes one).
+    task: TaskState,
+    /// What a call does with a task: wait for its end, hand it back, or attach to one.
+    tasking: TaskMode,
+    /// `input_required` rounds answered (2026 era).
+    input_rounds: u32,
+    /// An idempotent tool's call was sent again after a broken stream (once).
+    resent: bool,
+    /// The server was probed again after an answer from the other era (once).
+    era_reprobed: bool,
+    /// The 2026-era version the op's requests carry: the newest both sides speak.
+    modern_version: &'static str,
+    /// A request was sent once more after a `-32022` (the next one fails the op).
+    version_retried: bool,
+    /// The call just became a task: [`Action::TaskStarted`] is due.
+    task_news: bool,
+    /// The framing left of a reply stream that did not end in the tail read (for
+    /// [`Action::Park`]).
+    tail: Option<crate::wire::exchange::TailDrain>,
+    /// [`Action::Listen`] is due before the call's request.
+    listen_news: bool,
+    /// Events not yet taken by [`Op::poll_event`] (`NEWS_*` bits).
+    news: u8,
+}
+
+/// [`Op::poll_event`] owes an [`Event::Attempt`].
+const NEWS_REPORT: u8 = 1;
+/// [`Op::poll_event`] owes an [`Event::TaskStarted`].
+const NEWS_TASK: u8 = 2;
+
+/// How the polling of the task a call became goes: replaced when the call becomes a task.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct TaskState {
+    /// `tasks/get` polls sent.
+    polls: u32,
+    /// `tasks/get` failures in a row.
+    failures: u32,
+}
+
+/// What one attempt (one server, one deadline) has done: replaced when an attempt starts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Attempt {
+    /// The session was re-initialized after a 404 (once an attempt).
+    retried_404: bool,
+    /// The request was sent again after a `retry-after` wait (once an attempt).
+    retried_later: bool,
+    /// The attempt's `tools/call` was written (a timeout then says the tool may be running).
+    call_sent: bool,
+}
+
+/// What a call does with a task: the op's own, data-free form of [`super::Tasking`] (the
+/// task's server and id are in its job).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TaskMode {
+    /// Polls the task the call becomes until it ends (the default: a task is transparent).
+    Wait,
+    /// Ends as soon as the call is a task, handing its id back ([`Op::detached`]).
+    Detach,
+    /// Polls a task an earlier call became ([`Op::attach`]); sends no `tools/call`. Also a
+    /// task's request ([`Op::pinned_request`]): to the task's server alone.
+    Attach,
+}
+
+impl<'o, B: Buf, Sec: AsRef<[u8]>> Op<'o, B, Sec> {
+    /// A `tools/call` of `tool` with `args` (a JSON object, or none). `secrets` are the run's
+    /// redaction set (the slot's header values included).
+    pub fn call(
+        cfg: &'o SlotConfig<'o>,
+        bufs: &'o mut CallBuffers<'_, B>,
+        secrets: &'o [Sec],
+        tool: &'o str,
+        args: Option<Value<'o>>,
+    ) -> Self {
+        let (wire, text, error, raw) = split(bufs);
+        let handler = CallHandler::new(secrets, text, error, cfg.keep_raw.then_some(raw), cfg);
+        Op::new(
+            cfg,
+            wire,
+            Job::Call {
+                handler,
+                tool,
+                args,
+            },
+        )
+    }
+
+    /// A call that ends as soon as its server makes it a task (the tasks extension), handing
+    /// back the task's id ([`Op::task_id`], with [`Op::detached_task`] true) for a later
+    /// [`Op::attach`]. A server that answers at once gives the result as any call does.
+    pub fn detached(mut self) -> Self {
+        self.tasking = TaskMode::Detach;
+        self
+    }
+
+    /// Follows the task `task` on `target` (made by an earlier call of `tool`, e.g. a
+    /// [`detached`](Op::detached) one, maybe in another run) to its end, as a call does: the
+    /// result flattened and redacted, a deadline that cancels it. Sends no `tools/call`, never
+    /// fails over (a task lives on its server), and needs a 2026-07-28 server.
+    pub fn attach(
+        cfg: &'o SlotConfig<'o>,
+        bufs: &'o mut CallBuffers<'_, B>,
+        secrets: &'o [Sec],
+        (target, tool): (Target, &'o str),
+        task: &str,
+    ) -> Self {
+        let mut op = Op::call(cfg, bufs, secrets, tool, None);
+        op.tasking = TaskMode::Attach;
+        op.target = target;
+        if let Job::Call { handler, .. } = &mut op.job {
+            handler.attach(task);
+        }
+        op
+    }
+
+    /// A request to `target` alone, with no failover: a task's (`tasks/get`, `tasks/cancel`),
+    /// which lives on its server.
+    pub fn pinned_request(
+        cfg: &'o SlotConfig<'o>,
+        bufs: &'o mut CallBuffers<'_, B>,
+        secrets: &'o [Sec],
+        target: Target,
+        req: jsonrpc::Request<'o>,
+    ) -> Self {
+        let mut op = Op::request(cfg, bufs, secrets, req);
+        op.tasking = TaskMode::Attach;
+        op.target = target;
+        op
+    }
+
+    /// A request other than `tools/call` and the lists (`resources/read`, `prompts/get`,
+    /// `ping`): its whole result, redacted, goes to `bufs.text`.
+    pub fn request(
+        cfg: &'o SlotConfig<'o>,
+        bufs: &'o mut CallBuffers<'_, B>,
+        secrets: &'o [Sec],
+        req: jsonrpc::Request<'o>,
+    ) -> Self {
+        let (wire, text, _, _) = split(bufs);
+        Op::new(
+            cfg,
+            wire,
+            Job::Request(RequestHandler::new(req, secrets, text)),
+        )
+    }
+
+    /// The slot's close: `DELETE` for each open session (best effort), every session forgotten.
+    pub fn close(cfg: &'o SlotConfig<'o>, bufs: &'o mut CallBuffers<'_, B>) -> Self {
+        let (wire, _, _, _) = split(bufs);
+        Op::new(cfg, wire, Job::Close(Some(Target::Primary)))
+    }
+
+    /// `notifications/cancelled` for the `tools/call` with `id` on `target` (its caller went
+    /// away), best effort, in the server's session; nothing when the server is dead or has no
+    /// session.
+    pub fn cancel(
+        cfg: &'o SlotConfig<'o>,
+        bufs: &'o mut CallBuffers<'_, B>,
+        (target, id): (Target, u64),
+    ) -> Self {
+        let (wire, _, _, _) = split(bufs);
+        let mut op = Op::new(cfg, wire, Job::Cancel(id));
+        op.target = target;
+        op
+    }
+}
+
+impl<'o, B, Sec, F> Op<'o, B, Sec, F>
+where
+    B: Buf,
+    Sec: AsRef<[u8]>,
+    F: FnMut(Option<(Value<'_>, &[u8])>),
+{
+    /// A list (`tools/list`, `resources/list`, …) across pages; each item with its redacted
+    /// JSON to `on_item`, and `None` when a failed server's items must be forgotten (the list
+    /// starts again on the fallback).
+    pub fn list(
+        cfg: &'o SlotConfig<'o>,
+        bufs: &'o mut CallBuffers<'_, B>,
+        secrets: &'o [Sec],
+        list: ListMethod,
+        on_item: F,
+    ) -> Self {
+        let (wire, text, cursor, _) = split(bufs);
+        Op::new(
+            cfg,
+            wire,
+            Job::List {
+                handler: ListHandler::new(list, on_item, text, cursor, secrets),
+                cursor: fnv1a(b""),
+                previous: fnv1a(b""),
+                pages: 0,
+            },
+        )
+    }
+
+    fn new(cfg: &'o SlotConfig<'o>, wire: WireBufs<'o, B>, job: Job<'o, B, Sec, F>) -> Self {
+        Op {
+            cfg,
+            request: wire.request,
+            read: wire.read,
+            reply: wire.reply,
+            head: Some(wire.head),
+            exchange: None,
+            job,
+            init: InitHandler::default(),
+            stage: Stage::Start,
+            target: Target::Primary,
+            deadline: Deadline::new(0, cfg),
+            courtesy: None,
+            snap: None,
+            id: 0,
+            progress_seen: 0,
+            attempt: Attempt::default(),
+            resumes: 0,
+            resume: None,
+            trip: None,
+            failure: None,
+            report: None,
+            attempts: 0,
+            timeout: 0,
+            expect: Expect::Response,
+            sent_session_id: false,
+            probe: ProbeHandler::default(),
+            reprobed: false,
+            relisted: false,
+            list_pages: 0,
+            task: TaskState::default(),
+            tasking: TaskMode::Wait,
+            input_rounds: 0,
+            resent: false,
+            era_reprobed: false,
+            modern_version: era::MODERN_VERSION,
+            version_retried: false,
+            task_news: false,
+            news: 0,
+            tail: None,
+            listen_news: false,
+        }
+    }
+}
+
+/// The buffers of the wire side of an op.
+struct WireBufs<'o, B> {
+    request: &'o mut B,
+    head: &'o mut [u8],
+    read: &'o mut [u8],
+    reply: &'o mut B,
+}
+
+/// Lends an op the caller's buffers: the wire side, then text, error and raw.
+fn split<'o, B: Buf>(
+    bufs: &'o mut CallBuffers<'_, B>,
+) -> (WireBufs<'o, B>, &'o mut B, &'o mut B, &'o mut B) {
+    (
+        WireBufs {
+            request: &mut bufs.request,
+            head: &mut *bufs.head,
+            read: &mut *bufs.read,
+            reply: &mut bufs.reply,
+        },
+        &mut bufs.text,
+        &mut bufs.error,
+        &mut bufs.raw,
+    )
+}
+
+/// A re-sent request's id: its first id with this bit flipped, so it differs from every id
+/// the slot hands out (they count up from 1) and stays below 2^53 (JavaScript servers read ids
+/// as doubles).
+const RESENT_ID_BIT: u64 = 1 << 52;
+
+impl<'o, B, Sec, F> Op<'o, B, Sec, F>
+where
+    B: Buf,
+    Sec: AsRef<[u8]>,
+    F: FnMut(Option<(Value<'_>, &[u8])>),
+{
+    /// By when the current action must have completed; when it has not, the adapter calls
+    /// [`handle_timeout`](Self::handle_timeout). For [`Action::Sleep`], when to poll again.
+    pub fn timeout(&self) -> Millis {
+        self.timeout
+    }
+
+    /// The bytes to write for [`Action::Transmit`] (head and body, sent in one write).
+    pub fn transmit(&self) -> &[u8] {
+        self.request.bytes()
+    }
+
+    /// Where [`Action::Receive`] reads to.
+    pub fn read_buf(&mut self) -> &mut [u8] {
+        self.read
+    }
+
+    /// The server the current round trip is with (the one to connect to, or whose pool takes
+    /// a recycled connection).
+    pub fn target(&self) -> Target {
+        self.target
+    }
+
+    /// How the last attempt ended, after [`Action::Report`].
+    pub fn report(&self) -> Option<Report> {
+        self.report
+    }
+
+    /// What happened since the last call, once each, for the adapter to forward to its ledger
+    /// and timeline (see [`Event`]): call it after each [`Op::poll`] until it says `None`.
+    /// The slot's own news ([`SlotState::poll_event`]) comes from the slot.
+    pub fn poll_event(&mut self) -> Option<Event<'_>> {
+        if self.news & NEWS_REPORT != 0 {
+            self.news &= !NEWS_REPORT;
+            if let Some(report) = self.report {
+                let text_len = self.text_len();
+                return Some(Event::Attempt { report, text_len });
+            }
+        }
+        if self.news & NEWS_TASK != 0 {
+            self.news &= !NEWS_TASK;
+            if let Some(task) = self.task_id() {
+                return Some(Event::TaskStarted { task });
+            }
+        }
+        None
+    }
+
+    /// The last attempt's failure, once the op is done: `None` when a server answered (a
+    /// refusal or a tool error is an answer).
+    pub fn failure(&self) -> Option<&Failure> {
+        self.failure.as_ref()
+    }
+
+    /// `Ok` when a server answered (the answer is in the buffers), else the last failure.
+    pub fn outcome(&self) -> Result<(), &Failure> {
+        self.failure.as_ref().map_or(Ok(()), Err)
+    }
+
+    /// A tool call's answer, when a server answered it.
+    pub fn answer(&self) -> Option<Answer> {
+        match &self.job {
+            Job::Call { handler, .. } if self.failure.is_none() => match handler.answer {
+                Some(Ok(a)) => Some(a),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// A list's or a request's outcome: `Ok` when answered, the refusal or the failure.
+    pub fn list_outcome(&self) -> Result<(), super::ListError> {
+        if let Some(f) = &self.failure {
+            return Err(super::ListError::Unreachable(f.clone()));
+        }
+        let answer = match &self.job {
+            Job::List { handler, .. } => handler.answer.clone(),
+            Job::Request(handler) => handler.answer.clone(),
+            _ => Some(Ok(())),
+        };
+        answer.unwrap_or(Err(super::ListError::Unreachable(Failure::NoResponse)))
+    }
+
+    /// After [`Action::Park`]: the framing left of the reply stream, to feed what the
+    /// connection still sends.
+    pub fn take_tail(&mut self) -> Option<crate::wire::exchange::TailDrain> {
+        self.tail.take()
+    }
+
+    /// True when the pending [`Action::Receive`] only reads the end of a reply's framing
+    /// (the answer is in; the chunked terminator of an SSE reply often comes in a later
+    /// segment). An adapter whose [`Net::park`](crate::drive::Net::park) keeps the connection
+    /// and finishes that framing before its next request may [`leave_tail`](Self::leave_tail)
+    /// instead of waiting for it here.
+    pub fn reading_tail(&self) -> bool {
+        matches!(self.wire(), Wire::Tail { .. })
+    }
+
+    /// Where the current round trip is ([`Wire::Idle`] outside a trip).
+    fn wire(&self) -> Wire {
+        match self.stage {
+            Stage::Trip { wire, .. } => wire,
+            _ => Wire::Idle,
+        }
+    }
+
+    /// Moves the current round trip on (outside a trip a wire means nothing).
+    fn set_wire(&mut self, to: Wire) {
+        if let Stage::Trip { wire, .. } = &mut self.stage {
+            *wire = to;
+        }
+    }
+
+    /// Stops reading the end of the reply's framing ([`reading_tail`](Self::reading_tail)):
+    /// the answer is handed back and the connection parked with what is left of its framing
+    /// ([`Action::Park`]), as when the tail read times out.
+    pub fn leave_tail(&mut self) {
+        if self.reading_tail() {
+            self.tail = self.exchange.as_ref().and_then(Exchange::take_tail);
+            self.finish_trip(true);
+        }
+    }
+
+    /// The task this call became (the tasks extension), if it did: its id.
+    pub fn task_id(&self) -> Option<&str> {
+        match &self.job {
+            Job::Call { handler, .. } => handler.task.as_ref().map(|t| t.id.as_str()),
+            _ => None,
+        }
+    }
+
+    /// The call ended as a task that is still running (a [`detached`](Op::detached) call):
+    /// [`Op::task_id`] is its id, to [`attach`](Op::attach) to later.
+    pub fn detached_task(&self) -> bool {
+        match &self.job {
+            Job::Call { handler, .. } => {
+                self.failure.is_none() && handler.answer.is_none() && handler.task.is_some()
+            }
+            _ => false,
+        }
+    }
+
+    /// Where a call's task ended, for the timeline: `completed`, `failed`, `cancelled`,
+    /// `timedOut`, `gone`, `lost`, `inputRequired` (or `ended` for another failure).
+    pub fn task_end(&self) -> &'static str {
+        use crate::wire::failure::TaskEnd;
+        match (&self.failure, self.answer()) {
+            (None, Some(Answer::Result { .. })) => "completed",
+            (None, Some(Answer::Refused { .. })) => "failed",
+            (Some(Failure::Task { end, .. }), _) => match end {
+                TaskEnd::TimedOut => "timedOut",
+                TaskEnd::Cancelled => "cancelled",
+                TaskEnd::Gone => "gone",
+                TaskEnd::Lost => "lost",
+            },
+            (Some(Failure::InputRequired(_)), _) => "inputRequired",
+            _ => "ended",
+        }
+    }
+
+    /// Bytes of the answer in `text` (for the ledger's evidence bytes).
+    pub fn text_len(&self) -> usize {
+        match &self.job {
+            Job::Call { handler, .. } => handler.text.len(),
+            Job::List { handler, .. } => handler.text.len(),
+            Job::Request(handler) => handler.text.len(),
+            _ => 0,
+        }
+    }
+
+    /// What to do next, given the slot's state and the time. Takes the slot only here: an
+    /// adapter holds its lock for this call alone.
+    pub fn poll(&mut self, slot: &mut SlotState, now: Millis) -> Action {
+        if let Job::Call { handler, .. } = &mut self.job
+            && core::mem::take(&mut handler.tools_list_changed)
+        {
+            slot.tools_list_changed = true;
+        }
+        if let Job::List { handler, .. } = &mut self.job
+            && handler.list == ListMethod::Tools
+            && let Some(ttl) = handler.ttl_ms.take()
+        {
+            slot.tools_ttl_ms = Some(ttl);
+        }
+        loop {
+            if core::mem::take(&mut self.task_news) {
+                self.news |= NEWS_TASK;
+                return Action::TaskStarted;
+            }
+            if core::mem::take(&mut self.listen_news) {
+                self.timeout = now.saturating_add(LISTEN_MS).min(self.deadline.at);
+                return Action::Listen {
+                    target: self.target,
+                };
+            }
+            if let Some(action) = self.step(slot, now) {
+                return action;
+            }
+        }
+    }
+
+    fn active(&self) -> Deadline {
+        self.courtesy.unwrap_or(self.deadline)
+    }
+
+    fn fail(&mut self, f: Failure) {
+        self.failure = Some(f);
+        self.stage = Stage::AttemptEnded;
+    }
+
+    fn is_call(&self) -> bool {
+        matches!(self.job, Job::Call { .. })
+    }
+
+    fn step(&mut self, slot: &mut SlotState, now: Millis) -> Option<Action> {
+        match self.stage {
+            Stage::Start => {
+                match self.job {
+                    Job::Close(_) => self.close_next(slot, now),
+                    Job::Cancel(id) => self.cancel_start(slot, now, id),
+                    _ => {
+                        if self.is_call() {
+                            slot.calls = slot.calls.saturating_add(1);
+                        }
+                        // A task's server is the task's; the others start where failover says.
+                        if self.tasking != TaskMode::Attach {
+                            self.target = slot.failover.first_target();
+                        }
+                        self.stage = Stage::Attempt;
+                    }
+                }
+                None
+            }
+            Stage::Attempt => {
+                self.begin_attempt(now);
+                None
+            }
+            Stage::Ready => {
+                self.ready(slot, now);
+                None
+            }
+            Stage::Waiting { attempt } => self.waiting(slot, now, attempt),
+            Stage::WaitList
+                if slot.listed(self.target) || !slot.listing_elsewhere(self.target, now) =>
+            {
+                self.start_main(slot, now);
+                None
+            }
+            Stage::WaitList if now >= self.deadline.at => {
+                self.fail(Failure::TimedOut);
+                None
+            }
+            Stage::WaitList => {
+                self.timeout = self.deadline.at;
+                Some(Action::Sleep { slot: true })
+            }
+            Stage::TaskSend(purpose) => {
+                // Every request has an id of its own (never the last poll's).
+                self.id = slot.next_id();
+                let id = self.id;
+                if let Job::Call { handler, .. } = &mut self.job {
+                    handler.renumber(id);
+                    // `tasks/update`'s empty answer is read as a poll's (no result in it).
+                    handler.polling = purpose == Purpose::TaskUpdate;
+                    handler.task_status = None;
+                }
+                self.start_trip(purpose, now);
+                None
+            }
+            Stage::TaskWait { .. } if now >= self.deadline.at => {
+                self.task_timed_out();
+                None
+            }
+            Stage::TaskWait { at } if now < at => {
+                self.timeout = at;
+                Some(Action::Sleep { slot: false })
+            }
+            Stage::TaskWait { .. } => {
+                self.id = slot.next_id();
+                let id = self.id;
+                if let Job::Call { handler, .. } = &mut self.job {
+                    handler.renumber(id);
+                    handler.polling = true;
+                    handler.task_status = None;
+                }
+                self.task.polls += 1;
+                self.start_trip(Purpose::TaskGet, now);
+                None
+            }
+            Stage::Trip { purpose, .. } => self.trip_step(slot, now, purpose),
+            Stage::RetryWait { at } | Stage::ResumeWait { at } if now < at => {
+                self.timeout = at;
+                Some(Action::Sleep { slot: false })
+            }
+            Stage::RetryWait { .. } => {
+                self.stage = Stage::Ready;
+                None
+            }
+            Stage::ResumeWait { .. } => {
+                self.start_trip(Purpose::Resume, now);
+                None
+            }
+            Stage::AttemptEnded => Some(self.attempt_ended(slot)),
+            Stage::Next(Some(t)) => {
+                self.target = t;
+                self.stage = Stage::Attempt;
+                None
+            }
+            Stage::Next(None) | Stage::Done => {
+                self.stage = Stage::Done;
+                Some(Action::Done)
+            }
+        }
+    }
+
+    fn begin_attempt(&mut self, now: Millis) {
+        self.attempts += 1;
+        let restart = self.attempts > 1;
+        self.deadline = Deadline::new(now, self.cfg);
+        self.attempt = Attempt::default();
+        self.failure = None;
+        self.report = None;
+        self.stage = Stage::Ready;
+        match &mut self.job {
+            Job::Call { handler, args, .. } => {
+                handler.begin_attempt();
+                if args.is_some_and(|a| a.kind() != Kind::Object) {
+                    self.fail(Failure::BadArguments);
+                }
+            }
+            Job::List {
+                handler,
+                cursor,
+                previous,
+                pages,
+            } => {
+                if restart {
+                    (handler.on_item)(None);
+                }
+                handler.answer = None;
+                handler.cursor.clear();
+                *cursor = fnv1a(b"");
+                *previous = fnv1a(b"");
+                *pages = 0;
+            }
+            Job::Request(handler) => {
+                handler.text.clear();
+                handler.answer = None;
+            }
+            Job::Close(_) | Job::Cancel(_) => {}
+        }
+    }
+
+    fn ready(&mut self, slot: &mut SlotState, now: Millis) {
+        let begin = slot.session_mut(self.target).map(|s| s.begin());
+        match begin {
+            None => self.fail(Failure::NoResponse),
+            Some(Begin::Ready(snap)) => {
+                self.snap = Some(snap);
+                self.start_main(slot, now);
+            }
+            Some(Begin::Start { attempt }) => {
+                self.snap = None;
+                match (self.cfg.era, slot.era(self.target)) {
+                    (EraSetting::Legacy, _) | (EraSetting::Auto, Some(false)) => {
+                        self.start_initialize(slot, attempt, now)
+                    }
+                    (EraSetting::Modern, _) | (EraSetting::Auto, Some(true)) => {
+                        self.modern_ready(slot, attempt, now)
+                    }
+                    (EraSetting::Auto, None) => {
+                        self.probe.id = slot.next_id();
+                        self.probe.modern = None;
+                        self.start_trip(Purpose::Probe { attempt }, now);
+                    }
+                }
+            }
+            Some(Begin::Wait { attempt }) => self.stage = Stage::Waiting { attempt },
+        }
+    }
+
+    fn waiting(&mut self, slot: &mut SlotState, now: Millis, attempt: u32) -> Option<Action> {
+        let session = slot.session(self.target);
+        match session.and_then(|s| s.outcome_of(attempt)) {
+            Some(Ok(snap)) => {
+                self.snap = Some(snap);
+                self.start_main(slot, now);
+                None
+            }
+            Some(Err(f)) => {
+                self.fail(f);
+                None
+            }
+            None if session.map(|s| s.phase()) == Some(&Phase::Initializing { attempt }) => {
+                if now >= self.deadline.at {
+                    self.fail(Failure::TimedOut);
+                    return None;
+                }
+                self.timeout = self.deadline.at;
+                Some(Action::Sleep { slot: true })
+            }
+            None => {
+                self.stage = Stage::Ready;
+                None
+            }
+        }
+    }
+
+    fn start_initialize(&mut self, slot: &mut SlotState, attempt: u32, now: Millis) {
+        self.init.id = slot.next_id();
+        self.init.version = None;
+        self.snap = None;
+        self.start_trip(Purpose::Initialize { attempt }, now);
+    }
+
+    /// The server speaks the 2026-07-28 era: no handshake, no session.
+    fn modern_ready(&mut self, slot: &mut SlotState, attempt: u32, now: Millis) {
+        let snap = Snapshot {
+            session_id: None,
+            version: ProtocolVersion::V2026_07_28,
+        };
+        if let Some(session) = slot.session_mut(self.target) {
+            session.handshake_succeeded(attempt, None, snap.version);
+        }
+        slot.changed = true;
+        self.snap = Some(snap);
+        self.start_main(slot, now);
+    }
+
+    /// The op's last request went to its server in the 2026-07-28 era (its error codes are
+    /// read by that era's numbering).
+    pub fn spoke_modern(&self) -> bool {
+        self.modern()
+    }
+
+    fn modern(&self) -> bool {
+        self.snap.as_ref().is_some_and(|s| s.version.is_modern())
+    }
+
+    /// Before a 2026 `tools/call`: the server's tools are listed once per run for their
+    /// `x-mcp-header` annotations, then the call carries its tool's.
+    fn start_main(&mut self, slot: &mut SlotState, now: Millis) {
+        let (modern, target) = (self.modern(), self.target);
+        // A 2025-11-25 session with the tasks extension on: the server's list says which
+        // tools run only as tasks (`execution.taskSupport: "required"`).
+        let session_tasks = !modern
+            && self.cfg.capabilities.tasks
+            && self
+                .snap
+                .as_ref()
+                .is_some_and(|s| s.version == ProtocolVersion::V2025_11_25);
+        if let Job::Call { handler, .. } = &mut self.job {
+            // The tasks extension is declared (and a task taken) in the 2026 era only.
+            handler.tasks = modern && self.cfg.capabilities.tasks;
+        }
+        if self.tasking == TaskMode::Attach && self.is_call() {
+            return self.attached(now);
+        }
+        if let Job::Call { handler, tool, .. } = &mut self.job
+            && (modern || session_tasks)
+        {
+            if !slot.listed(target) {
+                // One list per server for concurrent calls: the others wait for it.
+                if slot.listing_elsewhere(target, now) {
+                    self.stage = Stage::WaitList;
+                    return;
+                }
+                slot.set_listing(target, self.deadline.at);
+                self.list_pages = 0;
+                self.id = slot.next_id();
+                handler.renumber(self.id);
+                handler.listing = true;
+                handler.list_page = None;
+                handler.error.clear();
+                // The list's cursor goes to `text`: a round's answers there are lost, and the
+                // server asks again.
+                handler.input_ready = false;
+                handler.text.clear();
+                self.start_trip(Purpose::HeaderList, now);
+                return;
+            }
+            handler.listing = false;
+            handler.error.clear();
+            if !handler.input_ready {
+                handler.text.clear();
+            }
+            if !modern {
+                handler.session_task = slot.task_required(target, tool.as_bytes());
+                return self.start_request(slot, now);
+            }
+            match slot.annotations_of(target, tool.as_bytes()) {
+                Err(()) => return self.fail(Failure::ToolDropped),
+                // Pairs that do not fit the error buffer are left out (the server then says
+                // -32020 and the call is re-listed once).
+                Ok(pairs) => {
+                    let _ = handler.error.put(pairs);
+                }
+            }
+        }
+        self.start_request(slot, now);
+    }
+
+    /// An attached call polls its task from the start (tasks are a 2026-era extension).
+    fn attached(&mut self, now: Millis) {
+        if !self.modern() {
+            return self.fail(Failure::NotModern);
+        }
+        if let (Some(w), Some(id)) = (self.cfg.in_flight, self.task_id()) {
+            w.set_task(self.target, id);
+        }
+        self.task = TaskState::default();
+        self.stage = Stage::TaskWait { at: now };
+    }
+
+    fn start_request(&mut self, slot: &mut SlotState, now: Millis) {
+        self.resumes = 0;
+        // A 2025-era call in an HTTP session: the session's GET stream should be open.
+        self.listen_news = self.is_call()
+            && !self.modern()
+            && !self.cfg.is_stdio(self.target)
+            && self.snap.as_ref().is_some_and(|s| s.session_id.is_some());
+        self.set_id(slot.next_id(), true);
+        self.start_trip(Purpose::Main, now);
+    }
+
+    /// The op's request id from now on: its handler looks for the response to it, and a
+    /// `tools/call` on the wire (`on_wire`) says so for an adapter that cancels dropped calls.
+    fn set_id(&mut self, id: u64, on_wire: bool) {
+        self.id = id;
+        match &mut self.job {
+            Job::Call { handler, .. } => {
+                handler.renumber(id);
+                if let Some(w) = self.cfg.in_flight.filter(|_| on_wire) {
+                    w.set(self.target, id);
+                }
+            }
+            Job::List { handler, .. } => handler.renumber(id),
+            Job::Request(handler) => handler.renumber(id),
+            Job::Close(_) | Job::Cancel(_) => {}
+        }
+    }
+}
+
+mod call;
+mod close;
+mod task;
+mod trip;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::buf::SliceBuf;
+
+    /// An op lives in its caller's future (or static task on the edge) for the whole call: it
+    /// stays small. Its largest parts are the reply decoder (about 1 KiB, SSE ids included),
+    /// the session snapshot (256-byte session id), the resume point (128-byte event id) and,
+    /// since the 2026 era and tasks, the probe's state and a task id (64 bytes): 2 440 bytes;
+    /// Since the deferred tail, the framing left of a late-ending stream (48 bytes): 2 592.
+    #[test]
+    fn an_op_stays_small() {
+        let call = core::mem::size_of::<Op<'static, SliceBuf<'static>, &'static [u8]>>();
+        assert!(call <= 2624, "an op is {call} bytes, over its cap of 2624");
+    }
+}

@@ -1,0 +1,179 @@
+//! A call that became a task (the tasks extension): its polls, input rounds, result and
+//! deadline.
+
+use super::*;
+
+impl<'o, B, Sec, F> Op<'o, B, Sec, F>
+where
+    B: Buf,
+    Sec: AsRef<[u8]>,
+    F: FnMut(Option<(Value<'_>, &[u8])>),
+{
+    /// A `tasks/get` came back: the result, another poll, or the task's end.
+    pub(super) fn task_polled(&mut self, now: Millis, result: Result<bool, Failure>) {
+        let result = match result {
+            // An unknown or expired task: a JSON-RPC error with an HTTP error status.
+            Err(Failure::Status {
+                code: 400 | 404, ..
+            }) if self.deliver_error_body() => Ok(true),
+            other => other,
+        };
+        let Job::Call { handler, .. } = &mut self.job else {
+            return self.fail(Failure::NoResponse);
+        };
+        handler.polling = false;
+        let id = handler
+            .task
+            .as_ref()
+            .map(|t| t.id.clone())
+            .unwrap_or_default();
+        let interval = handler.task.as_ref().map_or(1_000, |t| t.interval_ms);
+        if matches!(result, Err(Failure::TimedOut)) && now >= self.deadline.at {
+            return self.task_timed_out();
+        }
+        if result.is_err() {
+            // A lost poll loses nothing: `tasks/get` is asked again (new id, fresh
+            // connection); only a server gone for good ends the call, naming the task.
+            self.task.failures += 1;
+            if self.task.failures >= MAX_TASK_POLL_FAILURES {
+                return self.fail(Failure::Task {
+                    id,
+                    end: crate::wire::failure::TaskEnd::Lost,
+                });
+            }
+            return self.schedule_poll(now, interval);
+        }
+        self.task.failures = 0;
+        match (&handler.answer, handler.task_status.take()) {
+            (Some(Ok(_)), _) => self.stage = Stage::AttemptEnded,
+            (Some(Err(u)), _) => {
+                let f = Failure::from(u.clone());
+                self.fail(f);
+            }
+            (None, Some(crate::machine::handlers::TaskStatus::Cancelled)) => {
+                self.fail(Failure::Task {
+                    id,
+                    end: crate::wire::failure::TaskEnd::Cancelled,
+                })
+            }
+            (None, Some(crate::machine::handlers::TaskStatus::Gone)) => self.fail(Failure::Task {
+                id,
+                end: crate::wire::failure::TaskEnd::Gone,
+            }),
+            // Ended (2025-11-25 form): its result comes by `tasks/result`.
+            (None, Some(crate::machine::handlers::TaskStatus::ResultReady)) => {
+                self.stage = Stage::TaskSend(Purpose::TaskResult);
+            }
+            // The slot's policy answered the task's requests: `tasks/update`, then a poll.
+            (None, Some(crate::machine::handlers::TaskStatus::InputAnswered))
+                if self.input_rounds < MAX_INPUT_ROUNDS =>
+            {
+                self.input_rounds += 1;
+                self.stage = Stage::TaskSend(Purpose::TaskUpdate);
+            }
+            (None, Some(crate::machine::handlers::TaskStatus::InputAnswered)) => {
+                self.failure = Some(Failure::InputRequired(truncated(
+                    "more rounds of input than a call answers (8)",
+                )));
+                self.stage = Stage::TaskSend(Purpose::TaskCancel);
+            }
+            // No input handler: the task is cancelled and the call says what was asked.
+            (None, Some(crate::machine::handlers::TaskStatus::InputRequired(asked))) => {
+                self.failure = Some(Failure::InputRequired(asked));
+                self.stage = Stage::TaskSend(Purpose::TaskCancel);
+            }
+            (None, _) => self.schedule_poll(now, interval),
+        }
+    }
+
+    /// `tasks/result` came back (the 2025-11-25 form): the tool's result or the server's
+    /// refusal ends the call; a lost answer is asked for again after the next poll (both are
+    /// safe to repeat).
+    pub(super) fn task_result_fetched(&mut self, now: Millis, result: Result<bool, Failure>) {
+        let answered = match &self.job {
+            Job::Call { handler, .. } => handler.answer.is_some(),
+            _ => false,
+        };
+        if answered && result.is_ok() {
+            self.stage = Stage::AttemptEnded;
+        } else if matches!(result, Err(Failure::TimedOut)) && now >= self.deadline.at {
+            self.task_timed_out();
+        } else {
+            self.task.failures += 1;
+            if self.task.failures >= MAX_TASK_POLL_FAILURES {
+                let id = self.task_id().map(truncated).unwrap_or_default();
+                return self.fail(Failure::Task {
+                    id,
+                    end: crate::wire::failure::TaskEnd::Lost,
+                });
+            }
+            if let Job::Call { handler, .. } = &mut self.job {
+                handler.answer = None;
+            }
+            self.stage = Stage::TaskWait {
+                at: now.saturating_add(TASK_POLL_FLOOR_MS).min(self.deadline.at),
+            };
+        }
+    }
+
+    /// `tasks/update` came back (its answer is an empty result): the task's state is seen by
+    /// the next poll, at once. A failed update is not the call's end either: the poll says.
+    pub(super) fn task_updated(&mut self, now: Millis, result: Result<bool, Failure>) {
+        if let Job::Call { handler, .. } = &mut self.job {
+            handler.polling = false;
+            handler.input_ready = false;
+            handler.task_status = None;
+            handler.answer = None;
+            handler.text.clear();
+        }
+        if matches!(result, Err(Failure::TimedOut)) && now >= self.deadline.at {
+            return self.task_timed_out();
+        }
+        self.stage = Stage::TaskWait { at: now };
+    }
+
+    /// The next `tasks/get`: a ramp (20, 40, 80 … ms) up to the server's interval, never
+    /// under the floor (a `0` must not spin), never past the deadline.
+    pub(super) fn schedule_poll(&mut self, now: Millis, interval: u64) {
+        let ramp = TASK_POLL_FLOOR_MS.saturating_mul(1 << self.task.polls.min(10));
+        let delay = ramp.min(interval.max(TASK_POLL_FLOOR_MS));
+        self.stage = Stage::TaskWait {
+            at: now.saturating_add(delay).min(self.deadline.at),
+        };
+    }
+
+    /// The deadline passed while the call was a task: one `tasks/cancel`, then the call fails
+    /// naming the task.
+    pub(super) fn task_timed_out(&mut self) {
+        let id = match &self.job {
+            Job::Call { handler, .. } => handler.task.as_ref().map(|t| t.id.clone()),
+            _ => None,
+        };
+        self.failure = Some(Failure::Task {
+            id: id.unwrap_or_default(),
+            end: crate::wire::failure::TaskEnd::TimedOut,
+        });
+        self.stage = Stage::TaskSend(Purpose::TaskCancel);
+    }
+
+    pub(super) fn clear_in_flight(&self) {
+        if self.is_call()
+            && let Some(w) = self.cfg.in_flight
+        {
+            w.clear();
+        }
+    }
+
+    /// The call timed out or stalled: tell the server (best effort), then fail with `f`. In
+    /// the 2026 era closing the stream is the cancel.
+    pub(super) fn cancel_after(&mut self, f: Failure, now: Millis) {
+        self.clear_in_flight();
+        self.failure = Some(f);
+        // Over stdio there is no stream to close: the notification is the only cancel.
+        if self.modern() && !self.cfg.is_stdio(self.target) {
+            self.stage = Stage::AttemptEnded;
+        } else {
+            self.start_trip(Purpose::Cancel, now);
+        }
+    }
+}

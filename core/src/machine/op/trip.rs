@@ -1,0 +1,653 @@
+//! A round trip: the request written, the connection opened, the reply read to its end
+//! (or its failure), the connection given back.
+
+use super::*;
+
+impl<'o, B, Sec, F> Op<'o, B, Sec, F>
+where
+    B: Buf,
+    Sec: AsRef<[u8]>,
+    F: FnMut(Option<(Value<'_>, &[u8])>),
+{
+    pub(super) fn start_trip(&mut self, purpose: Purpose, now: Millis) {
+        self.stage = Stage::Trip {
+            purpose,
+            wire: Wire::Idle,
+        };
+        self.trip = None;
+        self.courtesy = matches!(
+            purpose,
+            Purpose::Cancel | Purpose::Courtesy | Purpose::TaskCancel
+        )
+        .then(|| Deadline::courtesy(now));
+        match self.write_request(purpose) {
+            Ok(()) => self.set_wire(Wire::Connect { fresh: false }),
+            Err(f) => {
+                self.trip_failed(f);
+                self.set_wire(Wire::Idle);
+            }
+        }
+    }
+
+    /// Writes the request of `purpose` into the request buffer (head and body).
+    pub(super) fn write_request(&mut self, purpose: Purpose) -> Result<(), Failure> {
+        use crate::machine::handlers::Body;
+        let ep = self.cfg.endpoint(self.target).ok_or(Failure::NoResponse)?;
+        let snap = self.snap.as_ref();
+        let id = self.id;
+        let trip = match purpose {
+            Purpose::Probe { .. } => Trip::post(ep, None, Body::Discover { id: self.probe.id }),
+            Purpose::HeaderList => Trip::post(
+                ep,
+                snap,
+                match &self.job {
+                    Job::Call { handler, .. } => Body::List {
+                        id,
+                        list: ListMethod::Tools,
+                        cursor: (self.list_pages > 0)
+                            .then(|| crate::machine::handlers::as_text(&*handler.text)),
+                    },
+                    _ => Body::None,
+                },
+            ),
+            Purpose::TaskGet | Purpose::TaskCancel | Purpose::TaskUpdate | Purpose::TaskResult => {
+                Trip::post(
+                    ep,
+                    snap,
+                    match &self.job {
+                        Job::Call { handler, .. } if let Some(task) = &handler.task => Body::Task {
+                            id,
+                            method: match purpose {
+                                Purpose::TaskGet => "tasks/get",
+                                Purpose::TaskUpdate => "tasks/update",
+                                Purpose::TaskResult => "tasks/result",
+                                _ => "tasks/cancel",
+                            },
+                            task: task.id.as_str(),
+                            extra: if purpose == Purpose::TaskUpdate {
+                                handler.text.bytes()
+                            } else {
+                                b""
+                            },
+                        },
+                        _ => Body::None,
+                    },
+                )
+            }
+            Purpose::Initialize { .. } => Trip::post(
+                ep,
+                None,
+                Body::Initialize {
+                    id: self.init.id,
+                    version: self.cfg.version,
+                    elicitation: self.cfg.declared().elicitation,
+                    elicitation_url: self.cfg.declared().elicitation_url,
+                },
+            ),
+            Purpose::Initialized { .. } => Trip::post(ep, snap, Body::Initialized),
+            Purpose::Main => Trip::post(
+                ep,
+                snap,
+                match &self.job {
+                    Job::Call {
+                        handler,
+                        tool,
+                        args,
+                    } => Body::ToolsCall {
+                        id,
+                        tool,
+                        args: *args,
+                        progress: handler.progress_token.then_some(id),
+                        extra: if handler.input_ready {
+                            handler.text.bytes()
+                        } else if handler.session_task {
+                            // The 2025-11-25 form: a task-required tool is called as a task.
+                            b",\"task\":{}"
+                        } else {
+                            b""
+                        },
+                    },
+                    Job::List { handler, pages, .. } => Body::List {
+                        id,
+                        list: handler.list,
+                        cursor: (*pages > 0)
+                            .then(|| crate::machine::handlers::as_text(&*handler.cursor)),
+                    },
+                    // The 2026 era has no `ping`: `server/discover` is its liveness check.
+                    Job::Request(handler)
+                        if handler.req == jsonrpc::Request::Ping
+                            && snap.is_some_and(|s| s.version.is_modern()) =>
+                    {
+                        Body::Discover { id }
+                    }
+                    Job::Request(handler) => Body::request(id, handler.req),
+                    Job::Close(_) | Job::Cancel(_) => Body::None,
+                },
+            ),
+            Purpose::Resume => Trip {
+                method: Method::Get,
+                last_event_id: self.resume.as_ref().map(|(id, _)| id.as_str()),
+                ..Trip::post(ep, snap, Body::None)
+            },
+            Purpose::Cancel => Trip::post(
+                ep,
+                snap,
+                Body::Cancelled {
+                    id,
+                    reason: CANCEL_TIMED_OUT,
+                },
+            ),
+            Purpose::Courtesy => match self.job {
+                Job::Cancel(id) => Trip::post(
+                    ep,
+                    snap,
+                    Body::Cancelled {
+                        id,
+                        reason: CANCEL_DROPPED,
+                    },
+                ),
+                _ => Trip {
+                    method: Method::Delete,
+                    expect: Expect::Accepted,
+                    ..Trip::post(ep, snap, Body::None)
+                },
+            },
+        };
+        let modern_era =
+            matches!(purpose, Purpose::Probe { .. }) || snap.is_some_and(|s| s.version.is_modern());
+        let modern = modern_era.then(|| match (&self.job, purpose) {
+            (Job::Call { handler, args, .. }, Purpose::Main) => Modern {
+                version: self.modern_version,
+                caps: self.cfg.declared(),
+                progress: handler.progress_token.then_some(id),
+                log_level: self.cfg.on_log.map(|_| self.cfg.log_level),
+                params: handler.error.bytes(),
+                args: *args,
+            },
+            _ => Modern {
+                version: self.modern_version,
+                caps: self.cfg.declared(),
+                progress: None,
+                log_level: None,
+                params: b"",
+                args: None,
+            },
+        });
+        // Every request carries the trace context, when there is one (SEP-414).
+        let trace = self.cfg.trace.as_ref().and_then(|t| {
+            let id = trip.body.request_id()?;
+            Some(crate::machine::handlers::TraceMeta {
+                parent: t.traceparent(id),
+                state: t.state,
+                progress: match trip.body {
+                    Body::ToolsCall { progress, .. } if !modern_era => progress,
+                    _ => None,
+                },
+            })
+        });
+        let trip = Trip {
+            modern,
+            trace,
+            body: match trip.body {
+                // In the 2026 era the progress token rides in `_meta` with the rest; so it
+                // does in the old era beside the trace context (one `_meta`).
+                Body::ToolsCall {
+                    id,
+                    tool,
+                    args,
+                    extra,
+                    ..
+                } if modern_era || trace.is_some() => Body::ToolsCall {
+                    id,
+                    tool,
+                    args,
+                    progress: None,
+                    extra,
+                },
+                body => body,
+            },
+            ..trip
+        };
+        self.expect = trip.expect;
+        self.sent_session_id = snap.is_some_and(|s| s.session_id.is_some())
+            && !matches!(purpose, Purpose::Initialize { .. });
+        if self.cfg.is_stdio(self.target) {
+            return trip.write_line(self.request);
+        }
+        trip.write(self.request, self.cfg)
+    }
+}
+
+impl<'o, B, Sec, F> Op<'o, B, Sec, F>
+where
+    B: Buf,
+    Sec: AsRef<[u8]>,
+    F: FnMut(Option<(Value<'_>, &[u8])>),
+{
+    pub(super) fn trip_step(
+        &mut self,
+        slot: &mut SlotState,
+        now: Millis,
+        purpose: Purpose,
+    ) -> Option<Action> {
+        match self.wire() {
+            Wire::Connect { fresh } => {
+                self.timeout = self.active().at;
+                Some(Action::Connect {
+                    target: self.target,
+                    fresh,
+                })
+            }
+            Wire::Write { .. } => {
+                self.timeout = self.active().at;
+                Some(Action::Transmit)
+            }
+            Wire::Read { last_byte, .. } => {
+                if let Some(answer) = self.answer_server_request() {
+                    return Some(answer);
+                }
+                self.timeout = self.read_until(last_byte).0;
+                Some(Action::Receive)
+            }
+            Wire::Tail { until, .. } => {
+                self.timeout = until;
+                Some(Action::Receive)
+            }
+            Wire::Release { recycle } => {
+                self.set_wire(Wire::Idle);
+                Some(if recycle {
+                    Action::Recycle
+                } else if self.tail.is_some() {
+                    Action::Park
+                } else {
+                    Action::Close
+                })
+            }
+            Wire::Idle => {
+                let courtesy = matches!(
+                    purpose,
+                    Purpose::Cancel | Purpose::Courtesy | Purpose::TaskCancel
+                );
+                let result = match self.trip.take() {
+                    Some(TripEnd::Done) => Ok(true),
+                    Some(TripEnd::Ended) => Ok(false),
+                    // A courtesy's failure was never kept: the attempt's own stays.
+                    _ if courtesy => Err(Failure::NoResponse),
+                    _ => Err(self.failure.take().unwrap_or(Failure::NoResponse)),
+                };
+                self.trip_done(slot, now, purpose, result);
+                None
+            }
+        }
+    }
+
+    /// A request from the server on an old-era call's stream gets its answer before the next
+    /// read (the request buffer is free: a call that got reply bytes is never re-sent).
+    pub(super) fn answer_server_request(&mut self) -> Option<Action> {
+        // (A stdio server's requests are answered by the adapter that reads its lines.)
+        if self.modern() || self.cfg.is_stdio(self.target) {
+            return None;
+        }
+        let Job::Call { handler, .. } = &mut self.job else {
+            return None;
+        };
+        let request = handler.server_request.take()?;
+        let ep = self.cfg.endpoint(self.target)?;
+        let trip = Trip::post(
+            ep,
+            self.snap.as_ref(),
+            crate::machine::handlers::Body::Answer(&request, handler.text.bytes()),
+        );
+        trip.write(self.request, self.cfg).ok()?;
+        Some(Action::Respond {
+            target: self.target,
+        })
+    }
+
+    /// When a read must have returned: the deadline, or earlier the stall time; and whether
+    /// that is the stall time.
+    pub(super) fn read_until(&self, last_byte: Millis) -> (Millis, bool) {
+        let deadline = self.active().at;
+        match self.cfg.idle_timeout_ms {
+            Some(ms) if last_byte.saturating_add(ms) < deadline => {
+                (last_byte.saturating_add(ms), true)
+            }
+            _ => (deadline, false),
+        }
+    }
+
+    /// A connection is open; `reused`: it came from the pool.
+    pub fn handle_connected(&mut self, reused: bool) {
+        if let Stage::Trip {
+            wire: Wire::Connect { fresh },
+            ..
+        } = self.stage
+        {
+            self.set_wire(Wire::Write {
+                retry_fresh: reused && !fresh,
+            });
+        }
+    }
+
+    /// The connection could not be opened.
+    pub fn handle_connect_failed(&mut self, error: ConnectError) {
+        if let Stage::Trip {
+            wire: Wire::Connect { .. },
+            ..
+        } = self.stage
+        {
+            self.end_trip(Failure::Connect(error));
+        }
+    }
+
+    /// The request was written (`ok`) or writing it failed.
+    pub fn handle_sent(&mut self, now: Millis, ok: bool) {
+        let Stage::Trip {
+            wire: Wire::Write { retry_fresh },
+            ..
+        } = self.stage
+        else {
+            return;
+        };
+        if !ok {
+            if retry_fresh {
+                self.retry_on_fresh();
+            } else {
+                self.end_trip(Failure::SendFailed);
+            }
+            return;
+        }
+        if matches!(
+            self.stage,
+            Stage::Trip {
+                purpose: Purpose::Main,
+                ..
+            }
+        ) && self.is_call()
+        {
+            self.attempt.call_sent = true;
+        }
+        self.reply.clear();
+        let Some(head) = self.head.take() else {
+            self.end_trip(Failure::NoResponse);
+            return;
+        };
+        let stdio = self.cfg.is_stdio(self.target);
+        self.exchange = Some(if stdio {
+            Exchange::lines(head, self.expect, self.cfg.limits)
+        } else {
+            Exchange::new(head, self.expect, self.sent_session_id, self.cfg.limits)
+        });
+        if stdio && self.expect == Expect::Accepted {
+            // A notification over stdio has no reply: it is done once written.
+            return self.finish_trip(true);
+        }
+        self.progress_seen = self.current_progress();
+        self.set_wire(Wire::Read {
+            retry_fresh,
+            last_byte: now,
+        });
+    }
+
+    pub(super) fn current_progress(&self) -> u32 {
+        match (&self.job, self.stage) {
+            (
+                Job::Call { handler, .. },
+                Stage::Trip {
+                    purpose: Purpose::Main | Purpose::Resume,
+                    ..
+                },
+            ) => handler.progress_seen(),
+            _ => 0,
+        }
+    }
+
+    /// `n` bytes were read into [`read_buf`](Self::read_buf); 0: the peer closed.
+    pub fn handle_read(&mut self, now: Millis, n: usize) {
+        let Stage::Trip { purpose, .. } = self.stage else {
+            return;
+        };
+        match self.wire() {
+            Wire::Read { retry_fresh, .. } => {
+                let Some(mut exchange) = self.exchange.take() else {
+                    return self.end_trip(Failure::NoResponse);
+                };
+                if n == 0
+                    && let Some(early) = self.ended_early(&exchange, retry_fresh, purpose)
+                {
+                    self.exchange = Some(exchange);
+                    return self.apply_early(early);
+                }
+                let mut accept = Accept;
+                let handler: &mut dyn OnMessage = match purpose {
+                    Purpose::Initialize { .. } => &mut self.init,
+                    Purpose::Probe { .. } => &mut self.probe,
+                    Purpose::Main
+                    | Purpose::Resume
+                    | Purpose::HeaderList
+                    | Purpose::TaskGet
+                    | Purpose::TaskUpdate
+                    | Purpose::TaskResult => match &mut self.job {
+                        Job::Call { handler, .. } => handler,
+                        Job::List { handler, .. } => handler,
+                        Job::Request(handler) => handler,
+                        Job::Close(_) | Job::Cancel(_) => &mut accept,
+                    },
+                    _ => &mut accept,
+                };
+                let step = if n == 0 {
+                    exchange.finish(self.reply, handler)
+                } else {
+                    let bytes = self.read.get(..n).unwrap_or(&[]);
+                    exchange
+                        .feed(bytes, self.reply, handler)
+                        .map(|(_, step)| step)
+                };
+                let progress = handler.progress_seen();
+                self.exchange = Some(exchange);
+                match step {
+                    Err(f) => self.end_trip(f),
+                    Ok(step) => {
+                        if progress != self.progress_seen {
+                            self.progress_seen = progress;
+                            self.deadline.extend(now);
+                        }
+                        match step {
+                            Step::NeedMore if n > 0 => self.set_wire(Wire::Read {
+                                retry_fresh,
+                                last_byte: now,
+                            }),
+                            Step::Done
+                                if self.exchange.as_ref().is_some_and(Exchange::awaits_end) =>
+                            {
+                                self.set_wire(Wire::Tail {
+                                    until: now.saturating_add(TAIL_MS).min(self.active().at),
+                                    bytes: 0,
+                                })
+                            }
+                            step => self.finish_trip(step == Step::Done),
+                        }
+                    }
+                }
+            }
+            Wire::Tail { until, bytes } => {
+                let bytes = bytes.saturating_add(n);
+                let more = n > 0
+                    && match self.exchange.as_mut() {
+                        Some(x) => {
+                            x.drain_tail(self.read.get(..n).unwrap_or(&[]));
+                            x.awaits_end()
+                        }
+                        None => false,
+                    };
+                if more && bytes < MAX_TAIL_BYTES {
+                    self.set_wire(Wire::Tail { until, bytes });
+                } else {
+                    self.finish_trip(true);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Reading failed (a reset, an I/O error).
+    pub fn handle_read_failed(&mut self) {
+        let Stage::Trip { purpose, .. } = self.stage else {
+            return;
+        };
+        match self.wire() {
+            Wire::Read { retry_fresh, .. } => {
+                let early = self
+                    .exchange
+                    .as_ref()
+                    .and_then(|x| self.ended_early(x, retry_fresh, purpose));
+                match early {
+                    Some(early) => self.apply_early(early),
+                    None => self.end_trip(Failure::ReadFailed),
+                }
+            }
+            Wire::Tail { .. } => self.finish_trip(true),
+            _ => {}
+        }
+    }
+
+    /// The current action's [`timeout`](Self::timeout) passed before it completed (the
+    /// adapter gave up on it; a connection in use is dropped with the next action).
+    pub fn handle_timeout(&mut self, _now: Millis) {
+        if !matches!(self.stage, Stage::Trip { .. }) {
+            return;
+        }
+        match self.wire() {
+            Wire::Connect { .. } | Wire::Write { .. } => self.end_trip(Failure::TimedOut),
+            Wire::Read { last_byte, .. } => {
+                let stalled = self.read_until(last_byte).1;
+                self.end_trip(match (stalled, self.cfg.idle_timeout_ms) {
+                    (true, Some(idle_ms)) => Failure::Stalled {
+                        idle_ms,
+                        call: false,
+                    },
+                    _ => Failure::TimedOut,
+                });
+            }
+            Wire::Tail { .. } => {
+                // The stream did not end in the tail read: drained on the side, after the
+                // answer is handed back, so the connection may still be kept.
+                self.tail = self.exchange.as_ref().and_then(Exchange::take_tail);
+                self.finish_trip(true)
+            }
+            Wire::Release { .. } | Wire::Idle => {}
+        }
+    }
+
+    /// The connection ended before any reply byte: `Some(true)` to send once more on a fresh
+    /// connection (a request safe to repeat on a pooled connection), `Some(false)` when a
+    /// written `tools/call` may have run, `None` to read the end as any other.
+    pub(super) fn ended_early(
+        &self,
+        exchange: &Exchange<'_>,
+        retry_fresh: bool,
+        purpose: Purpose,
+    ) -> Option<bool> {
+        let repeatable = !(purpose == Purpose::Main && self.is_call());
+        if exchange.received_any() {
+            None
+        } else if !repeatable {
+            Some(false)
+        } else if retry_fresh {
+            Some(true)
+        } else {
+            None
+        }
+    }
+
+    pub(super) fn apply_early(&mut self, retry: bool) {
+        if retry {
+            self.retry_on_fresh();
+        } else {
+            self.end_trip(Failure::MayHaveRun(Broken::BeforeReply));
+        }
+    }
+
+    /// Sends the request again on a fresh connection, under a new id.
+    pub(super) fn retry_on_fresh(&mut self) {
+        if let Some(x) = self.exchange.take() {
+            self.head = Some(x.into_head_storage());
+        }
+        let purpose = match self.stage {
+            Stage::Trip { purpose: p, .. } => p,
+            _ => return,
+        };
+        match purpose {
+            Purpose::Initialize { .. } => {
+                self.init.id ^= RESENT_ID_BIT;
+            }
+            Purpose::Probe { .. } => {
+                self.probe.id ^= RESENT_ID_BIT;
+            }
+            Purpose::Main
+            | Purpose::HeaderList
+            | Purpose::TaskGet
+            | Purpose::TaskUpdate
+            | Purpose::TaskResult => {
+                self.set_id(self.id ^ RESENT_ID_BIT, purpose == Purpose::Main);
+            }
+            _ => {}
+        }
+        match self.write_request(purpose) {
+            Ok(()) => self.set_wire(Wire::Connect { fresh: true }),
+            Err(f) => self.end_trip(f),
+        }
+    }
+
+    /// The round trip failed: the connection is dropped, then `f` is delivered.
+    pub(super) fn end_trip(&mut self, f: Failure) {
+        if let Some(x) = self.exchange.take() {
+            self.head = Some(x.into_head_storage());
+        }
+        self.trip_failed(f);
+        self.set_wire(Wire::Release { recycle: false });
+    }
+
+    /// Keeps a round trip's failure for delivery; a courtesy's is dropped (the attempt's own
+    /// failure, if any, stays).
+    pub(super) fn trip_failed(&mut self, f: Failure) {
+        if !matches!(
+            self.stage,
+            Stage::Trip {
+                purpose: Purpose::Cancel | Purpose::Courtesy | Purpose::TaskCancel,
+                ..
+            }
+        ) {
+            self.failure = Some(f);
+        }
+        self.trip = Some(TripEnd::Failed);
+    }
+
+    /// The reply is read: the connection is recycled when the response ended cleanly.
+    pub(super) fn finish_trip(&mut self, done: bool) {
+        let Some(x) = self.exchange.take() else {
+            return self.end_trip(Failure::NoResponse);
+        };
+        if let Stage::Trip {
+            purpose: Purpose::Initialize { .. },
+            ..
+        } = self.stage
+        {
+            // The version is the handler's, set when the trip is delivered.
+            self.snap = Some(Snapshot {
+                session_id: x.head().and_then(|h| h.session_id.clone()),
+                version: self.cfg.version,
+            });
+        }
+        self.resume = if done {
+            None
+        } else {
+            x.resume_from()
+                .map(|r| (truncated::<MAX_EVENT_ID>(r.last_event_id), r.retry_ms))
+        };
+        let recycle = x.reusable();
+        self.head = Some(x.into_head_storage());
+        self.trip = Some(if done { TripEnd::Done } else { TripEnd::Ended });
+        self.set_wire(Wire::Release { recycle });
+    }
+}
