@@ -2,7 +2,14 @@
 //! its events go to a [`Metering`], and the ledger records and timeline events are read back.
 //! No executor, no `Net`, no clock but a number.
 
+// With `std` the core's own `VecBuf` (the host's in-place reply path); without it, the tests'.
+#[cfg(feature = "std")]
 use verifi_mcp_core::buf::VecBuf;
+#[cfg(not(feature = "std"))]
+#[path = "support/vec_buf.rs"]
+mod vec_buf;
+#[cfg(not(feature = "std"))]
+use vec_buf::VecBuf;
 use verifi_mcp_core::harness::events::{Timeline, TimelineEvent};
 use verifi_mcp_core::harness::failover::Target;
 use verifi_mcp_core::harness::meter::{Ledger, LedgerRecord};

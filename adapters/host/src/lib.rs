@@ -48,7 +48,6 @@ pub mod buf;
 pub mod context;
 pub mod elicit;
 pub mod exec;
-mod get_stream;
 pub mod integrity;
 pub mod mask;
 pub mod net;

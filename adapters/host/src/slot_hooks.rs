@@ -82,6 +82,6 @@ impl SlotHandle {
 
 impl Listener for SlotHandle {
     fn listen(&self, target: Target) -> impl Future<Output = ()> + Send {
-        crate::get_stream::ensure(self, target)
+        crate::slot::get_stream::ensure(self, target)
     }
 }

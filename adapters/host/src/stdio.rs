@@ -930,7 +930,7 @@ const PRIMARY_URL: &str = "http://primary.stdio.invalid";
 const FALLBACK_URL: &str = "http://fallback.stdio.invalid";
 
 /// What keeps a slot's GET streams ([`Net::listen`]): the slot, which implements it (see
-/// `crate::get_stream`); a trait so that this file does not import the slot.
+/// `crate::slot::get_stream`); a trait so that this file does not import the slot.
 pub(crate) trait Listener: Sync {
     /// Has `target`'s GET stream open in its current session, or returns when it cannot be.
     fn listen(&self, target: Target) -> impl Future<Output = ()> + Send;

@@ -25,8 +25,22 @@
 //! is an action, not an event ([`Action::Respond`](super::Action::Respond)): the adapter
 //! answers it.
 
-use super::op::Report;
-use crate::harness::failover::Target;
+use crate::harness::failover::{AttemptOutcome, Target};
+
+/// How one server's attempt ended, for the adapter's ledger and timeline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Report {
+    /// The server tried.
+    pub target: Target,
+    /// What the attempt came to.
+    pub outcome: AttemptOutcome,
+    /// The last attempt: the op's outcome is this attempt's.
+    pub last: bool,
+    /// Emit `mcp.fallback_used` now.
+    pub fallback_used: bool,
+    /// Emit `mcp.no_healthy_tool` now.
+    pub no_healthy_tool: bool,
+}
 
 /// One thing that happened, once (see the module docs for where each comes from).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

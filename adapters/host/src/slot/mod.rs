@@ -156,7 +156,7 @@ pub(crate) struct SlotInner {
     /// them instead of parsing and checking the strings again.
     shapes: std::sync::OnceLock<Option<EndpointShapes>>,
     /// The standalone GET streams of the slot's 2025-era sessions.
-    pub(crate) get_streams: crate::get_stream::GetStreams,
+    pub(crate) get_streams: crate::slot::get_stream::GetStreams,
     /// The threads telling servers of dropped calls (`notifications/cancelled`,
     /// `tasks/cancel`): [`SlotHandle::close`] lets them finish before it ends the sessions.
     courtesy: Mutex<Vec<std::thread::JoinHandle<()>>>,
@@ -401,7 +401,7 @@ impl SlotHandle {
                 absolute_form: std::sync::OnceLock::new(),
                 keys: crate::net::KeyCache::default(),
                 shapes: std::sync::OnceLock::new(),
-                get_streams: crate::get_stream::GetStreams::default(),
+                get_streams: crate::slot::get_stream::GetStreams::default(),
                 courtesy: Mutex::new(Vec::new()),
                 integrity: Mutex::new(crate::integrity::Integrity::default()),
                 tools_lock,
@@ -759,6 +759,7 @@ impl SlotHandle {
 }
 
 mod call;
+pub(crate) mod get_stream;
 mod list;
 mod task;
 
@@ -768,6 +769,17 @@ pub(crate) use verifi_mcp_core::machine::Tasking;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_slots_bearer_is_a_header_of_its_spec() {
+        let m =
+            r#"{"slotFills":{"b":{"endpoint":"http://h","auth":{"bearer":"static-token-1234"}}}}"#;
+        let spec = SlotSpec::resolve(m, "b").unwrap();
+        assert!(
+            spec.headers
+                .contains(&("authorization".into(), "Bearer static-token-1234".into()))
+        );
+    }
 
     #[test]
     fn slot_fills_win_over_endpoints_and_misses_name_the_filled_slots() {

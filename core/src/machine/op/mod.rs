@@ -24,7 +24,7 @@ use crate::wire::jsonrpc::{self, ListMethod, ProtocolVersion};
 use crate::wire::session::{Begin, Phase, Snapshot};
 use crate::wire::sse::MAX_EVENT_ID;
 
-pub use super::event::Event;
+pub use super::event::{Event, Report};
 pub use super::handlers::Answer;
 
 /// What the adapter does next for an op. After each, it tells the op how it went (or, when
@@ -85,21 +85,6 @@ pub enum Action {
     TaskStarted,
     /// The op has ended; its answer is in its buffers ([`Op::outcome`]). Nothing more comes.
     Done,
-}
-
-/// How one server's attempt ended, for the adapter's ledger and timeline.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Report {
-    /// The server tried.
-    pub target: Target,
-    /// What the attempt came to.
-    pub outcome: AttemptOutcome,
-    /// The last attempt: the op's outcome is this attempt's.
-    pub last: bool,
-    /// Emit `mcp.fallback_used` now.
-    pub fallback_used: bool,
-    /// Emit `mcp.no_healthy_tool` now.
-    pub no_healthy_tool: bool,
 }
 
 /// What an op does, with its reply handler. One lives per op, in its caller's storage (no

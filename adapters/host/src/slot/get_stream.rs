@@ -32,9 +32,9 @@ use verifi_mcp_core::wire::exchange::{Exchange, Expect, OnMessage, ReplyLimits, 
 use verifi_mcp_core::wire::failure::Failure;
 use verifi_mcp_core::wire::session::Snapshot;
 
+use super::SlotHandle;
 use crate::buf::VecBuf;
 use crate::run::lock;
-use crate::slot::SlotHandle;
 
 /// How long the stream stays open after the last call in flight ended (a next call soon after
 /// finds it open).
