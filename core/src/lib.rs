@@ -93,7 +93,7 @@
 //!
 //! - [`machine`]: a slot's sequencing as states: the handshake or the 2026 era's probe,
 //!   waiters, retries, resumption, failover, tasks, input rounds.
-//! - [`harness`]: the seed's run rules as pure decisions: [`harness::result::ToolResult`] and
+//! - [`harness`]: the run rules (docs/design.md#run-rules) as pure decisions: [`harness::result::ToolResult`] and
 //!   its four shapes, redaction, failover, ledger, timeline, slots, `run_command` helpers.
 //! - [`wire`]: the protocol: [`wire::endpoint`], [`wire::http`] (request head, streaming
 //!   response decoder), [`wire::sse`], [`wire::json`], [`wire::jsonrpc`], [`wire::content`],

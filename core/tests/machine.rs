@@ -839,7 +839,7 @@ fn a_broken_stream_after_a_written_call_says_the_tool_may_have_run_in_both_eras(
 }
 
 /// Issue 27, item 7: `initialize` offers `2025-11-25` by default (the newest of the handshake
-/// era); a server that answers an older version is followed; the seed's `2024-11-05` is still
+/// era); a server that answers an older version is followed; the first version, `2024-11-05`, is still
 /// offered when asked for.
 #[test]
 fn initialize_offers_2025_11_25_by_default_and_an_older_answer_is_followed() {

@@ -1,7 +1,7 @@
 //! The run timeline: events as plain values with a stable JSON form, and the [`Timeline`] trait
 //! they are emitted to.
 //!
-//! Owns the three events the seed names — `tool_error` for every `ok: false`,
+//! Owns the three events of the run timeline (docs/design.md#timeline) — `tool_error` for every `ok: false`,
 //! `mcp.fallback_used` once per slot per run, `mcp.no_healthy_tool` once per slot and tool per
 //! run (the once-rules live in `failover`). Where the timeline goes is the host's business.
 

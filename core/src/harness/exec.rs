@@ -219,7 +219,7 @@ mod tests {
                 exit_code: None
             }
         );
-        // A failed call whose error carries the form is unwrapped too (as the seed's regex does).
+        // A failed call whose error carries the form is unwrapped too (as the reference SDK's pattern does: docs/design.md#exec).
         assert_eq!(
             exec_outcome(false, "", Some("$ x\n(exit 0)\nout")),
             ExecOutcome {

@@ -42,7 +42,7 @@ pub enum Target {
     Fallback,
 }
 
-/// What one attempt on one server came to (the failure shapes of DESIGN.md).
+/// What one attempt on one server came to (the failure shapes of docs/design.md#result-shapes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum AttemptOutcome {

@@ -1,4 +1,4 @@
-//! `ToolResult`: one [`Outcome`] enum of the four shapes of DESIGN.md, with the seed's field
+//! `ToolResult`: one [`Outcome`] enum of the four shapes of docs/design.md#result-shapes, with the reference SDK's field
 //! view (`ok`, `is_error`, `error`) derived from it so the fields can never contradict each
 //! other; plus what each shape owes the run: its failover outcome, its ledger record and its
 //! timeline event.
@@ -86,7 +86,7 @@ pub enum Outcome<'b> {
     },
 }
 
-/// The outcome of one tool call, as the harness sees it (the seed's `ToolResult`).
+/// The outcome of one tool call, as the harness sees it (the reference SDK's `ToolResult`, docs/design.md#result-shapes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ToolResult<'b> {
     /// What the call came to.

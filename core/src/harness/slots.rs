@@ -1,5 +1,5 @@
-//! Slots: the run manifest and resolving a slot to its endpoint(s), with the seed's
-//! [`SlotNotFilledError`].
+//! Slots: the run manifest and resolving a slot to its endpoint(s), with the
+//! [`SlotNotFilledError`] the reference SDK words (docs/design.md#slots).
 //!
 //! Owns reading the manifest JSON (borrowed, validated once in [`Manifest::parse`]) and the
 //! resolution order: `slotFills[slot]` first, then the older flat `endpoints[slot]`. It does not
@@ -541,7 +541,7 @@ impl<'a> StdioCommand<'a> {
 
 /// The slot is in neither `slotFills` nor `endpoints`: a provisioning fault.
 ///
-/// Its `Display` is the seed's message, naming the slot and the filled slots.
+/// Its `Display` is the reference SDK's message (docs/design.md#slots), naming the slot and the filled slots.
 #[derive(Clone, Copy)]
 pub struct SlotNotFilledError<'a, 's> {
     /// The slot asked for.

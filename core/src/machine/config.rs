@@ -27,10 +27,10 @@ pub struct SlotConfig<'a> {
     /// Static headers sent on every request (e.g. `authorization`). Their values are secrets
     /// of the run: adapters put them in the redaction set (see [`SlotConfig::header_values`]).
     pub headers: &'a [(&'a str, &'a str)],
-    /// Offered in `initialize` (`2025-11-25`, the newest of that era, by default; the seed's
-    /// `2024-11-05` is [`ProtocolVersion::SEED`]).
+    /// Offered in `initialize` (`2025-11-25`, the newest of that era, by default; the first
+    /// version, `2024-11-05`, is [`ProtocolVersion::SEED`]).
     pub version: ProtocolVersion,
-    /// The per-call deadline: connect, handshake and reply (the seed's 300 000 ms by default).
+    /// The per-call deadline: connect, handshake and reply (300 000 ms by default, docs/design.md#timeouts).
     pub timeout_ms: u64,
     /// When set, progress notifications for a call reset its timer, up to this hard maximum.
     pub progress_extends_to_ms: Option<u64>,
@@ -250,7 +250,7 @@ impl core::fmt::Debug for ProgressObserver<'_> {
 }
 
 impl<'a> SlotConfig<'a> {
-    /// A config with the seed's defaults for everything but the slot and its servers.
+    /// A config with the defaults of docs/design.md for everything but the slot and its servers.
     pub fn new(slot: &'a str, primary: Endpoint<'a>, primary_label: &'a str) -> Self {
         SlotConfig {
             slot,
