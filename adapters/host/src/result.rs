@@ -8,73 +8,22 @@
 use std::fmt;
 
 use serde::ser::SerializeMap;
-use verifi_mcp_core::harness::result::{Kind, Outcome as CoreOutcome, ToolResult as CoreResult};
+use verifi_mcp_core::harness::result::{Kind, Outcome, ToolResult as CoreResult};
 use verifi_mcp_core::wire::failure::Cause;
-
-/// What a call came to, owned: the core's [`Outcome`](CoreOutcome) with its error text
-/// copied. Only the shapes the core's outcome has exist, so an `ok` result has no error and a
-/// failed one always has one.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Outcome {
-    Answered,
-    ToolError {
-        error: String,
-    },
-    Refused {
-        code: i64,
-        unknown_tool: bool,
-        error: String,
-    },
-    Unreachable {
-        cause: Cause,
-        error: String,
-    },
-}
-
-impl Outcome {
-    fn of(o: &CoreOutcome<'_>) -> Self {
-        match *o {
-            CoreOutcome::Answered => Outcome::Answered,
-            CoreOutcome::ToolError { error } => Outcome::ToolError {
-                error: error.to_owned(),
-            },
-            CoreOutcome::Refused {
-                code,
-                unknown_tool,
-                error,
-            } => Outcome::Refused {
-                code,
-                unknown_tool,
-                error: error.to_owned(),
-            },
-            CoreOutcome::Unreachable { cause, error } => Outcome::Unreachable {
-                cause,
-                error: error.to_owned(),
-            },
-        }
-    }
-
-    fn error_mut(&mut self) -> Option<&mut String> {
-        match self {
-            Outcome::Answered => None,
-            Outcome::ToolError { error }
-            | Outcome::Refused { error, .. }
-            | Outcome::Unreachable { error, .. } => Some(error),
-        }
-    }
-}
 
 /// The outcome of one tool call. `call()` always gives one; it never panics or errors.
 ///
 /// The outcome is one value: [`ok`](Self::ok), [`is_error`](Self::is_error),
 /// [`error`](Self::error) and [`kind`](Self::kind) are read from it (the kind is the same
 /// outcome as a type to branch on: tool error, refused with its JSON-RPC code, or unreachable
-/// with its cause, without matching strings). `text`, `latency_ms` and `raw` are plain fields.
+/// with its cause, without matching strings). It is the core's [`Outcome`] with its error
+/// text owned, so an `ok` result has no error and a failed one always has one; these methods
+/// delegate to it. `text`, `latency_ms` and `raw` are plain fields.
 ///
 /// Serialized as `{"ok", "text", "isError", "latencyMs", "error"?, "raw"?, "kind"}`.
 #[derive(Clone, PartialEq, Eq)]
 pub struct ToolResult {
-    outcome: Outcome,
+    outcome: Outcome<String>,
     /// Flattened, redacted text of the response.
     pub text: String,
     /// Wall-clock of this call in ms, for the run timeline.
@@ -151,35 +100,23 @@ const MUST_OPEN: &str = "(URL elicitation required: a person must open ";
 impl ToolResult {
     /// The tool ran and answered. False: it refused, errored, or was unreachable.
     pub fn ok(&self) -> bool {
-        matches!(self.outcome, Outcome::Answered)
+        self.outcome.ok()
     }
 
     /// True when the SERVER reported a tool-level error (`isError: true`).
     pub fn is_error(&self) -> bool {
-        matches!(self.outcome, Outcome::ToolError { .. })
+        self.outcome.is_error()
     }
 
     /// What went wrong, exactly when [`ok`](Self::ok) is false (a tool error carries the
     /// tool's own first line).
     pub fn error(&self) -> Option<&str> {
-        match &self.outcome {
-            Outcome::Answered => None,
-            Outcome::ToolError { error }
-            | Outcome::Refused { error, .. }
-            | Outcome::Unreachable { error, .. } => Some(error),
-        }
+        self.outcome.error().map(String::as_str)
     }
 
     /// What the call came to, as a type.
     pub fn kind(&self) -> Kind {
-        match self.outcome {
-            Outcome::Answered => Kind::Answered,
-            Outcome::ToolError { .. } => Kind::ToolError,
-            Outcome::Refused {
-                code, unknown_tool, ..
-            } => Kind::Refused { code, unknown_tool },
-            Outcome::Unreachable { cause, .. } => Kind::Unreachable(cause),
-        }
+        self.outcome.kind()
     }
 
     /// The URLs a person must open before the call can succeed, when the server refused it
@@ -206,7 +143,7 @@ impl ToolResult {
     /// An owned copy of the core's result (borrowed from the call's buffers).
     pub fn from_core(r: &CoreResult<'_>) -> Self {
         ToolResult {
-            outcome: Outcome::of(&r.outcome),
+            outcome: r.outcome.map(str::to_owned),
             text: r.text.to_owned(),
             latency_ms: r.latency_ms,
             raw: r.raw.map(|b| String::from_utf8_lossy(b).into_owned()),
@@ -263,9 +200,8 @@ impl ToolResult {
     /// Rewrites the error of a failed result with `f` (e.g. in a command line's words), its
     /// kind kept; an answered result has no error and stays as it is.
     pub fn reword(&mut self, f: impl FnOnce(&str) -> String) {
-        if let Some(error) = self.outcome.error_mut() {
-            *error = f(error);
-        }
+        let outcome = std::mem::replace(&mut self.outcome, Outcome::Answered);
+        self.outcome = outcome.map(|error| f(&error));
     }
 
     /// An answered call whose output failed a check of the host's (its `outputSchema`):

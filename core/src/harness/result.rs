@@ -1,7 +1,11 @@
-//! `ToolResult`: one [`Outcome`] enum of the four shapes of docs/design.md#result-shapes, with the reference SDK's field
-//! view (`ok`, `is_error`, `error`) derived from it so the fields can never contradict each
-//! other; plus what each shape owes the run: its failover outcome, its ledger record and its
-//! timeline event.
+//! `ToolResult`: one [`Outcome`] enum of the four shapes of docs/design.md#result-shapes,
+//! with the reference SDK's field view (`ok`, `is_error`, `error`) and the [`Kind`] derived
+//! from it so the fields can never contradict each other; plus what each shape owes the run:
+//! its failover outcome, its ledger record and its timeline event.
+//!
+//! [`Outcome`] is generic over how it holds its error text: the core borrows it
+//! (`Outcome<&str>`, no allocation); an adapter that keeps results owns it (`Outcome<String>`)
+//! and reads the same derived view through the same methods.
 //!
 //! A call never panics and never returns `Err`: whatever happened becomes one of
 //! [`ToolResult::answered`], [`ToolResult::tool_error`], [`ToolResult::refused`] or
@@ -59,14 +63,17 @@ impl Kind {
 
 /// The outcome of one call: its shape, and for every shape but `Answered` the (redacted)
 /// error text, so an `ok` result cannot carry an error nor a failed one lack it.
+///
+/// `E` is how the error text is held: `&str` in the core (borrowed from the call's buffers),
+/// an owned string in an adapter that keeps results ([`map`](Self::map) converts).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome<'b> {
+pub enum Outcome<E> {
     /// The tool ran and answered.
     Answered,
     /// The server reported a tool-level error; `error` carries the tool's own words.
     ToolError {
         /// `tool error: <the tool's first line …>`.
-        error: &'b str,
+        error: E,
     },
     /// A JSON-RPC error.
     Refused {
@@ -75,22 +82,79 @@ pub enum Outcome<'b> {
         /// The error says the server does not have the tool.
         unknown_tool: bool,
         /// `JSON-RPC error <code>: <message>`.
-        error: &'b str,
+        error: E,
     },
     /// No answer from a server.
     Unreachable {
         /// Why, as a type.
         cause: Cause,
         /// What happened, said so a person can act on it.
-        error: &'b str,
+        error: E,
     },
 }
 
-/// The outcome of one tool call, as the harness sees it (the reference SDK's `ToolResult`, docs/design.md#result-shapes).
+impl<E> Outcome<E> {
+    /// The reference SDK's `ok`: the tool ran and answered.
+    pub fn ok(&self) -> bool {
+        matches!(self, Outcome::Answered)
+    }
+
+    /// The reference SDK's `isError`: the server reported a tool-level error.
+    pub fn is_error(&self) -> bool {
+        matches!(self, Outcome::ToolError { .. })
+    }
+
+    /// The reference SDK's `error`: present exactly when `ok` is false.
+    pub fn error(&self) -> Option<&E> {
+        match self {
+            Outcome::Answered => None,
+            Outcome::ToolError { error }
+            | Outcome::Refused { error, .. }
+            | Outcome::Unreachable { error, .. } => Some(error),
+        }
+    }
+
+    /// The outcome without its text: what a harness branches on.
+    pub fn kind(&self) -> Kind {
+        match *self {
+            Outcome::Answered => Kind::Answered,
+            Outcome::ToolError { .. } => Kind::ToolError,
+            Outcome::Refused {
+                code, unknown_tool, ..
+            } => Kind::Refused { code, unknown_tool },
+            Outcome::Unreachable { cause, .. } => Kind::Unreachable(cause),
+        }
+    }
+
+    /// The same outcome with its error text converted by `f` (e.g. `map(str::to_owned)` to
+    /// keep a borrowed outcome past its buffers).
+    pub fn map<F>(self, f: impl FnOnce(E) -> F) -> Outcome<F> {
+        match self {
+            Outcome::Answered => Outcome::Answered,
+            Outcome::ToolError { error } => Outcome::ToolError { error: f(error) },
+            Outcome::Refused {
+                code,
+                unknown_tool,
+                error,
+            } => Outcome::Refused {
+                code,
+                unknown_tool,
+                error: f(error),
+            },
+            Outcome::Unreachable { cause, error } => Outcome::Unreachable {
+                cause,
+                error: f(error),
+            },
+        }
+    }
+}
+
+/// The outcome of one tool call, as the harness sees it (the reference SDK's `ToolResult`,
+/// docs/design.md#result-shapes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ToolResult<'b> {
     /// What the call came to.
-    pub outcome: Outcome<'b>,
+    pub outcome: Outcome<&'b str>,
     /// Flattened, redacted text content of the response (empty when there was none).
     pub text: &'b str,
     /// Wall-clock of the call, for the run timeline.
@@ -157,36 +221,25 @@ impl<'b> ToolResult<'b> {
         }
     }
 
-    /// The seed's `ok`: the tool ran and answered.
+    /// The reference SDK's `ok`: the tool ran and answered ([`Outcome::ok`]).
     pub fn ok(&self) -> bool {
-        matches!(self.outcome, Outcome::Answered)
+        self.outcome.ok()
     }
 
-    /// The seed's `isError`: the server reported a tool-level error.
+    /// The reference SDK's `isError`: the server reported a tool-level error
+    /// ([`Outcome::is_error`]).
     pub fn is_error(&self) -> bool {
-        matches!(self.outcome, Outcome::ToolError { .. })
+        self.outcome.is_error()
     }
 
-    /// The seed's `error`: present exactly when `ok` is false.
+    /// The reference SDK's `error`: present exactly when `ok` is false ([`Outcome::error`]).
     pub fn error(&self) -> Option<&'b str> {
-        match self.outcome {
-            Outcome::Answered => None,
-            Outcome::ToolError { error }
-            | Outcome::Refused { error, .. }
-            | Outcome::Unreachable { error, .. } => Some(error),
-        }
+        self.outcome.error().copied()
     }
 
-    /// The outcome as a borrow-free type.
+    /// The outcome as a borrow-free type ([`Outcome::kind`]).
     pub fn kind(&self) -> Kind {
-        match self.outcome {
-            Outcome::Answered => Kind::Answered,
-            Outcome::ToolError { .. } => Kind::ToolError,
-            Outcome::Refused {
-                code, unknown_tool, ..
-            } => Kind::Refused { code, unknown_tool },
-            Outcome::Unreachable { cause, .. } => Kind::Unreachable(cause),
-        }
+        self.outcome.kind()
     }
 
     /// What this attempt means for failover.
@@ -318,6 +371,38 @@ mod tests {
                 error: "tool call timed out"
             })
         );
+    }
+
+    #[test]
+    fn an_outcome_keeps_its_view_whatever_holds_its_text() {
+        let outcomes: [Outcome<&str>; 4] = [
+            Outcome::Answered,
+            Outcome::ToolError {
+                error: "tool error: x",
+            },
+            Outcome::Refused {
+                code: -32602,
+                unknown_tool: false,
+                error: "JSON-RPC error -32602: bad",
+            },
+            Outcome::Unreachable {
+                cause: Cause::HttpStatus(503),
+                error: "HTTP 503",
+            },
+        ];
+        for o in outcomes {
+            let owned = o.map(std::string::String::from);
+            assert_eq!(
+                (owned.ok(), owned.is_error(), owned.kind()),
+                (o.ok(), o.is_error(), o.kind())
+            );
+            assert_eq!(owned.error().map(|e| e.as_str()), o.error().copied());
+            assert_eq!(o.ok(), o.error().is_none());
+            assert_eq!(
+                owned.map(|e| e.len()).error(),
+                o.error().map(|e| e.len()).as_ref()
+            );
+        }
     }
 
     fn tool_error_of(text: &str, cap: usize) -> std::string::String {
