@@ -78,15 +78,15 @@ mod tests {
     use crate::buf::{Sink, VecBuf};
 
     #[test]
-    fn records_read_back_as_written() {
+    fn records_read_back_as_written() -> Result<(), Overflow> {
         let mut arena = VecBuf::with_limit(256);
-        ToolRecord::write_head(&mut arena, b"scan").unwrap();
-        arena.put(b"host\0Mcp-Param-Host\0").unwrap();
-        ToolRecord::write_tail(&mut arena, false, true, false).unwrap();
-        ToolRecord::write_head(&mut arena, b"echo").unwrap();
-        ToolRecord::write_tail(&mut arena, true, false, false).unwrap();
-        ToolRecord::write_head(&mut arena, b"bad").unwrap();
-        ToolRecord::write_tail(&mut arena, false, false, true).unwrap();
+        ToolRecord::write_head(&mut arena, b"scan")?;
+        arena.put(b"host\0Mcp-Param-Host\0")?;
+        ToolRecord::write_tail(&mut arena, false, true, false)?;
+        ToolRecord::write_head(&mut arena, b"echo")?;
+        ToolRecord::write_tail(&mut arena, true, false, false)?;
+        ToolRecord::write_head(&mut arena, b"bad")?;
+        ToolRecord::write_tail(&mut arena, false, false, true)?;
         let a = arena.bytes();
         assert_eq!(
             ToolRecord::find(a, b"scan"),
@@ -104,8 +104,9 @@ mod tests {
                 task_required: false
             })
         );
-        assert_eq!(ToolRecord::find(a, b"bad").unwrap().pairs, None);
+        assert_eq!(ToolRecord::find(a, b"bad").map(|r| r.pairs), Some(None));
         assert_eq!(ToolRecord::find(a, b"nope"), None);
         assert_eq!(ToolRecord::find(a, b"sca"), None);
+        Ok(())
     }
 }
