@@ -1113,6 +1113,7 @@ mod tests {
     #[test]
     fn an_op_stays_small() {
         let call = core::mem::size_of::<Op<'static, SliceBuf<'static>, &'static [u8]>>();
+        println!("Op: {call} bytes");
         assert!(call <= 2624, "an op is {call} bytes, over its cap of 2624");
     }
 }
