@@ -99,17 +99,19 @@ pub trait Net {
     }
     /// Answers a request the server sent on a call's stream ([`Action::Respond`]): POSTs
     /// `answer` (a whole HTTP request) to `ep` beside the call's own connection, best effort;
-    /// the driver races it against about a second. The default opens a fresh connection with
-    /// [`connect`](Self::connect), writes, and reads no more than the status line's first
-    /// bytes.
-    async fn respond(&self, ep: &Endpoint<'_>, answer: &[u8]) {
-        let Ok((mut side, _)) = self.connect(ep, true).await else {
-            return;
-        };
-        if side.write_all(answer).await.is_ok() && side.flush().await.is_ok() {
-            let mut status = [0u8; 64];
-            let _ = side.read(&mut status).await;
-        }
+    /// the driver races it against about a second. The connection is the adapter's to open
+    /// (a fresh one, or one outside its pool): the core opens none. [`post_answer`] writes
+    /// the bytes on it and reads no more than the status line's first bytes.
+    async fn respond(&self, ep: &Endpoint<'_>, answer: &[u8]);
+}
+
+/// Writes `answer` (a whole HTTP request, from [`Net::respond`]) on `conn`, a connection the
+/// adapter opened for it, and reads no more than the first bytes of the status line: the
+/// answer is best effort, its reply is not looked at.
+pub async fn post_answer<C: Read + Write>(mut conn: C, answer: &[u8]) {
+    if conn.write_all(answer).await.is_ok() && conn.flush().await.is_ok() {
+        let mut status = [0u8; 64];
+        let _ = conn.read(&mut status).await;
     }
 }
 

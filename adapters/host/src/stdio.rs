@@ -1052,6 +1052,13 @@ impl<L: Listener> Net for SlotNet<'_, L> {
             slot.listen(target).await;
         }
     }
+
+    async fn respond(&self, ep: &Endpoint<'_>, answer: &[u8]) {
+        // To a stdio server as to a TCP one: on a connection of its own.
+        if let Ok((side, _)) = self.connect(ep, true).await {
+            verifi_mcp_core::drive::post_answer(side, answer).await;
+        }
+    }
 }
 
 #[cfg(test)]

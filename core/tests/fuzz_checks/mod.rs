@@ -848,6 +848,11 @@ mod script {
                 self.0.now.set(at);
             }
         }
+        async fn respond(&self, ep: &Endpoint<'_>, answer: &[u8]) {
+            if let Ok((side, _)) = self.connect(ep, true).await {
+                verifi_mcp_core::drive::post_answer(side, answer).await;
+            }
+        }
     }
 
     pub struct Cellular(pub RefCell<SlotState>);
