@@ -108,7 +108,7 @@ pub trait Net {
 /// Writes `answer` (a whole HTTP request, from [`Net::respond`]) on `conn`, a connection the
 /// adapter opened for it, and reads no more than the first bytes of the status line: the
 /// answer is best effort, its reply is not looked at.
-pub async fn post_answer<C: Read + Write>(mut conn: C, answer: &[u8]) {
+pub async fn post_answer<C: Read + Write>(conn: &mut C, answer: &[u8]) {
     if conn.write_all(answer).await.is_ok() && conn.flush().await.is_ok() {
         let mut status = [0u8; 64];
         let _ = conn.read(&mut status).await;

@@ -261,9 +261,10 @@ impl Net for NetRef {
         }
     }
     async fn respond(&self, ep: &Endpoint<'_>, answer: &[u8]) {
-        if let Ok((side, _)) = self.connect(ep, true).await {
-            drive::post_answer(side, answer).await;
-        }
+        let Ok((mut side, _)) = self.connect(ep, true).await else {
+            return;
+        };
+        drive::post_answer(&mut side, answer).await;
     }
 }
 

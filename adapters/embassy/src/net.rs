@@ -236,9 +236,10 @@ impl<'p, 's, const N: usize> Net for EdgeNet<'p, 's, N> {
 
     async fn respond(&self, ep: &Endpoint<'_>, answer: &[u8]) {
         // A socket of the pool's, fresh, beside the call's own.
-        if let Ok((side, _)) = self.connect_tcp(ep, true, false).await {
-            verifi_mcp_core::drive::post_answer(side, answer).await;
-        }
+        let Ok((mut side, _)) = self.connect_tcp(ep, true, false).await else {
+            return;
+        };
+        verifi_mcp_core::drive::post_answer(&mut side, answer).await;
     }
 }
 

@@ -318,9 +318,10 @@ impl<'e, 'p: 't, 's: 't, 't, R: CryptoRngCore, const N: usize, const K: usize> N
     }
 
     async fn respond(&self, ep: &Endpoint<'_>, answer: &[u8]) {
-        if let Ok((side, _)) = self.connect(ep, true).await {
-            verifi_mcp_core::drive::post_answer(side, answer).await;
-        }
+        let Ok((mut side, _)) = self.connect(ep, true).await else {
+            return;
+        };
+        verifi_mcp_core::drive::post_answer(&mut side, answer).await;
     }
 }
 

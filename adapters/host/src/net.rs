@@ -894,9 +894,10 @@ impl Net for RoutedNet<'_> {
 
     async fn respond(&self, ep: &Endpoint<'_>, answer: &[u8]) {
         // A fresh connection of the pool's, beside the call's own.
-        if let Ok((side, _)) = self.connect(ep, true).await {
-            verifi_mcp_core::drive::post_answer(side, answer).await;
-        }
+        let Ok((mut side, _)) = self.connect(ep, true).await else {
+            return;
+        };
+        verifi_mcp_core::drive::post_answer(&mut side, answer).await;
     }
 }
 
@@ -1006,9 +1007,10 @@ impl Net for HostNet {
     }
 
     async fn respond(&self, ep: &Endpoint<'_>, answer: &[u8]) {
-        if let Ok((side, _)) = self.connect(ep, true).await {
-            verifi_mcp_core::drive::post_answer(side, answer).await;
-        }
+        let Ok((mut side, _)) = self.connect(ep, true).await else {
+            return;
+        };
+        verifi_mcp_core::drive::post_answer(&mut side, answer).await;
     }
 }
 

@@ -1055,9 +1055,10 @@ impl<L: Listener> Net for SlotNet<'_, L> {
 
     async fn respond(&self, ep: &Endpoint<'_>, answer: &[u8]) {
         // To a stdio server as to a TCP one: on a connection of its own.
-        if let Ok((side, _)) = self.connect(ep, true).await {
-            verifi_mcp_core::drive::post_answer(side, answer).await;
-        }
+        let Ok((mut side, _)) = self.connect(ep, true).await else {
+            return;
+        };
+        verifi_mcp_core::drive::post_answer(&mut side, answer).await;
     }
 }
 
