@@ -1054,7 +1054,11 @@ impl<L: Listener> Net for SlotNet<'_, L> {
     }
 
     async fn respond(&self, ep: &Endpoint<'_>, answer: &[u8]) {
-        // To a stdio server as to a TCP one: on a connection of its own.
+        // A TCP server's answer goes as any routed one; a stdio server's on a connection of
+        // its own to the process.
+        if self.stdio_of(ep).is_none() {
+            return self.routed.respond(ep, answer).await;
+        }
         let Ok((mut side, _)) = self.connect(ep, true).await else {
             return;
         };
