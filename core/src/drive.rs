@@ -257,13 +257,19 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
         loop {
             let now = self.net.now();
             // The counter is read in the same hold as the poll, so a change after it is seen
-            // by the wait.
-            let Some((action, generation)) = self.with(|s| {
-                let action = op.poll(s, now);
-                if s.take_changed() {
-                    s.notify();
-                }
-                (action, s.generation())
+            // by the wait. The adapter's closure is called here directly, not through `with`
+            // (about 550 B less flash on the edge), and `step` ends before any await (it would
+            // add 16 bytes to every call's future).
+            let Some((action, generation)) = ({
+                let mut step = None;
+                (self.state)(&mut |s: &mut SlotState| {
+                    let action = op.poll(s, now);
+                    if s.take_changed() {
+                        s.notify();
+                    }
+                    step = Some((action, s.generation()));
+                });
+                step
             }) else {
                 return Action::Done;
             };
