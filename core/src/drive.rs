@@ -245,6 +245,28 @@ impl Timeline for Unmetered {
 }
 
 impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> {
+    /// One transition of `op` with the slot's state in hand: its action, and the slot's
+    /// change counter read in the same hold, so a change after it is seen by a wait. Wakes the
+    /// ops sleeping on the slot when the transition changed it. `None` when the adapter did
+    /// not run the closure. (The adapter's closure is called directly, not through `with`:
+    /// about 550 B less flash on the edge.)
+    fn step<B, Sec, F>(&self, op: &mut Op<'_, B, Sec, F>, now: Millis) -> Option<(Action, u64)>
+    where
+        B: Buf,
+        Sec: AsRef<[u8]>,
+        F: FnMut(Option<(Value<'_>, &[u8])>),
+    {
+        let mut step = None;
+        (self.state)(&mut |s: &mut SlotState| {
+            let action = op.poll(s, now);
+            if s.take_changed() {
+                s.notify();
+            }
+            step = Some((action, s.generation()));
+        });
+        step
+    }
+
     /// Does what `op` asks until it reports an attempt ([`Action::Report`]), becomes a task
     /// ([`Action::TaskStarted`]) or is done ([`Action::Done`]), which it returns. `conn` is
     /// the op's connection between calls.
@@ -256,21 +278,7 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
     {
         loop {
             let now = self.net.now();
-            // The counter is read in the same hold as the poll, so a change after it is seen
-            // by the wait. The adapter's closure is called here directly, not through `with`
-            // (about 550 B less flash on the edge), and `step` ends before any await (it would
-            // add 16 bytes to every call's future).
-            let Some((action, generation)) = ({
-                let mut step = None;
-                (self.state)(&mut |s: &mut SlotState| {
-                    let action = op.poll(s, now);
-                    if s.take_changed() {
-                        s.notify();
-                    }
-                    step = Some((action, s.generation()));
-                });
-                step
-            }) else {
+            let Some((action, generation)) = self.step(op, now) else {
                 return Action::Done;
             };
             let at = op.timeout();
