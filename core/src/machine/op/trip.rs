@@ -93,6 +93,7 @@ where
                         handler,
                         tool,
                         args,
+                        ..
                     } => Body::ToolsCall {
                         id,
                         tool,
