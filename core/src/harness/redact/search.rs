@@ -71,7 +71,14 @@ impl Anchors {
             if let Some(w) = self.first.get_mut(usize::from(x >> 6)) {
                 *w |= 1 << (x & 63);
             }
-            let known = self.pairs.iter().take(self.npairs).any(|&p| p == [x, y]);
+            // Every slot compared (unused ones repeat the first pair): a loop without early
+            // exit over a fixed 16 pairs, which vectorises.
+            let key = u16::from_ne_bytes([x, y]);
+            let known = self.npairs > 0
+                && self
+                    .pairs
+                    .iter()
+                    .fold(false, |k, &p| k | (u16::from_ne_bytes(p) == key));
             if !known {
                 if self.npairs == 0 {
                     self.pairs = [[x, y]; PAIRS];
