@@ -122,7 +122,11 @@ mod tests {
             );
             for _ in 0..2 {
                 for set in [&a[..], &b, &c, &d, &e, &a] {
-                    assert_eq!(in_one_write(&text, set), once(&text, set), "{set:?} at {len}");
+                    assert_eq!(
+                        in_one_write(&text, set),
+                        once(&text, set),
+                        "{set:?} at {len}"
+                    );
                     for s in set {
                         assert!(!in_one_write(&text, set).contains(s), "{s} at {len}");
                     }

@@ -900,8 +900,8 @@ fn build_finders<S: AsRef<[u8]>>(
 }
 
 /// The searchers of the last pattern set seen on this thread (host): a run redacts every reply
-/// with the same secrets, so the anchors, the per-pattern finders and the packed searcher are
-/// built once per thread and set instead of once per reply (the finders cost about 1.2k
+/// with the same secrets, so the per-pattern finders and the packed searcher are built once
+/// per thread and set instead of once per reply (the finders cost about 1.2k
 /// instructions a pattern, the packed searcher tens of thousands). Keyed by the patterns
 /// themselves, compared byte for byte on every use, so a set never gets another set's
 /// searchers. It holds a copy of the patterns, as the packed searcher it keeps does; both are
@@ -913,14 +913,13 @@ mod memo {
     use std::cell::RefCell;
     use std::vec::Vec;
 
-    use super::{Anchors, MAX_FINDERS, Packed, PairFinder, Patterns};
+    use super::{MAX_FINDERS, Packed, PairFinder, Patterns};
 
     /// The last set's patterns and what was built for it so far.
     #[derive(Default)]
     struct Last {
         /// Each pattern as its length (8 bytes, little-endian) then its bytes.
         key: Vec<u8>,
-        anchors: Option<(Anchors, usize)>,
         finders: Option<Option<heapless::Vec<PairFinder, MAX_FINDERS>>>,
         packed: Option<Packed>,
     }
@@ -972,18 +971,6 @@ mod memo {
         .flatten()
     }
 
-    /// [`super::first_bytes`] of `pats`, built once per set.
-    pub(in crate::harness::redact) fn first_bytes<S: AsRef<[u8]>>(
-        pats: &Patterns<'_, S>,
-    ) -> (Anchors, usize) {
-        with(pats, |l| {
-            l.anchors
-                .get_or_insert_with(|| super::first_bytes(pats))
-                .clone()
-        })
-        .unwrap_or_else(|| super::first_bytes(pats))
-    }
-
     /// [`super::build_finders`] of `pats`, built once per set.
     pub(super) fn finders<S: AsRef<[u8]>>(
         pats: &Patterns<'_, S>,
@@ -1004,9 +991,6 @@ mod memo {
         .unwrap_or_else(|| Packed::build(pats))
     }
 }
-
-#[cfg(all(feature = "std", any(target_arch = "x86_64", target_arch = "aarch64")))]
-pub(super) use memo::first_bytes as first_bytes_memo;
 
 pub(super) fn first_bytes<S: AsRef<[u8]>>(pats: &Patterns<'_, S>) -> (Anchors, usize) {
     let mut anchors = Anchors::new();
