@@ -728,7 +728,7 @@ mod request_writing_tests {
 
     #[test]
     fn the_joined_modern_keys_are_the_writers_bytes() {
-        assert!(MODERN_KEYS_PLAIN);
+        const { assert!(MODERN_KEYS_PLAIN) };
         let mut joined = VecBuf::with_limit(4096);
         let mut written = VecBuf::with_limit(4096);
         for bits in 0u8..32 {
