@@ -3,8 +3,8 @@
 //!
 //! Run: `cargo bench -p verifi-mcp-core --bench reply_count -j2 -- 8MiB 100 [peer|copying]`
 //! (size `1KiB`, `64KiB` or `8MiB`, the number of runs, and `peer` to run the
-//! `sse-stream` + `serde_json` pipeline instead of ours, `copying` for our copying path;
-//! prints the mean time per run).
+//! `sse-stream` + `serde_json` pipeline instead of ours, `copying` for our copying path,
+//! `product` for the product's path, [`support::Product`]; prints the mean time per run).
 use std::time::Instant;
 
 mod support;
@@ -24,6 +24,7 @@ fn main() {
         .max(1);
     let mode = args.next();
     let peer = mode.as_deref() == Some("peer");
+    let product = mode.as_deref() == Some("product");
     // `copying`: the text flattened into its own buffer (the edge's way), not in place.
     let in_place = mode.as_deref() != Some("copying");
     let (json, text) = reply_json(size);
@@ -40,8 +41,14 @@ fn main() {
     );
     let body = bytes::Bytes::from(body);
     assert_eq!(rmcp_style(&body), want.len(), "sse-stream text");
+    let mut call = Product::new(&json);
+    assert_eq!(call.call(), want, "the product's text");
     let start = Instant::now();
     for _ in 0..runs {
+        if product {
+            std::hint::black_box(std::hint::black_box(&mut call).call());
+            continue;
+        }
         if peer {
             std::hint::black_box(rmcp_style(std::hint::black_box(&body)));
             continue;

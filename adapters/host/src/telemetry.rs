@@ -20,15 +20,36 @@ pub(crate) fn clean_server(server: &str, secrets: &[Vec<u8>]) -> String {
 /// The target every span and event of the crate carries (filter on it).
 pub const TARGET: &str = "verifi_mcp";
 
+/// An endpoint cleaned ([`clean_server`]) only when a subscriber records it: a call nobody
+/// traces pays nothing for the masking and redaction (the span is disabled, its fields are
+/// never formatted).
+struct CleanServer<'a> {
+    server: &'a str,
+    secrets: &'a [Vec<u8>],
+}
+
+impl std::fmt::Display for CleanServer<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&clean_server(self.server, self.secrets))
+    }
+}
+
 /// The span of one tool call; its `era`, `attempt`, `outcome` and `latency_ms` are recorded
-/// as they become known. `server` is already clean ([`clean_server`]).
-pub(crate) fn call_span(slot: &str, tool: &str, server: &str) -> tracing::Span {
+/// as they become known. `server` is recorded clean ([`clean_server`] with `secrets`), and
+/// cleaned only if the span is recorded at all.
+pub(crate) fn call_span(
+    slot: &str,
+    tool: &str,
+    server: &str,
+    secrets: &[Vec<u8>],
+) -> tracing::Span {
+    let server = CleanServer { server, secrets };
     tracing::info_span!(
         target: TARGET,
         "mcp.call",
         slot,
         tool,
-        server,
+        server = %server,
         era = Empty,
         attempt = 1u64,
         outcome = Empty,

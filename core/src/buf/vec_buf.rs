@@ -57,7 +57,13 @@ impl VecBuf {
         if len > keep {
             self.take_utf8(len)
         } else {
-            String::from_utf8_lossy(self.bytes.get(..len).unwrap_or(&[])).into_owned()
+            // Checked by the vectorised validator and copied (the lossy path's chunk iterator
+            // costs several times more); lossy only for invalid text.
+            let bytes = self.bytes.get(..len).unwrap_or(&[]);
+            match simdutf8::basic::from_utf8(bytes) {
+                Ok(text) => String::from(text),
+                Err(_) => String::from_utf8_lossy(bytes).into_owned(),
+            }
         }
     }
 

@@ -93,6 +93,48 @@ mod tests {
         }
     }
 
+    /// Streams `text` through a redactor for `secrets` in one big write (so the finders or
+    /// the packed searcher are used, from the thread's memo when the set was seen before).
+    fn in_one_write(text: &str, secrets: &[&str]) -> String {
+        let mut out = Out::default();
+        let mut r = Redactor::new(secrets);
+        r.write(text.as_bytes(), &mut out).unwrap();
+        r.finish(&mut out).unwrap();
+        String::from_utf8(out.0).unwrap()
+    }
+
+    #[test]
+    fn searchers_kept_for_one_set_never_serve_another() {
+        let a = ["alpha-secret-0001", "bravo-secret-0002"];
+        let b = ["alpha-secret-0001", "charlie-secret-03"];
+        // Same lengths, different bytes; a prefix; a longer set; a shorter one.
+        let c = ["alpha-secret-0001", "bravo-secret-0003"];
+        let d = ["alpha-secret-0001"];
+        let e = [
+            "alpha-secret-0001",
+            "bravo-secret-0002",
+            "delta-secret-0004",
+        ];
+        for len in [300, 2000] {
+            let pad = "x".repeat(len);
+            let text = std::format!(
+                "{pad} alpha-secret-0001 bravo-secret-0002 charlie-secret-03 bravo-secret-0003 delta-secret-0004 {pad}"
+            );
+            for _ in 0..2 {
+                for set in [&a[..], &b, &c, &d, &e, &a] {
+                    assert_eq!(
+                        in_one_write(&text, set),
+                        once(&text, set),
+                        "{set:?} at {len}"
+                    );
+                    for s in set {
+                        assert!(!in_one_write(&text, set).contains(s), "{s} at {len}");
+                    }
+                }
+            }
+        }
+    }
+
     fn once(text: &str, secrets: &[&str]) -> String {
         let mut out = Out::default();
         redact(text.as_bytes(), secrets, &mut out).unwrap();

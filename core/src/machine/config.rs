@@ -369,22 +369,28 @@ impl TraceContext<'_> {
 
     /// The `traceparent` value of request `id`.
     pub fn traceparent(&self, id: u64) -> [u8; TRACEPARENT_LEN] {
-        const HEX: &[u8; 16] = b"0123456789abcdef";
+        /// `bytes` as lower-case hex at the start of `out`, two digits a byte.
+        fn hex(out: &mut [u8], bytes: &[u8]) {
+            const HEX: &[u8; 16] = b"0123456789abcdef";
+            let digit = |n: u8| HEX.get(usize::from(n)).copied().unwrap_or(b'0');
+            for (pair, &b) in out.chunks_exact_mut(2).zip(bytes) {
+                if let [hi, lo] = pair {
+                    (*hi, *lo) = (digit(b >> 4), digit(b & 15));
+                }
+            }
+        }
+        // Version `00`, then 32 + 16 + 2 hex digits, a `-` between the fields.
         let mut out = [b'-'; TRACEPARENT_LEN];
         let span = self.span_id(id);
-        let bytes = core::iter::once(&0u8)
-            .chain(self.trace_id.iter())
-            .chain(span.iter())
-            .chain(core::iter::once(&self.flags));
-        // Version `00`, then 32 + 16 + 2 hex digits, a `-` between the fields.
-        let mut pos = (0..2).chain(3..35).chain(36..52).chain(53..55);
-        for b in bytes {
-            for nibble in [b >> 4, b & 15] {
-                if let Some(p) = pos.next()
-                    && let Some(slot) = out.get_mut(p)
-                {
-                    *slot = HEX.get(usize::from(nibble)).copied().unwrap_or(b'0');
-                }
+        let fields: [(usize, &[u8]); 4] = [
+            (0, &[0]),
+            (3, &self.trace_id),
+            (36, &span),
+            (53, &[self.flags]),
+        ];
+        for (at, bytes) in fields {
+            if let Some(field) = out.get_mut(at..) {
+                hex(field, bytes);
             }
         }
         out

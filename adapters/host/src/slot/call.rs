@@ -37,8 +37,8 @@ impl SlotHandle {
         on_progress: Option<ProgressObserver<'_>>,
     ) -> ToolResult {
         use tracing::Instrument;
-        let server = crate::telemetry::clean_server(&self.inner.spec.primary, &self.inner.secrets);
-        let span = crate::telemetry::call_span(&self.inner.spec.slot, tool, &server);
+        let (inner, primary) = (&self.inner, &self.inner.spec.primary);
+        let span = crate::telemetry::call_span(&inner.spec.slot, tool, primary, &inner.secrets);
         let r = async {
             let Some(auth) = &self.inner.auth else {
                 let (r, challenge) = self.call_once(tool, json, on_progress, None).await;

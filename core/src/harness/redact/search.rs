@@ -1,6 +1,9 @@
 //! The multi-pattern search engine: the anchors of every pattern, the per-pattern vector
 //! finders and (host) the packed searcher, and the scan that decides which bytes are covered.
 
+#[cfg(all(feature = "std", any(target_arch = "x86_64", target_arch = "aarch64")))]
+extern crate std;
+
 use super::MARKER;
 use super::rule::MIN_SECRET_LEN;
 use crate::buf::{Overflow, Sink};
@@ -71,7 +74,14 @@ impl Anchors {
             if let Some(w) = self.first.get_mut(usize::from(x >> 6)) {
                 *w |= 1 << (x & 63);
             }
-            let known = self.pairs.iter().take(self.npairs).any(|&p| p == [x, y]);
+            // Every slot compared (unused ones repeat the first pair): a loop without early
+            // exit over a fixed 16 pairs, which vectorises.
+            let key = u16::from_ne_bytes([x, y]);
+            let known = self.npairs > 0
+                && self
+                    .pairs
+                    .iter()
+                    .fold(false, |k, &p| k | (u16::from_ne_bytes(p) == key));
             if !known {
                 if self.npairs == 0 {
                     self.pairs = [[x, y]; PAIRS];
@@ -436,6 +446,7 @@ impl<'s, S: AsRef<[u8]>> Patterns<'s, S> {
 /// The vector substring search of the target (a rare pair of the pattern's bytes, verified):
 /// AVX2 when the CPU has it (memchr detects it when its `std` feature is on), else SSE2.
 #[cfg(target_arch = "x86_64")]
+#[derive(Clone, Copy)]
 pub(super) enum PairFinder {
     Avx2(memchr::arch::x86_64::avx2::packedpair::Finder),
     Sse2(memchr::arch::x86_64::sse2::packedpair::Finder),
@@ -510,11 +521,12 @@ pub const FINDERS_FROM: usize = 256;
 /// then a verify), leftmost-longest: one pass over a chunk for all the secrets instead of one
 /// pass per pattern. Host only: it allocates, and picks SSSE3/AVX2 at run time through `std`.
 #[cfg(all(feature = "std", any(target_arch = "x86_64", target_arch = "aarch64")))]
+#[derive(Clone)]
 pub(super) enum Packed {
     /// Not built yet (no write was big enough).
     Untried,
-    /// Built: the searcher and the longest pattern's length.
-    Built(aho_corasick::packed::Searcher, usize),
+    /// Built: the searcher (shared with the thread's [`memo`]) and the longest pattern's length.
+    Built(std::sync::Arc<aho_corasick::packed::Searcher>, usize),
     /// The set is not supported (too many patterns, no SIMD on this CPU): the finders run.
     Unavailable,
 }
@@ -532,7 +544,7 @@ impl Packed {
             longest = longest.max(p.len());
         });
         match builder.build() {
-            Some(searcher) if longest > 0 => Packed::Built(searcher, longest),
+            Some(searcher) if longest > 0 => Packed::Built(std::sync::Arc::new(searcher), longest),
             _ => Packed::Unavailable,
         }
     }
@@ -559,7 +571,7 @@ impl<'s> Finders<'s> {
         #[cfg(feature = "std")]
         {
             if len >= PACKED_FROM && matches!(self.packed, Packed::Untried) {
-                self.packed = Packed::build(pats);
+                self.packed = memo::packed(pats);
             }
             if matches!(self.packed, Packed::Built(..)) {
                 return;
@@ -569,12 +581,21 @@ impl<'s> Finders<'s> {
             return;
         }
         self.tried = true;
-        let mut list = heapless::Vec::new();
-        let mut fits = true;
-        pats.for_each(|p| {
-            fits &= PairFinder::new(p).is_some_and(|f| list.push((f, p)).is_ok());
+        #[cfg(feature = "std")]
+        let built = memo::finders(pats);
+        #[cfg(not(feature = "std"))]
+        let built = build_finders(pats);
+        // The finders in the patterns' order, each with its pattern.
+        self.list = built.map(|finders| {
+            let mut list = heapless::Vec::new();
+            let mut each = finders.iter();
+            pats.for_each(|p| {
+                if let Some(&f) = each.next() {
+                    let _ = list.push((f, p));
+                }
+            });
+            list
         });
-        self.list = fits.then_some(list);
     }
 
     #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
@@ -862,6 +883,113 @@ pub(super) fn scan<S: AsRef<[u8]>>(
         text.put(pos, limit, out)?;
     }
     Ok(())
+}
+
+/// One vector finder per pattern, in the patterns' order; `None` when a pattern has none or
+/// there are more than [`MAX_FINDERS`].
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+fn build_finders<S: AsRef<[u8]>>(
+    pats: &Patterns<'_, S>,
+) -> Option<heapless::Vec<PairFinder, MAX_FINDERS>> {
+    let mut list = heapless::Vec::new();
+    let mut fits = true;
+    pats.for_each(|p| {
+        fits &= PairFinder::new(p).is_some_and(|f| list.push(f).is_ok());
+    });
+    fits.then_some(list)
+}
+
+/// The searchers of the last pattern set seen on this thread (host): a run redacts every reply
+/// with the same secrets, so the per-pattern finders and the packed searcher are built once
+/// per thread and set instead of once per reply (the finders cost about 1.2k
+/// instructions a pattern, the packed searcher tens of thousands). Keyed by the patterns
+/// themselves, compared byte for byte on every use, so a set never gets another set's
+/// searchers. It holds a copy of the patterns, as the packed searcher it keeps does; both are
+/// dropped when another set is used on the thread, or with the thread.
+#[cfg(all(feature = "std", any(target_arch = "x86_64", target_arch = "aarch64")))]
+mod memo {
+    extern crate std;
+
+    use std::cell::RefCell;
+    use std::vec::Vec;
+
+    use super::{MAX_FINDERS, Packed, PairFinder, Patterns};
+
+    /// The last set's patterns and what was built for it so far.
+    #[derive(Default)]
+    struct Last {
+        /// Each pattern as its length (8 bytes, little-endian) then its bytes.
+        key: Vec<u8>,
+        finders: Option<Option<heapless::Vec<PairFinder, MAX_FINDERS>>>,
+        packed: Option<Packed>,
+    }
+
+    std::thread_local! {
+        static LAST: RefCell<Last> = RefCell::new(Last::default());
+    }
+
+    /// True when `key` holds exactly `pats`' patterns, in order.
+    fn holds<S: AsRef<[u8]>>(key: &[u8], pats: &Patterns<'_, S>) -> bool {
+        let mut rest = key;
+        let mut same = true;
+        pats.for_each(|p| {
+            let len = (p.len() as u64).to_le_bytes();
+            let here = rest
+                .strip_prefix(&len[..])
+                .and_then(|r| r.strip_prefix(p))
+                .filter(|_| same);
+            match here {
+                Some(r) => rest = r,
+                None => same = false,
+            }
+        });
+        same && rest.is_empty()
+    }
+
+    /// `f` of this thread's entry for `pats` (made afresh when the set differs from the
+    /// last); `None` when the entry cannot be reached (the thread is ending, or it is in use).
+    fn with<S: AsRef<[u8]>, R>(
+        pats: &Patterns<'_, S>,
+        f: impl FnOnce(&mut Last) -> R,
+    ) -> Option<R> {
+        LAST.try_with(|last| {
+            let mut last = last.try_borrow_mut().ok()?;
+            if !holds(&last.key, pats) {
+                let mut key = Vec::new();
+                pats.for_each(|p| {
+                    key.extend_from_slice(&(p.len() as u64).to_le_bytes());
+                    key.extend_from_slice(p);
+                });
+                *last = Last {
+                    key,
+                    ..Last::default()
+                };
+            }
+            Some(f(&mut last))
+        })
+        .ok()
+        .flatten()
+    }
+
+    /// [`super::build_finders`] of `pats`, built once per set.
+    pub(super) fn finders<S: AsRef<[u8]>>(
+        pats: &Patterns<'_, S>,
+    ) -> Option<heapless::Vec<PairFinder, MAX_FINDERS>> {
+        with(pats, |l| {
+            l.finders
+                .get_or_insert_with(|| super::build_finders(pats))
+                .clone()
+        })
+        .unwrap_or_else(|| super::build_finders(pats))
+    }
+
+    /// [`Packed::build`] of `pats`, built once per set (the searcher is shared).
+    pub(super) fn packed<S: AsRef<[u8]>>(pats: &Patterns<'_, S>) -> Packed {
+        with(pats, |l| {
+            l.packed.get_or_insert_with(|| Packed::build(pats)).clone()
+        })
+        .unwrap_or_else(|| Packed::build(pats))
+    }
 }
 
 pub(super) fn first_bytes<S: AsRef<[u8]>>(pats: &Patterns<'_, S>) -> (Anchors, usize) {

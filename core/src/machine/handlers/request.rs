@@ -189,6 +189,67 @@ pub(crate) struct TraceMeta<'x> {
     pub(crate) progress: Option<u64>,
 }
 
+/// The pieces of [`crate::wire::era::write_meta_keys`] before the capabilities, for
+/// [`crate::wire::era::MODERN_VERSION`]: every 2026 request writes them, and they never change.
+const MODERN_KEY_PARTS: [&[u8]; 7] = [
+    b"\"io.modelcontextprotocol/protocolVersion\":\"",
+    crate::wire::era::MODERN_VERSION.as_bytes(),
+    b"\",\"io.modelcontextprotocol/clientInfo\":{\"name\":\"",
+    crate::wire::era::CLIENT_NAME.as_bytes(),
+    b"\",\"version\":\"",
+    crate::wire::era::SDK_VERSION.as_bytes(),
+    b"\"},\"io.modelcontextprotocol/clientCapabilities\":",
+];
+
+/// True when the three strings in [`MODERN_KEY_PARTS`] need no JSON escaping (what
+/// `write_str_literal` escapes: control bytes, `"` and `\\`), so the parts joined are what
+/// `write_meta_keys` writes. Else the writer is used.
+const MODERN_KEYS_PLAIN: bool = plain(crate::wire::era::MODERN_VERSION.as_bytes())
+    && plain(crate::wire::era::CLIENT_NAME.as_bytes())
+    && plain(crate::wire::era::SDK_VERSION.as_bytes());
+
+/// [`MODERN_KEY_PARTS`] joined, at compile time.
+const MODERN_KEYS: [u8; joined_len(&MODERN_KEY_PARTS)] = join(&MODERN_KEY_PARTS);
+
+/// True when `s` holds no byte a JSON string literal escapes.
+const fn plain(mut s: &[u8]) -> bool {
+    while let [b, rest @ ..] = s {
+        if *b < 0x20 || *b == b'"' || *b == b'\\' {
+            return false;
+        }
+        s = rest;
+    }
+    true
+}
+
+/// The length of `parts` joined.
+const fn joined_len(mut parts: &[&[u8]]) -> usize {
+    let mut n = 0;
+    while let [p, rest @ ..] = parts {
+        n += p.len();
+        parts = rest;
+    }
+    n
+}
+
+/// `parts` joined into an array of [`joined_len`] bytes (a shorter array takes what fits).
+const fn join<const N: usize>(mut parts: &[&[u8]]) -> [u8; N] {
+    let mut out = [0u8; N];
+    let mut free: &mut [u8] = &mut out;
+    while let [p, rest @ ..] = parts {
+        let mut bytes: &[u8] = p;
+        while let [b, more @ ..] = bytes {
+            if let [slot, tail @ ..] = free {
+                *slot = *b;
+                free = tail;
+            }
+            bytes = more;
+        }
+        parts = rest;
+    }
+    out
+}
+
 /// Writes the `_meta` member of a request: the progress token, the trace context and, in the
 /// 2026 era, the era's keys.
 pub(crate) fn write_meta_member(
@@ -220,7 +281,13 @@ pub(crate) fn write_meta_member(
     }
     if let Some(m) = modern {
         out.put(if first { b"" } else { b"," })?;
-        crate::wire::era::write_meta_keys(out, m.version, &m.caps)?;
+        if MODERN_KEYS_PLAIN && m.version == crate::wire::era::MODERN_VERSION {
+            // What `write_meta_keys` writes for this version, in one piece.
+            out.put(&MODERN_KEYS)?;
+            m.caps.write(out)?;
+        } else {
+            crate::wire::era::write_meta_keys(out, m.version, &m.caps)?;
+        }
         if let Some(level) = m.log_level {
             out.put(b",\"io.modelcontextprotocol/logLevel\":\"")?;
             out.put(level.as_str().as_bytes())?;
@@ -657,6 +724,43 @@ mod request_writing_tests {
             )
             .is_some()
         );
+    }
+
+    #[test]
+    fn the_joined_modern_keys_are_the_writers_bytes() {
+        const { assert!(MODERN_KEYS_PLAIN) };
+        let mut joined = VecBuf::with_limit(4096);
+        let mut written = VecBuf::with_limit(4096);
+        for bits in 0u8..32 {
+            let caps = ClientCapabilities {
+                elicitation: bits & 1 != 0,
+                elicitation_url: bits & 2 != 0,
+                roots: bits & 4 != 0,
+                sampling: bits & 8 != 0,
+                tasks: bits & 16 != 0,
+            };
+            for version in [crate::wire::era::MODERN_VERSION, "2099-01-01"] {
+                let m = Modern {
+                    version,
+                    caps,
+                    progress: None,
+                    log_level: None,
+                    params: b"",
+                    args: None,
+                };
+                joined.clear();
+                write_meta_member(&mut joined, Some(&m), None).unwrap();
+                written.clear();
+                written.put(b"\"_meta\":{").unwrap();
+                crate::wire::era::write_meta_keys(&mut written, version, &caps).unwrap();
+                written.put(b"}").unwrap();
+                assert_eq!(
+                    core::str::from_utf8(joined.bytes()).unwrap(),
+                    core::str::from_utf8(written.bytes()).unwrap()
+                );
+            }
+        }
+        assert!(!plain(b"a\"b") && !plain(b"a\\b") && !plain(b"a\nb") && plain(b"1.0.0"));
     }
 
     #[test]
