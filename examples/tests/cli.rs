@@ -356,6 +356,27 @@ fn bench_prints_its_summary_json_as_the_last_line() {
 }
 
 #[test]
+fn a_bearer_token_that_starts_with_a_dash_is_the_value_and_redacted() {
+    // Servers issue base64url tokens, which may start with '-': `--bearer -…` must take it
+    // as the token, not refuse it as an unknown option.
+    let s = server();
+    let token = "-Zk3_tok-5b4a";
+    let o = mcp(&["call", &s.base_url(), "headers", "--bearer", token]);
+    assert_eq!(code(&o), 0, "{}", describe(&o));
+    let v = json_line(stdout(&o).trim());
+    let text = v["text"].as_str().unwrap_or("");
+    assert!(
+        text.lines().any(|l| l == "authorization: [REDACTED]"),
+        "the server got the token and it is redacted: {text}"
+    );
+    assert!(
+        !stdout(&o).contains(token) && !stderr(&o).contains(token),
+        "{}",
+        describe(&o)
+    );
+}
+
+#[test]
 fn header_values_are_sent_and_redacted_everywhere() {
     let s = server();
     let token = "tok-9f8e7d6c5b4a";

@@ -361,7 +361,8 @@ struct Common {
     #[arg(long, value_name = "ID")]
     client_id: Option<String>,
     /// OAuth client secret (or MCP_CLIENT_SECRET), for client_secret_basic/post.
-    #[arg(long, value_name = "SECRET")]
+    // A secret may start with '-' (base64url): taken as the value, not as an option.
+    #[arg(long, value_name = "SECRET", allow_hyphen_values = true)]
     client_secret: Option<String>,
     /// OAuth client private key, PKCS#8 PEM (P-256), for private_key_jwt (ES256).
     #[arg(long, value_name = "FILE")]
@@ -374,7 +375,8 @@ struct Common {
     #[arg(long, value_name = "SCOPES")]
     scope: Option<String>,
     /// A bearer token to send as is (or MCP_BEARER_TOKEN); redacted in any output.
-    #[arg(long, value_name = "TOKEN")]
+    // A token may start with '-' (base64url, as servers issue them): taken as the value.
+    #[arg(long, value_name = "TOKEN", allow_hyphen_values = true)]
     bearer: Option<String>,
     /// Where OAuth tokens are kept: file (default: verifi-mcp/tokens.json in the data
     /// directory, $XDG_DATA_HOME or ~/.local/share; mode 0600), memory (this run only), or a
