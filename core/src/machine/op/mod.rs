@@ -144,8 +144,14 @@ enum Purpose {
     Courtesy,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Stage {
+/// Where an op is. Each state holds what it needs: a round trip holds its purpose, where it
+/// is on the wire, and (once the request is written) the exchange that reads its reply, which
+/// exists nowhere else.
+// The trip is the big state (its exchange holds the reply decoder): without an allocator it
+// cannot be boxed, and the op is the same size as when the exchange sat beside the stage
+// (`an_op_stays_small`).
+#[allow(clippy::large_enum_variant)]
+enum Stage<'o> {
     /// The op's first poll: count the call and pick the first server.
     Start,
     /// A new attempt on `target`: a fresh deadline.
@@ -165,10 +171,13 @@ enum Stage {
     TaskWait {
         at: Millis,
     },
-    /// A round trip for `purpose`; `wire` says where it is.
+    /// A round trip for `purpose`; `wire` says where it is; `exchange` reads the reply
+    /// from the moment the request is written until the trip ends (it owns the head
+    /// storage meanwhile, given back to the op when the trip ends).
     Trip {
         purpose: Purpose,
         wire: Wire,
+        exchange: Option<Exchange<'o>>,
     },
     /// Waiting for a `retry-after` time, then the request again.
     RetryWait {
@@ -250,10 +259,9 @@ pub struct Op<'o, B: Buf, Sec: AsRef<[u8]>, F: FnMut(Option<(Value<'_>, &[u8])>)
     read: &'o mut [u8],
     reply: &'o mut B,
     head: Option<&'o mut [u8]>,
-    exchange: Option<Exchange<'o>>,
     job: Job<'o, B, Sec, F>,
     init: InitHandler,
-    stage: Stage,
+    stage: Stage<'o>,
     target: Target,
     deadline: Deadline,
     /// A best-effort request's own deadline, while one runs.
@@ -479,7 +487,6 @@ where
             read: wire.read,
             reply: wire.reply,
             head: Some(wire.head),
-            exchange: None,
             job,
             init: InitHandler::default(),
             stage: Stage::Start,
@@ -652,8 +659,8 @@ where
 
     /// Where the current round trip is ([`Wire::Idle`] outside a trip).
     fn wire(&self) -> Wire {
-        match self.stage {
-            Stage::Trip { wire, .. } => wire,
+        match &self.stage {
+            Stage::Trip { wire, .. } => *wire,
             _ => Wire::Idle,
         }
     }
@@ -665,12 +672,38 @@ where
         }
     }
 
+    /// The current round trip's exchange, once its request is written.
+    fn exchange(&self) -> Option<&Exchange<'o>> {
+        match &self.stage {
+            Stage::Trip { exchange, .. } => exchange.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// Takes the current round trip's exchange out of it (to feed it beside the op's other
+    /// fields, or to end the trip).
+    fn take_exchange(&mut self) -> Option<Exchange<'o>> {
+        match &mut self.stage {
+            Stage::Trip { exchange, .. } => exchange.take(),
+            _ => None,
+        }
+    }
+
+    /// Puts an exchange (back) into the current round trip; outside a trip it is given up
+    /// and its head storage kept.
+    fn put_exchange(&mut self, x: Exchange<'o>) {
+        match &mut self.stage {
+            Stage::Trip { exchange, .. } => *exchange = Some(x),
+            _ => self.head = Some(x.into_head_storage()),
+        }
+    }
+
     /// Stops reading the end of the reply's framing ([`reading_tail`](Self::reading_tail)):
     /// the answer is handed back and the connection parked with what is left of its framing
     /// ([`Action::Park`]), as when the tail read times out.
     pub fn leave_tail(&mut self) {
         if self.reading_tail() {
-            self.tail = self.exchange.as_ref().and_then(Exchange::take_tail);
+            self.tail = self.exchange().and_then(Exchange::take_tail);
             self.finish_trip(true);
         }
     }
