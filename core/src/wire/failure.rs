@@ -235,6 +235,14 @@ pub enum Failure {
     /// The server refused our protocol version (JSON-RPC `-32022`) twice, or listed none we
     /// speak: its versions (`data.supported`, as it listed them, cut to [`DETAIL_BYTES`]).
     VersionRefused(Detail),
+    /// The server asked for a capability this build leaves out (a cargo feature of the core,
+    /// docs/design.md#capabilities): "this build has no `capability` support: `need`".
+    NotBuilt {
+        /// The capability, as the feature names it (`tasks`, `input`, …).
+        capability: &'static str,
+        /// What needed it, e.g. "the tool requires a task".
+        need: &'static str,
+    },
     /// A call that became a task (the tasks extension) ended without its result.
     Task {
         /// The task's id, as the server gave it.
@@ -331,6 +339,7 @@ impl Failure {
             | Failure::UnexpectedResultType(_)
             | Failure::ToolDropped
             | Failure::NotModern
+            | Failure::NotBuilt { .. }
             | Failure::VersionRefused(_)
             | Failure::EndlessPaging => Cause::Malformed,
             Failure::InputRequired(_) => Cause::InputRequired,
@@ -574,6 +583,12 @@ impl fmt::Display for Failure {
             Failure::NotModern => f.write_str(
                 "the server does not speak the 2026-07-28 protocol, which tasks need",
             ),
+            Failure::NotBuilt { capability, need } => {
+                f.write_str("this build has no ")?;
+                f.write_str(capability)?;
+                f.write_str(" support: ")?;
+                f.write_str(need)
+            }
             Failure::ToolDropped => f.write_str(
                 "the tool's x-mcp-header annotations are invalid, so its server's tool list drops it",
             ),

@@ -84,7 +84,15 @@ impl ProtocolVersion {
     }
 
     /// True for the 2026-07-28 era: `_meta` and `Mcp-*` headers on every request, no session.
+    /// A build with one era (docs/design.md#capabilities) answers for that era whatever the
+    /// version, so the other era's paths fold away.
     pub fn is_modern(self) -> bool {
+        if !cfg!(feature = "era-2025") {
+            return true;
+        }
+        if !cfg!(feature = "era-2026") {
+            return false;
+        }
         self == ProtocolVersion::V2026_07_28
     }
 }
