@@ -51,11 +51,21 @@ pub enum SseError {
 
 impl fmt::Display for SseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        crate::buf::fmt_words(self, f)
+    }
+}
+
+impl crate::buf::Words for SseError {
+    fn words(&self, out: &mut dyn crate::buf::Sink) -> Result<(), crate::buf::Overflow> {
+        use crate::buf::{S, U, say};
         match self {
-            SseError::EventTooLarge { limit } => write!(
-                f,
-                "server-sent event is larger than its cap of {limit} bytes; raise the event \
-                 limit or the reply buffer"
+            SseError::EventTooLarge { limit } => say(
+                out,
+                &[
+                    S("server-sent event is larger than its cap of "),
+                    U(*limit as u64),
+                    S(" bytes; raise the event limit or the reply buffer"),
+                ],
             ),
         }
     }

@@ -493,8 +493,8 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
                 continue;
             };
             let schema = tool.get("inputSchema");
-            let headers = schema
-                .is_some_and(|s| memchr::memmem::find(s.raw(), b"\"x-mcp-header\"").is_some());
+            let headers =
+                schema.is_some_and(|s| crate::buf::find(s.raw(), b"\"x-mcp-header\"").is_some());
             // `annotations.idempotentHint`: a call of it may be sent again after a broken
             // stream (it does no harm twice).
             let idempotent = tool
