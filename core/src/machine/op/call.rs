@@ -195,7 +195,7 @@ where
         // An answer that says the server now speaks the other era (a 4xx ran nothing): its
         // verdict is forgotten and it is probed once more, then the request goes again.
         if let Err(Failure::Status { code, .. }) = &result
-            && self.cfg.era == EraSetting::Auto
+            && self.cfg.era.effective() == EraSetting::Auto
             && !self.era_reprobed
             && era::era_changed(modern, *code, self.reply.bytes())
         {

@@ -915,7 +915,7 @@ where
             }
             Some(Begin::Start { attempt }) => {
                 self.snap = None;
-                match (self.cfg.era, slot.era(self.target)) {
+                match (self.cfg.era.effective(), slot.era(self.target)) {
                     (EraSetting::Legacy, _) | (EraSetting::Auto, Some(false)) => {
                         self.start_initialize(slot, attempt, now)
                     }
@@ -998,14 +998,14 @@ where
         // A 2025-11-25 session with the tasks extension on: the server's list says which
         // tools run only as tasks (`execution.taskSupport: "required"`).
         let session_tasks = !modern
-            && self.cfg.capabilities.tasks
+            && self.cfg.capabilities.tasks_on()
             && self
                 .snap
                 .as_ref()
                 .is_some_and(|s| s.version == ProtocolVersion::V2025_11_25);
         if let Job::Call { handler, .. } = &mut self.job {
             // The tasks extension is declared (and a task taken) in the 2026 era only.
-            handler.tasks = modern && self.cfg.capabilities.tasks;
+            handler.tasks = modern && self.cfg.capabilities.tasks_on();
         }
         if self.tasking == TaskMode::Attach && self.is_call() {
             return self.attached(now);
