@@ -103,10 +103,11 @@ for set in "${core_sets[@]}"; do
   [ -n "$set" ] && args+=(--features "$set")
   # The doc examples speak both eras (the machine's the handshake era): with one era built,
   # the unit and integration tests run, the doc examples do not.
-  case ",$set," in *,era-2025,*) ;; *) args+=(--lib --tests) ;; esac
+  targets=()
+  case ",$set," in *,era-2025,*) ;; *) targets=(--lib --tests) ;; esac
   label="core (no std${set:+, $set})"
   no_std "$label" "${args[@]}"
-  run_tests "$label" "${args[@]}"
+  run_tests "$label" "${args[@]}" "${targets[@]}"
 done
 
 # 2. The edge adapter and the edge integration tests, with the core as the edge has it.

@@ -41,6 +41,13 @@ impl From<Untaken> for Failure {
             Untaken::TextTooLarge(o) => Failure::TooLarge(BufferName::Text, o),
             Untaken::NotAnObject => Failure::Rpc(jsonrpc::RpcDecodeError::NotAnObject),
             Untaken::InputRequired(asked) => Failure::InputRequired(asked),
+            // A task the server started though this build has no tasks (feature `tasks`).
+            Untaken::ResultType(t) if !cfg!(feature = "tasks") && t == "task" => {
+                Failure::NotBuilt {
+                    capability: "tasks",
+                    need: "the tool requires a task",
+                }
+            }
             Untaken::ResultType(t) => Failure::UnexpectedResultType(t),
         }
     }
