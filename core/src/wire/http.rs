@@ -503,7 +503,7 @@ impl Words for HttpError {
                 out,
                 &[
                     S("HTTP response body is larger than its cap of "),
-                    U(*limit as u64),
+                    U(*limit),
                     S(" bytes"),
                 ],
             ),
