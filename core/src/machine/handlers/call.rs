@@ -129,6 +129,10 @@ pub fn write_elicit_answer(
     params: Option<Value<'_>>,
     (policy, handler): (Option<Elicitation>, Option<ElicitHandler<'_>>),
 ) -> Result<(), Overflow> {
+    // A build without input (feature `input`) declines, as a client without a handler.
+    if !cfg!(feature = "input") {
+        return out.put(b"{\"action\":\"decline\"}");
+    }
     if let (Some(handler), Some(params)) = (handler, params) {
         return (handler.0)(params, out);
     }
@@ -303,7 +307,7 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
     /// request that is not an elicitation, requests not keyed by name, or no room.
     fn answer_input(&mut self, result: Value<'_>) -> bool {
         self.text.clear();
-        if self.elicitation.is_none() && self.elicit_with.is_none() {
+        if !cfg!(feature = "input") || (self.elicitation.is_none() && self.elicit_with.is_none()) {
             return false;
         }
         let policy = (self.elicitation, self.elicit_with);
@@ -892,7 +896,10 @@ impl<B: Buf, Sec: AsRef<[u8]>> CallHandler<'_, B, Sec> {
                 let _ = defer;
                 self.take_result(result)
             }
-            Outcome::Error(err) if err.code == jsonrpc::URL_ELICITATION_REQUIRED => {
+            // Without input (feature `input`) it is a refusal, as any other error.
+            Outcome::Error(err)
+                if cfg!(feature = "input") && err.code == jsonrpc::URL_ELICITATION_REQUIRED =>
+            {
                 Ok(self.take_url_elicitation(&err))
             }
             Outcome::Error(err) => {

@@ -16,6 +16,12 @@ where
         purpose: Purpose,
         result: Result<bool, Failure>,
     ) {
+        if let Some(capability) = purpose.not_built() {
+            return self.fail(Failure::NotBuilt {
+                capability,
+                need: "the server asked for it",
+            });
+        }
         match purpose {
             Purpose::Probe { attempt } => self.probe_done(slot, now, attempt, result),
             Purpose::HeaderList => self.header_list_done(slot, now, result),

@@ -142,6 +142,29 @@ enum Purpose {
     Courtesy,
 }
 
+impl Purpose {
+    /// The capability this purpose belongs to, when the build leaves it out
+    /// (docs/design.md#capabilities): a trip for it is never started, and every branch that
+    /// handles one folds away.
+    fn not_built(self) -> Option<&'static str> {
+        match self {
+            Purpose::Probe { .. } if !cfg!(feature = "probe") => Some("probe"),
+            Purpose::HeaderList if !cfg!(feature = "era-2026") => Some("era-2026"),
+            Purpose::TaskGet | Purpose::TaskCancel | Purpose::TaskUpdate | Purpose::TaskResult
+                if !cfg!(feature = "tasks") =>
+            {
+                Some("tasks")
+            }
+            Purpose::Initialize { .. } | Purpose::Initialized { .. } | Purpose::Resume
+                if !cfg!(feature = "era-2025") =>
+            {
+                Some("era-2025")
+            }
+            _ => None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Stage {
     /// The op's first poll: count the call and pick the first server.
@@ -794,6 +817,21 @@ where
                 None
             }
             Stage::Waiting { attempt } => self.waiting(slot, now, attempt),
+            // Stages of a capability the build leaves out are never entered.
+            Stage::TaskSend(_) | Stage::TaskWait { .. } if !cfg!(feature = "tasks") => {
+                self.fail(Failure::NotBuilt {
+                    capability: "tasks",
+                    need: "the tool requires a task",
+                });
+                None
+            }
+            Stage::ResumeWait { .. } if !cfg!(feature = "era-2025") => {
+                self.fail(Failure::NotBuilt {
+                    capability: "era-2025",
+                    need: "the reply stream asked to be resumed",
+                });
+                None
+            }
             Stage::WaitList
                 if slot.listed(self.target) || !slot.listing_elsewhere(self.target, now) =>
             {

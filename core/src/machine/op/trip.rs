@@ -10,6 +10,12 @@ where
     F: FnMut(Option<(Value<'_>, &[u8])>),
 {
     pub(super) fn start_trip(&mut self, purpose: Purpose, now: Millis) {
+        if let Some(capability) = purpose.not_built() {
+            return self.fail(Failure::NotBuilt {
+                capability,
+                need: "the server asked for it",
+            });
+        }
         self.stage = Stage::Trip {
             purpose,
             wire: Wire::Idle,
@@ -32,6 +38,12 @@ where
     /// Writes the request of `purpose` into the request buffer (head and body).
     pub(super) fn write_request(&mut self, purpose: Purpose) -> Result<(), Failure> {
         use crate::machine::handlers::Body;
+        if let Some(capability) = purpose.not_built() {
+            return Err(Failure::NotBuilt {
+                capability,
+                need: "the server asked for it",
+            });
+        }
         let ep = self.cfg.endpoint(self.target).ok_or(Failure::NoResponse)?;
         let snap = self.snap.as_ref();
         let id = self.id;
@@ -420,8 +432,8 @@ where
                 }
                 let mut accept = Accept;
                 let handler: &mut dyn OnMessage = match purpose {
-                    Purpose::Initialize { .. } => &mut self.init,
-                    Purpose::Probe { .. } => &mut self.probe,
+                    Purpose::Initialize { .. } if cfg!(feature = "era-2025") => &mut self.init,
+                    Purpose::Probe { .. } if cfg!(feature = "probe") => &mut self.probe,
                     Purpose::Main
                     | Purpose::Resume
                     | Purpose::HeaderList
