@@ -132,8 +132,9 @@ impl Default for InFlight {
     }
 }
 
-/// The longest task id a call keeps (a longer one is a malformed reply).
-pub const MAX_TASK_ID: usize = 64;
+/// The longest task id a call keeps (a longer one is a malformed reply); none in a build
+/// without tasks (feature `tasks`).
+pub const MAX_TASK_ID: usize = crate::wire::failure::TASK_ID_BYTES;
 
 impl InFlight {
     /// Nothing on the wire.

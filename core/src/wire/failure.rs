@@ -18,6 +18,10 @@ use super::sse::SseError;
 pub use crate::buf::{DETAIL_BYTES, Detail};
 use crate::buf::{I, Overflow, S, Sink, StrSink, U, Words, fmt_words, say, truncated};
 
+/// The longest task id kept (in [`Failure::Task`] and by a call that became a task); none in
+/// a build without tasks (feature `tasks`).
+pub const TASK_ID_BYTES: usize = if cfg!(feature = "tasks") { 64 } else { 0 };
+
 /// Bytes of an HTTP error body kept for the message (after trimming).
 pub const SNIPPET_BYTES: usize = DETAIL_BYTES;
 
@@ -267,7 +271,7 @@ pub enum Failure {
     /// A call that became a task (the tasks extension) ended without its result.
     Task {
         /// The task's id, as the server gave it.
-        id: String<64>,
+        id: String<TASK_ID_BYTES>,
         /// How it ended.
         end: TaskEnd,
     },

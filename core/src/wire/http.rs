@@ -282,8 +282,9 @@ pub enum Framing {
     Empty,
 }
 
-/// The longest `mcp-session-id` kept.
-pub const MAX_SESSION_ID: usize = 256;
+/// The longest `mcp-session-id` kept. Sessions are the handshake era's (feature `era-2025`): a
+/// build without it keeps none (the header is ignored) and holds no room for one.
+pub const MAX_SESSION_ID: usize = if cfg!(feature = "era-2025") { 256 } else { 0 };
 
 /// The parts of a response head a client acts on.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -1087,7 +1088,7 @@ fn parse_head(bytes: &[u8]) -> Result<Option<ResponseHead>, HttpError> {
             content_type = truncated(value);
         } else if name.eq_ignore_ascii_case(b"retry-after") {
             retry_after = RetryAfter::parse(value);
-        } else if name.eq_ignore_ascii_case(b"mcp-session-id") {
+        } else if cfg!(feature = "era-2025") && name.eq_ignore_ascii_case(b"mcp-session-id") {
             session_id = Some(parse_session_id(value)?);
         } else if name.eq_ignore_ascii_case(b"content-length") {
             let n = parse_length(value)?;

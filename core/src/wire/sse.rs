@@ -73,8 +73,14 @@ impl crate::buf::Words for SseError {
 
 impl core::error::Error for SseError {}
 
-/// The longest `id` kept; a longer one makes [`SseDecoder::last_event_id`] `None`.
-pub const MAX_EVENT_ID: usize = 128;
+/// The longest `id` kept; a longer one makes [`SseDecoder::last_event_id`] `None`. Event ids
+/// resume a reply stream, which only the handshake era does (feature `era-2025`): a build
+/// without it keeps none.
+pub const MAX_EVENT_ID: usize = if cfg!(feature = "era-2025") { 128 } else { 0 };
+
+/// The longest `event`, `id` or `retry` value read: an id's cap, and never less than what an
+/// event type (`message`) and a retry delay need.
+const VALUE_BYTES: usize = if MAX_EVENT_ID > 16 { MAX_EVENT_ID } else { 16 };
 
 const BOM: &[u8; 3] = b"\xEF\xBB\xBF";
 
@@ -130,7 +136,7 @@ pub struct SseDecoder {
     line: Line,
     name: [u8; 5],
     /// The value of the current event/id/retry line (values are short; longer ones overflow).
-    value: heapless::Vec<u8, MAX_EVENT_ID>,
+    value: heapless::Vec<u8, VALUE_BYTES>,
     value_over: bool,
     /// The current line's value had a NUL (an `id` with one is ignored, however long).
     value_nul: bool,
