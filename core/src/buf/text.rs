@@ -158,3 +158,10 @@ pub(crate) fn count(mut hay: &[u8], needle: &[u8]) -> usize {
     }
     n
 }
+
+/// `s` split around the first `sep`, as `str::split_once` with a `&str` pattern, without its
+/// two-way searcher (through [`find`]: a fraction of the code on the edge).
+pub(crate) fn split_once_str<'s>(s: &'s str, sep: &str) -> Option<(&'s str, &'s str)> {
+    let i = find(s.as_bytes(), sep.as_bytes())?;
+    Some((s.get(..i)?, s.get(i + sep.len()..)?))
+}

@@ -128,7 +128,8 @@ impl<'a> Endpoint<'a> {
     }
 
     fn parse(s: &'a str, append_mcp: bool) -> Result<Self, EndpointError> {
-        let (scheme_str, rest) = s.split_once("://").ok_or(EndpointError::MissingScheme)?;
+        let (scheme_str, rest) =
+            crate::buf::split_once_str(s, "://").ok_or(EndpointError::MissingScheme)?;
         if scheme_str.is_empty() {
             return Err(EndpointError::MissingScheme);
         }
