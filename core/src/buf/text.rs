@@ -69,8 +69,8 @@ impl<const N: usize> Sink for StrSink<N> {
 
 /// Text said without `core::fmt`: a message written piece by piece (words and numbers) into a
 /// [`Sink`]. The wire's errors and [`crate::wire::failure::Failure`] say themselves this way,
-/// so an edge build that writes a failure's words into its error buffer links none of
-/// `core::fmt`; their `Display` says the same words through [`fmt_words`].
+/// so writing a failure's words into an error buffer needs no `core::fmt` (its formatter and
+/// argument tables are the larger code on the edge); their `Display` says the same words.
 pub trait Words {
     /// Writes the message into `out` (an overflow stops it where it is).
     fn words(&self, out: &mut dyn Sink) -> Result<(), Overflow>;
