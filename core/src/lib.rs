@@ -84,8 +84,9 @@
 //! its state) whose methods run one op each and forward its events to the metering, which
 //! they keep alive while an attempt runs, so that a call's dropped future is still metered.
 //! An adapter implements [`drive::Net`] (open a connection, tell the time, sleep, answer a
-//! server's request on the side) and [`drive::Shared`] (where a slot's state lives, and the
-//! wake-up of ops that wait on it) and owns the buffers; it contains no protocol logic. The
+//! server's request on the side), gives a closure that runs the pump's code with the slot's
+//! state in hand (its own lock or cell: the core has no lock, and ops that wait on the slot
+//! are woken through the state itself) and owns the buffers; it contains no protocol logic. The
 //! reply parser under the machine stays a streaming scanner ([`wire::exchange`]): a reply is
 //! never held whole to be parsed.
 //!

@@ -19,7 +19,7 @@ use verifi_mcp_core::buf::VecBuf;
 mod vec_buf;
 #[cfg(not(feature = "std"))]
 use vec_buf::VecBuf;
-use verifi_mcp_core::drive::{self, CallBuffers, Millis, Net, Shared, SlotConfig, SlotState};
+use verifi_mcp_core::drive::{self, CallBuffers, Millis, Net, SlotConfig, SlotState};
 use verifi_mcp_core::harness::events::{Timeline, TimelineEvent};
 use verifi_mcp_core::harness::meter::{Ledger, LedgerRecord};
 use verifi_mcp_core::wire::endpoint::Endpoint;
@@ -260,19 +260,18 @@ impl Net for NetRef {
             self.0.now.set(at);
         }
     }
+    async fn respond(&self, ep: &Endpoint<'_>, answer: &[u8]) {
+        let Ok((mut side, _)) = self.connect(ep, true).await else {
+            return;
+        };
+        drive::post_answer(&mut side, answer).await;
+    }
 }
 
-struct Cellular(RefCell<SlotState>, Cell<u64>);
-impl Shared<SlotState> for Cellular {
-    fn with<R>(&self, f: impl FnOnce(&mut SlotState) -> R) -> R {
+struct Cellular(RefCell<SlotState>);
+impl Cellular {
+    fn with(&self, f: &mut dyn FnMut(&mut SlotState)) {
         f(&mut self.0.borrow_mut())
-    }
-    fn generation(&self) -> u64 {
-        self.1.get()
-    }
-    async fn changed(&self, _since: u64) {}
-    fn notify(&self) {
-        self.1.set(self.1.get() + 1)
     }
 }
 
@@ -384,10 +383,10 @@ impl Rig {
                 frozen: Cell::new(false),
                 chunk,
             })),
-            state: Cellular(
-                RefCell::new(SlotState::new(ProtocolVersion::DEFAULT, has_fallback)),
-                Cell::new(0),
-            ),
+            state: Cellular(RefCell::new(SlotState::new(
+                ProtocolVersion::DEFAULT,
+                has_fallback,
+            ))),
             ledger: Records::default(),
             events: Events::default(),
         }
@@ -408,13 +407,15 @@ impl Rig {
         let (mut head, mut read) = scratch();
         let mut bufs = call_buffers(&mut head, &mut read);
         let args = Value::parse(args.as_bytes(), JsonLimits::default()).unwrap();
-        let r = embassy_futures::block_on(drive::Driver::new(&self.net, cfg, &self.state).call(
-            (tool, Some(args)),
-            secrets,
-            &mut self.ledger,
-            &mut self.events,
-            &mut bufs,
-        ));
+        let r = embassy_futures::block_on(
+            drive::Driver::new(&self.net, cfg, |f| self.state.with(f)).call(
+                (tool, Some(args)),
+                secrets,
+                &mut self.ledger,
+                &mut self.events,
+                &mut bufs,
+            ),
+        );
         (
             r.ok(),
             r.text.to_string(),
@@ -1034,7 +1035,7 @@ fn list_tools_follows_pages_and_hands_over_redacted_descriptions() {
     let mut bufs = call_buffers(&mut head, &mut read);
     let mut tools = Vec::new();
     embassy_futures::block_on(
-        drive::Driver::new(&rig.net, &c, &rig.state).list_tools_described(
+        drive::Driver::new(&rig.net, &c, |f| rig.state.with(f)).list_tools_described(
             &["hunter2-secret"],
             &mut bufs,
             |name, json| tools.push((name.to_string(), String::from_utf8(json.to_vec()).unwrap())),
@@ -1114,7 +1115,7 @@ fn the_call_future_stays_small() {
         raw: VecBuf::new(0),
     };
     let secrets: &[&str] = &[];
-    let fut = drive::Driver::new(&rig.net, &c, &rig.state).call(
+    let fut = drive::Driver::new(&rig.net, &c, |f| rig.state.with(f)).call(
         ("echo", None),
         secrets,
         &mut rig.ledger,
@@ -1264,11 +1265,13 @@ fn a_safe_request_is_re_sent_once_with_a_new_id() {
     let mut bufs = call_buffers(&mut head, &mut read);
     let mut names = Vec::new();
     let secrets: &[&str] = &[];
-    embassy_futures::block_on(drive::Driver::new(&rig.net, &c, &rig.state).list_tools(
-        secrets,
-        &mut bufs,
-        |n| names.push(n.to_string()),
-    ))
+    embassy_futures::block_on(
+        drive::Driver::new(&rig.net, &c, |f| rig.state.with(f)).list_tools(
+            secrets,
+            &mut bufs,
+            |n| names.push(n.to_string()),
+        ),
+    )
     .unwrap();
     assert_eq!(names, ["echo"]);
     let ids: Vec<u64> = rpc_methods(&rig)
@@ -1467,7 +1470,9 @@ fn nothing_goes_to_a_dead_server_at_close() {
         error: VecBuf::new(1024),
         raw: VecBuf::new(0),
     };
-    embassy_futures::block_on(drive::Driver::new(&rig.net, &c, &rig.state).close(&mut bufs));
+    embassy_futures::block_on(
+        drive::Driver::new(&rig.net, &c, |f| rig.state.with(f)).close(&mut bufs),
+    );
     let after: Vec<u16> = rig.net.0.attempted.borrow()[before..].to_vec();
     assert!(
         !after.contains(&9001),
@@ -1536,7 +1541,7 @@ fn a_dropped_call_is_metered_and_says_which_request_to_cancel() {
     let mut bufs = call_buffers(&mut head, &mut read);
     let secrets: &[&str] = &[];
     {
-        let fut = drive::Driver::new(&rig.net, &c, &rig.state).call(
+        let fut = drive::Driver::new(&rig.net, &c, |f| rig.state.with(f)).call(
             ("scan", None),
             secrets,
             &mut rig.ledger,

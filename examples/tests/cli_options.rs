@@ -10,6 +10,7 @@ fn mcp(args: &[&str]) -> Output {
     // Each call is bounded by the client's own --timeout-ms (set below) and the loopback box.
     Command::new(env!("CARGO_BIN_EXE_mcp"))
         .args(args)
+        .env("MCP_TOKEN_STORE", "memory")
         .args(["--timeout-ms", "20000"])
         .output()
         .expect("run mcp")

@@ -123,6 +123,7 @@ fn server_group(parent: u32, members: usize) -> u32 {
 fn spawn(args: &[&str]) -> Child {
     Command::new(MCP)
         .args(args)
+        .env("MCP_TOKEN_STORE", "memory")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -321,6 +322,7 @@ fn with_closed_stdout(args: &[&str]) -> (Option<i32>, String) {
     drop(r);
     let mut child = Command::new(MCP)
         .args(args)
+        .env("MCP_TOKEN_STORE", "memory")
         .stdin(Stdio::null())
         .stdout(w)
         .stderr(Stdio::piped())

@@ -183,7 +183,7 @@ fn a_login_is_kept_and_later_runs_use_it_without_a_browser() {
 
 /// Runs `mcp ARGS`, waits until `ready`, sends `sig`, and returns the exit code and stderr.
 fn interrupted(args: &[&str], ready: impl Fn() -> bool, sig: &str) -> (Option<i32>, String) {
-    let mut child = Command::new(support::mcp_bin())
+    let mut child = support::mcp_command()
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::null())

@@ -9,7 +9,7 @@ mod support;
 use std::time::Duration;
 
 use serde_json::json;
-use support::{CHECK_BOUND, Peer, PeerKind, context, mcp_bin, run_bounded, with_timeout};
+use support::{CHECK_BOUND, Peer, PeerKind, context, run_bounded, with_timeout};
 use verifi_mcp_host::{EraSetting, Options};
 use verifi_mcp_tests::hostile::{
     HostileServer, Request, Responder, Step, http_response, json_response, rpc_result,
@@ -73,7 +73,7 @@ fn a_modern_only_server_works_with_no_flag_from_the_library_and_the_command_line
     assert_eq!(eras.len(), 1);
     assert_eq!(eras[0].value()["era"], "2026-07-28");
 
-    let out = std::process::Command::new(mcp_bin())
+    let out = support::mcp_command()
         .args(["call", &server.base_url(), "echo", r#"{"text":"y"}"#])
         .output()
         .expect("run mcp");
@@ -82,7 +82,7 @@ fn a_modern_only_server_works_with_no_flag_from_the_library_and_the_command_line
     assert_eq!(v["text"], "modern only");
     // --era legacy never probes: the modern-only server refuses initialize, and the error
     // names the status.
-    let out = std::process::Command::new(mcp_bin())
+    let out = support::mcp_command()
         .args(["call", &server.base_url(), "echo", "--era", "legacy"])
         .output()
         .expect("run mcp");

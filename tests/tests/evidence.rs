@@ -10,7 +10,7 @@ mod support;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use support::{CHECK_BOUND, context, mcp_bin, run_bounded};
+use support::{CHECK_BOUND, context, run_bounded};
 use verifi_mcp_host::{ElicitAnswer, EraSetting, Kind, LogLevel, OnElicit, Options};
 use verifi_mcp_tests::hostile::{
     HostileServer, Request, Step, http_response, json_response, rpc_result, sse_response,
@@ -281,7 +281,7 @@ fn the_harness_trace_parent_and_state_are_honoured() {
 #[test]
 fn the_command_line_takes_traceparent_from_the_environment() {
     let server = server_of(false);
-    let out = std::process::Command::new(mcp_bin())
+    let out = support::mcp_command()
         .args(["call", &server.base_url(), "echo", r#"{"text":"y"}"#])
         .env(
             "TRACEPARENT",
@@ -378,7 +378,7 @@ fn server_log_messages_at_or_above_the_level_are_kept_redacted_in_the_run_log() 
 #[test]
 fn the_command_line_prints_server_logs_on_stderr() {
     let server = server_of(false);
-    let out = std::process::Command::new(mcp_bin())
+    let out = support::mcp_command()
         .args([
             "call",
             &server.base_url(),
@@ -395,7 +395,7 @@ fn the_command_line_prints_server_logs_on_stderr() {
         "{stderr}"
     );
     assert!(!stderr.contains("disk almost full"), "{stderr}");
-    let out = std::process::Command::new(mcp_bin())
+    let out = support::mcp_command()
         .args(["call", &server.base_url(), "noisy"])
         .output()
         .expect("run mcp");
@@ -506,7 +506,7 @@ fn a_url_elicitation_required_refusal_names_the_url_a_person_must_open() {
     }
     // The command line prints it, and the call exits 1.
     let server = server_of(false);
-    let out = std::process::Command::new(mcp_bin())
+    let out = support::mcp_command()
         .args(["call", &server.base_url(), "needs_url"])
         .output()
         .expect("run mcp");

@@ -430,11 +430,10 @@ fn the_command_line_writes_a_lock_and_refuses_a_changed_tool_with_it() {
 /// `mcp batch URL ARGS…` with one `echo` call on stdin.
 fn batch(url: &str, extra: &[&str]) -> std::process::Output {
     use std::io::Write;
-    use std::process::{Command, Stdio};
-    let mut child = Command::new(support::mcp_bin())
+    use std::process::Stdio;
+    let mut child = support::mcp_command()
         .args(["batch", url, "--era", "legacy"])
         .args(extra)
-        .env("MCP_TOKEN_STORE", "memory")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

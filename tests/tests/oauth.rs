@@ -8,7 +8,7 @@
 
 mod support;
 
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
@@ -531,7 +531,7 @@ fn mcp_cli_authorization_code_auto_approved_through_a_proxy_and_by_a_person() {
 
     // A server that wants a person: the command prints the URL and waits for the browser.
     let p = peer("person");
-    let mut child = Command::new(support::mcp_bin())
+    let mut child = support::mcp_command()
         .args([
             "call",
             &p.mcp,
@@ -540,7 +540,6 @@ fn mcp_cli_authorization_code_auto_approved_through_a_proxy_and_by_a_person() {
             "--exact-url",
         ])
         .args(["--client-id", "code", "--auth-flow", "authorization-code"])
-        .env("MCP_TOKEN_STORE", "memory")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

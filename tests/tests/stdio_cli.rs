@@ -6,7 +6,7 @@
 mod support;
 
 use std::io::Write;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -255,7 +255,7 @@ fn an_exited_child_is_an_unreachable_server_with_its_status_and_stderr() {
 #[test]
 fn a_batch_uses_one_child_and_one_handshake() {
     let server = fault("plain");
-    let mut child = Command::new(support::mcp_bin())
+    let mut child = support::mcp_command()
         .args(["batch", "--stdio", &server, "--concurrency", "4"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -301,7 +301,7 @@ fn a_batch_uses_one_child_and_one_handshake() {
 #[test]
 fn a_line_without_a_newline_is_capped_and_memory_stays_bounded() {
     let server = fault("long-line");
-    let mut child = Command::new(support::mcp_bin())
+    let mut child = support::mcp_command()
         .args(["call", "--stdio", &server, "echo", "text=x"])
         .env("FAULT_BYTES", (40u64 << 20).to_string())
         .stdin(Stdio::null())

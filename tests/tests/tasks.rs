@@ -75,7 +75,7 @@ fn a_task_required_tool_returns_its_result_and_runs_once() {
     assert_eq!(ledger.tool_calls, 1);
     assert_eq!(ledger.evidence_bytes, r.text.len() as u64);
     // The command line is transparent too.
-    let out = Command::new(mcp_bin())
+    let out = support::mcp_command()
         .args([
             "call",
             peer.base_url(),
@@ -701,6 +701,7 @@ fn on_a_terminal(args: &str) -> String {
     let out = Command::new("script")
         .args(["-qfec", &line, "/dev/null"])
         .env("NO_COLOR", "1")
+        .env("MCP_TOKEN_STORE", "memory")
         .stdin(Stdio::null())
         .output()
         .unwrap_or_else(|e| panic!("`script` (util-linux) is needed for this test: {e}"));

@@ -233,6 +233,14 @@ impl<'p, 's, const N: usize> Net for EdgeNet<'p, 's, N> {
     async fn sleep_until(&self, at: Millis) {
         Timer::at(Instant::from_millis(at)).await
     }
+
+    async fn respond(&self, ep: &Endpoint<'_>, answer: &[u8]) {
+        // A socket of the pool's, fresh, beside the call's own.
+        let Ok((mut side, _)) = self.connect_tcp(ep, true, false).await else {
+            return;
+        };
+        verifi_mcp_core::drive::post_answer(&mut side, answer).await;
+    }
 }
 
 impl<'p, 's, const N: usize> EdgeNet<'p, 's, N> {

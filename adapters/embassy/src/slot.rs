@@ -144,7 +144,7 @@ impl<'a> EdgeSlot<'a> {
         bufs: &'b mut CallBuffers<'_, B>,
     ) -> ToolResult<'b> {
         let (mut ledger, mut timeline) = self.sinks();
-        let result = drive::Driver::new(net, &self.config, &self.state)
+        let result = drive::Driver::new(net, &self.config, |f| self.state.with(f))
             .call(
                 (tool, args),
                 &self.secrets,
@@ -172,7 +172,7 @@ impl<'a> EdgeSlot<'a> {
         bufs: &mut CallBuffers<'_, B>,
         on_tool: impl FnMut(&str) + Send,
     ) -> Result<(), ListError> {
-        drive::Driver::new(net, &self.config, &self.state)
+        drive::Driver::new(net, &self.config, |f| self.state.with(f))
             .list_tools(&self.secrets, bufs, on_tool)
             .await
     }
@@ -246,7 +246,7 @@ impl<'a> EdgeSlot<'a> {
 
     /// Best-effort DELETE of the slot's open sessions (end of run).
     pub async fn close<N: Net, B: Buf>(&self, net: &N, bufs: &mut CallBuffers<'_, B>) {
-        drive::Driver::new(net, &self.config, &self.state)
+        drive::Driver::new(net, &self.config, |f| self.state.with(f))
             .close(bufs)
             .await
     }

@@ -316,6 +316,13 @@ impl<'e, 'p: 't, 's: 't, 't, R: CryptoRngCore, const N: usize, const K: usize> N
     async fn sleep_until(&self, at: Millis) {
         self.net.sleep_until(at).await
     }
+
+    async fn respond(&self, ep: &Endpoint<'_>, answer: &[u8]) {
+        let Ok((mut side, _)) = self.connect(ep, true).await else {
+            return;
+        };
+        verifi_mcp_core::drive::post_answer(&mut side, answer).await;
+    }
 }
 
 /// One TLS connection: the TLS state over a lent TCP socket and a lent buffer set. Dropping it

@@ -891,6 +891,14 @@ impl Net for RoutedNet<'_> {
     fn parks_tails(&self) -> bool {
         true
     }
+
+    async fn respond(&self, ep: &Endpoint<'_>, answer: &[u8]) {
+        // A fresh connection of the pool's, beside the call's own.
+        let Ok((mut side, _)) = self.connect(ep, true).await else {
+            return;
+        };
+        verifi_mcp_core::drive::post_answer(&mut side, answer).await;
+    }
 }
 
 /// How long after its answer the end of a parked reply may come before the next request on
@@ -996,6 +1004,13 @@ impl Net for HostNet {
 
     async fn sleep_until(&self, at: Millis) {
         self.sleep_until_ms(at).await;
+    }
+
+    async fn respond(&self, ep: &Endpoint<'_>, answer: &[u8]) {
+        let Ok((mut side, _)) = self.connect(ep, true).await else {
+            return;
+        };
+        verifi_mcp_core::drive::post_answer(&mut side, answer).await;
     }
 }
 

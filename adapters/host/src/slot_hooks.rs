@@ -11,7 +11,7 @@ use std::borrow::Cow;
 use std::future::Future;
 use std::time::Duration;
 
-use verifi_mcp_core::drive::{ProgressObserver, Shared};
+use verifi_mcp_core::drive::ProgressObserver;
 use verifi_mcp_core::harness::failover::Target;
 use verifi_mcp_core::wire::endpoint::Endpoint;
 use verifi_mcp_core::wire::era::EraSetting;

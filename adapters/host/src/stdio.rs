@@ -1052,6 +1052,18 @@ impl<L: Listener> Net for SlotNet<'_, L> {
             slot.listen(target).await;
         }
     }
+
+    async fn respond(&self, ep: &Endpoint<'_>, answer: &[u8]) {
+        // A TCP server's answer goes as any routed one; a stdio server's on a connection of
+        // its own to the process.
+        if self.stdio_of(ep).is_none() {
+            return self.routed.respond(ep, answer).await;
+        }
+        let Ok((mut side, _)) = self.connect(ep, true).await else {
+            return;
+        };
+        verifi_mcp_core::drive::post_answer(&mut side, answer).await;
+    }
 }
 
 #[cfg(test)]

@@ -24,6 +24,15 @@
 //! [`Metering::finish`](super::Metering::finish)). A server's request on a call's stream
 //! is an action, not an event ([`Action::Respond`](super::Action::Respond)): the adapter
 //! answers it.
+//!
+//! Progress and log notifications are not events either: the call's reply handler hands each
+//! to the slot's observers ([`SlotConfig::on_progress`](super::SlotConfig::on_progress),
+//! [`SlotConfig::on_log`](super::SlotConfig::on_log)) redacted, the moment it is parsed, so
+//! the caller sees it while the call runs. As an event it would have to wait in the op,
+//! unescaped and redacted, until the adapter polled it (a message of up to
+//! [`MAX_PROGRESS_MESSAGE`](super::MAX_PROGRESS_MESSAGE) bytes and its numbers: about 300
+//! bytes more in every op, which stays under 2 624), and the reply parser would have to stop
+//! after each one so that several in one read are not lost.
 
 use crate::harness::failover::{AttemptOutcome, Target};
 

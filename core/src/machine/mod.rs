@@ -20,7 +20,9 @@
 //! The slot's state is shared by every op of the slot and passed in to [`Op::poll`] only, so
 //! an adapter holds its lock for one short transition, never across I/O or parsing. An op that
 //! finds another op's handshake under way waits ([`Action::Sleep`] with `slot: true`); the
-//! state says when a handshake ended ([`SlotState::take_changed`]) so the adapter wakes them.
+//! state says when a handshake ended ([`SlotState::take_changed`]) so the adapter wakes them;
+//! it keeps its own change counter and the sleepers' wakers ([`SlotState::notify`],
+//! [`SlotState::changed_since`]), so waiting needs no lock of the core's.
 //!
 //! The reply parser stays the streaming scanner of [`crate::wire`]: a reply is parsed as it
 //! arrives into caller buffers with caps, never held whole.
@@ -95,6 +97,7 @@ pub mod listen;
 mod metering;
 mod op;
 mod tools;
+mod waiters;
 
 pub use config::{
     CallBuffers, ElicitHandler, Elicitation, InFlight, LogLevel, LogMessage, LogObserver,
@@ -108,6 +111,8 @@ pub use handlers::write_elicit_answer as answer_elicitation;
 pub use handlers::{Answered, ListError, ListItem, MethodError};
 pub use metering::{Metering, Settled, Tasking};
 pub use op::{Action, Answer, Op, Report};
+pub use waiters::MAX_WAITERS;
+use waiters::Waiters;
 
 use crate::harness::failover::{FailoverState, Target};
 use crate::wire::jsonrpc::ProtocolVersion;
@@ -175,6 +180,8 @@ pub struct SlotState {
     tools_list_changed: bool,
     /// The `ttlMs` of the last `tools/list` read (2026 era), until the adapter takes it.
     tools_ttl_ms: Option<u64>,
+    /// The change counter and the wakers of ops sleeping on the slot.
+    waiters: Waiters,
 }
 
 /// Bytes kept per server for its tools' `x-mcp-header` annotations (tools without any take
@@ -206,6 +213,7 @@ impl SlotState {
             annotations: [heapless::Vec::new(), heapless::Vec::new()],
             tools_list_changed: false,
             tools_ttl_ms: None,
+            waiters: Waiters::default(),
         }
     }
 
@@ -331,9 +339,32 @@ impl SlotState {
     }
 
     /// True once after a handshake ended: the adapter then wakes the ops that sleep on the
-    /// slot ([`Action::Sleep`] with `slot: true`).
+    /// slot ([`Action::Sleep`] with `slot: true`), with [`notify`](Self::notify) or its own
+    /// means.
     pub fn take_changed(&mut self) -> bool {
         core::mem::take(&mut self.changed)
+    }
+
+    /// The slot's change counter, which [`notify`](Self::notify) bumps: read it in the same
+    /// hold of the state as the [`Op::poll`] that said [`Action::Sleep`], then wait with
+    /// [`changed_since`](Self::changed_since).
+    pub fn generation(&self) -> u64 {
+        self.waiters.generation()
+    }
+
+    /// Bumps the change counter and wakes every op registered with
+    /// [`changed_since`](Self::changed_since) (call it when [`take_changed`](Self::take_changed)
+    /// was true).
+    pub fn notify(&mut self) {
+        self.waiters.notify();
+    }
+
+    /// True when the slot changed since the counter read `since`; else keeps `waker` (a few
+    /// are kept, [`MAX_WAITERS`]; past that all are woken to make room) for the next
+    /// [`notify`](Self::notify). A change between the read and this call is never lost: both
+    /// happen with the state in hand.
+    pub fn changed_since(&mut self, since: u64, waker: &core::task::Waker) -> bool {
+        self.waiters.changed_since(since, waker)
     }
 
     /// True once after a server said `notifications/tools/list_changed` on a call's stream

@@ -743,7 +743,7 @@ mod script {
     use std::cell::{Cell, RefCell};
     use std::rc::Rc;
 
-    use verifi_mcp_core::drive::{Millis, Net, Shared, SlotState};
+    use verifi_mcp_core::drive::{Millis, Net, SlotState};
     use verifi_mcp_core::wire::endpoint::Endpoint;
     use verifi_mcp_core::wire::failure::ConnectError;
 
@@ -848,19 +848,18 @@ mod script {
                 self.0.now.set(at);
             }
         }
+        async fn respond(&self, ep: &Endpoint<'_>, answer: &[u8]) {
+            let Ok((mut side, _)) = self.connect(ep, true).await else {
+                return;
+            };
+            verifi_mcp_core::drive::post_answer(&mut side, answer).await;
+        }
     }
 
-    pub struct Cellular(pub RefCell<SlotState>, pub Cell<u64>);
-    impl Shared<SlotState> for Cellular {
-        fn with<R>(&self, f: impl FnOnce(&mut SlotState) -> R) -> R {
+    pub struct Cellular(pub RefCell<SlotState>);
+    impl Cellular {
+        pub fn with(&self, f: &mut dyn FnMut(&mut SlotState)) {
             f(&mut self.0.borrow_mut())
-        }
-        fn generation(&self) -> u64 {
-            self.1.get()
-        }
-        async fn changed(&self, _since: u64) {}
-        fn notify(&self) {
-            self.1.set(self.1.get() + 1)
         }
     }
 }
@@ -912,10 +911,10 @@ fn exchange_run(reply: &[u8], chunk: usize) -> CallOutcome {
         now: Cell::new(1_000),
         calls: Cell::new(0),
     }));
-    let state = script::Cellular(
-        RefCell::new(SlotState::new(ProtocolVersion::DEFAULT, false)),
-        Cell::new(0),
-    );
+    let state = script::Cellular(RefCell::new(SlotState::new(
+        ProtocolVersion::DEFAULT,
+        false,
+    )));
     let ep = Endpoint::parse_base("http://127.0.0.1:9/").expect("endpoint");
     let headers = [("authorization", EXCHANGE_HEADER)];
     let mut cfg = SlotConfig::new("fuzz", ep, "http://127.0.0.1:9/");
@@ -942,7 +941,7 @@ fn exchange_run(reply: &[u8], chunk: usize) -> CallOutcome {
     let args = Value::parse(br#"{"command":"id"}"#, JsonLimits::default()).expect("args");
     let mut records = Records(Vec::new());
     let mut events = Events(Vec::new());
-    let r = embassy_futures::block_on(drive::Driver::new(&net, &cfg, &state).call(
+    let r = embassy_futures::block_on(drive::Driver::new(&net, &cfg, |f| state.with(f)).call(
         ("run_command", Some(args)),
         &secrets,
         &mut records,

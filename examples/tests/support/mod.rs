@@ -22,8 +22,13 @@ pub fn run_exe(exe: &str, args: &[&str], stdin: &str, env: &[(&str, &str)]) -> O
     run_command(cmd, stdin)
 }
 
-/// Runs `cmd` with `stdin`, killed at [`DEADLINE`].
+/// Runs `cmd` with `stdin`, killed at [`DEADLINE`]. Tokens stay in memory
+/// (`MCP_TOKEN_STORE=memory`) unless `cmd` says otherwise: a test never reads or writes the
+/// logins in the home of whoever runs it.
 pub fn run_command(mut cmd: Command, stdin: &str) -> Output {
+    if !cmd.get_envs().any(|(k, _)| k == "MCP_TOKEN_STORE") {
+        cmd.env("MCP_TOKEN_STORE", "memory");
+    }
     let exe = format!("{:?}", cmd.get_program());
     let args: Vec<_> = cmd.get_args().map(|a| a.to_owned()).collect();
     cmd.stdin(Stdio::piped())

@@ -543,13 +543,19 @@ pub fn mcp_bin() -> PathBuf {
     bin
 }
 
+/// A `Command` for `mcp` that keeps tokens in memory: a test never reads or writes the
+/// logins in the home of whoever runs it. Every test that runs `mcp` starts from this.
+#[allow(dead_code)]
+pub fn mcp_command() -> Command {
+    let mut cmd = Command::new(mcp_bin());
+    cmd.env("MCP_TOKEN_STORE", "memory");
+    cmd
+}
+
 /// `mcp ARGS…`: its exit code and its JSON result (the test fails if stdout is not JSON).
 #[allow(dead_code)]
 pub fn mcp_json(args: &[&str]) -> (Option<i32>, serde_json::Value) {
-    let out = Command::new(mcp_bin())
-        .args(args)
-        .output()
-        .expect("run mcp");
+    let out = mcp_command().args(args).output().expect("run mcp");
     let v = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
     (out.status.code(), v)
@@ -559,7 +565,7 @@ pub fn mcp_json(args: &[&str]) -> (Option<i32>, serde_json::Value) {
 /// OAuth, the missing-peer policy) and keeping tokens in memory; killed with a failure if it
 /// overruns `bound`.
 pub fn run_mcp(args: &[&str], env: &[(&str, &str)], bound: Duration) -> std::process::Output {
-    let mut cmd = Command::new(mcp_bin());
+    let mut cmd = mcp_command();
     cmd.args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -578,9 +584,7 @@ pub fn run_mcp(args: &[&str], env: &[(&str, &str)], bound: Duration) -> std::pro
     ] {
         cmd.env_remove(v);
     }
-    // Tokens in memory unless a test says otherwise: a test never reads or writes the
-    // logins in the home of whoever runs it.
-    cmd.env("MCP_TOKEN_STORE", "memory");
+    // Tokens in memory (from `mcp_command`) unless `env` says otherwise.
     for (k, v) in env {
         cmd.env(k, v);
     }

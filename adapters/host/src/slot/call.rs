@@ -145,7 +145,7 @@ impl SlotHandle {
         };
         net.alarm = Some(&alarm);
         let state = &self.inner.state;
-        let (r, started) = drive::Driver::new(&net, &cfg, state)
+        let (r, started) = drive::Driver::new(&net, &cfg, |f| state.with(f))
             .tool_call(
                 (tool, args),
                 (how, &secrets[..]),
@@ -161,10 +161,7 @@ impl SlotHandle {
         }
         // A server that said its tools changed (on this call's stream): the list is fetched
         // again before the next call.
-        let list_changed = {
-            use verifi_mcp_core::drive::Shared;
-            state.with(SlotState::take_tools_list_changed)
-        };
+        let list_changed = { state.with(SlotState::take_tools_list_changed) };
         if list_changed {
             lock(&self.inner.integrity).stale = true;
         }

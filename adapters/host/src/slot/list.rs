@@ -51,7 +51,7 @@ impl SlotHandle {
         let mut tools = ListCollector::new(self.inner.run.options.reply_cap);
         // Which server answered: the core says (the fallback when the list started there or
         // restarted there after a primary failure).
-        let answered_by = drive::Driver::new(&net, &cfg, &self.inner.state)
+        let answered_by = drive::Driver::new(&net, &cfg, |f| self.inner.state.with(f))
             .list(ListMethod::Tools, &secrets, &mut bufs, |item| {
                 tools.take(item)
             })
@@ -86,10 +86,7 @@ impl SlotHandle {
         *lock(&self.inner.output_schemas) = schemas;
         // A 2026 list says how long it may be kept: fetched again, when it is up, before the
         // next call.
-        let ttl = {
-            use verifi_mcp_core::drive::Shared;
-            self.inner.state.with(SlotState::take_tools_ttl_ms)
-        };
+        let ttl = { self.inner.state.with(SlotState::take_tools_ttl_ms) };
         lock(&self.inner.integrity).expires = ttl.map(|ms| {
             std::time::Instant::now()
                 + std::time::Duration::from_millis(ms.min(u64::from(u32::MAX)))
@@ -169,7 +166,7 @@ impl SlotHandle {
         let net = self.net().map_err(|e| local(&e, &secrets))?;
         let mut scratch = self.scratch();
         let mut bufs = self.bufs(scratch.get());
-        drive::Driver::new(&net, &cfg, &self.inner.state)
+        drive::Driver::new(&net, &cfg, |f| self.inner.state.with(f))
             .list(list, &secrets, &mut bufs, on_item)
             .await
             .map(|_| ())
@@ -254,7 +251,7 @@ impl SlotHandle {
         let run = &self.inner.run;
         let mut scratch = self.scratch();
         let mut bufs = self.bufs(scratch.get());
-        let answered = drive::Driver::new(&net, &cfg, &self.inner.state)
+        let answered = drive::Driver::new(&net, &cfg, |f| self.inner.state.with(f))
             .request(
                 req,
                 secrets,

@@ -433,7 +433,6 @@ impl SlotHandle {
     /// primary's, else the fallback's); `None` before. A task of a 2025-11-25 session lives as
     /// long as the session (this run); a 2026-07-28 task outlives the run.
     pub fn protocol_version(&self) -> Option<verifi_mcp_core::wire::jsonrpc::ProtocolVersion> {
-        use verifi_mcp_core::drive::Shared;
         self.inner.state.with(|s| {
             [Target::Primary, Target::Fallback]
                 .into_iter()
@@ -615,7 +614,6 @@ impl SlotHandle {
         &self,
         target: Target,
     ) -> Option<verifi_mcp_core::wire::session::Snapshot> {
-        use verifi_mcp_core::drive::Shared;
         self.inner
             .state
             .with(|s| s.session(target).and_then(|s| s.snapshot()).cloned())
@@ -749,7 +747,7 @@ impl SlotHandle {
         self.inner.get_streams.close().await;
         let mut scratch = self.scratch();
         let mut bufs = self.bufs(scratch.get());
-        drive::Driver::new(&net, &cfg, &self.inner.state)
+        drive::Driver::new(&net, &cfg, |f| self.inner.state.with(f))
             .close(&mut bufs)
             .await;
         for server in self.inner.stdio.iter().flatten() {

@@ -29,7 +29,7 @@ impl SlotHandle {
                     };
                     let mut scratch = slot.scratch();
                     let mut bufs = slot.bufs(scratch.get());
-                    drive::Driver::new(&net, &cfg, &slot.inner.state)
+                    drive::Driver::new(&net, &cfg, |f| slot.inner.state.with(f))
                         .cancel_dropped(request, &mut bufs)
                         .await;
                 })
@@ -87,7 +87,7 @@ impl SlotHandle {
                     let mut scratch = slot.scratch();
                     let mut bufs = slot.bufs(scratch.get());
                     let req = Request::TaskCancel { task: &task };
-                    let _ = drive::Driver::new(&net, &cfg, &slot.inner.state)
+                    let _ = drive::Driver::new(&net, &cfg, |f| slot.inner.state.with(f))
                         .task_request((target, req), &secrets, &mut bufs)
                         .await;
                 })
@@ -112,7 +112,7 @@ impl SlotHandle {
         let net = self.net().map_err(|e| local(&e))?;
         let mut scratch = self.scratch();
         let mut bufs = self.bufs(scratch.get());
-        let answered = drive::Driver::new(&net, &cfg, &self.inner.state)
+        let answered = drive::Driver::new(&net, &cfg, |f| self.inner.state.with(f))
             .task_request((target, req), &secrets, &mut bufs)
             .await
             .map_err(|e| self.noted(ProtocolError::from_core(&e, &secrets)))?;

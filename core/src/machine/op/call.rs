@@ -381,7 +381,7 @@ where
                     w.set_task(self.target, id);
                 }
                 self.task_news = true;
-                self.task = TaskState::default();
+                self.reset_task_polling();
                 self.stage = Stage::TaskWait { at: now };
             }
             Then::Resend => {

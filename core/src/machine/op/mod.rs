@@ -95,6 +95,8 @@ enum Job<'o, B: Buf, Sec: AsRef<[u8]>, F: FnMut(Option<(Value<'_>, &[u8])>)> {
         handler: CallHandler<'o, B, Sec>,
         tool: &'o str,
         args: Option<Value<'o>>,
+        /// The polling of the task the call became (reset when it becomes one).
+        task: TaskState,
     },
     List {
         handler: ListHandler<'o, F, B, Sec>,
@@ -299,8 +301,6 @@ pub struct Op<'o, B: Buf, Sec: AsRef<[u8]>, F: FnMut(Option<(Value<'_>, &[u8])>)
     reprobed: bool,
     relisted: bool,
     list_pages: u32,
-    /// The task the call became, polled (reset when the call becomes one).
-    task: TaskState,
     /// What a call does with a task: wait for its end, hand it back, or attach to one.
     tasking: TaskMode,
     /// `input_required` rounds answered (2026 era).
@@ -381,6 +381,7 @@ impl<'o, B: Buf, Sec: AsRef<[u8]>> Op<'o, B, Sec> {
                 handler,
                 tool,
                 args,
+                task: TaskState::default(),
             },
         )
     }
@@ -525,7 +526,6 @@ where
             reprobed: false,
             relisted: false,
             list_pages: 0,
-            task: TaskState::default(),
             tasking: TaskMode::Wait,
             input_rounds: 0,
             resent: false,
@@ -870,12 +870,12 @@ where
             Stage::TaskWait { .. } => {
                 self.id = slot.next_id();
                 let id = self.id;
-                if let Job::Call { handler, .. } = &mut self.job {
+                if let Job::Call { handler, task, .. } = &mut self.job {
                     handler.renumber(id);
                     handler.polling = true;
                     handler.task_status = None;
+                    task.polls += 1;
                 }
-                self.task.polls += 1;
                 self.start_trip(Purpose::TaskGet, now);
                 None
             }
@@ -1100,7 +1100,7 @@ where
         if let (Some(w), Some(id)) = (self.cfg.in_flight, self.task_id()) {
             w.set_task(self.target, id);
         }
-        self.task = TaskState::default();
+        self.reset_task_polling();
         self.stage = Stage::TaskWait { at: now };
     }
 
@@ -1151,6 +1151,7 @@ mod tests {
     #[test]
     fn an_op_stays_small() {
         let call = core::mem::size_of::<Op<'static, SliceBuf<'static>, &'static [u8]>>();
+        println!("Op: {call} bytes");
         assert!(call <= 2624, "an op is {call} bytes, over its cap of 2624");
     }
 }

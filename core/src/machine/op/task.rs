@@ -18,7 +18,7 @@ where
             }) if self.deliver_error_body() => Ok(true),
             other => other,
         };
-        let Job::Call { handler, .. } = &mut self.job else {
+        let Job::Call { handler, task, .. } = &mut self.job else {
             return self.fail(Failure::NoResponse);
         };
         handler.polling = false;
@@ -34,8 +34,8 @@ where
         if result.is_err() {
             // A lost poll loses nothing: `tasks/get` is asked again (new id, fresh
             // connection); only a server gone for good ends the call, naming the task.
-            self.task.failures += 1;
-            if self.task.failures >= MAX_TASK_POLL_FAILURES {
+            task.failures += 1;
+            if task.failures >= MAX_TASK_POLL_FAILURES {
                 return self.fail(Failure::Task {
                     id,
                     end: crate::wire::failure::TaskEnd::Lost,
@@ -43,7 +43,7 @@ where
             }
             return self.schedule_poll(now, interval);
         }
-        self.task.failures = 0;
+        task.failures = 0;
         match (&handler.answer, handler.task_status.take()) {
             (Some(Ok(_)), _) => self.stage = Stage::AttemptEnded,
             (Some(Err(u)), _) => {
@@ -99,8 +99,7 @@ where
         } else if matches!(result, Err(Failure::TimedOut)) && now >= self.deadline.at {
             self.task_timed_out();
         } else {
-            self.task.failures += 1;
-            if self.task.failures >= MAX_TASK_POLL_FAILURES {
+            if self.task_poll_lost() {
                 let id = self.task_id().map(truncated).unwrap_or_default();
                 return self.fail(Failure::Task {
                     id,
@@ -132,10 +131,33 @@ where
         self.stage = Stage::TaskWait { at: now };
     }
 
+    /// The call just became a task (or attached to one): its polling starts afresh.
+    pub(super) fn reset_task_polling(&mut self) {
+        if let Job::Call { task, .. } = &mut self.job {
+            *task = TaskState::default();
+        }
+    }
+
+    /// One more task request failed in a row: true when that many mean the task's server is
+    /// lost (always for an op that is not a call, which has no task to poll).
+    fn task_poll_lost(&mut self) -> bool {
+        match &mut self.job {
+            Job::Call { task, .. } => {
+                task.failures += 1;
+                task.failures >= MAX_TASK_POLL_FAILURES
+            }
+            _ => true,
+        }
+    }
+
     /// The next `tasks/get`: a ramp (20, 40, 80 … ms) up to the server's interval, never
     /// under the floor (a `0` must not spin), never past the deadline.
     pub(super) fn schedule_poll(&mut self, now: Millis, interval: u64) {
-        let ramp = TASK_POLL_FLOOR_MS.saturating_mul(1 << self.task.polls.min(10));
+        let polls = match &self.job {
+            Job::Call { task, .. } => task.polls,
+            _ => 0,
+        };
+        let ramp = TASK_POLL_FLOOR_MS.saturating_mul(1 << polls.min(10));
         let delay = ramp.min(interval.max(TASK_POLL_FLOOR_MS));
         self.stage = Stage::TaskWait {
             at: now.saturating_add(delay).min(self.deadline.at),

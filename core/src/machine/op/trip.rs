@@ -105,6 +105,7 @@ where
                         handler,
                         tool,
                         args,
+                        ..
                     } => Body::ToolsCall {
                         id,
                         tool,
