@@ -783,7 +783,7 @@ impl<B: Buf, Sec: AsRef<[u8]>> CallHandler<'_, B, Sec> {
                 self.on_list_page(outcome)?;
                 return Ok(Verdict::Done);
             }
-            Lookup::Ours(outcome) if self.polling => {
+            Lookup::Ours(outcome) if cfg!(feature = "tasks") && self.polling => {
                 self.on_task_poll(outcome);
                 return Ok(Verdict::Done);
             }
@@ -853,8 +853,15 @@ impl<B: Buf, Sec: AsRef<[u8]>> CallHandler<'_, B, Sec> {
             Outcome::Error(_) => None,
         };
         let task_object = match outcome {
-            Outcome::Result(result) if self.tasks && rtype == Some("task") => Some(result),
-            Outcome::Result(result) if self.session_task => result.get("task"),
+            // Tasks only with their capability (feature `tasks`).
+            Outcome::Result(result)
+                if cfg!(feature = "tasks") && self.tasks && rtype == Some("task") =>
+            {
+                Some(result)
+            }
+            Outcome::Result(result) if cfg!(feature = "tasks") && self.session_task => {
+                result.get("task")
+            }
             _ => None,
         };
         if let Some(result) = task_object {

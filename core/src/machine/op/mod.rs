@@ -760,11 +760,12 @@ where
             slot.tools_ttl_ms = Some(ttl);
         }
         loop {
-            if core::mem::take(&mut self.task_news) {
+            // A task or a GET stream only with its capability (features `tasks`, `era-2025`).
+            if cfg!(feature = "tasks") && core::mem::take(&mut self.task_news) {
                 self.news |= NEWS_TASK;
                 return Action::TaskStarted;
             }
-            if core::mem::take(&mut self.listen_news) {
+            if cfg!(feature = "era-2025") && core::mem::take(&mut self.listen_news) {
                 self.timeout = now.saturating_add(LISTEN_MS).min(self.deadline.at);
                 return Action::Listen {
                     target: self.target,
