@@ -495,6 +495,14 @@ impl fmt::Display for Failure {
 impl Words for Failure {
     fn words(&self, f: &mut dyn Sink) -> Result<(), Overflow> {
         match self {
+            // The failures of a capability the build leaves out never happen there: their
+            // words are not kept (docs/design.md#capabilities).
+            Failure::Handshake(_) | Failure::SessionExpired if !cfg!(feature = "era-2025") => {
+                f.put_str("handshake failed (this build has no era-2025 support)")
+            }
+            Failure::Task { .. } | Failure::NotModern if !cfg!(feature = "tasks") => {
+                f.put_str("task failed (this build has no tasks support)")
+            }
             Failure::Endpoint(e) => {
                 f.put_str("bad endpoint: ")?;
                 e.words(f)
