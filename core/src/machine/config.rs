@@ -170,8 +170,9 @@ impl InFlight {
         for (slot, b) in self.task.iter().zip(id.bytes()) {
             slot.store(b, Ordering::Relaxed);
         }
-        self.task_len
-            .store(id.len().min(MAX_TASK_ID) as u8, Ordering::Relaxed);
+        // The ids kept: all that fit (none in a build without tasks, where MAX_TASK_ID is 0).
+        let kept = self.task.iter().zip(id.bytes()).count();
+        self.task_len.store(kept as u8, Ordering::Relaxed);
     }
 
     pub(crate) fn clear(&self) {

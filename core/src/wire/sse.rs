@@ -80,7 +80,11 @@ pub const MAX_EVENT_ID: usize = if cfg!(feature = "era-2025") { 128 } else { 0 }
 
 /// The longest `event`, `id` or `retry` value read: an id's cap, and never less than what an
 /// event type (`message`) and a retry delay need.
-const VALUE_BYTES: usize = if MAX_EVENT_ID > 16 { MAX_EVENT_ID } else { 16 };
+const VALUE_BYTES: usize = at_least(MAX_EVENT_ID, 16);
+
+const fn at_least(n: usize, floor: usize) -> usize {
+    if n > floor { n } else { floor }
+}
 
 const BOM: &[u8; 3] = b"\xEF\xBB\xBF";
 

@@ -869,7 +869,7 @@ impl<B: Buf, Sec: AsRef<[u8]>> CallHandler<'_, B, Sec> {
                 .get("taskId")
                 .and_then(|t| t.as_str())
                 .and_then(|t| t.as_plain())
-                .filter(|t| !t.is_empty() && t.len() <= MAX_TASK_ID);
+                .filter(|t| !t.is_empty() && MAX_TASK_ID.checked_sub(t.len()).is_some());
             match id {
                 Some(id) => {
                     self.task = Some(TaskRef {
