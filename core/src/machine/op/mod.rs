@@ -144,6 +144,29 @@ enum Purpose {
     Courtesy,
 }
 
+impl Purpose {
+    /// The capability this purpose belongs to, when the build leaves it out
+    /// (docs/design.md#capabilities): a trip for it is never started, and every branch that
+    /// handles one folds away.
+    fn not_built(self) -> Option<&'static str> {
+        match self {
+            Purpose::Probe { .. } if !cfg!(feature = "probe") => Some("probe"),
+            Purpose::HeaderList if !cfg!(feature = "era-2026") => Some("era-2026"),
+            Purpose::TaskGet | Purpose::TaskCancel | Purpose::TaskUpdate | Purpose::TaskResult
+                if !cfg!(feature = "tasks") =>
+            {
+                Some("tasks")
+            }
+            Purpose::Initialize { .. } | Purpose::Initialized { .. } | Purpose::Resume
+                if !cfg!(feature = "era-2025") =>
+            {
+                Some("era-2025")
+            }
+            _ => None,
+        }
+    }
+}
+
 /// Where an op is. Each state holds what it needs: a round trip holds its purpose, where it
 /// is on the wire, and (once the request is written) the exchange that reads its reply, which
 /// exists nowhere else.
@@ -770,11 +793,12 @@ where
             slot.tools_ttl_ms = Some(ttl);
         }
         loop {
-            if core::mem::take(&mut self.task_news) {
+            // A task or a GET stream only with its capability (features `tasks`, `era-2025`).
+            if cfg!(feature = "tasks") && core::mem::take(&mut self.task_news) {
                 self.news |= NEWS_TASK;
                 return Action::TaskStarted;
             }
-            if core::mem::take(&mut self.listen_news) {
+            if cfg!(feature = "era-2025") && core::mem::take(&mut self.listen_news) {
                 self.timeout = now.saturating_add(LISTEN_MS).min(self.deadline.at);
                 return Action::Listen {
                     target: self.target,
@@ -827,6 +851,21 @@ where
                 None
             }
             Stage::Waiting { attempt } => self.waiting(slot, now, attempt),
+            // Stages of a capability the build leaves out are never entered.
+            Stage::TaskSend(_) | Stage::TaskWait { .. } if !cfg!(feature = "tasks") => {
+                self.fail(Failure::NotBuilt {
+                    capability: "tasks",
+                    need: "the tool requires a task",
+                });
+                None
+            }
+            Stage::ResumeWait { .. } if !cfg!(feature = "era-2025") => {
+                self.fail(Failure::NotBuilt {
+                    capability: "era-2025",
+                    need: "the reply stream asked to be resumed",
+                });
+                None
+            }
             Stage::WaitList
                 if slot.listed(self.target) || !slot.listing_elsewhere(self.target, now) =>
             {
@@ -948,7 +987,7 @@ where
             }
             Some(Begin::Start { attempt }) => {
                 self.snap = None;
-                match (self.cfg.era, slot.era(self.target)) {
+                match (self.cfg.era.effective(), slot.era(self.target)) {
                     (EraSetting::Legacy, _) | (EraSetting::Auto, Some(false)) => {
                         self.start_initialize(slot, attempt, now)
                     }
@@ -1031,14 +1070,14 @@ where
         // A 2025-11-25 session with the tasks extension on: the server's list says which
         // tools run only as tasks (`execution.taskSupport: "required"`).
         let session_tasks = !modern
-            && self.cfg.capabilities.tasks
+            && self.cfg.capabilities.tasks_on()
             && self
                 .snap
                 .as_ref()
                 .is_some_and(|s| s.version == ProtocolVersion::V2025_11_25);
         if let Job::Call { handler, .. } = &mut self.job {
             // The tasks extension is declared (and a task taken) in the 2026 era only.
-            handler.tasks = modern && self.cfg.capabilities.tasks;
+            handler.tasks = modern && self.cfg.capabilities.tasks_on();
         }
         if self.tasking == TaskMode::Attach && self.is_call() {
             return self.attached(now);

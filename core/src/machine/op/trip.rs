@@ -10,6 +10,12 @@ where
     F: FnMut(Option<(Value<'_>, &[u8])>),
 {
     pub(super) fn start_trip(&mut self, purpose: Purpose, now: Millis) {
+        if let Some(capability) = purpose.not_built() {
+            return self.fail(Failure::NotBuilt {
+                capability,
+                need: "the server asked for it",
+            });
+        }
         // A trip's exchange never outlives it (each end gives it back), but its head storage
         // must not be lost if one ever did.
         if let Some(x) = self.take_exchange() {
@@ -38,6 +44,12 @@ where
     /// Writes the request of `purpose` into the request buffer (head and body).
     pub(super) fn write_request(&mut self, purpose: Purpose) -> Result<(), Failure> {
         use crate::machine::handlers::Body;
+        if let Some(capability) = purpose.not_built() {
+            return Err(Failure::NotBuilt {
+                capability,
+                need: "the server asked for it",
+            });
+        }
         let ep = self.cfg.endpoint(self.target).ok_or(Failure::NoResponse)?;
         let snap = self.snap.as_ref();
         let id = self.id;
@@ -427,8 +439,8 @@ where
                 }
                 let mut accept = Accept;
                 let handler: &mut dyn OnMessage = match purpose {
-                    Purpose::Initialize { .. } => &mut self.init,
-                    Purpose::Probe { .. } => &mut self.probe,
+                    Purpose::Initialize { .. } if cfg!(feature = "era-2025") => &mut self.init,
+                    Purpose::Probe { .. } if cfg!(feature = "probe") => &mut self.probe,
                     Purpose::Main
                     | Purpose::Resume
                     | Purpose::HeaderList
