@@ -17,25 +17,44 @@ pub struct Overflow {
     pub needed: usize,
 }
 
-impl fmt::Display for Overflow {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "needs at least {} bytes, over its cap of {} by {}",
-            self.needed,
-            self.limit,
-            self.needed.saturating_sub(self.limit)
+impl Words for Overflow {
+    fn words(&self, out: &mut dyn Sink) -> Result<(), Overflow> {
+        say(
+            out,
+            &[
+                S("needs at least "),
+                U(self.needed as u64),
+                S(" bytes, over its cap of "),
+                U(self.limit as u64),
+                S(" by "),
+                U(self.needed.saturating_sub(self.limit) as u64),
+            ],
         )
     }
 }
 
+impl fmt::Display for Overflow {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt_words(self, f)
+    }
+}
+
 mod text;
-pub use text::{DETAIL_BYTES, Detail, StrSink, truncated};
+pub(crate) use text::Piece::{I, S, U};
+pub use text::{DETAIL_BYTES, Detail, StrSink, Words, truncated};
+pub(crate) use text::{count, find, fmt_words, say, split_once_str};
 
 #[cfg(feature = "std")]
 mod vec_buf;
 #[cfg(feature = "std")]
 pub use vec_buf::VecBuf;
+
+impl dyn Sink + '_ {
+    /// Appends the bytes of `s` (see [`Sink::put`]).
+    pub fn put_str(&mut self, s: &str) -> Result<(), Overflow> {
+        self.put(s.as_bytes())
+    }
+}
 
 /// Somewhere bytes can be appended to, up to a cap.
 pub trait Sink {
@@ -166,7 +185,7 @@ impl Sink for CountingSink {
 }
 
 /// Formats a decimal number into a sink (no `core::fmt` machinery on the hot path).
-pub fn put_u64(sink: &mut impl Sink, mut n: u64) -> Result<(), Overflow> {
+pub fn put_u64(sink: &mut (impl Sink + ?Sized), mut n: u64) -> Result<(), Overflow> {
     let mut digits = [0u8; 20];
     let mut i = digits.len();
     loop {

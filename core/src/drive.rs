@@ -356,6 +356,8 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
                         let _ = select(answer, self.net.sleep_until(until)).await;
                     }
                 }
+                // The GET stream is the handshake era's (feature `era-2025`).
+                Action::Listen { .. } if !cfg!(feature = "era-2025") => {}
                 Action::Listen { target } => {
                     let _ = select(self.net.listen(target), self.net.sleep_until(at)).await;
                 }

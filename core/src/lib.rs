@@ -120,6 +120,12 @@
 // is no allocator to box them into; results that carry one are larger than clippy's default.
 #![allow(clippy::result_large_err)]
 
+#[cfg(not(any(feature = "era-2025", feature = "era-2026")))]
+compile_error!(
+    "verifi-mcp-core needs at least one protocol era: turn on the feature `era-2026` (the \
+     stateless era) or `era-2025` (the handshake era), or both (docs/design.md#capabilities)"
+);
+
 pub mod buf;
 #[cfg(feature = "drive")]
 pub mod drive;

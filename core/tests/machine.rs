@@ -1,5 +1,16 @@
 //! The call machine as plain input and output: each test hands an op bytes, closes and time,
 //! and reads what it asks for. No executor, no scripted `Net`, no clock but a number.
+// Most tests here speak the handshake era, the probe, tasks or input (each gated on its
+// feature); in an edge profile without them their helpers go unused.
+#![cfg_attr(
+    not(all(
+        feature = "era-2025",
+        feature = "probe",
+        feature = "tasks",
+        feature = "input"
+    )),
+    allow(dead_code, unused_imports)
+)]
 
 use verifi_mcp_core::buf::Buf;
 // With `std` the core's own `VecBuf` (the host's in-place reply path); without it, the tests'.
@@ -302,6 +313,7 @@ fn call_with(
     }
 }
 
+#[cfg(feature = "era-2025")]
 #[test]
 fn a_call_handshakes_once_and_the_session_is_reused() {
     let c = cfg(false);
@@ -342,6 +354,7 @@ fn a_call_handshakes_once_and_the_session_is_reused() {
 /// A 2025-era call in a session asks for the session's GET stream (where the server may send
 /// its requests) before its request goes out, with a bounded wait; a list does not, nor a
 /// session without an id.
+#[cfg(feature = "era-2025")]
 #[test]
 fn a_call_in_a_session_asks_for_its_get_stream_before_its_request() {
     let c = cfg(false);
@@ -407,6 +420,7 @@ fn a_call_in_a_session_asks_for_its_get_stream_before_its_request() {
 }
 
 /// What opens the GET stream, and what each message on it gets (as on a call's stream).
+#[cfg(all(feature = "era-2025", feature = "input"))]
 #[test]
 fn the_get_stream_request_and_its_answers() {
     use verifi_mcp_core::machine::{Elicitation, listen};
@@ -472,6 +486,7 @@ fn the_get_stream_request_and_its_answers() {
     }
 }
 
+#[cfg(feature = "era-2025")]
 #[test]
 fn ops_that_arrive_during_a_handshake_wait_for_it_in_the_machine() {
     let c = cfg(false);
@@ -509,6 +524,7 @@ fn ops_that_arrive_during_a_handshake_wait_for_it_in_the_machine() {
     assert!(second.outcome().is_ok());
 }
 
+#[cfg(feature = "era-2025")]
 #[test]
 fn a_failed_handshake_fails_its_waiters_and_is_not_cached() {
     let c = cfg(false);
@@ -549,6 +565,7 @@ fn a_failed_handshake_fails_its_waiters_and_is_not_cached() {
     assert!(later.outcome().is_ok());
 }
 
+#[cfg(feature = "era-2025")]
 #[test]
 fn a_written_tools_call_is_never_sent_again_when_the_server_closes_before_replying() {
     let c = cfg(false);
@@ -574,6 +591,7 @@ fn a_written_tools_call_is_never_sent_again_when_the_server_closes_before_replyi
     assert!(matches!(op.failure(), Some(Failure::MayHaveRun(_))));
 }
 
+#[cfg(feature = "era-2025")]
 #[test]
 fn a_safe_request_on_a_stale_pooled_connection_is_sent_again_fresh_with_a_new_id() {
     let c = cfg(false);
@@ -617,6 +635,7 @@ fn a_safe_request_on_a_stale_pooled_connection_is_sent_again_fresh_with_a_new_id
     );
 }
 
+#[cfg(feature = "era-2025")]
 #[test]
 fn a_404_in_a_session_reinitializes_once() {
     let c = cfg(false);
@@ -653,6 +672,7 @@ fn a_404_in_a_session_reinitializes_once() {
     assert!(op.outcome().is_ok());
 }
 
+#[cfg(feature = "era-2025")]
 #[test]
 fn a_stalled_reply_fails_as_stalled_and_the_call_is_cancelled() {
     let mut c = cfg(false);
@@ -698,6 +718,7 @@ fn a_stalled_reply_fails_as_stalled_and_the_call_is_cancelled() {
 /// Issue 27, item 12: no idle timeout on a call by default (a scan that sends nothing for
 /// 164 s is answered within its 300 s deadline); a deadline that ends a call names the limit
 /// and its flag and says whether the tool may still be running.
+#[cfg(feature = "era-2025")]
 #[test]
 fn a_silent_call_is_bounded_by_its_deadline_alone_which_the_error_names() {
     let secrets: [&str; 0] = [];
@@ -774,6 +795,7 @@ fn a_silent_call_is_bounded_by_its_deadline_alone_which_the_error_names() {
 /// Issue 27, item 5: a stream that breaks after a written `tools/call` and before its
 /// response fails saying the tool may have run, is never sent again, in both eras, wherever it
 /// broke (mid-body, mid-head, a stream that ends without the response and cannot resume).
+#[cfg(all(feature = "era-2025", feature = "probe"))]
 #[test]
 fn a_broken_stream_after_a_written_call_says_the_tool_may_have_run_in_both_eras() {
     let secrets: [&str; 0] = [];
@@ -841,6 +863,7 @@ fn a_broken_stream_after_a_written_call_says_the_tool_may_have_run_in_both_eras(
 /// Issue 27, item 7: `initialize` offers `2025-11-25` by default (the newest of the handshake
 /// era); a server that answers an older version is followed; the first version, `2024-11-05`, is still
 /// offered when asked for.
+#[cfg(feature = "era-2025")]
 #[test]
 fn initialize_offers_2025_11_25_by_default_and_an_older_answer_is_followed() {
     let secrets: [&str; 0] = [];
@@ -888,6 +911,7 @@ fn initialize_offers_2025_11_25_by_default_and_an_older_answer_is_followed() {
     );
 }
 
+#[cfg(feature = "era-2025")]
 #[test]
 fn retry_after_waits_then_sends_the_call_again_within_the_deadline() {
     let c = cfg(false);
@@ -925,6 +949,7 @@ fn retry_after_waits_then_sends_the_call_again_within_the_deadline() {
     ));
 }
 
+#[cfg(feature = "era-2025")]
 #[test]
 fn a_reply_stream_that_ends_early_is_resumed_with_last_event_id() {
     let c = cfg(false);
@@ -962,6 +987,7 @@ fn a_reply_stream_that_ends_early_is_resumed_with_last_event_id() {
     assert_eq!(bufs.text.bytes(), b"resumed");
 }
 
+#[cfg(feature = "era-2025")]
 #[test]
 fn a_server_that_repeats_its_cursor_is_stopped() {
     let c = cfg(false);
@@ -992,6 +1018,7 @@ fn a_server_that_repeats_its_cursor_is_stopped() {
     assert_eq!(items, 2);
 }
 
+#[cfg(all(feature = "era-2025", feature = "tasks"))]
 #[test]
 fn an_unreachable_primary_fails_over_and_reports_each_attempt() {
     let c = cfg(true);
@@ -1111,6 +1138,7 @@ fn args(json: &'static str) -> Option<Value<'static>> {
     .ok()
 }
 
+#[cfg(all(feature = "probe", feature = "tasks"))]
 #[test]
 fn auto_probes_once_then_speaks_2026_with_meta_and_headers() {
     let c = auto_cfg();
@@ -1179,6 +1207,7 @@ fn auto_probes_once_then_speaks_2026_with_meta_and_headers() {
     );
 }
 
+#[cfg(all(feature = "era-2025", feature = "probe"))]
 #[test]
 fn an_old_era_server_gets_initialize_after_its_400_and_the_verdict_is_kept() {
     let c = auto_cfg();
@@ -1218,6 +1247,7 @@ fn an_old_era_server_gets_initialize_after_its_400_and_the_verdict_is_kept() {
     assert_eq!(slot.era(Target::Primary), Some(false));
 }
 
+#[cfg(all(feature = "era-2025", feature = "probe"))]
 #[test]
 fn the_probe_verdict_table() {
     // (answer to the probe, what follows): modern answers go on in 2026, old-era ones to
@@ -1322,6 +1352,7 @@ fn the_probe_verdict_table() {
     }
 }
 
+#[cfg(all(feature = "era-2025", feature = "probe"))]
 #[test]
 fn forced_eras_never_send_the_other_eras_opening() {
     let secrets: [&str; 0] = [];
@@ -1361,6 +1392,7 @@ fn forced_eras_never_send_the_other_eras_opening() {
     assert!(!r.seen.methods().iter().any(|m| m.contains("discover")));
 }
 
+#[cfg(feature = "probe")]
 #[test]
 fn a_header_mismatch_relists_and_sends_the_call_once_more_with_a_new_id() {
     let c = auto_cfg();
@@ -1417,6 +1449,7 @@ fn a_header_mismatch_relists_and_sends_the_call_once_more_with_a_new_id() {
     ));
 }
 
+#[cfg(feature = "probe")]
 #[test]
 fn a_tool_with_invalid_header_annotations_is_dropped_and_never_called() {
     let c = auto_cfg();
@@ -1441,6 +1474,7 @@ fn a_tool_with_invalid_header_annotations_is_dropped_and_never_called() {
 /// official `invalid_number_header` check), a property reached through nested `properties`
 /// (`opts.zone`) is valid and mirrored from that path of the arguments, and the server's other
 /// tools stay callable.
+#[cfg(feature = "probe")]
 #[test]
 fn header_annotations_number_is_refused_and_a_nested_property_is_mirrored() {
     let c = auto_cfg();
@@ -1508,6 +1542,7 @@ fn unsupported(id: u64, supported: &str) -> Reply {
 /// instance does during a rolling upgrade) sends the request once more under a new id at the
 /// newest version both sides speak; a second one fails naming both lists; a list with no
 /// version in common fails at once.
+#[cfg(feature = "probe")]
 #[test]
 fn an_unsupported_version_is_retried_once_then_fails_naming_both_lists() {
     let secrets: [&str; 0] = [];
@@ -1601,6 +1636,7 @@ fn an_unsupported_version_is_retried_once_then_fails_naming_both_lists() {
     );
 }
 
+#[cfg(all(feature = "probe", feature = "input"))]
 #[test]
 fn input_required_without_a_handler_is_one_call_and_says_what_was_asked() {
     let c = auto_cfg();
@@ -1634,6 +1670,7 @@ fn input_required_without_a_handler_is_one_call_and_says_what_was_asked() {
     assert!(matches!(f, Failure::InputRequired(_)));
 }
 
+#[cfg(feature = "probe")]
 #[test]
 fn a_broken_2026_stream_after_a_written_call_may_have_run_and_is_not_sent_again() {
     let c = auto_cfg();
@@ -1674,6 +1711,7 @@ fn a_broken_2026_stream_after_a_written_call_may_have_run_and_is_not_sent_again(
     );
 }
 
+#[cfg(feature = "probe")]
 #[test]
 fn concurrent_2026_calls_share_one_probe_and_one_tool_list() {
     let c = auto_cfg();
@@ -1731,6 +1769,7 @@ fn concurrent_2026_calls_share_one_probe_and_one_tool_list() {
 
 /// Found by the `machine` fuzz target: a call that timed out keeps its failure when the
 /// courtesy `notifications/cancelled` fails too (it was lost, and the call looked answered).
+#[cfg(feature = "era-2025")]
 #[test]
 fn a_timed_out_call_stays_timed_out_when_its_cancel_fails() {
     let c = cfg(false);
@@ -1804,6 +1843,7 @@ fn count(seen: &Seen, method: &str) -> usize {
     seen.methods().iter().filter(|m| *m == method).count()
 }
 
+#[cfg(all(feature = "probe", feature = "tasks"))]
 #[test]
 fn a_task_is_polled_to_its_result_which_is_redacted_and_the_tool_ran_once() {
     let c = auto_cfg();
@@ -1851,6 +1891,7 @@ fn a_task_is_polled_to_its_result_which_is_redacted_and_the_tool_ran_once() {
     assert_eq!(&r.text[..], b"scanned; key [REDACTED]");
 }
 
+#[cfg(all(feature = "probe", feature = "tasks"))]
 #[test]
 fn a_tool_error_and_a_failed_task_say_the_tools_and_the_servers_words() {
     for (status, extra, want) in [
@@ -1893,6 +1934,7 @@ fn a_tool_error_and_a_failed_task_say_the_tools_and_the_servers_words() {
     }
 }
 
+#[cfg(all(feature = "probe", feature = "tasks"))]
 #[test]
 fn a_reset_between_polls_loses_nothing_and_a_zero_interval_does_not_spin() {
     let c = auto_cfg();
@@ -1925,6 +1967,7 @@ fn a_reset_between_polls_loses_nothing_and_a_zero_interval_does_not_spin() {
     );
 }
 
+#[cfg(all(feature = "probe", feature = "tasks"))]
 #[test]
 fn at_the_deadline_a_task_gets_exactly_one_cancel_and_the_error_names_it() {
     let c = auto_cfg();
@@ -1955,6 +1998,7 @@ fn at_the_deadline_a_task_gets_exactly_one_cancel_and_the_error_names_it() {
     );
 }
 
+#[cfg(all(feature = "probe", feature = "tasks", feature = "input"))]
 #[test]
 fn an_expired_task_a_cancelled_task_and_input_required_end_the_call_clearly() {
     let secrets: [&str; 0] = [];
@@ -1999,6 +2043,7 @@ fn an_expired_task_a_cancelled_task_and_input_required_end_the_call_clearly() {
     );
 }
 
+#[cfg(all(feature = "probe", feature = "tasks"))]
 #[test]
 fn with_tasks_off_a_task_reply_is_a_failure_and_never_polled() {
     let mut c = auto_cfg();
@@ -2022,6 +2067,7 @@ fn with_tasks_off_a_task_reply_is_a_failure_and_never_polled() {
     assert!(text.contains("task"), "{text}");
 }
 
+#[cfg(all(feature = "probe", feature = "tasks"))]
 #[test]
 fn a_task_never_fails_over_and_a_lost_server_is_named_with_the_task() {
     let mut c = auto_cfg();
@@ -2049,6 +2095,7 @@ fn a_task_never_fails_over_and_a_lost_server_is_named_with_the_task() {
 /// The old era: a server's request on the call's stream gets an answer on the side (so a
 /// server that waits for it does not hold the call), in the call's session, and the call goes
 /// on to its result.
+#[cfg(all(feature = "era-2025", feature = "tasks", feature = "input"))]
 #[test]
 fn requests_from_the_server_on_a_calls_stream_are_answered() {
     for (request, answer) in [
@@ -2106,6 +2153,7 @@ fn requests_from_the_server_on_a_calls_stream_are_answered() {
 
 /// A detached call ends as soon as its server makes it a task: the task's id comes back, no
 /// `tasks/get` was sent, and the attempt counts as answered (no failover).
+#[cfg(all(feature = "probe", feature = "tasks"))]
 #[test]
 fn a_detached_call_hands_back_its_task_without_polling() {
     let mut c = auto_cfg();
@@ -2144,6 +2192,7 @@ fn a_detached_call_hands_back_its_task_without_polling() {
 
 /// Attaching to a task polls it to its end with no `tools/call`, on the task's server alone,
 /// and the server's `statusMessage` reaches the progress observer, redacted.
+#[cfg(all(feature = "probe", feature = "tasks"))]
 #[test]
 fn an_attached_call_polls_the_task_to_its_result_and_tells_its_status() {
     use std::sync::Mutex;
@@ -2204,6 +2253,7 @@ fn an_attached_call_polls_the_task_to_its_result_and_tells_its_status() {
 
 /// Attaching needs a 2026 server: an old-era one is told apart by the probe, and the call
 /// fails saying so, sending nothing else.
+#[cfg(all(feature = "era-2025", feature = "probe", feature = "tasks"))]
 #[test]
 fn attaching_to_a_task_on_an_old_era_server_fails_clearly() {
     let c = auto_cfg();
@@ -2229,6 +2279,7 @@ fn attaching_to_a_task_on_an_old_era_server_fails_clearly() {
 
 /// While a call is a task, its in-flight record holds the task (for a dropped call's
 /// `tasks/cancel`), not a request id; at the end it holds nothing.
+#[cfg(all(feature = "probe", feature = "tasks"))]
 #[test]
 fn a_calls_in_flight_record_holds_its_task_while_it_polls() {
     use verifi_mcp_core::machine::InFlight;
@@ -2267,6 +2318,7 @@ fn a_calls_in_flight_record_holds_its_task_while_it_polls() {
 
 /// A task's own request (`tasks/get`, `tasks/cancel`) goes to its server alone, with the
 /// task id as `Mcp-Name` and the extension declared; a refusal is the answer, not a failover.
+#[cfg(all(feature = "probe", feature = "tasks"))]
 #[test]
 fn a_pinned_task_request_never_fails_over() {
     use verifi_mcp_core::wire::jsonrpc::Request;
@@ -2330,6 +2382,7 @@ fn asks_once(want: serde_json::Value, text: &'static str) -> impl FnMut(&str) ->
 /// With `accept-defaults`, an `input_required` round is answered with the schema's defaults,
 /// the `requestState` echoed, under a new id; the next answer is the result. Elicitation is
 /// declared in `_meta`.
+#[cfg(all(feature = "probe", feature = "input"))]
 #[test]
 fn input_required_with_a_handler_answers_with_defaults_and_echoes_the_state() {
     use verifi_mcp_core::machine::Elicitation;
@@ -2384,6 +2437,7 @@ fn input_required_with_a_handler_answers_with_defaults_and_echoes_the_state() {
 /// `decline` and `cancel` answer with that action; a request that is not an elicitation
 /// (sampling) cannot be answered, so the call fails after one `tools/call`, saying what was
 /// asked; a server that keeps asking is stopped after 8 rounds.
+#[cfg(all(feature = "probe", feature = "input"))]
 #[test]
 fn input_rounds_decline_cancel_unanswerable_requests_and_the_round_cap() {
     use verifi_mcp_core::machine::Elicitation;
@@ -2446,6 +2500,7 @@ fn input_rounds_decline_cancel_unanswerable_requests_and_the_round_cap() {
 /// The old era: elicitation is declared in `initialize` exactly when there is a handler, and
 /// an `elicitation/create` on the call's stream is answered under the policy (defaults filled
 /// in; a required field without a default is declined).
+#[cfg(all(feature = "era-2025", feature = "tasks", feature = "input"))]
 #[test]
 fn old_era_elicitation_is_declared_and_answered_under_the_policy() {
     use verifi_mcp_core::machine::Elicitation;
@@ -2518,6 +2573,7 @@ fn old_era_elicitation_is_declared_and_answered_under_the_policy() {
 
 /// A task that needs input: with a policy, its requests are answered with one `tasks/update`
 /// (the task id and `inputResponses`), then polling goes on to the result; the tool ran once.
+#[cfg(all(feature = "probe", feature = "tasks", feature = "input"))]
 #[test]
 fn a_task_that_needs_input_gets_a_tasks_update_under_the_policy() {
     use verifi_mcp_core::machine::Elicitation;
@@ -2572,6 +2628,7 @@ fn a_task_that_needs_input_gets_a_tasks_update_under_the_policy() {
 /// A broken 2026 stream after a written call: a tool the server's list annotates
 /// `idempotentHint: true` is sent once more (new id) and answers; any other is not sent
 /// again and may have run.
+#[cfg(feature = "probe")]
 #[test]
 fn only_an_idempotent_tool_is_sent_again_after_a_broken_stream() {
     let broken = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":\"info\",\"data\":\"x\"}}\n\n".to_vec();
@@ -2622,6 +2679,7 @@ fn only_an_idempotent_tool_is_sent_again_after_a_broken_stream() {
 
 /// A server that changed era between calls (upgraded to 2026, or rolled back to the old era)
 /// says so in its answer; the slot probes it once more and the call goes on in the new era.
+#[cfg(all(feature = "era-2025", feature = "probe", feature = "input"))]
 #[test]
 fn a_server_that_changed_era_is_probed_once_more() {
     let rpc_error = |status_code: u16, code: i64, id: u64| {
@@ -2685,6 +2743,12 @@ fn a_server_that_changed_era_is_probed_once_more() {
 
 /// The caller's own elicitation handler answers before any policy, in both eras: it gets the
 /// request's params and its result object is sent as written.
+#[cfg(all(
+    feature = "era-2025",
+    feature = "probe",
+    feature = "tasks",
+    feature = "input"
+))]
 #[test]
 fn a_callers_elicitation_handler_answers_in_both_eras() {
     use verifi_mcp_core::buf::{Overflow, Sink};
@@ -2750,6 +2814,7 @@ fn a_callers_elicitation_handler_answers_in_both_eras() {
 /// says which tools run only as tasks; such a call carries `params.task`, its wrapped task is
 /// polled with `tasks/get`, and the result is fetched with `tasks/result`. Other tools are
 /// called as always.
+#[cfg(all(feature = "era-2025", feature = "tasks"))]
 #[test]
 fn a_task_required_tool_in_a_2025_11_25_session_runs_as_a_task() {
     use verifi_mcp_core::wire::jsonrpc::ProtocolVersion;
@@ -2829,6 +2894,7 @@ fn a_task_required_tool_in_a_2025_11_25_session_runs_as_a_task() {
 
 /// Every request of a task has an id of its own: a `tasks/update` or `tasks/cancel` never
 /// reuses the `tasks/get` before it.
+#[cfg(all(feature = "probe", feature = "tasks", feature = "input"))]
 #[test]
 fn a_tasks_update_and_cancel_have_ids_of_their_own() {
     use verifi_mcp_core::machine::Elicitation;
@@ -2885,6 +2951,7 @@ fn a_tasks_update_and_cancel_have_ids_of_their_own() {
 /// A reply stream that has not ended when the tail read gives up: the answer is handed back
 /// and the connection is parked with what is left of its framing (not closed), so an adapter
 /// can keep it once the stream ends.
+#[cfg(feature = "probe")]
 #[test]
 fn a_late_ending_stream_is_parked_with_its_tail() {
     let c = auto_cfg();

@@ -5,7 +5,7 @@
 
 use heapless::String;
 
-use super::{Overflow, Sink};
+use super::{Overflow, Sink, put_u64};
 
 /// The most bytes of a detail kept in a failure (an adapter's words for a connect error, the
 /// start of an HTTP error body, a server's message). A longer detail is cut at a character
@@ -65,4 +65,103 @@ impl<const N: usize> Sink for StrSink<N> {
         }
         Ok(())
     }
+}
+
+/// Text said without `core::fmt`: a message written piece by piece (words and numbers) into a
+/// [`Sink`]. The wire's errors and [`crate::wire::failure::Failure`] say themselves this way,
+/// so writing a failure's words into an error buffer needs no `core::fmt` (its formatter and
+/// argument tables are the larger code on the edge); their `Display` says the same words.
+pub trait Words {
+    /// Writes the message into `out` (an overflow stops it where it is).
+    fn words(&self, out: &mut dyn Sink) -> Result<(), Overflow>;
+}
+
+/// One piece of a message: words, or a number in decimal.
+#[derive(Clone, Copy)]
+pub(crate) enum Piece<'a> {
+    /// Words, as they are.
+    S(&'a str),
+    /// An unsigned number.
+    U(u64),
+    /// A signed number.
+    I(i64),
+}
+
+/// Writes `pieces` in order (one copy of the loop for every message: never inlined).
+#[inline(never)]
+pub(crate) fn say(out: &mut dyn Sink, pieces: &[Piece<'_>]) -> Result<(), Overflow> {
+    for p in pieces {
+        match *p {
+            Piece::S(s) => out.put(s.as_bytes())?,
+            Piece::U(n) => put_u64(out, n)?,
+            Piece::I(n) => {
+                if n < 0 {
+                    out.put(b"-")?;
+                }
+                put_u64(out, n.unsigned_abs())?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `Display` through [`Words`]: the same words, for `format!` and `{}`.
+pub(crate) fn fmt_words(
+    w: &(impl Words + ?Sized),
+    f: &mut core::fmt::Formatter<'_>,
+) -> core::fmt::Result {
+    struct Out<'f, 'g>(&'f mut core::fmt::Formatter<'g>);
+    impl Sink for Out<'_, '_> {
+        fn put(&mut self, bytes: &[u8]) -> Result<(), Overflow> {
+            // Every piece is whole UTF-8 (a `str`, digits or an ASCII byte).
+            let s = core::str::from_utf8(bytes).unwrap_or("\u{fffd}");
+            self.0.write_str(s).map_err(|_| Overflow {
+                limit: 0,
+                needed: bytes.len(),
+            })
+        }
+    }
+    w.words(&mut Out(f)).map_err(|_| core::fmt::Error)
+}
+
+/// Where `needle` first occurs in `hay`. The host (feature `std`) uses memchr's `memmem`; the
+/// edge a first-byte scan and a compare, which is a fraction of `memmem`'s code and as fast
+/// for the short needles the core looks for (`"x-mcp-header"` in a tool's schema).
+pub(crate) fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    #[cfg(feature = "std")]
+    {
+        memchr::memmem::find(hay, needle)
+    }
+    #[cfg(not(feature = "std"))]
+    {
+        let Some((&first, rest)) = needle.split_first() else {
+            return Some(0);
+        };
+        let mut at = 0;
+        while let Some(i) = hay.get(at..).and_then(|h| memchr::memchr(first, h)) {
+            let start = at + i;
+            if hay.get(start + 1..start + needle.len()) == Some(rest) {
+                return Some(start);
+            }
+            at = start + 1;
+        }
+        None
+    }
+}
+
+/// How many times `needle` (not empty) occurs in `hay`, without overlaps.
+pub(crate) fn count(mut hay: &[u8], needle: &[u8]) -> usize {
+    let mut n = 0;
+    while let Some(i) = find(hay, needle) {
+        n += 1;
+        hay = hay.get(i + needle.len().max(1)..).unwrap_or(&[]);
+    }
+    n
+}
+
+/// `s` split around the first `sep`, as `str::split_once` with a `&str` pattern, without its
+/// two-way searcher (through [`find`]: a fraction of the code on the edge).
+pub(crate) fn split_once_str<'s>(s: &'s str, sep: &str) -> Option<(&'s str, &'s str)> {
+    let i = find(s.as_bytes(), sep.as_bytes())?;
+    Some((s.get(..i)?, s.get(i + sep.len()..)?))
 }

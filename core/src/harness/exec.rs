@@ -49,7 +49,7 @@ pub fn unwrap_run_command(text: &str) -> Option<(i64, &str)> {
     let rest = text.strip_prefix("$ ")?;
     let (_, rest) = rest.split_once('\n')?;
     let rest = rest.strip_prefix("(exit ")?;
-    let (code, output) = rest.split_once(")\n")?;
+    let (code, output) = crate::buf::split_once_str(rest, ")\n")?;
     let (negative, digits) = match code.strip_prefix('-') {
         Some(d) => (true, d),
         None => (false, code),

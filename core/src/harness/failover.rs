@@ -23,7 +23,8 @@
 //! - `mcp.no_healthy_tool` is owed once per slot and tool per run, when a call ends with no
 //!   server able to serve it: every server it tried was unreachable or did not know the tool
 //!   (a fallback that does not know the tool has not served, so it owes no `fallback_used`).
-//!   The tools already reported are remembered as 64-bit FNV-1a hashes, up to
+//!   The tools already reported are remembered as 64-bit FNV-1a hashes folded to 32 bits
+//!   (half the slot's memory; two of 64 names collide about once in ten million runs), up to
 //!   [`MAX_REPORTED_TOOLS`]; past that the event is emitted again rather than suppressed
 //!   (loud beats silent).
 //! - `tools/list` ([`FailoverState::after_list_attempt`]): a primary failure retries on a live
@@ -78,7 +79,7 @@ pub struct FailoverState {
     primary_dead: bool,
     fallback_dead: bool,
     fallback_announced: bool,
-    reported: heapless::Vec<u64, MAX_REPORTED_TOOLS>,
+    reported: heapless::Vec<u32, MAX_REPORTED_TOOLS>,
 }
 
 fn fnv1a(s: &str) -> u64 {
@@ -156,6 +157,7 @@ impl FailoverState {
     /// True the first time `tool` is reported (or when the memory is full).
     fn first_report(&mut self, tool: &str) -> bool {
         let h = fnv1a(tool);
+        let h = (h ^ (h >> 32)) as u32;
         if self.reported.contains(&h) {
             return false;
         }

@@ -132,8 +132,9 @@ impl Default for InFlight {
     }
 }
 
-/// The longest task id a call keeps (a longer one is a malformed reply).
-pub const MAX_TASK_ID: usize = 64;
+/// The longest task id a call keeps (a longer one is a malformed reply); none in a build
+/// without tasks (feature `tasks`).
+pub const MAX_TASK_ID: usize = crate::wire::failure::TASK_ID_BYTES;
 
 impl InFlight {
     /// Nothing on the wire.
@@ -169,8 +170,9 @@ impl InFlight {
         for (slot, b) in self.task.iter().zip(id.bytes()) {
             slot.store(b, Ordering::Relaxed);
         }
-        self.task_len
-            .store(id.len().min(MAX_TASK_ID) as u8, Ordering::Relaxed);
+        // The ids kept: all that fit (none in a build without tasks, where MAX_TASK_ID is 0).
+        let kept = self.task.iter().zip(id.bytes()).count();
+        self.task_len.store(kept as u8, Ordering::Relaxed);
     }
 
     pub(crate) fn clear(&self) {

@@ -61,9 +61,11 @@ pub fn answer<B: Buf>(
     };
     scratch.clear();
     if method.eq_str("elicitation/create")
-        && write_elicit_answer(scratch, params, (cfg.elicitation, cfg.elicit_with)).is_err()
+        && (!cfg!(feature = "input")
+            || write_elicit_answer(scratch, params, (cfg.elicitation, cfg.elicit_with)).is_err())
     {
-        // An answer that does not fit is a decline, as on a call's stream.
+        // An answer that does not fit is a decline, as on a call's stream; so is every answer
+        // of a build without input (feature `input`), as of a client without a handler.
         scratch.clear();
         scratch
             .put(b"{\"action\":\"decline\"}")

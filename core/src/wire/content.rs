@@ -42,12 +42,21 @@ impl From<Overflow> for ContentError {
 
 impl fmt::Display for ContentError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        crate::buf::fmt_words(self, f)
+    }
+}
+
+impl crate::buf::Words for ContentError {
+    fn words(&self, out: &mut dyn crate::buf::Sink) -> Result<(), crate::buf::Overflow> {
         match self {
-            ContentError::Overflow(o) => write!(f, "tool result text too large: {o}"),
-            ContentError::ContentNotArray => {
-                f.write_str("tools/call result \"content\" is not an array")
+            ContentError::Overflow(o) => {
+                out.put_str("tool result text too large: ")?;
+                o.words(out)
             }
-            ContentError::ResultNotObject => f.write_str("tools/call result is not a JSON object"),
+            ContentError::ContentNotArray => {
+                out.put_str("tools/call result \"content\" is not an array")
+            }
+            ContentError::ResultNotObject => out.put_str("tools/call result is not a JSON object"),
         }
     }
 }

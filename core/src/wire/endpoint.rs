@@ -52,26 +52,35 @@ pub enum EndpointError {
 
 impl fmt::Display for EndpointError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            EndpointError::MissingScheme => {
-                "endpoint URL has no scheme; write it as http://host[:port]/path"
+        crate::buf::fmt_words(self, f)
+    }
+}
+
+impl crate::buf::Words for EndpointError {
+    fn words(&self, out: &mut dyn crate::buf::Sink) -> Result<(), crate::buf::Overflow> {
+        out.put(
+            match self {
+                EndpointError::MissingScheme => {
+                    "endpoint URL has no scheme; write it as http://host[:port]/path"
+                }
+                EndpointError::UnsupportedScheme => {
+                    "endpoint URL scheme is not supported; use http:// or https://"
+                }
+                EndpointError::EmptyHost => "endpoint URL has an empty host",
+                EndpointError::BadPort => "endpoint URL port must be a decimal number in 1..=65535",
+                EndpointError::BadHost => {
+                    "endpoint URL host has characters a host name or IP address cannot hold"
+                }
+                EndpointError::Userinfo => {
+                    "endpoint URL carries user@ credentials; put credentials in headers instead"
+                }
+                EndpointError::Fragment => "endpoint URL has a #fragment; remove it",
+                EndpointError::BadPath => {
+                    "endpoint URL path or query has spaces, control or non-ASCII characters"
+                }
             }
-            EndpointError::UnsupportedScheme => {
-                "endpoint URL scheme is not supported; use http:// or https://"
-            }
-            EndpointError::EmptyHost => "endpoint URL has an empty host",
-            EndpointError::BadPort => "endpoint URL port must be a decimal number in 1..=65535",
-            EndpointError::BadHost => {
-                "endpoint URL host has characters a host name or IP address cannot hold"
-            }
-            EndpointError::Userinfo => {
-                "endpoint URL carries user@ credentials; put credentials in headers instead"
-            }
-            EndpointError::Fragment => "endpoint URL has a #fragment; remove it",
-            EndpointError::BadPath => {
-                "endpoint URL path or query has spaces, control or non-ASCII characters"
-            }
-        })
+            .as_bytes(),
+        )
     }
 }
 
@@ -119,7 +128,8 @@ impl<'a> Endpoint<'a> {
     }
 
     fn parse(s: &'a str, append_mcp: bool) -> Result<Self, EndpointError> {
-        let (scheme_str, rest) = s.split_once("://").ok_or(EndpointError::MissingScheme)?;
+        let (scheme_str, rest) =
+            crate::buf::split_once_str(s, "://").ok_or(EndpointError::MissingScheme)?;
         if scheme_str.is_empty() {
             return Err(EndpointError::MissingScheme);
         }

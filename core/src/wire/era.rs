@@ -57,6 +57,20 @@ pub enum EraSetting {
     Legacy,
 }
 
+impl EraSetting {
+    /// The era this build speaks under the setting (docs/design.md#capabilities): the one era
+    /// built when only one is (feature `era-2025` or `era-2026`); without the probe (feature
+    /// `probe`), `Auto` is the 2026 era. Otherwise the setting itself.
+    pub fn effective(self) -> EraSetting {
+        match self {
+            _ if !cfg!(feature = "era-2025") => EraSetting::Modern,
+            _ if !cfg!(feature = "era-2026") => EraSetting::Legacy,
+            EraSetting::Auto if !cfg!(feature = "probe") => EraSetting::Modern,
+            setting => setting,
+        }
+    }
+}
+
 /// What a probe's answer says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -224,6 +238,18 @@ pub struct ClientCapabilities {
 }
 
 impl ClientCapabilities {
+    /// The tasks extension is declared: [`ClientCapabilities::tasks`] in a build with the
+    /// feature `tasks` (docs/design.md#capabilities), never without it.
+    pub fn tasks_on(&self) -> bool {
+        cfg!(feature = "tasks") && self.tasks
+    }
+
+    /// Elicitation is declared: [`ClientCapabilities::elicitation`] in a build with the feature
+    /// `input`, never without it.
+    pub fn elicitation_on(&self) -> bool {
+        cfg!(feature = "input") && self.elicitation
+    }
+
     /// Writes the capabilities object, e.g. `{}` or
     /// `{"elicitation":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}`.
     pub fn write(&self, out: &mut impl Sink) -> Result<(), Overflow> {
@@ -236,9 +262,9 @@ impl ClientCapabilities {
             first = false;
             Sink::put(out, text)
         };
-        if self.elicitation && self.elicitation_url {
+        if self.elicitation_on() && self.elicitation_url {
             member(out, b"\"elicitation\":{\"form\":{},\"url\":{}}")?;
-        } else if self.elicitation {
+        } else if self.elicitation_on() {
             member(out, b"\"elicitation\":{}")?;
         }
         if self.roots {
@@ -247,7 +273,7 @@ impl ClientCapabilities {
         if self.sampling {
             member(out, b"\"sampling\":{}")?;
         }
-        if self.tasks {
+        if self.tasks_on() {
             member(
                 out,
                 b"\"extensions\":{\"io.modelcontextprotocol/tasks\":{}}",
@@ -432,7 +458,7 @@ pub fn header_params<'a>(
             .map_err(|_| HeaderAnnotationError::TooMany)
     })?;
     // Every annotation in the schema must be one of those: anything else is unreachable.
-    let all = memchr::memmem::find_iter(input_schema.raw(), b"\"x-mcp-header\"").count();
+    let all = crate::buf::count(input_schema.raw(), b"\"x-mcp-header\"");
     if all != headers.len() {
         return Err(HeaderAnnotationError::Unreachable);
     }
@@ -645,6 +671,8 @@ mod tests {
         assert_eq!(judge_probe(400, Some(bare)), Verdict::Modern);
     }
 
+    // The capabilities written are those built (`tasks`, `input`).
+    #[cfg(all(feature = "tasks", feature = "input"))]
     #[test]
     fn the_meta_envelope_and_the_probe() {
         let caps = ClientCapabilities {

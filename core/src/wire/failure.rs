@@ -16,7 +16,11 @@ use super::json::JsonError;
 use super::jsonrpc::RpcDecodeError;
 use super::sse::SseError;
 pub use crate::buf::{DETAIL_BYTES, Detail};
-use crate::buf::{Overflow, StrSink, truncated};
+use crate::buf::{I, Overflow, S, Sink, StrSink, U, Words, fmt_words, say, truncated};
+
+/// The longest task id kept (in [`Failure::Task`] and by a call that became a task); none in
+/// a build without tasks (feature `tasks`).
+pub const TASK_ID_BYTES: usize = if cfg!(feature = "tasks") { 64 } else { 0 };
 
 /// Bytes of an HTTP error body kept for the message (after trimming).
 pub const SNIPPET_BYTES: usize = DETAIL_BYTES;
@@ -62,6 +66,12 @@ impl ConnectError {
 
 impl fmt::Display for ConnectError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt_words(self, f)
+    }
+}
+
+impl Words for ConnectError {
+    fn words(&self, f: &mut dyn Sink) -> Result<(), Overflow> {
         let what = match self.kind {
             ConnectErrorKind::Dns => "host name did not resolve",
             ConnectErrorKind::Refused => "connection refused",
@@ -72,9 +82,9 @@ impl fmt::Display for ConnectError {
             ConnectErrorKind::Process => "server process not running",
         };
         if self.detail.is_empty() {
-            f.write_str(what)
+            f.put_str(what)
         } else {
-            write!(f, "{what} ({})", self.detail)
+            say(f, &[S(what), S(" ("), S(&self.detail), S(")")])
         }
     }
 }
@@ -125,20 +135,35 @@ pub enum HandshakeError {
 
 impl fmt::Display for HandshakeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt_words(self, f)
+    }
+}
+
+impl Words for HandshakeError {
+    fn words(&self, f: &mut dyn Sink) -> Result<(), Overflow> {
         match self {
-            HandshakeError::UnsupportedVersion(v) => write!(
+            HandshakeError::UnsupportedVersion(v) => say(
                 f,
-                "server chose protocol version '{v}', which this client does not speak \
-                 (it speaks 2024-11-05, 2025-03-26, 2025-06-18 and 2025-11-25)"
+                &[
+                    S("server chose protocol version '"),
+                    S(v),
+                    S(
+                        "', which this client does not speak (it speaks 2024-11-05, 2025-03-26, \
+                       2025-06-18 and 2025-11-25)",
+                    ),
+                ],
             ),
-            HandshakeError::Refused { code, message } => {
-                write!(
-                    f,
-                    "server refused initialize: JSON-RPC error {code}: {message}"
-                )
-            }
+            HandshakeError::Refused { code, message } => say(
+                f,
+                &[
+                    S("server refused initialize: JSON-RPC error "),
+                    I(*code),
+                    S(": "),
+                    S(message),
+                ],
+            ),
             HandshakeError::BadResult => {
-                f.write_str("initialize result has no protocolVersion string")
+                f.put_str("initialize result has no protocolVersion string")
             }
         }
     }
@@ -235,10 +260,18 @@ pub enum Failure {
     /// The server refused our protocol version (JSON-RPC `-32022`) twice, or listed none we
     /// speak: its versions (`data.supported`, as it listed them, cut to [`DETAIL_BYTES`]).
     VersionRefused(Detail),
+    /// The server asked for a capability this build leaves out (a cargo feature of the core,
+    /// docs/design.md#capabilities): "this build has no `capability` support: `need`".
+    NotBuilt {
+        /// The capability, as the feature names it (`tasks`, `input`, …).
+        capability: &'static str,
+        /// What needed it, e.g. "the tool requires a task".
+        need: &'static str,
+    },
     /// A call that became a task (the tasks extension) ended without its result.
     Task {
         /// The task's id, as the server gave it.
-        id: String<64>,
+        id: String<TASK_ID_BYTES>,
         /// How it ended.
         end: TaskEnd,
     },
@@ -331,6 +364,7 @@ impl Failure {
             | Failure::UnexpectedResultType(_)
             | Failure::ToolDropped
             | Failure::NotModern
+            | Failure::NotBuilt { .. }
             | Failure::VersionRefused(_)
             | Failure::EndlessPaging => Cause::Malformed,
             Failure::InputRequired(_) => Cause::InputRequired,
@@ -454,71 +488,103 @@ pub fn reason_phrase(code: u16) -> &'static str {
 
 impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt_words(self, f)
+    }
+}
+
+impl Words for Failure {
+    fn words(&self, f: &mut dyn Sink) -> Result<(), Overflow> {
         match self {
-            Failure::Endpoint(e) => write!(f, "bad endpoint: {e}"),
-            Failure::Connect(e) => write!(f, "could not connect: {e}"),
-            Failure::TimedOut => f.write_str("tool call timed out"),
-            Failure::SendFailed => {
-                f.write_str("server closed the connection while the request was being sent")
+            // The failures of a capability the build leaves out never happen there: their
+            // words are not kept (docs/design.md#capabilities).
+            Failure::Handshake(_) | Failure::SessionExpired if !cfg!(feature = "era-2025") => {
+                f.put_str("handshake failed (this build has no era-2025 support)")
             }
-            Failure::ReadFailed => f.write_str("reading the reply failed (connection reset)"),
+            Failure::Task { .. } | Failure::NotModern if !cfg!(feature = "tasks") => {
+                f.put_str("task failed (this build has no tasks support)")
+            }
+            Failure::Endpoint(e) => {
+                f.put_str("bad endpoint: ")?;
+                e.words(f)
+            }
+            Failure::Connect(e) => {
+                f.put_str("could not connect: ")?;
+                e.words(f)
+            }
+            Failure::TimedOut => f.put_str("tool call timed out"),
+            Failure::SendFailed => {
+                f.put_str("server closed the connection while the request was being sent")
+            }
+            Failure::ReadFailed => f.put_str("reading the reply failed (connection reset)"),
             Failure::ClosedEarly(Stage::Head) => {
-                f.write_str("server closed the connection before the reply head was complete")
+                f.put_str("server closed the connection before the reply head was complete")
             }
             Failure::ClosedEarly(Stage::Body) => {
-                f.write_str("server closed the connection in the middle of the reply body")
+                f.put_str("server closed the connection in the middle of the reply body")
             }
             // A cap is a limit, not a malformation: say only what was too large.
             Failure::Http(
                 e @ (HttpError::HeadTooLarge { .. }
                 | HttpError::BodyTooLarge { .. }
                 | HttpError::TrailersTooLarge { .. }),
-            ) => write!(f, "{e}"),
-            Failure::Http(e @ HttpError::TlsRecord) => write!(f, "{e}"),
-            Failure::Http(e) => write!(f, "malformed HTTP reply: {e}"),
+            ) => e.words(f),
+            Failure::Http(e @ HttpError::TlsRecord) => e.words(f),
+            Failure::Http(e) => {
+                f.put_str("malformed HTTP reply: ")?;
+                e.words(f)
+            }
             Failure::Status {
                 code,
                 snippet,
                 retry_after,
             } => {
-                write!(f, "HTTP {code}")?;
+                say(f, &[S("HTTP "), U(u64::from(*code))])?;
                 let reason = reason_phrase(*code);
                 if !reason.is_empty() {
-                    write!(f, " {reason}")?;
+                    say(f, &[S(" "), S(reason)])?;
                 }
                 if !snippet.is_empty() {
-                    write!(f, ": {snippet}")?;
+                    say(f, &[S(": "), S(snippet)])?;
                 }
                 if let Some(r) = retry_after {
-                    write!(f, " (retry-after: {r})")?;
+                    f.put_str(" (retry-after: ")?;
+                    r.words(f)?;
+                    f.put_str(")")?;
                 }
                 Ok(())
             }
             Failure::Stalled { idle_ms, call } => {
-                write!(
+                say(
                     f,
-                    "server stalled: no byte of the reply for {idle_ms} ms, the idle timeout \
-                     (--idle-timeout-ms, Options::idle_timeout_ms; off by default)"
+                    &[
+                        S("server stalled: no byte of the reply for "),
+                        U(*idle_ms),
+                        S(" ms, the idle timeout (--idle-timeout-ms, Options::idle_timeout_ms; \
+                           off by default)"),
+                    ],
                 )?;
                 if *call {
-                    f.write_str(": the tool may still be running on the server")?;
+                    f.put_str(": the tool may still be running on the server")?;
                 }
                 Ok(())
             }
             Failure::CallTimedOut { ms, sent } => {
-                write!(
+                say(
                     f,
-                    "tool call timed out after {ms} ms, the call's deadline (--timeout-ms, \
-                     Options::timeout_ms)"
+                    &[
+                        S("tool call timed out after "),
+                        U(*ms),
+                        S(" ms, the call's deadline (--timeout-ms, Options::timeout_ms)"),
+                    ],
                 )?;
-                f.write_str(if *sent {
+                f.put_str(if *sent {
                     ": the tool may still be running on the server"
                 } else {
                     ", before the tool call was sent"
                 })
             }
             Failure::MayHaveRun(broken) => {
-                f.write_str(match broken {
+                f.put_str(match broken {
                     Broken::BeforeReply => {
                         "the connection ended after the tool call was sent and before any reply"
                     }
@@ -538,77 +604,118 @@ impl fmt::Display for Failure {
                         "the reply stream ended without the tool call's response"
                     }
                 })?;
-                f.write_str(": the tool may have run, so the call was not sent again")
+                f.put_str(": the tool may have run, so the call was not sent again")
             }
-            Failure::Cancelled => f.write_str("the call was cancelled by its caller"),
-            Failure::InputRequired(asked) => write!(
+            Failure::Cancelled => f.put_str("the call was cancelled by its caller"),
+            Failure::InputRequired(asked) => say(
                 f,
-                "the server asked for input ({asked}) and this call has no input handler"
+                &[
+                    S("the server asked for input ("),
+                    S(asked),
+                    S(") and this call has no input handler"),
+                ],
             ),
-            Failure::UnexpectedResultType(t) => {
-                write!(f, "the server answered with resultType \"{t}\", which this call did not ask for")
-            }
+            Failure::UnexpectedResultType(t) => say(
+                f,
+                &[
+                    S("the server answered with resultType \""),
+                    S(t),
+                    S("\", which this call did not ask for"),
+                ],
+            ),
             Failure::Task { id, end } => match end {
-                TaskEnd::TimedOut => {
-                    write!(f, "tool call timed out (task {id} was cancelled)")
-                }
-                TaskEnd::Cancelled => write!(f, "the server cancelled task {id}"),
-                TaskEnd::Gone => write!(f, "task {id} is not found or expired on the server"),
-                TaskEnd::Lost => write!(
+                TaskEnd::TimedOut => say(
                     f,
-                    "lost the server while it ran task {id}; the task may still be running there"
+                    &[S("tool call timed out (task "), S(id), S(" was cancelled)")],
+                ),
+                TaskEnd::Cancelled => say(f, &[S("the server cancelled task "), S(id)]),
+                TaskEnd::Gone => say(
+                    f,
+                    &[S("task "), S(id), S(" is not found or expired on the server")],
+                ),
+                TaskEnd::Lost => say(
+                    f,
+                    &[
+                        S("lost the server while it ran task "),
+                        S(id),
+                        S("; the task may still be running there"),
+                    ],
                 ),
             },
             Failure::VersionRefused(theirs) => {
-                f.write_str("the server refused our protocol version (JSON-RPC -32022): it speaks [")?;
-                f.write_str(if theirs.is_empty() { "none listed" } else { theirs })?;
-                f.write_str("]; this client speaks [")?;
+                f.put_str("the server refused our protocol version (JSON-RPC -32022): it speaks [")?;
+                f.put_str(if theirs.is_empty() { "none listed" } else { theirs })?;
+                f.put_str("]; this client speaks [")?;
                 for (i, v) in crate::wire::era::MODERN_VERSIONS.iter().enumerate() {
                     if i > 0 {
-                        f.write_str(", ")?;
+                        f.put_str(", ")?;
                     }
-                    f.write_str(v)?;
+                    f.put_str(v)?;
                 }
-                f.write_str("]")
+                f.put_str("]")
             }
-            Failure::NotModern => f.write_str(
+            Failure::NotModern => f.put_str(
                 "the server does not speak the 2026-07-28 protocol, which tasks need",
             ),
-            Failure::ToolDropped => f.write_str(
+            Failure::NotBuilt { capability, need } => {
+                f.put_str("this build has no ")?;
+                f.put_str(capability)?;
+                f.put_str(" support: ")?;
+                f.put_str(need)
+            }
+            Failure::ToolDropped => f.put_str(
                 "the tool's x-mcp-header annotations are invalid, so its server's tool list drops it",
             ),
             Failure::RetryTooLate { code, retry_after } => {
-                write!(f, "HTTP {code}")?;
+                say(f, &[S("HTTP "), U(u64::from(*code))])?;
                 let reason = reason_phrase(*code);
                 if !reason.is_empty() {
-                    write!(f, " {reason}")?;
+                    say(f, &[S(" "), S(reason)])?;
                 }
-                write!(
-                    f,
-                    " with retry-after: {retry_after}, longer than the call can wait"
-                )
+                f.put_str(" with retry-after: ")?;
+                retry_after.words(f)?;
+                f.put_str(", longer than the call can wait")
             }
             Failure::SessionExpired => {
-                f.write_str("HTTP 404 Not Found: the server no longer knows this session")
+                f.put_str("HTTP 404 Not Found: the server no longer knows this session")
             }
-            Failure::UnexpectedContentType(ct) => write!(
+            Failure::UnexpectedContentType(ct) => say(
                 f,
-                "reply has content-type '{ct}', expected application/json or text/event-stream"
+                &[
+                    S("reply has content-type '"),
+                    S(ct),
+                    S("', expected application/json or text/event-stream"),
+                ],
             ),
-            Failure::EmptyReply => f.write_str("reply has no body; expected a JSON-RPC response"),
+            Failure::EmptyReply => f.put_str("reply has no body; expected a JSON-RPC response"),
             // The decoder's only error is its event cap: a limit, said as such.
-            Failure::Sse(e) => write!(f, "{e}"),
-            Failure::Json(e) => write!(f, "reply is not valid JSON: {e}"),
-            Failure::Rpc(e) => write!(f, "reply is not a JSON-RPC response: {e}"),
-            Failure::NoResponse => {
-                f.write_str("reply stream ended without a response to this request")
+            Failure::Sse(e) => e.words(f),
+            Failure::Json(e) => {
+                f.put_str("reply is not valid JSON: ")?;
+                e.words(f)
             }
-            Failure::TooLarge(which, o) => write!(f, "{} buffer too small: {o}", which.as_str()),
-            Failure::Request(e) => write!(f, "could not write the request: {e}"),
-            Failure::Handshake(e) => write!(f, "handshake failed: {e}"),
-            Failure::BadArguments => f.write_str("tool arguments must be a JSON object"),
+            Failure::Rpc(e) => {
+                f.put_str("reply is not a JSON-RPC response: ")?;
+                e.words(f)
+            }
+            Failure::NoResponse => {
+                f.put_str("reply stream ended without a response to this request")
+            }
+            Failure::TooLarge(which, o) => {
+                say(f, &[S(which.as_str()), S(" buffer too small: ")])?;
+                o.words(f)
+            }
+            Failure::Request(e) => {
+                f.put_str("could not write the request: ")?;
+                e.words(f)
+            }
+            Failure::Handshake(e) => {
+                f.put_str("handshake failed: ")?;
+                e.words(f)
+            }
+            Failure::BadArguments => f.put_str("tool arguments must be a JSON object"),
             Failure::EndlessPaging => {
-                f.write_str("the server kept paging (repeated cursor or over 1000 pages)")
+                f.put_str("the server kept paging (repeated cursor or over 1000 pages)")
             }
         }
     }

@@ -8,7 +8,7 @@
 
 use core::fmt;
 
-use crate::buf::{Overflow, Sink, put_u64};
+use crate::buf::{Overflow, S, Sink, U, Words, put_u64, say};
 use crate::wire::endpoint::Endpoint;
 
 /// The request methods an MCP client sends.
@@ -119,11 +119,23 @@ impl From<Overflow> for RequestError {
 
 impl fmt::Display for RequestError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        crate::buf::fmt_words(self, f)
+    }
+}
+
+impl Words for RequestError {
+    fn words(&self, out: &mut dyn Sink) -> Result<(), Overflow> {
         match self {
-            RequestError::Overflow(o) => write!(f, "HTTP request head does not fit: {o}"),
-            RequestError::InvalidHeader => f.write_str(
-                "request header is invalid: names must be HTTP tokens and values must not \
-                 contain CR, LF or NUL",
+            RequestError::Overflow(o) => {
+                say(out, &[S("HTTP request head does not fit: ")])?;
+                o.words(out)
+            }
+            RequestError::InvalidHeader => say(
+                out,
+                &[S(
+                    "request header is invalid: names must be HTTP tokens and values must \
+                     not contain CR, LF or NUL",
+                )],
             ),
         }
     }
@@ -277,8 +289,9 @@ pub enum Framing {
     Empty,
 }
 
-/// The longest `mcp-session-id` kept.
-pub const MAX_SESSION_ID: usize = 256;
+/// The longest `mcp-session-id` kept. Sessions are the handshake era's (feature `era-2025`): a
+/// build without it keeps none (the header is ignored) and holds no room for one.
+pub const MAX_SESSION_ID: usize = if cfg!(feature = "era-2025") { 256 } else { 0 };
 
 /// The parts of a response head a client acts on.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -340,9 +353,15 @@ impl RetryAfter {
 
 impl fmt::Display for RetryAfter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        crate::buf::fmt_words(self, f)
+    }
+}
+
+impl Words for RetryAfter {
+    fn words(&self, out: &mut dyn Sink) -> Result<(), Overflow> {
         match self {
-            RetryAfter::Seconds(s) => write!(f, "{s}"),
-            RetryAfter::Date => f.write_str("an HTTP date"),
+            RetryAfter::Seconds(s) => say(out, &[U(*s)]),
+            RetryAfter::Date => say(out, &[S("an HTTP date")]),
         }
     }
 }
@@ -395,10 +414,19 @@ pub enum Stage {
 
 impl fmt::Display for Stage {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Stage::Head => "head",
-            Stage::Body => "body",
-        })
+        crate::buf::fmt_words(self, f)
+    }
+}
+
+impl Words for Stage {
+    fn words(&self, out: &mut dyn Sink) -> Result<(), Overflow> {
+        say(
+            out,
+            &[S(match self {
+                Stage::Head => "head",
+                Stage::Body => "body",
+            })],
+        )
     }
 }
 
@@ -446,52 +474,78 @@ pub enum HttpError {
 
 impl fmt::Display for HttpError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        crate::buf::fmt_words(self, f)
+    }
+}
+
+impl Words for HttpError {
+    fn words(&self, out: &mut dyn Sink) -> Result<(), Overflow> {
         match self {
-            HttpError::HeadTooLarge { limit } => {
-                write!(
-                    f,
-                    "HTTP response head is larger than its cap of {limit} bytes"
-                )
+            HttpError::HeadTooLarge { limit } => say(
+                out,
+                &[
+                    S("HTTP response head is larger than its cap of "),
+                    U(*limit as u64),
+                    S(" bytes"),
+                ],
+            ),
+            HttpError::BadHead(what) => {
+                say(out, &[S("HTTP response head is malformed: "), S(what)])
             }
-            HttpError::BadHead(what) => write!(f, "HTTP response head is malformed: {what}"),
-            HttpError::TooManyHeaders => {
-                write!(f, "HTTP response has more than {MAX_HEADERS} header lines")
-            }
-            HttpError::BadContentLength => f.write_str(
+            HttpError::TooManyHeaders => say(
+                out,
+                &[
+                    S("HTTP response has more than "),
+                    U(MAX_HEADERS as u64),
+                    S(" header lines"),
+                ],
+            ),
+            HttpError::BadContentLength => out.put_str(
                 "HTTP response content-length is not a decimal number, or two of them differ",
             ),
-            HttpError::BadChunk => f.write_str("HTTP chunked body has a malformed chunk size line"),
+            HttpError::BadChunk => out.put_str("HTTP chunked body has a malformed chunk size line"),
             HttpError::ChunkTooLarge => {
-                f.write_str("HTTP chunked body has a chunk size that does not fit in 64 bits")
+                out.put_str("HTTP chunked body has a chunk size that does not fit in 64 bits")
             }
-            HttpError::BodyTooLarge { limit } => {
-                write!(
-                    f,
-                    "HTTP response body is larger than its cap of {limit} bytes"
-                )
-            }
-            HttpError::BadSessionId => write!(
-                f,
-                "mcp-session-id is empty, longer than {MAX_SESSION_ID} bytes or not visible ASCII"
+            HttpError::BodyTooLarge { limit } => say(
+                out,
+                &[
+                    S("HTTP response body is larger than its cap of "),
+                    U(*limit),
+                    S(" bytes"),
+                ],
+            ),
+            HttpError::BadSessionId => say(
+                out,
+                &[
+                    S("mcp-session-id is empty, longer than "),
+                    U(MAX_SESSION_ID as u64),
+                    S(" bytes or not visible ASCII"),
+                ],
             ),
             HttpError::TrailingData => {
-                f.write_str("server sent bytes after the end of the HTTP response")
+                out.put_str("server sent bytes after the end of the HTTP response")
             }
             HttpError::UnexpectedEof(stage) => {
-                write!(
-                    f,
-                    "connection closed in the middle of the HTTP response {stage}"
-                )
+                say(
+                    out,
+                    &[S("connection closed in the middle of the HTTP response ")],
+                )?;
+                stage.words(out)
             }
-            HttpError::TrailersTooLarge { limit } => write!(
-                f,
-                "HTTP chunked trailers are larger than their cap of {limit} bytes"
+            HttpError::TrailersTooLarge { limit } => say(
+                out,
+                &[
+                    S("HTTP chunked trailers are larger than their cap of "),
+                    U(*limit as u64),
+                    S(" bytes"),
+                ],
             ),
             HttpError::NotHttp => {
-                f.write_str("the reply does not start with HTTP/ (is this an MCP HTTP server?)")
+                out.put_str("the reply does not start with HTTP/ (is this an MCP HTTP server?)")
             }
             HttpError::TlsRecord => {
-                f.write_str("the server speaks TLS on this port: use https:// for this endpoint")
+                out.put_str("the server speaks TLS on this port: use https:// for this endpoint")
             }
         }
     }
@@ -1041,7 +1095,7 @@ fn parse_head(bytes: &[u8]) -> Result<Option<ResponseHead>, HttpError> {
             content_type = truncated(value);
         } else if name.eq_ignore_ascii_case(b"retry-after") {
             retry_after = RetryAfter::parse(value);
-        } else if name.eq_ignore_ascii_case(b"mcp-session-id") {
+        } else if cfg!(feature = "era-2025") && name.eq_ignore_ascii_case(b"mcp-session-id") {
             session_id = Some(parse_session_id(value)?);
         } else if name.eq_ignore_ascii_case(b"content-length") {
             let n = parse_length(value)?;

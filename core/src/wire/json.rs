@@ -107,31 +107,57 @@ pub enum JsonErrorKind {
 
 impl fmt::Display for JsonErrorKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        crate::buf::fmt_words(self, f)
+    }
+}
+
+impl crate::buf::Words for JsonErrorKind {
+    fn words(&self, out: &mut dyn crate::buf::Sink) -> Result<(), crate::buf::Overflow> {
+        use crate::buf::{S, U, say};
         match *self {
-            JsonErrorKind::UnexpectedEnd => f.write_str("input ended inside a value (truncated?)"),
+            JsonErrorKind::UnexpectedEnd => out.put_str("input ended inside a value (truncated?)"),
             JsonErrorKind::UnexpectedByte(b) if b.is_ascii_graphic() => {
-                write!(f, "unexpected byte '{}'", b as char)
+                out.put_str("unexpected byte '")?;
+                out.put(&[b])?;
+                out.put_str("'")
             }
-            JsonErrorKind::UnexpectedByte(b) => write!(f, "unexpected byte 0x{b:02x}"),
-            JsonErrorKind::BadEscape => f.write_str("invalid escape in string"),
+            JsonErrorKind::UnexpectedByte(b) => {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                let hex = |n: u8| HEX.get(usize::from(n & 15)).copied().unwrap_or(b'0');
+                out.put_str("unexpected byte 0x")?;
+                out.put(&[hex(b >> 4), hex(b)])
+            }
+            JsonErrorKind::BadEscape => out.put_str("invalid escape in string"),
             JsonErrorKind::BadUnicodeEscape => {
-                f.write_str("\\u escape not followed by four hex digits")
+                out.put_str("\\u escape not followed by four hex digits")
             }
-            JsonErrorKind::InvalidUtf8 => f.write_str("string is not valid UTF-8"),
-            JsonErrorKind::ControlInString => f.write_str("unescaped control character in string"),
-            JsonErrorKind::BadNumber => f.write_str("malformed number"),
-            JsonErrorKind::BadLiteral => f.write_str("malformed literal (true/false/null)"),
-            JsonErrorKind::TooDeep { limit } => {
-                write!(f, "nested deeper than the limit of {limit}")
-            }
-            JsonErrorKind::TrailingData => f.write_str("data after the JSON value"),
+            JsonErrorKind::InvalidUtf8 => out.put_str("string is not valid UTF-8"),
+            JsonErrorKind::ControlInString => out.put_str("unescaped control character in string"),
+            JsonErrorKind::BadNumber => out.put_str("malformed number"),
+            JsonErrorKind::BadLiteral => out.put_str("malformed literal (true/false/null)"),
+            JsonErrorKind::TooDeep { limit } => say(
+                out,
+                &[S("nested deeper than the limit of "), U(limit as u64)],
+            ),
+            JsonErrorKind::TrailingData => out.put_str("data after the JSON value"),
         }
     }
 }
 
 impl fmt::Display for JsonError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "invalid JSON at byte {}: {}", self.offset, self.kind)
+        crate::buf::fmt_words(self, f)
+    }
+}
+
+impl crate::buf::Words for JsonError {
+    fn words(&self, out: &mut dyn crate::buf::Sink) -> Result<(), crate::buf::Overflow> {
+        use crate::buf::{S, U, say};
+        say(
+            out,
+            &[S("invalid JSON at byte "), U(self.offset as u64), S(": ")],
+        )?;
+        self.kind.words(out)
     }
 }
 

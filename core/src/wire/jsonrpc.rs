@@ -84,7 +84,15 @@ impl ProtocolVersion {
     }
 
     /// True for the 2026-07-28 era: `_meta` and `Mcp-*` headers on every request, no session.
+    /// A build with one era (docs/design.md#capabilities) answers for that era whatever the
+    /// version, so the other era's paths fold away.
     pub fn is_modern(self) -> bool {
+        if !cfg!(feature = "era-2025") {
+            return true;
+        }
+        if !cfg!(feature = "era-2026") {
+            return false;
+        }
         self == ProtocolVersion::V2026_07_28
     }
 }
@@ -477,26 +485,31 @@ pub enum RpcDecodeError {
 
 impl fmt::Display for RpcDecodeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        crate::buf::fmt_words(self, f)
+    }
+}
+
+impl crate::buf::Words for RpcDecodeError {
+    fn words(&self, out: &mut dyn Sink) -> Result<(), Overflow> {
         match self {
-            RpcDecodeError::NotAnObject => f.write_str("JSON-RPC message is not a JSON object"),
-            RpcDecodeError::BadVersion => f.write_str("JSON-RPC message lacks \"jsonrpc\":\"2.0\""),
-            RpcDecodeError::BadId => f.write_str("JSON-RPC id is not a number, string or null"),
-            RpcDecodeError::BadError => f.write_str(
+            RpcDecodeError::NotAnObject => out.put_str("JSON-RPC message is not a JSON object"),
+            RpcDecodeError::BadVersion => out.put_str("JSON-RPC message lacks \"jsonrpc\":\"2.0\""),
+            RpcDecodeError::BadId => out.put_str("JSON-RPC id is not a number, string or null"),
+            RpcDecodeError::BadError => out.put_str(
                 "JSON-RPC error is not an object with an integer code and a string message",
             ),
             RpcDecodeError::BothResultAndError => {
-                f.write_str("JSON-RPC response has both result and error")
+                out.put_str("JSON-RPC response has both result and error")
             }
             RpcDecodeError::NeitherResultNorError => {
-                f.write_str("JSON-RPC response has neither result nor error")
+                out.put_str("JSON-RPC response has neither result nor error")
             }
-            RpcDecodeError::BadMethod => f.write_str("JSON-RPC method is not a string"),
-            RpcDecodeError::EmptyBatch => f.write_str("JSON-RPC batch array is empty"),
+            RpcDecodeError::BadMethod => out.put_str("JSON-RPC method is not a string"),
+            RpcDecodeError::EmptyBatch => out.put_str("JSON-RPC batch array is empty"),
             RpcDecodeError::BadField(name) => {
-                write!(
-                    f,
-                    "result member \"{name}\" is missing or has the wrong type"
-                )
+                out.put_str("result member \"")?;
+                out.put_str(name)?;
+                out.put_str("\" is missing or has the wrong type")
             }
         }
     }

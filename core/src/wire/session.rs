@@ -83,7 +83,10 @@ pub struct Session {
     phase: Phase,
     next_attempt: u32,
     offered: ProtocolVersion,
-    /// The last failed attempt and its failure, for that attempt's waiters.
+    /// The last failed attempt and its failure, for that attempt's waiters. Only a handshake
+    /// or a probe can fail and have waiters (features `era-2025`, `probe`); without them the
+    /// 2026 era's session is ready at once, and keeps no failure.
+    #[cfg(any(feature = "era-2025", feature = "probe"))]
     last_failure: Option<(u32, Failure)>,
     handshakes: u32,
 }
@@ -95,6 +98,7 @@ impl Session {
             phase: Phase::Fresh,
             next_attempt: 1,
             offered,
+            #[cfg(any(feature = "era-2025", feature = "probe"))]
             last_failure: None,
             handshakes: 0,
         }
@@ -144,10 +148,13 @@ impl Session {
         match &self.phase {
             Phase::Initializing { attempt: a } if *a == attempt => None,
             Phase::Ready(s) => Some(Ok(s.clone())),
+            #[cfg(any(feature = "era-2025", feature = "probe"))]
             _ => match &self.last_failure {
                 Some((a, f)) if *a == attempt => Some(Err(f.clone())),
                 _ => None,
             },
+            #[cfg(not(any(feature = "era-2025", feature = "probe")))]
+            _ => None,
         }
     }
 
@@ -169,7 +176,10 @@ impl Session {
             session_id,
             version,
         });
-        self.last_failure = None;
+        #[cfg(any(feature = "era-2025", feature = "probe"))]
+        {
+            self.last_failure = None;
+        }
         self.handshakes = self.handshakes.saturating_add(1);
     }
 
@@ -179,7 +189,12 @@ impl Session {
             return;
         }
         self.phase = Phase::Fresh;
-        self.last_failure = Some((attempt, failure));
+        #[cfg(any(feature = "era-2025", feature = "probe"))]
+        {
+            self.last_failure = Some((attempt, failure));
+        }
+        #[cfg(not(any(feature = "era-2025", feature = "probe")))]
+        let _ = (attempt, failure);
     }
 
     /// The server answered 404 to a request that carried `used_id`: if that is still the
@@ -212,6 +227,8 @@ mod tests {
         ProtocolVersion::SEED
     }
 
+    // Session and event ids are the handshake era's (feature `era-2025`).
+    #[cfg(feature = "era-2025")]
     #[test]
     fn first_caller_starts_the_others_wait_for_that_attempt() {
         let mut s = Session::new(v());
@@ -229,6 +246,8 @@ mod tests {
         assert_eq!(s.handshakes(), 1);
     }
 
+    // Session and event ids are the handshake era's (feature `era-2025`).
+    #[cfg(feature = "era-2025")]
     #[test]
     fn a_failed_attempt_is_never_cached() {
         let mut s = Session::new(v());
@@ -261,6 +280,8 @@ mod tests {
         assert_eq!(s.phase(), &Phase::Initializing { attempt: 2 });
     }
 
+    // Session and event ids are the handshake era's (feature `era-2025`).
+    #[cfg(feature = "era-2025")]
     #[test]
     fn a_404_for_the_current_id_resets_once() {
         let mut s = Session::new(v());

@@ -51,11 +51,21 @@ pub enum SseError {
 
 impl fmt::Display for SseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        crate::buf::fmt_words(self, f)
+    }
+}
+
+impl crate::buf::Words for SseError {
+    fn words(&self, out: &mut dyn crate::buf::Sink) -> Result<(), crate::buf::Overflow> {
+        use crate::buf::{S, U, say};
         match self {
-            SseError::EventTooLarge { limit } => write!(
-                f,
-                "server-sent event is larger than its cap of {limit} bytes; raise the event \
-                 limit or the reply buffer"
+            SseError::EventTooLarge { limit } => say(
+                out,
+                &[
+                    S("server-sent event is larger than its cap of "),
+                    U(*limit as u64),
+                    S(" bytes; raise the event limit or the reply buffer"),
+                ],
             ),
         }
     }
@@ -63,8 +73,18 @@ impl fmt::Display for SseError {
 
 impl core::error::Error for SseError {}
 
-/// The longest `id` kept; a longer one makes [`SseDecoder::last_event_id`] `None`.
-pub const MAX_EVENT_ID: usize = 128;
+/// The longest `id` kept; a longer one makes [`SseDecoder::last_event_id`] `None`. Event ids
+/// resume a reply stream, which only the handshake era does (feature `era-2025`): a build
+/// without it keeps none.
+pub const MAX_EVENT_ID: usize = if cfg!(feature = "era-2025") { 128 } else { 0 };
+
+/// The longest `event`, `id` or `retry` value read: an id's cap, and never less than what an
+/// event type (`message`) and a retry delay need.
+const VALUE_BYTES: usize = at_least(MAX_EVENT_ID, 16);
+
+const fn at_least(n: usize, floor: usize) -> usize {
+    if n > floor { n } else { floor }
+}
 
 const BOM: &[u8; 3] = b"\xEF\xBB\xBF";
 
@@ -120,7 +140,7 @@ pub struct SseDecoder {
     line: Line,
     name: [u8; 5],
     /// The value of the current event/id/retry line (values are short; longer ones overflow).
-    value: heapless::Vec<u8, MAX_EVENT_ID>,
+    value: heapless::Vec<u8, VALUE_BYTES>,
     value_over: bool,
     /// The current line's value had a NUL (an `id` with one is ignored, however long).
     value_nul: bool,

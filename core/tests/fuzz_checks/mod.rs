@@ -395,7 +395,7 @@ fn sse_reference(input: &[u8]) -> Vec<SseEv> {
     }
     let usable = last_id
         .as_ref()
-        .filter(|v| !v.is_empty() && v.len() <= MAX_EVENT_ID)
+        .filter(|v| !v.is_empty() && MAX_EVENT_ID.checked_sub(v.len()).is_some())
         .and_then(|v| std::str::from_utf8(v).ok())
         .map(str::to_owned);
     evs.push(SseEv::State {

@@ -41,6 +41,13 @@ impl From<Untaken> for Failure {
             Untaken::TextTooLarge(o) => Failure::TooLarge(BufferName::Text, o),
             Untaken::NotAnObject => Failure::Rpc(jsonrpc::RpcDecodeError::NotAnObject),
             Untaken::InputRequired(asked) => Failure::InputRequired(asked),
+            // A task the server started though this build has no tasks (feature `tasks`).
+            Untaken::ResultType(t) if !cfg!(feature = "tasks") && t == "task" => {
+                Failure::NotBuilt {
+                    capability: "tasks",
+                    need: "the tool requires a task",
+                }
+            }
             Untaken::ResultType(t) => Failure::UnexpectedResultType(t),
         }
     }
@@ -122,6 +129,10 @@ pub fn write_elicit_answer(
     params: Option<Value<'_>>,
     (policy, handler): (Option<Elicitation>, Option<ElicitHandler<'_>>),
 ) -> Result<(), Overflow> {
+    // A build without input (feature `input`) declines, as a client without a handler.
+    if !cfg!(feature = "input") {
+        return out.put(b"{\"action\":\"decline\"}");
+    }
     if let (Some(handler), Some(params)) = (handler, params) {
         return (handler.0)(params, out);
     }
@@ -276,15 +287,15 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
             progress_token: cfg.progress_extends_to_ms.is_some() || cfg.on_progress.is_some(),
             listing: false,
             list_page: None,
-            tasks: cfg.capabilities.tasks,
+            tasks: cfg.capabilities.tasks_on(),
             task: None,
             polling: false,
             task_status: None,
             server_request: None,
             attached: false,
             session_task: false,
-            elicitation: cfg.elicitation,
-            elicit_with: cfg.elicit_with,
+            elicitation: cfg.elicitation.filter(|_| cfg!(feature = "input")),
+            elicit_with: cfg.elicit_with.filter(|_| cfg!(feature = "input")),
             input_ready: false,
             tools_list_changed: false,
         }
@@ -296,7 +307,7 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
     /// request that is not an elicitation, requests not keyed by name, or no room.
     fn answer_input(&mut self, result: Value<'_>) -> bool {
         self.text.clear();
-        if self.elicitation.is_none() && self.elicit_with.is_none() {
+        if !cfg!(feature = "input") || (self.elicitation.is_none() && self.elicit_with.is_none()) {
             return false;
         }
         let policy = (self.elicitation, self.elicit_with);
@@ -493,8 +504,8 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
                 continue;
             };
             let schema = tool.get("inputSchema");
-            let headers = schema
-                .is_some_and(|s| memchr::memmem::find(s.raw(), b"\"x-mcp-header\"").is_some());
+            let headers =
+                schema.is_some_and(|s| crate::buf::find(s.raw(), b"\"x-mcp-header\"").is_some());
             // `annotations.idempotentHint`: a call of it may be sent again after a broken
             // stream (it does no harm twice).
             let idempotent = tool
@@ -772,7 +783,7 @@ impl<B: Buf, Sec: AsRef<[u8]>> CallHandler<'_, B, Sec> {
                 self.on_list_page(outcome)?;
                 return Ok(Verdict::Done);
             }
-            Lookup::Ours(outcome) if self.polling => {
+            Lookup::Ours(outcome) if cfg!(feature = "tasks") && self.polling => {
                 self.on_task_poll(outcome);
                 return Ok(Verdict::Done);
             }
@@ -842,8 +853,15 @@ impl<B: Buf, Sec: AsRef<[u8]>> CallHandler<'_, B, Sec> {
             Outcome::Error(_) => None,
         };
         let task_object = match outcome {
-            Outcome::Result(result) if self.tasks && rtype == Some("task") => Some(result),
-            Outcome::Result(result) if self.session_task => result.get("task"),
+            // Tasks only with their capability (feature `tasks`).
+            Outcome::Result(result)
+                if cfg!(feature = "tasks") && self.tasks && rtype == Some("task") =>
+            {
+                Some(result)
+            }
+            Outcome::Result(result) if cfg!(feature = "tasks") && self.session_task => {
+                result.get("task")
+            }
             _ => None,
         };
         if let Some(result) = task_object {
@@ -851,7 +869,7 @@ impl<B: Buf, Sec: AsRef<[u8]>> CallHandler<'_, B, Sec> {
                 .get("taskId")
                 .and_then(|t| t.as_str())
                 .and_then(|t| t.as_plain())
-                .filter(|t| !t.is_empty() && t.len() <= MAX_TASK_ID);
+                .filter(|t| !t.is_empty() && MAX_TASK_ID.checked_sub(t.len()).is_some());
             match id {
                 Some(id) => {
                     self.task = Some(TaskRef {
@@ -885,7 +903,10 @@ impl<B: Buf, Sec: AsRef<[u8]>> CallHandler<'_, B, Sec> {
                 let _ = defer;
                 self.take_result(result)
             }
-            Outcome::Error(err) if err.code == jsonrpc::URL_ELICITATION_REQUIRED => {
+            // Without input (feature `input`) it is a refusal, as any other error.
+            Outcome::Error(err)
+                if cfg!(feature = "input") && err.code == jsonrpc::URL_ELICITATION_REQUIRED =>
+            {
                 Ok(self.take_url_elicitation(&err))
             }
             Outcome::Error(err) => {

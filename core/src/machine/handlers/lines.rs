@@ -1,6 +1,7 @@
 //! Error lines and the redacted texts of the machine: failures, refusals, progress.
 
 use super::*;
+use crate::buf::Words;
 
 /// Ends a cut line with `…` (dropping what it takes to make room).
 pub(crate) fn mark_cut<const N: usize>(line: &mut StrSink<N>) {
@@ -121,7 +122,23 @@ pub(crate) fn write_failure<Sec: AsRef<[u8]>, B: Buf>(
     failure: &Failure,
     out: &mut B,
 ) {
-    write_line(secrets, format_args!("{failure}"), out);
+    write_words(secrets, failure, out);
+}
+
+// Used by the async pump (`drive`) to write results.
+#[cfg_attr(not(feature = "drive"), allow(dead_code))]
+/// Writes a message said by its [`Words`] (no `core::fmt`), redacted, into `out`, as
+/// [`write_line`] does.
+pub(crate) fn write_words<Sec: AsRef<[u8]>, B: Buf>(
+    secrets: &[Sec],
+    words: &dyn Words,
+    out: &mut B,
+) {
+    let mut line = StrSink::<ERROR_LINE_BYTES>::default();
+    if words.words(&mut line).is_err() {
+        mark_cut(&mut line);
+    }
+    finish_line(secrets, &line, out);
 }
 
 // Used by the async pump (`drive`) to write results.
@@ -133,11 +150,20 @@ pub(crate) fn write_line<Sec: AsRef<[u8]>, B: Buf>(
     args: core::fmt::Arguments<'_>,
     out: &mut B,
 ) {
-    out.clear();
     let mut line = StrSink::<ERROR_LINE_BYTES>::default();
     if FmtSink(&mut line).write_fmt(args).is_err() {
         mark_cut(&mut line);
     }
+    finish_line(secrets, &line, out);
+}
+
+/// The end of [`write_line`] and [`write_words`]: `line` redacted into `out`, cut to fit.
+fn finish_line<Sec: AsRef<[u8]>, B: Buf>(
+    secrets: &[Sec],
+    line: &StrSink<ERROR_LINE_BYTES>,
+    out: &mut B,
+) {
+    out.clear();
     if redact_into(secrets, line.as_str().as_bytes(), out).is_ok() {
         return;
     }

@@ -16,6 +16,12 @@ where
         purpose: Purpose,
         result: Result<bool, Failure>,
     ) {
+        if let Some(capability) = purpose.not_built() {
+            return self.fail(Failure::NotBuilt {
+                capability,
+                need: "the server asked for it",
+            });
+        }
         match purpose {
             Purpose::Probe { attempt } => self.probe_done(slot, now, attempt, result),
             Purpose::HeaderList => self.header_list_done(slot, now, result),
@@ -195,7 +201,7 @@ where
         // An answer that says the server now speaks the other era (a 4xx ran nothing): its
         // verdict is forgotten and it is probed once more, then the request goes again.
         if let Err(Failure::Status { code, .. }) = &result
-            && self.cfg.era == EraSetting::Auto
+            && self.cfg.era.effective() == EraSetting::Auto
             && !self.era_reprobed
             && era::era_changed(modern, *code, self.reply.bytes())
         {

@@ -144,8 +144,37 @@ enum Purpose {
     Courtesy,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Stage {
+impl Purpose {
+    /// The capability this purpose belongs to, when the build leaves it out
+    /// (docs/design.md#capabilities): a trip for it is never started, and every branch that
+    /// handles one folds away.
+    fn not_built(self) -> Option<&'static str> {
+        match self {
+            Purpose::Probe { .. } if !cfg!(feature = "probe") => Some("probe"),
+            Purpose::HeaderList if !cfg!(feature = "era-2026") => Some("era-2026"),
+            Purpose::TaskGet | Purpose::TaskCancel | Purpose::TaskUpdate | Purpose::TaskResult
+                if !cfg!(feature = "tasks") =>
+            {
+                Some("tasks")
+            }
+            Purpose::Initialize { .. } | Purpose::Initialized { .. } | Purpose::Resume
+                if !cfg!(feature = "era-2025") =>
+            {
+                Some("era-2025")
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Where an op is. Each state holds what it needs: a round trip holds its purpose, where it
+/// is on the wire, and (once the request is written) the exchange that reads its reply, which
+/// exists nowhere else.
+// The trip is the big state (its exchange holds the reply decoder): without an allocator it
+// cannot be boxed, and the op is the same size as when the exchange sat beside the stage
+// (`an_op_stays_small`).
+#[allow(clippy::large_enum_variant)]
+enum Stage<'o> {
     /// The op's first poll: count the call and pick the first server.
     Start,
     /// A new attempt on `target`: a fresh deadline.
@@ -165,10 +194,13 @@ enum Stage {
     TaskWait {
         at: Millis,
     },
-    /// A round trip for `purpose`; `wire` says where it is.
+    /// A round trip for `purpose`; `wire` says where it is; `exchange` reads the reply
+    /// from the moment the request is written until the trip ends (it owns the head
+    /// storage meanwhile, given back to the op when the trip ends).
     Trip {
         purpose: Purpose,
         wire: Wire,
+        exchange: Option<Exchange<'o>>,
     },
     /// Waiting for a `retry-after` time, then the request again.
     RetryWait {
@@ -250,10 +282,9 @@ pub struct Op<'o, B: Buf, Sec: AsRef<[u8]>, F: FnMut(Option<(Value<'_>, &[u8])>)
     read: &'o mut [u8],
     reply: &'o mut B,
     head: Option<&'o mut [u8]>,
-    exchange: Option<Exchange<'o>>,
     job: Job<'o, B, Sec, F>,
     init: InitHandler,
-    stage: Stage,
+    stage: Stage<'o>,
     target: Target,
     deadline: Deadline,
     /// A best-effort request's own deadline, while one runs.
@@ -479,7 +510,6 @@ where
             read: wire.read,
             reply: wire.reply,
             head: Some(wire.head),
-            exchange: None,
             job,
             init: InitHandler::default(),
             stage: Stage::Start,
@@ -652,8 +682,8 @@ where
 
     /// Where the current round trip is ([`Wire::Idle`] outside a trip).
     fn wire(&self) -> Wire {
-        match self.stage {
-            Stage::Trip { wire, .. } => wire,
+        match &self.stage {
+            Stage::Trip { wire, .. } => *wire,
             _ => Wire::Idle,
         }
     }
@@ -665,12 +695,38 @@ where
         }
     }
 
+    /// The current round trip's exchange, once its request is written.
+    fn exchange(&self) -> Option<&Exchange<'o>> {
+        match &self.stage {
+            Stage::Trip { exchange, .. } => exchange.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// Takes the current round trip's exchange out of it (to feed it beside the op's other
+    /// fields, or to end the trip).
+    fn take_exchange(&mut self) -> Option<Exchange<'o>> {
+        match &mut self.stage {
+            Stage::Trip { exchange, .. } => exchange.take(),
+            _ => None,
+        }
+    }
+
+    /// Puts an exchange (back) into the current round trip; outside a trip it is given up
+    /// and its head storage kept.
+    fn put_exchange(&mut self, x: Exchange<'o>) {
+        match &mut self.stage {
+            Stage::Trip { exchange, .. } => *exchange = Some(x),
+            _ => self.head = Some(x.into_head_storage()),
+        }
+    }
+
     /// Stops reading the end of the reply's framing ([`reading_tail`](Self::reading_tail)):
     /// the answer is handed back and the connection parked with what is left of its framing
     /// ([`Action::Park`]), as when the tail read times out.
     pub fn leave_tail(&mut self) {
         if self.reading_tail() {
-            self.tail = self.exchange.as_ref().and_then(Exchange::take_tail);
+            self.tail = self.exchange().and_then(Exchange::take_tail);
             self.finish_trip(true);
         }
     }
@@ -737,11 +793,12 @@ where
             slot.tools_ttl_ms = Some(ttl);
         }
         loop {
-            if core::mem::take(&mut self.task_news) {
+            // A task or a GET stream only with its capability (features `tasks`, `era-2025`).
+            if cfg!(feature = "tasks") && core::mem::take(&mut self.task_news) {
                 self.news |= NEWS_TASK;
                 return Action::TaskStarted;
             }
-            if core::mem::take(&mut self.listen_news) {
+            if cfg!(feature = "era-2025") && core::mem::take(&mut self.listen_news) {
                 self.timeout = now.saturating_add(LISTEN_MS).min(self.deadline.at);
                 return Action::Listen {
                     target: self.target,
@@ -794,6 +851,21 @@ where
                 None
             }
             Stage::Waiting { attempt } => self.waiting(slot, now, attempt),
+            // Stages of a capability the build leaves out are never entered.
+            Stage::TaskSend(_) | Stage::TaskWait { .. } if !cfg!(feature = "tasks") => {
+                self.fail(Failure::NotBuilt {
+                    capability: "tasks",
+                    need: "the tool requires a task",
+                });
+                None
+            }
+            Stage::ResumeWait { .. } if !cfg!(feature = "era-2025") => {
+                self.fail(Failure::NotBuilt {
+                    capability: "era-2025",
+                    need: "the reply stream asked to be resumed",
+                });
+                None
+            }
             Stage::WaitList
                 if slot.listed(self.target) || !slot.listing_elsewhere(self.target, now) =>
             {
@@ -915,7 +987,7 @@ where
             }
             Some(Begin::Start { attempt }) => {
                 self.snap = None;
-                match (self.cfg.era, slot.era(self.target)) {
+                match (self.cfg.era.effective(), slot.era(self.target)) {
                     (EraSetting::Legacy, _) | (EraSetting::Auto, Some(false)) => {
                         self.start_initialize(slot, attempt, now)
                     }
@@ -998,14 +1070,14 @@ where
         // A 2025-11-25 session with the tasks extension on: the server's list says which
         // tools run only as tasks (`execution.taskSupport: "required"`).
         let session_tasks = !modern
-            && self.cfg.capabilities.tasks
+            && self.cfg.capabilities.tasks_on()
             && self
                 .snap
                 .as_ref()
                 .is_some_and(|s| s.version == ProtocolVersion::V2025_11_25);
         if let Job::Call { handler, .. } = &mut self.job {
             // The tasks extension is declared (and a task taken) in the 2026 era only.
-            handler.tasks = modern && self.cfg.capabilities.tasks;
+            handler.tasks = modern && self.cfg.capabilities.tasks_on();
         }
         if self.tasking == TaskMode::Attach && self.is_call() {
             return self.attached(now);

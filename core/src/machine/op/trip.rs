@@ -10,9 +10,21 @@ where
     F: FnMut(Option<(Value<'_>, &[u8])>),
 {
     pub(super) fn start_trip(&mut self, purpose: Purpose, now: Millis) {
+        if let Some(capability) = purpose.not_built() {
+            return self.fail(Failure::NotBuilt {
+                capability,
+                need: "the server asked for it",
+            });
+        }
+        // A trip's exchange never outlives it (each end gives it back), but its head storage
+        // must not be lost if one ever did.
+        if let Some(x) = self.take_exchange() {
+            self.head = Some(x.into_head_storage());
+        }
         self.stage = Stage::Trip {
             purpose,
             wire: Wire::Idle,
+            exchange: None,
         };
         self.trip = None;
         self.courtesy = matches!(
@@ -32,6 +44,12 @@ where
     /// Writes the request of `purpose` into the request buffer (head and body).
     pub(super) fn write_request(&mut self, purpose: Purpose) -> Result<(), Failure> {
         use crate::machine::handlers::Body;
+        if let Some(capability) = purpose.not_built() {
+            return Err(Failure::NotBuilt {
+                capability,
+                need: "the server asked for it",
+            });
+        }
         let ep = self.cfg.endpoint(self.target).ok_or(Failure::NoResponse)?;
         let snap = self.snap.as_ref();
         let id = self.id;
@@ -374,7 +392,7 @@ where
             return;
         };
         let stdio = self.cfg.is_stdio(self.target);
-        self.exchange = Some(if stdio {
+        self.put_exchange(if stdio {
             Exchange::lines(head, self.expect, self.cfg.limits)
         } else {
             Exchange::new(head, self.expect, self.sent_session_id, self.cfg.limits)
@@ -391,7 +409,7 @@ where
     }
 
     pub(super) fn current_progress(&self) -> u32 {
-        match (&self.job, self.stage) {
+        match (&self.job, &self.stage) {
             (
                 Job::Call { handler, .. },
                 Stage::Trip {
@@ -410,19 +428,19 @@ where
         };
         match self.wire() {
             Wire::Read { retry_fresh, .. } => {
-                let Some(mut exchange) = self.exchange.take() else {
+                let Some(mut exchange) = self.take_exchange() else {
                     return self.end_trip(Failure::NoResponse);
                 };
                 if n == 0
                     && let Some(early) = self.ended_early(&exchange, retry_fresh, purpose)
                 {
-                    self.exchange = Some(exchange);
+                    self.put_exchange(exchange);
                     return self.apply_early(early);
                 }
                 let mut accept = Accept;
                 let handler: &mut dyn OnMessage = match purpose {
-                    Purpose::Initialize { .. } => &mut self.init,
-                    Purpose::Probe { .. } => &mut self.probe,
+                    Purpose::Initialize { .. } if cfg!(feature = "era-2025") => &mut self.init,
+                    Purpose::Probe { .. } if cfg!(feature = "probe") => &mut self.probe,
                     Purpose::Main
                     | Purpose::Resume
                     | Purpose::HeaderList
@@ -445,7 +463,7 @@ where
                         .map(|(_, step)| step)
                 };
                 let progress = handler.progress_seen();
-                self.exchange = Some(exchange);
+                self.put_exchange(exchange);
                 match step {
                     Err(f) => self.end_trip(f),
                     Ok(step) => {
@@ -458,14 +476,11 @@ where
                                 retry_fresh,
                                 last_byte: now,
                             }),
-                            Step::Done
-                                if self.exchange.as_ref().is_some_and(Exchange::awaits_end) =>
-                            {
-                                self.set_wire(Wire::Tail {
+                            Step::Done if self.exchange().is_some_and(Exchange::awaits_end) => self
+                                .set_wire(Wire::Tail {
                                     until: now.saturating_add(TAIL_MS).min(self.active().at),
                                     bytes: 0,
-                                })
-                            }
+                                }),
                             step => self.finish_trip(step == Step::Done),
                         }
                     }
@@ -474,12 +489,14 @@ where
             Wire::Tail { until, bytes } => {
                 let bytes = bytes.saturating_add(n);
                 let more = n > 0
-                    && match self.exchange.as_mut() {
-                        Some(x) => {
+                    && match &mut self.stage {
+                        Stage::Trip {
+                            exchange: Some(x), ..
+                        } => {
                             x.drain_tail(self.read.get(..n).unwrap_or(&[]));
                             x.awaits_end()
                         }
-                        None => false,
+                        _ => false,
                     };
                 if more && bytes < MAX_TAIL_BYTES {
                     self.set_wire(Wire::Tail { until, bytes });
@@ -499,8 +516,7 @@ where
         match self.wire() {
             Wire::Read { retry_fresh, .. } => {
                 let early = self
-                    .exchange
-                    .as_ref()
+                    .exchange()
                     .and_then(|x| self.ended_early(x, retry_fresh, purpose));
                 match early {
                     Some(early) => self.apply_early(early),
@@ -533,7 +549,7 @@ where
             Wire::Tail { .. } => {
                 // The stream did not end in the tail read: drained on the side, after the
                 // answer is handed back, so the connection may still be kept.
-                self.tail = self.exchange.as_ref().and_then(Exchange::take_tail);
+                self.tail = self.exchange().and_then(Exchange::take_tail);
                 self.finish_trip(true)
             }
             Wire::Release { .. } | Wire::Idle => {}
@@ -571,7 +587,7 @@ where
 
     /// Sends the request again on a fresh connection, under a new id.
     pub(super) fn retry_on_fresh(&mut self) {
-        if let Some(x) = self.exchange.take() {
+        if let Some(x) = self.take_exchange() {
             self.head = Some(x.into_head_storage());
         }
         let purpose = match self.stage {
@@ -602,7 +618,7 @@ where
 
     /// The round trip failed: the connection is dropped, then `f` is delivered.
     pub(super) fn end_trip(&mut self, f: Failure) {
-        if let Some(x) = self.exchange.take() {
+        if let Some(x) = self.take_exchange() {
             self.head = Some(x.into_head_storage());
         }
         self.trip_failed(f);
@@ -626,7 +642,7 @@ where
 
     /// The reply is read: the connection is recycled when the response ended cleanly.
     pub(super) fn finish_trip(&mut self, done: bool) {
-        let Some(x) = self.exchange.take() else {
+        let Some(x) = self.take_exchange() else {
             return self.end_trip(Failure::NoResponse);
         };
         if let Stage::Trip {
