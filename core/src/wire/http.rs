@@ -76,7 +76,7 @@ pub struct McpHeaders<'a> {
 
 impl McpHeaders<'_> {
     fn write(&self, out: &mut impl Sink) -> Result<(), Overflow> {
-        put_header(out, "mcp-method", self.method)?;
+        put_line(out, b"mcp-method: ", self.method)?;
         if let Some(name) = self.name {
             out.put(b"mcp-name: ")?;
             crate::wire::era::write_header_value(out, name.as_bytes())?;
@@ -164,7 +164,14 @@ fn put_line(out: &mut impl Sink, name: &[u8], value: &str) -> Result<(), Overflo
 }
 
 fn put_header(out: &mut impl Sink, name: &str, value: &str) -> Result<(), Overflow> {
-    // Lower-case the name through a small stack buffer (names are short; long ones in pieces).
+    // A name in lower case already (the usual `authorization`) goes as it is.
+    if !name.bytes().any(|b| b.is_ascii_uppercase()) {
+        out.put(name.as_bytes())?;
+        out.put(b": ")?;
+        out.put(value.as_bytes())?;
+        return out.put(b"\r\n");
+    }
+    // Otherwise lower-case the name through a small stack buffer (names are short; long ones in pieces).
     let mut lower = [0u8; 32];
     for piece in name.as_bytes().chunks(lower.len()) {
         let dst = lower.get_mut(..piece.len()).unwrap_or(&mut []);

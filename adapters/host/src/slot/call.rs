@@ -39,15 +39,16 @@ impl SlotHandle {
         use tracing::Instrument;
         let (inner, primary) = (&self.inner, &self.inner.spec.primary);
         let span = crate::telemetry::call_span(&inner.spec.slot, tool, primary, &inner.secrets);
-        let r = async {
+        // Pinned where it is made: `instrument` then wraps a pointer to it instead of moving
+        // the whole call's state into its `Instrumented` (a large copy on every call).
+        let call = std::pin::pin!(async {
             let Some(auth) = &self.inner.auth else {
                 let (r, challenge) = self.call_once(tool, json, on_progress, None).await;
                 return self.explain_401(r, challenge).await;
             };
             crate::auth::slot::call_with_auth(self, auth, tool, json, on_progress).await
-        }
-        .instrument(span.clone())
-        .await;
+        });
+        let r = call.instrument(span.clone()).await;
         if let Some(s) = self.snapshot(Target::Primary) {
             span.record("era", s.version.as_str());
         }

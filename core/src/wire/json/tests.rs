@@ -203,6 +203,29 @@ fn write_compact_is_canonical() {
 }
 
 #[test]
+fn write_compact_copies_a_compact_prefix_then_canonicalises() {
+    for (src, canon) in [
+        (
+            &br#"{"a":[1,"x y","\u00e9"]}"#[..],
+            r#"{"a":[1,"x y","é"]}"#,
+        ),
+        (
+            br#"{"a":"x y","b":"q\"z", "c" : 1}"#,
+            r#"{"a":"x y","b":"q\"z","c":1}"#,
+        ),
+        (br#"{"a":"p q","b":"\/"}"#, r#"{"a":"p q","b":"/"}"#),
+        (
+            r#"{"a":"é 1","b":[true,null]}"#.as_bytes(),
+            r#"{"a":"é 1","b":[true,null]}"#,
+        ),
+        (br#"[1,2] "#, "[1,2]"),
+    ] {
+        let v = parse(src).unwrap();
+        assert_eq!(String::from_utf8(compact(&v)).unwrap(), canon);
+    }
+}
+
+#[test]
 fn write_str_literal_escapes_only_what_it_must() {
     let mut out = VecSink(Vec::new());
     write_str_literal(&mut out, "a\"b\\c\u{1}\u{1f}\t\u{7f}é/\u{2028}").unwrap();

@@ -248,7 +248,12 @@ impl<'a> Value<'a> {
     /// reader cares about.
     pub fn write_compact(&self, out: &mut impl Sink) -> Result<(), Overflow> {
         let raw = self.raw;
-        let mut p = 0;
+        // The part that is compact already (all of it for what a serializer wrote) goes in
+        // one put; the rest from there on, piece by piece.
+        let mut p = compact_prefix(raw);
+        if p > 0 {
+            out.put(raw.get(..p).unwrap_or(&[]))?;
+        }
         while p < raw.len() {
             // Copy the run up to the next whitespace or string start in one put.
             let run_end = raw
@@ -272,6 +277,23 @@ impl<'a> Value<'a> {
         }
         Ok(())
     }
+}
+
+/// How many leading bytes of a validated value are written as they are by
+/// [`Value::write_compact`]: up to the first whitespace outside a string, or to the opening
+/// quote of the first string with an escape (a string without one is canonical as it is, and
+/// without escapes every quote opens or closes a string).
+fn compact_prefix(raw: &[u8]) -> usize {
+    let mut open = None;
+    for (i, &b) in raw.iter().enumerate() {
+        match b {
+            b'"' => open = if open.is_some() { None } else { Some(i) },
+            b'\\' => return open.unwrap_or(i),
+            _ if open.is_none() && is_ws(b) => return i,
+            _ => {}
+        }
+    }
+    raw.len()
 }
 
 /// Walks a validated container by offsets, one member or element at a time, so that a caller
