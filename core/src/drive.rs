@@ -233,6 +233,47 @@ fn each_item(item: Option<(Value<'_>, &[u8])>, on_item: &mut impl FnMut(ListItem
     }
 }
 
+/// After the pump came back with `action`: the attempt's meter is closed and the op's events
+/// forwarded to it. True when the op is done.
+fn settle_attempt<B, Sec, F, L, T>(
+    op: &mut Op<'_, B, Sec, F>,
+    meter: &mut Metering<'_, L, T>,
+    action: Action,
+) -> bool
+where
+    B: Buf,
+    Sec: AsRef<[u8]>,
+    F: FnMut(Option<(Value<'_>, &[u8])>),
+    L: Ledger,
+    T: Timeline,
+{
+    meter.end();
+    while let Some(event) = op.poll_event() {
+        meter.forward(event);
+    }
+    action == Action::Done
+}
+
+/// What a finished list op says: which server's list it is, or its failure (redacted, with the
+/// method and the era it was spoken in).
+fn list_result<B, Sec, F>(
+    op: &Op<'_, B, Sec, F>,
+    list: ListMethod,
+    secrets: &[Sec],
+) -> Result<Target, MethodError>
+where
+    B: Buf,
+    Sec: AsRef<[u8]>,
+    F: FnMut(Option<(Value<'_>, &[u8])>),
+{
+    let (modern, target) = (op.spoke_modern(), op.target());
+    op.list_outcome().map(|()| target).map_err(|e| MethodError {
+        method: list.method(),
+        error: redact_list_error(secrets, e),
+        modern,
+    })
+}
+
 /// Nothing to meter or tell (a task's request).
 struct Unmetered;
 
@@ -382,12 +423,8 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
         loop {
             meter.begin();
             let action = self.pump(op, &mut conn).await;
-            meter.end();
-            while let Some(event) = op.poll_event() {
-                meter.forward(event);
-            }
-            if action == Action::Done {
-                break;
+            if settle_attempt(op, meter, action) {
+                return;
             }
         }
     }
@@ -553,12 +590,7 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
         let each = |item: Option<(Value<'_>, &[u8])>| each_item(item, &mut on_item);
         let mut op = Op::list(self.cfg, bufs, secrets, list, each);
         self.run(&mut op).await;
-        let (modern, target) = (op.spoke_modern(), op.target());
-        op.list_outcome().map(|()| target).map_err(|e| MethodError {
-            method: list.method(),
-            error: redact_list_error(secrets, e),
-            modern,
-        })
+        list_result(&op, list, secrets)
     }
 
     /// One request that is not a tool call (`resources/read`, `prompts/get`, `ping`) through
