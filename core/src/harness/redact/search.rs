@@ -329,18 +329,25 @@ impl<'a> Split<'a> {
         }
     }
 
+    /// Bytes `a..b` of the text, as the part in the held-back bytes and the part in the chunk
+    /// (either may be empty).
+    fn range(&self, a: usize, b: usize) -> (&'a [u8], &'a [u8]) {
+        let h = self.head.len();
+        let in_head = self.head.get(a.min(h)..b.min(h)).unwrap_or(&[]);
+        let in_tail = self
+            .tail
+            .get(a.saturating_sub(h)..b.saturating_sub(h))
+            .unwrap_or(&[]);
+        (in_head, in_tail)
+    }
+
     /// True when `pat` occurs at `at`.
     fn eq_at(&self, at: usize, pat: &[u8]) -> bool {
         let end = at.saturating_add(pat.len());
         if end > self.len() {
             return false;
         }
-        let h = self.head.len();
-        let in_head = self.head.get(at.min(h)..end.min(h)).unwrap_or(&[]);
-        let in_tail = self
-            .tail
-            .get(at.saturating_sub(h)..end.saturating_sub(h))
-            .unwrap_or(&[]);
+        let (in_head, in_tail) = self.range(at, end);
         match pat.split_at_checked(in_head.len()) {
             Some((p1, p2)) => p1 == in_head && p2 == in_tail,
             None => false,
@@ -352,12 +359,7 @@ impl<'a> Split<'a> {
         if a >= b {
             return Ok(());
         }
-        let h = self.head.len();
-        let p1 = self.head.get(a.min(h)..b.min(h)).unwrap_or(&[]);
-        let p2 = self
-            .tail
-            .get(a.saturating_sub(h)..b.saturating_sub(h))
-            .unwrap_or(&[]);
+        let (p1, p2) = self.range(a, b);
         if !p1.is_empty() {
             out.put(p1)?;
         }
