@@ -264,13 +264,15 @@ where
             }
             // The server asked for input and the round is answered: the call goes again.
             (Job::Call { handler, .. }, Ok(_))
-                if handler.input_ready && handler.answer.is_none() =>
+                if cfg!(feature = "input") && handler.input_ready && handler.answer.is_none() =>
             {
                 Then::Again
             }
             // The call became a task: poll it (right away first).
             (Job::Call { handler, .. }, Ok(_))
-                if handler.answer.is_none() && handler.task.is_some() =>
+                if cfg!(feature = "tasks")
+                    && handler.answer.is_none()
+                    && handler.task.is_some() =>
             {
                 Then::Poll
             }
@@ -282,7 +284,9 @@ where
                 (None, _) if !done && modern => {
                     Then::Fail(Failure::MayHaveRun(Broken::StreamEnded))
                 }
-                (None, Some((_, retry))) if !done && self.resumes < MAX_RESUMES => {
+                (None, Some((_, retry)))
+                    if cfg!(feature = "era-2025") && !done && self.resumes < MAX_RESUMES =>
+                {
                     let wake = now.saturating_add(u64::from(retry.unwrap_or(0)));
                     if wake >= deadline {
                         Then::CancelAfter(Failure::TimedOut)
@@ -298,7 +302,11 @@ where
             (Job::Call { .. }, Err(f @ (Failure::TimedOut | Failure::Stalled { .. }))) => {
                 Then::CancelAfter(f)
             }
-            (_, Err(Failure::SessionExpired)) if !self.attempt.retried_404 => Then::Forget,
+            (_, Err(Failure::SessionExpired))
+                if cfg!(feature = "era-2025") && !self.attempt.retried_404 =>
+            {
+                Then::Forget
+            }
             (
                 Job::Call { .. },
                 Err(Failure::Status {

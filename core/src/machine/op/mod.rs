@@ -1060,6 +1060,10 @@ where
     }
 
     fn modern(&self) -> bool {
+        // A build with one era speaks it, snapshot or not (and the compiler sees it).
+        if !cfg!(feature = "era-2025") || !cfg!(feature = "era-2026") {
+            return cfg!(feature = "era-2026");
+        }
         self.snap.as_ref().is_some_and(|s| s.version.is_modern())
     }
 
