@@ -389,6 +389,8 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
                     let _ = select(self.changed(generation), self.net.sleep_until(at)).await;
                 }
                 Action::Sleep { slot: false } => self.net.sleep_until(at).await,
+                // Only an old-era stream's requests are answered (feature `era-2025`).
+                Action::Respond { .. } if !cfg!(feature = "era-2025") => {}
                 Action::Respond { target } => {
                     // On the side, best effort: the call's own connection stays as it is.
                     if let Some(ep) = self.cfg.endpoint(target) {

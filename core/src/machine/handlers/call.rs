@@ -797,6 +797,11 @@ impl<B: Buf, Sec: AsRef<[u8]>> CallHandler<'_, B, Sec> {
             }
             Lookup::OtherResponse => return Ok(Verdict::Hold),
             Lookup::Other(_) if self.listing => return Ok(Verdict::Continue),
+            // Only an old-era stream's requests are answered (feature `era-2025`): a 2026
+            // server asks in an `input_required` result instead.
+            Lookup::Other(Message::Request { .. }) if !cfg!(feature = "era-2025") => {
+                return Ok(Verdict::Continue);
+            }
             Lookup::Other(Message::Request { id, method, params }) => {
                 // The server asks the client something on the call's stream: it must get an
                 // answer or it may hold the call (`Op` sends it on the side).

@@ -304,7 +304,7 @@ where
     /// read (the request buffer is free: a call that got reply bytes is never re-sent).
     pub(super) fn answer_server_request(&mut self) -> Option<Action> {
         // (A stdio server's requests are answered by the adapter that reads its lines.)
-        if self.modern() || self.cfg.is_stdio(self.target) {
+        if !cfg!(feature = "era-2025") || self.modern() || self.cfg.is_stdio(self.target) {
             return None;
         }
         let Job::Call { handler, .. } = &mut self.job else {
