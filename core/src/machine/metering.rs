@@ -210,7 +210,7 @@ impl<'m, L: Ledger, T: Timeline> Metering<'m, L, T> {
                 });
             }
             (Event::Attempt { .. }, Metered::Request { content: false }) => {}
-            (Event::TaskStarted { task }, _) => {
+            (Event::TaskStarted { task }, _) if cfg!(feature = "tasks") => {
                 // When the call becomes a task: a dropped call's task is on the timeline too.
                 self.timeline.emit(&TimelineEvent::Task {
                     slot: self.cfg.slot,
@@ -220,6 +220,9 @@ impl<'m, L: Ledger, T: Timeline> Metering<'m, L, T> {
                 });
                 self.start_told = true;
             }
+            // Only with their capabilities (features `tasks`, `probe`).
+            (Event::TaskStarted { .. }, _) => {}
+            (Event::Era { .. }, _) if !cfg!(feature = "probe") => {}
             (Event::Era { target, modern }, _) => {
                 self.timeline.emit(&TimelineEvent::Era {
                     slot: self.cfg.slot,

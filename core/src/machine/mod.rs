@@ -250,6 +250,10 @@ impl SlotState {
     /// The slot's news: a server's era verdict not yet told ([`Event::Era`], each server's
     /// once per run), for the timeline of the call that takes it.
     pub fn poll_event(&mut self) -> Option<Event<'static>> {
+        // Only the era probe finds an era to tell (feature `probe`).
+        if !cfg!(feature = "probe") {
+            return None;
+        }
         self.take_era_news()
             .map(|(target, modern)| Event::Era { target, modern })
     }

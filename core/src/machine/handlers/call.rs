@@ -268,6 +268,12 @@ pub(crate) enum TaskStatus {
 }
 
 impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
+    /// The task this call became: always `None` in a build without tasks (feature `tasks`),
+    /// which the compiler sees, so a task's branches fold away there.
+    pub(crate) fn task(&self) -> Option<&TaskRef> {
+        self.task.as_ref().filter(|_| cfg!(feature = "tasks"))
+    }
+
     pub(crate) fn new(
         secrets: &'x [Sec],
         text: &'x mut B,

@@ -256,7 +256,7 @@ where
             (Job::Call { tool, handler, .. }, Err(Failure::MayHaveRun(_)) | Ok(false))
                 if modern
                     && handler.answer.is_none()
-                    && handler.task.is_none()
+                    && handler.task().is_none()
                     && !self.resent
                     && slot.idempotent(self.target, tool.as_bytes()) =>
             {
@@ -272,7 +272,7 @@ where
             (Job::Call { handler, .. }, Ok(_))
                 if cfg!(feature = "tasks")
                     && handler.answer.is_none()
-                    && handler.task.is_some() =>
+                    && handler.task().is_some() =>
             {
                 Then::Poll
             }
@@ -421,7 +421,7 @@ where
     pub(super) fn call_unanswered(&self) -> bool {
         self.attempt.call_sent
             && matches!(&self.job, Job::Call { handler, .. }
-                if handler.answer.is_none() && handler.task.is_none())
+                if handler.answer.is_none() && handler.task().is_none())
     }
 
     /// A 2026-era request answered with a 4xx whose JSON-RPC error is `-32022` (the version

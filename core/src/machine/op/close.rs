@@ -33,10 +33,10 @@ where
                 if self.failure.as_ref().is_some_and(Failure::is_local) {
                     // Says nothing about the servers: no failover.
                     (AttemptOutcome::Unreachable, None, false, false)
-                } else if handler.task.is_some() && failed {
+                } else if handler.task().is_some() && failed {
                     // A task lives on its server: never a second run on the fallback.
                     (AttemptOutcome::Unreachable, None, false, false)
-                } else if handler.task.is_some() && handler.answer.is_none() {
+                } else if handler.task().is_some() && handler.answer.is_none() {
                     // Detached as a task: the server took the call.
                     (AttemptOutcome::Answered, None, false, false)
                 } else {

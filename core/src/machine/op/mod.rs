@@ -734,7 +734,7 @@ where
     /// The task this call became (the tasks extension), if it did: its id.
     pub fn task_id(&self) -> Option<&str> {
         match &self.job {
-            Job::Call { handler, .. } => handler.task.as_ref().map(|t| t.id.as_str()),
+            Job::Call { handler, .. } => handler.task().map(|t| t.id.as_str()),
             _ => None,
         }
     }
@@ -744,7 +744,7 @@ where
     pub fn detached_task(&self) -> bool {
         match &self.job {
             Job::Call { handler, .. } => {
-                self.failure.is_none() && handler.answer.is_none() && handler.task.is_some()
+                self.failure.is_none() && handler.answer.is_none() && handler.task().is_some()
             }
             _ => false,
         }

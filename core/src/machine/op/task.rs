@@ -27,7 +27,7 @@ where
             .as_ref()
             .map(|t| t.id.clone())
             .unwrap_or_default();
-        let interval = handler.task.as_ref().map_or(1_000, |t| t.interval_ms);
+        let interval = handler.task().map_or(1_000, |t| t.interval_ms);
         if matches!(result, Err(Failure::TimedOut)) && now >= self.deadline.at {
             return self.task_timed_out();
         }
@@ -168,7 +168,7 @@ where
     /// naming the task.
     pub(super) fn task_timed_out(&mut self) {
         let id = match &self.job {
-            Job::Call { handler, .. } => handler.task.as_ref().map(|t| t.id.clone()),
+            Job::Call { handler, .. } => handler.task().map(|t| t.id.clone()),
             _ => None,
         };
         self.failure = Some(Failure::Task {
