@@ -116,6 +116,7 @@ pub async fn post_answer<C: Read + Write>(conn: &mut C, answer: &[u8]) {
 }
 
 /// How long answering a server's request on the side may take.
+#[cfg(feature = "era-2025")]
 const ANSWER_MS: Millis = 1_000;
 
 /// One slot's driver: the adapter's connections and time (`net`), the slot's config, and
@@ -389,8 +390,12 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
                     let _ = select(self.changed(generation), self.net.sleep_until(at)).await;
                 }
                 Action::Sleep { slot: false } => self.net.sleep_until(at).await,
-                // Only an old-era stream's requests are answered (feature `era-2025`).
-                Action::Respond { .. } if !cfg!(feature = "era-2025") => {}
+                // Only an old-era stream's requests are answered, and only the old era has a
+                // GET stream (feature `era-2025`). `#[cfg]`, not `cfg!`: an await point stays
+                // in the future's code even when its branch is never taken.
+                #[cfg(not(feature = "era-2025"))]
+                Action::Respond { .. } | Action::Listen { .. } => {}
+                #[cfg(feature = "era-2025")]
                 Action::Respond { target } => {
                     // On the side, best effort: the call's own connection stays as it is.
                     if let Some(ep) = self.cfg.endpoint(target) {
@@ -399,8 +404,7 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
                         let _ = select(answer, self.net.sleep_until(until)).await;
                     }
                 }
-                // The GET stream is the handshake era's (feature `era-2025`).
-                Action::Listen { .. } if !cfg!(feature = "era-2025") => {}
+                #[cfg(feature = "era-2025")]
                 Action::Listen { target } => {
                     let _ = select(self.net.listen(target), self.net.sleep_until(at)).await;
                 }
@@ -446,6 +450,11 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
     /// (from [`InFlight::get`]): `notifications/cancelled` in its session. Nothing is sent to a
     /// server the slot knows is dead, nor outside a session.
     pub async fn cancel_dropped<B: Buf>(self, call: (Target, u64), bufs: &mut CallBuffers<'_, B>) {
+        // Only the handshake era has sessions to cancel in (in the 2026 era the closed
+        // connection was the cancel): without it there is nothing to send and no op to run.
+        #[cfg(not(feature = "era-2025"))]
+        let _ = (call, bufs);
+        #[cfg(feature = "era-2025")]
         self.run(&mut Op::<B, &[u8]>::cancel(self.cfg, bufs, call))
             .await;
     }
@@ -453,6 +462,14 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
     /// Ends each open session with HTTP DELETE (best effort; 405 is fine) and forgets it.
     /// Nothing goes to a server the slot knows is dead: its session is only forgotten.
     pub async fn close<B: Buf>(self, bufs: &mut CallBuffers<'_, B>) {
+        // Without the handshake era no server has a session to `DELETE`: forgetting them is
+        // the whole close, with no op to run.
+        #[cfg(not(feature = "era-2025"))]
+        {
+            let _ = bufs;
+            self.with(SlotState::forget_sessions);
+        }
+        #[cfg(feature = "era-2025")]
         self.run(&mut Op::<B, &[u8]>::close(self.cfg, bufs)).await;
     }
 
