@@ -428,25 +428,41 @@ where
         };
         match self.wire() {
             Wire::Read { retry_fresh, .. } => {
-                let Some(mut exchange) = self.take_exchange() else {
-                    return self.end_trip(Failure::NoResponse);
-                };
                 if n == 0
-                    && let Some(early) = self.ended_early(&exchange, retry_fresh, purpose)
+                    && let Some(early) = self
+                        .exchange()
+                        .and_then(|x| self.ended_early(x, retry_fresh, purpose))
                 {
-                    self.put_exchange(exchange);
                     return self.apply_early(early);
                 }
+                // The exchange is fed where it lies in the stage, beside the handler in the
+                // job and the op's buffers (disjoint fields: nothing moved out and back).
+                let Op {
+                    stage,
+                    job,
+                    init,
+                    probe,
+                    reply,
+                    read,
+                    ..
+                } = self;
+                let Stage::Trip {
+                    exchange: Some(exchange),
+                    ..
+                } = stage
+                else {
+                    return self.end_trip(Failure::NoResponse);
+                };
                 let mut accept = Accept;
                 let handler: &mut dyn OnMessage = match purpose {
-                    Purpose::Initialize { .. } if cfg!(feature = "era-2025") => &mut self.init,
-                    Purpose::Probe { .. } if cfg!(feature = "probe") => &mut self.probe,
+                    Purpose::Initialize { .. } if cfg!(feature = "era-2025") => init,
+                    Purpose::Probe { .. } if cfg!(feature = "probe") => probe,
                     Purpose::Main
                     | Purpose::Resume
                     | Purpose::HeaderList
                     | Purpose::TaskGet
                     | Purpose::TaskUpdate
-                    | Purpose::TaskResult => match &mut self.job {
+                    | Purpose::TaskResult => match job {
                         Job::Call { handler, .. } => handler,
                         Job::List { handler, .. } => handler,
                         Job::Request(handler) => handler,
@@ -455,15 +471,12 @@ where
                     _ => &mut accept,
                 };
                 let step = if n == 0 {
-                    exchange.finish(self.reply, handler)
+                    exchange.finish(*reply, handler)
                 } else {
-                    let bytes = self.read.get(..n).unwrap_or(&[]);
-                    exchange
-                        .feed(bytes, self.reply, handler)
-                        .map(|(_, step)| step)
+                    let bytes = read.get(..n).unwrap_or(&[]);
+                    exchange.feed(bytes, *reply, handler).map(|(_, step)| step)
                 };
                 let progress = handler.progress_seen();
-                self.put_exchange(exchange);
                 match step {
                     Err(f) => self.end_trip(f),
                     Ok(step) => {
