@@ -32,7 +32,8 @@
 #   edge profile full: flash N B, static RAM M B
 # and exits 1 when a figure is over its budget (minimal: 32 768 B flash, 4 096 B static RAM;
 # full: 65 536 B and 6 144 B). EDGE_SIZE_GATE=0 prints the same and says by how much a budget
-# is over, without failing ("budget not enforced").
+# is over, without failing ("budget not enforced"); a figure over its ceiling (the last
+# landing's figure plus about 1 KiB, below) fails in either case.
 #
 # Needs: the thumbv7em-none-eabihf target and a Berkeley-format size tool: llvm-size, else
 # arm-none-eabi-size, else binutils' own `size` (it reads the ARM ELF the same); installs
@@ -47,6 +48,12 @@ gate="${EDGE_SIZE_GATE:-1}"
 # Budgets per profile: flash, static RAM (bytes).
 minimal_flash=32768 minimal_ram=4096
 full_flash=65536 full_ram=6144
+# Ceilings per profile, until the budgets are met: the figures of the last landing plus about
+# 1 KiB (toolchain noise), rounded to 256 B. A figure over its ceiling fails the script even
+# with EDGE_SIZE_GATE=0, so the client can shrink towards its budget but never grow back; lower
+# them with each landing that shrinks it.
+minimal_ceiling_flash=86784 minimal_ceiling_ram=4096
+full_ceiling_flash=103936 full_ceiling_ram=6144
 target=thumbv7em-none-eabihf
 
 rustup target list --installed 2>/dev/null | grep -qx "$target" || rustup target add "$target"
@@ -111,6 +118,20 @@ echo "                        of which the TLS buffer set (caller's) $tls_buf B;
 echo
 echo "edge profile minimal: flash $mf B, static RAM $mr B"
 echo "edge profile full: flash $cf B, static RAM $cr B"
+
+grew=0
+ceiling() { # profile, what, figure, ceiling
+  if [ "$3" -gt "$4" ]; then
+    echo "edge-size: GREW past its ceiling: $1 $2 $3 B > $4 B (by $(($3 - $4)) B)" >&2
+    grew=1
+  fi
+}
+ceiling minimal flash "$mf" "$minimal_ceiling_flash"
+ceiling minimal "static RAM" "$mr" "$minimal_ceiling_ram"
+ceiling full flash "$cf" "$full_ceiling_flash"
+ceiling full "static RAM" "$cr" "$full_ceiling_ram"
+echo "ceilings (no growth): minimal <= $minimal_ceiling_flash B flash, <= $minimal_ceiling_ram B static RAM; full <= $full_ceiling_flash B flash, <= $full_ceiling_ram B static RAM"
+[ "$grew" = 0 ] || exit 1
 
 over=0
 budget() { # profile, what, figure, budget
