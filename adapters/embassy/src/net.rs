@@ -230,8 +230,8 @@ impl<'p, 's, const N: usize> Net for EdgeNet<'p, 's, N> {
         Instant::now().as_millis()
     }
 
-    async fn sleep_until(&self, at: Millis) {
-        Timer::at(Instant::from_millis(at)).await
+    fn sleep_until(&self, at: Millis) -> impl core::future::Future<Output = ()> {
+        Timer::at(Instant::from_millis(at))
     }
 
     async fn respond(&self, ep: &Endpoint<'_>, answer: &[u8]) {
@@ -341,6 +341,8 @@ impl<const N: usize> embedded_io_async::ErrorType for EdgeConn<'_, '_, N> {
     type Error = tcp::Error;
 }
 
+// The socket's own futures, not wrapped in another (each wrapper is a state machine more in
+// the caller's future).
 impl<const N: usize> embedded_io_async::Read for EdgeConn<'_, '_, N> {
     async fn read(&mut self, buf: &mut [u8]) -> Result<usize, Self::Error> {
         self.socket_mut().read(buf).await
@@ -352,7 +354,18 @@ impl<const N: usize> embedded_io_async::Write for EdgeConn<'_, '_, N> {
         self.socket_mut().write(buf).await
     }
 
-    async fn flush(&mut self) -> Result<(), Self::Error> {
-        self.socket_mut().flush().await
+    fn flush(&mut self) -> impl core::future::Future<Output = Result<(), Self::Error>> {
+        self.socket_mut().flush()
+    }
+
+    /// One loop of the socket's `write`: the socket waits for room itself and never reports
+    /// 0 bytes written for a non-empty buffer, so the default's `Ok(0)` panic has no case here.
+    async fn write_all(&mut self, mut buf: &[u8]) -> Result<(), Self::Error> {
+        let socket = self.socket_mut();
+        while !buf.is_empty() {
+            let n = socket.write(buf).await?;
+            buf = buf.get(n..).unwrap_or(&[]);
+        }
+        Ok(())
     }
 }
