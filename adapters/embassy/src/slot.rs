@@ -17,6 +17,7 @@ use verifi_mcp_core::harness::events::{Timeline, TimelineEvent};
 use verifi_mcp_core::harness::exec;
 use verifi_mcp_core::harness::meter::{Ledger, LedgerRecord};
 use verifi_mcp_core::harness::result::ToolResult;
+use verifi_mcp_core::machine::Tasking;
 use verifi_mcp_core::wire::json::{JsonLimits, Value};
 
 use crate::shared::CellShared;
@@ -143,15 +144,16 @@ impl<'a> EdgeSlot<'a> {
         bufs: &'b mut CallBuffers<'_, B>,
     ) -> ToolResult<'b> {
         let (mut ledger, mut timeline) = self.sinks();
-        let result = drive::Driver::new(net, &self.config, |f| self.state.with(f))
-            .call(
+        let result = self
+            .driver(net)
+            .tool_call(
                 (tool, args),
-                &self.secrets,
-                &mut ledger,
-                &mut timeline,
+                (Tasking::Wait, &self.secrets[..]),
+                (&mut ledger, &mut timeline),
                 bufs,
             )
-            .await;
+            .await
+            .0;
         if result.ok() {
             crate::log::log_debug!(
                 "mcp {=str}/{=str}: ok in {=u64} ms",
@@ -171,7 +173,7 @@ impl<'a> EdgeSlot<'a> {
         bufs: &mut CallBuffers<'_, B>,
         on_tool: impl FnMut(&str) + Send,
     ) -> Result<(), ListError> {
-        drive::Driver::new(net, &self.config, |f| self.state.with(f))
+        self.driver(net)
             .list_tools(&self.secrets, bufs, on_tool)
             .await
     }
@@ -201,7 +203,19 @@ impl<'a> EdgeSlot<'a> {
                 })
             });
         let call = match value {
-            Ok(value) => self.call(net, exec::RUN_COMMAND, Some(value), bufs).await,
+            // The driver's future itself, not `call`'s around it (one state machine less).
+            Ok(value) => {
+                let (mut ledger, mut timeline) = self.sinks();
+                self.driver(net)
+                    .tool_call(
+                        (exec::RUN_COMMAND, Some(value)),
+                        (Tasking::Wait, &self.secrets[..]),
+                        (&mut ledger, &mut timeline),
+                        bufs,
+                    )
+                    .await
+                    .0
+            }
             Err(over) => self.args_overflow(over, limit, bufs),
         };
         ExecResult::of(call)
@@ -246,9 +260,16 @@ impl<'a> EdgeSlot<'a> {
 
     /// Best-effort DELETE of the slot's open sessions (end of run).
     pub async fn close<N: Net, B: Buf>(&self, net: &N, bufs: &mut CallBuffers<'_, B>) {
-        drive::Driver::new(net, &self.config, |f| self.state.with(f))
-            .close(bufs)
-            .await
+        self.driver(net).close(bufs).await
+    }
+
+    /// The core's driver of this slot over `net`: one closure type for every op of the slot,
+    /// so `call` and `exec` share one copy of the driver's code.
+    fn driver<'d, N: Net>(
+        &'d self,
+        net: &'d N,
+    ) -> drive::Driver<'d, N, impl Fn(&mut dyn FnMut(&mut SlotState)) + Copy + 'd> {
+        drive::Driver::new(net, &self.config, move |f| self.state.with(f))
     }
 
     pub(crate) fn sinks(&self) -> (SlotLedger<'_>, SlotTimeline<'_>) {
