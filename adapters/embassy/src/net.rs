@@ -77,6 +77,16 @@ struct Pooled<'s> {
     kept: Option<PoolKey>,
 }
 
+/// A new socket of the pool over `rx` and `tx` (one copy of the socket's construction, not
+/// one per buffer pair).
+#[inline(never)]
+fn idle_socket<'s>(stack: Stack<'s>, rx: &'s mut [u8], tx: &'s mut [u8]) -> Pooled<'s> {
+    Pooled {
+        socket: TcpSocket::new(stack, rx, tx),
+        kept: None,
+    }
+}
+
 /// The caller's sockets: `N` TCP sockets over the caller's RX/TX buffers, made once at boot.
 ///
 /// The embassy-net `StackResources` must have room for these `N` sockets besides DHCP and DNS.
@@ -92,10 +102,7 @@ impl<'s, const N: usize> SocketPool<'s, N> {
         let mut idle = Vec::new();
         for (rx, tx) in buffers {
             // Cannot fail: there are exactly N buffer pairs for N places.
-            let _ = idle.push(Pooled {
-                socket: TcpSocket::new(stack, rx, tx),
-                kept: None,
-            });
+            let _ = idle.push(idle_socket(stack, rx, tx));
         }
         SocketPool {
             idle: RefCell::new(idle),
