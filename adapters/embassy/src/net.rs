@@ -14,7 +14,6 @@ use embassy_net::dns::DnsQueryType;
 use embassy_net::tcp::{self, State, TcpSocket};
 use embassy_net::{IpAddress, IpEndpoint, Stack};
 use embassy_time::{Duration, Instant, Timer};
-use heapless::Vec;
 use verifi_mcp_core::drive::{Millis, Net};
 use verifi_mcp_core::wire::endpoint::{Endpoint, Scheme};
 use verifi_mcp_core::wire::failure::{ConnectError, ConnectErrorKind};
@@ -71,18 +70,19 @@ fn still_good(socket: &TcpSocket<'_>) -> bool {
     socket.state() == State::Established && !socket.can_recv()
 }
 
-/// One socket of the pool, and the endpoint it is still connected to, if any.
+/// A place of the pool: its socket while it is not lent out, and the endpoint that socket is
+/// still connected to, if any (only while it is in).
 struct Pooled<'s> {
-    socket: TcpSocket<'s>,
+    socket: Option<TcpSocket<'s>>,
     kept: Option<PoolKey>,
 }
 
 /// A new socket of the pool over `rx` and `tx` (one copy of the socket's construction, not
 /// one per buffer pair).
 #[inline(never)]
-fn idle_socket<'s>(stack: Stack<'s>, rx: &'s mut [u8], tx: &'s mut [u8]) -> Pooled<'s> {
+fn idle_socket<'s>(stack: Stack<'s>, (rx, tx): (&'s mut [u8], &'s mut [u8])) -> Pooled<'s> {
     Pooled {
-        socket: TcpSocket::new(stack, rx, tx),
+        socket: Some(TcpSocket::new(stack, rx, tx)),
         kept: None,
     }
 }
@@ -91,7 +91,7 @@ fn idle_socket<'s>(stack: Stack<'s>, rx: &'s mut [u8], tx: &'s mut [u8]) -> Pool
 ///
 /// The embassy-net `StackResources` must have room for these `N` sockets besides DHCP and DNS.
 pub struct SocketPool<'s, const N: usize> {
-    idle: RefCell<Vec<Pooled<'s>, N>>,
+    places: RefCell<[Pooled<'s>; N]>,
     stack: Stack<'s>,
 }
 
@@ -99,55 +99,64 @@ impl<'s, const N: usize> SocketPool<'s, N> {
     /// Builds the pool from `N` pairs of (RX, TX) buffers. Each buffer should hold at least one
     /// TCP segment (1460 bytes); the RX buffer is the TCP receive window.
     pub fn new(stack: Stack<'s>, buffers: [(&'s mut [u8], &'s mut [u8]); N]) -> Self {
-        let mut idle = Vec::new();
-        for (rx, tx) in buffers {
-            // Cannot fail: there are exactly N buffer pairs for N places.
-            let _ = idle.push(idle_socket(stack, rx, tx));
-        }
         SocketPool {
-            idle: RefCell::new(idle),
+            places: RefCell::new(buffers.map(|b| idle_socket(stack, b))),
             stack,
         }
     }
 
     /// Sockets not lent out right now (idle or kept alive).
     pub fn available(&self) -> usize {
-        self.idle.borrow().len()
+        self.places
+            .borrow()
+            .iter()
+            .filter(|p| p.socket.is_some())
+            .count()
     }
 
-    /// `ep`'s kept-alive socket, when it is [`still_good`]; a stale one is aborted and goes
-    /// back idle.
+    /// `ep`'s kept-alive socket, when it is [`still_good`]; a stale one is aborted and stays
+    /// in, idle.
     fn take_kept(&self, ep: &Endpoint<'_>) -> Option<TcpSocket<'s>> {
-        let mut idle = self.idle.borrow_mut();
-        let at = idle
-            .iter()
-            .position(|p| p.kept.as_ref().is_some_and(|k| k.is(ep)))?;
-        let mut socket = idle.swap_remove(at).socket;
-        if still_good(&socket) {
-            return Some(socket);
+        let mut places = self.places.borrow_mut();
+        let place = places
+            .iter_mut()
+            .find(|p| p.kept.as_ref().is_some_and(|k| k.is(ep)))?;
+        place.kept = None;
+        let socket = place.socket.as_mut()?;
+        if still_good(socket) {
+            return place.socket.take();
         }
         socket.abort();
-        // Cannot overflow: it was just taken out.
-        let _ = idle.push(Pooled { socket, kept: None });
         None
     }
 
-    /// A socket for a new connection: an idle one, else the oldest kept one (aborted).
+    /// A socket for a new connection: an idle one, else a kept one (aborted).
     fn take_any(&self) -> Option<TcpSocket<'s>> {
-        let mut idle = self.idle.borrow_mut();
-        let at = idle
-            .iter()
-            .position(|p| p.kept.is_none())
-            .or(if idle.is_empty() { None } else { Some(0) })?;
-        let mut socket = idle.swap_remove(at).socket;
+        let mut places = self.places.borrow_mut();
+        let place = places
+            .iter_mut()
+            .filter(|p| p.socket.is_some())
+            .min_by_key(|p| p.kept.is_some())?;
+        place.kept = None;
+        let mut socket = place.socket.take()?;
         // A no-op on a closed socket.
         socket.abort();
         Some(socket)
     }
 
     fn put_back(&self, socket: TcpSocket<'s>, kept: Option<PoolKey>) {
-        // Cannot overflow: only the N sockets made in `new` ever come back.
-        let _ = self.idle.borrow_mut().push(Pooled { socket, kept });
+        // There is one free place for every socket lent out.
+        if let Some(place) = self
+            .places
+            .borrow_mut()
+            .iter_mut()
+            .find(|p| p.socket.is_none())
+        {
+            *place = Pooled {
+                socket: Some(socket),
+                kept,
+            };
+        }
     }
 }
 
