@@ -11,7 +11,7 @@ use core::cell::Cell;
 
 use heapless::Vec;
 
-use verifi_mcp_core::buf::{Buf, Overflow, SliceBuf, put_u64};
+use verifi_mcp_core::buf::{Buf, Overflow, Sink, SliceBuf, put_u64};
 use verifi_mcp_core::drive::{self, CallBuffers, ListError, Net, SlotConfig, SlotState};
 use verifi_mcp_core::harness::events::{Timeline, TimelineEvent};
 use verifi_mcp_core::harness::exec;
@@ -194,7 +194,9 @@ impl<'a> EdgeSlot<'a> {
         let limit = args.len();
         let mut sink = SliceBuf::new(args);
         let timeout_s = exec::clamp_timeout_s(timeout_ms);
-        let value = exec::encode_run_command_args(&mut sink, command, timeout_s, self.run_id)
+        // Through `dyn Sink`: the core's own copies of the JSON string and number writers.
+        let mut out: &mut dyn Sink = &mut sink;
+        let value = exec::encode_run_command_args(&mut out, command, timeout_s, self.run_id)
             .and_then(|()| {
                 // Cannot fail for what encode_run_command_args writes; reported, not assumed.
                 Value::parse(sink.bytes(), JsonLimits::default()).map_err(|_| Overflow {
@@ -240,7 +242,7 @@ impl<'a> EdgeSlot<'a> {
             put_capped(error, words.as_bytes());
             let mut digits = [0u8; 20];
             let mut d = SliceBuf::new(&mut digits);
-            let _ = put_u64(&mut d, n as u64);
+            let _ = put_u64(&mut d as &mut dyn Sink, n as u64);
             put_capped(error, d.bytes());
         }
         put_capped(error, b" more)");
