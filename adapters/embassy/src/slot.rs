@@ -267,6 +267,8 @@ impl<'a> EdgeSlot<'a> {
 
     /// The core's driver of this slot over `net`: one closure type for every op of the slot,
     /// so `call` and `exec` share one copy of the driver's code.
+    // The type is the driver's own bound on its state closure, spelled out once here.
+    #[allow(clippy::type_complexity)]
     fn driver<'d, N: Net>(
         &'d self,
         net: &'d N,
