@@ -144,7 +144,8 @@ impl<'s, const N: usize> SocketPool<'s, N> {
         Some(socket)
     }
 
-    fn put_back(&self, socket: TcpSocket<'s>, kept: Option<PoolKey>) {
+    /// Takes `socket` back, kept alive for `kept` (its endpoint) when that is given.
+    fn put_back(&self, socket: TcpSocket<'s>, kept: Option<&Endpoint<'_>>) {
         // There is one free place for every socket lent out.
         if let Some(place) = self
             .places
@@ -152,10 +153,8 @@ impl<'s, const N: usize> SocketPool<'s, N> {
             .iter_mut()
             .find(|p| p.socket.is_none())
         {
-            *place = Pooled {
-                socket: Some(socket),
-                kept,
-            };
+            place.socket = Some(socket);
+            place.kept = kept.and_then(PoolKey::of);
         }
     }
 }
@@ -243,7 +242,9 @@ impl<'p, 's, const N: usize> Net for EdgeNet<'p, 's, N> {
 
     fn recycle(&self, ep: &Endpoint<'_>, mut conn: Self::Conn) {
         if let Some(mut socket) = conn.socket.take() {
-            let kept = PoolKey::of(ep).filter(|_| socket.state() == State::Established);
+            // Kept alive while established, unless its host is too long to remember.
+            let kept = (ep.host().len() <= MAX_POOLED_HOST && socket.state() == State::Established)
+                .then_some(ep);
             if kept.is_none() {
                 socket.abort();
             }
