@@ -14,7 +14,6 @@ use embassy_net::dns::DnsQueryType;
 use embassy_net::tcp::{self, State, TcpSocket};
 use embassy_net::{IpAddress, IpEndpoint, Stack};
 use embassy_time::{Duration, Instant, Timer};
-use heapless::{String, Vec};
 use verifi_mcp_core::drive::{Millis, Net};
 use verifi_mcp_core::wire::endpoint::{Endpoint, Scheme};
 use verifi_mcp_core::wire::failure::{ConnectError, ConnectErrorKind};
@@ -34,35 +33,65 @@ pub const MAX_POOLED_HOST: usize = 64;
 /// deadline still bounds the whole call).
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The endpoint a kept-alive socket is connected to.
-#[derive(Clone, PartialEq, Eq)]
+/// The endpoint a kept-alive socket is connected to: its host (at most [`MAX_POOLED_HOST`]
+/// bytes) and port.
+#[derive(Clone, Copy)]
 struct PoolKey {
-    host: String<MAX_POOLED_HOST>,
+    host: [u8; MAX_POOLED_HOST],
+    len: u8,
     port: u16,
 }
 
 impl PoolKey {
+    /// `ep`'s key; `None` for a host too long to remember.
     fn of(ep: &Endpoint<'_>) -> Option<Self> {
-        let mut host = String::new();
-        host.push_str(ep.host()).ok()?;
+        let name = ep.host().as_bytes();
+        let mut host = [0; MAX_POOLED_HOST];
+        host.get_mut(..name.len())?.copy_from_slice(name);
         Some(PoolKey {
             host,
+            // At most MAX_POOLED_HOST (64): fits.
+            len: name.len() as u8,
             port: ep.port(),
         })
     }
+
+    /// True when this is `ep`'s key.
+    fn is(&self, ep: &Endpoint<'_>) -> bool {
+        self.port == ep.port()
+            && self.host.get(..usize::from(self.len)) == Some(ep.host().as_bytes())
+    }
 }
 
-/// One socket of the pool, and the endpoint it is still connected to, if any.
+/// A kept-alive socket is good for another request only while established with nothing
+/// unread: a peer that closed (FIN), reset or left has let it go, and a byte waiting there
+/// would be the start of a reply nobody asked for. (Established, both halves are open.)
+fn still_good(socket: &TcpSocket<'_>) -> bool {
+    socket.state() == State::Established && !socket.can_recv()
+}
+
+/// A place of the pool: its socket while it is not lent out, and the endpoint that socket is
+/// still connected to, if any (only while it is in).
 struct Pooled<'s> {
-    socket: TcpSocket<'s>,
+    socket: Option<TcpSocket<'s>>,
     kept: Option<PoolKey>,
+}
+
+/// A new socket of the pool over `rx` and `tx` (one copy of the socket's construction, not
+/// one per buffer pair).
+#[inline(never)]
+fn idle_socket<'s>(stack: Stack<'s>, (rx, tx): (&'s mut [u8], &'s mut [u8])) -> Pooled<'s> {
+    Pooled {
+        socket: Some(TcpSocket::new(stack, rx, tx)),
+        kept: None,
+    }
 }
 
 /// The caller's sockets: `N` TCP sockets over the caller's RX/TX buffers, made once at boot.
 ///
 /// The embassy-net `StackResources` must have room for these `N` sockets besides DHCP and DNS.
 pub struct SocketPool<'s, const N: usize> {
-    idle: RefCell<Vec<Pooled<'s>, N>>,
+    places: RefCell<[Pooled<'s>; N]>,
     stack: Stack<'s>,
 }
 
@@ -70,59 +99,63 @@ impl<'s, const N: usize> SocketPool<'s, N> {
     /// Builds the pool from `N` pairs of (RX, TX) buffers. Each buffer should hold at least one
     /// TCP segment (1460 bytes); the RX buffer is the TCP receive window.
     pub fn new(stack: Stack<'s>, buffers: [(&'s mut [u8], &'s mut [u8]); N]) -> Self {
-        let mut idle = Vec::new();
-        for (rx, tx) in buffers {
-            // Cannot fail: there are exactly N buffer pairs for N places.
-            let _ = idle.push(Pooled {
-                socket: TcpSocket::new(stack, rx, tx),
-                kept: None,
-            });
-        }
         SocketPool {
-            idle: RefCell::new(idle),
+            places: RefCell::new(buffers.map(|b| idle_socket(stack, b))),
             stack,
         }
     }
 
     /// Sockets not lent out right now (idle or kept alive).
     pub fn available(&self) -> usize {
-        self.idle.borrow().len()
-    }
-
-    fn take_kept(&self, key: &PoolKey) -> Option<TcpSocket<'s>> {
-        let mut idle = self.idle.borrow_mut();
-        let at = idle.iter().position(|p| p.kept.as_ref() == Some(key))?;
-        let pooled = idle.swap_remove(at);
-        drop(idle);
-        let mut socket = pooled.socket;
-        // A kept socket is only good while established with nothing unread: a byte waiting
-        // there would be the start of a reply nobody asked for.
-        if socket.state() == State::Established && !socket.can_recv() && socket.may_send() {
-            Some(socket)
-        } else {
-            socket.abort();
-            self.put_back(socket, None);
-            None
-        }
-    }
-
-    fn take_any(&self) -> Option<TcpSocket<'s>> {
-        let mut idle = self.idle.borrow_mut();
-        // Prefer a socket that keeps nothing alive; else evict the oldest kept one.
-        let at = idle
+        self.places
+            .borrow()
             .iter()
-            .position(|p| p.kept.is_none())
-            .or(if idle.is_empty() { None } else { Some(0) })?;
-        let mut socket = idle.swap_remove(at).socket;
-        if socket.state() != State::Closed {
-            socket.abort();
+            .filter(|p| p.socket.is_some())
+            .count()
+    }
+
+    /// `ep`'s kept-alive socket, when it is [`still_good`]; a stale one is aborted and stays
+    /// in, idle.
+    fn take_kept(&self, ep: &Endpoint<'_>) -> Option<TcpSocket<'s>> {
+        let mut places = self.places.borrow_mut();
+        let place = places
+            .iter_mut()
+            .find(|p| p.kept.as_ref().is_some_and(|k| k.is(ep)))?;
+        place.kept = None;
+        let socket = place.socket.as_mut()?;
+        if still_good(socket) {
+            return place.socket.take();
         }
+        socket.abort();
+        None
+    }
+
+    /// A socket for a new connection: an idle one, else a kept one (aborted).
+    fn take_any(&self) -> Option<TcpSocket<'s>> {
+        let mut places = self.places.borrow_mut();
+        let place = places
+            .iter_mut()
+            .filter(|p| p.socket.is_some())
+            .min_by_key(|p| p.kept.is_some())?;
+        place.kept = None;
+        let mut socket = place.socket.take()?;
+        // A no-op on a closed socket.
+        socket.abort();
         Some(socket)
     }
 
-    fn put_back(&self, socket: TcpSocket<'s>, kept: Option<PoolKey>) {
-        // Cannot overflow: only the N sockets made in `new` ever come back.
-        let _ = self.idle.borrow_mut().push(Pooled { socket, kept });
+    /// Takes `socket` back, kept alive for `kept` (its endpoint) when that is given.
+    fn put_back(&self, socket: TcpSocket<'s>, kept: Option<&Endpoint<'_>>) {
+        // There is one free place for every socket lent out.
+        if let Some(place) = self
+            .places
+            .borrow_mut()
+            .iter_mut()
+            .find(|p| p.socket.is_none())
+        {
+            place.socket = Some(socket);
+            place.kept = kept.and_then(PoolKey::of);
+        }
     }
 }
 
@@ -147,32 +180,30 @@ impl<'p, 's, const N: usize> EdgeNet<'p, 's, N> {
         self.connect_timeout = timeout;
         self
     }
+}
 
-    async fn resolve(&self, ep: &Endpoint<'_>) -> Result<IpAddress, ConnectError> {
-        let host = ep.host();
-        #[cfg(feature = "proto-ipv6")]
-        if host.contains(':') {
-            return match host.parse::<core::net::Ipv6Addr>() {
-                Ok(a) => Ok(IpAddress::Ipv6(a)),
-                Err(_) => Err(ConnectError::new(ConnectErrorKind::Dns, "bad IPv6 literal")),
-            };
-        }
-        #[cfg(not(feature = "proto-ipv6"))]
-        if host.contains(':') {
-            return Err(ConnectError::new(
-                ConnectErrorKind::Unsupported,
-                "IPv6 is not enabled in this build (feature proto-ipv6)",
-            ));
-        }
-        // dns_query answers IP literals itself, without a packet.
-        match self.pool.stack.dns_query(host, DnsQueryType::A).await {
-            Ok(addrs) => match addrs.first() {
-                Some(a) => Ok(*a),
-                None => Err(ConnectError::new(ConnectErrorKind::Dns, "no A record")),
-            },
-            Err(e) => Err(ConnectError::new(ConnectErrorKind::Dns, dns_error_text(e))),
-        }
+/// Why a connection could not be opened: its kind and words (one `ConnectError` is made of
+/// it, in one place).
+type Why = (ConnectErrorKind, &'static str);
+
+/// The address of an IPv6 literal host (`Some` for a host with a `:`; without the
+/// `proto-ipv6` feature, an error); `None` for a name or an IPv4 literal, which the stack's
+/// `dns_query` answers (a literal without a packet).
+fn ipv6_literal(host: &str) -> Option<Result<IpAddress, Why>> {
+    if !host.contains(':') {
+        return None;
     }
+    #[cfg(feature = "proto-ipv6")]
+    let literal = match host.parse::<core::net::Ipv6Addr>() {
+        Ok(a) => Ok(IpAddress::Ipv6(a)),
+        Err(_) => Err((ConnectErrorKind::Dns, "bad IPv6 literal")),
+    };
+    #[cfg(not(feature = "proto-ipv6"))]
+    let literal = Err((
+        ConnectErrorKind::Unsupported,
+        "IPv6 is not enabled in this build (feature proto-ipv6)",
+    ));
+    Some(literal)
 }
 
 fn dns_error_text(e: embassy_net::dns::Error) -> &'static str {
@@ -183,21 +214,17 @@ fn dns_error_text(e: embassy_net::dns::Error) -> &'static str {
     }
 }
 
-fn connect_error(e: tcp::ConnectError) -> ConnectError {
+fn connect_error(e: tcp::ConnectError) -> Why {
     match e {
         tcp::ConnectError::ConnectionReset => {
-            ConnectError::new(ConnectErrorKind::Refused, "peer answered the SYN with RST")
+            (ConnectErrorKind::Refused, "peer answered the SYN with RST")
         }
-        tcp::ConnectError::TimedOut => ConnectError::new(
+        tcp::ConnectError::TimedOut => (
             ConnectErrorKind::Unreachable,
             "no answer to SYN (timed out)",
         ),
-        tcp::ConnectError::NoRoute => {
-            ConnectError::new(ConnectErrorKind::Unreachable, "no route to host")
-        }
-        tcp::ConnectError::InvalidState => {
-            ConnectError::new(ConnectErrorKind::Io, "socket in an invalid state")
-        }
+        tcp::ConnectError::NoRoute => (ConnectErrorKind::Unreachable, "no route to host"),
+        tcp::ConnectError::InvalidState => (ConnectErrorKind::Io, "socket in an invalid state"),
     }
 }
 
@@ -214,15 +241,14 @@ impl<'p, 's, const N: usize> Net for EdgeNet<'p, 's, N> {
     }
 
     fn recycle(&self, ep: &Endpoint<'_>, mut conn: Self::Conn) {
-        if let Some(socket) = conn.socket.take() {
-            let key = PoolKey::of(ep);
-            if key.is_some() && socket.state() == State::Established {
-                self.pool.put_back(socket, key);
-            } else {
-                let mut socket = socket;
+        if let Some(mut socket) = conn.socket.take() {
+            // Kept alive while established, unless its host is too long to remember.
+            let kept = (ep.host().len() <= MAX_POOLED_HOST && socket.state() == State::Established)
+                .then_some(ep);
+            if kept.is_none() {
                 socket.abort();
-                self.pool.put_back(socket, None);
             }
+            self.pool.put_back(socket, kept);
         }
     }
 
@@ -230,8 +256,8 @@ impl<'p, 's, const N: usize> Net for EdgeNet<'p, 's, N> {
         Instant::now().as_millis()
     }
 
-    async fn sleep_until(&self, at: Millis) {
-        Timer::at(Instant::from_millis(at)).await
+    fn sleep_until(&self, at: Millis) -> impl core::future::Future<Output = ()> {
+        Timer::at(Instant::from_millis(at))
     }
 
     async fn respond(&self, ep: &Endpoint<'_>, answer: &[u8]) {
@@ -253,44 +279,46 @@ impl<'p, 's, const N: usize> EdgeNet<'p, 's, N> {
         fresh: bool,
         tls_above: bool,
     ) -> Result<(EdgeConn<'p, 's, N>, bool), ConnectError> {
-        if ep.scheme() == Scheme::Https && !tls_above {
-            return Err(ConnectError::new(ConnectErrorKind::Unsupported, NO_TLS));
-        }
-        let key = PoolKey::of(ep);
-        if !fresh && let Some(socket) = key.as_ref().and_then(|k| self.pool.take_kept(k)) {
-            // Checked before a write (the driver never re-sends a written tools/call): a
-            // peer that closed (FIN), left, or sent bytes nobody asked for has let it go.
-            let stale = socket.state() != State::Established
-                || !socket.may_recv()
-                || !socket.may_send()
-                || socket.can_recv();
-            let conn = EdgeConn::new(self.pool, socket);
-            if !stale {
-                crate::log::log_debug!("mcp: reusing a kept-alive connection");
-                return Ok((conn, true));
+        let (kind, detail) = 'failed: {
+            if ep.scheme() == Scheme::Https && !tls_above {
+                break 'failed (ConnectErrorKind::Unsupported, NO_TLS);
             }
-            // Dropping it aborts it and gives the socket back for the new connection.
-            drop(conn);
-        }
-        let addr = self.resolve(ep).await?;
-        let Some(socket) = self.pool.take_any() else {
-            return Err(ConnectError::new(
-                ConnectErrorKind::Io,
-                "every socket of the pool is in use",
-            ));
+            // Checked before a write (the driver never re-sends a written tools/call).
+            if !fresh && let Some(socket) = self.pool.take_kept(ep) {
+                crate::log::log_debug!("mcp: reusing a kept-alive connection");
+                return Ok((EdgeConn::new(self.pool, socket), true));
+            }
+            let host = ep.host();
+            let addr = match ipv6_literal(host) {
+                Some(Ok(a)) => a,
+                Some(Err(why)) => break 'failed why,
+                None => match self.pool.stack.dns_query(host, DnsQueryType::A).await {
+                    Ok(addrs) => match addrs.first() {
+                        Some(a) => *a,
+                        None => break 'failed (ConnectErrorKind::Dns, "no A record"),
+                    },
+                    Err(e) => break 'failed (ConnectErrorKind::Dns, dns_error_text(e)),
+                },
+            };
+            let Some(socket) = self.pool.take_any() else {
+                break 'failed (ConnectErrorKind::Io, "every socket of the pool is in use");
+            };
+            // From here on the socket goes back to the pool whatever happens (EdgeConn's Drop).
+            let mut conn = EdgeConn::new(self.pool, socket);
+            let s = conn.socket_mut();
+            s.set_timeout(Some(self.connect_timeout));
+            s.set_keep_alive(None);
+            s.set_nagle_enabled(false);
+            match s.connect(IpEndpoint::new(addr, ep.port())).await {
+                Ok(()) => {
+                    // Established: no idle timeout (the driver's deadline bounds every wait).
+                    conn.socket_mut().set_timeout(None);
+                    return Ok((conn, false));
+                }
+                Err(e) => break 'failed connect_error(e),
+            }
         };
-        // From here on the socket goes back to the pool whatever happens (EdgeConn's Drop).
-        let mut conn = EdgeConn::new(self.pool, socket);
-        let s = conn.socket_mut();
-        s.set_timeout(Some(self.connect_timeout));
-        s.set_keep_alive(None);
-        s.set_nagle_enabled(false);
-        s.connect(IpEndpoint::new(addr, ep.port()))
-            .await
-            .map_err(connect_error)?;
-        // Established: no idle timeout (the driver's deadline bounds every wait).
-        conn.socket_mut().set_timeout(None);
-        Ok((conn, false))
+        Err(ConnectError::new(kind, detail))
     }
 }
 
@@ -329,9 +357,8 @@ fn unreachable_socket() -> ! {
 impl<const N: usize> Drop for EdgeConn<'_, '_, N> {
     fn drop(&mut self) {
         if let Some(mut socket) = self.socket.take() {
-            if socket.state() != State::Closed {
-                socket.abort();
-            }
+            // A no-op on a closed socket.
+            socket.abort();
             self.pool.put_back(socket, None);
         }
     }
@@ -341,6 +368,8 @@ impl<const N: usize> embedded_io_async::ErrorType for EdgeConn<'_, '_, N> {
     type Error = tcp::Error;
 }
 
+// The socket's own futures, not wrapped in another (each wrapper is a state machine more in
+// the caller's future).
 impl<const N: usize> embedded_io_async::Read for EdgeConn<'_, '_, N> {
     async fn read(&mut self, buf: &mut [u8]) -> Result<usize, Self::Error> {
         self.socket_mut().read(buf).await
@@ -352,7 +381,18 @@ impl<const N: usize> embedded_io_async::Write for EdgeConn<'_, '_, N> {
         self.socket_mut().write(buf).await
     }
 
-    async fn flush(&mut self) -> Result<(), Self::Error> {
-        self.socket_mut().flush().await
+    fn flush(&mut self) -> impl core::future::Future<Output = Result<(), Self::Error>> {
+        self.socket_mut().flush()
+    }
+
+    /// One loop of the socket's `write`: the socket waits for room itself and never reports
+    /// 0 bytes written for a non-empty buffer, so the default's `Ok(0)` panic has no case here.
+    async fn write_all(&mut self, mut buf: &[u8]) -> Result<(), Self::Error> {
+        let socket = self.socket_mut();
+        while !buf.is_empty() {
+            let n = socket.write(buf).await?;
+            buf = buf.get(n..).unwrap_or(&[]);
+        }
+        Ok(())
     }
 }

@@ -8,16 +8,16 @@
 //! Does not own: any protocol or run rule; those are the core's `drive` and `harness`.
 
 use core::cell::Cell;
-use core::fmt::Write as _;
 
 use heapless::Vec;
 
-use verifi_mcp_core::buf::{Buf, Overflow, SliceBuf};
+use verifi_mcp_core::buf::{Buf, Overflow, Sink, SliceBuf, put_u64};
 use verifi_mcp_core::drive::{self, CallBuffers, ListError, Net, SlotConfig, SlotState};
 use verifi_mcp_core::harness::events::{Timeline, TimelineEvent};
 use verifi_mcp_core::harness::exec;
 use verifi_mcp_core::harness::meter::{Ledger, LedgerRecord};
 use verifi_mcp_core::harness::result::ToolResult;
+use verifi_mcp_core::machine::Tasking;
 use verifi_mcp_core::wire::json::{JsonLimits, Value};
 
 use crate::shared::CellShared;
@@ -144,15 +144,16 @@ impl<'a> EdgeSlot<'a> {
         bufs: &'b mut CallBuffers<'_, B>,
     ) -> ToolResult<'b> {
         let (mut ledger, mut timeline) = self.sinks();
-        let result = drive::Driver::new(net, &self.config, |f| self.state.with(f))
-            .call(
+        let result = self
+            .driver(net)
+            .tool_call(
                 (tool, args),
-                &self.secrets,
-                &mut ledger,
-                &mut timeline,
+                (Tasking::Wait, &self.secrets[..]),
+                (&mut ledger, &mut timeline),
                 bufs,
             )
-            .await;
+            .await
+            .0;
         if result.ok() {
             crate::log::log_debug!(
                 "mcp {=str}/{=str}: ok in {=u64} ms",
@@ -172,7 +173,7 @@ impl<'a> EdgeSlot<'a> {
         bufs: &mut CallBuffers<'_, B>,
         on_tool: impl FnMut(&str) + Send,
     ) -> Result<(), ListError> {
-        drive::Driver::new(net, &self.config, |f| self.state.with(f))
+        self.driver(net)
             .list_tools(&self.secrets, bufs, on_tool)
             .await
     }
@@ -193,62 +194,86 @@ impl<'a> EdgeSlot<'a> {
         let limit = args.len();
         let mut sink = SliceBuf::new(args);
         let timeout_s = exec::clamp_timeout_s(timeout_ms);
-        if let Err(over) = exec::encode_run_command_args(&mut sink, command, timeout_s, self.run_id)
-        {
-            return self.args_overflow(over, limit, bufs);
-        }
-        let value = match Value::parse(sink.bytes(), JsonLimits::default()) {
-            Ok(v) => v,
-            // Cannot happen for what encode_run_command_args writes; reported, not assumed.
-            Err(_) => {
-                return self.args_overflow(
-                    Overflow {
-                        limit,
-                        needed: limit,
-                    },
+        // Through `dyn Sink`: the core's own copies of the JSON string and number writers.
+        let mut out: &mut dyn Sink = &mut sink;
+        let value = exec::encode_run_command_args(&mut out, command, timeout_s, self.run_id)
+            .and_then(|()| {
+                // Cannot fail for what encode_run_command_args writes; reported, not assumed.
+                Value::parse(sink.bytes(), JsonLimits::default()).map_err(|_| Overflow {
                     limit,
-                    bufs,
-                );
+                    needed: limit,
+                })
+            });
+        let call = match value {
+            // The driver's future itself, not `call`'s around it (one state machine less).
+            Ok(value) => {
+                let (mut ledger, mut timeline) = self.sinks();
+                self.driver(net)
+                    .tool_call(
+                        (exec::RUN_COMMAND, Some(value)),
+                        (Tasking::Wait, &self.secrets[..]),
+                        (&mut ledger, &mut timeline),
+                        bufs,
+                    )
+                    .await
+                    .0
             }
+            Err(over) => self.args_overflow(over, limit, bufs),
         };
-        let call = self.call(net, exec::RUN_COMMAND, Some(value), bufs).await;
         ExecResult::of(call)
     }
 
+    /// The `ok: false` of an `exec` whose arguments did not fit `limit` bytes (no `core::fmt`:
+    /// the words and numbers are put one by one, cut at the error buffer's cap).
     fn args_overflow<'b, B: Buf>(
         &self,
         over: Overflow,
         limit: usize,
         bufs: &'b mut CallBuffers<'_, B>,
-    ) -> ExecResult<'b> {
-        bufs.error.clear();
-        let mut w = BufWriter(&mut bufs.error);
-        let _ = write!(
-            w,
-            "the exec arguments buffer is too small: {} bytes, needs at least {} ({} more)",
-            limit,
-            over.needed,
-            over.needed.saturating_sub(limit)
-        );
+    ) -> ToolResult<'b> {
+        let error = &mut bufs.error;
+        error.clear();
+        let more = over.needed.saturating_sub(limit);
+        for (words, n) in [
+            ("the exec arguments buffer is too small: ", limit),
+            (" bytes, needs at least ", over.needed),
+            (" (", more),
+        ] {
+            put_capped(error, words.as_bytes());
+            let mut digits = [0u8; 20];
+            let mut d = SliceBuf::new(&mut digits);
+            let _ = put_u64(&mut d as &mut dyn Sink, n as u64);
+            put_capped(error, d.bytes());
+        }
+        put_capped(error, b" more)");
         let error = core::str::from_utf8(bufs.error.bytes())
             .unwrap_or("the exec arguments buffer is too small");
         // The core's one rule for a call that failed before sending: metered, a tool_error
         // event, no failover (the host adapter does the same).
         let (mut ledger, mut timeline) = self.sinks();
-        ExecResult::of(drive::local_failure(
+        drive::local_failure(
             self.config.slot,
             exec::RUN_COMMAND,
             error,
             &mut ledger,
             &mut timeline,
-        ))
+        )
     }
 
     /// Best-effort DELETE of the slot's open sessions (end of run).
     pub async fn close<N: Net, B: Buf>(&self, net: &N, bufs: &mut CallBuffers<'_, B>) {
-        drive::Driver::new(net, &self.config, |f| self.state.with(f))
-            .close(bufs)
-            .await
+        self.driver(net).close(bufs).await
+    }
+
+    /// The core's driver of this slot over `net`: one closure type for every op of the slot,
+    /// so `call` and `exec` share one copy of the driver's code.
+    // The type is the driver's own bound on its state closure, spelled out once here.
+    #[allow(clippy::type_complexity)]
+    fn driver<'d, N: Net>(
+        &'d self,
+        net: &'d N,
+    ) -> drive::Driver<'d, N, impl Fn(&mut dyn FnMut(&mut SlotState)) + Copy + 'd> {
+        drive::Driver::new(net, &self.config, move |f| self.state.with(f))
     }
 
     pub(crate) fn sinks(&self) -> (SlotLedger<'_>, SlotTimeline<'_>) {
@@ -287,20 +312,10 @@ impl<'b> ExecResult<'b> {
     }
 }
 
-/// `core::fmt` into a capped buffer (text past the cap is dropped).
-struct BufWriter<'x, B: Buf>(&'x mut B);
-
-impl<B: Buf> core::fmt::Write for BufWriter<'_, B> {
-    fn write_str(&mut self, s: &str) -> core::fmt::Result {
-        let room = self.0.limit().saturating_sub(self.0.len());
-        let mut end = s.len().min(room);
-        while !s.is_char_boundary(end) {
-            end -= 1;
-        }
-        self.0
-            .put(s.as_bytes().get(..end).unwrap_or(&[]))
-            .map_err(|_| core::fmt::Error)
-    }
+/// Appends as much of `bytes` as fits under `buf`'s cap (the text cut there; it is ASCII).
+fn put_capped(buf: &mut impl Buf, bytes: &[u8]) {
+    let room = buf.limit().saturating_sub(buf.len());
+    let _ = buf.put(bytes.get(..room).unwrap_or(bytes));
 }
 
 /// The ledger of one slot: adds each record to the counters.

@@ -350,6 +350,11 @@ fn edge_replay_small_text_buffer_is_named_with_its_cap() {
             e.contains("exec arguments buffer is too small: 8 bytes"),
             "{e}"
         );
+        // Word for word (`{"command":` is the first write: 11 bytes).
+        assert_eq!(
+            e,
+            "the exec arguments buffer is too small: 8 bytes, needs at least 11 (3 more)"
+        );
         // Nothing was sent for the exec, and still it is metered like any call (the core's one
         // rule for a call that fails before sending, the same on the host).
         assert_eq!(
