@@ -17,6 +17,12 @@ pub(super) const PAIRS: usize = 16;
 /// Positions tested at once for a leading pair (the compare loop vectorises).
 pub(super) const BLOCK: usize = 32;
 
+/// True where the anchors find the candidate starts of more than [`PAIRS`] leading pairs (the
+/// host). The edge (no `std`) has one search, less code: the leading pairs, and over
+/// [`PAIRS`] of them every position whose byte starts a pattern (the same starts are
+/// examined at most once each, the same matches are found).
+const BY_ANCHORS: bool = cfg!(feature = "std");
+
 /// How common a byte is in tool output (lower is rarer): anchors are the rarest bytes.
 pub(super) fn commonness(b: u8) -> u8 {
     match b {
@@ -144,6 +150,11 @@ impl Anchors {
         if !starts {
             return false;
         }
+        // Over [`PAIRS`] leading pairs (only the edge comes here then: its one search, with
+        // no anchor tables) the first byte decides.
+        if !BY_ANCHORS && !self.by_pairs() {
+            return true;
+        }
         match (Some(a), text.byte(at + 1)) {
             (Some(a), Some(b)) => self.pairs.iter().take(self.npairs).any(|&p| p == [a, b]),
             _ => false,
@@ -244,8 +255,9 @@ impl Candidates {
     fn next_by_pairs(&mut self, anchors: &Anchors, text: &Split<'_>) -> Option<usize> {
         let h = text.head.len();
         let mut s = self.scanned;
+        let blocks = anchors.by_pairs();
         while s < self.limit {
-            if s >= h && s + BLOCK <= self.limit {
+            if blocks && s >= h && s + BLOCK <= self.limit {
                 let win = text
                     .tail
                     .get(s - h..s - h + BLOCK + 1)
@@ -268,7 +280,7 @@ impl Candidates {
     }
 
     fn next(&mut self, anchors: &Anchors, text: &Split<'_>) -> Option<usize> {
-        if anchors.by_pairs() {
+        if anchors.by_pairs() || !BY_ANCHORS {
             return self.next_by_pairs(anchors, text);
         }
         loop {
@@ -1001,7 +1013,7 @@ pub(super) fn first_bytes<S: AsRef<[u8]>>(pats: &Patterns<'_, S>) -> (Anchors, u
         anchors.add(p);
         longest = longest.max(p.len());
     });
-    if !anchors.by_pairs() {
+    if BY_ANCHORS && !anchors.by_pairs() {
         pats.for_each(|p| anchors.add_anchor(p));
     }
     (anchors, longest)
