@@ -1087,15 +1087,26 @@ fn parse_head_httparse(bytes: &[u8]) -> Result<Option<ResponseHead>, HttpError> 
 /// checked whole first, as `httparse` does, then read.
 #[cfg(any(test, not(feature = "std")))]
 fn parse_head_small(bytes: &[u8]) -> Result<Option<ResponseHead>, HttpError> {
-    let (status, http11, at) = small::status_line(bytes)?;
-    let mut lines = small::Lines { bytes, pos: at };
-    let mut count = 0usize;
-    while lines.next_line()?.is_some() {
-        count += 1;
-        if count > MAX_HEADERS {
-            return Err(HttpError::TooManyHeaders);
+    let checked = small::status_line(bytes).and_then(|(status, http11, at)| {
+        let mut lines = small::Lines { bytes, pos: at };
+        let mut count = 0usize;
+        while lines.next_line()?.is_some() {
+            count += 1;
+            if count > MAX_HEADERS {
+                return Err(small::Bad::TooMany);
+            }
         }
-    }
+        Ok((status, http11, at))
+    });
+    let (status, http11, at) = checked.map_err(|bad| match bad {
+        small::Bad::TooMany => HttpError::TooManyHeaders,
+        small::Bad::Incomplete => INCOMPLETE,
+        small::Bad::Name => BAD_NAME,
+        small::Bad::Value => BAD_VALUE,
+        small::Bad::NewLine => BAD_NEWLINE,
+        small::Bad::Status => BAD_STATUS,
+        small::Bad::Version => BAD_VERSION,
+    })?;
     let mut lines = small::Lines { bytes, pos: at };
     head_of(
         status,
@@ -1117,9 +1128,19 @@ const BAD_VERSION: HttpError = HttpError::BadHead("not HTTP/1.0 or HTTP/1.1");
 /// the same verdict for every head, without its tables and vector scans.
 #[cfg(any(test, not(feature = "std")))]
 mod small {
-    use super::{
-        BAD_NAME, BAD_NEWLINE, BAD_STATUS, BAD_VALUE, BAD_VERSION, HttpError, INCOMPLETE, is_tchar,
-    };
+    use super::is_tchar;
+
+    /// What is wrong with a head (`httparse`'s errors; the caller says them as it does).
+    #[derive(Debug, Clone, Copy)]
+    pub(super) enum Bad {
+        Incomplete,
+        Name,
+        Value,
+        NewLine,
+        Status,
+        Version,
+        TooMany,
+    }
 
     /// A byte `httparse` takes in a header value (HTAB, SP, VCHAR, obs-text).
     fn is_value_byte(b: u8) -> bool {
@@ -1127,12 +1148,12 @@ mod small {
     }
 
     /// The byte at `at`, or the head is incomplete.
-    fn at(bytes: &[u8], at: usize) -> Result<u8, HttpError> {
-        bytes.get(at).copied().ok_or(INCOMPLETE)
+    fn at(bytes: &[u8], at: usize) -> Result<u8, Bad> {
+        bytes.get(at).copied().ok_or(Bad::Incomplete)
     }
 
     /// An LF at `p` (after a CR), else `err`: the offset after it.
-    fn lf(bytes: &[u8], p: usize, err: HttpError) -> Result<usize, HttpError> {
+    fn lf(bytes: &[u8], p: usize, err: Bad) -> Result<usize, Bad> {
         if at(bytes, p)? == b'\n' {
             Ok(p + 1)
         } else {
@@ -1141,12 +1162,12 @@ mod small {
     }
 
     /// The status line: (code, HTTP/1.1, offset of the first header line).
-    pub(super) fn status_line(bytes: &[u8]) -> Result<(u16, bool, usize), HttpError> {
+    pub(super) fn status_line(bytes: &[u8]) -> Result<(u16, bool, usize), Bad> {
         let mut p = 0;
         // Empty lines before it.
         loop {
             match at(bytes, p)? {
-                b'\r' => p = lf(bytes, p + 1, BAD_NEWLINE)?,
+                b'\r' => p = lf(bytes, p + 1, Bad::NewLine)?,
                 b'\n' => p += 1,
                 _ => break,
             }
@@ -1155,26 +1176,26 @@ mod small {
         let http11 = match version.get(..8) {
             Some(b"HTTP/1.1") => true,
             Some(b"HTTP/1.0") => false,
-            Some(_) => return Err(BAD_VERSION),
+            Some(_) => return Err(Bad::Version),
             None => {
                 let n = version.len().min(7);
                 return Err(if version.get(..n) == b"HTTP/1.".get(..n) {
-                    INCOMPLETE
+                    Bad::Incomplete
                 } else {
-                    BAD_VERSION
+                    Bad::Version
                 });
             }
         };
         p += 8;
         if at(bytes, p)? != b' ' {
-            return Err(BAD_VERSION);
+            return Err(Bad::Version);
         }
         p += 1;
         let mut code = 0u16;
         for _ in 0..3 {
             let d = at(bytes, p)?;
             if !d.is_ascii_digit() {
-                return Err(BAD_STATUS);
+                return Err(Bad::Status);
             }
             code = code * 10 + u16::from(d - b'0');
             p += 1;
@@ -1185,11 +1206,11 @@ mod small {
             let b = at(bytes, p)?;
             p += 1;
             match b {
-                b'\r' => return Ok((code, http11, lf(bytes, p, BAD_STATUS)?)),
+                b'\r' => return Ok((code, http11, lf(bytes, p, Bad::Status)?)),
                 b'\n' => return Ok((code, http11, p)),
                 b' ' => {}
                 b'\t' | 0x21..=0x7e | 0x80.. if !first => {}
-                _ => return Err(BAD_STATUS),
+                _ => return Err(Bad::Status),
             }
             first = false;
         }
@@ -1204,20 +1225,20 @@ mod small {
     impl<'a> Lines<'a> {
         /// The next header line's name and value (trailing whitespace cut), `None` at the
         /// blank line that ends the head.
-        pub(super) fn next_line(&mut self) -> Result<Option<(&'a [u8], &'a [u8])>, HttpError> {
+        pub(super) fn next_line(&mut self) -> Result<Option<(&'a [u8], &'a [u8])>, Bad> {
             let bytes = self.bytes;
             let start = self.pos;
             let mut p = start + 1;
             match at(bytes, start)? {
                 b'\r' => {
-                    self.pos = lf(bytes, p, BAD_NEWLINE)?;
+                    self.pos = lf(bytes, p, Bad::NewLine)?;
                     return Ok(None);
                 }
                 b'\n' => {
                     self.pos = p;
                     return Ok(None);
                 }
-                b if !is_tchar(b) => return Err(BAD_NAME),
+                b if !is_tchar(b) => return Err(Bad::Name),
                 _ => {}
             }
             while is_tchar(at(bytes, p)?) {
@@ -1225,7 +1246,7 @@ mod small {
             }
             let name = bytes.get(start..p).unwrap_or(&[]);
             if at(bytes, p)? != b':' {
-                return Err(BAD_NAME);
+                return Err(Bad::Name);
             }
             p += 1;
             while matches!(at(bytes, p)?, b' ' | b'\t') {
@@ -1237,9 +1258,9 @@ mod small {
             }
             let value = bytes.get(from..p).unwrap_or(&[]);
             self.pos = match at(bytes, p)? {
-                b'\r' => lf(bytes, p + 1, BAD_VALUE)?,
+                b'\r' => lf(bytes, p + 1, Bad::Value)?,
                 b'\n' => p + 1,
-                _ => return Err(BAD_VALUE),
+                _ => return Err(Bad::Value),
             };
             let keep = value
                 .iter()
