@@ -1216,6 +1216,9 @@ mod small {
         }
     }
 
+    /// A header line: its name and its value.
+    pub(super) type Line<'a> = (&'a [u8], &'a [u8]);
+
     /// The header lines after the status line.
     pub(super) struct Lines<'a> {
         pub(super) bytes: &'a [u8],
@@ -1225,7 +1228,7 @@ mod small {
     impl<'a> Lines<'a> {
         /// The next header line's name and value (trailing whitespace cut), `None` at the
         /// blank line that ends the head.
-        pub(super) fn next_line(&mut self) -> Result<Option<(&'a [u8], &'a [u8])>, Bad> {
+        pub(super) fn next_line(&mut self) -> Result<Option<Line<'a>>, Bad> {
             let bytes = self.bytes;
             let start = self.pos;
             let mut p = start + 1;
