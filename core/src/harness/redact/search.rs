@@ -17,11 +17,11 @@ pub(super) const PAIRS: usize = 16;
 /// Positions tested at once for a leading pair (the compare loop vectorises).
 pub(super) const BLOCK: usize = 32;
 
-/// True where the anchors find the candidate starts of more than [`PAIRS`] leading pairs (the
-/// host). The edge (no `std`) has one search, less code: the leading pairs, and over
-/// [`PAIRS`] of them every position whose byte starts a pattern (the same starts are
-/// examined at most once each, the same matches are found).
-const BY_ANCHORS: bool = cfg!(feature = "std");
+/// The host's search (`std`): leading pairs a block at a time, and over [`PAIRS`] of them the
+/// anchors. The edge has one search, less code: each position's leading pair, and over
+/// [`PAIRS`] of them each position whose byte starts a pattern (every start is examined at
+/// most once either way, and the same matches are found).
+const HOST_SEARCH: bool = cfg!(feature = "std");
 
 /// How common a byte is in tool output (lower is rarer): anchors are the rarest bytes.
 pub(super) fn commonness(b: u8) -> u8 {
@@ -152,7 +152,7 @@ impl Anchors {
         }
         // Over [`PAIRS`] leading pairs (only the edge comes here then: its one search, with
         // no anchor tables) the first byte decides.
-        if !BY_ANCHORS && !self.by_pairs() {
+        if !HOST_SEARCH && !self.by_pairs() {
             return true;
         }
         match (Some(a), text.byte(at + 1)) {
@@ -255,7 +255,9 @@ impl Candidates {
     fn next_by_pairs(&mut self, anchors: &Anchors, text: &Split<'_>) -> Option<usize> {
         let h = text.head.len();
         let mut s = self.scanned;
-        let blocks = anchors.by_pairs();
+        // Whole blocks are skipped on the host (the compares vectorise); the edge looks at
+        // each position's first byte (less code).
+        let blocks = HOST_SEARCH && anchors.by_pairs();
         while s < self.limit {
             if blocks && s >= h && s + BLOCK <= self.limit {
                 let win = text
@@ -280,7 +282,7 @@ impl Candidates {
     }
 
     fn next(&mut self, anchors: &Anchors, text: &Split<'_>) -> Option<usize> {
-        if anchors.by_pairs() || !BY_ANCHORS {
+        if anchors.by_pairs() || !HOST_SEARCH {
             return self.next_by_pairs(anchors, text);
         }
         loop {
@@ -1013,7 +1015,7 @@ pub(super) fn first_bytes<S: AsRef<[u8]>>(pats: &Patterns<'_, S>) -> (Anchors, u
         anchors.add(p);
         longest = longest.max(p.len());
     });
-    if BY_ANCHORS && !anchors.by_pairs() {
+    if HOST_SEARCH && !anchors.by_pairs() {
         pats.for_each(|p| anchors.add_anchor(p));
     }
     (anchors, longest)
