@@ -45,10 +45,12 @@
 //! skipped: redaction is a last-chance scrub, not a design (`docs/design.md#redaction`).
 //!
 //! The streaming [`Redactor`] holds back only `longest - 1` bytes between writes, so a secret
-//! split across any chunk boundary is still caught. Candidate positions are found with `memchr3`
-//! on each secret's *anchor*, its rarest byte among the first 16 (so a secret starting with a
-//! common letter does not make every word a candidate); every input position is examined at
-//! most once.
+//! split across any chunk boundary is still caught. Candidate positions are those that start
+//! one of the secrets' leading byte pairs (up to 16 distinct pairs, tested a block at a time);
+//! with more, the host finds them with `memchr3` on each secret's *anchor*, its rarest byte
+//! among the first 16 (so a secret starting with a common letter does not make every word a
+//! candidate), and the edge (no `std`: less code) takes every position whose byte starts a
+//! secret. Every input position is examined at most once.
 //!
 //! On x86-64 (SSE2) and AArch64 (NEON) a [`Redactor`] also builds one `memchr` packed-pair
 //! finder per pattern (at most [`MAX_FINDERS`]) on its first write of [`FINDERS_FROM`] bytes:

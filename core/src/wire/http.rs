@@ -1,7 +1,8 @@
 //! `http`: the HTTP/1.1 bytes of one exchange.
 //!
 //! Owns: writing a request head ([`write_request_head`]) and decoding a response as a push
-//! parser ([`ResponseDecoder`]): the head (via `httparse`, 1xx skipped), then the body under
+//! parser ([`ResponseDecoder`]): the head (via `httparse` on the host, a small reader with the same
+//! verdicts on the edge; 1xx skipped), then the body under
 //! `Content-Length`, `chunked` or close-delimited framing, with caps on head and body size.
 //! Does not own: sockets, time, TLS, or what the body means (JSON or SSE is the caller's call,
 //! from [`ResponseHead::media_type`]).
@@ -1060,14 +1061,225 @@ fn not_http(first: &[u8]) -> Result<(), HttpError> {
 }
 
 fn parse_head(bytes: &[u8]) -> Result<Option<ResponseHead>, HttpError> {
+    #[cfg(feature = "std")]
+    return parse_head_httparse(bytes);
+    #[cfg(not(feature = "std"))]
+    parse_head_small(bytes)
+}
+
+/// [`parse_head`] by `httparse` (the host's: its vector scans).
+#[cfg(any(test, feature = "std"))]
+fn parse_head_httparse(bytes: &[u8]) -> Result<Option<ResponseHead>, HttpError> {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut resp = httparse::Response::new(&mut headers);
     match resp.parse(bytes) {
         Ok(httparse::Status::Complete(_)) => {}
-        Ok(httparse::Status::Partial) => return Err(HttpError::BadHead("incomplete head")),
+        Ok(httparse::Status::Partial) => return Err(INCOMPLETE),
         Err(e) => return Err(map_httparse(e)),
     }
     let status = resp.code.ok_or(HttpError::BadHead("missing status code"))?;
+    let lines = resp.headers.iter().map(|h| (h.name.as_bytes(), h.value));
+    head_of(status, resp.version == Some(1), lines)
+}
+
+/// [`parse_head`] by [`small`] (the edge's: less code than `httparse`, the same verdicts as
+/// its default configuration, held equal to it by a property test): the head's lines are
+/// checked whole first, as `httparse` does, then read.
+#[cfg(any(test, not(feature = "std")))]
+fn parse_head_small(bytes: &[u8]) -> Result<Option<ResponseHead>, HttpError> {
+    let checked = small::status_line(bytes).and_then(|(status, http11, at)| {
+        let mut lines = small::Lines { bytes, pos: at };
+        let mut count = 0usize;
+        while lines.next_line()?.is_some() {
+            count += 1;
+            if count > MAX_HEADERS {
+                return Err(small::Bad::TooMany);
+            }
+        }
+        Ok((status, http11, at))
+    });
+    let (status, http11, at) = checked.map_err(|bad| match bad {
+        small::Bad::TooMany => HttpError::TooManyHeaders,
+        small::Bad::Incomplete => INCOMPLETE,
+        small::Bad::Name => BAD_NAME,
+        small::Bad::Value => BAD_VALUE,
+        small::Bad::NewLine => BAD_NEWLINE,
+        small::Bad::Status => BAD_STATUS,
+        small::Bad::Version => BAD_VERSION,
+    })?;
+    let mut lines = small::Lines { bytes, pos: at };
+    head_of(
+        status,
+        http11,
+        core::iter::from_fn(move || lines.next_line().ok().flatten()),
+    )
+}
+
+/// `httparse`'s verdicts, as texts.
+const INCOMPLETE: HttpError = HttpError::BadHead("incomplete head");
+const BAD_NAME: HttpError = HttpError::BadHead("invalid header name");
+const BAD_VALUE: HttpError = HttpError::BadHead("invalid header value");
+const BAD_NEWLINE: HttpError = HttpError::BadHead("invalid line ending");
+const BAD_STATUS: HttpError = HttpError::BadHead("invalid status line");
+const BAD_VERSION: HttpError = HttpError::BadHead("not HTTP/1.0 or HTTP/1.1");
+
+/// A response head read line by line as `httparse` reads it with its default configuration
+/// (no leading space, no space before a colon, no folded lines, no invalid line skipped):
+/// the same verdict for every head, without its tables and vector scans.
+#[cfg(any(test, not(feature = "std")))]
+mod small {
+    use super::is_tchar;
+
+    /// What is wrong with a head (`httparse`'s errors; the caller says them as it does).
+    #[derive(Debug, Clone, Copy)]
+    pub(super) enum Bad {
+        Incomplete,
+        Name,
+        Value,
+        NewLine,
+        Status,
+        Version,
+        TooMany,
+    }
+
+    /// A byte `httparse` takes in a header value (HTAB, SP, VCHAR, obs-text).
+    fn is_value_byte(b: u8) -> bool {
+        b == b'\t' || (b >= b' ' && b != 0x7f)
+    }
+
+    /// The byte at `at`, or the head is incomplete.
+    fn at(bytes: &[u8], at: usize) -> Result<u8, Bad> {
+        bytes.get(at).copied().ok_or(Bad::Incomplete)
+    }
+
+    /// An LF at `p` (after a CR), else `err`: the offset after it.
+    fn lf(bytes: &[u8], p: usize, err: Bad) -> Result<usize, Bad> {
+        if at(bytes, p)? == b'\n' {
+            Ok(p + 1)
+        } else {
+            Err(err)
+        }
+    }
+
+    /// The status line: (code, HTTP/1.1, offset of the first header line).
+    pub(super) fn status_line(bytes: &[u8]) -> Result<(u16, bool, usize), Bad> {
+        let mut p = 0;
+        // Empty lines before it.
+        loop {
+            match at(bytes, p)? {
+                b'\r' => p = lf(bytes, p + 1, Bad::NewLine)?,
+                b'\n' => p += 1,
+                _ => break,
+            }
+        }
+        let version = bytes.get(p..).unwrap_or(&[]);
+        let http11 = match version.get(..8) {
+            Some(b"HTTP/1.1") => true,
+            Some(b"HTTP/1.0") => false,
+            Some(_) => return Err(Bad::Version),
+            None => {
+                let n = version.len().min(7);
+                return Err(if version.get(..n) == b"HTTP/1.".get(..n) {
+                    Bad::Incomplete
+                } else {
+                    Bad::Version
+                });
+            }
+        };
+        p += 8;
+        if at(bytes, p)? != b' ' {
+            return Err(Bad::Version);
+        }
+        p += 1;
+        let mut code = 0u16;
+        for _ in 0..3 {
+            let d = at(bytes, p)?;
+            if !d.is_ascii_digit() {
+                return Err(Bad::Status);
+            }
+            code = code * 10 + u16::from(d - b'0');
+            p += 1;
+        }
+        // A space and a reason phrase (HTAB, SP, VCHAR, obs-text), or the line end at once.
+        let mut first = true;
+        loop {
+            let b = at(bytes, p)?;
+            p += 1;
+            match b {
+                b'\r' => return Ok((code, http11, lf(bytes, p, Bad::Status)?)),
+                b'\n' => return Ok((code, http11, p)),
+                b' ' => {}
+                b'\t' | 0x21..=0x7e | 0x80.. if !first => {}
+                _ => return Err(Bad::Status),
+            }
+            first = false;
+        }
+    }
+
+    /// A header line: its name and its value.
+    pub(super) type Line<'a> = (&'a [u8], &'a [u8]);
+
+    /// The header lines after the status line.
+    pub(super) struct Lines<'a> {
+        pub(super) bytes: &'a [u8],
+        pub(super) pos: usize,
+    }
+
+    impl<'a> Lines<'a> {
+        /// The next header line's name and value (trailing whitespace cut), `None` at the
+        /// blank line that ends the head.
+        pub(super) fn next_line(&mut self) -> Result<Option<Line<'a>>, Bad> {
+            let bytes = self.bytes;
+            let start = self.pos;
+            let mut p = start + 1;
+            match at(bytes, start)? {
+                b'\r' => {
+                    self.pos = lf(bytes, p, Bad::NewLine)?;
+                    return Ok(None);
+                }
+                b'\n' => {
+                    self.pos = p;
+                    return Ok(None);
+                }
+                b if !is_tchar(b) => return Err(Bad::Name),
+                _ => {}
+            }
+            while is_tchar(at(bytes, p)?) {
+                p += 1;
+            }
+            let name = bytes.get(start..p).unwrap_or(&[]);
+            if at(bytes, p)? != b':' {
+                return Err(Bad::Name);
+            }
+            p += 1;
+            while matches!(at(bytes, p)?, b' ' | b'\t') {
+                p += 1;
+            }
+            let from = p;
+            while is_value_byte(at(bytes, p)?) {
+                p += 1;
+            }
+            let value = bytes.get(from..p).unwrap_or(&[]);
+            self.pos = match at(bytes, p)? {
+                b'\r' => lf(bytes, p + 1, Bad::Value)?,
+                b'\n' => p + 1,
+                _ => return Err(Bad::Value),
+            };
+            let keep = value
+                .iter()
+                .rposition(|&b| b != b' ' && b != b'\t')
+                .map_or(0, |i| i + 1);
+            Ok(Some((name, value.get(..keep).unwrap_or(&[]))))
+        }
+    }
+}
+
+/// The head of a response whose lines were read: its status and its headers' meaning.
+fn head_of<'a>(
+    status: u16,
+    http11: bool,
+    lines: impl Iterator<Item = (&'a [u8], &'a [u8])>,
+) -> Result<Option<ResponseHead>, HttpError> {
     // httparse takes any three digits; RFC 9110 §15: valid codes are 100..=599.
     if !(100..=599).contains(&status) {
         return Err(HttpError::BadHead("status code outside 100..=599"));
@@ -1078,7 +1290,6 @@ fn parse_head(bytes: &[u8]) -> Result<Option<ResponseHead>, HttpError> {
     if (100..200).contains(&status) {
         return Ok(None);
     }
-    let http11 = resp.version == Some(1);
     let mut media_type = MediaType::Missing;
     let mut content_type = heapless::String::new();
     let mut session_id = None;
@@ -1087,9 +1298,8 @@ fn parse_head(bytes: &[u8]) -> Result<Option<ResponseHead>, HttpError> {
     let mut close = false;
     let mut keep = false;
     let mut retry_after = None;
-    for h in resp.headers.iter() {
-        let name = h.name.as_bytes();
-        let value = h.value.trim_ascii();
+    for (name, value) in lines {
+        let value = value.trim_ascii();
         if name.eq_ignore_ascii_case(b"content-type") {
             media_type = MediaType::parse(value);
             content_type = truncated(value);
@@ -1141,14 +1351,15 @@ fn parse_head(bytes: &[u8]) -> Result<Option<ResponseHead>, HttpError> {
     }))
 }
 
+#[cfg(any(test, feature = "std"))]
 fn map_httparse(e: httparse::Error) -> HttpError {
     match e {
         httparse::Error::TooManyHeaders => HttpError::TooManyHeaders,
-        httparse::Error::HeaderName => HttpError::BadHead("invalid header name"),
-        httparse::Error::HeaderValue => HttpError::BadHead("invalid header value"),
-        httparse::Error::NewLine => HttpError::BadHead("invalid line ending"),
-        httparse::Error::Status => HttpError::BadHead("invalid status line"),
-        httparse::Error::Version => HttpError::BadHead("not HTTP/1.0 or HTTP/1.1"),
+        httparse::Error::HeaderName => BAD_NAME,
+        httparse::Error::HeaderValue => BAD_VALUE,
+        httparse::Error::NewLine => BAD_NEWLINE,
+        httparse::Error::Status => BAD_STATUS,
+        httparse::Error::Version => BAD_VERSION,
         httparse::Error::Token => HttpError::BadHead("invalid token"),
     }
 }

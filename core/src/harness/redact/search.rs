@@ -17,6 +17,12 @@ pub(super) const PAIRS: usize = 16;
 /// Positions tested at once for a leading pair (the compare loop vectorises).
 pub(super) const BLOCK: usize = 32;
 
+/// The host's search (`std`): leading pairs a block at a time, and over [`PAIRS`] of them the
+/// anchors. The edge has one search, less code: each position's leading pair, and over
+/// [`PAIRS`] of them each position whose byte starts a pattern (every start is examined at
+/// most once either way, and the same matches are found).
+const HOST_SEARCH: bool = cfg!(feature = "std");
+
 /// How common a byte is in tool output (lower is rarer): anchors are the rarest bytes.
 pub(super) fn commonness(b: u8) -> u8 {
     match b {
@@ -144,6 +150,11 @@ impl Anchors {
         if !starts {
             return false;
         }
+        // Over [`PAIRS`] leading pairs (only the edge comes here then: its one search, with
+        // no anchor tables) the first byte decides.
+        if !HOST_SEARCH && !self.by_pairs() {
+            return true;
+        }
         match (Some(a), text.byte(at + 1)) {
             (Some(a), Some(b)) => self.pairs.iter().take(self.npairs).any(|&p| p == [a, b]),
             _ => false,
@@ -244,8 +255,11 @@ impl Candidates {
     fn next_by_pairs(&mut self, anchors: &Anchors, text: &Split<'_>) -> Option<usize> {
         let h = text.head.len();
         let mut s = self.scanned;
+        // Whole blocks are skipped on the host (the compares vectorise); the edge looks at
+        // each position's first byte (less code).
+        let blocks = HOST_SEARCH && anchors.by_pairs();
         while s < self.limit {
-            if s >= h && s + BLOCK <= self.limit {
+            if blocks && s >= h && s + BLOCK <= self.limit {
                 let win = text
                     .tail
                     .get(s - h..s - h + BLOCK + 1)
@@ -268,7 +282,7 @@ impl Candidates {
     }
 
     fn next(&mut self, anchors: &Anchors, text: &Split<'_>) -> Option<usize> {
-        if anchors.by_pairs() {
+        if anchors.by_pairs() || !HOST_SEARCH {
             return self.next_by_pairs(anchors, text);
         }
         loop {
@@ -1001,7 +1015,7 @@ pub(super) fn first_bytes<S: AsRef<[u8]>>(pats: &Patterns<'_, S>) -> (Anchors, u
         anchors.add(p);
         longest = longest.max(p.len());
     });
-    if !anchors.by_pairs() {
+    if HOST_SEARCH && !anchors.by_pairs() {
         pats.for_each(|p| anchors.add_anchor(p));
     }
     (anchors, longest)

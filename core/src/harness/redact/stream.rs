@@ -110,6 +110,9 @@ impl<'s, S: AsRef<[u8]>, const HOLD: usize> Redactor<'s, S, HOLD> {
         if let Some(e) = self.failed {
             return Err(e);
         }
+        // The edge steps through one copy, whatever the sink (the host keeps its own per sink).
+        #[cfg(not(feature = "std"))]
+        let out = &mut (out as &mut dyn Sink);
         let r = self.step(chunk, out, false);
         if let Err(e) = r {
             self.failed = Some(e);
@@ -128,6 +131,8 @@ impl<'s, S: AsRef<[u8]>, const HOLD: usize> Redactor<'s, S, HOLD> {
         if let Some(e) = self.failed {
             return Err(e);
         }
+        #[cfg(not(feature = "std"))]
+        let out = &mut (out as &mut dyn Sink);
         let r = self.step(last, out, true);
         match r {
             Ok(()) => self.reset(),

@@ -730,3 +730,170 @@ proptest! {
         prop_assert_eq!(run_with(&pieces_at(&input, &cuts), true, limits()), whole);
     }
 }
+
+/// Pieces a response head is made of, right and wrong: the small head reader must say what
+/// `httparse` says of any sequence of them.
+const HEAD_PIECES: &[&[u8]] = &[
+    b"HTTP/1.1",
+    b"HTTP/1.0",
+    b"HTTP/1.",
+    b"HTTP/2",
+    b"HTTP/1.1 200 OK\r\n",
+    b"HTTP/1.1 100 Continue\r\n\r\n",
+    b" ",
+    b"  ",
+    b"\t",
+    b"200",
+    b"20",
+    b"101",
+    b"700",
+    b"OK",
+    b"\r\n",
+    b"\n",
+    b"\r",
+    b":",
+    b": ",
+    b"content-length",
+    b"Content-Type",
+    b"transfer-encoding: chunked\r\n",
+    b"content-length: 5\r\n",
+    b"x-a",
+    b"application/json",
+    b"\xc3\xa9",
+    b"\x7f",
+    b"\x00",
+    b"\x0c",
+    b"\x80",
+    b"(",
+    b"/",
+    b"5",
+];
+
+fn head_from(picks: &[usize], raw: &[u8]) -> Vec<u8> {
+    let mut head = Vec::new();
+    for &i in picks {
+        head.extend_from_slice(HEAD_PIECES[i % HEAD_PIECES.len()]);
+    }
+    head.extend_from_slice(raw);
+    head
+}
+
+#[test]
+fn small_head_reader_says_what_httparse_says() {
+    let mut cases: Vec<Vec<u8>> = std::vec![
+        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n".to_vec(),
+        b"HTTP/1.0 204\r\n\r\n".to_vec(),
+        b"HTTP/1.1 200\n\n".to_vec(),
+        b"\r\n\nHTTP/1.1 200 OK\r\n\r\n".to_vec(),
+        b"\r\rHTTP/1.1 200 OK\r\n\r\n".to_vec(),
+        b"HTTP/1.1  200 OK\r\n\r\n".to_vec(),
+        b"HTTP/1.1 200\tOK\r\n\r\n".to_vec(),
+        b"HTTP/1.1 200 O\x01K\r\n\r\n".to_vec(),
+        b"HTTP/1.1 200 OK\r\r\n\r\n".to_vec(),
+        b"HTTP/1.1 200 OK\r\n a: b\r\n\r\n".to_vec(),
+        b"HTTP/1.1 200 OK\r\na : b\r\n\r\n".to_vec(),
+        b"HTTP/1.1 200 OK\r\na:\r\n\r\n".to_vec(),
+        b"HTTP/1.1 200 OK\r\na:   \t \r\n\r\n".to_vec(),
+        b"HTTP/1.1 200 OK\r\na: b \t \r\n\r\n".to_vec(),
+        b"HTTP/1.1 200 OK\r\na: b\rc\r\n\r\n".to_vec(),
+        b"HTTP/1.1 200 OK\r\na: b\r\n\r".to_vec(),
+        b"HTTP/1.1 200 OK\r\na: b\r\n\rx".to_vec(),
+        b"HTTP/1.1 200 OK\r\na: b\r\n".to_vec(),
+        b"HTTP/1.1 200 OK\r\na".to_vec(),
+        b"HTTP/1.1 20".to_vec(),
+        b"HTTP/1".to_vec(),
+        b"HTTX".to_vec(),
+        b"".to_vec(),
+    ];
+    for n in [63usize, 64, 65, 66] {
+        let mut head = b"HTTP/1.1 200 OK\r\n".to_vec();
+        for i in 0..n {
+            head.extend_from_slice(std::format!("x-h{i}: {i}\r\n").as_bytes());
+        }
+        let mut bad = head.clone();
+        head.extend_from_slice(b"\r\n");
+        bad.extend_from_slice(b"x-bad: \x01\r\n\r\n");
+        cases.push(head);
+        cases.push(bad);
+    }
+    for case in &cases {
+        assert_eq!(
+            parse_head_small(case),
+            parse_head_httparse(case),
+            "{:?}",
+            String::from_utf8_lossy(case)
+        );
+    }
+}
+
+proptest! {
+    #[test]
+    fn small_head_reader_agrees_with_httparse(
+        picks in proptest::collection::vec(0usize..1000, 0..24),
+        raw in proptest::collection::vec(any::<u8>(), 0..8),
+        end in any::<bool>(),
+    ) {
+        let mut head = head_from(&picks, &raw);
+        if end {
+            head.extend_from_slice(b"\r\n\r\n");
+        }
+        prop_assert_eq!(parse_head_small(&head), parse_head_httparse(&head));
+    }
+
+    #[test]
+    fn small_head_reader_agrees_on_real_heads_cut_and_changed(
+        at in 0usize..200,
+        byte in prop_oneof![
+            any::<u8>(),
+            proptest::sample::select(std::vec![0u8, 1, 9, 10, 12, 13, 32, 58, 97, 127, 128, 255]),
+        ],
+        which in 0usize..3,
+    ) {
+        let good: [&[u8]; 3] = [
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\nconnection: keep-alive\r\n\r\n",
+            b"HTTP/1.0 503 Service Unavailable\nretry-after: 3\ncontent-length: 0\n\n",
+            b"HTTP/1.1 404 Not Found\r\nmcp-session-id: abc\r\ncontent-length: 4\r\n\r\n",
+        ];
+        let mut head = good[which].to_vec();
+        let at = at % head.len();
+        head[at] = byte;
+        prop_assert_eq!(parse_head_small(&head), parse_head_httparse(&head));
+        prop_assert_eq!(parse_head_small(&head[..at]), parse_head_httparse(&head[..at]));
+    }
+
+    #[test]
+    fn small_head_reader_agrees_line_by_line(
+        status in 0usize..6,
+        lines in proptest::collection::vec(
+            (0usize..5, 0usize..5, proptest::collection::vec(0usize..9, 0..4), 0usize..5),
+            0..6,
+        ),
+        end in 0usize..4,
+    ) {
+        const STATUS: [&[u8]; 6] = [
+            b"HTTP/1.1 200 OK\r\n",
+            b"HTTP/1.0 404\n",
+            b"HTTP/1.1 100 Continue\r\n",
+            b"HTTP/1.1 200 \x80\tok\r\n",
+            b"HTTP/1.1 200 O\x7fK\r\n",
+            b"HTTP/1.1 200 OK\r\r\n",
+        ];
+        const NAMES: [&[u8]; 5] = [b"content-length", b"x-a", b"", b" x", b"x\x80"];
+        const SEPS: [&[u8]; 5] = [b":", b": ", b":\t ", b" :", b";"];
+        const VALUES: [&[u8]; 9] =
+            [b"5", b"a b", b" ", b"\t", b"\x7f", b"\x00", b"\xc3\xa9", b"\r", b"chunked"];
+        const EOLS: [&[u8]; 5] = [b"\r\n", b"\n", b"\r", b"\rx", b""];
+        const ENDS: [&[u8]; 4] = [b"\r\n", b"\n", b"\r", b""];
+        let mut head = STATUS[status].to_vec();
+        for (n, s, vs, e) in &lines {
+            head.extend_from_slice(NAMES[*n]);
+            head.extend_from_slice(SEPS[*s]);
+            for v in vs {
+                head.extend_from_slice(VALUES[*v]);
+            }
+            head.extend_from_slice(EOLS[*e]);
+        }
+        head.extend_from_slice(ENDS[end]);
+        prop_assert_eq!(parse_head_small(&head), parse_head_httparse(&head));
+    }
+}

@@ -113,6 +113,15 @@ impl<'a> JsonStr<'a> {
         if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
             return self.unescape_gathered(out);
         }
+        // The edge writes through one copy, whatever the sink.
+        #[cfg(not(feature = "std"))]
+        return self.unescape_pieces(&mut (out as &mut dyn Sink));
+        #[cfg(feature = "std")]
+        self.unescape_pieces(out)
+    }
+
+    /// [`JsonStr::unescape_into`] piece by piece (the edge's).
+    fn unescape_pieces(&self, out: &mut impl Sink) -> Result<(), Overflow> {
         let mut utf8 = [0u8; 4];
         for piece in self.pieces() {
             match piece {
@@ -131,6 +140,9 @@ impl<'a> JsonStr<'a> {
     /// Writes the string as a canonical JSON literal, quotes included (escaped as
     /// [`Value::write_compact`] does): for echoing a server's string (a cursor) back to it.
     pub fn write_literal(&self, out: &mut impl Sink) -> Result<(), Overflow> {
+        #[cfg(not(feature = "std"))]
+        return write_json_str(&mut (out as &mut dyn Sink), *self);
+        #[cfg(feature = "std")]
         write_json_str(out, *self)
     }
 
@@ -636,6 +648,15 @@ pub(super) fn write_json_str(out: &mut impl Sink, s: JsonStr<'_>) -> Result<(), 
 /// Writes `s` as a JSON string literal, quotes included, escaped canonically as
 /// [`Value::write_compact`] does (only `"`, `\` and control characters escaped).
 pub fn write_str_literal(out: &mut impl Sink, s: &str) -> Result<(), Overflow> {
+    // The edge writes through one copy, whatever the sink (the host keeps one per sink).
+    #[cfg(not(feature = "std"))]
+    return str_literal(&mut (out as &mut dyn Sink), s);
+    #[cfg(feature = "std")]
+    str_literal(out, s)
+}
+
+/// [`write_str_literal`].
+fn str_literal(out: &mut impl Sink, s: &str) -> Result<(), Overflow> {
     out.put(b"\"")?;
     let bytes = s.as_bytes();
     let mut start = 0;

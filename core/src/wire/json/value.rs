@@ -247,36 +247,44 @@ impl<'a> Value<'a> {
     /// `100`; we deliberately do not, since that needs float formatting and loses nothing a
     /// reader cares about.
     pub fn write_compact(&self, out: &mut impl Sink) -> Result<(), Overflow> {
-        let raw = self.raw;
-        // The part that is compact already (all of it for what a serializer wrote) goes in
-        // one put; the rest from there on, piece by piece.
-        let mut p = compact_prefix(raw);
-        if p > 0 {
-            out.put(raw.get(..p).unwrap_or(&[]))?;
-        }
-        while p < raw.len() {
-            // Copy the run up to the next whitespace or string start in one put.
-            let run_end = raw
-                .get(p..)
-                .and_then(|r| r.iter().position(|&b| b == b'"' || is_ws(b)))
-                .map_or(raw.len(), |i| p + i);
-            if run_end > p {
-                out.put(raw.get(p..run_end).unwrap_or(&[]))?;
-            }
-            p = run_end;
-            match raw.get(p) {
-                Some(b'"') => {
-                    let end = skip_string(raw, p);
-                    let inner = raw.get(p + 1..end.saturating_sub(1)).unwrap_or(&[]);
-                    write_json_str(out, JsonStr { raw: inner })?;
-                    p = end;
-                }
-                Some(_) => p = skip_ws(raw, p),
-                None => {}
-            }
-        }
-        Ok(())
+        // The edge writes through one copy, whatever the sink (the host keeps one per sink).
+        #[cfg(not(feature = "std"))]
+        return write_compact_raw(self.raw, &mut (out as &mut dyn Sink));
+        #[cfg(feature = "std")]
+        write_compact_raw(self.raw, out)
     }
+}
+
+/// [`Value::write_compact`] of the validated bytes `raw`.
+fn write_compact_raw(raw: &[u8], out: &mut impl Sink) -> Result<(), Overflow> {
+    // The part that is compact already (all of it for what a serializer wrote) goes in
+    // one put; the rest from there on, piece by piece.
+    let mut p = compact_prefix(raw);
+    if p > 0 {
+        out.put(raw.get(..p).unwrap_or(&[]))?;
+    }
+    while p < raw.len() {
+        // Copy the run up to the next whitespace or string start in one put.
+        let run_end = raw
+            .get(p..)
+            .and_then(|r| r.iter().position(|&b| b == b'"' || is_ws(b)))
+            .map_or(raw.len(), |i| p + i);
+        if run_end > p {
+            out.put(raw.get(p..run_end).unwrap_or(&[]))?;
+        }
+        p = run_end;
+        match raw.get(p) {
+            Some(b'"') => {
+                let end = skip_string(raw, p);
+                let inner = raw.get(p + 1..end.saturating_sub(1)).unwrap_or(&[]);
+                write_json_str(out, JsonStr { raw: inner })?;
+                p = end;
+            }
+            Some(_) => p = skip_ws(raw, p),
+            None => {}
+        }
+    }
+    Ok(())
 }
 
 /// How many leading bytes of a validated value are written as they are by
