@@ -64,6 +64,8 @@ pub struct SlotConfig<'a> {
     /// fallback]`): their requests are newline-delimited JSON-RPC (no HTTP head), their
     /// replies read line by line, and a notification is done once written.
     /// The adapter's `Net` tells these targets' endpoints (placeholders) from the others.
+    /// Only a build with the `std` feature speaks stdio (a process to spawn needs an OS): without
+    /// it these flags are not read.
     pub stdio: [bool; 2],
     /// W3C trace context for every request (SEP-414, `_meta.traceparent`), in both eras;
     /// `None` (the default): none sent.
@@ -299,10 +301,13 @@ impl<'a> SlotConfig<'a> {
 
     /// True when `target` is a stdio server (see [`SlotConfig::stdio`]).
     pub fn is_stdio(&self, target: Target) -> bool {
-        match target {
-            Target::Primary => self.stdio[0],
-            Target::Fallback => self.stdio[1],
-        }
+        // A stdio server is a process the host spawns: only a build with `std` has one, and
+        // without it every stdio branch folds away (the edge's flash).
+        cfg!(feature = "std")
+            && match target {
+                Target::Primary => self.stdio[0],
+                Target::Fallback => self.stdio[1],
+            }
     }
 
     /// The values of the static headers: secrets of the run.

@@ -290,7 +290,9 @@ impl<'h> Exchange<'h> {
         handler: &mut H,
     ) -> Result<(usize, Step), Failure> {
         self.received = self.received.saturating_add(input.len() as u64);
-        if self.mode == Mode::Lines {
+        // Lines are a stdio server's, and stdio needs `std` (a process to spawn): without it
+        // the mode is never set, and the compiler sees it.
+        if cfg!(feature = "std") && self.mode == Mode::Lines {
             return self.feed_lines(input, reply, handler);
         }
         let mut used = 0;
@@ -359,7 +361,7 @@ impl<'h> Exchange<'h> {
         match self.mode {
             Mode::Finished | Mode::Drain => return Ok(Step::Done),
             Mode::ErrorBody(code) => return Err(self.error_failure(code, reply.bytes())),
-            Mode::Lines => {
+            Mode::Lines if cfg!(feature = "std") => {
                 // The server's output ended; a last line without its newline still counts.
                 self.mode = Mode::Finished;
                 let line = trim_cr(reply.bytes());
@@ -805,6 +807,7 @@ mod tests {
         }
     }
 
+    #[cfg(feature = "std")]
     #[test]
     fn lines_mode_hands_each_line_over_at_any_split() {
         let input = b"{\"method\":\"x\"}\r\n\n  \n{\"id\":3}\n{\"id\":7}\n{\"id\":8}\n";
@@ -827,6 +830,7 @@ mod tests {
         }
     }
 
+    #[cfg(feature = "std")]
     #[test]
     fn lines_mode_caps_a_line_and_ends_without_a_newline() {
         let limits = ReplyLimits {
