@@ -185,20 +185,36 @@ impl Sink for CountingSink {
 }
 
 /// Formats a decimal number into a sink (no `core::fmt` machinery on the hot path).
-pub fn put_u64(sink: &mut (impl Sink + ?Sized), mut n: u64) -> Result<(), Overflow> {
+pub fn put_u64(sink: &mut (impl Sink + ?Sized), n: u64) -> Result<(), Overflow> {
     let mut digits = [0u8; 20];
+    sink.put(decimal(&mut digits, n))
+}
+
+/// The decimal digits of `n`, written at the end of `digits` (one copy for every sink). The
+/// 64-bit division (a library call on a 32-bit core) runs only for the digits above
+/// `u32::MAX`; the rest divide in 32 bits.
+#[inline(never)]
+fn decimal(digits: &mut [u8; 20], mut n: u64) -> &[u8] {
     let mut i = digits.len();
-    loop {
-        i -= 1;
+    while n > u64::from(u32::MAX) {
+        i = i.saturating_sub(1);
         if let Some(d) = digits.get_mut(i) {
             *d = b'0' + (n % 10) as u8;
         }
         n /= 10;
-        if n == 0 || i == 0 {
+    }
+    let mut m = n as u32;
+    loop {
+        i = i.saturating_sub(1);
+        if let Some(d) = digits.get_mut(i) {
+            *d = b'0' + (m % 10) as u8;
+        }
+        m /= 10;
+        if m == 0 {
             break;
         }
     }
-    sink.put(digits.get(i..).unwrap_or(&[]))
+    digits.get(i..).unwrap_or(&[])
 }
 
 #[cfg(test)]
