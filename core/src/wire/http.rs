@@ -480,74 +480,42 @@ impl fmt::Display for HttpError {
 
 impl Words for HttpError {
     fn words(&self, out: &mut dyn Sink) -> Result<(), Overflow> {
-        match self {
-            HttpError::HeadTooLarge { limit } => say(
-                out,
-                &[
-                    S("HTTP response head is larger than its cap of "),
-                    U(*limit as u64),
-                    S(" bytes"),
-                ],
+        use crate::wire::failure::{Arg, Fr::*, tell};
+        let (message, arg): (&[_], _) = match self {
+            HttpError::HeadTooLarge { limit } => (
+                &[HttpResponse, Head, IsLarger, A0, Bytes],
+                Arg::Num(*limit as u64),
             ),
-            HttpError::BadHead(what) => {
-                say(out, &[S("HTTP response head is malformed: "), S(what)])
-            }
-            HttpError::TooManyHeaders => say(
-                out,
-                &[
-                    S("HTTP response has more than "),
-                    U(MAX_HEADERS as u64),
-                    S(" header lines"),
-                ],
+            HttpError::BadHead(what) => (&[HttpResponse, Head, IsMalformed, A0], Arg::Str(what)),
+            HttpError::TooManyHeaders => (
+                &[HttpResponse, MoreThan, A0, HeaderLines],
+                Arg::Num(MAX_HEADERS as u64),
             ),
-            HttpError::BadContentLength => out.put_str(
-                "HTTP response content-length is not a decimal number, or two of them differ",
+            HttpError::BadContentLength => (&[HttpResponse, BadContentLength], Arg::None),
+            HttpError::BadChunk => (&[HttpChunked, BodyHasA, BadChunk], Arg::None),
+            HttpError::ChunkTooLarge => (&[HttpChunked, BodyHasA, ChunkTooLarge], Arg::None),
+            HttpError::BodyTooLarge { limit } => {
+                (&[HttpResponse, Body, IsLarger, A0, Bytes], Arg::Num(*limit))
+            }
+            HttpError::BadSessionId => (
+                &[SessionId, A0, Bytes, NotVisible],
+                Arg::Num(MAX_SESSION_ID as u64),
             ),
-            HttpError::BadChunk => out.put_str("HTTP chunked body has a malformed chunk size line"),
-            HttpError::ChunkTooLarge => {
-                out.put_str("HTTP chunked body has a chunk size that does not fit in 64 bits")
+            HttpError::TrailingData => (&[SentAfterEnd, TheHttpResponse], Arg::None),
+            HttpError::UnexpectedEof(Stage::Head) => {
+                (&[ClosedInMiddle, TheHttpResponse, Space, Head], Arg::None)
             }
-            HttpError::BodyTooLarge { limit } => say(
-                out,
-                &[
-                    S("HTTP response body is larger than its cap of "),
-                    U(*limit),
-                    S(" bytes"),
-                ],
+            HttpError::UnexpectedEof(Stage::Body) => {
+                (&[ClosedInMiddle, TheHttpResponse, Space, Body], Arg::None)
+            }
+            HttpError::TrailersTooLarge { limit } => (
+                &[HttpChunked, TrailersLarger, A0, Bytes],
+                Arg::Num(*limit as u64),
             ),
-            HttpError::BadSessionId => say(
-                out,
-                &[
-                    S("mcp-session-id is empty, longer than "),
-                    U(MAX_SESSION_ID as u64),
-                    S(" bytes or not visible ASCII"),
-                ],
-            ),
-            HttpError::TrailingData => {
-                out.put_str("server sent bytes after the end of the HTTP response")
-            }
-            HttpError::UnexpectedEof(stage) => {
-                say(
-                    out,
-                    &[S("connection closed in the middle of the HTTP response ")],
-                )?;
-                stage.words(out)
-            }
-            HttpError::TrailersTooLarge { limit } => say(
-                out,
-                &[
-                    S("HTTP chunked trailers are larger than their cap of "),
-                    U(*limit as u64),
-                    S(" bytes"),
-                ],
-            ),
-            HttpError::NotHttp => {
-                out.put_str("the reply does not start with HTTP/ (is this an MCP HTTP server?)")
-            }
-            HttpError::TlsRecord => {
-                out.put_str("the server speaks TLS on this port: use https:// for this endpoint")
-            }
-        }
+            HttpError::NotHttp => (&[NotHttp], Arg::None),
+            HttpError::TlsRecord => (&[TheServer, SpeaksTls], Arg::None),
+        };
+        tell(out, message, [arg, Arg::None])
     }
 }
 
