@@ -19,17 +19,13 @@ pub struct Overflow {
 
 impl Words for Overflow {
     fn words(&self, out: &mut dyn Sink) -> Result<(), Overflow> {
-        say(
+        use crate::wire::failure::{Arg, Fr::*, tell};
+        tell(
             out,
-            &[
-                S("needs at least "),
-                U(self.needed as u64),
-                S(" bytes, over its cap of "),
-                U(self.limit as u64),
-                S(" by "),
-                U(self.needed.saturating_sub(self.limit) as u64),
-            ],
-        )
+            &[NeedsAtLeast, A0, Bytes, CommaOver, ItsCapOf, A1, By],
+            [Arg::Num(self.needed as u64), Arg::Num(self.limit as u64)],
+        )?;
+        put_u64(out, self.needed.saturating_sub(self.limit) as u64)
     }
 }
 

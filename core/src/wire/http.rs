@@ -125,18 +125,10 @@ impl fmt::Display for RequestError {
 
 impl Words for RequestError {
     fn words(&self, out: &mut dyn Sink) -> Result<(), Overflow> {
+        use crate::wire::failure::{Arg, Fr::*, tell};
         match self {
-            RequestError::Overflow(o) => {
-                say(out, &[S("HTTP request head does not fit: ")])?;
-                o.words(out)
-            }
-            RequestError::InvalidHeader => say(
-                out,
-                &[S(
-                    "request header is invalid: names must be HTTP tokens and values must \
-                     not contain CR, LF or NUL",
-                )],
-            ),
+            RequestError::Overflow(o) => tell(out, &[HeadNotFit, A0], [Arg::Says(o), Arg::None]),
+            RequestError::InvalidHeader => tell(out, &[InvalidHeader], [Arg::None, Arg::None]),
         }
     }
 }
@@ -483,7 +475,7 @@ impl Words for HttpError {
         use crate::wire::failure::{Arg, Fr::*, tell};
         let (message, arg): (&[_], _) = match self {
             HttpError::HeadTooLarge { limit } => (
-                &[HttpResponse, Head, IsLarger, A0, Bytes],
+                &[HttpResponse, Head, IsLarger, ItsCapOf, A0, Bytes],
                 Arg::Num(*limit as u64),
             ),
             HttpError::BadHead(what) => (&[HttpResponse, Head, IsMalformed, A0], Arg::Str(what)),
@@ -494,9 +486,10 @@ impl Words for HttpError {
             HttpError::BadContentLength => (&[HttpResponse, BadContentLength], Arg::None),
             HttpError::BadChunk => (&[HttpChunked, BodyHasA, BadChunk], Arg::None),
             HttpError::ChunkTooLarge => (&[HttpChunked, BodyHasA, ChunkTooLarge], Arg::None),
-            HttpError::BodyTooLarge { limit } => {
-                (&[HttpResponse, Body, IsLarger, A0, Bytes], Arg::Num(*limit))
-            }
+            HttpError::BodyTooLarge { limit } => (
+                &[HttpResponse, Body, IsLarger, ItsCapOf, A0, Bytes],
+                Arg::Num(*limit),
+            ),
             HttpError::BadSessionId => (
                 &[SessionId, A0, Bytes, NotVisible],
                 Arg::Num(MAX_SESSION_ID as u64),

@@ -113,34 +113,30 @@ impl fmt::Display for JsonErrorKind {
 
 impl crate::buf::Words for JsonErrorKind {
     fn words(&self, out: &mut dyn crate::buf::Sink) -> Result<(), crate::buf::Overflow> {
-        use crate::buf::{S, U, say};
-        match *self {
-            JsonErrorKind::UnexpectedEnd => out.put_str("input ended inside a value (truncated?)"),
+        use crate::wire::failure::{Arg, Fr::*, tell};
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let hex = |n: u8| HEX.get(usize::from(n & 15)).copied().unwrap_or(b'0');
+        let (message, arg): (&[_], _) = match *self {
+            JsonErrorKind::UnexpectedEnd => (&[UnexpectedEnd], Arg::None),
             JsonErrorKind::UnexpectedByte(b) if b.is_ascii_graphic() => {
-                out.put_str("unexpected byte '")?;
+                tell(out, &[UnexpectedByte, Quote], [Arg::None, Arg::None])?;
                 out.put(&[b])?;
-                out.put_str("'")
+                (&[Quote], Arg::None)
             }
             JsonErrorKind::UnexpectedByte(b) => {
-                const HEX: &[u8; 16] = b"0123456789abcdef";
-                let hex = |n: u8| HEX.get(usize::from(n & 15)).copied().unwrap_or(b'0');
-                out.put_str("unexpected byte 0x")?;
-                out.put(&[hex(b >> 4), hex(b)])
+                tell(out, &[UnexpectedByte, Hex], [Arg::None, Arg::None])?;
+                return out.put(&[hex(b >> 4), hex(b)]);
             }
-            JsonErrorKind::BadEscape => out.put_str("invalid escape in string"),
-            JsonErrorKind::BadUnicodeEscape => {
-                out.put_str("\\u escape not followed by four hex digits")
-            }
-            JsonErrorKind::InvalidUtf8 => out.put_str("string is not valid UTF-8"),
-            JsonErrorKind::ControlInString => out.put_str("unescaped control character in string"),
-            JsonErrorKind::BadNumber => out.put_str("malformed number"),
-            JsonErrorKind::BadLiteral => out.put_str("malformed literal (true/false/null)"),
-            JsonErrorKind::TooDeep { limit } => say(
-                out,
-                &[S("nested deeper than the limit of "), U(limit as u64)],
-            ),
-            JsonErrorKind::TrailingData => out.put_str("data after the JSON value"),
-        }
+            JsonErrorKind::BadEscape => (&[InvalidEscape, InString], Arg::None),
+            JsonErrorKind::BadUnicodeEscape => (&[BadUnicodeEscape], Arg::None),
+            JsonErrorKind::InvalidUtf8 => (&[InvalidUtf8], Arg::None),
+            JsonErrorKind::ControlInString => (&[ControlCharacter, InString], Arg::None),
+            JsonErrorKind::BadNumber => (&[Malformed, Number], Arg::None),
+            JsonErrorKind::BadLiteral => (&[Malformed, Literal], Arg::None),
+            JsonErrorKind::TooDeep { limit } => (&[TooDeep, A0], Arg::Num(limit as u64)),
+            JsonErrorKind::TrailingData => (&[AfterJson], Arg::None),
+        };
+        tell(out, message, [arg, Arg::None])
     }
 }
 
@@ -152,12 +148,12 @@ impl fmt::Display for JsonError {
 
 impl crate::buf::Words for JsonError {
     fn words(&self, out: &mut dyn crate::buf::Sink) -> Result<(), crate::buf::Overflow> {
-        use crate::buf::{S, U, say};
-        say(
+        use crate::wire::failure::{Arg, Fr::*, tell};
+        tell(
             out,
-            &[S("invalid JSON at byte "), U(self.offset as u64), S(": ")],
-        )?;
-        self.kind.words(out)
+            &[InvalidJsonAt, A0, Colon, A1],
+            [Arg::Num(self.offset as u64), Arg::Says(&self.kind)],
+        )
     }
 }
 

@@ -491,27 +491,19 @@ impl fmt::Display for RpcDecodeError {
 
 impl crate::buf::Words for RpcDecodeError {
     fn words(&self, out: &mut dyn Sink) -> Result<(), Overflow> {
-        match self {
-            RpcDecodeError::NotAnObject => out.put_str("JSON-RPC message is not a JSON object"),
-            RpcDecodeError::BadVersion => out.put_str("JSON-RPC message lacks \"jsonrpc\":\"2.0\""),
-            RpcDecodeError::BadId => out.put_str("JSON-RPC id is not a number, string or null"),
-            RpcDecodeError::BadError => out.put_str(
-                "JSON-RPC error is not an object with an integer code and a string message",
-            ),
-            RpcDecodeError::BothResultAndError => {
-                out.put_str("JSON-RPC response has both result and error")
-            }
-            RpcDecodeError::NeitherResultNorError => {
-                out.put_str("JSON-RPC response has neither result nor error")
-            }
-            RpcDecodeError::BadMethod => out.put_str("JSON-RPC method is not a string"),
-            RpcDecodeError::EmptyBatch => out.put_str("JSON-RPC batch array is empty"),
-            RpcDecodeError::BadField(name) => {
-                out.put_str("result member \"")?;
-                out.put_str(name)?;
-                out.put_str("\" is missing or has the wrong type")
-            }
-        }
+        use crate::wire::failure::{Arg, Fr::*, tell};
+        let (message, arg): (&[_], _) = match self {
+            RpcDecodeError::NotAnObject => (&[JsonRpc, RpcNotObject], Arg::None),
+            RpcDecodeError::BadVersion => (&[JsonRpc, RpcBadVersion], Arg::None),
+            RpcDecodeError::BadId => (&[JsonRpc, RpcBadId], Arg::None),
+            RpcDecodeError::BadError => (&[JsonRpc, RpcBadError], Arg::None),
+            RpcDecodeError::BothResultAndError => (&[JsonRpc, RpcBoth], Arg::None),
+            RpcDecodeError::NeitherResultNorError => (&[JsonRpc, RpcNeither], Arg::None),
+            RpcDecodeError::BadMethod => (&[JsonRpc, RpcBadMethod], Arg::None),
+            RpcDecodeError::EmptyBatch => (&[JsonRpc, RpcEmptyBatch], Arg::None),
+            RpcDecodeError::BadField(name) => (&[ResultMember, A0, MissingMember], Arg::Str(name)),
+        };
+        tell(out, message, [arg, Arg::None])
     }
 }
 

@@ -57,15 +57,12 @@ impl fmt::Display for SseError {
 
 impl crate::buf::Words for SseError {
     fn words(&self, out: &mut dyn crate::buf::Sink) -> Result<(), crate::buf::Overflow> {
-        use crate::buf::{S, U, say};
+        use crate::wire::failure::{Arg, Fr::*, tell};
         match self {
-            SseError::EventTooLarge { limit } => say(
+            SseError::EventTooLarge { limit } => tell(
                 out,
-                &[
-                    S("server-sent event is larger than its cap of "),
-                    U(*limit as u64),
-                    S(" bytes; raise the event limit or the reply buffer"),
-                ],
+                &[SseEvent, IsLarger, ItsCapOf, A0, Bytes, RaiseLimit],
+                [Arg::Num(*limit as u64), Arg::None],
             ),
         }
     }
