@@ -116,16 +116,20 @@ impl crate::buf::Words for JsonErrorKind {
         use crate::wire::failure::{Arg, Fr::*, tell};
         const HEX: &[u8; 16] = b"0123456789abcdef";
         let hex = |n: u8| HEX.get(usize::from(n & 15)).copied().unwrap_or(b'0');
+        // The byte as it is (a graphic ASCII one) or in hex: ASCII either way.
+        let said: [u8; 2];
         let (message, arg): (&[_], _) = match *self {
             JsonErrorKind::UnexpectedEnd => (&[UnexpectedEnd], Arg::None),
-            JsonErrorKind::UnexpectedByte(b) if b.is_ascii_graphic() => {
-                tell(out, &[UnexpectedByte, Quote], [Arg::None, Arg::None])?;
-                out.put(&[b])?;
-                (&[Quote], Arg::None)
-            }
             JsonErrorKind::UnexpectedByte(b) => {
-                tell(out, &[UnexpectedByte, Hex], [Arg::None, Arg::None])?;
-                return out.put(&[hex(b >> 4), hex(b)]);
+                let (message, len): (&[_], _) = if b.is_ascii_graphic() {
+                    said = [b, 0];
+                    (&[UnexpectedByte, Quote, A0, Quote], 1)
+                } else {
+                    said = [hex(b >> 4), hex(b)];
+                    (&[UnexpectedByte, Hex, A0], 2)
+                };
+                let text = said.get(..len).unwrap_or(&[]);
+                (message, Arg::Str(core::str::from_utf8(text).unwrap_or("")))
             }
             JsonErrorKind::BadEscape => (&[InvalidEscape, InString], Arg::None),
             JsonErrorKind::BadUnicodeEscape => (&[BadUnicodeEscape], Arg::None),
