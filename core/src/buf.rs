@@ -19,10 +19,9 @@ pub struct Overflow {
 
 impl Words for Overflow {
     fn words(&self, out: &mut dyn Sink) -> Result<(), Overflow> {
-        use crate::wire::failure::{Arg, Fr::*, tell};
-        tell(
+        use crate::wire::failure::{Arg, Msg};
+        Msg::Overflow.say(
             out,
-            &[NeedsAtLeast, A0, Bytes, CommaOver, ItsCapOf, A1, By],
             [Arg::Num(self.needed as u64), Arg::Num(self.limit as u64)],
         )?;
         put_u64(out, self.needed.saturating_sub(self.limit) as u64)

@@ -58,18 +58,18 @@ impl fmt::Display for EndpointError {
 
 impl crate::buf::Words for EndpointError {
     fn words(&self, out: &mut dyn crate::buf::Sink) -> Result<(), crate::buf::Overflow> {
-        use crate::wire::failure::{Arg, Fr, tell};
+        use crate::wire::failure::{Arg, Msg};
         let what = match self {
-            EndpointError::MissingScheme => Fr::NoScheme,
-            EndpointError::UnsupportedScheme => Fr::BadScheme,
-            EndpointError::EmptyHost => Fr::EmptyHost,
-            EndpointError::BadPort => Fr::BadPort,
-            EndpointError::BadHost => Fr::BadHost,
-            EndpointError::Userinfo => Fr::Userinfo,
-            EndpointError::Fragment => Fr::UrlFragment,
-            EndpointError::BadPath => Fr::BadPath,
+            EndpointError::MissingScheme => Msg::NoScheme,
+            EndpointError::UnsupportedScheme => Msg::BadScheme,
+            EndpointError::EmptyHost => Msg::EmptyHost,
+            EndpointError::BadPort => Msg::BadPort,
+            EndpointError::BadHost => Msg::BadHost,
+            EndpointError::Userinfo => Msg::Userinfo,
+            EndpointError::Fragment => Msg::UrlFragment,
+            EndpointError::BadPath => Msg::BadPath,
         };
-        tell(out, &[Fr::EndpointUrl, what], [Arg::None, Arg::None])
+        what.say(out, [Arg::None, Arg::None])
     }
 }
 

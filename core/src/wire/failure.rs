@@ -690,6 +690,133 @@ fragments! {
     By = " by ",
 }
 
+/// The messages said through [`tell`], each a list of fragments and arguments, in one table: a
+/// message is named by a byte ([`Msg`]), not by a pointer and a length.
+macro_rules! messages {
+    ($($name:ident = [$($fr:ident),*],)*) => {
+        /// A message of the failures' words: its fragments and arguments ([`Msg::program`]).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        #[repr(u8)]
+        pub(crate) enum Msg {
+            $(
+                #[doc = concat!($("`", stringify!($fr), "` "),*)]
+                $name,
+            )*
+        }
+        /// Every message's fragments, one after the other.
+        const PROGRAMS: &[Fr] = &[$($(Fr::$fr,)*)*];
+        /// Where each message ends in [`PROGRAMS`].
+        const PROGRAM_ENDS: &[u16] = &ends([$([$(Fr::$fr),*].len(),)*]);
+    };
+}
+
+messages! {
+    EraMissing = [HandshakeFailed, OpenParen, ThisBuild, Era2025, Support, Close],
+    TasksMissing = [TaskFailed, OpenParen, ThisBuild, Tasks, Support, Close],
+    Endpoint = [BadEndpoint, A0],
+    Connect = [CouldNotConnect, A0],
+    TimedOut = [ToolCallTimedOut],
+    SendFailed = [ServerClosed, WhileSending],
+    ReadFailed = [ReadFailed],
+    ClosedInHead = [ServerClosed, BeforeHead],
+    ClosedInBody = [ServerClosed, InBody],
+    Said = [A0],
+    MalformedHttp = [MalformedHttp, A0],
+    Snippet = [Colon, A0],
+    RetryAfter = [RetryAfterOpen, A0, Close],
+    Stalled = [Stalled, A0, IdleTimeout],
+    StalledInCall = [Stalled, A0, IdleTimeout, ToolMay, StillRunning],
+    CallTimedOut = [ToolCallTimedOut, After, A0, Deadline, NotSent],
+    CallTimedOutSent = [ToolCallTimedOut, After, A0, Deadline, ToolMay, StillRunning],
+    BrokenBeforeReply = [ConnectionEnded, AfterSent, BeforeAnyReply, ToolMay, HaveRun],
+    BrokenInHead = [ServerClosed, BeforeHead, CommaSpace, AfterSent, ToolMay, HaveRun],
+    BrokenInBody = [ServerClosed, InBody, Comma, BeforeResponse, ToolResponse, ToolMay, HaveRun],
+    BrokenReset = [ReadFailed, BeforeResponse, ToolResponse, ToolMay, HaveRun],
+    BrokenStreamEnded = [StreamEnded, ToolResponse, ToolMay, HaveRun],
+    Cancelled = [Cancelled],
+    InputRequired = [TheServer, AskedForInput, A0, Close, NoInputHandler],
+    UnexpectedResultType = [TheServer, AnsweredResultType, A0, NotAskedFor],
+    VersionRefused = [TheServer, RefusedVersion, A0, ClientSpeaks, A1, CloseBracket],
+    NotBuilt = [ThisBuild, A0, Support, Colon, A1],
+    ToolDropped = [ToolDropped],
+    RetryTooLate = [WithRetryAfter, A0, LongerThanWait],
+    ContentType = [ContentType, A0, Expected],
+    EmptyReply = [EmptyReply],
+    NotJson = [NotJson, A0],
+    NotRpc = [NotRpc, A0],
+    NoResponse = [NoResponse],
+    TooLarge = [A0, BufferTooSmall, A1],
+    NotWritten = [NotWritten, A0],
+    Handshake = [HandshakeFailed, Colon, A0],
+    BadArguments = [BadArguments],
+    EndlessPaging = [TheServer, EndlessPaging],
+    Status = [Http, A0],
+    HeadTooLarge = [HttpResponse, Head, IsLarger, ItsCapOf, A0, Bytes],
+    BadHead = [HttpResponse, Head, IsMalformed, A0],
+    TooManyHeaders = [HttpResponse, MoreThan, A0, HeaderLines],
+    BadContentLength = [HttpResponse, BadContentLength],
+    BadChunk = [HttpChunked, BodyHasA, BadChunk],
+    ChunkTooLarge = [HttpChunked, BodyHasA, ChunkTooLarge],
+    BodyTooLarge = [HttpResponse, Body, IsLarger, ItsCapOf, A0, Bytes],
+    BadSessionId = [SessionId, A0, Bytes, NotVisible],
+    TrailingData = [SentAfterEnd, TheHttpResponse],
+    EofInHead = [ClosedInMiddle, TheHttpResponse, Space, Head],
+    EofInBody = [ClosedInMiddle, TheHttpResponse, Space, Body],
+    TrailersTooLarge = [HttpChunked, TrailersLarger, A0, Bytes],
+    NotHttp = [NotHttp],
+    TlsRecord = [TheServer, SpeaksTls],
+    HeadNotFit = [HeadNotFit, A0],
+    InvalidHeader = [InvalidHeader],
+    JsonAt = [InvalidJsonAt, A0, Colon, A1],
+    JsonEnd = [UnexpectedEnd],
+    JsonByte = [UnexpectedByte, Quote, A0, Quote],
+    JsonByteHex = [UnexpectedByte, Hex, A0],
+    JsonEscape = [InvalidEscape, InString],
+    JsonUnicodeEscape = [BadUnicodeEscape],
+    JsonUtf8 = [InvalidUtf8],
+    JsonControl = [ControlCharacter, InString],
+    JsonNumber = [Malformed, Number],
+    JsonLiteral = [Malformed, Literal],
+    JsonTooDeep = [TooDeep, A0],
+    JsonTrailing = [AfterJson],
+    RpcNotObject = [JsonRpc, RpcNotObject],
+    RpcBadVersion = [JsonRpc, RpcBadVersion],
+    RpcBadId = [JsonRpc, RpcBadId],
+    RpcBadError = [JsonRpc, RpcBadError],
+    RpcBoth = [JsonRpc, RpcBoth],
+    RpcNeither = [JsonRpc, RpcNeither],
+    RpcBadMethod = [JsonRpc, RpcBadMethod],
+    RpcEmptyBatch = [JsonRpc, RpcEmptyBatch],
+    RpcBadField = [ResultMember, A0, MissingMember],
+    SseTooLarge = [SseEvent, IsLarger, ItsCapOf, A0, Bytes, RaiseLimit],
+    NoScheme = [EndpointUrl, NoScheme],
+    BadScheme = [EndpointUrl, BadScheme],
+    EmptyHost = [EndpointUrl, EmptyHost],
+    BadPort = [EndpointUrl, BadPort],
+    BadHost = [EndpointUrl, BadHost],
+    Userinfo = [EndpointUrl, Userinfo],
+    UrlFragment = [EndpointUrl, UrlFragment],
+    BadPath = [EndpointUrl, BadPath],
+    Overflow = [NeedsAtLeast, A0, Bytes, CommaOver, ItsCapOf, A1, By],
+}
+
+impl Msg {
+    /// The message's fragments and arguments.
+    pub(crate) fn program(self) -> &'static [Fr] {
+        let i = self as usize;
+        let start = i.checked_sub(1).and_then(|p| PROGRAM_ENDS.get(p)).copied();
+        let end = PROGRAM_ENDS.get(i).copied().unwrap_or(0);
+        PROGRAMS
+            .get(usize::from(start.unwrap_or(0))..usize::from(end))
+            .unwrap_or(&[])
+    }
+
+    /// Says the message with its arguments (see [`tell`]).
+    pub(crate) fn say(self, f: &mut dyn Sink, args: [Arg<'_>; 2]) -> Result<(), Overflow> {
+        tell(f, self.program(), args)
+    }
+}
+
 impl Fr {
     /// The fragment's text (none for an argument).
     fn bytes(self) -> &'static [u8] {
@@ -748,43 +875,31 @@ impl fmt::Display for Failure {
 impl Words for Failure {
     fn words(&self, f: &mut dyn Sink) -> Result<(), Overflow> {
         use Arg::{Num, Says, Str};
-        use Fr::*;
         const NO: Arg<'static> = Arg::None;
-        let (message, a0, a1): (&[Fr], Arg<'_>, Arg<'_>) = match self {
+        let (message, a0, a1): (Msg, Arg<'_>, Arg<'_>) = match self {
             // The failures of a capability the build leaves out never happen there: their
             // words are not kept (docs/design.md#capabilities).
-            Failure::Handshake(_) | Failure::SessionExpired if !cfg!(feature = "era-2025") => (
-                &[
-                    HandshakeFailed,
-                    OpenParen,
-                    ThisBuild,
-                    Era2025,
-                    Support,
-                    Close,
-                ],
-                NO,
-                NO,
-            ),
-            Failure::Task { .. } | Failure::NotModern if !cfg!(feature = "tasks") => (
-                &[TaskFailed, OpenParen, ThisBuild, Tasks, Support, Close],
-                NO,
-                NO,
-            ),
-            Failure::Endpoint(e) => (&[BadEndpoint, A0], Says(e), NO),
-            Failure::Connect(e) => (&[CouldNotConnect, A0], Says(e), NO),
-            Failure::TimedOut => (&[ToolCallTimedOut], NO, NO),
-            Failure::SendFailed => (&[ServerClosed, WhileSending], NO, NO),
-            Failure::ReadFailed => (&[ReadFailed], NO, NO),
-            Failure::ClosedEarly(Stage::Head) => (&[ServerClosed, BeforeHead], NO, NO),
-            Failure::ClosedEarly(Stage::Body) => (&[ServerClosed, InBody], NO, NO),
+            Failure::Handshake(_) | Failure::SessionExpired if !cfg!(feature = "era-2025") => {
+                (Msg::EraMissing, NO, NO)
+            }
+            Failure::Task { .. } | Failure::NotModern if !cfg!(feature = "tasks") => {
+                (Msg::TasksMissing, NO, NO)
+            }
+            Failure::Endpoint(e) => (Msg::Endpoint, Says(e), NO),
+            Failure::Connect(e) => (Msg::Connect, Says(e), NO),
+            Failure::TimedOut => (Msg::TimedOut, NO, NO),
+            Failure::SendFailed => (Msg::SendFailed, NO, NO),
+            Failure::ReadFailed => (Msg::ReadFailed, NO, NO),
+            Failure::ClosedEarly(Stage::Head) => (Msg::ClosedInHead, NO, NO),
+            Failure::ClosedEarly(Stage::Body) => (Msg::ClosedInBody, NO, NO),
             // A cap is a limit, not a malformation: say only what was too large.
             Failure::Http(
                 e @ (HttpError::HeadTooLarge { .. }
                 | HttpError::BodyTooLarge { .. }
                 | HttpError::TrailersTooLarge { .. }
                 | HttpError::TlsRecord),
-            ) => (&[A0], Says(e), NO),
-            Failure::Http(e) => (&[MalformedHttp, A0], Says(e), NO),
+            ) => (Msg::Said, Says(e), NO),
+            Failure::Http(e) => (Msg::MalformedHttp, Says(e), NO),
             Failure::Status {
                 code,
                 snippet,
@@ -792,80 +907,48 @@ impl Words for Failure {
             } => {
                 status_line(f, *code)?;
                 if !snippet.is_empty() {
-                    tell(f, &[Colon, A0], [Str(snippet), NO])?;
+                    Msg::Snippet.say(f, [Str(snippet), NO])?;
                 }
                 match retry_after {
-                    Some(r) => (&[RetryAfterOpen, A0, Close], Says(r), NO),
+                    Some(r) => (Msg::RetryAfter, Says(r), NO),
                     None => return Ok(()),
                 }
             }
             Failure::Stalled { idle_ms, call } => (
                 if *call {
-                    &[Stalled, A0, IdleTimeout, ToolMay, StillRunning]
+                    Msg::StalledInCall
                 } else {
-                    &[Stalled, A0, IdleTimeout]
+                    Msg::Stalled
                 },
                 Num(*idle_ms),
                 NO,
             ),
             Failure::CallTimedOut { ms, sent } => (
                 if *sent {
-                    &[ToolCallTimedOut, After, A0, Deadline, ToolMay, StillRunning]
+                    Msg::CallTimedOutSent
                 } else {
-                    &[ToolCallTimedOut, After, A0, Deadline, NotSent]
+                    Msg::CallTimedOut
                 },
                 Num(*ms),
                 NO,
             ),
             Failure::MayHaveRun(broken) => (
                 match broken {
-                    Broken::BeforeReply => {
-                        &[ConnectionEnded, AfterSent, BeforeAnyReply, ToolMay, HaveRun]
-                    }
-                    Broken::InHead => &[
-                        ServerClosed,
-                        BeforeHead,
-                        CommaSpace,
-                        AfterSent,
-                        ToolMay,
-                        HaveRun,
-                    ],
-                    Broken::InBody => &[
-                        ServerClosed,
-                        InBody,
-                        Comma,
-                        BeforeResponse,
-                        ToolResponse,
-                        ToolMay,
-                        HaveRun,
-                    ],
-                    Broken::Reset => &[ReadFailed, BeforeResponse, ToolResponse, ToolMay, HaveRun],
-                    Broken::StreamEnded => &[StreamEnded, ToolResponse, ToolMay, HaveRun],
+                    Broken::BeforeReply => Msg::BrokenBeforeReply,
+                    Broken::InHead => Msg::BrokenInHead,
+                    Broken::InBody => Msg::BrokenInBody,
+                    Broken::Reset => Msg::BrokenReset,
+                    Broken::StreamEnded => Msg::BrokenStreamEnded,
                 },
                 NO,
                 NO,
             ),
-            Failure::Cancelled => (&[Cancelled], NO, NO),
-            Failure::InputRequired(asked) => (
-                &[TheServer, AskedForInput, A0, Close, NoInputHandler],
-                Str(asked),
-                NO,
-            ),
-            Failure::UnexpectedResultType(t) => (
-                &[TheServer, AnsweredResultType, A0, NotAskedFor],
-                Str(t),
-                NO,
-            ),
+            Failure::Cancelled => (Msg::Cancelled, NO, NO),
+            Failure::InputRequired(asked) => (Msg::InputRequired, Str(asked), NO),
+            Failure::UnexpectedResultType(t) => (Msg::UnexpectedResultType, Str(t), NO),
             Failure::Task { id, end } => return task_words(f, id, *end),
             Failure::VersionRefused(theirs) => (
-                &[
-                    TheServer,
-                    RefusedVersion,
-                    A0,
-                    ClientSpeaks,
-                    A1,
-                    CloseBracket,
-                ],
+                Msg::VersionRefused,
                 Str(if theirs.is_empty() {
                     "none listed"
                 } else {
@@ -882,45 +965,35 @@ impl Words for Failure {
                     "the server does not speak the 2026-07-28 protocol, which tasks need",
                 );
             }
-            Failure::NotBuilt { capability, need } => (
-                &[ThisBuild, A0, Support, Colon, A1],
-                Str(capability),
-                Str(need),
-            ),
-            Failure::ToolDropped => (&[ToolDropped], NO, NO),
+            Failure::NotBuilt { capability, need } => (Msg::NotBuilt, Str(capability), Str(need)),
+            Failure::ToolDropped => (Msg::ToolDropped, NO, NO),
             Failure::RetryTooLate { code, retry_after } => {
                 status_line(f, *code)?;
-                (&[WithRetryAfter, A0, LongerThanWait], Says(retry_after), NO)
+                (Msg::RetryTooLate, Says(retry_after), NO)
             }
             Failure::SessionExpired => {
                 return f.put_str("HTTP 404 Not Found: the server no longer knows this session");
             }
-            Failure::UnexpectedContentType(ct) => (&[ContentType, A0, Expected], Str(ct), NO),
-            Failure::EmptyReply => (&[EmptyReply], NO, NO),
+            Failure::UnexpectedContentType(ct) => (Msg::ContentType, Str(ct), NO),
+            Failure::EmptyReply => (Msg::EmptyReply, NO, NO),
             // The decoder's only error is its event cap: a limit, said as such.
-            Failure::Sse(e) => (&[A0], Says(e), NO),
-            Failure::Json(e) => (&[NotJson, A0], Says(e), NO),
-            Failure::Rpc(e) => (&[NotRpc, A0], Says(e), NO),
-            Failure::NoResponse => (&[NoResponse], NO, NO),
-            Failure::TooLarge(which, o) => {
-                (&[A0, BufferTooSmall, A1], Str(which.as_str()), Says(o))
-            }
-            Failure::Request(e) => (&[NotWritten, A0], Says(e), NO),
-            Failure::Handshake(e) => (&[HandshakeFailed, Colon, A0], Says(e), NO),
-            Failure::BadArguments => (&[BadArguments], NO, NO),
-            Failure::EndlessPaging => (&[TheServer, EndlessPaging], NO, NO),
+            Failure::Sse(e) => (Msg::Said, Says(e), NO),
+            Failure::Json(e) => (Msg::NotJson, Says(e), NO),
+            Failure::Rpc(e) => (Msg::NotRpc, Says(e), NO),
+            Failure::NoResponse => (Msg::NoResponse, NO, NO),
+            Failure::TooLarge(which, o) => (Msg::TooLarge, Str(which.as_str()), Says(o)),
+            Failure::Request(e) => (Msg::NotWritten, Says(e), NO),
+            Failure::Handshake(e) => (Msg::Handshake, Says(e), NO),
+            Failure::BadArguments => (Msg::BadArguments, NO, NO),
+            Failure::EndlessPaging => (Msg::EndlessPaging, NO, NO),
         };
-        tell(f, message, [a0, a1])
+        message.say(f, [a0, a1])
     }
 }
 
 /// `HTTP <code>` and the status's reason phrase, when it has one.
 fn status_line(f: &mut dyn Sink, code: u16) -> Result<(), Overflow> {
-    tell(
-        f,
-        &[Fr::Http, Fr::A0],
-        [Arg::Num(u64::from(code)), Arg::None],
-    )?;
+    Msg::Status.say(f, [Arg::Num(u64::from(code)), Arg::None])?;
     match reason(code) {
         Some(r) => tell(f, &[Fr::Space, r], [Arg::None, Arg::None]),
         None => Ok(()),

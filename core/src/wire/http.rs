@@ -125,10 +125,10 @@ impl fmt::Display for RequestError {
 
 impl Words for RequestError {
     fn words(&self, out: &mut dyn Sink) -> Result<(), Overflow> {
-        use crate::wire::failure::{Arg, Fr::*, tell};
+        use crate::wire::failure::{Arg, Msg};
         match self {
-            RequestError::Overflow(o) => tell(out, &[HeadNotFit, A0], [Arg::Says(o), Arg::None]),
-            RequestError::InvalidHeader => tell(out, &[InvalidHeader], [Arg::None, Arg::None]),
+            RequestError::Overflow(o) => Msg::HeadNotFit.say(out, [Arg::Says(o), Arg::None]),
+            RequestError::InvalidHeader => Msg::InvalidHeader.say(out, [Arg::None, Arg::None]),
         }
     }
 }
@@ -472,43 +472,26 @@ impl fmt::Display for HttpError {
 
 impl Words for HttpError {
     fn words(&self, out: &mut dyn Sink) -> Result<(), Overflow> {
-        use crate::wire::failure::{Arg, Fr::*, tell};
-        let (message, arg): (&[_], _) = match self {
-            HttpError::HeadTooLarge { limit } => (
-                &[HttpResponse, Head, IsLarger, ItsCapOf, A0, Bytes],
-                Arg::Num(*limit as u64),
-            ),
-            HttpError::BadHead(what) => (&[HttpResponse, Head, IsMalformed, A0], Arg::Str(what)),
-            HttpError::TooManyHeaders => (
-                &[HttpResponse, MoreThan, A0, HeaderLines],
-                Arg::Num(MAX_HEADERS as u64),
-            ),
-            HttpError::BadContentLength => (&[HttpResponse, BadContentLength], Arg::None),
-            HttpError::BadChunk => (&[HttpChunked, BodyHasA, BadChunk], Arg::None),
-            HttpError::ChunkTooLarge => (&[HttpChunked, BodyHasA, ChunkTooLarge], Arg::None),
-            HttpError::BodyTooLarge { limit } => (
-                &[HttpResponse, Body, IsLarger, ItsCapOf, A0, Bytes],
-                Arg::Num(*limit),
-            ),
-            HttpError::BadSessionId => (
-                &[SessionId, A0, Bytes, NotVisible],
-                Arg::Num(MAX_SESSION_ID as u64),
-            ),
-            HttpError::TrailingData => (&[SentAfterEnd, TheHttpResponse], Arg::None),
-            HttpError::UnexpectedEof(Stage::Head) => {
-                (&[ClosedInMiddle, TheHttpResponse, Space, Head], Arg::None)
+        use crate::wire::failure::{Arg, Msg};
+        let (message, arg) = match self {
+            HttpError::HeadTooLarge { limit } => (Msg::HeadTooLarge, Arg::Num(*limit as u64)),
+            HttpError::BadHead(what) => (Msg::BadHead, Arg::Str(what)),
+            HttpError::TooManyHeaders => (Msg::TooManyHeaders, Arg::Num(MAX_HEADERS as u64)),
+            HttpError::BadContentLength => (Msg::BadContentLength, Arg::None),
+            HttpError::BadChunk => (Msg::BadChunk, Arg::None),
+            HttpError::ChunkTooLarge => (Msg::ChunkTooLarge, Arg::None),
+            HttpError::BodyTooLarge { limit } => (Msg::BodyTooLarge, Arg::Num(*limit)),
+            HttpError::BadSessionId => (Msg::BadSessionId, Arg::Num(MAX_SESSION_ID as u64)),
+            HttpError::TrailingData => (Msg::TrailingData, Arg::None),
+            HttpError::UnexpectedEof(Stage::Head) => (Msg::EofInHead, Arg::None),
+            HttpError::UnexpectedEof(Stage::Body) => (Msg::EofInBody, Arg::None),
+            HttpError::TrailersTooLarge { limit } => {
+                (Msg::TrailersTooLarge, Arg::Num(*limit as u64))
             }
-            HttpError::UnexpectedEof(Stage::Body) => {
-                (&[ClosedInMiddle, TheHttpResponse, Space, Body], Arg::None)
-            }
-            HttpError::TrailersTooLarge { limit } => (
-                &[HttpChunked, TrailersLarger, A0, Bytes],
-                Arg::Num(*limit as u64),
-            ),
-            HttpError::NotHttp => (&[NotHttp], Arg::None),
-            HttpError::TlsRecord => (&[TheServer, SpeaksTls], Arg::None),
+            HttpError::NotHttp => (Msg::NotHttp, Arg::None),
+            HttpError::TlsRecord => (Msg::TlsRecord, Arg::None),
         };
-        tell(out, message, [arg, Arg::None])
+        message.say(out, [arg, Arg::None])
     }
 }
 

@@ -113,34 +113,34 @@ impl fmt::Display for JsonErrorKind {
 
 impl crate::buf::Words for JsonErrorKind {
     fn words(&self, out: &mut dyn crate::buf::Sink) -> Result<(), crate::buf::Overflow> {
-        use crate::wire::failure::{Arg, Fr::*, tell};
+        use crate::wire::failure::{Arg, Msg};
         const HEX: &[u8; 16] = b"0123456789abcdef";
         let hex = |n: u8| HEX.get(usize::from(n & 15)).copied().unwrap_or(b'0');
         // The byte as it is (a graphic ASCII one) or in hex: ASCII either way.
         let said: [u8; 2];
-        let (message, arg): (&[_], _) = match *self {
-            JsonErrorKind::UnexpectedEnd => (&[UnexpectedEnd], Arg::None),
+        let (message, arg) = match *self {
+            JsonErrorKind::UnexpectedEnd => (Msg::JsonEnd, Arg::None),
             JsonErrorKind::UnexpectedByte(b) => {
-                let (message, len): (&[_], _) = if b.is_ascii_graphic() {
+                let (message, len) = if b.is_ascii_graphic() {
                     said = [b, 0];
-                    (&[UnexpectedByte, Quote, A0, Quote], 1)
+                    (Msg::JsonByte, 1)
                 } else {
                     said = [hex(b >> 4), hex(b)];
-                    (&[UnexpectedByte, Hex, A0], 2)
+                    (Msg::JsonByteHex, 2)
                 };
                 let text = said.get(..len).unwrap_or(&[]);
                 (message, Arg::Str(core::str::from_utf8(text).unwrap_or("")))
             }
-            JsonErrorKind::BadEscape => (&[InvalidEscape, InString], Arg::None),
-            JsonErrorKind::BadUnicodeEscape => (&[BadUnicodeEscape], Arg::None),
-            JsonErrorKind::InvalidUtf8 => (&[InvalidUtf8], Arg::None),
-            JsonErrorKind::ControlInString => (&[ControlCharacter, InString], Arg::None),
-            JsonErrorKind::BadNumber => (&[Malformed, Number], Arg::None),
-            JsonErrorKind::BadLiteral => (&[Malformed, Literal], Arg::None),
-            JsonErrorKind::TooDeep { limit } => (&[TooDeep, A0], Arg::Num(limit as u64)),
-            JsonErrorKind::TrailingData => (&[AfterJson], Arg::None),
+            JsonErrorKind::BadEscape => (Msg::JsonEscape, Arg::None),
+            JsonErrorKind::BadUnicodeEscape => (Msg::JsonUnicodeEscape, Arg::None),
+            JsonErrorKind::InvalidUtf8 => (Msg::JsonUtf8, Arg::None),
+            JsonErrorKind::ControlInString => (Msg::JsonControl, Arg::None),
+            JsonErrorKind::BadNumber => (Msg::JsonNumber, Arg::None),
+            JsonErrorKind::BadLiteral => (Msg::JsonLiteral, Arg::None),
+            JsonErrorKind::TooDeep { limit } => (Msg::JsonTooDeep, Arg::Num(limit as u64)),
+            JsonErrorKind::TrailingData => (Msg::JsonTrailing, Arg::None),
         };
-        tell(out, message, [arg, Arg::None])
+        message.say(out, [arg, Arg::None])
     }
 }
 
@@ -152,12 +152,8 @@ impl fmt::Display for JsonError {
 
 impl crate::buf::Words for JsonError {
     fn words(&self, out: &mut dyn crate::buf::Sink) -> Result<(), crate::buf::Overflow> {
-        use crate::wire::failure::{Arg, Fr::*, tell};
-        tell(
-            out,
-            &[InvalidJsonAt, A0, Colon, A1],
-            [Arg::Num(self.offset as u64), Arg::Says(&self.kind)],
-        )
+        use crate::wire::failure::{Arg, Msg};
+        Msg::JsonAt.say(out, [Arg::Num(self.offset as u64), Arg::Says(&self.kind)])
     }
 }
 

@@ -491,19 +491,19 @@ impl fmt::Display for RpcDecodeError {
 
 impl crate::buf::Words for RpcDecodeError {
     fn words(&self, out: &mut dyn Sink) -> Result<(), Overflow> {
-        use crate::wire::failure::{Arg, Fr::*, tell};
-        let (message, arg): (&[_], _) = match self {
-            RpcDecodeError::NotAnObject => (&[JsonRpc, RpcNotObject], Arg::None),
-            RpcDecodeError::BadVersion => (&[JsonRpc, RpcBadVersion], Arg::None),
-            RpcDecodeError::BadId => (&[JsonRpc, RpcBadId], Arg::None),
-            RpcDecodeError::BadError => (&[JsonRpc, RpcBadError], Arg::None),
-            RpcDecodeError::BothResultAndError => (&[JsonRpc, RpcBoth], Arg::None),
-            RpcDecodeError::NeitherResultNorError => (&[JsonRpc, RpcNeither], Arg::None),
-            RpcDecodeError::BadMethod => (&[JsonRpc, RpcBadMethod], Arg::None),
-            RpcDecodeError::EmptyBatch => (&[JsonRpc, RpcEmptyBatch], Arg::None),
-            RpcDecodeError::BadField(name) => (&[ResultMember, A0, MissingMember], Arg::Str(name)),
+        use crate::wire::failure::{Arg, Msg};
+        let (message, arg) = match self {
+            RpcDecodeError::NotAnObject => (Msg::RpcNotObject, Arg::None),
+            RpcDecodeError::BadVersion => (Msg::RpcBadVersion, Arg::None),
+            RpcDecodeError::BadId => (Msg::RpcBadId, Arg::None),
+            RpcDecodeError::BadError => (Msg::RpcBadError, Arg::None),
+            RpcDecodeError::BothResultAndError => (Msg::RpcBoth, Arg::None),
+            RpcDecodeError::NeitherResultNorError => (Msg::RpcNeither, Arg::None),
+            RpcDecodeError::BadMethod => (Msg::RpcBadMethod, Arg::None),
+            RpcDecodeError::EmptyBatch => (Msg::RpcEmptyBatch, Arg::None),
+            RpcDecodeError::BadField(name) => (Msg::RpcBadField, Arg::Str(name)),
         };
-        tell(out, message, [arg, Arg::None])
+        message.say(out, [arg, Arg::None])
     }
 }
 

@@ -57,13 +57,11 @@ impl fmt::Display for SseError {
 
 impl crate::buf::Words for SseError {
     fn words(&self, out: &mut dyn crate::buf::Sink) -> Result<(), crate::buf::Overflow> {
-        use crate::wire::failure::{Arg, Fr::*, tell};
+        use crate::wire::failure::{Arg, Msg};
         match self {
-            SseError::EventTooLarge { limit } => tell(
-                out,
-                &[SseEvent, IsLarger, ItsCapOf, A0, Bytes, RaiseLimit],
-                [Arg::Num(*limit as u64), Arg::None],
-            ),
+            SseError::EventTooLarge { limit } => {
+                Msg::SseTooLarge.say(out, [Arg::Num(*limit as u64), Arg::None])
+            }
         }
     }
 }
