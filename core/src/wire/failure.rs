@@ -171,7 +171,7 @@ impl Words for HandshakeError {
 }
 
 /// A round trip that did not get an answer from the server.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq)]
 pub enum Failure {
     /// The endpoint of the slot is not a usable URL.
     Endpoint(EndpointError),
@@ -276,6 +276,71 @@ pub enum Failure {
         /// How it ended.
         end: TaskEnd,
     },
+}
+
+/// A failure is cloned where a call settles and where a failed handshake is handed to every
+/// waiter: one copy of the clone for all of them (a derived `Clone` is inlined at each).
+impl Clone for Failure {
+    #[inline(never)]
+    fn clone(&self) -> Self {
+        match self {
+            Failure::Endpoint(e) => Failure::Endpoint(*e),
+            Failure::Connect(e) => Failure::Connect(e.clone()),
+            Failure::TimedOut => Failure::TimedOut,
+            Failure::SendFailed => Failure::SendFailed,
+            Failure::ReadFailed => Failure::ReadFailed,
+            Failure::ClosedEarly(s) => Failure::ClosedEarly(*s),
+            Failure::Http(e) => Failure::Http(*e),
+            Failure::Status {
+                code,
+                snippet,
+                retry_after,
+            } => Failure::Status {
+                code: *code,
+                snippet: snippet.clone(),
+                retry_after: *retry_after,
+            },
+            Failure::SessionExpired => Failure::SessionExpired,
+            Failure::UnexpectedContentType(t) => Failure::UnexpectedContentType(t.clone()),
+            Failure::EmptyReply => Failure::EmptyReply,
+            Failure::Sse(e) => Failure::Sse(*e),
+            Failure::Json(e) => Failure::Json(*e),
+            Failure::Rpc(e) => Failure::Rpc(*e),
+            Failure::NoResponse => Failure::NoResponse,
+            Failure::TooLarge(b, o) => Failure::TooLarge(*b, *o),
+            Failure::Request(e) => Failure::Request(*e),
+            Failure::Handshake(e) => Failure::Handshake(e.clone()),
+            Failure::BadArguments => Failure::BadArguments,
+            Failure::EndlessPaging => Failure::EndlessPaging,
+            Failure::Stalled { idle_ms, call } => Failure::Stalled {
+                idle_ms: *idle_ms,
+                call: *call,
+            },
+            Failure::CallTimedOut { ms, sent } => Failure::CallTimedOut {
+                ms: *ms,
+                sent: *sent,
+            },
+            Failure::MayHaveRun(b) => Failure::MayHaveRun(*b),
+            Failure::Cancelled => Failure::Cancelled,
+            Failure::RetryTooLate { code, retry_after } => Failure::RetryTooLate {
+                code: *code,
+                retry_after: *retry_after,
+            },
+            Failure::InputRequired(d) => Failure::InputRequired(d.clone()),
+            Failure::UnexpectedResultType(t) => Failure::UnexpectedResultType(t.clone()),
+            Failure::ToolDropped => Failure::ToolDropped,
+            Failure::NotModern => Failure::NotModern,
+            Failure::VersionRefused(d) => Failure::VersionRefused(d.clone()),
+            Failure::NotBuilt { capability, need } => Failure::NotBuilt {
+                capability: *capability,
+                need: *need,
+            },
+            Failure::Task { id, end } => Failure::Task {
+                id: id.clone(),
+                end: *end,
+            },
+        }
+    }
 }
 
 /// Where a written `tools/call`'s reply broke ([`Failure::MayHaveRun`]).
