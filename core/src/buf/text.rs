@@ -122,13 +122,11 @@ pub trait Words {
     fn words(&self, out: &mut dyn Sink) -> Result<(), Overflow>;
 }
 
-/// One piece of a message: words, or a number in decimal.
+/// One piece of a message: words, or a signed number in decimal.
 #[derive(Clone, Copy)]
 pub(crate) enum Piece<'a> {
     /// Words, as they are.
     S(&'a str),
-    /// An unsigned number.
-    U(u64),
     /// A signed number.
     I(i64),
 }
@@ -139,7 +137,6 @@ pub(crate) fn say(out: &mut dyn Sink, pieces: &[Piece<'_>]) -> Result<(), Overfl
     for p in pieces {
         match *p {
             Piece::S(s) => out.put(s.as_bytes())?,
-            Piece::U(n) => put_u64(out, n)?,
             Piece::I(n) => {
                 if n < 0 {
                     out.put(b"-")?;

@@ -8,7 +8,7 @@
 
 use core::fmt;
 
-use crate::buf::{Overflow, S, Sink, U, Words, put_u64, say};
+use crate::buf::{Overflow, Sink, Words, put_u64};
 use crate::wire::endpoint::Endpoint;
 
 /// The request methods an MCP client sends.
@@ -352,8 +352,8 @@ impl fmt::Display for RetryAfter {
 impl Words for RetryAfter {
     fn words(&self, out: &mut dyn Sink) -> Result<(), Overflow> {
         match self {
-            RetryAfter::Seconds(s) => say(out, &[U(*s)]),
-            RetryAfter::Date => say(out, &[S("an HTTP date")]),
+            RetryAfter::Seconds(s) => put_u64(out, *s),
+            RetryAfter::Date => out.put_str("an HTTP date"),
         }
     }
 }
@@ -412,13 +412,12 @@ impl fmt::Display for Stage {
 
 impl Words for Stage {
     fn words(&self, out: &mut dyn Sink) -> Result<(), Overflow> {
-        say(
-            out,
-            &[S(match self {
-                Stage::Head => "head",
-                Stage::Body => "body",
-            })],
-        )
+        use crate::wire::failure::{Arg, Fr, tell};
+        let stage = match self {
+            Stage::Head => Fr::Head,
+            Stage::Body => Fr::Body,
+        };
+        tell(out, &[stage], [Arg::None, Arg::None])
     }
 }
 
