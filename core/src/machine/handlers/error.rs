@@ -126,4 +126,32 @@ mod method_error_tests {
         assert!(!refused("resources/read", -32602, false).not_found());
         assert!(!refused("prompts/get", -32602, true).not_found());
     }
+
+    #[test]
+    fn list_and_method_errors_say_their_words() {
+        use std::string::ToString;
+        let refused = ListError::Refused {
+            code: -32601,
+            message: truncated("Method not found"),
+        };
+        assert_eq!(
+            refused.to_string(),
+            "tools/list failed: JSON-RPC error -32601: Method not found"
+        );
+        let e = MethodError {
+            method: "resources/read",
+            error: ListError::Unreachable(Failure::TimedOut),
+            modern: false,
+        };
+        assert_eq!(e.to_string(), "resources/read failed: tool call timed out");
+        let e = MethodError {
+            method: "prompts/get",
+            error: refused,
+            modern: true,
+        };
+        assert_eq!(
+            e.to_string(),
+            "prompts/get failed: JSON-RPC error -32601: Method not found"
+        );
+    }
 }
