@@ -331,10 +331,7 @@ impl Clone for Failure {
             Failure::ToolDropped => Failure::ToolDropped,
             Failure::NotModern => Failure::NotModern,
             Failure::VersionRefused(d) => Failure::VersionRefused(d.clone()),
-            Failure::NotBuilt { capability, need } => Failure::NotBuilt {
-                capability: *capability,
-                need: *need,
-            },
+            Failure::NotBuilt { capability, need } => Failure::NotBuilt { capability, need },
             Failure::Task { id, end } => Failure::Task {
                 id: id.clone(),
                 end: *end,
@@ -589,7 +586,8 @@ macro_rules! fragments {
     };
 }
 
-/// The running sums of `lens` (at build time).
+/// The running sums of `lens` (at build time: an index out of range fails the build).
+#[allow(clippy::indexing_slicing)]
 const fn ends<const K: usize>(lens: [usize; K]) -> [u16; K] {
     let mut out = [0u16; K];
     let mut sum = 0;
