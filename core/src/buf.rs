@@ -19,17 +19,12 @@ pub struct Overflow {
 
 impl Words for Overflow {
     fn words(&self, out: &mut dyn Sink) -> Result<(), Overflow> {
-        say(
+        use crate::wire::failure::{Arg, Msg};
+        Msg::Overflow.say(
             out,
-            &[
-                S("needs at least "),
-                U(self.needed as u64),
-                S(" bytes, over its cap of "),
-                U(self.limit as u64),
-                S(" by "),
-                U(self.needed.saturating_sub(self.limit) as u64),
-            ],
-        )
+            [Arg::Num(self.needed as u64), Arg::Num(self.limit as u64)],
+        )?;
+        put_u64(out, self.needed.saturating_sub(self.limit) as u64)
     }
 }
 
@@ -40,7 +35,7 @@ impl fmt::Display for Overflow {
 }
 
 mod text;
-pub(crate) use text::Piece::{I, S, U};
+pub(crate) use text::Piece::{I, S};
 pub use text::{DETAIL_BYTES, Detail, StrSink, Words, truncated};
 pub(crate) use text::{count, find, fmt_words, say, split_once_str};
 
@@ -185,20 +180,36 @@ impl Sink for CountingSink {
 }
 
 /// Formats a decimal number into a sink (no `core::fmt` machinery on the hot path).
-pub fn put_u64(sink: &mut (impl Sink + ?Sized), mut n: u64) -> Result<(), Overflow> {
+pub fn put_u64(sink: &mut (impl Sink + ?Sized), n: u64) -> Result<(), Overflow> {
     let mut digits = [0u8; 20];
+    sink.put(decimal(&mut digits, n))
+}
+
+/// The decimal digits of `n`, written at the end of `digits` (one copy for every sink). The
+/// 64-bit division (a library call on a 32-bit core) runs only for the digits above
+/// `u32::MAX`; the rest divide in 32 bits.
+#[inline(never)]
+fn decimal(digits: &mut [u8; 20], mut n: u64) -> &[u8] {
     let mut i = digits.len();
-    loop {
-        i -= 1;
+    while n > u64::from(u32::MAX) {
+        i = i.saturating_sub(1);
         if let Some(d) = digits.get_mut(i) {
             *d = b'0' + (n % 10) as u8;
         }
         n /= 10;
-        if n == 0 || i == 0 {
+    }
+    let mut m = n as u32;
+    loop {
+        i = i.saturating_sub(1);
+        if let Some(d) = digits.get_mut(i) {
+            *d = b'0' + (m % 10) as u8;
+        }
+        m /= 10;
+        if m == 0 {
             break;
         }
     }
-    sink.put(digits.get(i..).unwrap_or(&[]))
+    digits.get(i..).unwrap_or(&[])
 }
 
 #[cfg(test)]

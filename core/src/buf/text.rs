@@ -3,7 +3,8 @@
 //! These are the lowest layer of the wire's messages (the protocol eras, HTTP and failures all
 //! write short text through them), so they live here rather than beside any one of those.
 
-use heapless::String;
+use heapless::string::StringView;
+use heapless::{String, VecView};
 
 use super::{Overflow, Sink, put_u64};
 
@@ -20,19 +21,40 @@ pub type Detail = String<DETAIL_BYTES>;
 /// `…` (when `N` has room for it), so a cut is never silent.
 pub fn truncated<const N: usize>(s: &str) -> String<N> {
     let mut out = String::new();
-    if out.push_str(s).is_ok() {
-        return out;
-    }
-    const MARK: &str = "…";
-    let room = N.saturating_sub(MARK.len());
-    for ch in s.chars() {
-        if out.len() + ch.len_utf8() > room {
-            break;
-        }
-        let _ = out.push(ch);
-    }
-    let _ = out.push_str(MARK);
+    fill_truncated(out.as_mut_view(), s);
     out
+}
+
+/// The mark that ends a cut text.
+const MARK: &str = "…";
+
+/// [`truncated`]'s body, one copy for every size.
+#[inline(never)]
+fn fill_truncated(out: &mut StringView, s: &str) {
+    if out.push_str(s).is_ok() {
+        return;
+    }
+    let room = out.capacity().saturating_sub(MARK.len());
+    let _ = out.push_str(s.get(..char_floor(s.as_bytes(), room)).unwrap_or(""));
+    let _ = out.push_str(MARK);
+}
+
+/// The largest character boundary of the UTF-8 `bytes` at or before `at`.
+fn char_floor(bytes: &[u8], at: usize) -> usize {
+    let mut end = at.min(bytes.len());
+    // A continuation byte (0b10xx_xxxx) is inside a character.
+    while end > 0 && bytes.get(end).is_some_and(|&b| (b as i8) < -64) {
+        end -= 1;
+    }
+    end
+}
+
+/// The longest valid UTF-8 start of `bytes` (a cut in the middle of a character is dropped).
+pub(crate) fn utf8_prefix(bytes: &[u8]) -> &str {
+    match core::str::from_utf8(bytes) {
+        Ok(s) => s,
+        Err(e) => core::str::from_utf8(bytes.get(..e.valid_up_to()).unwrap_or(&[])).unwrap_or(""),
+    }
 }
 
 /// A `Sink` into a fixed string that keeps what fits (UTF-8 boundaries respected).
@@ -44,26 +66,50 @@ pub struct StrSink<const N: usize> {
 impl<const N: usize> StrSink<N> {
     /// The text kept so far (a cut in the middle of a character is dropped).
     pub fn as_str(&self) -> &str {
-        match core::str::from_utf8(&self.bytes) {
-            Ok(s) => s,
-            Err(e) => {
-                core::str::from_utf8(self.bytes.get(..e.valid_up_to()).unwrap_or(&[])).unwrap_or("")
-            }
-        }
+        utf8_prefix(&self.bytes)
     }
+
+    /// Ends a cut text with `…`: keeps the whole characters that leave room for it (none when
+    /// `N` is under the mark's 3 bytes).
+    pub(crate) fn mark_cut(&mut self) {
+        mark_cut_view(self.bytes.as_mut_view());
+    }
+}
+
+/// [`StrSink::mark_cut`]'s body, one copy for every size.
+#[inline(never)]
+fn mark_cut_view(v: &mut VecView<u8>) {
+    let kept = utf8_prefix(v).len();
+    let room = v.capacity().saturating_sub(MARK.len());
+    let end = if kept > room {
+        char_floor(v, room)
+    } else {
+        kept
+    };
+    v.truncate(end);
+    let _ = v.extend_from_slice(MARK.as_bytes());
 }
 
 impl<const N: usize> Sink for StrSink<N> {
     fn put(&mut self, bytes: &[u8]) -> Result<(), Overflow> {
-        for &b in bytes {
-            if self.bytes.push(b).is_err() {
-                return Err(Overflow {
-                    limit: N,
-                    needed: N + 1,
-                });
-            }
-        }
+        put_kept(self.bytes.as_mut_view(), bytes)
+    }
+}
+
+/// [`StrSink`]'s `put`, one copy for every size: keeps what fits, and says when it did not.
+#[inline(never)]
+fn put_kept(v: &mut VecView<u8>, bytes: &[u8]) -> Result<(), Overflow> {
+    let cap = v.capacity();
+    let fits = bytes.len().min(cap.saturating_sub(v.len()));
+    let (now, rest) = bytes.split_at_checked(fits).unwrap_or((bytes, &[]));
+    let _ = v.extend_from_slice(now);
+    if rest.is_empty() {
         Ok(())
+    } else {
+        Err(Overflow {
+            limit: cap,
+            needed: cap + 1,
+        })
     }
 }
 
@@ -76,13 +122,11 @@ pub trait Words {
     fn words(&self, out: &mut dyn Sink) -> Result<(), Overflow>;
 }
 
-/// One piece of a message: words, or a number in decimal.
+/// One piece of a message: words, or a signed number in decimal.
 #[derive(Clone, Copy)]
 pub(crate) enum Piece<'a> {
     /// Words, as they are.
     S(&'a str),
-    /// An unsigned number.
-    U(u64),
     /// A signed number.
     I(i64),
 }
@@ -93,7 +137,6 @@ pub(crate) fn say(out: &mut dyn Sink, pieces: &[Piece<'_>]) -> Result<(), Overfl
     for p in pieces {
         match *p {
             Piece::S(s) => out.put(s.as_bytes())?,
-            Piece::U(n) => put_u64(out, n)?,
             Piece::I(n) => {
                 if n < 0 {
                     out.put(b"-")?;

@@ -12,15 +12,12 @@
 //! and keeps the value alive while the op runs, so that dropping it mid-attempt meters the
 //! attempt ([`Metering::begin`]).
 
-use core::fmt::Write as _;
-
 use heapless::String;
 
 use super::config::{CallBuffers, MAX_TASK_ID, SlotConfig};
 use super::event::Event;
 use super::handlers::{
-    Answered, FmtSink, ListError, MethodError, as_text, redact_list_error, write_failure,
-    write_line,
+    Answered, ListError, MethodError, as_text, redact_list_error, write_failure, write_words,
 };
 use super::op::{Answer, Op};
 use super::{Millis, SlotState};
@@ -362,7 +359,7 @@ impl<'m, L: Ledger, T: Timeline> Metering<'m, L, T> {
                     modern,
                 };
                 if self.what == (Metered::Request { content: true }) {
-                    write_line(secrets, format_args!("{error}"), &mut bufs.error);
+                    write_words(secrets, &error, &mut bufs.error);
                     let event = TimelineEvent::ToolError {
                         slot: self.cfg.slot,
                         tool: self.tool,
@@ -383,7 +380,7 @@ impl<L: Ledger, T: Timeline> Drop for Metering<'_, L, T> {
             record.tool_calls = u32::from(!matches!(self.what, Metered::Call { attached: true }));
             self.ledger.record(record);
             let mut line = StrSink::<64>::default();
-            let _ = write!(FmtSink(&mut line), "{}", Failure::Cancelled);
+            let _ = crate::buf::Words::words(&Failure::Cancelled, &mut line);
             let event = TimelineEvent::ToolError {
                 slot: self.cfg.slot,
                 tool: self.tool,

@@ -58,29 +58,18 @@ impl fmt::Display for EndpointError {
 
 impl crate::buf::Words for EndpointError {
     fn words(&self, out: &mut dyn crate::buf::Sink) -> Result<(), crate::buf::Overflow> {
-        out.put(
-            match self {
-                EndpointError::MissingScheme => {
-                    "endpoint URL has no scheme; write it as http://host[:port]/path"
-                }
-                EndpointError::UnsupportedScheme => {
-                    "endpoint URL scheme is not supported; use http:// or https://"
-                }
-                EndpointError::EmptyHost => "endpoint URL has an empty host",
-                EndpointError::BadPort => "endpoint URL port must be a decimal number in 1..=65535",
-                EndpointError::BadHost => {
-                    "endpoint URL host has characters a host name or IP address cannot hold"
-                }
-                EndpointError::Userinfo => {
-                    "endpoint URL carries user@ credentials; put credentials in headers instead"
-                }
-                EndpointError::Fragment => "endpoint URL has a #fragment; remove it",
-                EndpointError::BadPath => {
-                    "endpoint URL path or query has spaces, control or non-ASCII characters"
-                }
-            }
-            .as_bytes(),
-        )
+        use crate::wire::failure::{Arg, Msg};
+        let what = match self {
+            EndpointError::MissingScheme => Msg::NoScheme,
+            EndpointError::UnsupportedScheme => Msg::BadScheme,
+            EndpointError::EmptyHost => Msg::EmptyHost,
+            EndpointError::BadPort => Msg::BadPort,
+            EndpointError::BadHost => Msg::BadHost,
+            EndpointError::Userinfo => Msg::Userinfo,
+            EndpointError::Fragment => Msg::UrlFragment,
+            EndpointError::BadPath => Msg::BadPath,
+        };
+        what.say(out, [Arg::None, Arg::None])
     }
 }
 

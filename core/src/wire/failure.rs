@@ -16,7 +16,7 @@ use super::json::JsonError;
 use super::jsonrpc::RpcDecodeError;
 use super::sse::SseError;
 pub use crate::buf::{DETAIL_BYTES, Detail};
-use crate::buf::{I, Overflow, S, Sink, StrSink, U, Words, fmt_words, say, truncated};
+use crate::buf::{I, Overflow, S, Sink, StrSink, Words, fmt_words, put_u64, say, truncated};
 
 /// The longest task id kept (in [`Failure::Task`] and by a call that became a task); none in
 /// a build without tasks (feature `tasks`).
@@ -73,18 +73,19 @@ impl fmt::Display for ConnectError {
 impl Words for ConnectError {
     fn words(&self, f: &mut dyn Sink) -> Result<(), Overflow> {
         let what = match self.kind {
-            ConnectErrorKind::Dns => "host name did not resolve",
-            ConnectErrorKind::Refused => "connection refused",
-            ConnectErrorKind::Unreachable => "network unreachable",
-            ConnectErrorKind::Tls => "TLS handshake failed",
-            ConnectErrorKind::Io => "socket error",
-            ConnectErrorKind::Unsupported => "not supported by this adapter",
-            ConnectErrorKind::Process => "server process not running",
+            ConnectErrorKind::Dns => Fr::HostNotResolved,
+            ConnectErrorKind::Refused => Fr::Refused,
+            ConnectErrorKind::Unreachable => Fr::Unreachable,
+            ConnectErrorKind::Tls => Fr::TlsFailed,
+            ConnectErrorKind::Io => Fr::SocketError,
+            ConnectErrorKind::Unsupported => Fr::Unsupported,
+            ConnectErrorKind::Process => Fr::NoProcess,
         };
         if self.detail.is_empty() {
-            f.put_str(what)
+            tell(f, &[what], [Arg::None, Arg::None])
         } else {
-            say(f, &[S(what), S(" ("), S(&self.detail), S(")")])
+            let message = [what, Fr::OpenParen, Fr::A0, Fr::Close];
+            tell(f, &message, [Arg::Str(&self.detail), Arg::None])
         }
     }
 }
@@ -170,7 +171,7 @@ impl Words for HandshakeError {
 }
 
 /// A round trip that did not get an answer from the server.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq)]
 pub enum Failure {
     /// The endpoint of the slot is not a usable URL.
     Endpoint(EndpointError),
@@ -275,6 +276,68 @@ pub enum Failure {
         /// How it ended.
         end: TaskEnd,
     },
+}
+
+/// A failure is cloned where a call settles and where a failed handshake is handed to every
+/// waiter: one copy of the clone for all of them (a derived `Clone` is inlined at each).
+impl Clone for Failure {
+    #[inline(never)]
+    fn clone(&self) -> Self {
+        match self {
+            Failure::Endpoint(e) => Failure::Endpoint(*e),
+            Failure::Connect(e) => Failure::Connect(e.clone()),
+            Failure::TimedOut => Failure::TimedOut,
+            Failure::SendFailed => Failure::SendFailed,
+            Failure::ReadFailed => Failure::ReadFailed,
+            Failure::ClosedEarly(s) => Failure::ClosedEarly(*s),
+            Failure::Http(e) => Failure::Http(*e),
+            Failure::Status {
+                code,
+                snippet,
+                retry_after,
+            } => Failure::Status {
+                code: *code,
+                snippet: snippet.clone(),
+                retry_after: *retry_after,
+            },
+            Failure::SessionExpired => Failure::SessionExpired,
+            Failure::UnexpectedContentType(t) => Failure::UnexpectedContentType(t.clone()),
+            Failure::EmptyReply => Failure::EmptyReply,
+            Failure::Sse(e) => Failure::Sse(*e),
+            Failure::Json(e) => Failure::Json(*e),
+            Failure::Rpc(e) => Failure::Rpc(*e),
+            Failure::NoResponse => Failure::NoResponse,
+            Failure::TooLarge(b, o) => Failure::TooLarge(*b, *o),
+            Failure::Request(e) => Failure::Request(*e),
+            Failure::Handshake(e) => Failure::Handshake(e.clone()),
+            Failure::BadArguments => Failure::BadArguments,
+            Failure::EndlessPaging => Failure::EndlessPaging,
+            Failure::Stalled { idle_ms, call } => Failure::Stalled {
+                idle_ms: *idle_ms,
+                call: *call,
+            },
+            Failure::CallTimedOut { ms, sent } => Failure::CallTimedOut {
+                ms: *ms,
+                sent: *sent,
+            },
+            Failure::MayHaveRun(b) => Failure::MayHaveRun(*b),
+            Failure::Cancelled => Failure::Cancelled,
+            Failure::RetryTooLate { code, retry_after } => Failure::RetryTooLate {
+                code: *code,
+                retry_after: *retry_after,
+            },
+            Failure::InputRequired(d) => Failure::InputRequired(d.clone()),
+            Failure::UnexpectedResultType(t) => Failure::UnexpectedResultType(t.clone()),
+            Failure::ToolDropped => Failure::ToolDropped,
+            Failure::NotModern => Failure::NotModern,
+            Failure::VersionRefused(d) => Failure::VersionRefused(d.clone()),
+            Failure::NotBuilt { capability, need } => Failure::NotBuilt { capability, need },
+            Failure::Task { id, end } => Failure::Task {
+                id: id.clone(),
+                end: *end,
+            },
+        }
+    }
 }
 
 /// Where a written `tools/call`'s reply broke ([`Failure::MayHaveRun`]).
@@ -462,28 +525,408 @@ impl From<HandshakeError> for Failure {
 
 /// The standard reason phrase of an HTTP status, for messages.
 pub fn reason_phrase(code: u16) -> &'static str {
-    match code {
-        400 => "Bad Request",
-        401 => "Unauthorized",
-        403 => "Forbidden",
-        404 => "Not Found",
-        405 => "Method Not Allowed",
-        406 => "Not Acceptable",
-        408 => "Request Timeout",
-        409 => "Conflict",
-        413 => "Content Too Large",
-        415 => "Unsupported Media Type",
-        421 => "Misdirected Request",
-        422 => "Unprocessable Content",
-        429 => "Too Many Requests",
-        500 => "Internal Server Error",
-        501 => "Not Implemented",
-        502 => "Bad Gateway",
-        503 => "Service Unavailable",
-        504 => "Gateway Timeout",
-        300..=399 => "Redirect (not followed)",
-        _ => "",
+    reason(code)
+        .and_then(|r| core::str::from_utf8(r.bytes()).ok())
+        .unwrap_or("")
+}
+
+/// The statuses that have a reason phrase in messages, and their phrases.
+const REASONS: [(u16, Fr); 18] = [
+    (400, Fr::BadRequest),
+    (401, Fr::Unauthorized),
+    (403, Fr::Forbidden),
+    (404, Fr::NotFound),
+    (405, Fr::MethodNotAllowed),
+    (406, Fr::NotAcceptable),
+    (408, Fr::RequestTimeout),
+    (409, Fr::Conflict),
+    (413, Fr::ContentTooLarge),
+    (415, Fr::UnsupportedMedia),
+    (421, Fr::Misdirected),
+    (422, Fr::Unprocessable),
+    (429, Fr::TooManyRequests),
+    (500, Fr::InternalError),
+    (501, Fr::NotImplemented),
+    (502, Fr::BadGateway),
+    (503, Fr::Unavailable),
+    (504, Fr::GatewayTimeout),
+];
+
+/// [`reason_phrase`] as a fragment.
+fn reason(code: u16) -> Option<Fr> {
+    if (300..=399).contains(&code) {
+        return Some(Fr::Redirect);
     }
+    REASONS.iter().find(|(c, _)| *c == code).map(|&(_, r)| r)
+}
+
+/// The fragments of the failures' words, in one text: a phrase that several messages share
+/// is written once, and a message is a short list of fragments and arguments ([`tell`]). On
+/// the edge this is a fraction of the code that a `match` writing each message piece by
+/// piece takes; the words are the same.
+macro_rules! fragments {
+    ($($name:ident = $text:literal,)*) => {
+        /// A fragment of the failures' words, or an argument of a message ([`tell`]).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        #[repr(u8)]
+        pub(crate) enum Fr {
+            $(
+                #[doc = concat!("`", $text, "`")]
+                $name,
+            )*
+            /// The message's first argument.
+            A0,
+            /// The message's second argument.
+            A1,
+        }
+        /// Every fragment's text, one after the other.
+        const TEXT: &str = concat!($($text),*);
+        /// Where each fragment ends in [`TEXT`].
+        const ENDS: [u16; Fr::A0 as usize] = ends([$($text.len()),*]);
+    };
+}
+
+/// The running sums of `lens` (at build time: an index out of range fails the build).
+#[allow(clippy::indexing_slicing)]
+const fn ends<const K: usize>(lens: [usize; K]) -> [u16; K] {
+    let mut out = [0u16; K];
+    let mut sum = 0;
+    let mut i = 0;
+    while i < K {
+        sum += lens[i];
+        assert!(sum <= u16::MAX as usize);
+        out[i] = sum as u16;
+        i += 1;
+    }
+    out
+}
+
+fragments! {
+    BadEndpoint = "bad endpoint: ",
+    CouldNotConnect = "could not connect: ",
+    ToolCallTimedOut = "tool call timed out",
+    After = " after ",
+    Deadline = " ms, the call's deadline (--timeout-ms, Options::timeout_ms)",
+    NotSent = ", before the tool call was sent",
+    ServerClosed = "server closed the connection",
+    WhileSending = " while the request was being sent",
+    BeforeHead = " before the reply head was complete",
+    InBody = " in the middle of the reply body",
+    ReadFailed = "reading the reply failed (connection reset)",
+    ConnectionEnded = "the connection ended ",
+    AfterSent = "after the tool call was sent",
+    BeforeAnyReply = " and before any reply",
+    Comma = ",",
+    CommaSpace = ", ",
+    BeforeResponse = " before",
+    ToolResponse = " the tool call's response",
+    StreamEnded = "the reply stream ended without",
+    ToolMay = ": the tool may ",
+    HaveRun = "have run, so the call was not sent again",
+    StillRunning = "still be running on the server",
+    MalformedHttp = "malformed HTTP reply: ",
+    Http = "HTTP ",
+    Space = " ",
+    Colon = ": ",
+    OpenParen = " (",
+    Close = ")",
+    RetryAfterOpen = " (retry-after: ",
+    WithRetryAfter = " with retry-after: ",
+    LongerThanWait = ", longer than the call can wait",
+    Stalled = "server stalled: no byte of the reply for ",
+    IdleTimeout = " ms, the idle timeout (--idle-timeout-ms, Options::idle_timeout_ms; off by default)",
+    Cancelled = "the call was cancelled by its caller",
+    TheServer = "the server ",
+    AskedForInput = "asked for input (",
+    NoInputHandler = " and this call has no input handler",
+    AnsweredResultType = "answered with resultType \"",
+    NotAskedFor = "\", which this call did not ask for",
+    RefusedVersion = "refused our protocol version (JSON-RPC -32022): it speaks [",
+    ClientSpeaks = "]; this client speaks [",
+    CloseBracket = "]",
+    ThisBuild = "this build has no ",
+    Support = " support",
+    HandshakeFailed = "handshake failed",
+    Era2025 = "era-2025",
+    TaskFailed = "task failed",
+    Tasks = "tasks",
+    ToolDropped = "the tool's x-mcp-header annotations are invalid, so its server's tool list drops it",
+    ContentType = "reply has content-type '",
+    Expected = "', expected application/json or text/event-stream",
+    EmptyReply = "reply has no body; expected a JSON-RPC response",
+    NotJson = "reply is not valid JSON: ",
+    NotRpc = "reply is not a JSON-RPC response: ",
+    NoResponse = "reply stream ended without a response to this request",
+    BufferTooSmall = " buffer too small: ",
+    NotWritten = "could not write the request: ",
+    BadArguments = "tool arguments must be a JSON object",
+    EndlessPaging = "kept paging (repeated cursor or over 1000 pages)",
+    HostNotResolved = "host name did not resolve",
+    Refused = "connection refused",
+    Unreachable = "network unreachable",
+    TlsFailed = "TLS handshake failed",
+    SocketError = "socket error",
+    Unsupported = "not supported by this adapter",
+    NoProcess = "server process not running",
+    HttpResponse = "HTTP response ",
+    Head = "head",
+    Body = "body",
+    IsLarger = " is larger than",
+    ItsCapOf = " its cap of ",
+    Bytes = " bytes",
+    IsMalformed = " is malformed: ",
+    MoreThan = "has more than ",
+    HeaderLines = " header lines",
+    BadContentLength = "content-length is not a decimal number, or two of them differ",
+    HttpChunked = "HTTP chunked ",
+    BodyHasA = "body has a ",
+    BadChunk = "malformed chunk size line",
+    ChunkTooLarge = "chunk size that does not fit in 64 bits",
+    TrailersLarger = "trailers are larger than their cap of ",
+    SessionId = "mcp-session-id is empty, longer than ",
+    NotVisible = " or not visible ASCII",
+    SentAfterEnd = "server sent bytes after the end of",
+    TheHttpResponse = " the HTTP response",
+    ClosedInMiddle = "connection closed in the middle of",
+    NotHttp = "the reply does not start with HTTP/ (is this an MCP HTTP server?)",
+    SpeaksTls = "speaks TLS on this port: use https:// for this endpoint",
+    BadRequest = "Bad Request",
+    Unauthorized = "Unauthorized",
+    Forbidden = "Forbidden",
+    NotFound = "Not Found",
+    MethodNotAllowed = "Method Not Allowed",
+    NotAcceptable = "Not Acceptable",
+    RequestTimeout = "Request Timeout",
+    Conflict = "Conflict",
+    ContentTooLarge = "Content Too Large",
+    UnsupportedMedia = "Unsupported Media Type",
+    Misdirected = "Misdirected Request",
+    Unprocessable = "Unprocessable Content",
+    TooManyRequests = "Too Many Requests",
+    InternalError = "Internal Server Error",
+    NotImplemented = "Not Implemented",
+    BadGateway = "Bad Gateway",
+    Unavailable = "Service Unavailable",
+    GatewayTimeout = "Gateway Timeout",
+    Redirect = "Redirect (not followed)",
+    InvalidJsonAt = "invalid JSON at byte ",
+    UnexpectedEnd = "input ended inside a value (truncated?)",
+    UnexpectedByte = "unexpected byte ",
+    Quote = "'",
+    Hex = "0x",
+    InvalidEscape = "invalid escape",
+    InString = " in string",
+    BadUnicodeEscape = "\\u escape not followed by four hex digits",
+    InvalidUtf8 = "string is not valid UTF-8",
+    ControlCharacter = "unescaped control character",
+    Malformed = "malformed ",
+    Number = "number",
+    Literal = "literal (true/false/null)",
+    TooDeep = "nested deeper than the limit of ",
+    AfterJson = "data after the JSON value",
+    JsonRpc = "JSON-RPC ",
+    RpcNotObject = "message is not a JSON object",
+    RpcBadVersion = "message lacks \"jsonrpc\":\"2.0\"",
+    RpcBadId = "id is not a number, string or null",
+    RpcBadError = "error is not an object with an integer code and a string message",
+    RpcBoth = "response has both result and error",
+    RpcNeither = "response has neither result nor error",
+    RpcBadMethod = "method is not a string",
+    RpcEmptyBatch = "batch array is empty",
+    ResultMember = "result member \"",
+    MissingMember = "\" is missing or has the wrong type",
+    SseEvent = "server-sent event",
+    RaiseLimit = "; raise the event limit or the reply buffer",
+    EndpointUrl = "endpoint URL ",
+    NoScheme = "has no scheme; write it as http://host[:port]/path",
+    BadScheme = "scheme is not supported; use http:// or https://",
+    EmptyHost = "has an empty host",
+    BadPort = "port must be a decimal number in 1..=65535",
+    BadHost = "host has characters a host name or IP address cannot hold",
+    Userinfo = "carries user@ credentials; put credentials in headers instead",
+    UrlFragment = "has a #fragment; remove it",
+    BadPath = "path or query has spaces, control or non-ASCII characters",
+    HeadNotFit = "HTTP request head does not fit: ",
+    InvalidHeader = "request header is invalid: names must be HTTP tokens and values must not contain CR, LF or NUL",
+    NeedsAtLeast = "needs at least ",
+    CommaOver = ", over",
+    By = " by ",
+}
+
+/// The messages said through [`tell`], each a list of fragments and arguments, in one table: a
+/// message is named by a byte ([`Msg`]), not by a pointer and a length.
+macro_rules! messages {
+    ($($name:ident = [$($fr:ident),*],)*) => {
+        /// A message of the failures' words: its fragments and arguments ([`Msg::program`]).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        #[repr(u8)]
+        pub(crate) enum Msg {
+            $(
+                #[doc = concat!($("`", stringify!($fr), "` "),*)]
+                $name,
+            )*
+        }
+        /// Every message's fragments, one after the other.
+        const PROGRAMS: &[Fr] = &[$($(Fr::$fr,)*)*];
+        /// Where each message ends in [`PROGRAMS`].
+        const PROGRAM_ENDS: &[u16] = &ends([$([$(Fr::$fr),*].len(),)*]);
+    };
+}
+
+messages! {
+    EraMissing = [HandshakeFailed, OpenParen, ThisBuild, Era2025, Support, Close],
+    TasksMissing = [TaskFailed, OpenParen, ThisBuild, Tasks, Support, Close],
+    Endpoint = [BadEndpoint, A0],
+    Connect = [CouldNotConnect, A0],
+    TimedOut = [ToolCallTimedOut],
+    SendFailed = [ServerClosed, WhileSending],
+    ReadFailed = [ReadFailed],
+    ClosedInHead = [ServerClosed, BeforeHead],
+    ClosedInBody = [ServerClosed, InBody],
+    Said = [A0],
+    MalformedHttp = [MalformedHttp, A0],
+    Snippet = [Colon, A0],
+    RetryAfter = [RetryAfterOpen, A0, Close],
+    Stalled = [Stalled, A0, IdleTimeout],
+    StalledInCall = [Stalled, A0, IdleTimeout, ToolMay, StillRunning],
+    CallTimedOut = [ToolCallTimedOut, After, A0, Deadline, NotSent],
+    CallTimedOutSent = [ToolCallTimedOut, After, A0, Deadline, ToolMay, StillRunning],
+    BrokenBeforeReply = [ConnectionEnded, AfterSent, BeforeAnyReply, ToolMay, HaveRun],
+    BrokenInHead = [ServerClosed, BeforeHead, CommaSpace, AfterSent, ToolMay, HaveRun],
+    BrokenInBody = [ServerClosed, InBody, Comma, BeforeResponse, ToolResponse, ToolMay, HaveRun],
+    BrokenReset = [ReadFailed, BeforeResponse, ToolResponse, ToolMay, HaveRun],
+    BrokenStreamEnded = [StreamEnded, ToolResponse, ToolMay, HaveRun],
+    Cancelled = [Cancelled],
+    InputRequired = [TheServer, AskedForInput, A0, Close, NoInputHandler],
+    UnexpectedResultType = [TheServer, AnsweredResultType, A0, NotAskedFor],
+    VersionRefused = [TheServer, RefusedVersion, A0, ClientSpeaks, A1, CloseBracket],
+    NotBuilt = [ThisBuild, A0, Support, Colon, A1],
+    ToolDropped = [ToolDropped],
+    RetryTooLate = [WithRetryAfter, A0, LongerThanWait],
+    ContentType = [ContentType, A0, Expected],
+    EmptyReply = [EmptyReply],
+    NotJson = [NotJson, A0],
+    NotRpc = [NotRpc, A0],
+    NoResponse = [NoResponse],
+    TooLarge = [A0, BufferTooSmall, A1],
+    NotWritten = [NotWritten, A0],
+    Handshake = [HandshakeFailed, Colon, A0],
+    BadArguments = [BadArguments],
+    EndlessPaging = [TheServer, EndlessPaging],
+    Status = [Http, A0],
+    HeadTooLarge = [HttpResponse, Head, IsLarger, ItsCapOf, A0, Bytes],
+    BadHead = [HttpResponse, Head, IsMalformed, A0],
+    TooManyHeaders = [HttpResponse, MoreThan, A0, HeaderLines],
+    BadContentLength = [HttpResponse, BadContentLength],
+    BadChunk = [HttpChunked, BodyHasA, BadChunk],
+    ChunkTooLarge = [HttpChunked, BodyHasA, ChunkTooLarge],
+    BodyTooLarge = [HttpResponse, Body, IsLarger, ItsCapOf, A0, Bytes],
+    BadSessionId = [SessionId, A0, Bytes, NotVisible],
+    TrailingData = [SentAfterEnd, TheHttpResponse],
+    EofInHead = [ClosedInMiddle, TheHttpResponse, Space, Head],
+    EofInBody = [ClosedInMiddle, TheHttpResponse, Space, Body],
+    TrailersTooLarge = [HttpChunked, TrailersLarger, A0, Bytes],
+    NotHttp = [NotHttp],
+    TlsRecord = [TheServer, SpeaksTls],
+    HeadNotFit = [HeadNotFit, A0],
+    InvalidHeader = [InvalidHeader],
+    JsonAt = [InvalidJsonAt, A0, Colon, A1],
+    JsonEnd = [UnexpectedEnd],
+    JsonByte = [UnexpectedByte, Quote, A0, Quote],
+    JsonByteHex = [UnexpectedByte, Hex, A0],
+    JsonEscape = [InvalidEscape, InString],
+    JsonUnicodeEscape = [BadUnicodeEscape],
+    JsonUtf8 = [InvalidUtf8],
+    JsonControl = [ControlCharacter, InString],
+    JsonNumber = [Malformed, Number],
+    JsonLiteral = [Malformed, Literal],
+    JsonTooDeep = [TooDeep, A0],
+    JsonTrailing = [AfterJson],
+    RpcNotObject = [JsonRpc, RpcNotObject],
+    RpcBadVersion = [JsonRpc, RpcBadVersion],
+    RpcBadId = [JsonRpc, RpcBadId],
+    RpcBadError = [JsonRpc, RpcBadError],
+    RpcBoth = [JsonRpc, RpcBoth],
+    RpcNeither = [JsonRpc, RpcNeither],
+    RpcBadMethod = [JsonRpc, RpcBadMethod],
+    RpcEmptyBatch = [JsonRpc, RpcEmptyBatch],
+    RpcBadField = [ResultMember, A0, MissingMember],
+    SseTooLarge = [SseEvent, IsLarger, ItsCapOf, A0, Bytes, RaiseLimit],
+    NoScheme = [EndpointUrl, NoScheme],
+    BadScheme = [EndpointUrl, BadScheme],
+    EmptyHost = [EndpointUrl, EmptyHost],
+    BadPort = [EndpointUrl, BadPort],
+    BadHost = [EndpointUrl, BadHost],
+    Userinfo = [EndpointUrl, Userinfo],
+    UrlFragment = [EndpointUrl, UrlFragment],
+    BadPath = [EndpointUrl, BadPath],
+    Overflow = [NeedsAtLeast, A0, Bytes, CommaOver, ItsCapOf, A1, By],
+}
+
+impl Msg {
+    /// The message's fragments and arguments.
+    pub(crate) fn program(self) -> &'static [Fr] {
+        let i = self as usize;
+        let start = i.checked_sub(1).and_then(|p| PROGRAM_ENDS.get(p)).copied();
+        let end = PROGRAM_ENDS.get(i).copied().unwrap_or(0);
+        PROGRAMS
+            .get(usize::from(start.unwrap_or(0))..usize::from(end))
+            .unwrap_or(&[])
+    }
+
+    /// Says the message with its arguments (see [`tell`]).
+    pub(crate) fn say(self, f: &mut dyn Sink, args: [Arg<'_>; 2]) -> Result<(), Overflow> {
+        tell(f, self.program(), args)
+    }
+}
+
+impl Fr {
+    /// The fragment's text (none for an argument).
+    fn bytes(self) -> &'static [u8] {
+        let i = self as usize;
+        let start = i.checked_sub(1).and_then(|p| ENDS.get(p)).copied();
+        let end = ENDS.get(i).copied().unwrap_or(0);
+        TEXT.as_bytes()
+            .get(usize::from(start.unwrap_or(0))..usize::from(end))
+            .unwrap_or(&[])
+    }
+}
+
+/// An argument of a message ([`tell`]).
+#[derive(Clone, Copy)]
+pub(crate) enum Arg<'a> {
+    /// Words as they are.
+    Str(&'a str),
+    /// A number in decimal.
+    Num(u64),
+    /// What a value says of itself.
+    Says(&'a dyn Words),
+    /// Nothing (a message without this argument).
+    None,
+}
+
+/// Writes `message`: its fragments, and `args` where it names them ([`Fr::A0`], [`Fr::A1`]).
+/// One copy of the loop for every message: never inlined.
+#[inline(never)]
+pub(crate) fn tell(f: &mut dyn Sink, message: &[Fr], args: [Arg<'_>; 2]) -> Result<(), Overflow> {
+    let [a0, a1] = args;
+    for &fr in message {
+        let arg = match fr {
+            Fr::A0 => a0,
+            Fr::A1 => a1,
+            _ => {
+                f.put(fr.bytes())?;
+                continue;
+            }
+        };
+        match arg {
+            Arg::Str(s) => f.put_str(s)?,
+            Arg::Num(n) => put_u64(f, n)?,
+            Arg::Says(w) => w.words(f)?,
+            Arg::None => {}
+        }
+    }
+    Ok(())
 }
 
 impl fmt::Display for Failure {
@@ -494,230 +937,171 @@ impl fmt::Display for Failure {
 
 impl Words for Failure {
     fn words(&self, f: &mut dyn Sink) -> Result<(), Overflow> {
-        match self {
+        use Arg::{Num, Says, Str};
+        const NO: Arg<'static> = Arg::None;
+        let (message, a0, a1): (Msg, Arg<'_>, Arg<'_>) = match self {
             // The failures of a capability the build leaves out never happen there: their
             // words are not kept (docs/design.md#capabilities).
             Failure::Handshake(_) | Failure::SessionExpired if !cfg!(feature = "era-2025") => {
-                f.put_str("handshake failed (this build has no era-2025 support)")
+                (Msg::EraMissing, NO, NO)
             }
             Failure::Task { .. } | Failure::NotModern if !cfg!(feature = "tasks") => {
-                f.put_str("task failed (this build has no tasks support)")
+                (Msg::TasksMissing, NO, NO)
             }
-            Failure::Endpoint(e) => {
-                f.put_str("bad endpoint: ")?;
-                e.words(f)
-            }
-            Failure::Connect(e) => {
-                f.put_str("could not connect: ")?;
-                e.words(f)
-            }
-            Failure::TimedOut => f.put_str("tool call timed out"),
-            Failure::SendFailed => {
-                f.put_str("server closed the connection while the request was being sent")
-            }
-            Failure::ReadFailed => f.put_str("reading the reply failed (connection reset)"),
-            Failure::ClosedEarly(Stage::Head) => {
-                f.put_str("server closed the connection before the reply head was complete")
-            }
-            Failure::ClosedEarly(Stage::Body) => {
-                f.put_str("server closed the connection in the middle of the reply body")
-            }
+            Failure::Endpoint(e) => (Msg::Endpoint, Says(e), NO),
+            Failure::Connect(e) => (Msg::Connect, Says(e), NO),
+            Failure::TimedOut => (Msg::TimedOut, NO, NO),
+            Failure::SendFailed => (Msg::SendFailed, NO, NO),
+            Failure::ReadFailed => (Msg::ReadFailed, NO, NO),
+            Failure::ClosedEarly(Stage::Head) => (Msg::ClosedInHead, NO, NO),
+            Failure::ClosedEarly(Stage::Body) => (Msg::ClosedInBody, NO, NO),
             // A cap is a limit, not a malformation: say only what was too large.
             Failure::Http(
                 e @ (HttpError::HeadTooLarge { .. }
                 | HttpError::BodyTooLarge { .. }
-                | HttpError::TrailersTooLarge { .. }),
-            ) => e.words(f),
-            Failure::Http(e @ HttpError::TlsRecord) => e.words(f),
-            Failure::Http(e) => {
-                f.put_str("malformed HTTP reply: ")?;
-                e.words(f)
-            }
+                | HttpError::TrailersTooLarge { .. }
+                | HttpError::TlsRecord),
+            ) => (Msg::Said, Says(e), NO),
+            Failure::Http(e) => (Msg::MalformedHttp, Says(e), NO),
             Failure::Status {
                 code,
                 snippet,
                 retry_after,
             } => {
-                say(f, &[S("HTTP "), U(u64::from(*code))])?;
-                let reason = reason_phrase(*code);
-                if !reason.is_empty() {
-                    say(f, &[S(" "), S(reason)])?;
-                }
+                status_line(f, *code)?;
                 if !snippet.is_empty() {
-                    say(f, &[S(": "), S(snippet)])?;
+                    Msg::Snippet.say(f, [Str(snippet), NO])?;
                 }
-                if let Some(r) = retry_after {
-                    f.put_str(" (retry-after: ")?;
-                    r.words(f)?;
-                    f.put_str(")")?;
+                match retry_after {
+                    Some(r) => (Msg::RetryAfter, Says(r), NO),
+                    None => return Ok(()),
                 }
-                Ok(())
             }
-            Failure::Stalled { idle_ms, call } => {
-                say(
-                    f,
-                    &[
-                        S("server stalled: no byte of the reply for "),
-                        U(*idle_ms),
-                        S(" ms, the idle timeout (--idle-timeout-ms, Options::idle_timeout_ms; \
-                           off by default)"),
-                    ],
-                )?;
+            Failure::Stalled { idle_ms, call } => (
                 if *call {
-                    f.put_str(": the tool may still be running on the server")?;
-                }
-                Ok(())
-            }
-            Failure::CallTimedOut { ms, sent } => {
-                say(
-                    f,
-                    &[
-                        S("tool call timed out after "),
-                        U(*ms),
-                        S(" ms, the call's deadline (--timeout-ms, Options::timeout_ms)"),
-                    ],
-                )?;
-                f.put_str(if *sent {
-                    ": the tool may still be running on the server"
+                    Msg::StalledInCall
                 } else {
-                    ", before the tool call was sent"
-                })
-            }
-            Failure::MayHaveRun(broken) => {
-                f.put_str(match broken {
-                    Broken::BeforeReply => {
-                        "the connection ended after the tool call was sent and before any reply"
-                    }
-                    Broken::InHead => {
-                        "server closed the connection before the reply head was complete, \
-                         after the tool call was sent"
-                    }
-                    Broken::InBody => {
-                        "server closed the connection in the middle of the reply body, before \
-                         the tool call's response"
-                    }
-                    Broken::Reset => {
-                        "reading the reply failed (connection reset) before the tool call's \
-                         response"
-                    }
-                    Broken::StreamEnded => {
-                        "the reply stream ended without the tool call's response"
-                    }
-                })?;
-                f.put_str(": the tool may have run, so the call was not sent again")
-            }
-            Failure::Cancelled => f.put_str("the call was cancelled by its caller"),
-            Failure::InputRequired(asked) => say(
-                f,
-                &[
-                    S("the server asked for input ("),
-                    S(asked),
-                    S(") and this call has no input handler"),
-                ],
+                    Msg::Stalled
+                },
+                Num(*idle_ms),
+                NO,
             ),
-            Failure::UnexpectedResultType(t) => say(
-                f,
-                &[
-                    S("the server answered with resultType \""),
-                    S(t),
-                    S("\", which this call did not ask for"),
-                ],
+            Failure::CallTimedOut { ms, sent } => (
+                if *sent {
+                    Msg::CallTimedOutSent
+                } else {
+                    Msg::CallTimedOut
+                },
+                Num(*ms),
+                NO,
             ),
-            Failure::Task { id, end } => match end {
-                TaskEnd::TimedOut => say(
-                    f,
-                    &[S("tool call timed out (task "), S(id), S(" was cancelled)")],
-                ),
-                TaskEnd::Cancelled => say(f, &[S("the server cancelled task "), S(id)]),
-                TaskEnd::Gone => say(
-                    f,
-                    &[S("task "), S(id), S(" is not found or expired on the server")],
-                ),
-                TaskEnd::Lost => say(
-                    f,
-                    &[
-                        S("lost the server while it ran task "),
-                        S(id),
-                        S("; the task may still be running there"),
-                    ],
-                ),
-            },
-            Failure::VersionRefused(theirs) => {
-                f.put_str("the server refused our protocol version (JSON-RPC -32022): it speaks [")?;
-                f.put_str(if theirs.is_empty() { "none listed" } else { theirs })?;
-                f.put_str("]; this client speaks [")?;
-                for (i, v) in crate::wire::era::MODERN_VERSIONS.iter().enumerate() {
-                    if i > 0 {
-                        f.put_str(", ")?;
-                    }
-                    f.put_str(v)?;
-                }
-                f.put_str("]")
+            Failure::MayHaveRun(broken) => (
+                match broken {
+                    Broken::BeforeReply => Msg::BrokenBeforeReply,
+                    Broken::InHead => Msg::BrokenInHead,
+                    Broken::InBody => Msg::BrokenInBody,
+                    Broken::Reset => Msg::BrokenReset,
+                    Broken::StreamEnded => Msg::BrokenStreamEnded,
+                },
+                NO,
+                NO,
+            ),
+            Failure::Cancelled => (Msg::Cancelled, NO, NO),
+            Failure::InputRequired(asked) => (Msg::InputRequired, Str(asked), NO),
+            Failure::UnexpectedResultType(t) => (Msg::UnexpectedResultType, Str(t), NO),
+            Failure::Task { id, end } => return task_words(f, id, *end),
+            Failure::VersionRefused(theirs) => (
+                Msg::VersionRefused,
+                Str(if theirs.is_empty() {
+                    "none listed"
+                } else {
+                    theirs
+                }),
+                // One version (the 2026 era has one so far) is said as it is.
+                match crate::wire::era::MODERN_VERSIONS {
+                    [only] => Str(only),
+                    _ => Says(&OurVersions),
+                },
+            ),
+            Failure::NotModern => {
+                return f.put_str(
+                    "the server does not speak the 2026-07-28 protocol, which tasks need",
+                );
             }
-            Failure::NotModern => f.put_str(
-                "the server does not speak the 2026-07-28 protocol, which tasks need",
-            ),
-            Failure::NotBuilt { capability, need } => {
-                f.put_str("this build has no ")?;
-                f.put_str(capability)?;
-                f.put_str(" support: ")?;
-                f.put_str(need)
-            }
-            Failure::ToolDropped => f.put_str(
-                "the tool's x-mcp-header annotations are invalid, so its server's tool list drops it",
-            ),
+            Failure::NotBuilt { capability, need } => (Msg::NotBuilt, Str(capability), Str(need)),
+            Failure::ToolDropped => (Msg::ToolDropped, NO, NO),
             Failure::RetryTooLate { code, retry_after } => {
-                say(f, &[S("HTTP "), U(u64::from(*code))])?;
-                let reason = reason_phrase(*code);
-                if !reason.is_empty() {
-                    say(f, &[S(" "), S(reason)])?;
-                }
-                f.put_str(" with retry-after: ")?;
-                retry_after.words(f)?;
-                f.put_str(", longer than the call can wait")
+                status_line(f, *code)?;
+                (Msg::RetryTooLate, Says(retry_after), NO)
             }
             Failure::SessionExpired => {
-                f.put_str("HTTP 404 Not Found: the server no longer knows this session")
+                return f.put_str("HTTP 404 Not Found: the server no longer knows this session");
             }
-            Failure::UnexpectedContentType(ct) => say(
-                f,
-                &[
-                    S("reply has content-type '"),
-                    S(ct),
-                    S("', expected application/json or text/event-stream"),
-                ],
-            ),
-            Failure::EmptyReply => f.put_str("reply has no body; expected a JSON-RPC response"),
+            Failure::UnexpectedContentType(ct) => (Msg::ContentType, Str(ct), NO),
+            Failure::EmptyReply => (Msg::EmptyReply, NO, NO),
             // The decoder's only error is its event cap: a limit, said as such.
-            Failure::Sse(e) => e.words(f),
-            Failure::Json(e) => {
-                f.put_str("reply is not valid JSON: ")?;
-                e.words(f)
+            Failure::Sse(e) => (Msg::Said, Says(e), NO),
+            Failure::Json(e) => (Msg::NotJson, Says(e), NO),
+            Failure::Rpc(e) => (Msg::NotRpc, Says(e), NO),
+            Failure::NoResponse => (Msg::NoResponse, NO, NO),
+            Failure::TooLarge(which, o) => (Msg::TooLarge, Str(which.as_str()), Says(o)),
+            Failure::Request(e) => (Msg::NotWritten, Says(e), NO),
+            Failure::Handshake(e) => (Msg::Handshake, Says(e), NO),
+            Failure::BadArguments => (Msg::BadArguments, NO, NO),
+            Failure::EndlessPaging => (Msg::EndlessPaging, NO, NO),
+        };
+        message.say(f, [a0, a1])
+    }
+}
+
+/// `HTTP <code>` and the status's reason phrase, when it has one.
+fn status_line(f: &mut dyn Sink, code: u16) -> Result<(), Overflow> {
+    Msg::Status.say(f, [Arg::Num(u64::from(code)), Arg::None])?;
+    match reason(code) {
+        Some(r) => tell(f, &[Fr::Space, r], [Arg::None, Arg::None]),
+        None => Ok(()),
+    }
+}
+
+/// The words of a task that ended without its result (feature `tasks`).
+fn task_words(f: &mut dyn Sink, id: &str, end: TaskEnd) -> Result<(), Overflow> {
+    match end {
+        TaskEnd::TimedOut => say(
+            f,
+            &[S("tool call timed out (task "), S(id), S(" was cancelled)")],
+        ),
+        TaskEnd::Cancelled => say(f, &[S("the server cancelled task "), S(id)]),
+        TaskEnd::Gone => say(
+            f,
+            &[
+                S("task "),
+                S(id),
+                S(" is not found or expired on the server"),
+            ],
+        ),
+        TaskEnd::Lost => say(
+            f,
+            &[
+                S("lost the server while it ran task "),
+                S(id),
+                S("; the task may still be running there"),
+            ],
+        ),
+    }
+}
+
+/// The protocol versions this client speaks in the 2026 era, as a list (`a, b`).
+struct OurVersions;
+
+impl Words for OurVersions {
+    fn words(&self, f: &mut dyn Sink) -> Result<(), Overflow> {
+        for (i, v) in crate::wire::era::MODERN_VERSIONS.iter().enumerate() {
+            if i > 0 {
+                f.put_str(", ")?;
             }
-            Failure::Rpc(e) => {
-                f.put_str("reply is not a JSON-RPC response: ")?;
-                e.words(f)
-            }
-            Failure::NoResponse => {
-                f.put_str("reply stream ended without a response to this request")
-            }
-            Failure::TooLarge(which, o) => {
-                say(f, &[S(which.as_str()), S(" buffer too small: ")])?;
-                o.words(f)
-            }
-            Failure::Request(e) => {
-                f.put_str("could not write the request: ")?;
-                e.words(f)
-            }
-            Failure::Handshake(e) => {
-                f.put_str("handshake failed: ")?;
-                e.words(f)
-            }
-            Failure::BadArguments => f.put_str("tool arguments must be a JSON object"),
-            Failure::EndlessPaging => {
-                f.put_str("the server kept paging (repeated cursor or over 1000 pages)")
-            }
+            f.put_str(v)?;
         }
+        Ok(())
     }
 }
 
@@ -866,4 +1250,266 @@ mod tests {
         assert!(f.to_string().contains("3600"), "{f}");
         assert_eq!(f.cause(), Cause::HttpStatus(429));
     }
+    /// Every failure's words, byte for byte (the edge's compact writer must say the same).
+    fn every_failure() -> std::vec::Vec<Failure> {
+        use super::super::json::JsonErrorKind;
+        let o = Overflow {
+            limit: 10,
+            needed: 25,
+        };
+        let mut v = std::vec![
+            Failure::Endpoint(EndpointError::BadPort),
+            Failure::Endpoint(EndpointError::MissingScheme),
+            Failure::Connect(ConnectError::new(ConnectErrorKind::Dns, "")),
+            Failure::Connect(ConnectError::new(ConnectErrorKind::Refused, "port 80")),
+            Failure::Connect(ConnectError::new(ConnectErrorKind::Unreachable, "")),
+            Failure::Connect(ConnectError::new(ConnectErrorKind::Tls, "bad cert")),
+            Failure::Connect(ConnectError::new(ConnectErrorKind::Io, "")),
+            Failure::Connect(ConnectError::new(ConnectErrorKind::Unsupported, "x")),
+            Failure::Connect(ConnectError::new(ConnectErrorKind::Process, "")),
+            Failure::TimedOut,
+            Failure::SendFailed,
+            Failure::ReadFailed,
+            Failure::ClosedEarly(Stage::Head),
+            Failure::ClosedEarly(Stage::Body),
+            Failure::Http(HttpError::HeadTooLarge { limit: 16384 }),
+            Failure::Http(HttpError::BadHead("invalid token")),
+            Failure::Http(HttpError::TooManyHeaders),
+            Failure::Http(HttpError::BadContentLength),
+            Failure::Http(HttpError::BadChunk),
+            Failure::Http(HttpError::ChunkTooLarge),
+            Failure::Http(HttpError::BodyTooLarge { limit: u64::MAX }),
+            Failure::Http(HttpError::BadSessionId),
+            Failure::Http(HttpError::TrailingData),
+            Failure::Http(HttpError::UnexpectedEof(Stage::Head)),
+            Failure::Http(HttpError::UnexpectedEof(Stage::Body)),
+            Failure::Http(HttpError::NotHttp),
+            Failure::Http(HttpError::TlsRecord),
+            Failure::Http(HttpError::TrailersTooLarge { limit: 0 }),
+            Failure::status(500, b""),
+            Failure::status(302, b"moved"),
+            Failure::status(418, b"teapot"),
+            Failure::status(999, b""),
+            Failure::Status {
+                code: 503,
+                snippet: truncated("busy"),
+                retry_after: Some(RetryAfter::Seconds(30)),
+            },
+            Failure::Status {
+                code: 429,
+                snippet: truncated(""),
+                retry_after: Some(RetryAfter::Date),
+            },
+            Failure::SessionExpired,
+            Failure::UnexpectedContentType(truncated("text/html")),
+            Failure::EmptyReply,
+            Failure::Sse(SseError::EventTooLarge { limit: 4096 }),
+            Failure::Rpc(RpcDecodeError::BadField("tools")),
+            Failure::Rpc(RpcDecodeError::NotAnObject),
+            Failure::NoResponse,
+            Failure::Request(RequestError::InvalidHeader),
+            Failure::Request(RequestError::Overflow(o)),
+            Failure::Handshake(HandshakeError::UnsupportedVersion(truncated("1999-01-01"))),
+            Failure::Handshake(HandshakeError::Refused {
+                code: -32600,
+                message: truncated("no"),
+            }),
+            Failure::Handshake(HandshakeError::BadResult),
+            Failure::BadArguments,
+            Failure::EndlessPaging,
+            Failure::Stalled {
+                idle_ms: 1500,
+                call: false,
+            },
+            Failure::Stalled {
+                idle_ms: 0,
+                call: true,
+            },
+            Failure::CallTimedOut {
+                ms: 30000,
+                sent: false,
+            },
+            Failure::CallTimedOut {
+                ms: 4294967296,
+                sent: true,
+            },
+            Failure::MayHaveRun(Broken::BeforeReply),
+            Failure::MayHaveRun(Broken::InHead),
+            Failure::MayHaveRun(Broken::InBody),
+            Failure::MayHaveRun(Broken::Reset),
+            Failure::MayHaveRun(Broken::StreamEnded),
+            Failure::Cancelled,
+            Failure::RetryTooLate {
+                code: 429,
+                retry_after: RetryAfter::Seconds(3600),
+            },
+            Failure::RetryTooLate {
+                code: 599,
+                retry_after: RetryAfter::Date,
+            },
+            Failure::InputRequired(truncated("a name")),
+            Failure::UnexpectedResultType(truncated("task")),
+            Failure::ToolDropped,
+            Failure::NotModern,
+            Failure::VersionRefused(truncated("")),
+            Failure::VersionRefused(truncated("2025-06-18, 2030-01-01")),
+            Failure::NotBuilt {
+                capability: "tasks",
+                need: "the tool requires a task",
+            },
+            Failure::TooLarge(BufferName::Request, o),
+            Failure::TooLarge(BufferName::Reply, o),
+            Failure::TooLarge(BufferName::Text, o),
+            Failure::TooLarge(BufferName::Raw, o),
+            Failure::TooLarge(BufferName::Cursor, o),
+        ];
+        for kind in [
+            JsonErrorKind::UnexpectedEnd,
+            JsonErrorKind::UnexpectedByte(b'x'),
+            JsonErrorKind::UnexpectedByte(0x07),
+            JsonErrorKind::BadEscape,
+            JsonErrorKind::BadUnicodeEscape,
+            JsonErrorKind::InvalidUtf8,
+            JsonErrorKind::ControlInString,
+            JsonErrorKind::BadNumber,
+            JsonErrorKind::BadLiteral,
+            JsonErrorKind::TooDeep { limit: 64 },
+            JsonErrorKind::TrailingData,
+        ] {
+            v.push(Failure::Json(JsonError { kind, offset: 7 }));
+        }
+        for end in [
+            TaskEnd::TimedOut,
+            TaskEnd::Cancelled,
+            TaskEnd::Gone,
+            TaskEnd::Lost,
+        ] {
+            v.push(Failure::Task {
+                id: truncated("t-1"),
+                end,
+            });
+        }
+        v
+    }
+
+    #[test]
+    fn every_failure_says_its_words() {
+        let said: std::vec::Vec<std::string::String> =
+            every_failure().iter().map(|f| f.to_string()).collect();
+        // Words and Display say the same.
+        for (f, text) in every_failure().iter().zip(&said) {
+            let mut out = StrSink::<1024>::default();
+            f.words(&mut out).unwrap();
+            assert_eq!(out.as_str(), text);
+        }
+        if let Ok(path) = std::env::var("WORDS_DUMP") {
+            std::fs::write(path, said.join("\n")).unwrap();
+        }
+        let golden: std::vec::Vec<&str> = GOLDEN.lines().collect();
+        assert_eq!(said.len(), golden.len());
+        for ((f, got), want) in every_failure().iter().zip(&said).zip(golden) {
+            // A capability the build leaves out says so instead.
+            let want = match f {
+                Failure::Handshake(_) | Failure::SessionExpired if !cfg!(feature = "era-2025") => {
+                    "handshake failed (this build has no era-2025 support)"
+                }
+                Failure::Task { .. } | Failure::NotModern if !cfg!(feature = "tasks") => {
+                    "task failed (this build has no tasks support)"
+                }
+                _ => want,
+            };
+            // The session id's cap is the handshake era's (none in a build without it).
+            let cap = std::format!("than {} bytes", super::super::http::MAX_SESSION_ID);
+            let want = want.replace("than 256 bytes", &cap);
+            assert_eq!(*got, want, "{f:?}");
+        }
+    }
+
+    const GOLDEN: &str = r##"bad endpoint: endpoint URL port must be a decimal number in 1..=65535
+bad endpoint: endpoint URL has no scheme; write it as http://host[:port]/path
+could not connect: host name did not resolve
+could not connect: connection refused (port 80)
+could not connect: network unreachable
+could not connect: TLS handshake failed (bad cert)
+could not connect: socket error
+could not connect: not supported by this adapter (x)
+could not connect: server process not running
+tool call timed out
+server closed the connection while the request was being sent
+reading the reply failed (connection reset)
+server closed the connection before the reply head was complete
+server closed the connection in the middle of the reply body
+HTTP response head is larger than its cap of 16384 bytes
+malformed HTTP reply: HTTP response head is malformed: invalid token
+malformed HTTP reply: HTTP response has more than 64 header lines
+malformed HTTP reply: HTTP response content-length is not a decimal number, or two of them differ
+malformed HTTP reply: HTTP chunked body has a malformed chunk size line
+malformed HTTP reply: HTTP chunked body has a chunk size that does not fit in 64 bits
+HTTP response body is larger than its cap of 18446744073709551615 bytes
+malformed HTTP reply: mcp-session-id is empty, longer than 256 bytes or not visible ASCII
+malformed HTTP reply: server sent bytes after the end of the HTTP response
+malformed HTTP reply: connection closed in the middle of the HTTP response head
+malformed HTTP reply: connection closed in the middle of the HTTP response body
+malformed HTTP reply: the reply does not start with HTTP/ (is this an MCP HTTP server?)
+the server speaks TLS on this port: use https:// for this endpoint
+HTTP chunked trailers are larger than their cap of 0 bytes
+HTTP 500 Internal Server Error
+HTTP 302 Redirect (not followed): moved
+HTTP 418: teapot
+HTTP 999
+HTTP 503 Service Unavailable: busy (retry-after: 30)
+HTTP 429 Too Many Requests (retry-after: an HTTP date)
+HTTP 404 Not Found: the server no longer knows this session
+reply has content-type 'text/html', expected application/json or text/event-stream
+reply has no body; expected a JSON-RPC response
+server-sent event is larger than its cap of 4096 bytes; raise the event limit or the reply buffer
+reply is not a JSON-RPC response: result member "tools" is missing or has the wrong type
+reply is not a JSON-RPC response: JSON-RPC message is not a JSON object
+reply stream ended without a response to this request
+could not write the request: request header is invalid: names must be HTTP tokens and values must not contain CR, LF or NUL
+could not write the request: HTTP request head does not fit: needs at least 25 bytes, over its cap of 10 by 15
+handshake failed: server chose protocol version '1999-01-01', which this client does not speak (it speaks 2024-11-05, 2025-03-26, 2025-06-18 and 2025-11-25)
+handshake failed: server refused initialize: JSON-RPC error -32600: no
+handshake failed: initialize result has no protocolVersion string
+tool arguments must be a JSON object
+the server kept paging (repeated cursor or over 1000 pages)
+server stalled: no byte of the reply for 1500 ms, the idle timeout (--idle-timeout-ms, Options::idle_timeout_ms; off by default)
+server stalled: no byte of the reply for 0 ms, the idle timeout (--idle-timeout-ms, Options::idle_timeout_ms; off by default): the tool may still be running on the server
+tool call timed out after 30000 ms, the call's deadline (--timeout-ms, Options::timeout_ms), before the tool call was sent
+tool call timed out after 4294967296 ms, the call's deadline (--timeout-ms, Options::timeout_ms): the tool may still be running on the server
+the connection ended after the tool call was sent and before any reply: the tool may have run, so the call was not sent again
+server closed the connection before the reply head was complete, after the tool call was sent: the tool may have run, so the call was not sent again
+server closed the connection in the middle of the reply body, before the tool call's response: the tool may have run, so the call was not sent again
+reading the reply failed (connection reset) before the tool call's response: the tool may have run, so the call was not sent again
+the reply stream ended without the tool call's response: the tool may have run, so the call was not sent again
+the call was cancelled by its caller
+HTTP 429 Too Many Requests with retry-after: 3600, longer than the call can wait
+HTTP 599 with retry-after: an HTTP date, longer than the call can wait
+the server asked for input (a name) and this call has no input handler
+the server answered with resultType "task", which this call did not ask for
+the tool's x-mcp-header annotations are invalid, so its server's tool list drops it
+the server does not speak the 2026-07-28 protocol, which tasks need
+the server refused our protocol version (JSON-RPC -32022): it speaks [none listed]; this client speaks [2026-07-28]
+the server refused our protocol version (JSON-RPC -32022): it speaks [2025-06-18, 2030-01-01]; this client speaks [2026-07-28]
+this build has no tasks support: the tool requires a task
+request buffer too small: needs at least 25 bytes, over its cap of 10 by 15
+reply buffer too small: needs at least 25 bytes, over its cap of 10 by 15
+text buffer too small: needs at least 25 bytes, over its cap of 10 by 15
+raw reply buffer too small: needs at least 25 bytes, over its cap of 10 by 15
+tools/list cursor buffer too small: needs at least 25 bytes, over its cap of 10 by 15
+reply is not valid JSON: invalid JSON at byte 7: input ended inside a value (truncated?)
+reply is not valid JSON: invalid JSON at byte 7: unexpected byte 'x'
+reply is not valid JSON: invalid JSON at byte 7: unexpected byte 0x07
+reply is not valid JSON: invalid JSON at byte 7: invalid escape in string
+reply is not valid JSON: invalid JSON at byte 7: \u escape not followed by four hex digits
+reply is not valid JSON: invalid JSON at byte 7: string is not valid UTF-8
+reply is not valid JSON: invalid JSON at byte 7: unescaped control character in string
+reply is not valid JSON: invalid JSON at byte 7: malformed number
+reply is not valid JSON: invalid JSON at byte 7: malformed literal (true/false/null)
+reply is not valid JSON: invalid JSON at byte 7: nested deeper than the limit of 64
+reply is not valid JSON: invalid JSON at byte 7: data after the JSON value
+tool call timed out (task t-1 was cancelled)
+the server cancelled task t-1
+task t-1 is not found or expired on the server
+lost the server while it ran task t-1; the task may still be running there"##;
 }

@@ -9,7 +9,7 @@
 
 use core::fmt;
 
-use crate::buf::{Overflow, S, Sink, U, Words, put_u64, say};
+use crate::buf::{Overflow, Sink, Words, put_u64};
 use crate::wire::endpoint::Endpoint;
 
 /// The request methods an MCP client sends.
@@ -126,18 +126,10 @@ impl fmt::Display for RequestError {
 
 impl Words for RequestError {
     fn words(&self, out: &mut dyn Sink) -> Result<(), Overflow> {
+        use crate::wire::failure::{Arg, Msg};
         match self {
-            RequestError::Overflow(o) => {
-                say(out, &[S("HTTP request head does not fit: ")])?;
-                o.words(out)
-            }
-            RequestError::InvalidHeader => say(
-                out,
-                &[S(
-                    "request header is invalid: names must be HTTP tokens and values must \
-                     not contain CR, LF or NUL",
-                )],
-            ),
+            RequestError::Overflow(o) => Msg::HeadNotFit.say(out, [Arg::Says(o), Arg::None]),
+            RequestError::InvalidHeader => Msg::InvalidHeader.say(out, [Arg::None, Arg::None]),
         }
     }
 }
@@ -361,8 +353,8 @@ impl fmt::Display for RetryAfter {
 impl Words for RetryAfter {
     fn words(&self, out: &mut dyn Sink) -> Result<(), Overflow> {
         match self {
-            RetryAfter::Seconds(s) => say(out, &[U(*s)]),
-            RetryAfter::Date => say(out, &[S("an HTTP date")]),
+            RetryAfter::Seconds(s) => put_u64(out, *s),
+            RetryAfter::Date => out.put_str("an HTTP date"),
         }
     }
 }
@@ -421,13 +413,12 @@ impl fmt::Display for Stage {
 
 impl Words for Stage {
     fn words(&self, out: &mut dyn Sink) -> Result<(), Overflow> {
-        say(
-            out,
-            &[S(match self {
-                Stage::Head => "head",
-                Stage::Body => "body",
-            })],
-        )
+        use crate::wire::failure::{Arg, Fr, tell};
+        let stage = match self {
+            Stage::Head => Fr::Head,
+            Stage::Body => Fr::Body,
+        };
+        tell(out, &[stage], [Arg::None, Arg::None])
     }
 }
 
@@ -481,74 +472,26 @@ impl fmt::Display for HttpError {
 
 impl Words for HttpError {
     fn words(&self, out: &mut dyn Sink) -> Result<(), Overflow> {
-        match self {
-            HttpError::HeadTooLarge { limit } => say(
-                out,
-                &[
-                    S("HTTP response head is larger than its cap of "),
-                    U(*limit as u64),
-                    S(" bytes"),
-                ],
-            ),
-            HttpError::BadHead(what) => {
-                say(out, &[S("HTTP response head is malformed: "), S(what)])
+        use crate::wire::failure::{Arg, Msg};
+        let (message, arg) = match self {
+            HttpError::HeadTooLarge { limit } => (Msg::HeadTooLarge, Arg::Num(*limit as u64)),
+            HttpError::BadHead(what) => (Msg::BadHead, Arg::Str(what)),
+            HttpError::TooManyHeaders => (Msg::TooManyHeaders, Arg::Num(MAX_HEADERS as u64)),
+            HttpError::BadContentLength => (Msg::BadContentLength, Arg::None),
+            HttpError::BadChunk => (Msg::BadChunk, Arg::None),
+            HttpError::ChunkTooLarge => (Msg::ChunkTooLarge, Arg::None),
+            HttpError::BodyTooLarge { limit } => (Msg::BodyTooLarge, Arg::Num(*limit)),
+            HttpError::BadSessionId => (Msg::BadSessionId, Arg::Num(MAX_SESSION_ID as u64)),
+            HttpError::TrailingData => (Msg::TrailingData, Arg::None),
+            HttpError::UnexpectedEof(Stage::Head) => (Msg::EofInHead, Arg::None),
+            HttpError::UnexpectedEof(Stage::Body) => (Msg::EofInBody, Arg::None),
+            HttpError::TrailersTooLarge { limit } => {
+                (Msg::TrailersTooLarge, Arg::Num(*limit as u64))
             }
-            HttpError::TooManyHeaders => say(
-                out,
-                &[
-                    S("HTTP response has more than "),
-                    U(MAX_HEADERS as u64),
-                    S(" header lines"),
-                ],
-            ),
-            HttpError::BadContentLength => out.put_str(
-                "HTTP response content-length is not a decimal number, or two of them differ",
-            ),
-            HttpError::BadChunk => out.put_str("HTTP chunked body has a malformed chunk size line"),
-            HttpError::ChunkTooLarge => {
-                out.put_str("HTTP chunked body has a chunk size that does not fit in 64 bits")
-            }
-            HttpError::BodyTooLarge { limit } => say(
-                out,
-                &[
-                    S("HTTP response body is larger than its cap of "),
-                    U(*limit),
-                    S(" bytes"),
-                ],
-            ),
-            HttpError::BadSessionId => say(
-                out,
-                &[
-                    S("mcp-session-id is empty, longer than "),
-                    U(MAX_SESSION_ID as u64),
-                    S(" bytes or not visible ASCII"),
-                ],
-            ),
-            HttpError::TrailingData => {
-                out.put_str("server sent bytes after the end of the HTTP response")
-            }
-            HttpError::UnexpectedEof(stage) => {
-                say(
-                    out,
-                    &[S("connection closed in the middle of the HTTP response ")],
-                )?;
-                stage.words(out)
-            }
-            HttpError::TrailersTooLarge { limit } => say(
-                out,
-                &[
-                    S("HTTP chunked trailers are larger than their cap of "),
-                    U(*limit as u64),
-                    S(" bytes"),
-                ],
-            ),
-            HttpError::NotHttp => {
-                out.put_str("the reply does not start with HTTP/ (is this an MCP HTTP server?)")
-            }
-            HttpError::TlsRecord => {
-                out.put_str("the server speaks TLS on this port: use https:// for this endpoint")
-            }
-        }
+            HttpError::NotHttp => (Msg::NotHttp, Arg::None),
+            HttpError::TlsRecord => (Msg::TlsRecord, Arg::None),
+        };
+        message.say(out, [arg, Arg::None])
     }
 }
 

@@ -113,34 +113,34 @@ impl fmt::Display for JsonErrorKind {
 
 impl crate::buf::Words for JsonErrorKind {
     fn words(&self, out: &mut dyn crate::buf::Sink) -> Result<(), crate::buf::Overflow> {
-        use crate::buf::{S, U, say};
-        match *self {
-            JsonErrorKind::UnexpectedEnd => out.put_str("input ended inside a value (truncated?)"),
-            JsonErrorKind::UnexpectedByte(b) if b.is_ascii_graphic() => {
-                out.put_str("unexpected byte '")?;
-                out.put(&[b])?;
-                out.put_str("'")
-            }
+        use crate::wire::failure::{Arg, Msg};
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let hex = |n: u8| HEX.get(usize::from(n & 15)).copied().unwrap_or(b'0');
+        // The byte as it is (a graphic ASCII one) or in hex: ASCII either way.
+        let said: [u8; 2];
+        let (message, arg) = match *self {
+            JsonErrorKind::UnexpectedEnd => (Msg::JsonEnd, Arg::None),
             JsonErrorKind::UnexpectedByte(b) => {
-                const HEX: &[u8; 16] = b"0123456789abcdef";
-                let hex = |n: u8| HEX.get(usize::from(n & 15)).copied().unwrap_or(b'0');
-                out.put_str("unexpected byte 0x")?;
-                out.put(&[hex(b >> 4), hex(b)])
+                let (message, len) = if b.is_ascii_graphic() {
+                    said = [b, 0];
+                    (Msg::JsonByte, 1)
+                } else {
+                    said = [hex(b >> 4), hex(b)];
+                    (Msg::JsonByteHex, 2)
+                };
+                let text = said.get(..len).unwrap_or(&[]);
+                (message, Arg::Str(core::str::from_utf8(text).unwrap_or("")))
             }
-            JsonErrorKind::BadEscape => out.put_str("invalid escape in string"),
-            JsonErrorKind::BadUnicodeEscape => {
-                out.put_str("\\u escape not followed by four hex digits")
-            }
-            JsonErrorKind::InvalidUtf8 => out.put_str("string is not valid UTF-8"),
-            JsonErrorKind::ControlInString => out.put_str("unescaped control character in string"),
-            JsonErrorKind::BadNumber => out.put_str("malformed number"),
-            JsonErrorKind::BadLiteral => out.put_str("malformed literal (true/false/null)"),
-            JsonErrorKind::TooDeep { limit } => say(
-                out,
-                &[S("nested deeper than the limit of "), U(limit as u64)],
-            ),
-            JsonErrorKind::TrailingData => out.put_str("data after the JSON value"),
-        }
+            JsonErrorKind::BadEscape => (Msg::JsonEscape, Arg::None),
+            JsonErrorKind::BadUnicodeEscape => (Msg::JsonUnicodeEscape, Arg::None),
+            JsonErrorKind::InvalidUtf8 => (Msg::JsonUtf8, Arg::None),
+            JsonErrorKind::ControlInString => (Msg::JsonControl, Arg::None),
+            JsonErrorKind::BadNumber => (Msg::JsonNumber, Arg::None),
+            JsonErrorKind::BadLiteral => (Msg::JsonLiteral, Arg::None),
+            JsonErrorKind::TooDeep { limit } => (Msg::JsonTooDeep, Arg::Num(limit as u64)),
+            JsonErrorKind::TrailingData => (Msg::JsonTrailing, Arg::None),
+        };
+        message.say(out, [arg, Arg::None])
     }
 }
 
@@ -152,12 +152,8 @@ impl fmt::Display for JsonError {
 
 impl crate::buf::Words for JsonError {
     fn words(&self, out: &mut dyn crate::buf::Sink) -> Result<(), crate::buf::Overflow> {
-        use crate::buf::{S, U, say};
-        say(
-            out,
-            &[S("invalid JSON at byte "), U(self.offset as u64), S(": ")],
-        )?;
-        self.kind.words(out)
+        use crate::wire::failure::{Arg, Msg};
+        Msg::JsonAt.say(out, [Arg::Num(self.offset as u64), Arg::Says(&self.kind)])
     }
 }
 

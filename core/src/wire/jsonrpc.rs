@@ -491,27 +491,19 @@ impl fmt::Display for RpcDecodeError {
 
 impl crate::buf::Words for RpcDecodeError {
     fn words(&self, out: &mut dyn Sink) -> Result<(), Overflow> {
-        match self {
-            RpcDecodeError::NotAnObject => out.put_str("JSON-RPC message is not a JSON object"),
-            RpcDecodeError::BadVersion => out.put_str("JSON-RPC message lacks \"jsonrpc\":\"2.0\""),
-            RpcDecodeError::BadId => out.put_str("JSON-RPC id is not a number, string or null"),
-            RpcDecodeError::BadError => out.put_str(
-                "JSON-RPC error is not an object with an integer code and a string message",
-            ),
-            RpcDecodeError::BothResultAndError => {
-                out.put_str("JSON-RPC response has both result and error")
-            }
-            RpcDecodeError::NeitherResultNorError => {
-                out.put_str("JSON-RPC response has neither result nor error")
-            }
-            RpcDecodeError::BadMethod => out.put_str("JSON-RPC method is not a string"),
-            RpcDecodeError::EmptyBatch => out.put_str("JSON-RPC batch array is empty"),
-            RpcDecodeError::BadField(name) => {
-                out.put_str("result member \"")?;
-                out.put_str(name)?;
-                out.put_str("\" is missing or has the wrong type")
-            }
-        }
+        use crate::wire::failure::{Arg, Msg};
+        let (message, arg) = match self {
+            RpcDecodeError::NotAnObject => (Msg::RpcNotObject, Arg::None),
+            RpcDecodeError::BadVersion => (Msg::RpcBadVersion, Arg::None),
+            RpcDecodeError::BadId => (Msg::RpcBadId, Arg::None),
+            RpcDecodeError::BadError => (Msg::RpcBadError, Arg::None),
+            RpcDecodeError::BothResultAndError => (Msg::RpcBoth, Arg::None),
+            RpcDecodeError::NeitherResultNorError => (Msg::RpcNeither, Arg::None),
+            RpcDecodeError::BadMethod => (Msg::RpcBadMethod, Arg::None),
+            RpcDecodeError::EmptyBatch => (Msg::RpcEmptyBatch, Arg::None),
+            RpcDecodeError::BadField(name) => (Msg::RpcBadField, Arg::Str(name)),
+        };
+        message.say(out, [arg, Arg::None])
     }
 }
 

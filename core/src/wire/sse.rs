@@ -57,16 +57,11 @@ impl fmt::Display for SseError {
 
 impl crate::buf::Words for SseError {
     fn words(&self, out: &mut dyn crate::buf::Sink) -> Result<(), crate::buf::Overflow> {
-        use crate::buf::{S, U, say};
+        use crate::wire::failure::{Arg, Msg};
         match self {
-            SseError::EventTooLarge { limit } => say(
-                out,
-                &[
-                    S("server-sent event is larger than its cap of "),
-                    U(*limit as u64),
-                    S(" bytes; raise the event limit or the reply buffer"),
-                ],
-            ),
+            SseError::EventTooLarge { limit } => {
+                Msg::SseTooLarge.say(out, [Arg::Num(*limit as u64), Arg::None])
+            }
         }
     }
 }

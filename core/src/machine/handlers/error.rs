@@ -1,6 +1,7 @@
 //! The public error types of lists and requests, and what a request hands back.
 
 use super::*;
+use crate::buf::{I, S, Words, fmt_words, say};
 
 /// Why `list_tools` gave no list. Its `Display` reads `tools/list failed: …`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,20 +19,26 @@ pub enum ListError {
 
 impl ListError {
     /// What happened, without the method: `JSON-RPC error -32002: …` or the failure.
-    fn write_reason(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+    fn reason(&self, f: &mut dyn Sink) -> Result<(), Overflow> {
         match self {
-            ListError::Unreachable(failure) => write!(f, "{failure}"),
+            ListError::Unreachable(failure) => failure.words(f),
             ListError::Refused { code, message } => {
-                write!(f, "JSON-RPC error {code}: {message}")
+                say(f, &[S("JSON-RPC error "), I(*code), S(": "), S(message)])
             }
         }
     }
 }
 
+impl Words for ListError {
+    fn words(&self, f: &mut dyn Sink) -> Result<(), Overflow> {
+        f.put_str("tools/list failed: ")?;
+        self.reason(f)
+    }
+}
+
 impl core::fmt::Display for ListError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str("tools/list failed: ")?;
-        self.write_reason(f)
+        fmt_words(self, f)
     }
 }
 
@@ -67,10 +74,16 @@ impl MethodError {
     }
 }
 
+impl Words for MethodError {
+    fn words(&self, f: &mut dyn Sink) -> Result<(), Overflow> {
+        say(f, &[S(self.method), S(" failed: ")])?;
+        self.error.reason(f)
+    }
+}
+
 impl core::fmt::Display for MethodError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(f, "{} failed: ", self.method)?;
-        self.error.write_reason(f)
+        fmt_words(self, f)
     }
 }
 
@@ -112,5 +125,33 @@ mod method_error_tests {
         assert!(refused("resources/read", -32602, true).not_found());
         assert!(!refused("resources/read", -32602, false).not_found());
         assert!(!refused("prompts/get", -32602, true).not_found());
+    }
+
+    #[test]
+    fn list_and_method_errors_say_their_words() {
+        use std::string::ToString;
+        let refused = ListError::Refused {
+            code: -32601,
+            message: truncated("Method not found"),
+        };
+        assert_eq!(
+            refused.to_string(),
+            "tools/list failed: JSON-RPC error -32601: Method not found"
+        );
+        let e = MethodError {
+            method: "resources/read",
+            error: ListError::Unreachable(Failure::TimedOut),
+            modern: false,
+        };
+        assert_eq!(e.to_string(), "resources/read failed: tool call timed out");
+        let e = MethodError {
+            method: "prompts/get",
+            error: refused,
+            modern: true,
+        };
+        assert_eq!(
+            e.to_string(),
+            "prompts/get failed: JSON-RPC error -32601: Method not found"
+        );
     }
 }

@@ -5,16 +5,7 @@ use crate::buf::Words;
 
 /// Ends a cut line with `…` (dropping what it takes to make room).
 pub(crate) fn mark_cut<const N: usize>(line: &mut StrSink<N>) {
-    let kept: String<N> = truncated(line.as_str());
-    let mut s = kept;
-    while s.len() + '…'.len_utf8() > N {
-        if s.pop().is_none() {
-            break;
-        }
-    }
-    let _ = s.push('…');
-    *line = StrSink::default();
-    let _ = line.put(s.as_bytes());
+    line.mark_cut();
 }
 
 /// Hands one progress notification to the observer: numbers as written, the message
@@ -106,16 +97,6 @@ pub(crate) fn redact_into<Sec: AsRef<[u8]>>(
 
 // Used by the async pump (`drive`) to write results.
 #[cfg_attr(not(feature = "drive"), allow(dead_code))]
-/// `core::fmt::Write` over a `Sink` (for the error messages).
-pub(crate) struct FmtSink<'s, S: Sink>(pub(crate) &'s mut S);
-impl<S: Sink> core::fmt::Write for FmtSink<'_, S> {
-    fn write_str(&mut self, s: &str) -> core::fmt::Result {
-        self.0.put(s.as_bytes()).map_err(|_| core::fmt::Error)
-    }
-}
-
-// Used by the async pump (`drive`) to write results.
-#[cfg_attr(not(feature = "drive"), allow(dead_code))]
 /// Writes a failure's message, redacted, into `out` (a cut ends in `…`).
 pub(crate) fn write_failure<Sec: AsRef<[u8]>, B: Buf>(
     secrets: &[Sec],
@@ -127,8 +108,9 @@ pub(crate) fn write_failure<Sec: AsRef<[u8]>, B: Buf>(
 
 // Used by the async pump (`drive`) to write results.
 #[cfg_attr(not(feature = "drive"), allow(dead_code))]
-/// Writes a message said by its [`Words`] (no `core::fmt`), redacted, into `out`, as
-/// [`write_line`] does.
+/// Writes a message said by its [`Words`] (no `core::fmt`), redacted, into `out`; a line
+/// longer than `out` (or than [`ERROR_LINE_BYTES`]) is cut at a character boundary and ends
+/// in `…`.
 pub(crate) fn write_words<Sec: AsRef<[u8]>, B: Buf>(
     secrets: &[Sec],
     words: &dyn Words,
@@ -141,23 +123,7 @@ pub(crate) fn write_words<Sec: AsRef<[u8]>, B: Buf>(
     finish_line(secrets, &line, out);
 }
 
-// Used by the async pump (`drive`) to write results.
-#[cfg_attr(not(feature = "drive"), allow(dead_code))]
-/// Writes one error line, redacted, into `out`; a line longer than `out` (or than
-/// [`ERROR_LINE_BYTES`]) is cut at a character boundary and ends in `…`.
-pub(crate) fn write_line<Sec: AsRef<[u8]>, B: Buf>(
-    secrets: &[Sec],
-    args: core::fmt::Arguments<'_>,
-    out: &mut B,
-) {
-    let mut line = StrSink::<ERROR_LINE_BYTES>::default();
-    if FmtSink(&mut line).write_fmt(args).is_err() {
-        mark_cut(&mut line);
-    }
-    finish_line(secrets, &line, out);
-}
-
-/// The end of [`write_line`] and [`write_words`]: `line` redacted into `out`, cut to fit.
+/// The end of [`write_words`]: `line` redacted into `out`, cut to fit.
 fn finish_line<Sec: AsRef<[u8]>, B: Buf>(
     secrets: &[Sec],
     line: &StrSink<ERROR_LINE_BYTES>,

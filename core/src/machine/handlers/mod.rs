@@ -2,8 +2,6 @@
 //! sends and how each kind of reply is read. Pure functions and small structs; the machine in
 //! [`super`] sequences them.
 
-use core::fmt::Write as _;
-
 use heapless::String;
 
 use super::MAX_CURSOR;
