@@ -553,7 +553,7 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
         let settled = {
             let mut op = Op::tool_call(self.cfg, bufs, secrets, (tool, args), tasking);
             self.metered(&mut op, &mut meter).await;
-            meter.settle(&op)
+            meter.settle(&mut op)
         };
         // Each server's era, once per run, on the timeline of the call that found it.
         self.with(|s| meter.forward_slot(s));

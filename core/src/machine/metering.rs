@@ -245,9 +245,10 @@ impl<'m, L: Ledger, T: Timeline> Metering<'m, L, T> {
         }
     }
 
-    /// Reads how a finished call's op came out, and tells its task's start and end (once
-    /// each: a detached call says only its start, the call that follows it only its end).
-    pub fn settle<B, Sec, F>(&mut self, op: &Op<'_, B, Sec, F>) -> Settled
+    /// Reads how a finished call's op came out (its failure taken out of it), and tells its
+    /// task's start and end (once each: a detached call says only its start, the call that
+    /// follows it only its end).
+    pub fn settle<B, Sec, F>(&mut self, op: &mut Op<'_, B, Sec, F>) -> Settled
     where
         B: Buf,
         Sec: AsRef<[u8]>,
@@ -271,8 +272,9 @@ impl<'m, L: Ledger, T: Timeline> Metering<'m, L, T> {
             }
         }
         let answer = op.answer();
-        let failure = match (op.failure(), answer) {
-            (Some(f), _) => Some(f.clone()),
+        // Taken, not cloned: the op is done with (one `Failure` copy less in the code).
+        let failure = match (op.take_failure(), answer) {
+            (Some(f), _) => Some(f),
             (None, None) if started.is_some() => None,
             (None, None) => Some(Failure::NoResponse),
             (None, Some(_)) => None,

@@ -636,6 +636,11 @@ where
         self.failure.as_ref()
     }
 
+    /// Takes the op's failure out of it (when the op is done with: [`Metering::settle`]).
+    pub fn take_failure(&mut self) -> Option<Failure> {
+        self.failure.take()
+    }
+
     /// `Ok` when a server answered (the answer is in the buffers), else the last failure.
     pub fn outcome(&self) -> Result<(), &Failure> {
         self.failure.as_ref().map_or(Ok(()), Err)
