@@ -163,7 +163,7 @@ fn run(primary_down: bool, call: &str, drop_mid_attempt: bool) -> (Vec<LedgerRec
                     meter.begin();
                 }
             }
-            meter.settle(&op)
+            meter.settle(&mut op)
         };
         meter.forward_slot(&mut slot);
         let out = meter.finish(&settled, (&secrets, false), &mut bufs, 7);
