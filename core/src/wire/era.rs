@@ -18,7 +18,8 @@
 //! 400 `-32000`; the Python SDK, FastMCP and rmcp answer it with a result.
 
 use crate::buf::{DETAIL_BYTES, Detail, Overflow, Sink, StrSink, truncated};
-use crate::wire::json::{JsonLimits, Kind, Value, write_str_literal};
+use crate::wire::json::{JsonLimits, Kind, Value};
+use crate::wire::jsonrpc::JsonOut;
 
 /// The `clientInfo.version` this client announces in the handshake. It is the handshake
 /// string of the reference SDK (`docs/design.md#handshake`), deliberately separate from this
@@ -253,33 +254,38 @@ impl ClientCapabilities {
     /// Writes the capabilities object, e.g. `{}` or
     /// `{"elicitation":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}`.
     pub fn write(&self, out: &mut impl Sink) -> Result<(), Overflow> {
-        out.put(b"{")?;
-        let mut first = true;
-        let mut member = |out: &mut _, text: &[u8]| -> Result<(), Overflow> {
-            if !first {
-                Sink::put(out, b",")?;
-            }
-            first = false;
-            Sink::put(out, text)
-        };
-        if self.elicitation_on() && self.elicitation_url {
-            member(out, b"\"elicitation\":{\"form\":{},\"url\":{}}")?;
-        } else if self.elicitation_on() {
-            member(out, b"\"elicitation\":{}")?;
-        }
-        if self.roots {
-            member(out, b"\"roots\":{}")?;
-        }
-        if self.sampling {
-            member(out, b"\"sampling\":{}")?;
-        }
-        if self.tasks_on() {
-            member(
-                out,
+        let mut w = JsonOut::new(out);
+        self.write_to(&mut w);
+        w.done()
+    }
+
+    /// [`ClientCapabilities::write`] through a request's writer.
+    pub(crate) fn write_to<S: Sink>(&self, out: &mut JsonOut<S>) {
+        let members: [(bool, &[u8]); 4] = [
+            (
+                self.elicitation_on(),
+                if self.elicitation_url {
+                    b"\"elicitation\":{\"form\":{},\"url\":{}}"
+                } else {
+                    b"\"elicitation\":{}"
+                },
+            ),
+            (self.roots, b"\"roots\":{}"),
+            (self.sampling, b"\"sampling\":{}"),
+            (
+                self.tasks_on(),
                 b"\"extensions\":{\"io.modelcontextprotocol/tasks\":{}}",
-            )?;
+            ),
+        ];
+        let mut any = false;
+        for (on, member) in members {
+            if on {
+                out.lit(if any { b"," } else { b"{" });
+                out.lit(member);
+                any = true;
+            }
         }
-        out.put(b"}")
+        out.lit(if any { b"}" } else { b"{}" });
     }
 }
 
@@ -319,14 +325,25 @@ pub fn write_meta_keys(
     version: &str,
     caps: &ClientCapabilities,
 ) -> Result<(), Overflow> {
-    out.put(b"\"io.modelcontextprotocol/protocolVersion\":")?;
-    write_str_literal(out, version)?;
-    out.put(b",\"io.modelcontextprotocol/clientInfo\":{\"name\":")?;
-    write_str_literal(out, CLIENT_NAME)?;
-    out.put(b",\"version\":")?;
-    write_str_literal(out, SDK_VERSION)?;
-    out.put(b"},\"io.modelcontextprotocol/clientCapabilities\":")?;
-    caps.write(out)
+    let mut w = JsonOut::new(out);
+    meta_keys_to(&mut w, version, caps);
+    w.done()
+}
+
+/// [`write_meta_keys`] through a request's writer.
+pub(crate) fn meta_keys_to<S: Sink>(
+    out: &mut JsonOut<S>,
+    version: &str,
+    caps: &ClientCapabilities,
+) {
+    out.lit(b"\"io.modelcontextprotocol/protocolVersion\":");
+    out.str(version);
+    out.lit(b",\"io.modelcontextprotocol/clientInfo\":{\"name\":");
+    out.str(CLIENT_NAME);
+    out.lit(b",\"version\":");
+    out.str(SDK_VERSION);
+    out.lit(b"},\"io.modelcontextprotocol/clientCapabilities\":");
+    caps.write_to(out);
 }
 
 /// Writes the probe: `{"jsonrpc":"2.0","id":N,"method":"server/discover","params":{"_meta":…}}`.
