@@ -107,7 +107,8 @@ impl fmt::Display for ProtocolVersion {
 /// the encoders write piece after piece without a branch per piece, and [`JsonOut::done`] says
 /// whether all of it fit (the error is the first piece's that did not, as with `?` after each).
 /// The edge writes every request through one of these over `&mut dyn Sink`, so each encoder
-/// exists once in its binary.
+/// exists once in its binary, and each piece is a call (not inlined there: one call is
+/// smaller than the check and the write).
 pub(crate) struct JsonOut<S: Sink> {
     out: S,
     err: Option<Overflow>,
@@ -129,21 +130,25 @@ impl<S: Sink> JsonOut<S> {
     }
 
     /// Bytes as they are.
+    #[cfg_attr(not(feature = "std"), inline(never))]
     pub(crate) fn lit(&mut self, bytes: &[u8]) {
         self.run(|out| out.put(bytes));
     }
 
     /// A JSON string literal of `s` (quoted, escaped).
+    #[cfg_attr(not(feature = "std"), inline(never))]
     pub(crate) fn str(&mut self, s: &str) {
         self.run(|out| write_str_literal(out, s));
     }
 
     /// A decimal number.
+    #[cfg_attr(not(feature = "std"), inline(never))]
     pub(crate) fn num(&mut self, n: u64) {
         self.run(|out| put_u64(out, n));
     }
 
     /// A JSON value, compactly ([`Value::write_compact`]).
+    #[cfg_attr(not(feature = "std"), inline(never))]
     pub(crate) fn json(&mut self, v: Value<'_>) {
         self.run(|out| v.write_compact(out));
     }
