@@ -98,10 +98,7 @@ pub enum Verdict {
 /// other status, the start of the body as received.
 pub fn judge_probe(status: u16, body: Option<&[u8]>) -> Verdict {
     let message = body.and_then(|b| Value::parse(b, JsonLimits::default()).ok());
-    let error_code = message
-        .and_then(|m| m.get("error"))
-        .and_then(|e| e.get("code"))
-        .and_then(|c| c.as_i64());
+    let error_code = member_at(message, &["error", "code"]).and_then(|c| c.as_i64());
     match status {
         200..=299 => match message {
             Some(m) if let Some(r) = m.get("result") => {
@@ -156,11 +153,8 @@ pub fn discover_result_is_modern(result: Value<'_>) -> bool {
 /// or `-32022`, a 404 with `-32601`).
 pub fn era_changed(was_modern: bool, status: u16, body: &[u8]) -> bool {
     if was_modern {
-        let code = Value::parse(body, JsonLimits::default())
-            .ok()
-            .and_then(|m| m.get("error"))
-            .and_then(|e| e.get("code"))
-            .and_then(|c| c.as_i64());
+        let message = Value::parse(body, JsonLimits::default()).ok();
+        let code = member_at(message, &["error", "code"]).and_then(|c| c.as_i64());
         status == 400 && code.is_none_or(|c| (-32019..=-32000).contains(&c))
     } else {
         matches!(status, 400 | 404)
@@ -173,11 +167,16 @@ pub fn era_changed(was_modern: bool, status: u16, body: &[u8]) -> bool {
 
 /// `error.data.supported` of a `-32022` answer.
 fn supported_versions(message: Option<Value<'_>>) -> Option<Value<'_>> {
-    message?
-        .get("error")?
-        .get("data")?
-        .get("supported")
-        .filter(|s| s.kind() == Kind::Array)
+    member_at(message, &["error", "data", "supported"]).filter(|s| s.kind() == Kind::Array)
+}
+
+/// The member of `value` at `path` (one name a level), as a loop of one `get`.
+fn member_at<'a>(value: Option<Value<'a>>, path: &[&str]) -> Option<Value<'a>> {
+    let mut value = value?;
+    for name in path {
+        value = value.get(name)?;
+    }
+    Some(value)
 }
 
 /// What a `-32022` answer (its JSON-RPC body) allows: `Ok` with the newest version both sides
@@ -465,33 +464,30 @@ pub fn header_params<'a>(
     let mut headers = heapless::Vec::<&'a [u8], MAX_HEADER_PARAMS>::new();
     let mut path = heapless::Vec::<&'a [u8], MAX_HEADER_DEPTH>::new();
     // First every annotation is checked, then (all valid) handed out.
-    walk_properties(input_schema, &mut path, &mut |p| {
-        let duplicate = headers.iter().any(|h| h.eq_ignore_ascii_case(p.header));
-        if duplicate {
-            return Err(HeaderAnnotationError::Duplicate);
-        }
-        headers
-            .push(p.header)
-            .map_err(|_| HeaderAnnotationError::TooMany)
-    })?;
+    walk_properties(input_schema, &mut path, &mut Walk::Check(&mut headers))?;
     // Every annotation in the schema must be one of those: anything else is unreachable.
     let all = crate::buf::count(input_schema.raw(), b"\"x-mcp-header\"");
     if all != headers.len() {
         return Err(HeaderAnnotationError::Unreachable);
     }
     path.clear();
-    walk_properties(input_schema, &mut path, &mut |p| {
-        each(p);
-        Ok(())
-    })?;
+    walk_properties(input_schema, &mut path, &mut Walk::Each(&mut each))?;
     Ok(headers.len())
+}
+
+/// What [`walk_properties`] does with each annotated property.
+enum Walk<'w, 'a> {
+    /// Checks it (a header named once, case-insensitively) and keeps its header name.
+    Check(&'w mut heapless::Vec<&'a [u8], MAX_HEADER_PARAMS>),
+    /// Hands it out.
+    Each(&'w mut dyn FnMut(HeaderParam<'_, 'a>)),
 }
 
 /// Visits the annotated properties under `schema.properties`, depth first, with their paths.
 fn walk_properties<'a>(
     schema: Value<'a>,
     path: &mut heapless::Vec<&'a [u8], MAX_HEADER_DEPTH>,
-    visit: &mut dyn FnMut(HeaderParam<'_, 'a>) -> Result<(), HeaderAnnotationError>,
+    walk: &mut Walk<'_, 'a>,
 ) -> Result<(), HeaderAnnotationError> {
     let Some(props) = schema
         .get("properties")
@@ -513,12 +509,22 @@ fn walk_properties<'a>(
             if !primitive_type(prop) {
                 return Err(HeaderAnnotationError::NotPrimitive);
             }
-            visit(HeaderParam {
-                path: path.as_slice(),
-                header,
-            })?;
+            match walk {
+                Walk::Check(headers) => {
+                    if headers.iter().any(|h| h.eq_ignore_ascii_case(header)) {
+                        return Err(HeaderAnnotationError::Duplicate);
+                    }
+                    headers
+                        .push(header)
+                        .map_err(|_| HeaderAnnotationError::TooMany)?;
+                }
+                Walk::Each(each) => each(HeaderParam {
+                    path: path.as_slice(),
+                    header,
+                }),
+            }
         }
-        walk_properties(prop, path, visit)?;
+        walk_properties(prop, path, walk)?;
         path.pop();
     }
     Ok(())
