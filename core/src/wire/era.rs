@@ -260,30 +260,32 @@ impl ClientCapabilities {
 
     /// [`ClientCapabilities::write`] through a request's writer.
     pub(crate) fn write_to<S: Sink>(&self, out: &mut JsonOut<S>) {
-        let members: [(bool, &[u8]); 4] = [
-            (
-                self.elicitation_on(),
-                if self.elicitation_url {
-                    b"\"elicitation\":{\"form\":{},\"url\":{}}"
-                } else {
-                    b"\"elicitation\":{}"
-                },
-            ),
-            (self.roots, b"\"roots\":{}"),
-            (self.sampling, b"\"sampling\":{}"),
-            (
-                self.tasks_on(),
-                b"\"extensions\":{\"io.modelcontextprotocol/tasks\":{}}",
-            ),
-        ];
+        // One member after another, `{` before the first and `,` between: a capability the
+        // build leaves out (`input`, `tasks`) is never written, and its code folds away.
         let mut any = false;
-        for (on, member) in members {
+        let mut member = |out: &mut JsonOut<S>, on: bool, text: &[u8]| {
             if on {
                 out.lit(if any { b"," } else { b"{" });
-                out.lit(member);
+                out.lit(text);
                 any = true;
             }
-        }
+        };
+        member(
+            out,
+            self.elicitation_on(),
+            if self.elicitation_url {
+                b"\"elicitation\":{\"form\":{},\"url\":{}}"
+            } else {
+                b"\"elicitation\":{}"
+            },
+        );
+        member(out, self.roots, b"\"roots\":{}");
+        member(out, self.sampling, b"\"sampling\":{}");
+        member(
+            out,
+            self.tasks_on(),
+            b"\"extensions\":{\"io.modelcontextprotocol/tasks\":{}}",
+        );
         out.lit(if any { b"}" } else { b"{}" });
     }
 }

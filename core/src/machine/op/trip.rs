@@ -114,7 +114,8 @@ where
                     tool,
                     args: *args,
                     progress: handler.progress_token.then_some(id),
-                    extra: if handler.input_ready {
+                    // (Only a build with input rounds, feature `input`, ever has one ready.)
+                    extra: if cfg!(feature = "input") && handler.input_ready {
                         handler.text.bytes()
                     } else if handler.session_task {
                         // The 2025-11-25 form: a task-required tool is called as a task.
