@@ -40,7 +40,10 @@ pub(crate) enum Body<'x> {
     Discover {
         id: u64,
     },
-    /// The client's answer to a server's request (an elicitation's result object with it).
+    /// The client's answer to a server's request (an elicitation's result object with it):
+    /// the handshake era's (on a call's stream or the session's GET stream; a 2026 server asks
+    /// through input rounds). A build without that era never makes one ([`Trip::write`] says
+    /// so if asked).
     Answer(&'x ServerRequest, &'x [u8]),
     /// `tasks/get` or `tasks/cancel` (the tasks extension) of a task.
     Task {
@@ -106,7 +109,7 @@ impl<'x> Body<'x> {
                 out.lit(extra);
                 jsonrpc::PARAMS_END
             }
-            Body::Answer(request, answer) => {
+            Body::Answer(request, answer) if cfg!(feature = "era-2025") => {
                 out.run(|out| request.write(out, answer));
                 b""
             }
@@ -354,10 +357,23 @@ impl<'x> Trip<'x> {
         out.lit(b"}}");
     }
 
+    /// [`Failure::NotBuilt`] for a body of an era the build leaves out (an answer to a
+    /// server's request without `era-2025`), whose writer is not compiled.
+    fn built(&self) -> Result<(), Failure> {
+        if !cfg!(feature = "era-2025") && matches!(self.body, Body::Answer(..)) {
+            return Err(Failure::NotBuilt {
+                capability: "era-2025",
+                need: "an answer to the server's request",
+            });
+        }
+        Ok(())
+    }
+
     /// Writes the body alone (with `_meta` in the 2026 era) and `\n` into `out`: one line of
     /// newline-delimited JSON-RPC, for a stdio server (the encoders never write a raw newline;
     /// strings escape it). There are no headers on stdio.
     pub(crate) fn write_line<B: Buf>(&self, out: &mut B) -> Result<(), Failure> {
+        // (Never an answer: a stdio server's requests are answered by the adapter.)
         out.clear();
         // The host writes into its buffer's type; the edge through the one writer it has
         // for requests anyway.
@@ -414,6 +430,7 @@ impl<'x> Trip<'x> {
     /// [`write`](Self::write) in two passes through `dyn Sink` (one copy of every writer):
     /// the body counted, the head with its length written, then the body.
     fn write_counted(&self, out: &mut dyn Sink, cfg: &SlotConfig<'_>) -> Result<(), Failure> {
+        self.built()?;
         let mut count = crate::buf::CountingSink::default();
         self.write_body(&mut JsonOut::new(&mut count as &mut dyn Sink));
         let mut w = JsonOut::new(out);
@@ -430,6 +447,8 @@ impl<'x> Trip<'x> {
     /// writes again the two-pass way, which says what).
     #[cfg(feature = "std")]
     fn write_once(&self, out: &mut crate::buf::VecBuf, cfg: &SlotConfig<'_>) -> Result<(), ()> {
+        // What is not built is said by the path below.
+        self.built().map_err(drop)?;
         out.clear();
         let mut w = JsonOut::new(&mut *out);
         self.write_body(&mut w);
@@ -438,6 +457,47 @@ impl<'x> Trip<'x> {
         write_request_head(&self.head(cfg, body), out).map_err(drop)?;
         out.bytes_mut().rotate_left(body);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod answer_tests {
+    use super::*;
+    use crate::buf::SliceBuf;
+    use crate::wire::jsonrpc::decode_message;
+
+    /// An answer to a server's request is written in a build with the handshake era, and is
+    /// `NotBuilt` in one without it (its writer is left out).
+    #[test]
+    fn an_answer_is_the_handshake_eras() {
+        let ep = Endpoint::parse_base("http://127.0.0.1:8000/x").unwrap();
+        let cfg = SlotConfig::new("kali", ep, "http://127.0.0.1:8000/x");
+        let msg = br#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#;
+        let value = Value::parse(msg, JsonLimits::default()).unwrap();
+        let Ok(Message::Request { id, method, .. }) = decode_message(value) else {
+            panic!("a request")
+        };
+        let request = ServerRequest::new(id, &method).unwrap();
+        let mut storage = [0u8; 1024];
+        let mut out = SliceBuf::new(&mut storage);
+        let written =
+            Trip::post(&cfg.primary, None, Body::Answer(&request, b"")).write(&mut out, &cfg);
+        if cfg!(feature = "era-2025") {
+            written.unwrap();
+            let text = core::str::from_utf8(out.bytes()).unwrap();
+            assert!(
+                text.ends_with(r#"{"jsonrpc":"2.0","id":7,"result":{}}"#),
+                "{text}"
+            );
+        } else {
+            assert_eq!(
+                written,
+                Err(Failure::NotBuilt {
+                    capability: "era-2025",
+                    need: "an answer to the server's request",
+                })
+            );
+        }
     }
 }
 
