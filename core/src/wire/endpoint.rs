@@ -97,7 +97,7 @@ impl<'a> Endpoint<'a> {
     /// prints. A server really mounted at `/mcp/mcp` is reached with [`Endpoint::parse_exact`].
     pub fn parse_base(s: &'a str) -> Result<Self, EndpointError> {
         let mut e = Self::parse(s, true)?;
-        let trimmed = e.path.trim_end_matches('/');
+        let trimmed = trim_slashes(e.path);
         if trimmed.ends_with("/mcp") {
             e.append_mcp = false;
             e.path = trimmed;
@@ -116,65 +116,74 @@ impl<'a> Endpoint<'a> {
         Self::parse(s, false)
     }
 
+    // Byte by byte (every delimiter is ASCII, so every cut is at a character boundary): the
+    // checks in this order, each error the first that applies.
     fn parse(s: &'a str, append_mcp: bool) -> Result<Self, EndpointError> {
-        let (scheme_str, rest) =
-            crate::buf::split_once_str(s, "://").ok_or(EndpointError::MissingScheme)?;
-        if scheme_str.is_empty() {
-            return Err(EndpointError::MissingScheme);
-        }
+        use EndpointError::*;
+        let sep = crate::buf::find(s.as_bytes(), b"://")
+            .filter(|&i| i > 0)
+            .ok_or(MissingScheme)?;
+        let (scheme_str, rest) = (cut(s, 0, sep), cut(s, sep + 3, s.len()));
         let scheme = if scheme_str.eq_ignore_ascii_case("http") {
             Scheme::Http
         } else if scheme_str.eq_ignore_ascii_case("https") {
             Scheme::Https
         } else {
-            return Err(EndpointError::UnsupportedScheme);
+            return Err(UnsupportedScheme);
         };
-        if rest.contains('#') {
-            return Err(EndpointError::Fragment);
+        let at = |t: &str, c: u8| t.bytes().position(|b| b == c);
+        if at(rest, b'#').is_some() {
+            return Err(Fragment);
         }
-        let auth_end = rest.find(['/', '?']).unwrap_or(rest.len());
-        let (authority, tail) = rest.split_at_checked(auth_end).unwrap_or((rest, ""));
-        if authority.contains('@') {
-            return Err(EndpointError::Userinfo);
+        let auth_end = rest
+            .bytes()
+            .position(|b| b == b'/' || b == b'?')
+            .unwrap_or(rest.len());
+        let (authority, tail) = (cut(rest, 0, auth_end), cut(rest, auth_end, rest.len()));
+        if at(authority, b'@').is_some() {
+            return Err(Userinfo);
         }
-        let (path, query) = match tail.split_once('?') {
-            Some((p, q)) => (p, Some(q)),
+        // The path and the query (after the first `?`) are checked at once: `?` is graphic.
+        if !tail.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(BadPath);
+        }
+        let (path, query) = match at(tail, b'?') {
+            Some(i) => (cut(tail, 0, i), Some(cut(tail, i + 1, tail.len()))),
             None => (tail, None),
         };
-        let path_ok = |t: &str| t.bytes().all(|b| b.is_ascii_graphic());
-        if !path_ok(path) || !query.is_none_or(path_ok) {
-            return Err(EndpointError::BadPath);
-        }
         if authority.is_empty() {
-            return Err(EndpointError::EmptyHost);
+            return Err(EmptyHost);
         }
         let (host, ipv6, port_str) = if let Some(inner) = authority.strip_prefix('[') {
-            let (h, after) = inner.split_once(']').ok_or(EndpointError::BadHost)?;
-            let ok = !h.is_empty()
-                && h.contains(':')
+            let close = at(inner, b']').ok_or(BadHost)?;
+            let (h, after) = (cut(inner, 0, close), cut(inner, close + 1, inner.len()));
+            let ok = at(h, b':').is_some()
                 && h.bytes()
                     .all(|b| b.is_ascii_hexdigit() || b == b':' || b == b'.');
             if !ok {
-                return Err(EndpointError::BadHost);
+                return Err(BadHost);
             }
             let port = match after {
                 "" => None,
-                a => Some(a.strip_prefix(':').ok_or(EndpointError::BadHost)?),
+                a => Some(a.strip_prefix(':').ok_or(BadHost)?),
             };
             (h, true, port)
         } else {
-            let (h, port) = match authority.split_once(':') {
-                Some((h, p)) => (h, Some(p)),
+            let (h, port) = match at(authority, b':') {
+                Some(i) => (
+                    cut(authority, 0, i),
+                    Some(cut(authority, i + 1, authority.len())),
+                ),
                 None => (authority, None),
             };
             if h.is_empty() {
-                return Err(EndpointError::EmptyHost);
+                return Err(EmptyHost);
             }
             let ok = h
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~'));
             if !ok {
-                return Err(EndpointError::BadHost);
+                return Err(BadHost);
             }
             (h, false, port)
         };
@@ -233,7 +242,7 @@ impl<'a> Endpoint<'a> {
             self.write_host_header(out)?;
         }
         if self.append_mcp {
-            out.put(self.path.trim_end_matches('/').as_bytes())?;
+            out.put(trim_slashes(self.path).as_bytes())?;
             out.put(b"/mcp")?;
         } else if self.path.is_empty() {
             out.put(b"/")?;
@@ -329,13 +338,32 @@ impl EndpointShape {
     }
 }
 
-fn parse_port(p: &str) -> Result<u16, EndpointError> {
-    if p.is_empty() || p.len() > 5 || !p.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(EndpointError::BadPort);
+/// `s[from..to]` (empty when that is not a slice of it; the parser cuts at ASCII bytes).
+fn cut(s: &str, from: usize, to: usize) -> &str {
+    s.get(from..to).unwrap_or("")
+}
+
+/// `path` without its trailing slashes.
+fn trim_slashes(path: &str) -> &str {
+    let mut end = path.len();
+    while end > 0 && path.as_bytes().get(end - 1) == Some(&b'/') {
+        end -= 1;
     }
-    match p.parse::<u16>() {
-        Ok(0) | Err(_) => Err(EndpointError::BadPort),
-        Ok(n) => Ok(n),
+    cut(path, 0, end)
+}
+
+/// A port: 1 to 5 decimal digits, 1..=65535.
+fn parse_port(p: &str) -> Result<u16, EndpointError> {
+    let mut n: u32 = 0;
+    for b in p.bytes() {
+        if !b.is_ascii_digit() || p.len() > 5 {
+            return Err(EndpointError::BadPort);
+        }
+        n = n * 10 + u32::from(b - b'0');
+    }
+    match u16::try_from(n) {
+        Ok(port) if port > 0 => Ok(port),
+        _ => Err(EndpointError::BadPort),
     }
 }
 

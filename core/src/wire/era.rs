@@ -18,7 +18,8 @@
 //! 400 `-32000`; the Python SDK, FastMCP and rmcp answer it with a result.
 
 use crate::buf::{DETAIL_BYTES, Detail, Overflow, Sink, StrSink, truncated};
-use crate::wire::json::{JsonLimits, Kind, Value, write_str_literal};
+use crate::wire::json::{JsonLimits, Kind, Value};
+use crate::wire::jsonrpc::JsonOut;
 
 /// The `clientInfo.version` this client announces in the handshake. It is the handshake
 /// string of the reference SDK (`docs/design.md#handshake`), deliberately separate from this
@@ -97,10 +98,7 @@ pub enum Verdict {
 /// other status, the start of the body as received.
 pub fn judge_probe(status: u16, body: Option<&[u8]>) -> Verdict {
     let message = body.and_then(|b| Value::parse(b, JsonLimits::default()).ok());
-    let error_code = message
-        .and_then(|m| m.get("error"))
-        .and_then(|e| e.get("code"))
-        .and_then(|c| c.as_i64());
+    let error_code = member_at(message, &["error", "code"]).and_then(|c| c.as_i64());
     match status {
         200..=299 => match message {
             Some(m) if let Some(r) = m.get("result") => {
@@ -155,11 +153,8 @@ pub fn discover_result_is_modern(result: Value<'_>) -> bool {
 /// or `-32022`, a 404 with `-32601`).
 pub fn era_changed(was_modern: bool, status: u16, body: &[u8]) -> bool {
     if was_modern {
-        let code = Value::parse(body, JsonLimits::default())
-            .ok()
-            .and_then(|m| m.get("error"))
-            .and_then(|e| e.get("code"))
-            .and_then(|c| c.as_i64());
+        let message = Value::parse(body, JsonLimits::default()).ok();
+        let code = member_at(message, &["error", "code"]).and_then(|c| c.as_i64());
         status == 400 && code.is_none_or(|c| (-32019..=-32000).contains(&c))
     } else {
         matches!(status, 400 | 404)
@@ -172,11 +167,16 @@ pub fn era_changed(was_modern: bool, status: u16, body: &[u8]) -> bool {
 
 /// `error.data.supported` of a `-32022` answer.
 fn supported_versions(message: Option<Value<'_>>) -> Option<Value<'_>> {
-    message?
-        .get("error")?
-        .get("data")?
-        .get("supported")
-        .filter(|s| s.kind() == Kind::Array)
+    member_at(message, &["error", "data", "supported"]).filter(|s| s.kind() == Kind::Array)
+}
+
+/// The member of `value` at `path` (one name a level), as a loop of one `get`.
+fn member_at<'a>(value: Option<Value<'a>>, path: &[&str]) -> Option<Value<'a>> {
+    let mut value = value?;
+    for name in path {
+        value = value.get(name)?;
+    }
+    Some(value)
 }
 
 /// What a `-32022` answer (its JSON-RPC body) allows: `Ok` with the newest version both sides
@@ -253,33 +253,40 @@ impl ClientCapabilities {
     /// Writes the capabilities object, e.g. `{}` or
     /// `{"elicitation":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}`.
     pub fn write(&self, out: &mut impl Sink) -> Result<(), Overflow> {
-        out.put(b"{")?;
-        let mut first = true;
-        let mut member = |out: &mut _, text: &[u8]| -> Result<(), Overflow> {
-            if !first {
-                Sink::put(out, b",")?;
+        let mut w = JsonOut::new(out);
+        self.write_to(&mut w);
+        w.done()
+    }
+
+    /// [`ClientCapabilities::write`] through a request's writer.
+    pub(crate) fn write_to<S: Sink>(&self, out: &mut JsonOut<S>) {
+        // One member after another, `{` before the first and `,` between: a capability the
+        // build leaves out (`input`, `tasks`) is never written, and its code folds away.
+        let mut any = false;
+        let mut member = |out: &mut JsonOut<S>, on: bool, text: &[u8]| {
+            if on {
+                out.lit(if any { b"," } else { b"{" });
+                out.lit(text);
+                any = true;
             }
-            first = false;
-            Sink::put(out, text)
         };
-        if self.elicitation_on() && self.elicitation_url {
-            member(out, b"\"elicitation\":{\"form\":{},\"url\":{}}")?;
-        } else if self.elicitation_on() {
-            member(out, b"\"elicitation\":{}")?;
-        }
-        if self.roots {
-            member(out, b"\"roots\":{}")?;
-        }
-        if self.sampling {
-            member(out, b"\"sampling\":{}")?;
-        }
-        if self.tasks_on() {
-            member(
-                out,
-                b"\"extensions\":{\"io.modelcontextprotocol/tasks\":{}}",
-            )?;
-        }
-        out.put(b"}")
+        member(
+            out,
+            self.elicitation_on(),
+            if self.elicitation_url {
+                b"\"elicitation\":{\"form\":{},\"url\":{}}"
+            } else {
+                b"\"elicitation\":{}"
+            },
+        );
+        member(out, self.roots, b"\"roots\":{}");
+        member(out, self.sampling, b"\"sampling\":{}");
+        member(
+            out,
+            self.tasks_on(),
+            b"\"extensions\":{\"io.modelcontextprotocol/tasks\":{}}",
+        );
+        out.lit(if any { b"}" } else { b"{}" });
     }
 }
 
@@ -319,14 +326,25 @@ pub fn write_meta_keys(
     version: &str,
     caps: &ClientCapabilities,
 ) -> Result<(), Overflow> {
-    out.put(b"\"io.modelcontextprotocol/protocolVersion\":")?;
-    write_str_literal(out, version)?;
-    out.put(b",\"io.modelcontextprotocol/clientInfo\":{\"name\":")?;
-    write_str_literal(out, CLIENT_NAME)?;
-    out.put(b",\"version\":")?;
-    write_str_literal(out, SDK_VERSION)?;
-    out.put(b"},\"io.modelcontextprotocol/clientCapabilities\":")?;
-    caps.write(out)
+    let mut w = JsonOut::new(out);
+    meta_keys_to(&mut w, version, caps);
+    w.done()
+}
+
+/// [`write_meta_keys`] through a request's writer.
+pub(crate) fn meta_keys_to<S: Sink>(
+    out: &mut JsonOut<S>,
+    version: &str,
+    caps: &ClientCapabilities,
+) {
+    out.lit(b"\"io.modelcontextprotocol/protocolVersion\":");
+    out.str(version);
+    out.lit(b",\"io.modelcontextprotocol/clientInfo\":{\"name\":");
+    out.str(CLIENT_NAME);
+    out.lit(b",\"version\":");
+    out.str(SDK_VERSION);
+    out.lit(b"},\"io.modelcontextprotocol/clientCapabilities\":");
+    caps.write_to(out);
 }
 
 /// Writes the probe: `{"jsonrpc":"2.0","id":N,"method":"server/discover","params":{"_meta":…}}`.
@@ -448,33 +466,30 @@ pub fn header_params<'a>(
     let mut headers = heapless::Vec::<&'a [u8], MAX_HEADER_PARAMS>::new();
     let mut path = heapless::Vec::<&'a [u8], MAX_HEADER_DEPTH>::new();
     // First every annotation is checked, then (all valid) handed out.
-    walk_properties(input_schema, &mut path, &mut |p| {
-        let duplicate = headers.iter().any(|h| h.eq_ignore_ascii_case(p.header));
-        if duplicate {
-            return Err(HeaderAnnotationError::Duplicate);
-        }
-        headers
-            .push(p.header)
-            .map_err(|_| HeaderAnnotationError::TooMany)
-    })?;
+    walk_properties(input_schema, &mut path, &mut Walk::Check(&mut headers))?;
     // Every annotation in the schema must be one of those: anything else is unreachable.
     let all = crate::buf::count(input_schema.raw(), b"\"x-mcp-header\"");
     if all != headers.len() {
         return Err(HeaderAnnotationError::Unreachable);
     }
     path.clear();
-    walk_properties(input_schema, &mut path, &mut |p| {
-        each(p);
-        Ok(())
-    })?;
+    walk_properties(input_schema, &mut path, &mut Walk::Each(&mut each))?;
     Ok(headers.len())
+}
+
+/// What [`walk_properties`] does with each annotated property.
+enum Walk<'w, 'a> {
+    /// Checks it (a header named once, case-insensitively) and keeps its header name.
+    Check(&'w mut heapless::Vec<&'a [u8], MAX_HEADER_PARAMS>),
+    /// Hands it out.
+    Each(&'w mut dyn FnMut(HeaderParam<'_, 'a>)),
 }
 
 /// Visits the annotated properties under `schema.properties`, depth first, with their paths.
 fn walk_properties<'a>(
     schema: Value<'a>,
     path: &mut heapless::Vec<&'a [u8], MAX_HEADER_DEPTH>,
-    visit: &mut dyn FnMut(HeaderParam<'_, 'a>) -> Result<(), HeaderAnnotationError>,
+    walk: &mut Walk<'_, 'a>,
 ) -> Result<(), HeaderAnnotationError> {
     let Some(props) = schema
         .get("properties")
@@ -496,12 +511,22 @@ fn walk_properties<'a>(
             if !primitive_type(prop) {
                 return Err(HeaderAnnotationError::NotPrimitive);
             }
-            visit(HeaderParam {
-                path: path.as_slice(),
-                header,
-            })?;
+            match walk {
+                Walk::Check(headers) => {
+                    if headers.iter().any(|h| h.eq_ignore_ascii_case(header)) {
+                        return Err(HeaderAnnotationError::Duplicate);
+                    }
+                    headers
+                        .push(header)
+                        .map_err(|_| HeaderAnnotationError::TooMany)?;
+                }
+                Walk::Each(each) => each(HeaderParam {
+                    path: path.as_slice(),
+                    header,
+                }),
+            }
         }
-        walk_properties(prop, path, visit)?;
+        walk_properties(prop, path, walk)?;
         path.pop();
     }
     Ok(())

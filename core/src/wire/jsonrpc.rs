@@ -103,12 +103,97 @@ impl fmt::Display for ProtocolVersion {
     }
 }
 
-fn put_request_head(out: &mut impl Sink, id: u64, method: &str) -> Result<(), Overflow> {
-    out.put(b"{\"jsonrpc\":\"2.0\",\"id\":")?;
-    put_u64(out, id)?;
-    out.put(b",\"method\":\"")?;
-    out.put(method.as_bytes())?;
-    out.put(b"\"")
+/// A writer of a JSON-RPC message that keeps the first overflow and writes nothing after it:
+/// the encoders write piece after piece without a branch per piece, and [`JsonOut::done`] says
+/// whether all of it fit (the error is the first piece's that did not, as with `?` after each).
+/// The edge writes every request through one of these over `&mut dyn Sink`, so each encoder
+/// exists once in its binary, and each piece is a call (not inlined there: one call is
+/// smaller than the check and the write).
+pub(crate) struct JsonOut<S: Sink> {
+    out: S,
+    err: Option<Overflow>,
+}
+
+impl<S: Sink> JsonOut<S> {
+    /// A writer into `out`.
+    pub(crate) fn new(out: S) -> Self {
+        JsonOut { out, err: None }
+    }
+
+    /// Runs `write` on the sink unless an earlier piece overflowed; keeps its overflow.
+    pub(crate) fn run(&mut self, write: impl FnOnce(&mut S) -> Result<(), Overflow>) {
+        if self.err.is_none()
+            && let Err(o) = write(&mut self.out)
+        {
+            self.err = Some(o);
+        }
+    }
+
+    /// Bytes as they are.
+    #[cfg_attr(not(feature = "std"), inline(never))]
+    pub(crate) fn lit(&mut self, bytes: &[u8]) {
+        self.run(|out| out.put(bytes));
+    }
+
+    /// A JSON string literal of `s` (quoted, escaped).
+    #[cfg_attr(not(feature = "std"), inline(never))]
+    pub(crate) fn str(&mut self, s: &str) {
+        self.run(|out| write_str_literal(out, s));
+    }
+
+    /// A decimal number.
+    #[cfg_attr(not(feature = "std"), inline(never))]
+    pub(crate) fn num(&mut self, n: u64) {
+        self.run(|out| put_u64(out, n));
+    }
+
+    /// A JSON value, compactly ([`Value::write_compact`]).
+    #[cfg_attr(not(feature = "std"), inline(never))]
+    pub(crate) fn json(&mut self, v: Value<'_>) {
+        self.run(|out| v.write_compact(out));
+    }
+
+    /// What was written: `Err` with the first overflow.
+    pub(crate) fn done(&self) -> Result<(), Overflow> {
+        match self.err {
+            Some(o) => Err(o),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Writers that take any [`Sink`] (the head's, `ClientCapabilities::write`) write through it
+/// too; their `?` never stops them, the overflow is kept here.
+impl<S: Sink> Sink for JsonOut<S> {
+    fn put(&mut self, bytes: &[u8]) -> Result<(), Overflow> {
+        self.lit(bytes);
+        Ok(())
+    }
+}
+
+/// `{"jsonrpc":"2.0","id":N,"method":"M"`.
+pub(crate) fn put_request_head<S: Sink>(out: &mut JsonOut<S>, id: u64, method: &str) {
+    out.lit(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    out.num(id);
+    out.lit(b",\"method\":\"");
+    out.lit(method.as_bytes());
+    out.lit(b"\"");
+}
+
+/// The end of a message whose `params` are open (`}}`) or that has none (`}`).
+pub(crate) const PARAMS_END: &[u8] = b"}}";
+/// See [`PARAMS_END`].
+pub(crate) const BARE_END: &[u8] = b"}";
+
+/// Writes a whole message: `open` writes it but its end, which it returns.
+fn encode_whole<S: Sink>(
+    out: S,
+    open: impl FnOnce(&mut JsonOut<S>) -> &'static [u8],
+) -> Result<(), Overflow> {
+    let mut w = JsonOut::new(out);
+    let end = open(&mut w);
+    w.lit(end);
+    w.done()
 }
 
 /// Writes the `initialize` request, e.g.
@@ -144,27 +229,44 @@ pub fn encode_initialize_with(
     version: ProtocolVersion,
     caps: &crate::wire::era::ClientCapabilities,
 ) -> Result<(), Overflow> {
-    put_request_head(out, id, "initialize")?;
-    out.put(b",\"params\":{\"protocolVersion\":\"")?;
-    out.put(version.as_str().as_bytes())?;
-    out.put(b"\",\"capabilities\":")?;
+    encode_whole(out, |w| initialize_open(w, id, version, caps))
+}
+
+/// [`encode_initialize_with`] but its end, which is returned.
+pub(crate) fn initialize_open<S: Sink>(
+    out: &mut JsonOut<S>,
+    id: u64,
+    version: ProtocolVersion,
+    caps: &crate::wire::era::ClientCapabilities,
+) -> &'static [u8] {
+    put_request_head(out, id, "initialize");
+    out.lit(b",\"params\":{\"protocolVersion\":\"");
+    out.lit(version.as_str().as_bytes());
+    out.lit(b"\",\"capabilities\":");
     // The old era declares elicitation alone here (tasks ride the 2026 `_meta`).
     crate::wire::era::ClientCapabilities {
         elicitation: caps.elicitation,
         elicitation_url: caps.elicitation_url,
         ..Default::default()
     }
-    .write(out)?;
-    out.put(b",\"clientInfo\":{\"name\":")?;
-    write_str_literal(out, CLIENT_NAME)?;
-    out.put(b",\"version\":")?;
-    write_str_literal(out, SDK_VERSION)?;
-    out.put(b"}}}")
+    .write_to(out);
+    out.lit(b",\"clientInfo\":{\"name\":");
+    out.str(CLIENT_NAME);
+    out.lit(b",\"version\":");
+    out.str(SDK_VERSION);
+    out.lit(b"}");
+    PARAMS_END
 }
 
 /// Writes the `notifications/initialized` notification (no id, no reply expected).
 pub fn encode_initialized(out: &mut impl Sink) -> Result<(), Overflow> {
-    out.put(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}")
+    encode_whole(out, initialized_open)
+}
+
+/// [`encode_initialized`] but its end, which is returned.
+pub(crate) fn initialized_open<S: Sink>(out: &mut JsonOut<S>) -> &'static [u8] {
+    out.lit(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"");
+    BARE_END
 }
 
 /// Writes a `tools/list` request; with `cursor` (a previous page's `nextCursor`, echoed
@@ -221,13 +323,25 @@ pub fn encode_list(
     list: ListMethod,
     cursor: Option<&str>,
 ) -> Result<(), Overflow> {
-    put_request_head(out, id, list.method())?;
-    if let Some(c) = cursor {
-        out.put(b",\"params\":{\"cursor\":")?;
-        write_str_literal(out, c)?;
-        out.put(b"}")?;
+    encode_whole(out, |w| list_open(w, id, list, cursor))
+}
+
+/// [`encode_list`] but its end, which is returned.
+pub(crate) fn list_open<S: Sink>(
+    out: &mut JsonOut<S>,
+    id: u64,
+    list: ListMethod,
+    cursor: Option<&str>,
+) -> &'static [u8] {
+    put_request_head(out, id, list.method());
+    match cursor {
+        Some(c) => {
+            out.lit(b",\"params\":{\"cursor\":");
+            out.str(c);
+            PARAMS_END
+        }
+        None => BARE_END,
     }
-    out.put(b"}")
 }
 
 /// A request with one answer that is not a tool call: it runs nothing, so it may be sent
@@ -289,30 +403,35 @@ impl Request<'_> {
 /// Writes `req`, e.g. `{"jsonrpc":"2.0","id":4,"method":"resources/read","params":{"uri":"file:///a"}}`
 /// or `{"jsonrpc":"2.0","id":5,"method":"ping"}`.
 pub fn encode_request(out: &mut impl Sink, id: u64, req: &Request<'_>) -> Result<(), Overflow> {
-    put_request_head(out, id, req.method())?;
-    match req {
-        Request::ResourcesRead { uri } => {
-            out.put(b",\"params\":{\"uri\":")?;
-            write_str_literal(out, uri)?;
-            out.put(b"}")?;
-        }
-        Request::PromptsGet { name, arguments } => {
-            out.put(b",\"params\":{\"name\":")?;
-            write_str_literal(out, name)?;
-            if let Some(args) = arguments {
-                out.put(b",\"arguments\":")?;
-                args.write_compact(out)?;
-            }
-            out.put(b"}")?;
-        }
-        Request::Ping => {}
-        Request::TaskGet { task } | Request::TaskCancel { task } => {
-            out.put(b",\"params\":{\"taskId\":")?;
-            write_str_literal(out, task)?;
-            out.put(b"}")?;
-        }
+    encode_whole(out, |w| request_open(w, id, req))
+}
+
+/// [`encode_request`] but its end, which is returned.
+pub(crate) fn request_open<S: Sink>(
+    out: &mut JsonOut<S>,
+    id: u64,
+    req: &Request<'_>,
+) -> &'static [u8] {
+    put_request_head(out, id, req.method());
+    let (key, value): (&[u8], &str) = match *req {
+        Request::ResourcesRead { uri } => (b"uri", uri),
+        Request::PromptsGet { name, .. } => (b"name", name),
+        Request::Ping => return BARE_END,
+        Request::TaskGet { task } | Request::TaskCancel { task } => (b"taskId", task),
+    };
+    out.lit(b",\"params\":{\"");
+    out.lit(key);
+    out.lit(b"\":");
+    out.str(value);
+    if let Request::PromptsGet {
+        arguments: Some(args),
+        ..
+    } = *req
+    {
+        out.lit(b",\"arguments\":");
+        out.json(args);
     }
-    out.put(b"}")
+    PARAMS_END
 }
 
 /// Checks the shape of `req`'s result: an object, with `contents` (resources/read) or
@@ -360,21 +479,34 @@ pub fn encode_tools_call_with(
     progress_token: Option<u64>,
     extra: &[u8],
 ) -> Result<(), Overflow> {
-    put_request_head(out, id, "tools/call")?;
-    out.put(b",\"params\":{\"name\":")?;
-    write_str_literal(out, name)?;
-    out.put(b",\"arguments\":")?;
+    encode_whole(out, |w| {
+        tools_call_open(w, id, (name, arguments), progress_token, extra)
+    })
+}
+
+/// [`encode_tools_call_with`] but its end, which is returned.
+pub(crate) fn tools_call_open<S: Sink>(
+    out: &mut JsonOut<S>,
+    id: u64,
+    (name, arguments): (&str, Option<Value<'_>>),
+    progress_token: Option<u64>,
+    extra: &[u8],
+) -> &'static [u8] {
+    put_request_head(out, id, "tools/call");
+    out.lit(b",\"params\":{\"name\":");
+    out.str(name);
+    out.lit(b",\"arguments\":");
     match arguments {
-        Some(args) => args.write_compact(out)?,
-        None => out.put(b"{}")?,
+        Some(args) => out.json(args),
+        None => out.lit(b"{}"),
     }
-    out.put(extra)?;
+    out.lit(extra);
     if let Some(token) = progress_token {
-        out.put(b",\"_meta\":{\"progressToken\":")?;
-        put_u64(out, token)?;
-        out.put(b"}")?;
+        out.lit(b",\"_meta\":{\"progressToken\":");
+        out.num(token);
+        out.lit(b"}");
     }
-    out.put(b"}}")
+    PARAMS_END
 }
 
 /// Writes `notifications/cancelled` for the request `request_id`, with a reason for the
@@ -384,13 +516,22 @@ pub fn encode_cancelled(
     request_id: u64,
     reason: &str,
 ) -> Result<(), Overflow> {
-    out.put(
+    encode_whole(out, |w| cancelled_open(w, request_id, reason))
+}
+
+/// [`encode_cancelled`] but its end, which is returned.
+pub(crate) fn cancelled_open<S: Sink>(
+    out: &mut JsonOut<S>,
+    request_id: u64,
+    reason: &str,
+) -> &'static [u8] {
+    out.lit(
         b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":",
-    )?;
-    put_u64(out, request_id)?;
-    out.put(b",\"reason\":")?;
-    write_str_literal(out, reason)?;
-    out.put(b"}}")
+    );
+    out.num(request_id);
+    out.lit(b",\"reason\":");
+    out.str(reason);
+    PARAMS_END
 }
 
 /// A JSON-RPC id as the server sent it.

@@ -43,7 +43,7 @@ where
 
     /// Writes the request of `purpose` into the request buffer (head and body).
     pub(super) fn write_request(&mut self, purpose: Purpose) -> Result<(), Failure> {
-        use crate::machine::handlers::Body;
+        use crate::machine::handlers::{Body, TraceMeta};
         if let Some(capability) = purpose.not_built() {
             return Err(Failure::NotBuilt {
                 capability,
@@ -53,149 +53,125 @@ where
         let ep = self.cfg.endpoint(self.target).ok_or(Failure::NoResponse)?;
         let snap = self.snap.as_ref();
         let id = self.id;
-        let trip = match purpose {
-            Purpose::Probe { .. } => Trip::post(ep, None, Body::Discover { id: self.probe.id }),
-            Purpose::HeaderList => Trip::post(
-                ep,
-                snap,
-                match &self.job {
-                    Job::Call { handler, .. } => Body::List {
-                        id,
-                        list: ListMethod::Tools,
-                        cursor: (self.list_pages > 0)
-                            .then(|| crate::machine::handlers::as_text(&*handler.text)),
-                    },
-                    _ => Body::None,
-                },
-            ),
-            Purpose::TaskGet | Purpose::TaskCancel | Purpose::TaskUpdate | Purpose::TaskResult => {
-                Trip::post(
-                    ep,
-                    snap,
-                    match &self.job {
-                        Job::Call { handler, .. } if let Some(task) = &handler.task => Body::Task {
-                            id,
-                            method: match purpose {
-                                Purpose::TaskGet => "tasks/get",
-                                Purpose::TaskUpdate => "tasks/update",
-                                Purpose::TaskResult => "tasks/result",
-                                _ => "tasks/cancel",
-                            },
-                            task: task.id.as_str(),
-                            extra: if purpose == Purpose::TaskUpdate {
-                                handler.text.bytes()
-                            } else {
-                                b""
-                            },
-                        },
-                        _ => Body::None,
-                    },
-                )
+        // What differs between purposes is the body, and for a few the method, the session
+        // (none before the handshake) and the event to resume from: the trip is made once.
+        let mut method = Method::Post;
+        let mut session = snap;
+        let mut last_event_id = None;
+        let body = match purpose {
+            Purpose::Probe { .. } => {
+                session = None;
+                Body::Discover { id: self.probe.id }
             }
-            Purpose::Initialize { .. } => Trip::post(
-                ep,
-                None,
-                Body::Initialize {
-                    id: self.init.id,
-                    version: self.cfg.version,
-                    elicitation: self.cfg.declared().elicitation,
-                    elicitation_url: self.cfg.declared().elicitation_url,
+            Purpose::HeaderList => match &self.job {
+                Job::Call { handler, .. } => Body::List {
+                    id,
+                    list: ListMethod::Tools,
+                    cursor: (self.list_pages > 0)
+                        .then(|| crate::machine::handlers::as_text(&*handler.text)),
                 },
-            ),
-            Purpose::Initialized { .. } => Trip::post(ep, snap, Body::Initialized),
-            Purpose::Main => Trip::post(
-                ep,
-                snap,
+                _ => Body::None,
+            },
+            Purpose::TaskGet | Purpose::TaskCancel | Purpose::TaskUpdate | Purpose::TaskResult => {
                 match &self.job {
-                    Job::Call {
-                        handler,
-                        tool,
-                        args,
-                        ..
-                    } => Body::ToolsCall {
+                    Job::Call { handler, .. } if let Some(task) = &handler.task => Body::Task {
                         id,
-                        tool,
-                        args: *args,
-                        progress: handler.progress_token.then_some(id),
-                        extra: if handler.input_ready {
+                        method: match purpose {
+                            Purpose::TaskGet => "tasks/get",
+                            Purpose::TaskUpdate => "tasks/update",
+                            Purpose::TaskResult => "tasks/result",
+                            _ => "tasks/cancel",
+                        },
+                        task: task.id.as_str(),
+                        extra: if purpose == Purpose::TaskUpdate {
                             handler.text.bytes()
-                        } else if handler.session_task {
-                            // The 2025-11-25 form: a task-required tool is called as a task.
-                            b",\"task\":{}"
                         } else {
                             b""
                         },
                     },
-                    Job::List { handler, pages, .. } => Body::List {
-                        id,
-                        list: handler.list,
-                        cursor: (*pages > 0)
-                            .then(|| crate::machine::handlers::as_text(&*handler.cursor)),
-                    },
-                    // The 2026 era has no `ping`: `server/discover` is its liveness check.
-                    Job::Request(handler)
-                        if handler.req == jsonrpc::Request::Ping
-                            && snap.is_some_and(|s| s.version.is_modern()) =>
-                    {
-                        Body::Discover { id }
-                    }
-                    Job::Request(handler) => Body::request(id, handler.req),
-                    Job::Close(_) | Job::Cancel(_) => Body::None,
-                },
-            ),
-            Purpose::Resume => Trip {
-                method: Method::Get,
-                last_event_id: self.resume.as_ref().map(|(id, _)| id.as_str()),
-                ..Trip::post(ep, snap, Body::None)
-            },
-            Purpose::Cancel => Trip::post(
-                ep,
-                snap,
-                Body::Cancelled {
+                    _ => Body::None,
+                }
+            }
+            Purpose::Initialize { .. } => {
+                session = None;
+                let declared = self.cfg.declared();
+                Body::Initialize {
+                    id: self.init.id,
+                    version: self.cfg.version,
+                    elicitation: declared.elicitation,
+                    elicitation_url: declared.elicitation_url,
+                }
+            }
+            Purpose::Initialized { .. } => Body::Initialized,
+            Purpose::Main => match &self.job {
+                Job::Call {
+                    handler,
+                    tool,
+                    args,
+                    ..
+                } => Body::ToolsCall {
                     id,
-                    reason: CANCEL_TIMED_OUT,
-                },
-            ),
-            Purpose::Courtesy => match self.job {
-                Job::Cancel(id) => Trip::post(
-                    ep,
-                    snap,
-                    Body::Cancelled {
-                        id,
-                        reason: CANCEL_DROPPED,
+                    tool,
+                    args: *args,
+                    progress: handler.progress_token.then_some(id),
+                    // (Only a build with input rounds, feature `input`, ever has one ready.)
+                    extra: if cfg!(feature = "input") && handler.input_ready {
+                        handler.text.bytes()
+                    } else if handler.session_task {
+                        // The 2025-11-25 form: a task-required tool is called as a task.
+                        b",\"task\":{}"
+                    } else {
+                        b""
                     },
-                ),
-                _ => Trip {
-                    method: Method::Delete,
-                    expect: Expect::Accepted,
-                    ..Trip::post(ep, snap, Body::None)
                 },
+                Job::List { handler, pages, .. } => Body::List {
+                    id,
+                    list: handler.list,
+                    cursor: (*pages > 0)
+                        .then(|| crate::machine::handlers::as_text(&*handler.cursor)),
+                },
+                // The 2026 era has no `ping`: `server/discover` is its liveness check.
+                Job::Request(handler)
+                    if handler.req == jsonrpc::Request::Ping
+                        && snap.is_some_and(|s| s.version.is_modern()) =>
+                {
+                    Body::Discover { id }
+                }
+                Job::Request(handler) => Body::request(id, handler.req),
+                Job::Close(_) | Job::Cancel(_) => Body::None,
+            },
+            Purpose::Resume => {
+                method = Method::Get;
+                last_event_id = self.resume.as_ref().map(|(id, _)| id.as_str());
+                Body::None
+            }
+            Purpose::Cancel => Body::Cancelled {
+                id,
+                reason: CANCEL_TIMED_OUT,
+            },
+            Purpose::Courtesy => match self.job {
+                Job::Cancel(id) => Body::Cancelled {
+                    id,
+                    reason: CANCEL_DROPPED,
+                },
+                _ => {
+                    method = Method::Delete;
+                    Body::None
+                }
             },
         };
+        let mut trip = Trip::post(ep, session, body);
+        trip.method = method;
+        trip.last_event_id = last_event_id;
+        if method == Method::Delete {
+            trip.expect = Expect::Accepted;
+        }
         let modern_era =
             matches!(purpose, Purpose::Probe { .. }) || snap.is_some_and(|s| s.version.is_modern());
-        let modern = modern_era.then(|| match (&self.job, purpose) {
-            (Job::Call { handler, args, .. }, Purpose::Main) => Modern {
-                version: self.modern_version,
-                caps: self.cfg.declared(),
-                progress: handler.progress_token.then_some(id),
-                log_level: self.cfg.on_log.map(|_| self.cfg.log_level),
-                params: handler.error.bytes(),
-                args: *args,
-            },
-            _ => Modern {
-                version: self.modern_version,
-                caps: self.cfg.declared(),
-                progress: None,
-                log_level: None,
-                params: b"",
-                args: None,
-            },
-        });
         // Every request carries the trace context, when there is one (SEP-414).
-        let trace = self.cfg.trace.as_ref().and_then(|t| {
+        trip.trace = self.cfg.trace.as_ref().and_then(|t| {
             let id = trip.body.request_id()?;
-            Some(crate::machine::handlers::TraceMeta {
+            Some(TraceMeta {
                 parent: t.traceparent(id),
                 state: t.state,
                 progress: match trip.body {
@@ -204,29 +180,27 @@ where
                 },
             })
         });
-        let trip = Trip {
-            modern,
-            trace,
-            body: match trip.body {
-                // In the 2026 era the progress token rides in `_meta` with the rest; so it
-                // does in the old era beside the trace context (one `_meta`).
-                Body::ToolsCall {
-                    id,
-                    tool,
-                    args,
-                    extra,
-                    ..
-                } if modern_era || trace.is_some() => Body::ToolsCall {
-                    id,
-                    tool,
-                    args,
-                    progress: None,
-                    extra,
-                },
-                body => body,
-            },
-            ..trip
-        };
+        // In the 2026 era the progress token rides in `_meta` with the rest; so it does in
+        // the old era beside the trace context (one `_meta`).
+        if (modern_era || trip.trace.is_some())
+            && let Body::ToolsCall { progress, .. } = &mut trip.body
+        {
+            *progress = None;
+        }
+        if modern_era {
+            let call = match (&self.job, purpose) {
+                (Job::Call { handler, args, .. }, Purpose::Main) => Some((handler, *args)),
+                _ => None,
+            };
+            trip.modern = Some(Modern {
+                version: self.modern_version,
+                caps: self.cfg.declared(),
+                progress: call.and_then(|(h, _)| h.progress_token.then_some(id)),
+                log_level: call.and(self.cfg.on_log.map(|_| self.cfg.log_level)),
+                params: call.map_or(&[][..], |(h, _)| h.error.bytes()),
+                args: call.and_then(|(_, args)| args),
+            });
+        }
         self.expect = trip.expect;
         self.sent_session_id = snap.is_some_and(|s| s.session_id.is_some())
             && !matches!(purpose, Purpose::Initialize { .. });
