@@ -33,7 +33,7 @@
 # and exits 1 when a figure is over its budget (minimal: 32 768 B flash, 4 096 B static RAM;
 # full: 65 536 B and 6 144 B). EDGE_SIZE_GATE=0 prints the same and says by how much a budget
 # is over, without failing ("budget not enforced"); a figure over its ceiling (the last
-# landing's figure plus about 1 KiB, below) fails in either case.
+# landing's figure plus about 1.5 KiB, below) fails in either case.
 #
 # Needs: the thumbv7em-none-eabihf target and a Berkeley-format size tool: llvm-size, else
 # arm-none-eabi-size, else binutils' own `size` (it reads the ARM ELF the same); installs
@@ -49,12 +49,13 @@ gate="${EDGE_SIZE_GATE:-1}"
 minimal_flash=32768 minimal_ram=4096
 full_flash=65536 full_ram=6144
 # Ceilings per profile, until the budgets are met: the figures of the last landing plus about
-# 1 KiB (toolchain noise), rounded to 256 B. A figure over its ceiling fails the script even
+# 1.5 KiB (toolchain noise, and the checkout's path, which panic locations carry: a clone at a
+# longer path is a few hundred bytes bigger), rounded up to 256 B. A figure over its ceiling fails the script even
 # with EDGE_SIZE_GATE=0, so the client can shrink towards its budget but never grow back; lower
 # them with each landing that shrinks it. The static RAM budgets are met: their ceilings are
 # the budgets.
-minimal_ceiling_flash=86784 minimal_ceiling_ram=4096
-full_ceiling_flash=103936 full_ceiling_ram=6144
+minimal_ceiling_flash=71168 minimal_ceiling_ram=4096
+full_ceiling_flash=87296 full_ceiling_ram=6144
 target=thumbv7em-none-eabihf
 
 rustup target list --installed 2>/dev/null | grep -qx "$target" || rustup target add "$target"
