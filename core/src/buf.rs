@@ -17,17 +17,6 @@ pub struct Overflow {
     pub needed: usize,
 }
 
-impl Words for Overflow {
-    fn words(&self, out: &mut dyn Sink) -> Result<(), Overflow> {
-        use crate::wire::failure::{Arg, Msg};
-        Msg::Overflow.say(
-            out,
-            [Arg::Num(self.needed as u64), Arg::Num(self.limit as u64)],
-        )?;
-        put_u64(out, self.needed.saturating_sub(self.limit) as u64)
-    }
-}
-
 impl fmt::Display for Overflow {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt_words(self, f)

@@ -58,7 +58,7 @@ impl fmt::Display for EndpointError {
 
 impl crate::buf::Words for EndpointError {
     fn words(&self, out: &mut dyn crate::buf::Sink) -> Result<(), crate::buf::Overflow> {
-        use crate::wire::failure::{Arg, Msg};
+        use crate::wire::words::{Arg, Msg};
         let what = match self {
             EndpointError::MissingScheme => Msg::NoScheme,
             EndpointError::UnsupportedScheme => Msg::BadScheme,

@@ -18,8 +18,7 @@
 //! 400 `-32000`; the Python SDK, FastMCP and rmcp answer it with a result.
 
 use crate::buf::{DETAIL_BYTES, Detail, Overflow, Sink, StrSink, truncated};
-use crate::wire::json::{JsonLimits, Kind, Value};
-use crate::wire::jsonrpc::JsonOut;
+use crate::wire::json::{JsonLimits, JsonOut, Kind, Value};
 
 /// The `clientInfo.version` this client announces in the handshake. It is the handshake
 /// string of the reference SDK (`docs/design.md#handshake`), deliberately separate from this

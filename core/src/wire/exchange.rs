@@ -788,12 +788,15 @@ mod tests {
         assert!(ex.take_tail().is_none() || !ex.awaits_end());
     }
 
-    /// Takes the message whose text contains `"id":7`; counts the others.
+    /// Takes the message whose text contains `"id":7`; counts the others (the line mode's
+    /// tests: stdio is the `std` build's).
+    #[cfg(feature = "std")]
     #[derive(Default)]
     struct Seven {
         seen: usize,
         last: bool,
     }
+    #[cfg(feature = "std")]
     impl OnMessage for Seven {
         fn on_message(&mut self, msg: &[u8], last: bool) -> Result<Verdict, Failure> {
             self.seen += 1;

@@ -126,7 +126,7 @@ impl fmt::Display for RequestError {
 
 impl Words for RequestError {
     fn words(&self, out: &mut dyn Sink) -> Result<(), Overflow> {
-        use crate::wire::failure::{Arg, Msg};
+        use crate::wire::words::{Arg, Msg};
         match self {
             RequestError::Overflow(o) => Msg::HeadNotFit.say(out, [Arg::Says(o), Arg::None]),
             RequestError::InvalidHeader => Msg::InvalidHeader.say(out, [Arg::None, Arg::None]),
@@ -413,7 +413,7 @@ impl fmt::Display for Stage {
 
 impl Words for Stage {
     fn words(&self, out: &mut dyn Sink) -> Result<(), Overflow> {
-        use crate::wire::failure::{Arg, Fr, tell};
+        use crate::wire::words::{Arg, Fr, tell};
         let stage = match self {
             Stage::Head => Fr::Head,
             Stage::Body => Fr::Body,
@@ -472,7 +472,7 @@ impl fmt::Display for HttpError {
 
 impl Words for HttpError {
     fn words(&self, out: &mut dyn Sink) -> Result<(), Overflow> {
-        use crate::wire::failure::{Arg, Msg};
+        use crate::wire::words::{Arg, Msg};
         let (message, arg) = match self {
             HttpError::HeadTooLarge { limit } => (Msg::HeadTooLarge, Arg::Num(*limit as u64)),
             HttpError::BadHead(what) => (Msg::BadHead, Arg::Str(what)),

@@ -113,7 +113,7 @@ impl fmt::Display for JsonErrorKind {
 
 impl crate::buf::Words for JsonErrorKind {
     fn words(&self, out: &mut dyn crate::buf::Sink) -> Result<(), crate::buf::Overflow> {
-        use crate::wire::failure::{Arg, Msg};
+        use crate::wire::words::{Arg, Msg};
         const HEX: &[u8; 16] = b"0123456789abcdef";
         let hex = |n: u8| HEX.get(usize::from(n & 15)).copied().unwrap_or(b'0');
         // The byte as it is (a graphic ASCII one) or in hex: ASCII either way.
@@ -152,7 +152,7 @@ impl fmt::Display for JsonError {
 
 impl crate::buf::Words for JsonError {
     fn words(&self, out: &mut dyn crate::buf::Sink) -> Result<(), crate::buf::Overflow> {
-        use crate::wire::failure::{Arg, Msg};
+        use crate::wire::words::{Arg, Msg};
         Msg::JsonAt.say(out, [Arg::Num(self.offset as u64), Arg::Says(&self.kind)])
     }
 }
@@ -246,10 +246,12 @@ pub struct JsonStr<'a> {
     raw: &'a [u8],
 }
 
+mod out;
 mod scan;
 mod unescape;
 mod value;
 
+pub(crate) use out::JsonOut;
 #[cfg(feature = "std")]
 pub use scan::{DEFER_FROM, Deferred, ENDS_DEPTH, Ends, MAX_DEFERRED, MAX_ENDS, check_deferred};
 pub use unescape::{UNESCAPE_GATHER, write_str_literal};

@@ -12,3 +12,4 @@ pub mod json;
 pub mod jsonrpc;
 pub mod session;
 pub mod sse;
+mod words;

@@ -57,7 +57,7 @@ impl fmt::Display for SseError {
 
 impl crate::buf::Words for SseError {
     fn words(&self, out: &mut dyn crate::buf::Sink) -> Result<(), crate::buf::Overflow> {
-        use crate::wire::failure::{Arg, Msg};
+        use crate::wire::words::{Arg, Msg};
         match self {
             SseError::EventTooLarge { limit } => {
                 Msg::SseTooLarge.say(out, [Arg::Num(*limit as u64), Arg::None])

@@ -2,7 +2,7 @@
 //! HTTP head.
 
 use super::*;
-use crate::wire::jsonrpc::JsonOut;
+use crate::wire::json::JsonOut;
 
 /// The JSON-RPC message a request carries.
 pub(crate) enum Body<'x> {

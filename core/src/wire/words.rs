@@ -1,0 +1,425 @@
+//! The words of every failure and wire error, written once: a text of shared fragments
+//! ([`Fr`]), each message a list of them with at most two arguments ([`Msg`], [`Arg`]), and
+//! one small writer ([`tell`]). Phrases that several messages share are stored once, and no
+//! message goes through `core::fmt` (flash on the edge).
+//!
+//! A leaf of the wire: it needs nothing of the error types whose words it holds (they use it,
+//! and [`super::failure`] holds them all), so no module of the wire reaches itself through it.
+
+use crate::buf::{Overflow, Sink, Words, put_u64};
+
+impl Words for Overflow {
+    fn words(&self, out: &mut dyn Sink) -> Result<(), Overflow> {
+        Msg::Overflow.say(
+            out,
+            [Arg::Num(self.needed as u64), Arg::Num(self.limit as u64)],
+        )?;
+        put_u64(out, self.needed.saturating_sub(self.limit) as u64)
+    }
+}
+
+/// The standard reason phrase of an HTTP status, for messages.
+pub fn reason_phrase(code: u16) -> &'static str {
+    reason(code)
+        .and_then(|r| core::str::from_utf8(r.bytes()).ok())
+        .unwrap_or("")
+}
+
+/// The statuses that have a reason phrase in messages, and their phrases.
+const REASONS: [(u16, Fr); 18] = [
+    (400, Fr::BadRequest),
+    (401, Fr::Unauthorized),
+    (403, Fr::Forbidden),
+    (404, Fr::NotFound),
+    (405, Fr::MethodNotAllowed),
+    (406, Fr::NotAcceptable),
+    (408, Fr::RequestTimeout),
+    (409, Fr::Conflict),
+    (413, Fr::ContentTooLarge),
+    (415, Fr::UnsupportedMedia),
+    (421, Fr::Misdirected),
+    (422, Fr::Unprocessable),
+    (429, Fr::TooManyRequests),
+    (500, Fr::InternalError),
+    (501, Fr::NotImplemented),
+    (502, Fr::BadGateway),
+    (503, Fr::Unavailable),
+    (504, Fr::GatewayTimeout),
+];
+
+/// [`reason_phrase`] as a fragment.
+pub(crate) fn reason(code: u16) -> Option<Fr> {
+    if (300..=399).contains(&code) {
+        return Some(Fr::Redirect);
+    }
+    REASONS.iter().find(|(c, _)| *c == code).map(|&(_, r)| r)
+}
+
+/// The fragments of the failures' words, in one text: a phrase that several messages share
+/// is written once, and a message is a short list of fragments and arguments ([`tell`]). On
+/// the edge this is a fraction of the code that a `match` writing each message piece by
+/// piece takes; the words are the same.
+macro_rules! fragments {
+    ($($name:ident = $text:literal,)*) => {
+        /// A fragment of the failures' words, or an argument of a message ([`tell`]).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        #[repr(u8)]
+        pub(crate) enum Fr {
+            $(
+                #[doc = concat!("`", $text, "`")]
+                $name,
+            )*
+            /// The message's first argument.
+            A0,
+            /// The message's second argument.
+            A1,
+        }
+        /// Every fragment's text, one after the other.
+        const TEXT: &str = concat!($($text),*);
+        /// Where each fragment ends in [`TEXT`].
+        const ENDS: [u16; Fr::A0 as usize] = ends([$($text.len()),*]);
+    };
+}
+
+/// The running sums of `lens` (at build time: an index out of range fails the build).
+#[allow(clippy::indexing_slicing)]
+const fn ends<const K: usize>(lens: [usize; K]) -> [u16; K] {
+    let mut out = [0u16; K];
+    let mut sum = 0;
+    let mut i = 0;
+    while i < K {
+        sum += lens[i];
+        assert!(sum <= u16::MAX as usize);
+        out[i] = sum as u16;
+        i += 1;
+    }
+    out
+}
+
+fragments! {
+    BadEndpoint = "bad endpoint: ",
+    CouldNotConnect = "could not connect: ",
+    ToolCallTimedOut = "tool call timed out",
+    After = " after ",
+    Deadline = " ms, the call's deadline (--timeout-ms, Options::timeout_ms)",
+    NotSent = ", before the tool call was sent",
+    ServerClosed = "server closed the connection",
+    WhileSending = " while the request was being sent",
+    BeforeHead = " before the reply head was complete",
+    InBody = " in the middle of the reply body",
+    ReadFailed = "reading the reply failed (connection reset)",
+    ConnectionEnded = "the connection ended ",
+    AfterSent = "after the tool call was sent",
+    BeforeAnyReply = " and before any reply",
+    Comma = ",",
+    CommaSpace = ", ",
+    BeforeResponse = " before",
+    ToolResponse = " the tool call's response",
+    StreamEnded = "the reply stream ended without",
+    ToolMay = ": the tool may ",
+    HaveRun = "have run, so the call was not sent again",
+    StillRunning = "still be running on the server",
+    MalformedHttp = "malformed HTTP reply: ",
+    Http = "HTTP ",
+    Space = " ",
+    Colon = ": ",
+    OpenParen = " (",
+    Close = ")",
+    RetryAfterOpen = " (retry-after: ",
+    WithRetryAfter = " with retry-after: ",
+    LongerThanWait = ", longer than the call can wait",
+    Stalled = "server stalled: no byte of the reply for ",
+    IdleTimeout = " ms, the idle timeout (--idle-timeout-ms, Options::idle_timeout_ms; off by default)",
+    Cancelled = "the call was cancelled by its caller",
+    TheServer = "the server ",
+    AskedForInput = "asked for input (",
+    NoInputHandler = " and this call has no input handler",
+    AnsweredResultType = "answered with resultType \"",
+    NotAskedFor = "\", which this call did not ask for",
+    RefusedVersion = "refused our protocol version (JSON-RPC -32022): it speaks [",
+    ClientSpeaks = "]; this client speaks [",
+    CloseBracket = "]",
+    ThisBuild = "this build has no ",
+    Support = " support",
+    HandshakeFailed = "handshake failed",
+    Era2025 = "era-2025",
+    TaskFailed = "task failed",
+    Tasks = "tasks",
+    ToolDropped = "the tool's x-mcp-header annotations are invalid, so its server's tool list drops it",
+    ContentType = "reply has content-type '",
+    Expected = "', expected application/json or text/event-stream",
+    EmptyReply = "reply has no body; expected a JSON-RPC response",
+    NotJson = "reply is not valid JSON: ",
+    NotRpc = "reply is not a JSON-RPC response: ",
+    NoResponse = "reply stream ended without a response to this request",
+    BufferTooSmall = " buffer too small: ",
+    NotWritten = "could not write the request: ",
+    BadArguments = "tool arguments must be a JSON object",
+    EndlessPaging = "kept paging (repeated cursor or over 1000 pages)",
+    HostNotResolved = "host name did not resolve",
+    Refused = "connection refused",
+    Unreachable = "network unreachable",
+    TlsFailed = "TLS handshake failed",
+    SocketError = "socket error",
+    Unsupported = "not supported by this adapter",
+    NoProcess = "server process not running",
+    HttpResponse = "HTTP response ",
+    Head = "head",
+    Body = "body",
+    IsLarger = " is larger than",
+    ItsCapOf = " its cap of ",
+    Bytes = " bytes",
+    IsMalformed = " is malformed: ",
+    MoreThan = "has more than ",
+    HeaderLines = " header lines",
+    BadContentLength = "content-length is not a decimal number, or two of them differ",
+    HttpChunked = "HTTP chunked ",
+    BodyHasA = "body has a ",
+    BadChunk = "malformed chunk size line",
+    ChunkTooLarge = "chunk size that does not fit in 64 bits",
+    TrailersLarger = "trailers are larger than their cap of ",
+    SessionId = "mcp-session-id is empty, longer than ",
+    NotVisible = " or not visible ASCII",
+    SentAfterEnd = "server sent bytes after the end of",
+    TheHttpResponse = " the HTTP response",
+    ClosedInMiddle = "connection closed in the middle of",
+    NotHttp = "the reply does not start with HTTP/ (is this an MCP HTTP server?)",
+    SpeaksTls = "speaks TLS on this port: use https:// for this endpoint",
+    BadRequest = "Bad Request",
+    Unauthorized = "Unauthorized",
+    Forbidden = "Forbidden",
+    NotFound = "Not Found",
+    MethodNotAllowed = "Method Not Allowed",
+    NotAcceptable = "Not Acceptable",
+    RequestTimeout = "Request Timeout",
+    Conflict = "Conflict",
+    ContentTooLarge = "Content Too Large",
+    UnsupportedMedia = "Unsupported Media Type",
+    Misdirected = "Misdirected Request",
+    Unprocessable = "Unprocessable Content",
+    TooManyRequests = "Too Many Requests",
+    InternalError = "Internal Server Error",
+    NotImplemented = "Not Implemented",
+    BadGateway = "Bad Gateway",
+    Unavailable = "Service Unavailable",
+    GatewayTimeout = "Gateway Timeout",
+    Redirect = "Redirect (not followed)",
+    InvalidJsonAt = "invalid JSON at byte ",
+    UnexpectedEnd = "input ended inside a value (truncated?)",
+    UnexpectedByte = "unexpected byte ",
+    Quote = "'",
+    Hex = "0x",
+    InvalidEscape = "invalid escape",
+    InString = " in string",
+    BadUnicodeEscape = "\\u escape not followed by four hex digits",
+    InvalidUtf8 = "string is not valid UTF-8",
+    ControlCharacter = "unescaped control character",
+    Malformed = "malformed ",
+    Number = "number",
+    Literal = "literal (true/false/null)",
+    TooDeep = "nested deeper than the limit of ",
+    AfterJson = "data after the JSON value",
+    JsonRpc = "JSON-RPC ",
+    RpcNotObject = "message is not a JSON object",
+    RpcBadVersion = "message lacks \"jsonrpc\":\"2.0\"",
+    RpcBadId = "id is not a number, string or null",
+    RpcBadError = "error is not an object with an integer code and a string message",
+    RpcBoth = "response has both result and error",
+    RpcNeither = "response has neither result nor error",
+    RpcBadMethod = "method is not a string",
+    RpcEmptyBatch = "batch array is empty",
+    ResultMember = "result member \"",
+    MissingMember = "\" is missing or has the wrong type",
+    SseEvent = "server-sent event",
+    RaiseLimit = "; raise the event limit or the reply buffer",
+    EndpointUrl = "endpoint URL ",
+    NoScheme = "has no scheme; write it as http://host[:port]/path",
+    BadScheme = "scheme is not supported; use http:// or https://",
+    EmptyHost = "has an empty host",
+    BadPort = "port must be a decimal number in 1..=65535",
+    BadHost = "host has characters a host name or IP address cannot hold",
+    Userinfo = "carries user@ credentials; put credentials in headers instead",
+    UrlFragment = "has a #fragment; remove it",
+    BadPath = "path or query has spaces, control or non-ASCII characters",
+    HeadNotFit = "HTTP request head does not fit: ",
+    InvalidHeader = "request header is invalid: names must be HTTP tokens and values must not contain CR, LF or NUL",
+    NeedsAtLeast = "needs at least ",
+    CommaOver = ", over",
+    By = " by ",
+}
+
+/// The messages said through [`tell`], each a list of fragments and arguments, in one table: a
+/// message is named by a byte ([`Msg`]), not by a pointer and a length.
+macro_rules! messages {
+    ($($name:ident = [$($fr:ident),*],)*) => {
+        /// A message of the failures' words: its fragments and arguments ([`Msg::program`]).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        #[repr(u8)]
+        pub(crate) enum Msg {
+            $(
+                #[doc = concat!($("`", stringify!($fr), "` "),*)]
+                $name,
+            )*
+        }
+        /// Every message's fragments, one after the other.
+        const PROGRAMS: &[Fr] = &[$($(Fr::$fr,)*)*];
+        /// Where each message ends in [`PROGRAMS`].
+        const PROGRAM_ENDS: &[u16] = &ends([$([$(Fr::$fr),*].len(),)*]);
+    };
+}
+
+messages! {
+    EraMissing = [HandshakeFailed, OpenParen, ThisBuild, Era2025, Support, Close],
+    TasksMissing = [TaskFailed, OpenParen, ThisBuild, Tasks, Support, Close],
+    Endpoint = [BadEndpoint, A0],
+    Connect = [CouldNotConnect, A0],
+    TimedOut = [ToolCallTimedOut],
+    SendFailed = [ServerClosed, WhileSending],
+    ReadFailed = [ReadFailed],
+    ClosedInHead = [ServerClosed, BeforeHead],
+    ClosedInBody = [ServerClosed, InBody],
+    Said = [A0],
+    MalformedHttp = [MalformedHttp, A0],
+    Snippet = [Colon, A0],
+    RetryAfter = [RetryAfterOpen, A0, Close],
+    Stalled = [Stalled, A0, IdleTimeout],
+    StalledInCall = [Stalled, A0, IdleTimeout, ToolMay, StillRunning],
+    CallTimedOut = [ToolCallTimedOut, After, A0, Deadline, NotSent],
+    CallTimedOutSent = [ToolCallTimedOut, After, A0, Deadline, ToolMay, StillRunning],
+    BrokenBeforeReply = [ConnectionEnded, AfterSent, BeforeAnyReply, ToolMay, HaveRun],
+    BrokenInHead = [ServerClosed, BeforeHead, CommaSpace, AfterSent, ToolMay, HaveRun],
+    BrokenInBody = [ServerClosed, InBody, Comma, BeforeResponse, ToolResponse, ToolMay, HaveRun],
+    BrokenReset = [ReadFailed, BeforeResponse, ToolResponse, ToolMay, HaveRun],
+    BrokenStreamEnded = [StreamEnded, ToolResponse, ToolMay, HaveRun],
+    Cancelled = [Cancelled],
+    InputRequired = [TheServer, AskedForInput, A0, Close, NoInputHandler],
+    UnexpectedResultType = [TheServer, AnsweredResultType, A0, NotAskedFor],
+    VersionRefused = [TheServer, RefusedVersion, A0, ClientSpeaks, A1, CloseBracket],
+    NotBuilt = [ThisBuild, A0, Support, Colon, A1],
+    ToolDropped = [ToolDropped],
+    RetryTooLate = [WithRetryAfter, A0, LongerThanWait],
+    ContentType = [ContentType, A0, Expected],
+    EmptyReply = [EmptyReply],
+    NotJson = [NotJson, A0],
+    NotRpc = [NotRpc, A0],
+    NoResponse = [NoResponse],
+    TooLarge = [A0, BufferTooSmall, A1],
+    NotWritten = [NotWritten, A0],
+    Handshake = [HandshakeFailed, Colon, A0],
+    BadArguments = [BadArguments],
+    EndlessPaging = [TheServer, EndlessPaging],
+    Status = [Http, A0],
+    HeadTooLarge = [HttpResponse, Head, IsLarger, ItsCapOf, A0, Bytes],
+    BadHead = [HttpResponse, Head, IsMalformed, A0],
+    TooManyHeaders = [HttpResponse, MoreThan, A0, HeaderLines],
+    BadContentLength = [HttpResponse, BadContentLength],
+    BadChunk = [HttpChunked, BodyHasA, BadChunk],
+    ChunkTooLarge = [HttpChunked, BodyHasA, ChunkTooLarge],
+    BodyTooLarge = [HttpResponse, Body, IsLarger, ItsCapOf, A0, Bytes],
+    BadSessionId = [SessionId, A0, Bytes, NotVisible],
+    TrailingData = [SentAfterEnd, TheHttpResponse],
+    EofInHead = [ClosedInMiddle, TheHttpResponse, Space, Head],
+    EofInBody = [ClosedInMiddle, TheHttpResponse, Space, Body],
+    TrailersTooLarge = [HttpChunked, TrailersLarger, A0, Bytes],
+    NotHttp = [NotHttp],
+    TlsRecord = [TheServer, SpeaksTls],
+    HeadNotFit = [HeadNotFit, A0],
+    InvalidHeader = [InvalidHeader],
+    JsonAt = [InvalidJsonAt, A0, Colon, A1],
+    JsonEnd = [UnexpectedEnd],
+    JsonByte = [UnexpectedByte, Quote, A0, Quote],
+    JsonByteHex = [UnexpectedByte, Hex, A0],
+    JsonEscape = [InvalidEscape, InString],
+    JsonUnicodeEscape = [BadUnicodeEscape],
+    JsonUtf8 = [InvalidUtf8],
+    JsonControl = [ControlCharacter, InString],
+    JsonNumber = [Malformed, Number],
+    JsonLiteral = [Malformed, Literal],
+    JsonTooDeep = [TooDeep, A0],
+    JsonTrailing = [AfterJson],
+    RpcNotObject = [JsonRpc, RpcNotObject],
+    RpcBadVersion = [JsonRpc, RpcBadVersion],
+    RpcBadId = [JsonRpc, RpcBadId],
+    RpcBadError = [JsonRpc, RpcBadError],
+    RpcBoth = [JsonRpc, RpcBoth],
+    RpcNeither = [JsonRpc, RpcNeither],
+    RpcBadMethod = [JsonRpc, RpcBadMethod],
+    RpcEmptyBatch = [JsonRpc, RpcEmptyBatch],
+    RpcBadField = [ResultMember, A0, MissingMember],
+    SseTooLarge = [SseEvent, IsLarger, ItsCapOf, A0, Bytes, RaiseLimit],
+    NoScheme = [EndpointUrl, NoScheme],
+    BadScheme = [EndpointUrl, BadScheme],
+    EmptyHost = [EndpointUrl, EmptyHost],
+    BadPort = [EndpointUrl, BadPort],
+    BadHost = [EndpointUrl, BadHost],
+    Userinfo = [EndpointUrl, Userinfo],
+    UrlFragment = [EndpointUrl, UrlFragment],
+    BadPath = [EndpointUrl, BadPath],
+    Overflow = [NeedsAtLeast, A0, Bytes, CommaOver, ItsCapOf, A1, By],
+}
+
+impl Msg {
+    /// The message's fragments and arguments.
+    pub(crate) fn program(self) -> &'static [Fr] {
+        let i = self as usize;
+        let start = i.checked_sub(1).and_then(|p| PROGRAM_ENDS.get(p)).copied();
+        let end = PROGRAM_ENDS.get(i).copied().unwrap_or(0);
+        PROGRAMS
+            .get(usize::from(start.unwrap_or(0))..usize::from(end))
+            .unwrap_or(&[])
+    }
+
+    /// Says the message with its arguments (see [`tell`]).
+    pub(crate) fn say(self, f: &mut dyn Sink, args: [Arg<'_>; 2]) -> Result<(), Overflow> {
+        tell(f, self.program(), args)
+    }
+}
+
+impl Fr {
+    /// The fragment's text (none for an argument).
+    fn bytes(self) -> &'static [u8] {
+        let i = self as usize;
+        let start = i.checked_sub(1).and_then(|p| ENDS.get(p)).copied();
+        let end = ENDS.get(i).copied().unwrap_or(0);
+        TEXT.as_bytes()
+            .get(usize::from(start.unwrap_or(0))..usize::from(end))
+            .unwrap_or(&[])
+    }
+}
+
+/// An argument of a message ([`tell`]).
+#[derive(Clone, Copy)]
+pub(crate) enum Arg<'a> {
+    /// Words as they are.
+    Str(&'a str),
+    /// A number in decimal.
+    Num(u64),
+    /// What a value says of itself.
+    Says(&'a dyn Words),
+    /// Nothing (a message without this argument).
+    None,
+}
+
+/// Writes `message`: its fragments, and `args` where it names them ([`Fr::A0`], [`Fr::A1`]).
+/// One copy of the loop for every message: never inlined.
+#[inline(never)]
+pub(crate) fn tell(f: &mut dyn Sink, message: &[Fr], args: [Arg<'_>; 2]) -> Result<(), Overflow> {
+    let [a0, a1] = args;
+    for &fr in message {
+        let arg = match fr {
+            Fr::A0 => a0,
+            Fr::A1 => a1,
+            _ => {
+                f.put(fr.bytes())?;
+                continue;
+            }
+        };
+        match arg {
+            Arg::Str(s) => f.put_str(s)?,
+            Arg::Num(n) => put_u64(f, n)?,
+            Arg::Says(w) => w.words(f)?,
+            Arg::None => {}
+        }
+    }
+    Ok(())
+}
