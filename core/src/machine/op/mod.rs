@@ -636,7 +636,8 @@ where
         self.failure.as_ref()
     }
 
-    /// Takes the op's failure out of it (when the op is done with: [`Metering::settle`]).
+    /// Takes the op's failure out of it, when the op is done with
+    /// ([`Metering::settle`](crate::machine::Metering::settle)).
     pub fn take_failure(&mut self) -> Option<Failure> {
         self.failure.take()
     }
