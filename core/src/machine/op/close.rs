@@ -90,6 +90,19 @@ where
     /// The slot's close: the next server with an open session gets its `DELETE`; every
     /// session is forgotten; nothing goes to a server the slot knows is dead.
     pub(super) fn close_next(&mut self, slot: &mut SlotState, now: Millis) {
+        // A build without the 2025 era has no session ids: no `DELETE` to send, every session
+        // is forgotten at once.
+        if !cfg!(feature = "era-2025") {
+            for target in [Target::Primary, Target::Fallback] {
+                if self.cfg.endpoint(target).is_some()
+                    && let Some(session) = slot.session_mut(target)
+                {
+                    session.reset();
+                }
+            }
+            self.stage = Stage::Done;
+            return;
+        }
         loop {
             let Job::Close(next) = &mut self.job else {
                 self.stage = Stage::Done;
@@ -124,6 +137,12 @@ where
 
     /// A dropped call's cancel: only in a live server's session.
     pub(super) fn cancel_start(&mut self, slot: &mut SlotState, now: Millis, _id: u64) {
+        // Without the 2025 era every session is a 2026 one: the closed connection was the
+        // cancel.
+        if !cfg!(feature = "era-2025") {
+            self.stage = Stage::Done;
+            return;
+        }
         let snap = if slot.failover.is_dead(self.target) || self.cfg.endpoint(self.target).is_none()
         {
             None
