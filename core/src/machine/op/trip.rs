@@ -261,14 +261,21 @@ where
                     purpose,
                     Purpose::Cancel | Purpose::Courtesy | Purpose::TaskCancel
                 );
-                let result = match self.trip.take() {
-                    Some(TripEnd::Done) => Ok(true),
-                    Some(TripEnd::Ended) => Ok(false),
+                // A failed trip's failure stays where it is kept (`Op::failure`): it is large,
+                // and most ends keep it as the attempt's.
+                let ok = match self.trip.take() {
+                    Some(TripEnd::Done) => Some(true),
+                    Some(TripEnd::Ended) => Some(false),
                     // A courtesy's failure was never kept: the attempt's own stays.
-                    _ if courtesy => Err(Failure::NoResponse),
-                    _ => Err(self.failure.take().unwrap_or(Failure::NoResponse)),
+                    _ if courtesy => None,
+                    _ => {
+                        if self.failure.is_none() {
+                            self.failure = Some(Failure::NoResponse);
+                        }
+                        None
+                    }
                 };
-                self.trip_done(slot, now, purpose, result);
+                self.trip_done(slot, now, purpose, ok);
                 None
             }
         }
