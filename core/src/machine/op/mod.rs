@@ -145,6 +145,15 @@ enum Purpose {
 }
 
 impl Purpose {
+    /// A best-effort request whose failure changes nothing (it has a short deadline of its
+    /// own); never one the build leaves out.
+    fn is_courtesy(self) -> bool {
+        matches!(
+            self,
+            Purpose::Cancel | Purpose::Courtesy | Purpose::TaskCancel
+        ) && self.not_built().is_none()
+    }
+
     /// The capability this purpose belongs to, when the build leaves it out
     /// (docs/design.md#capabilities): a trip for it is never started, and every branch that
     /// handles one folds away.
@@ -157,9 +166,18 @@ impl Purpose {
             {
                 Some("tasks")
             }
-            Purpose::Initialize { .. } | Purpose::Initialized { .. } | Purpose::Resume
+            // Without the 2025 era no session has an id (close sends no `DELETE`, a dropped
+            // call's cancel nothing), and a timed-out call's cancel is the closed stream
+            // (the notification only goes to a stdio server, which needs `std`).
+            Purpose::Initialize { .. }
+            | Purpose::Initialized { .. }
+            | Purpose::Resume
+            | Purpose::Courtesy
                 if !cfg!(feature = "era-2025") =>
             {
+                Some("era-2025")
+            }
+            Purpose::Cancel if !cfg!(feature = "era-2025") && !cfg!(feature = "std") => {
                 Some("era-2025")
             }
             _ => None,

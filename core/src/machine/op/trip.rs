@@ -27,11 +27,7 @@ where
             exchange: None,
         };
         self.trip = None;
-        self.courtesy = matches!(
-            purpose,
-            Purpose::Cancel | Purpose::Courtesy | Purpose::TaskCancel
-        )
-        .then(|| Deadline::courtesy(now));
+        self.courtesy = purpose.is_courtesy().then(|| Deadline::courtesy(now));
         match self.write_request(purpose) {
             Ok(()) => self.set_wire(Wire::Connect { fresh: false }),
             Err(f) => {
@@ -257,10 +253,7 @@ where
                 })
             }
             Wire::Idle => {
-                let courtesy = matches!(
-                    purpose,
-                    Purpose::Cancel | Purpose::Courtesy | Purpose::TaskCancel
-                );
+                let courtesy = purpose.is_courtesy();
                 // A failed trip's failure stays where it is kept (`Op::failure`): it is large,
                 // and most ends keep it as the attempt's.
                 let ok = match self.trip.take() {
@@ -622,13 +615,7 @@ where
     /// Keeps a round trip's failure for delivery; a courtesy's is dropped (the attempt's own
     /// failure, if any, stays).
     pub(super) fn trip_failed(&mut self, f: Failure) {
-        if !matches!(
-            self.stage,
-            Stage::Trip {
-                purpose: Purpose::Cancel | Purpose::Courtesy | Purpose::TaskCancel,
-                ..
-            }
-        ) {
+        if !matches!(self.stage, Stage::Trip { purpose, .. } if purpose.is_courtesy()) {
             self.failure = Some(f);
         }
         self.trip = Some(TripEnd::Failed);
