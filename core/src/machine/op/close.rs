@@ -14,18 +14,18 @@ where
         // A call's deadline or idle timeout names its limit and whether the tool may still
         // be running (issue 27).
         if self.is_call() {
+            // (Changed where it lies: a failure is large.)
             let sent = self.attempt.call_sent;
-            self.failure = match self.failure.take() {
-                Some(Failure::TimedOut) => Some(Failure::CallTimedOut {
-                    ms: self.cfg.timeout_ms,
-                    sent,
-                }),
-                Some(Failure::Stalled { idle_ms, .. }) => Some(Failure::Stalled {
-                    idle_ms,
-                    call: sent,
-                }),
-                other => other,
-            };
+            match &mut self.failure {
+                Some(f @ Failure::TimedOut) => {
+                    *f = Failure::CallTimedOut {
+                        ms: self.cfg.timeout_ms,
+                        sent,
+                    }
+                }
+                Some(Failure::Stalled { call, .. }) => *call = sent,
+                _ => {}
+            }
         }
         let failed = self.failure.is_some();
         let (outcome, next, fallback_used, no_healthy_tool) = match &self.job {
