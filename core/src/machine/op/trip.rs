@@ -637,7 +637,8 @@ where
                 version: self.cfg.version,
             });
         }
-        self.resume = if done {
+        // (Only the 2025 era resumes a reply stream.)
+        self.resume = if done || !cfg!(feature = "era-2025") {
             None
         } else {
             x.resume_from()
