@@ -875,18 +875,12 @@ where
                 None
             }
             Stage::Waiting { attempt } => self.waiting(slot, now, attempt),
-            // Stages of a capability the build leaves out are never entered.
+            // Stages of a capability the build leaves out are never entered (a resumption's
+            // trip is not built: `start_trip` fails it).
             Stage::TaskSend(_) | Stage::TaskWait { .. } if !cfg!(feature = "tasks") => {
                 self.fail(Failure::NotBuilt {
                     capability: "tasks",
                     need: "the tool requires a task",
-                });
-                None
-            }
-            Stage::ResumeWait { .. } if !cfg!(feature = "era-2025") => {
-                self.fail(Failure::NotBuilt {
-                    capability: "era-2025",
-                    need: "the reply stream asked to be resumed",
                 });
                 None
             }
