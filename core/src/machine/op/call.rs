@@ -523,10 +523,7 @@ where
     /// response; true when the handler took it as the answer.
     pub(super) fn deliver_error_body(&mut self) -> bool {
         let body = self.reply.bytes();
-        let is_rpc_error = Value::parse(body, crate::wire::json::JsonLimits::default())
-            .ok()
-            .is_some_and(|v| v.get("error").is_some() && v.get("jsonrpc").is_some());
-        if !is_rpc_error {
+        if !error_of(body).0 {
             return false;
         }
         let handler: &mut dyn OnMessage = match &mut self.job {

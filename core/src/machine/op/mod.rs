@@ -272,8 +272,20 @@ enum TripEnd {
 
 /// The JSON-RPC error code of an error body, if it is one.
 fn error_code(body: &[u8]) -> Option<i64> {
-    let v = Value::parse(body, crate::wire::json::JsonLimits::default()).ok()?;
-    v.get("error")?.get("code")?.as_i64()
+    error_of(body).1
+}
+
+/// What an error body is: a JSON-RPC error response (`error` and `jsonrpc` in it), and its
+/// error's code, if it has one (one parse for both questions).
+fn error_of(body: &[u8]) -> (bool, Option<i64>) {
+    let Ok(v) = Value::parse(body, crate::wire::json::JsonLimits::default()) else {
+        return (false, None);
+    };
+    let error = v.get("error");
+    (
+        error.is_some() && v.get("jsonrpc").is_some(),
+        error.and_then(|e| e.get("code")).and_then(|c| c.as_i64()),
+    )
 }
 
 /// The shortest wait between two `tasks/get` (a `pollIntervalMs` of 0 must not spin).
