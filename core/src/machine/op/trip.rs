@@ -582,6 +582,8 @@ where
             _ => return,
         };
         match purpose {
+            // (Not for a trip the build leaves out: it never starts.)
+            _ if purpose.not_built().is_some() => {}
             Purpose::Initialize { .. } => {
                 self.init.id ^= RESENT_ID_BIT;
             }
@@ -627,9 +629,10 @@ where
             return self.end_trip(Failure::NoResponse);
         };
         if let Stage::Trip {
-            purpose: Purpose::Initialize { .. },
+            purpose: purpose @ Purpose::Initialize { .. },
             ..
         } = self.stage
+            && purpose.not_built().is_none()
         {
             // The version is the handler's, set when the trip is delivered.
             self.snap = Some(Snapshot {
