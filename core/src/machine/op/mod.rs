@@ -886,7 +886,15 @@ where
                 self.ready(slot, now);
                 None
             }
-            Stage::Waiting { attempt } => self.waiting(slot, now, attempt),
+            Stage::Waiting { attempt } if cfg!(feature = "era-2025") => {
+                self.waiting(slot, now, attempt)
+            }
+            // A 2026-era session is ready within the poll that starts it: without the 2025 era
+            // no op ever waits for another's handshake.
+            Stage::Waiting { .. } => {
+                self.fail(Failure::NoResponse);
+                None
+            }
             // Stages of a capability the build leaves out are never entered (a resumption's
             // trip is not built: `start_trip` fails it).
             Stage::TaskSend(_) | Stage::TaskWait { .. } if !cfg!(feature = "tasks") => {
