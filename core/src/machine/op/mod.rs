@@ -544,7 +544,13 @@ where
             init: InitHandler::default(),
             stage: Stage::Start,
             target: Target::Primary,
-            deadline: Deadline::new(0, cfg),
+            // (Set when an attempt begins; nothing reads it before: a close's or a cancel's
+            // trips run on their own courtesy deadline.)
+            deadline: Deadline {
+                at: 0,
+                hard: 0,
+                step: 0,
+            },
             courtesy: None,
             snap: None,
             id: 0,
