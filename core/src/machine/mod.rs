@@ -404,7 +404,7 @@ impl SlotState {
 
     /// Forgets every session (the slot's close when no server can have one to end: a build
     /// without the handshake era, feature `era-2025`).
-    #[cfg(not(feature = "era-2025"))]
+    #[cfg(all(feature = "drive", not(feature = "era-2025")))]
     pub(crate) fn forget_sessions(&mut self) {
         self.primary.reset();
         if let Some(f) = self.fallback.as_mut() {

@@ -442,7 +442,7 @@ impl<'h> Exchange<'h> {
         let framing = head.framing;
         self.head = Some(head);
         if !(200..300).contains(&status) {
-            if status == 404 && self.sent_session_id {
+            if status == 404 && self.session_sent() {
                 self.mode = Mode::Finished;
                 return Err(Failure::SessionExpired);
             }
@@ -583,8 +583,13 @@ impl<'h> Exchange<'h> {
         }
     }
 
+    /// The request carried a session id (only the 2025 era has them).
+    fn session_sent(&self) -> bool {
+        cfg!(feature = "era-2025") && self.sent_session_id
+    }
+
     fn error_failure(&self, code: u16, body: &[u8]) -> Failure {
-        if code == 404 && self.sent_session_id {
+        if code == 404 && self.session_sent() {
             Failure::SessionExpired
         } else {
             let mut f = Failure::status(code, body);

@@ -9,12 +9,15 @@ where
     Sec: AsRef<[u8]>,
     F: FnMut(Option<(Value<'_>, &[u8])>),
 {
+    /// A round trip ended: `ok` says whether its response is in (`Some(true)`) or its reply
+    /// ended without it (`Some(false)`); `None`: it failed, and (unless it was a courtesy) its
+    /// failure is in `Op::failure`.
     pub(super) fn trip_done(
         &mut self,
         slot: &mut SlotState,
         now: Millis,
         purpose: Purpose,
-        result: Result<bool, Failure>,
+        ok: Option<bool>,
     ) {
         if let Some(capability) = purpose.not_built() {
             return self.fail(Failure::NotBuilt {
@@ -23,16 +26,29 @@ where
             });
         }
         match purpose {
-            Purpose::Probe { attempt } => self.probe_done(slot, now, attempt, result),
-            Purpose::HeaderList => self.header_list_done(slot, now, result),
-            Purpose::TaskGet => self.task_polled(now, result),
-            Purpose::TaskUpdate => self.task_updated(now, result),
-            Purpose::TaskResult => self.task_result_fetched(now, result),
+            Purpose::Probe { attempt } => {
+                let result = self.trip_result(ok);
+                self.probe_done(slot, now, attempt, result)
+            }
+            Purpose::HeaderList => self.header_list_done(slot, now, ok),
+            Purpose::TaskGet => {
+                let result = self.trip_result(ok);
+                self.task_polled(now, result)
+            }
+            Purpose::TaskUpdate => {
+                let result = self.trip_result(ok);
+                self.task_updated(now, result)
+            }
+            Purpose::TaskResult => {
+                let result = self.trip_result(ok);
+                self.task_result_fetched(now, result)
+            }
             Purpose::TaskCancel => {
                 self.courtesy = None;
                 self.stage = Stage::AttemptEnded;
             }
             Purpose::Initialize { attempt } => {
+                let result = self.trip_result(ok);
                 let version = result.and_then(|_| match self.init.version.take() {
                     Some(version) => version,
                     None => Err(Failure::NoResponse),
@@ -46,7 +62,7 @@ where
                     (Ok(_), None) => self.handshake_failed(slot, attempt, Failure::NoResponse),
                 }
             }
-            Purpose::Initialized { attempt } => match result {
+            Purpose::Initialized { attempt } => match self.trip_result(ok) {
                 Ok(_) => {
                     if let (Some(session), Some(snap)) =
                         (slot.session_mut(self.target), self.snap.as_ref())
@@ -58,7 +74,7 @@ where
                 }
                 Err(f) => self.handshake_failed(slot, attempt, f),
             },
-            Purpose::Main | Purpose::Resume => self.main_done(slot, now, result),
+            Purpose::Main | Purpose::Resume => self.main_done(slot, now, ok),
             Purpose::Cancel => {
                 self.courtesy = None;
                 self.stage = Stage::AttemptEnded;
@@ -70,6 +86,23 @@ where
                     _ => self.stage = Stage::Done,
                 }
             }
+        }
+    }
+
+    /// A failed trip's failure taken out of the op (`ok` as [`trip_done`](Self::trip_done)
+    /// has it), for the ends that look at it as a value.
+    fn trip_result(&mut self, ok: Option<bool>) -> Result<bool, Failure> {
+        match ok {
+            Some(done) => Ok(done),
+            None => Err(self.failure.take().unwrap_or(Failure::NoResponse)),
+        }
+    }
+
+    /// The status code of a failed trip's failure, when it is an HTTP error status.
+    fn failed_status(&self, ok: Option<bool>) -> Option<u16> {
+        match (&self.failure, ok) {
+            (Some(Failure::Status { code, .. }), None) => Some(*code),
+            _ => None,
         }
     }
 
@@ -125,22 +158,18 @@ where
     }
 
     /// A page of the 2026 `tools/list` read for annotations: the next page, or the call.
-    pub(super) fn header_list_done(
-        &mut self,
-        slot: &mut SlotState,
-        now: Millis,
-        result: Result<bool, Failure>,
-    ) {
+    pub(super) fn header_list_done(&mut self, slot: &mut SlotState, now: Millis, ok: Option<bool>) {
+        let status = self.failed_status(ok);
         let Job::Call { handler, .. } = &mut self.job else {
             return self.fail(Failure::NoResponse);
         };
-        if let Err(f) = result {
+        if ok.is_none() {
             handler.listing = false;
             slot.set_listing(self.target, 0);
-            return match self.version_refused(&f) {
-                Some(Ok(())) => self.start_main(slot, now),
-                Some(Err(refused)) => self.fail(refused),
-                None => self.fail(f),
+            // The failure (or the refusal that replaces it) is the attempt's.
+            return match self.version_refused(status) {
+                Some(true) => self.start_main(slot, now),
+                _ => self.stage = Stage::AttemptEnded,
             };
         }
         if handler.list_page == Some(true) && self.list_pages + 1 < MAX_PAGES {
@@ -176,19 +205,17 @@ where
         self.stage = Stage::Ready;
     }
 
-    pub(super) fn main_done(
-        &mut self,
-        slot: &mut SlotState,
-        now: Millis,
-        result: Result<bool, Failure>,
-    ) {
-        /// What comes after the main request's round trip.
+    /// The main request's (or its resumption's) round trip ended; a failure is in
+    /// `Op::failure` and stays there when it is the attempt's.
+    pub(super) fn main_done(&mut self, slot: &mut SlotState, now: Millis, ok: Option<bool>) {
+        /// What comes after the main request's round trip (a failure to end with is in
+        /// `Op::failure`).
         enum Then {
             Resume(Millis),
-            CancelAfter(Failure),
+            CancelAfter,
             Forget,
             RetryAt(Millis),
-            Fail(Failure),
+            Fail,
             Ended,
             NextPage,
             Relist,
@@ -198,14 +225,16 @@ where
         }
         let deadline = self.deadline.at;
         let modern = self.modern();
+        let status = self.failed_status(ok);
         // An answer that says the server now speaks the other era (a 4xx ran nothing): its
         // verdict is forgotten and it is probed once more, then the request goes again.
-        if let Err(Failure::Status { code, .. }) = &result
+        if let Some(code) = status
             && self.cfg.era.effective() == EraSetting::Auto
             && !self.era_reprobed
-            && era::era_changed(modern, *code, self.reply.bytes())
+            && era::era_changed(modern, code, self.reply.bytes())
         {
             self.era_reprobed = true;
+            self.failure = None;
             self.clear_in_flight();
             slot.forget_era(self.target);
             self.snap = None;
@@ -214,47 +243,67 @@ where
         }
         // -32022 (our version refused; a 4xx ran nothing): once more at the newest version
         // both sides speak, under a new id; a second refusal fails naming both lists.
-        if let Err(f) = &result
+        if ok.is_none()
             && modern
-            && let Some(retry) = self.version_refused(f)
+            && let Some(retry) = self.version_refused(status)
         {
             self.clear_in_flight();
-            return match retry {
-                Ok(()) => self.start_main(slot, now),
-                Err(refused) => self.fail(refused),
+            return if retry {
+                self.start_main(slot, now)
+            } else {
+                self.stage = Stage::AttemptEnded
             };
         }
         // A written `tools/call` whose reply broke before its response: the tool may have run
         // (issue 27), in both eras, wherever the stream broke.
-        let result = match result {
-            Err(f) if self.call_unanswered() => Err(match f {
-                Failure::ClosedEarly(ReadStage::Head) => Failure::MayHaveRun(Broken::InHead),
-                Failure::ClosedEarly(ReadStage::Body) => Failure::MayHaveRun(Broken::InBody),
-                Failure::ReadFailed => Failure::MayHaveRun(Broken::Reset),
-                Failure::NoResponse => Failure::MayHaveRun(Broken::StreamEnded),
-                f => f,
-            }),
-            other => other,
-        };
+        if ok.is_none() && self.call_unanswered() {
+            let broken = match self.failure {
+                Some(Failure::ClosedEarly(ReadStage::Head)) => Some(Broken::InHead),
+                Some(Failure::ClosedEarly(ReadStage::Body)) => Some(Broken::InBody),
+                Some(Failure::ReadFailed) => Some(Broken::Reset),
+                Some(Failure::NoResponse) => Some(Broken::StreamEnded),
+                _ => None,
+            };
+            if let Some(broken) = broken {
+                self.failure = Some(Failure::MayHaveRun(broken));
+            }
+        }
         // -32020 (a header the server wanted is missing or wrong): list the tools again and
         // send the call once more, under a new id (a 400 ran nothing).
         let header_mismatch = modern
-            && matches!(result, Err(Failure::Status { code: 400, .. }))
+            && status == Some(400)
             && error_code(self.reply.bytes()) == Some(era::HEADER_MISMATCH);
         // In the 2026 era a JSON-RPC error comes with an HTTP error status (400, 404): it is
         // the server's answer (a refusal), not a transport failure.
-        let result = match result {
-            Err(Failure::Status {
-                code: 400 | 404, ..
-            }) if modern && !header_mismatch && self.deliver_error_body() => Ok(true),
-            other => other,
+        let mut ok = ok;
+        if matches!(status, Some(400 | 404))
+            && modern
+            && !header_mismatch
+            && self.deliver_error_body()
+        {
+            self.failure = None;
+            ok = Some(true);
+        }
+        // A 429 or 503 that says when to come back.
+        let retry_later = match (&self.failure, ok) {
+            (
+                Some(Failure::Status {
+                    code: code @ (429 | 503),
+                    retry_after: Some(retry_after),
+                    ..
+                }),
+                None,
+            ) => Some((*code, *retry_after)),
+            _ => None,
         };
-        let then = match (&mut self.job, result) {
-            (Job::Call { .. }, Err(_)) if header_mismatch && !self.relisted => Then::Relist,
+        let may_have_run = ok.is_none() && matches!(self.failure, Some(Failure::MayHaveRun(_)));
+        let then = match (&mut self.job, ok) {
+            (Job::Call { .. }, None) if header_mismatch && !self.relisted => Then::Relist,
             // A broken 2026 stream may have run the tool: sent again (once, new id) only when
             // the server's list says the tool is idempotent.
-            (Job::Call { tool, handler, .. }, Err(Failure::MayHaveRun(_)) | Ok(false))
-                if modern
+            (Job::Call { tool, handler, .. }, None | Some(false))
+                if (may_have_run || ok == Some(false))
+                    && modern
                     && handler.answer.is_none()
                     && handler.task().is_none()
                     && !self.resent
@@ -263,58 +312,66 @@ where
                 Then::Resend
             }
             // The server asked for input and the round is answered: the call goes again.
-            (Job::Call { handler, .. }, Ok(_))
+            (Job::Call { handler, .. }, Some(_))
                 if cfg!(feature = "input") && handler.input_ready && handler.answer.is_none() =>
             {
                 Then::Again
             }
             // The call became a task: poll it (right away first).
-            (Job::Call { handler, .. }, Ok(_))
+            (Job::Call { handler, .. }, Some(_))
                 if cfg!(feature = "tasks")
                     && handler.answer.is_none()
                     && handler.task().is_some() =>
             {
                 Then::Poll
             }
-            (Job::Call { handler, .. }, Ok(done)) => match (&handler.answer, &self.resume) {
+            (Job::Call { handler, .. }, Some(done)) => match (&handler.answer, &self.resume) {
                 // A reply stream that ended without the response, from a server that gave
                 // event ids: resume with GET and Last-Event-ID after its retry delay.
                 // The 2026 era has no resumption: a broken stream after a written call may
                 // have run the tool.
                 (None, _) if !done && modern => {
-                    Then::Fail(Failure::MayHaveRun(Broken::StreamEnded))
+                    self.failure = Some(Failure::MayHaveRun(Broken::StreamEnded));
+                    Then::Fail
                 }
                 (None, Some((_, retry)))
                     if cfg!(feature = "era-2025") && !done && self.resumes < MAX_RESUMES =>
                 {
                     let wake = now.saturating_add(u64::from(retry.unwrap_or(0)));
                     if wake >= deadline {
-                        Then::CancelAfter(Failure::TimedOut)
+                        self.failure = Some(Failure::TimedOut);
+                        Then::CancelAfter
                     } else {
                         Then::Resume(wake)
                     }
                 }
                 (Some(Ok(_)), _) => Then::Ended,
-                (Some(Err(u)), _) => Then::Fail(Failure::from(u.clone())),
+                (Some(Err(u)), _) => {
+                    self.failure = Some(Failure::from(u.clone()));
+                    Then::Fail
+                }
                 // The stream ended (and could not be resumed) after the call was written.
-                (None, _) => Then::Fail(Failure::MayHaveRun(Broken::StreamEnded)),
+                (None, _) => {
+                    self.failure = Some(Failure::MayHaveRun(Broken::StreamEnded));
+                    Then::Fail
+                }
             },
-            (Job::Call { .. }, Err(f @ (Failure::TimedOut | Failure::Stalled { .. }))) => {
-                Then::CancelAfter(f)
+            (Job::Call { .. }, None)
+                if matches!(
+                    self.failure,
+                    Some(Failure::TimedOut | Failure::Stalled { .. })
+                ) =>
+            {
+                Then::CancelAfter
             }
-            (_, Err(Failure::SessionExpired))
-                if cfg!(feature = "era-2025") && !self.attempt.retried_404 =>
+            (_, None)
+                if cfg!(feature = "era-2025")
+                    && !self.attempt.retried_404
+                    && matches!(self.failure, Some(Failure::SessionExpired)) =>
             {
                 Then::Forget
             }
-            (
-                Job::Call { .. },
-                Err(Failure::Status {
-                    code: code @ (429 | 503),
-                    retry_after: Some(retry_after),
-                    ..
-                }),
-            ) => {
+            (Job::Call { .. }, None) if let Some((code, retry_after)) = retry_later => {
                 let wake = retry_after
                     .delay_ms()
                     .map(|d| now.saturating_add(d))
@@ -323,7 +380,10 @@ where
                     Some(at) if !self.attempt.retried_later && slot.take_retry() => {
                         Then::RetryAt(at)
                     }
-                    _ => Then::Fail(Failure::RetryTooLate { code, retry_after }),
+                    _ => {
+                        self.failure = Some(Failure::RetryTooLate { code, retry_after });
+                        Then::Fail
+                    }
                 }
             }
             (
@@ -333,13 +393,14 @@ where
                     previous,
                     pages,
                 },
-                Ok(_),
+                Some(_),
             ) => match &handler.answer {
                 Some(Ok(())) if handler.has_next => {
                     *pages += 1;
                     let next = fnv1a(handler.cursor.bytes());
                     if *pages >= MAX_PAGES || (next == *cursor && *pages > 1) || next == *previous {
-                        Then::Fail(Failure::EndlessPaging)
+                        self.failure = Some(Failure::EndlessPaging);
+                        Then::Fail
                     } else {
                         *previous = core::mem::replace(cursor, next);
                         handler.answer = None;
@@ -347,35 +408,39 @@ where
                     }
                 }
                 Some(_) => Then::Ended,
-                None => Then::Fail(Failure::NoResponse),
+                None => {
+                    self.failure = Some(Failure::NoResponse);
+                    Then::Fail
+                }
             },
-            (Job::Request(handler), Ok(_)) => match handler.answer {
+            (Job::Request(handler), Some(_)) => match handler.answer {
                 Some(_) => Then::Ended,
-                None => Then::Fail(Failure::NoResponse),
+                None => {
+                    self.failure = Some(Failure::NoResponse);
+                    Then::Fail
+                }
             },
-            (_, Err(f)) => Then::Fail(f),
-            (Job::Close(_) | Job::Cancel(_), Ok(_)) => Then::Ended,
+            (_, None) => Then::Fail,
+            (Job::Close(_) | Job::Cancel(_), Some(_)) => Then::Ended,
         };
         match then {
             Then::Resume(at) => {
                 self.resumes += 1;
                 self.stage = Stage::ResumeWait { at };
             }
-            Then::CancelAfter(f) => self.cancel_after(f, now),
+            Then::CancelAfter => self.cancel_after(now),
             Then::Forget => {
+                self.failure = None;
                 self.clear_in_flight();
                 self.forget_session(slot);
             }
             Then::RetryAt(at) => {
+                self.failure = None;
                 self.clear_in_flight();
                 self.attempt.retried_later = true;
                 self.stage = Stage::RetryWait { at };
             }
-            Then::Fail(f) => {
-                self.clear_in_flight();
-                self.fail(f);
-            }
-            Then::Ended => {
+            Then::Fail | Then::Ended => {
                 self.clear_in_flight();
                 self.stage = Stage::AttemptEnded;
             }
@@ -393,6 +458,7 @@ where
                 self.stage = Stage::TaskWait { at: now };
             }
             Then::Resend => {
+                self.failure = None;
                 self.clear_in_flight();
                 self.resent = true;
                 self.start_main(slot, now);
@@ -409,6 +475,7 @@ where
                 self.start_main(slot, now);
             }
             Then::Relist => {
+                self.failure = None;
                 self.clear_in_flight();
                 self.relisted = true;
                 slot.forget_annotations(self.target);
@@ -424,41 +491,39 @@ where
                 if handler.answer.is_none() && handler.task().is_none())
     }
 
-    /// A 2026-era request answered with a 4xx whose JSON-RPC error is `-32022` (the version
-    /// refused): `Some(Ok(()))` when it goes once more (the version to send is set), `Some(Err)`
-    /// naming the server's versions when it is the second refusal or no version is common;
-    /// `None` for any other failure.
-    pub(super) fn version_refused(&mut self, f: &Failure) -> Option<Result<(), Failure>> {
+    /// A 2026-era request answered with a 4xx (`status`) whose JSON-RPC error is `-32022` (the
+    /// version refused): `Some(true)` when it goes once more (the version to send is set, the
+    /// failure dropped), `Some(false)` when it is the second refusal or no version is common
+    /// (the failure, naming the server's versions, replaces the trip's); `None` for any other
+    /// failure.
+    pub(super) fn version_refused(&mut self, status: Option<u16>) -> Option<bool> {
         let body = self.reply.bytes();
-        let refused = matches!(
-            f,
-            Failure::Status {
-                code: 400..=499,
-                ..
-            }
-        ) && error_code(body) == Some(era::UNSUPPORTED_VERSION);
+        let refused =
+            matches!(status, Some(400..=499)) && error_code(body) == Some(era::UNSUPPORTED_VERSION);
         if !refused {
             return None;
         }
-        Some(match era::version_to_retry(body) {
+        let (retry, failure) = match era::version_to_retry(body) {
             Ok(version) if !self.version_retried => {
                 self.version_retried = true;
                 self.modern_version = version;
-                Ok(())
+                (true, None)
             }
-            Ok(_) => Err(Failure::VersionRefused(era::supported_list(body))),
-            Err(theirs) => Err(Failure::VersionRefused(theirs)),
-        })
+            Ok(_) => (
+                false,
+                Some(Failure::VersionRefused(era::supported_list(body))),
+            ),
+            Err(theirs) => (false, Some(Failure::VersionRefused(theirs))),
+        };
+        self.failure = failure;
+        Some(retry)
     }
 
     /// Hands an error status's body to the request's handler when it is a JSON-RPC error
     /// response; true when the handler took it as the answer.
     pub(super) fn deliver_error_body(&mut self) -> bool {
         let body = self.reply.bytes();
-        let is_rpc_error = Value::parse(body, crate::wire::json::JsonLimits::default())
-            .ok()
-            .is_some_and(|v| v.get("error").is_some() && v.get("jsonrpc").is_some());
-        if !is_rpc_error {
+        if !error_of(body).0 {
             return false;
         }
         let handler: &mut dyn OnMessage = match &mut self.job {

@@ -14,18 +14,18 @@ where
         // A call's deadline or idle timeout names its limit and whether the tool may still
         // be running (issue 27).
         if self.is_call() {
+            // (Changed where it lies: a failure is large.)
             let sent = self.attempt.call_sent;
-            self.failure = match self.failure.take() {
-                Some(Failure::TimedOut) => Some(Failure::CallTimedOut {
-                    ms: self.cfg.timeout_ms,
-                    sent,
-                }),
-                Some(Failure::Stalled { idle_ms, .. }) => Some(Failure::Stalled {
-                    idle_ms,
-                    call: sent,
-                }),
-                other => other,
-            };
+            match &mut self.failure {
+                Some(f @ Failure::TimedOut) => {
+                    *f = Failure::CallTimedOut {
+                        ms: self.cfg.timeout_ms,
+                        sent,
+                    }
+                }
+                Some(Failure::Stalled { call, .. }) => *call = sent,
+                _ => {}
+            }
         }
         let failed = self.failure.is_some();
         let (outcome, next, fallback_used, no_healthy_tool) = match &self.job {
@@ -90,6 +90,19 @@ where
     /// The slot's close: the next server with an open session gets its `DELETE`; every
     /// session is forgotten; nothing goes to a server the slot knows is dead.
     pub(super) fn close_next(&mut self, slot: &mut SlotState, now: Millis) {
+        // A build without the 2025 era has no session ids: no `DELETE` to send, every session
+        // is forgotten at once.
+        if !cfg!(feature = "era-2025") {
+            for target in [Target::Primary, Target::Fallback] {
+                if self.cfg.endpoint(target).is_some()
+                    && let Some(session) = slot.session_mut(target)
+                {
+                    session.reset();
+                }
+            }
+            self.stage = Stage::Done;
+            return;
+        }
         loop {
             let Job::Close(next) = &mut self.job else {
                 self.stage = Stage::Done;
@@ -124,6 +137,12 @@ where
 
     /// A dropped call's cancel: only in a live server's session.
     pub(super) fn cancel_start(&mut self, slot: &mut SlotState, now: Millis, _id: u64) {
+        // Without the 2025 era every session is a 2026 one: the closed connection was the
+        // cancel.
+        if !cfg!(feature = "era-2025") {
+            self.stage = Stage::Done;
+            return;
+        }
         let snap = if slot.failover.is_dead(self.target) || self.cfg.endpoint(self.target).is_none()
         {
             None

@@ -145,6 +145,15 @@ enum Purpose {
 }
 
 impl Purpose {
+    /// A best-effort request whose failure changes nothing (it has a short deadline of its
+    /// own); never one the build leaves out.
+    fn is_courtesy(self) -> bool {
+        matches!(
+            self,
+            Purpose::Cancel | Purpose::Courtesy | Purpose::TaskCancel
+        ) && self.not_built().is_none()
+    }
+
     /// The capability this purpose belongs to, when the build leaves it out
     /// (docs/design.md#capabilities): a trip for it is never started, and every branch that
     /// handles one folds away.
@@ -157,9 +166,18 @@ impl Purpose {
             {
                 Some("tasks")
             }
-            Purpose::Initialize { .. } | Purpose::Initialized { .. } | Purpose::Resume
+            // Without the 2025 era no session has an id (close sends no `DELETE`, a dropped
+            // call's cancel nothing), and a timed-out call's cancel is the closed stream
+            // (the notification only goes to a stdio server, which needs `std`).
+            Purpose::Initialize { .. }
+            | Purpose::Initialized { .. }
+            | Purpose::Resume
+            | Purpose::Courtesy
                 if !cfg!(feature = "era-2025") =>
             {
+                Some("era-2025")
+            }
+            Purpose::Cancel if !cfg!(feature = "era-2025") && !cfg!(feature = "std") => {
                 Some("era-2025")
             }
             _ => None,
@@ -254,8 +272,20 @@ enum TripEnd {
 
 /// The JSON-RPC error code of an error body, if it is one.
 fn error_code(body: &[u8]) -> Option<i64> {
-    let v = Value::parse(body, crate::wire::json::JsonLimits::default()).ok()?;
-    v.get("error")?.get("code")?.as_i64()
+    error_of(body).1
+}
+
+/// What an error body is: a JSON-RPC error response (`error` and `jsonrpc` in it), and its
+/// error's code, if it has one (one parse for both questions).
+fn error_of(body: &[u8]) -> (bool, Option<i64>) {
+    let Ok(v) = Value::parse(body, crate::wire::json::JsonLimits::default()) else {
+        return (false, None);
+    };
+    let error = v.get("error");
+    (
+        error.is_some() && v.get("jsonrpc").is_some(),
+        error.and_then(|e| e.get("code")).and_then(|c| c.as_i64()),
+    )
 }
 
 /// The shortest wait between two `tasks/get` (a `pollIntervalMs` of 0 must not spin).
@@ -514,7 +544,13 @@ where
             init: InitHandler::default(),
             stage: Stage::Start,
             target: Target::Primary,
-            deadline: Deadline::new(0, cfg),
+            // (Set when an attempt begins; nothing reads it before: a close's or a cancel's
+            // trips run on their own courtesy deadline.)
+            deadline: Deadline {
+                at: 0,
+                hard: 0,
+                step: 0,
+            },
             courtesy: None,
             snap: None,
             id: 0,
@@ -856,19 +892,21 @@ where
                 self.ready(slot, now);
                 None
             }
-            Stage::Waiting { attempt } => self.waiting(slot, now, attempt),
-            // Stages of a capability the build leaves out are never entered.
+            Stage::Waiting { attempt } if cfg!(feature = "era-2025") => {
+                self.waiting(slot, now, attempt)
+            }
+            // A 2026-era session is ready within the poll that starts it: without the 2025 era
+            // no op ever waits for another's handshake.
+            Stage::Waiting { .. } => {
+                self.fail(Failure::NoResponse);
+                None
+            }
+            // Stages of a capability the build leaves out are never entered (a resumption's
+            // trip is not built: `start_trip` fails it).
             Stage::TaskSend(_) | Stage::TaskWait { .. } if !cfg!(feature = "tasks") => {
                 self.fail(Failure::NotBuilt {
                     capability: "tasks",
                     need: "the tool requires a task",
-                });
-                None
-            }
-            Stage::ResumeWait { .. } if !cfg!(feature = "era-2025") => {
-                self.fail(Failure::NotBuilt {
-                    capability: "era-2025",
-                    need: "the reply stream asked to be resumed",
                 });
                 None
             }

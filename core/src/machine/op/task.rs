@@ -186,11 +186,10 @@ where
         }
     }
 
-    /// The call timed out or stalled: tell the server (best effort), then fail with `f`. In
-    /// the 2026 era closing the stream is the cancel.
-    pub(super) fn cancel_after(&mut self, f: Failure, now: Millis) {
+    /// The call timed out or stalled: tell the server (best effort), then fail with the
+    /// failure kept (`Op::failure`). In the 2026 era closing the stream is the cancel.
+    pub(super) fn cancel_after(&mut self, now: Millis) {
         self.clear_in_flight();
-        self.failure = Some(f);
         // Over stdio there is no stream to close: the notification is the only cancel.
         if self.modern() && !self.cfg.is_stdio(self.target) {
             self.stage = Stage::AttemptEnded;

@@ -27,11 +27,7 @@ where
             exchange: None,
         };
         self.trip = None;
-        self.courtesy = matches!(
-            purpose,
-            Purpose::Cancel | Purpose::Courtesy | Purpose::TaskCancel
-        )
-        .then(|| Deadline::courtesy(now));
+        self.courtesy = purpose.is_courtesy().then(|| Deadline::courtesy(now));
         match self.write_request(purpose) {
             Ok(()) => self.set_wire(Wire::Connect { fresh: false }),
             Err(f) => {
@@ -257,18 +253,22 @@ where
                 })
             }
             Wire::Idle => {
-                let courtesy = matches!(
-                    purpose,
-                    Purpose::Cancel | Purpose::Courtesy | Purpose::TaskCancel
-                );
-                let result = match self.trip.take() {
-                    Some(TripEnd::Done) => Ok(true),
-                    Some(TripEnd::Ended) => Ok(false),
+                let courtesy = purpose.is_courtesy();
+                // A failed trip's failure stays where it is kept (`Op::failure`): it is large,
+                // and most ends keep it as the attempt's.
+                let ok = match self.trip.take() {
+                    Some(TripEnd::Done) => Some(true),
+                    Some(TripEnd::Ended) => Some(false),
                     // A courtesy's failure was never kept: the attempt's own stays.
-                    _ if courtesy => Err(Failure::NoResponse),
-                    _ => Err(self.failure.take().unwrap_or(Failure::NoResponse)),
+                    _ if courtesy => None,
+                    _ => {
+                        if self.failure.is_none() {
+                            self.failure = Some(Failure::NoResponse);
+                        }
+                        None
+                    }
                 };
-                self.trip_done(slot, now, purpose, result);
+                self.trip_done(slot, now, purpose, ok);
                 None
             }
         }
@@ -582,6 +582,8 @@ where
             _ => return,
         };
         match purpose {
+            // (Not for a trip the build leaves out: it never starts.)
+            _ if purpose.not_built().is_some() => {}
             Purpose::Initialize { .. } => {
                 self.init.id ^= RESENT_ID_BIT;
             }
@@ -615,13 +617,7 @@ where
     /// Keeps a round trip's failure for delivery; a courtesy's is dropped (the attempt's own
     /// failure, if any, stays).
     pub(super) fn trip_failed(&mut self, f: Failure) {
-        if !matches!(
-            self.stage,
-            Stage::Trip {
-                purpose: Purpose::Cancel | Purpose::Courtesy | Purpose::TaskCancel,
-                ..
-            }
-        ) {
+        if !matches!(self.stage, Stage::Trip { purpose, .. } if purpose.is_courtesy()) {
             self.failure = Some(f);
         }
         self.trip = Some(TripEnd::Failed);
@@ -633,9 +629,10 @@ where
             return self.end_trip(Failure::NoResponse);
         };
         if let Stage::Trip {
-            purpose: Purpose::Initialize { .. },
+            purpose: purpose @ Purpose::Initialize { .. },
             ..
         } = self.stage
+            && purpose.not_built().is_none()
         {
             // The version is the handler's, set when the trip is delivered.
             self.snap = Some(Snapshot {
@@ -643,7 +640,8 @@ where
                 version: self.cfg.version,
             });
         }
-        self.resume = if done {
+        // (Only the 2025 era resumes a reply stream.)
+        self.resume = if done || !cfg!(feature = "era-2025") {
             None
         } else {
             x.resume_from()
