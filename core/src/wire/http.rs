@@ -835,7 +835,7 @@ impl<'h> ResponseDecoder<'h> {
                     };
                     if let Chunk::Trailer { empty: false, .. } = c {
                         // Skip the bulk of a trailer line at once.
-                        let skip = memchr::memchr(b'\n', rest).unwrap_or(rest.len());
+                        let skip = crate::wire::json::memchr(b'\n', rest).unwrap_or(rest.len());
                         if skip > 0 {
                             self.trailer_bytes(c, skip)?;
                             used += skip;
@@ -995,7 +995,7 @@ fn find_head_end(input: &[u8], mut nl: u8) -> (usize, Result<(), u8>) {
     while let Some(&b) = input.get(i) {
         if nl == 0 {
             // Nothing pending: jump straight to the next LF.
-            match memchr::memchr(b'\n', input.get(i..).unwrap_or(&[])) {
+            match crate::wire::json::memchr(b'\n', input.get(i..).unwrap_or(&[])) {
                 Some(p) => {
                     i += p + 1;
                     nl = 1;

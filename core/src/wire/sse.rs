@@ -355,7 +355,7 @@ impl SseDecoder {
                 }
                 Line::Value(field) => {
                     let rest = input.get(i..).unwrap_or(&[]);
-                    let end = memchr::memchr2(b'\r', b'\n', rest);
+                    let end = crate::wire::json::memchr2(b'\r', b'\n', rest);
                     let seg = rest.get(..end.unwrap_or(rest.len())).unwrap_or(&[]);
                     #[cfg(test)]
                     {
@@ -409,7 +409,7 @@ impl SseDecoder {
             Field::Data => self.put_data(seg, data),
             Field::Event | Field::Id | Field::Retry => {
                 if field == Field::Id && !self.value_nul {
-                    self.value_nul = memchr::memchr(0, seg).is_some();
+                    self.value_nul = crate::wire::json::memchr(0, seg).is_some();
                 }
                 let seg = if field == Field::Retry {
                     self.retry_leading_zeros(seg)
