@@ -94,13 +94,15 @@ enum Field {
 
 impl Field {
     fn from_name(name: &[u8]) -> Self {
-        match name {
-            b"data" => Field::Data,
-            b"event" => Field::Event,
-            b"id" => Field::Id,
-            b"retry" => Field::Retry,
-            _ => Field::Ignore,
-        }
+        // By the first byte, then one comparison with that field's name.
+        let (field, full): (Field, &[u8]) = match name.first() {
+            Some(b'd') => (Field::Data, b"data"),
+            Some(b'e') => (Field::Event, b"event"),
+            Some(b'i') => (Field::Id, b"id"),
+            Some(b'r') => (Field::Retry, b"retry"),
+            _ => return Field::Ignore,
+        };
+        if name == full { field } else { Field::Ignore }
     }
 }
 
