@@ -683,6 +683,8 @@ impl<'h> ResponseDecoder<'h> {
     /// of `input` (zero copy; chunked framing removed). The caller loops until input is used up.
     /// 1xx heads are skipped. Trailers are ignored. After `End` further input is an error.
     /// An error is final: later calls return it again.
+    // One copy on the edge, never inlined into a caller's loop (the host's inlining is kept).
+    #[cfg_attr(not(feature = "std"), inline(never))]
     pub fn decode<'i>(&mut self, input: &'i [u8]) -> Result<(usize, Decoded<'i>), HttpError> {
         let r = self.step(input);
         if let Err(e) = r {
