@@ -1149,19 +1149,17 @@ mod small {
                 _ => break,
             }
         }
+        // `HTTP/1.` (as much of it as came), then the minor version.
         let version = bytes.get(p..).unwrap_or(&[]);
-        let http11 = match version.get(..8) {
-            Some(b"HTTP/1.1") => true,
-            Some(b"HTTP/1.0") => false,
+        let n = version.len().min(7);
+        if version.get(..n) != b"HTTP/1.".get(..n) {
+            return Err(Bad::Version);
+        }
+        let http11 = match version.get(7) {
+            Some(b'1') => true,
+            Some(b'0') => false,
             Some(_) => return Err(Bad::Version),
-            None => {
-                let n = version.len().min(7);
-                return Err(if version.get(..n) == b"HTTP/1.".get(..n) {
-                    Bad::Incomplete
-                } else {
-                    Bad::Version
-                });
-            }
+            None => return Err(Bad::Incomplete),
         };
         p += 8;
         if at(bytes, p)? != b' ' {
