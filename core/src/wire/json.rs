@@ -44,7 +44,7 @@ pub(crate) fn memchr2(a: u8, b: u8, hay: &[u8]) -> Option<usize> {
 /// bit stack is a fixed 128 bytes so that parsing never needs more than a small, known stack.
 pub const MAX_SUPPORTED_DEPTH: usize = 1024;
 
-const STACK_WORDS: usize = MAX_SUPPORTED_DEPTH / 64;
+const STACK_WORDS: usize = MAX_SUPPORTED_DEPTH / 32;
 
 /// Limits applied while parsing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
