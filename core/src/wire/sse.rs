@@ -315,23 +315,20 @@ impl SseDecoder {
                     }
                     let name = self.name.get(..usize::from(len)).unwrap_or(&[]);
                     match b {
-                        b':' => {
+                        b':' | b'\r' | b'\n' => {
                             i += 1;
-                            let field = Field::from_name(name);
-                            if field == Field::Data {
-                                self.begin_data(data)?;
-                            }
-                            self.line = Line::ValueStart(field);
-                        }
-                        b'\r' | b'\n' => {
-                            // A field name alone: the value is empty.
-                            i += 1;
+                            // (`after_cr` is false here: it was cleared above.)
                             self.after_cr = b == b'\r';
                             let field = Field::from_name(name);
                             if field == Field::Data {
                                 self.begin_data(data)?;
                             }
-                            self.end_line(field);
+                            if b == b':' {
+                                self.line = Line::ValueStart(field);
+                            } else {
+                                // A field name alone: the value is empty.
+                                self.end_line(field);
+                            }
                         }
                         _ => {
                             i += 1;
