@@ -517,6 +517,12 @@ fn count(n: u64) -> Count {
     Count::try_from(n).unwrap_or(Count::MAX)
 }
 
+/// A [`Count`] as the `u64` the API says (the same type on the host).
+#[allow(clippy::useless_conversion)]
+fn wide(n: Count) -> u64 {
+    u64::from(n)
+}
+
 /// A chunk size line's significant hex digits, beyond which the size does not fit in 64 bits
 /// ([`HttpError::ChunkTooLarge`]).
 const MAX_CHUNK_DIGITS: u8 = 16;
@@ -667,14 +673,14 @@ impl<'h> ResponseDecoder<'h> {
 
     /// Body bytes decoded so far (chunked framing not counted).
     pub fn body_bytes(&self) -> u64 {
-        u64::from(self.body)
+        wide(self.body)
     }
 
     /// Body bytes the framing says are still to come in the current `Content-Length` body or
     /// chunk (0 when unknown): a sizing hint, as the server states it, never a promise.
     pub fn body_left_hint(&self) -> u64 {
         match self.state {
-            State::Length { left } | State::Chunked(Chunk::Data { left }) => u64::from(left),
+            State::Length { left } | State::Chunked(Chunk::Data { left }) => wide(left),
             _ => 0,
         }
     }
@@ -855,7 +861,7 @@ impl<'h> ResponseDecoder<'h> {
     fn check_body(&self, more: Count) -> Result<(), HttpError> {
         if self.body.saturating_add(more) > self.max_body {
             Err(HttpError::BodyTooLarge {
-                limit: u64::from(self.max_body),
+                limit: wide(self.max_body),
             })
         } else {
             Ok(())
