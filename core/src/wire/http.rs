@@ -1207,8 +1207,8 @@ mod small {
     }
 
     impl<'a> Lines<'a> {
-        /// The next header line's name and value (trailing whitespace cut), `None` at the
-        /// blank line that ends the head.
+        /// The next header line's name and value (leading whitespace skipped, trailing kept),
+        /// `None` at the blank line that ends the head.
         pub(super) fn next_line(&mut self) -> Result<Option<Line<'a>>, Bad> {
             let bytes = self.bytes;
             let start = self.pos;
@@ -1246,11 +1246,8 @@ mod small {
                 b'\n' => p + 1,
                 _ => return Err(Bad::Value),
             };
-            let keep = value
-                .iter()
-                .rposition(|&b| b != b' ' && b != b'\t')
-                .map_or(0, |i| i + 1);
-            Ok(Some((name, value.get(..keep).unwrap_or(&[]))))
+            // Trailing whitespace stays: the head's reader trims every value.
+            Ok(Some((name, value)))
         }
     }
 }
