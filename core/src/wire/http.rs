@@ -502,16 +502,42 @@ pub const MAX_HEADERS: usize = 64;
 /// The longest chunk size line (size, extensions, line end).
 pub const MAX_CHUNK_LINE: u32 = 4096;
 
+/// The decoder's body counters (lengths, chunk sizes, bytes so far): 64-bit on the host, 32-bit
+/// on the edge, where a body never comes near 4 GiB and 64-bit arithmetic costs code in every
+/// step. A larger length or chunk size saturates there, and the body cap is at most
+/// `u32::MAX - 1` (see [`ResponseDecoder::new`]), so a saturated one is always over the cap.
+#[cfg(feature = "std")]
+type Count = u64;
+/// The decoder's body counters (see the host's alias): 32-bit on the edge.
+#[cfg(not(feature = "std"))]
+type Count = u32;
+
+/// `n` as a [`Count`], saturated.
+fn count(n: u64) -> Count {
+    Count::try_from(n).unwrap_or(Count::MAX)
+}
+
+/// A [`Count`] as the `u64` the API says (the same type on the host).
+#[allow(clippy::useless_conversion)]
+fn wide(n: Count) -> u64 {
+    u64::from(n)
+}
+
+/// A chunk size line's significant hex digits, beyond which the size does not fit in 64 bits
+/// ([`HttpError::ChunkTooLarge`]).
+const MAX_CHUNK_DIGITS: u8 = 16;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Chunk {
-    /// Reading hex digits of a size line.
-    Size { value: u64, digits: bool, line: u32 },
+    /// Reading hex digits of a size line; `digits` is 0 before the first digit, else 1 + the
+    /// significant digits so far (leading zeros are not).
+    Size { value: Count, digits: u8, line: u32 },
     /// After the digits: whitespace and extensions up to the line end.
-    Ext { value: u64, line: u32 },
+    Ext { value: Count, line: u32 },
     /// Saw CR at the end of a size line.
-    SizeLf { value: u64 },
+    SizeLf { value: Count },
     /// Inside chunk data.
-    Data { left: u64 },
+    Data { left: Count },
     /// After chunk data: CR LF (or a bare LF).
     DataEnd { saw_cr: bool },
     /// Trailer lines after the last chunk; `empty` while the current line has no bytes.
@@ -526,7 +552,7 @@ enum State {
         nl: u8,
     },
     Length {
-        left: u64,
+        left: Count,
     },
     Chunked(Chunk),
     Close,
@@ -541,9 +567,9 @@ enum State {
 pub struct ResponseDecoder<'h> {
     storage: &'h mut [u8],
     max_head: usize,
-    max_body: u64,
+    max_body: Count,
     state: State,
-    body: u64,
+    body: Count,
     /// Head bytes scanned and heads parsed, for the linear-work test.
     #[cfg(test)]
     work: (usize, usize),
@@ -555,15 +581,15 @@ pub struct ResponseDecoder<'h> {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct BodyRest {
     state: BodyState,
-    body: u64,
-    max_body: u64,
+    body: Count,
+    max_body: Count,
     /// The trailer lines' cap (the head's).
     max_head: usize,
 }
 
 #[derive(Debug, Clone, Copy)]
 enum BodyState {
-    Length { left: u64 },
+    Length { left: Count },
     Chunked(Chunk),
     Ending,
 }
@@ -624,13 +650,20 @@ impl<'h> ResponseDecoder<'h> {
         self.storage
     }
 
-    /// A decoder whose head cap is `min(head_storage.len(), limits.max_head_bytes)`.
+    /// A decoder whose head cap is `min(head_storage.len(), limits.max_head_bytes)`. Without
+    /// `std` (the edge) the body cap is at most `u32::MAX - 1` bytes.
     pub fn new(head_storage: &'h mut [u8], limits: ResponseLimits) -> Self {
         let max_head = head_storage.len().min(limits.max_head_bytes);
+        let max_body = count(limits.max_body_bytes);
         ResponseDecoder {
             storage: head_storage,
             max_head,
-            max_body: limits.max_body_bytes,
+            // A saturated length (32-bit counters) must stay over the cap.
+            max_body: if Count::BITS < 64 {
+                max_body.min(Count::MAX - 1)
+            } else {
+                max_body
+            },
             state: State::Head { len: 0, nl: 0 },
             body: 0,
             #[cfg(test)]
@@ -640,14 +673,14 @@ impl<'h> ResponseDecoder<'h> {
 
     /// Body bytes decoded so far (chunked framing not counted).
     pub fn body_bytes(&self) -> u64 {
-        self.body
+        wide(self.body)
     }
 
     /// Body bytes the framing says are still to come in the current `Content-Length` body or
     /// chunk (0 when unknown): a sizing hint, as the server states it, never a promise.
     pub fn body_left_hint(&self) -> u64 {
         match self.state {
-            State::Length { left } | State::Chunked(Chunk::Data { left }) => left,
+            State::Length { left } | State::Chunked(Chunk::Data { left }) => wide(left),
             _ => 0,
         }
     }
@@ -656,6 +689,8 @@ impl<'h> ResponseDecoder<'h> {
     /// of `input` (zero copy; chunked framing removed). The caller loops until input is used up.
     /// 1xx heads are skipped. Trailers are ignored. After `End` further input is an error.
     /// An error is final: later calls return it again.
+    // One copy on the edge, never inlined into a caller's loop (the host's inlining is kept).
+    #[cfg_attr(not(feature = "std"), inline(never))]
     pub fn decode<'i>(&mut self, input: &'i [u8]) -> Result<(usize, Decoded<'i>), HttpError> {
         let r = self.step(input);
         if let Err(e) = r {
@@ -746,10 +781,10 @@ impl<'h> ResponseDecoder<'h> {
                                 Some(h) => {
                                     self.body = 0;
                                     self.state = match h.framing {
-                                        Framing::Length(n) => State::Length { left: n },
+                                        Framing::Length(n) => State::Length { left: count(n) },
                                         Framing::Chunked => State::Chunked(Chunk::Size {
                                             value: 0,
-                                            digits: false,
+                                            digits: 0,
                                             line: 0,
                                         }),
                                         Framing::Close => State::Close,
@@ -772,9 +807,9 @@ impl<'h> ResponseDecoder<'h> {
                     }
                     let n = take_len(rest.len(), left);
                     let body = rest.get(..n).unwrap_or(&[]);
-                    self.body += n as u64;
+                    self.body += n as Count;
                     self.state = State::Length {
-                        left: left - n as u64,
+                        left: left - n as Count,
                     };
                     return Ok((used + n, Decoded::Body(body)));
                 }
@@ -782,8 +817,8 @@ impl<'h> ResponseDecoder<'h> {
                     if rest.is_empty() {
                         return Ok((used, Decoded::NeedMore));
                     }
-                    self.check_body(rest.len() as u64)?;
-                    self.body += rest.len() as u64;
+                    self.check_body(rest.len() as Count)?;
+                    self.body += rest.len() as Count;
                     return Ok((used + rest.len(), Decoded::Body(rest)));
                 }
                 State::Chunked(Chunk::Data { left }) => {
@@ -792,12 +827,12 @@ impl<'h> ResponseDecoder<'h> {
                     }
                     let n = take_len(rest.len(), left);
                     let body = rest.get(..n).unwrap_or(&[]);
-                    self.body += n as u64;
-                    self.state = State::Chunked(if n as u64 == left {
+                    self.body += n as Count;
+                    self.state = State::Chunked(if n as Count == left {
                         Chunk::DataEnd { saw_cr: false }
                     } else {
                         Chunk::Data {
-                            left: left - n as u64,
+                            left: left - n as Count,
                         }
                     });
                     return Ok((used + n, Decoded::Body(body)));
@@ -808,7 +843,7 @@ impl<'h> ResponseDecoder<'h> {
                     };
                     if let Chunk::Trailer { empty: false, .. } = c {
                         // Skip the bulk of a trailer line at once.
-                        let skip = memchr::memchr(b'\n', rest).unwrap_or(rest.len());
+                        let skip = crate::wire::json::memchr(b'\n', rest).unwrap_or(rest.len());
                         if skip > 0 {
                             self.trailer_bytes(c, skip)?;
                             used += skip;
@@ -823,10 +858,10 @@ impl<'h> ResponseDecoder<'h> {
     }
 
     /// Fails when `more` body bytes would go over the cap.
-    fn check_body(&self, more: u64) -> Result<(), HttpError> {
+    fn check_body(&self, more: Count) -> Result<(), HttpError> {
         if self.body.saturating_add(more) > self.max_body {
             Err(HttpError::BodyTooLarge {
-                limit: self.max_body,
+                limit: wide(self.max_body),
             })
         } else {
             Ok(())
@@ -866,15 +901,20 @@ impl<'h> ResponseDecoder<'h> {
             } => {
                 let line = line_cap(line)?;
                 if let Some(d) = hex(b) {
-                    if value > (u64::MAX >> 4) {
+                    // Leading zeros are not significant; a 17th significant digit is over 64
+                    // bits (the counter saturates earlier on the edge: over the cap).
+                    let digits = digits.max(1) + u8::from(value != 0 || d != 0);
+                    if digits > MAX_CHUNK_DIGITS + 1 {
                         return Err(HttpError::ChunkTooLarge);
                     }
                     Chunk::Size {
-                        value: (value << 4) | u64::from(d),
-                        digits: true,
+                        value: value
+                            .checked_mul(16)
+                            .map_or(Count::MAX, |v| v | Count::from(d)),
+                        digits,
                         line,
                     }
-                } else if !digits {
+                } else if digits == 0 {
                     return Err(HttpError::BadChunk);
                 } else {
                     match b {
@@ -902,7 +942,7 @@ impl<'h> ResponseDecoder<'h> {
                 b'\r' if !saw_cr => Chunk::DataEnd { saw_cr: true },
                 b'\n' => Chunk::Size {
                     value: 0,
-                    digits: false,
+                    digits: 0,
                     line: 0,
                 },
                 _ => return Err(HttpError::BadChunk),
@@ -929,7 +969,7 @@ impl<'h> ResponseDecoder<'h> {
     }
 
     /// A size line ended: data of `size` bytes follows, or the trailers when it is 0.
-    fn chunk_start(&self, size: u64) -> Result<Chunk, HttpError> {
+    fn chunk_start(&self, size: Count) -> Result<Chunk, HttpError> {
         if size == 0 {
             return Ok(Chunk::Trailer {
                 empty: true,
@@ -942,7 +982,7 @@ impl<'h> ResponseDecoder<'h> {
 }
 
 /// `min(available, left)` as a usize.
-fn take_len(available: usize, left: u64) -> usize {
+fn take_len(available: usize, left: Count) -> usize {
     usize::try_from(left).map_or(available, |l| l.min(available))
 }
 
@@ -963,7 +1003,7 @@ fn find_head_end(input: &[u8], mut nl: u8) -> (usize, Result<(), u8>) {
     while let Some(&b) = input.get(i) {
         if nl == 0 {
             // Nothing pending: jump straight to the next LF.
-            match memchr::memchr(b'\n', input.get(i..).unwrap_or(&[])) {
+            match crate::wire::json::memchr(b'\n', input.get(i..).unwrap_or(&[])) {
                 Some(p) => {
                     i += p + 1;
                     nl = 1;
@@ -1115,19 +1155,17 @@ mod small {
                 _ => break,
             }
         }
+        // `HTTP/1.` (as much of it as came), then the minor version.
         let version = bytes.get(p..).unwrap_or(&[]);
-        let http11 = match version.get(..8) {
-            Some(b"HTTP/1.1") => true,
-            Some(b"HTTP/1.0") => false,
+        let n = version.len().min(7);
+        if version.get(..n) != b"HTTP/1.".get(..n) {
+            return Err(Bad::Version);
+        }
+        let http11 = match version.get(7) {
+            Some(b'1') => true,
+            Some(b'0') => false,
             Some(_) => return Err(Bad::Version),
-            None => {
-                let n = version.len().min(7);
-                return Err(if version.get(..n) == b"HTTP/1.".get(..n) {
-                    Bad::Incomplete
-                } else {
-                    Bad::Version
-                });
-            }
+            None => return Err(Bad::Incomplete),
         };
         p += 8;
         if at(bytes, p)? != b' ' {
@@ -1169,8 +1207,8 @@ mod small {
     }
 
     impl<'a> Lines<'a> {
-        /// The next header line's name and value (trailing whitespace cut), `None` at the
-        /// blank line that ends the head.
+        /// The next header line's name and value (leading whitespace skipped, trailing kept),
+        /// `None` at the blank line that ends the head.
         pub(super) fn next_line(&mut self) -> Result<Option<Line<'a>>, Bad> {
             let bytes = self.bytes;
             let start = self.pos;
@@ -1208,11 +1246,8 @@ mod small {
                 b'\n' => p + 1,
                 _ => return Err(Bad::Value),
             };
-            let keep = value
-                .iter()
-                .rposition(|&b| b != b' ' && b != b'\t')
-                .map_or(0, |i| i + 1);
-            Ok(Some((name, value.get(..keep).unwrap_or(&[]))))
+            // Trailing whitespace stays: the head's reader trims every value.
+            Ok(Some((name, value)))
         }
     }
 }
@@ -1326,16 +1361,14 @@ fn parse_session_id(v: &[u8]) -> Result<heapless::String<MAX_SESSION_ID>, HttpEr
 
 /// The value as text, cut to 64 bytes at a character boundary; invalid UTF-8 is cut before it.
 fn truncated(v: &[u8]) -> heapless::String<64> {
+    // The first 64 bytes' valid prefix: a character cut at 64 ends it as an invalid byte would.
+    let v = v.get(..64).unwrap_or(v);
     let text = match core::str::from_utf8(v) {
         Ok(s) => s,
         Err(e) => core::str::from_utf8(v.get(..e.valid_up_to()).unwrap_or(&[])).unwrap_or(""),
     };
     let mut out = heapless::String::new();
-    for ch in text.chars() {
-        if out.push(ch).is_err() {
-            break;
-        }
-    }
+    let _ = out.push_str(text);
     out
 }
 

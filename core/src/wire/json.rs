@@ -22,15 +22,29 @@
 use core::fmt;
 use core::marker::PhantomData;
 
-use memchr::{memchr, memchr2};
+#[cfg(feature = "std")]
+pub(crate) use memchr::{memchr, memchr2};
 
 use crate::buf::{Overflow, Sink};
+
+/// The first `needle` in `hay`: a plain loop on the edge, where it is far less code than the
+/// `memchr` crate's word scans (the host keeps those: the reply path is benchmarked there).
+#[cfg(not(feature = "std"))]
+pub(crate) fn memchr(needle: u8, hay: &[u8]) -> Option<usize> {
+    hay.iter().position(|&b| b == needle)
+}
+
+/// The first `a` or `b` in `hay` (the edge's loop; see [`memchr`]).
+#[cfg(not(feature = "std"))]
+pub(crate) fn memchr2(a: u8, b: u8, hay: &[u8]) -> Option<usize> {
+    hay.iter().position(|&x| x == a || x == b)
+}
 
 /// The deepest nesting [`Value::parse`] can track, whatever [`JsonLimits::max_depth`] says: the
 /// bit stack is a fixed 128 bytes so that parsing never needs more than a small, known stack.
 pub const MAX_SUPPORTED_DEPTH: usize = 1024;
 
-const STACK_WORDS: usize = MAX_SUPPORTED_DEPTH / 64;
+const STACK_WORDS: usize = MAX_SUPPORTED_DEPTH / 32;
 
 /// Limits applied while parsing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -653,21 +653,22 @@ pub fn decode_message(v: Value<'_>) -> Result<Message<'_>, RpcDecodeError> {
     {
         return Err(RpcDecodeError::BadVersion);
     }
-    if let Some(m) = method {
-        let method = m.as_str().ok_or(RpcDecodeError::BadMethod)?;
+    // A bad method is said before a bad id.
+    let method = match method {
+        Some(m) => Some(m.as_str().ok_or(RpcDecodeError::BadMethod)?),
+        None => None,
+    };
+    let id = match id {
+        Some(id) => Some(decode_id(id)?),
+        None => None,
+    };
+    if let Some(method) = method {
         return Ok(match id {
-            Some(id) => Message::Request {
-                id: decode_id(id)?,
-                method,
-                params,
-            },
+            Some(id) => Message::Request { id, method, params },
             None => Message::Notification { method, params },
         });
     }
-    let id = match id {
-        Some(id) => decode_id(id)?,
-        None => Id::Null,
-    };
+    let id = id.unwrap_or(Id::Null);
     let outcome = match (result, error) {
         (Some(_), Some(_)) => return Err(RpcDecodeError::BothResultAndError),
         (None, None) => return Err(RpcDecodeError::NeitherResultNorError),

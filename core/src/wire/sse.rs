@@ -94,13 +94,15 @@ enum Field {
 
 impl Field {
     fn from_name(name: &[u8]) -> Self {
-        match name {
-            b"data" => Field::Data,
-            b"event" => Field::Event,
-            b"id" => Field::Id,
-            b"retry" => Field::Retry,
-            _ => Field::Ignore,
-        }
+        // By the first byte, then one comparison with that field's name.
+        let (field, full): (Field, &[u8]) = match name.first() {
+            Some(b'd') => (Field::Data, b"data"),
+            Some(b'e') => (Field::Event, b"event"),
+            Some(b'i') => (Field::Id, b"id"),
+            Some(b'r') => (Field::Retry, b"retry"),
+            _ => return Field::Ignore,
+        };
+        if name == full { field } else { Field::Ignore }
     }
 }
 
@@ -313,23 +315,20 @@ impl SseDecoder {
                     }
                     let name = self.name.get(..usize::from(len)).unwrap_or(&[]);
                     match b {
-                        b':' => {
+                        b':' | b'\r' | b'\n' => {
                             i += 1;
-                            let field = Field::from_name(name);
-                            if field == Field::Data {
-                                self.begin_data(data)?;
-                            }
-                            self.line = Line::ValueStart(field);
-                        }
-                        b'\r' | b'\n' => {
-                            // A field name alone: the value is empty.
-                            i += 1;
+                            // (`after_cr` is false here: it was cleared above.)
                             self.after_cr = b == b'\r';
                             let field = Field::from_name(name);
                             if field == Field::Data {
                                 self.begin_data(data)?;
                             }
-                            self.end_line(field);
+                            if b == b':' {
+                                self.line = Line::ValueStart(field);
+                            } else {
+                                // A field name alone: the value is empty.
+                                self.end_line(field);
+                            }
                         }
                         _ => {
                             i += 1;
@@ -355,7 +354,7 @@ impl SseDecoder {
                 }
                 Line::Value(field) => {
                     let rest = input.get(i..).unwrap_or(&[]);
-                    let end = memchr::memchr2(b'\r', b'\n', rest);
+                    let end = crate::wire::json::memchr2(b'\r', b'\n', rest);
                     let seg = rest.get(..end.unwrap_or(rest.len())).unwrap_or(&[]);
                     #[cfg(test)]
                     {
@@ -409,7 +408,7 @@ impl SseDecoder {
             Field::Data => self.put_data(seg, data),
             Field::Event | Field::Id | Field::Retry => {
                 if field == Field::Id && !self.value_nul {
-                    self.value_nul = memchr::memchr(0, seg).is_some();
+                    self.value_nul = crate::wire::json::memchr(0, seg).is_some();
                 }
                 let seg = if field == Field::Retry {
                     self.retry_leading_zeros(seg)

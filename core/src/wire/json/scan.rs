@@ -5,7 +5,7 @@ use super::*;
 
 /// One bit per open container (1 = object), up to [`MAX_SUPPORTED_DEPTH`].
 pub(super) struct BitStack {
-    bits: [u64; STACK_WORDS],
+    bits: [u32; STACK_WORDS],
     depth: usize,
     limit: usize,
 }
@@ -23,8 +23,8 @@ impl BitStack {
         if self.depth >= self.limit {
             return Err(err(JsonErrorKind::TooDeep { limit: self.limit }, offset));
         }
-        let mask = 1u64 << (self.depth % 64);
-        if let Some(word) = self.bits.get_mut(self.depth / 64) {
+        let mask = 1u32 << (self.depth % 32);
+        if let Some(word) = self.bits.get_mut(self.depth / 32) {
             if is_object {
                 *word |= mask;
             } else {
@@ -38,8 +38,8 @@ impl BitStack {
     /// `Some(true)` inside an object, `Some(false)` inside an array, `None` at top level.
     fn top_is_object(&self) -> Option<bool> {
         let d = self.depth.checked_sub(1)?;
-        let word = self.bits.get(d / 64)?;
-        Some((word >> (d % 64)) & 1 == 1)
+        let word = self.bits.get(d / 32)?;
+        Some((word >> (d % 32)) & 1 == 1)
     }
 
     fn pop(&mut self) {
