@@ -518,12 +518,14 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
                 .get("annotations")
                 .and_then(|a| a.get("idempotentHint"))
                 .is_some_and(|v| v.raw() == b"true");
-            // `execution.taskSupport: "required"` (2025-11-25): callable only as a task.
-            let task_required = tool
-                .get("execution")
-                .and_then(|e| e.get("taskSupport"))
-                .and_then(|t| t.as_str())
-                .is_some_and(|t| t.eq_str("required"));
+            // `execution.taskSupport: "required"` (2025-11-25): callable only as a task. Read
+            // only for an old-era call (feature `era-2025`): a build without it never asks.
+            let task_required = cfg!(feature = "era-2025")
+                && tool
+                    .get("execution")
+                    .and_then(|e| e.get("taskSupport"))
+                    .and_then(|t| t.as_str())
+                    .is_some_and(|t| t.eq_str("required"));
             if !headers && !idempotent && !task_required {
                 continue;
             }
@@ -834,12 +836,13 @@ impl<B: Buf, Sec: AsRef<[u8]>> CallHandler<'_, B, Sec> {
                 {
                     self.tools_list_changed = true;
                 }
-                if let Some(p) =
-                    jsonrpc::as_progress(&m).filter(|p| p.token.as_u64() == Some(self.id))
-                {
-                    self.progress = self.progress.wrapping_add(1);
-                    if let Some(observer) = self.cfg.on_progress {
-                        tell_progress(observer, &p, self.secrets);
+                // A progress notification (ours or another request's) is no log line.
+                if let Some(p) = jsonrpc::as_progress(&m) {
+                    if p.token.as_u64() == Some(self.id) {
+                        self.progress = self.progress.wrapping_add(1);
+                        if let Some(observer) = self.cfg.on_progress {
+                            tell_progress(observer, &p, self.secrets);
+                        }
                     }
                 } else if let Some(observer) = self.cfg.on_log
                     && let Some(note) = jsonrpc::as_log(&m)
