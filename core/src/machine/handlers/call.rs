@@ -949,33 +949,39 @@ pub(crate) fn untaken_result_type(result: Value<'_>) -> Untaken {
 /// fit.
 pub(crate) fn input_asked(result: Value<'_>) -> crate::wire::failure::Detail {
     let mut asked = StrSink::<DETAIL_BYTES>::default();
-    let requests = result.get("inputRequests");
     let mut first = true;
-    let each = requests.into_iter().flat_map(|r| {
-        // An object of named requests, or an array of them.
-        r.members().map(|(_, v)| v).chain(r.elements())
-    });
-    for request in each {
-        if !first {
-            let _ = asked.put(b"; ");
+    if let Some(r) = result.get("inputRequests") {
+        // An object of named requests, or an array of them (the other walk is empty).
+        for (_, request) in r.members() {
+            say_asked(&mut asked, &mut first, request);
         }
-        first = false;
-        if let Some(m) = request.get("method").and_then(|m| m.as_str()) {
-            let _ = m.unescape_into(&mut asked);
-        }
-        if let Some(msg) = request
-            .get("params")
-            .and_then(|p| p.get("message"))
-            .and_then(|m| m.as_str())
-        {
-            let _ = asked.put(b": ");
-            let _ = msg.unescape_into(&mut asked);
+        for request in r.elements() {
+            say_asked(&mut asked, &mut first, request);
         }
     }
     if first {
         let _ = asked.put(b"input");
     }
     truncated(asked.as_str())
+}
+
+/// One request of [`input_asked`]: its method (and message), after a `; ` but for the first.
+#[inline(never)]
+fn say_asked(asked: &mut StrSink<DETAIL_BYTES>, first: &mut bool, request: Value<'_>) {
+    if !core::mem::take(first) {
+        let _ = asked.put(b"; ");
+    }
+    if let Some(m) = request.get("method").and_then(|m| m.as_str()) {
+        let _ = m.unescape_into(asked);
+    }
+    if let Some(msg) = request
+        .get("params")
+        .and_then(|p| p.get("message"))
+        .and_then(|m| m.as_str())
+    {
+        let _ = asked.put(b": ");
+        let _ = msg.unescape_into(asked);
+    }
 }
 
 #[cfg(all(test, feature = "std"))]
