@@ -270,11 +270,17 @@ pub fn write_tool_error(text: &str, out: &mut impl Buf) -> Result<(), Overflow> 
     const PREFIX: &str = "tool error: ";
     const MARK: &str = "…";
     let trimmed = text.trim_start();
-    if trimmed.trim_end().is_empty() {
+    let whole = trimmed.trim_end();
+    if whole.is_empty() {
         return out.put(TOOL_ERROR_MESSAGE.as_bytes());
     }
-    let line = trimmed.split(['\n', '\r']).next().unwrap_or("").trim_end();
-    let more_lines = line.len() < trimmed.trim_end().len();
+    // The first line: up to the first CR or LF (ASCII, so a byte search finds it).
+    let first_end = trimmed
+        .bytes()
+        .position(|b| b == b'\n' || b == b'\r')
+        .unwrap_or(trimmed.len());
+    let line = trimmed.get(..first_end).unwrap_or("").trim_end();
+    let more_lines = line.len() < whole.len();
     let room = out
         .limit()
         .saturating_sub(out.len())
