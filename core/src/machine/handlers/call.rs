@@ -35,12 +35,13 @@ pub(crate) enum Untaken {
     ResultType(String<32>),
 }
 
-impl From<Untaken> for Failure {
-    fn from(u: Untaken) -> Self {
-        match u {
-            Untaken::TextTooLarge(o) => Failure::TooLarge(BufferName::Text, o),
+impl Untaken {
+    /// The failure this says: what `Failure::from` gives of a clone, without the clone.
+    pub(crate) fn failure(&self) -> Failure {
+        match self {
+            Untaken::TextTooLarge(o) => Failure::TooLarge(BufferName::Text, *o),
             Untaken::NotAnObject => Failure::Rpc(jsonrpc::RpcDecodeError::NotAnObject),
-            Untaken::InputRequired(asked) => Failure::InputRequired(asked),
+            Untaken::InputRequired(asked) => Failure::InputRequired(asked.clone()),
             // A task the server started though this build has no tasks (feature `tasks`).
             Untaken::ResultType(t) if !cfg!(feature = "tasks") && t == "task" => {
                 Failure::NotBuilt {
@@ -48,8 +49,14 @@ impl From<Untaken> for Failure {
                     need: "the tool requires a task",
                 }
             }
-            Untaken::ResultType(t) => Failure::UnexpectedResultType(t),
+            Untaken::ResultType(t) => Failure::UnexpectedResultType(t.clone()),
         }
+    }
+}
+
+impl From<Untaken> for Failure {
+    fn from(u: Untaken) -> Self {
+        u.failure()
     }
 }
 

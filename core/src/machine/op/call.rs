@@ -295,7 +295,7 @@ where
                     }
                 }
                 (Some(Ok(_)), _) => Then::Ended,
-                (Some(Err(u)), _) => Then::Fail(Failure::from(u.clone())),
+                (Some(Err(u)), _) => Then::Fail(u.failure()),
                 // The stream ended (and could not be resumed) after the call was written.
                 (None, _) => Then::Fail(Failure::MayHaveRun(Broken::StreamEnded)),
             },
