@@ -838,7 +838,10 @@ impl<B: Buf, Sec: AsRef<[u8]>> CallHandler<'_, B, Sec> {
                 return Ok(Verdict::Continue);
             }
             Lookup::Other(m) => {
-                if let Message::Notification { method, .. } = &m
+                // A 2025-era signal (README: lists stay fresh): a build without that era keeps
+                // to a list's `ttlMs`.
+                if cfg!(feature = "era-2025")
+                    && let Message::Notification { method, .. } = &m
                     && method.eq_str("notifications/tools/list_changed")
                 {
                     self.tools_list_changed = true;
