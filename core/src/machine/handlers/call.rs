@@ -837,28 +837,8 @@ impl<B: Buf, Sec: AsRef<[u8]>> CallHandler<'_, B, Sec> {
                 }
                 return Ok(Verdict::Continue);
             }
-            Lookup::Other(m) => {
-                // A 2025-era signal (README: lists stay fresh): a build without that era keeps
-                // to a list's `ttlMs`.
-                if cfg!(feature = "era-2025")
-                    && let Message::Notification { method, .. } = &m
-                    && method.eq_str("notifications/tools/list_changed")
-                {
-                    self.tools_list_changed = true;
-                }
-                // A progress notification (ours or another request's) is no log line.
-                if let Some(p) = jsonrpc::as_progress(&m) {
-                    if p.token.as_u64() == Some(self.id) {
-                        self.progress = self.progress.wrapping_add(1);
-                        if let Some(observer) = self.cfg.on_progress {
-                            tell_progress(observer, &p, self.secrets);
-                        }
-                    }
-                } else if let Some(observer) = self.cfg.on_log
-                    && let Some(note) = jsonrpc::as_log(&m)
-                {
-                    tell_log(observer, self.cfg.log_level, &note, self.secrets);
-                }
+            Lookup::Other(ref m) => {
+                self.hear(m);
                 return Ok(Verdict::Continue);
             }
         };
@@ -938,6 +918,35 @@ impl<B: Buf, Sec: AsRef<[u8]>> CallHandler<'_, B, Sec> {
             }
         });
         Ok(Verdict::Done)
+    }
+}
+
+impl<B: Buf, Sec: AsRef<[u8]>> CallHandler<'_, B, Sec> {
+    /// A notification on the call's stream: progress (ours counted and told), a log line,
+    /// the tool list changed.
+    #[inline(never)]
+    fn hear(&mut self, m: &Message<'_>) {
+        // A 2025-era signal (README: lists stay fresh): a build without that era keeps to a
+        // list's `ttlMs`.
+        if cfg!(feature = "era-2025")
+            && let Message::Notification { method, .. } = m
+            && method.eq_str("notifications/tools/list_changed")
+        {
+            self.tools_list_changed = true;
+        }
+        // A progress notification (ours or another request's) is no log line.
+        if let Some(p) = jsonrpc::as_progress(m) {
+            if p.token.as_u64() == Some(self.id) {
+                self.progress = self.progress.wrapping_add(1);
+                if let Some(observer) = self.cfg.on_progress {
+                    tell_progress(observer, &p, self.secrets);
+                }
+            }
+        } else if let Some(observer) = self.cfg.on_log
+            && let Some(note) = jsonrpc::as_log(m)
+        {
+            tell_log(observer, self.cfg.log_level, &note, self.secrets);
+        }
     }
 }
 
