@@ -374,7 +374,8 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
     }
 
     /// The tool's result (inline in a task's `result`, or the reply itself): flattened and
-    /// redacted into `text`.
+    /// redacted into `text`. Out of the reply's frame on the edge (less code there).
+    #[cfg_attr(not(feature = "std"), inline(never))]
     fn take_result(&mut self, result: Value<'_>) -> Result<Answer, Untaken> {
         self.text.clear();
         let mut redactor = Redactor::new(self.secrets);
