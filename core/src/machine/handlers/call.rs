@@ -766,16 +766,13 @@ impl<B: Buf, Sec: AsRef<[u8]>> CallHandler<'_, B, Sec> {
             let (value, ends) = Value::parse_noting(msg, JsonLimits::default())?;
             self.handle_in(msg, value.knowing(&ends), last_chance, defer)
         }
+        // The edge parses and looks up in the list handlers' one copy.
         #[cfg(not(feature = "std"))]
-        self.handle_in(
-            msg,
-            Value::parse(msg, JsonLimits::default())?,
-            last_chance,
-            defer,
-        )
+        self.handle_found(msg, find(msg, self.id, last_chance)?, defer)
     }
 
     /// [`handle`](Self::handle) of a message already parsed (`value`, from `msg`).
+    #[cfg(feature = "std")]
     #[inline(always)]
     fn handle_in(
         &mut self,
