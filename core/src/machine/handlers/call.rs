@@ -892,8 +892,8 @@ impl<B: Buf, Sec: AsRef<[u8]>> CallHandler<'_, B, Sec> {
             return Ok(Verdict::Done);
         }
         self.answer = Some(match outcome {
-            Outcome::Result(result) if rtype.is_some_and(|t| t != "complete") => {
-                Err(untaken_result_type(result))
+            Outcome::Result(result) if let Some(t) = rtype.filter(|&t| t != "complete") => {
+                Err(untaken_result_type(result, t))
             }
             #[cfg(feature = "std")]
             Outcome::Result(result) => match self.take_or_defer(msg, result, defer) {
@@ -955,11 +955,12 @@ pub(crate) fn result_type<'v>(result: Value<'v>) -> Option<&'v str> {
     Some(t.as_plain().unwrap_or("?"))
 }
 
-/// Why a result of another `resultType` than `complete` is not the call's answer.
-pub(crate) fn untaken_result_type(result: Value<'_>) -> Untaken {
-    match result_type(result) {
-        Some("input_required") => Untaken::InputRequired(input_asked(result)),
-        other => Untaken::ResultType(truncated(other.unwrap_or(""))),
+/// Why a result of another `resultType` (`rtype`, its [`result_type`]) than `complete` is
+/// not the call's answer.
+pub(crate) fn untaken_result_type(result: Value<'_>, rtype: &str) -> Untaken {
+    match rtype {
+        "input_required" => Untaken::InputRequired(input_asked(result)),
+        other => Untaken::ResultType(truncated(other)),
     }
 }
 
