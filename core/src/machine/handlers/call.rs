@@ -507,7 +507,7 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
 
     /// One `tools/list` page read for its `x-mcp-header` annotations.
     #[inline(never)]
-    fn on_list_page(&mut self, outcome: Outcome<'_>) -> Result<(), Failure> {
+    fn on_list_page(&mut self, outcome: Outcome<'_>) -> Result<(), jsonrpc::RpcDecodeError> {
         let Outcome::Result(result) = outcome else {
             // A server that cannot list: the call goes on without annotations.
             self.list_page = Some(false);
