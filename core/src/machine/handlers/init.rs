@@ -152,18 +152,9 @@ pub(crate) fn unescaped_detail<const N: usize>(
     message: &crate::wire::json::JsonStr<'_>,
 ) -> String<N> {
     let mut out = StrSink::<N>::default();
-    match message.unescape_into(&mut out) {
-        Ok(()) => truncated(out.as_str()),
-        // Cut: make room for the mark.
-        Err(_) => {
-            let mut s: String<N> = truncated(out.as_str());
-            while s.len() + '…'.len_utf8() > N {
-                if s.pop().is_none() {
-                    break;
-                }
-            }
-            let _ = s.push('…');
-            s
-        }
+    if message.unescape_into(&mut out).is_err() {
+        // Cut: the whole characters that leave room for the mark, and the mark.
+        mark_cut(&mut out);
     }
+    truncated(out.as_str())
 }
