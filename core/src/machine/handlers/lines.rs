@@ -161,11 +161,7 @@ fn finish_line<Sec: AsRef<[u8]>, B: Buf>(
 
 // Used by the async pump (`drive`) to write results.
 #[cfg_attr(not(feature = "drive"), allow(dead_code))]
+/// The buffer's text: its longest valid UTF-8 prefix (`StrSink`'s reading, one copy).
 pub(crate) fn as_text<B: Buf>(b: &B) -> &str {
-    match core::str::from_utf8(b.bytes()) {
-        Ok(s) => s,
-        Err(e) => {
-            core::str::from_utf8(b.bytes().get(..e.valid_up_to()).unwrap_or(&[])).unwrap_or("")
-        }
-    }
+    crate::buf::utf8_prefix(b.bytes())
 }
