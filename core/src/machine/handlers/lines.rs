@@ -33,9 +33,8 @@ pub(crate) fn tell_progress<Sec: AsRef<[u8]>>(
 }
 
 /// Hands one server log message at or above `lowest` to the observer: data and logger
-/// unescaped and redacted (cut to fit). Out of line: its buffers are on the stack only while
-/// a log message is handed over.
-#[inline(never)]
+/// unescaped and redacted (cut to fit). Its buffers are on the stack only while a
+/// notification is heard (the call handler's `hear`, itself out of the reply's frame).
 pub(crate) fn tell_log<Sec: AsRef<[u8]>>(
     observer: LogObserver<'_>,
     lowest: LogLevel,
