@@ -380,16 +380,13 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
         self.text.clear();
         let mut redactor = Redactor::new(self.secrets);
         let mut sink = redactor.sink(&mut *self.text);
-        let flat = content::flatten(result, &mut sink).map_err(|e| match e {
+        let f = content::flatten(result, &mut sink).map_err(|e| match e {
             content::ContentError::Overflow(o) => Untaken::TextTooLarge(o),
             _ => Untaken::NotAnObject,
-        });
-        flat.and_then(|f| {
-            sink.finish()
-                .map_err(Untaken::TextTooLarge)
-                .map(|_| Answer::Result {
-                    is_error: f.is_error,
-                })
+        })?;
+        sink.finish().map_err(Untaken::TextTooLarge)?;
+        Ok(Answer::Result {
+            is_error: f.is_error,
         })
     }
 
