@@ -141,12 +141,10 @@ fn flatten_by_lookup(result: Value<'_>, out: &mut impl Sink) -> Result<Flattened
                 out.put(b"\n")?;
             }
             blocks += 1;
-            let text = block
-                .get("type")
-                .and_then(|t| t.as_str())
-                .filter(|t| t.eq_str("text"))
-                .and_then(|_| block.get("text"))
-                .and_then(|t| t.as_str());
+            let text = match block.get("type").and_then(|t| t.as_str()) {
+                Some(t) if t.eq_str("text") => block.get("text").and_then(|t| t.as_str()),
+                _ => None,
+            };
             match text {
                 Some(t) => t.unescape_into(out),
                 None => block.write_compact(out),
