@@ -269,12 +269,9 @@ impl<'b> ToolResult<'b> {
 pub fn write_tool_error(text: &str, out: &mut impl Buf) -> Result<(), Overflow> {
     const PREFIX: &str = "tool error: ";
     const MARK: &str = "…";
-    let trimmed = text.trim_start();
-    if trimmed.trim_end().is_empty() {
+    let Some((line, more_lines)) = first_line(text) else {
         return out.put(TOOL_ERROR_MESSAGE.as_bytes());
-    }
-    let line = trimmed.split(['\n', '\r']).next().unwrap_or("").trim_end();
-    let more_lines = line.len() < trimmed.trim_end().len();
+    };
     let room = out
         .limit()
         .saturating_sub(out.len())
@@ -299,6 +296,58 @@ pub fn write_tool_error(text: &str, out: &mut impl Buf) -> Result<(), Overflow> 
     Ok(())
 }
 
+/// A text's first line and whether more text follows it, whitespace (`char::is_whitespace`,
+/// as `str::trim` reads it) trimmed from both; `None` when the text is all whitespace. Lines
+/// end at CR or LF.
+fn first_line(text: &str) -> Option<(&str, bool)> {
+    if cfg!(feature = "std") {
+        first_line_by_trims(text)
+    } else {
+        first_line_by_scan(text)
+    }
+}
+
+/// [`first_line`] by `str`'s trims (the host's: its searches are the fast ones).
+fn first_line_by_trims(text: &str) -> Option<(&str, bool)> {
+    let trimmed = text.trim_start();
+    let whole = trimmed.trim_end();
+    if whole.is_empty() {
+        return None;
+    }
+    // The first line: up to the first CR or LF (ASCII, so a byte search finds it).
+    let first_end = trimmed
+        .bytes()
+        .position(|b| b == b'\n' || b == b'\r')
+        .unwrap_or(trimmed.len());
+    let line = trimmed.get(..first_end).unwrap_or("").trim_end();
+    Some((line, line.len() < whole.len()))
+}
+
+/// [`first_line`] in one pass over the characters (the edge's: one decoding loop, not three
+/// inlined trims; a property test holds it equal to [`first_line_by_trims`]).
+fn first_line_by_scan(text: &str) -> Option<(&str, bool)> {
+    // Where the first non-whitespace character starts, where the last one ends, and where the
+    // last one before the first line's end ends.
+    let (mut start, mut end, mut line_end) = (None, 0, 0);
+    let mut first = true;
+    for (i, c) in text.char_indices() {
+        if c.is_whitespace() {
+            // A CR or LF before any text is leading whitespace, not a line's end.
+            if start.is_some() && (c == '\n' || c == '\r') {
+                first = false;
+            }
+            continue;
+        }
+        start.get_or_insert(i);
+        end = i + c.len_utf8();
+        if first {
+            line_end = end;
+        }
+    }
+    let line = text.get(start?..line_end).unwrap_or("");
+    Some((line, line_end < end))
+}
+
 /// Writes a refusal's error text: `JSON-RPC error <code>: <message>` (message unescaped).
 pub fn write_rpc_error(
     out: &mut impl Sink,
@@ -319,6 +368,7 @@ mod tests {
     use super::*;
     use crate::buf::SliceBuf;
     use crate::wire::json::{JsonLimits, Value};
+    use proptest::prelude::*;
 
     #[test]
     fn the_four_shapes() {
@@ -438,6 +488,23 @@ mod tests {
         // A small error buffer (the edge's): what fits, still marked.
         let e = tool_error_of(&long, 64);
         assert!(e.len() <= 64 && e.ends_with('…'), "{e}");
+    }
+
+    proptest! {
+        /// The edge's one-pass first line is the host's trims' (whitespace of every kind,
+        /// CR and LF anywhere).
+        #[test]
+        fn first_line_by_scan_is_by_trims(
+            chars in proptest::collection::vec(
+                proptest::sample::select(&[
+                    ' ', '\n', '\r', '\t', '\u{a0}', '\u{2028}', '\u{3000}', 'a', 'é', '€', '😀',
+                ][..]),
+                0..24,
+            )
+        ) {
+            let text: std::string::String = chars.into_iter().collect();
+            prop_assert_eq!(first_line_by_scan(&text), first_line_by_trims(&text));
+        }
     }
 
     #[test]

@@ -130,36 +130,36 @@ fn flatten_by_lookup(result: Value<'_>, out: &mut impl Sink) -> Result<Flattened
     if result.kind() != Kind::Object {
         return Err(ContentError::ResultNotObject);
     }
-    let is_error = result.get("isError").and_then(|v| v.as_bool()) == Some(true);
+    // `as_bool() == Some(true)`: the literal `true`.
+    let is_error = result.get("isError").is_some_and(|v| v.raw() == b"true");
     let content = result.get("content").filter(|c| !c.is_null());
     let mut blocks = 0usize;
-    match content {
-        Some(c) if c.kind() == Kind::Array => {
-            for block in c.elements() {
-                if blocks > 0 {
-                    out.put(b"\n")?;
-                }
-                blocks += 1;
-                let text = block
-                    .get("type")
-                    .and_then(|t| t.as_str())
-                    .filter(|t| t.eq_str("text"))
-                    .and_then(|_| block.get("text"))
-                    .and_then(|t| t.as_str());
-                match text {
-                    Some(t) => t.unescape_into(out)?,
-                    None => block.write_compact(out)?,
-                }
+    // Every write's overflow is said once, at the end.
+    let written = match content {
+        Some(c) if c.kind() == Kind::Array => c.elements().try_for_each(|block| {
+            if blocks > 0 {
+                out.put(b"\n")?;
             }
-        }
+            blocks += 1;
+            let text = match block.get("type").and_then(|t| t.as_str()) {
+                Some(t) if t.eq_str("text") => block.get("text").and_then(|t| t.as_str()),
+                _ => None,
+            };
+            match text {
+                Some(t) => t.unescape_into(out),
+                None => block.write_compact(out),
+            }
+        }),
         Some(_) => return Err(ContentError::ContentNotArray),
-        None => {
-            if let Some(s) = result.get("structuredContent") {
-                s.write_compact(out)?;
+        None => match result.get("structuredContent") {
+            Some(s) => {
                 blocks = 1;
+                s.write_compact(out)
             }
-        }
-    }
+            None => Ok(()),
+        },
+    };
+    written?;
     Ok(Flattened { is_error, blocks })
 }
 

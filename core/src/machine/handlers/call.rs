@@ -35,12 +35,13 @@ pub(crate) enum Untaken {
     ResultType(String<32>),
 }
 
-impl From<Untaken> for Failure {
-    fn from(u: Untaken) -> Self {
-        match u {
-            Untaken::TextTooLarge(o) => Failure::TooLarge(BufferName::Text, o),
+impl Untaken {
+    /// The failure this says: what `Failure::from` gives of a clone, without the clone.
+    pub(crate) fn failure(&self) -> Failure {
+        match self {
+            Untaken::TextTooLarge(o) => Failure::TooLarge(BufferName::Text, *o),
             Untaken::NotAnObject => Failure::Rpc(jsonrpc::RpcDecodeError::NotAnObject),
-            Untaken::InputRequired(asked) => Failure::InputRequired(asked),
+            Untaken::InputRequired(asked) => Failure::InputRequired(asked.clone()),
             // A task the server started though this build has no tasks (feature `tasks`).
             Untaken::ResultType(t) if !cfg!(feature = "tasks") && t == "task" => {
                 Failure::NotBuilt {
@@ -48,8 +49,14 @@ impl From<Untaken> for Failure {
                     need: "the tool requires a task",
                 }
             }
-            Untaken::ResultType(t) => Failure::UnexpectedResultType(t),
+            Untaken::ResultType(t) => Failure::UnexpectedResultType(t.clone()),
         }
+    }
+}
+
+impl From<Untaken> for Failure {
+    fn from(u: Untaken) -> Self {
+        u.failure()
     }
 }
 
@@ -367,21 +374,19 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
     }
 
     /// The tool's result (inline in a task's `result`, or the reply itself): flattened and
-    /// redacted into `text`.
+    /// redacted into `text`. Out of the reply's frame on the edge (less code there).
+    #[cfg_attr(not(feature = "std"), inline(never))]
     fn take_result(&mut self, result: Value<'_>) -> Result<Answer, Untaken> {
         self.text.clear();
         let mut redactor = Redactor::new(self.secrets);
         let mut sink = redactor.sink(&mut *self.text);
-        let flat = content::flatten(result, &mut sink).map_err(|e| match e {
+        let f = content::flatten(result, &mut sink).map_err(|e| match e {
             content::ContentError::Overflow(o) => Untaken::TextTooLarge(o),
             _ => Untaken::NotAnObject,
-        });
-        flat.and_then(|f| {
-            sink.finish()
-                .map_err(Untaken::TextTooLarge)
-                .map(|_| Answer::Result {
-                    is_error: f.is_error,
-                })
+        })?;
+        sink.finish().map_err(Untaken::TextTooLarge)?;
+        Ok(Answer::Result {
+            is_error: f.is_error,
         })
     }
 
@@ -498,7 +503,8 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
     }
 
     /// One `tools/list` page read for its `x-mcp-header` annotations.
-    fn on_list_page(&mut self, outcome: Outcome<'_>) -> Result<(), Failure> {
+    #[inline(never)]
+    fn on_list_page(&mut self, outcome: Outcome<'_>) -> Result<(), jsonrpc::RpcDecodeError> {
         let Outcome::Result(result) = outcome else {
             // A server that cannot list: the call goes on without annotations.
             self.list_page = Some(false);
@@ -518,12 +524,14 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
                 .get("annotations")
                 .and_then(|a| a.get("idempotentHint"))
                 .is_some_and(|v| v.raw() == b"true");
-            // `execution.taskSupport: "required"` (2025-11-25): callable only as a task.
-            let task_required = tool
-                .get("execution")
-                .and_then(|e| e.get("taskSupport"))
-                .and_then(|t| t.as_str())
-                .is_some_and(|t| t.eq_str("required"));
+            // `execution.taskSupport: "required"` (2025-11-25): callable only as a task. Read
+            // only for an old-era call (feature `era-2025`): a build without it never asks.
+            let task_required = cfg!(feature = "era-2025")
+                && tool
+                    .get("execution")
+                    .and_then(|e| e.get("taskSupport"))
+                    .and_then(|t| t.as_str())
+                    .is_some_and(|t| t.eq_str("required"));
             if !headers && !idempotent && !task_required {
                 continue;
             }
@@ -755,16 +763,13 @@ impl<B: Buf, Sec: AsRef<[u8]>> CallHandler<'_, B, Sec> {
             let (value, ends) = Value::parse_noting(msg, JsonLimits::default())?;
             self.handle_in(msg, value.knowing(&ends), last_chance, defer)
         }
+        // The edge parses and looks up in the list handlers' one copy.
         #[cfg(not(feature = "std"))]
-        self.handle_in(
-            msg,
-            Value::parse(msg, JsonLimits::default())?,
-            last_chance,
-            defer,
-        )
+        self.handle_found(msg, find(msg, self.id, last_chance)?, defer)
     }
 
     /// [`handle`](Self::handle) of a message already parsed (`value`, from `msg`).
+    #[cfg(feature = "std")]
     #[inline(always)]
     fn handle_in(
         &mut self,
@@ -828,24 +833,8 @@ impl<B: Buf, Sec: AsRef<[u8]>> CallHandler<'_, B, Sec> {
                 }
                 return Ok(Verdict::Continue);
             }
-            Lookup::Other(m) => {
-                if let Message::Notification { method, .. } = &m
-                    && method.eq_str("notifications/tools/list_changed")
-                {
-                    self.tools_list_changed = true;
-                }
-                if let Some(p) =
-                    jsonrpc::as_progress(&m).filter(|p| p.token.as_u64() == Some(self.id))
-                {
-                    self.progress = self.progress.wrapping_add(1);
-                    if let Some(observer) = self.cfg.on_progress {
-                        tell_progress(observer, &p, self.secrets);
-                    }
-                } else if let Some(observer) = self.cfg.on_log
-                    && let Some(note) = jsonrpc::as_log(&m)
-                {
-                    tell_log(observer, self.cfg.log_level, &note, self.secrets);
-                }
+            Lookup::Other(ref m) => {
+                self.hear(m);
                 return Ok(Verdict::Continue);
             }
         };
@@ -900,8 +889,8 @@ impl<B: Buf, Sec: AsRef<[u8]>> CallHandler<'_, B, Sec> {
             return Ok(Verdict::Done);
         }
         self.answer = Some(match outcome {
-            Outcome::Result(result) if rtype.is_some_and(|t| t != "complete") => {
-                Err(untaken_result_type(result))
+            Outcome::Result(result) if let Some(t) = rtype.filter(|&t| t != "complete") => {
+                Err(untaken_result_type(result, t))
             }
             #[cfg(feature = "std")]
             Outcome::Result(result) => match self.take_or_defer(msg, result, defer) {
@@ -928,17 +917,47 @@ impl<B: Buf, Sec: AsRef<[u8]>> CallHandler<'_, B, Sec> {
     }
 }
 
+impl<B: Buf, Sec: AsRef<[u8]>> CallHandler<'_, B, Sec> {
+    /// A notification on the call's stream: progress (ours counted and told), a log line,
+    /// the tool list changed.
+    #[inline(never)]
+    fn hear(&mut self, m: &Message<'_>) {
+        // A 2025-era signal (README: lists stay fresh): a build without that era keeps to a
+        // list's `ttlMs`.
+        if cfg!(feature = "era-2025")
+            && let Message::Notification { method, .. } = m
+            && method.eq_str("notifications/tools/list_changed")
+        {
+            self.tools_list_changed = true;
+        }
+        // A progress notification (ours or another request's) is no log line.
+        if let Some(p) = jsonrpc::as_progress(m) {
+            if p.token.as_u64() == Some(self.id) {
+                self.progress = self.progress.wrapping_add(1);
+                if let Some(observer) = self.cfg.on_progress {
+                    tell_progress(observer, &p, self.secrets);
+                }
+            }
+        } else if let Some(observer) = self.cfg.on_log
+            && let Some(note) = jsonrpc::as_log(m)
+        {
+            tell_log(observer, self.cfg.log_level, &note, self.secrets);
+        }
+    }
+}
+
 /// A 2026 result's `resultType` (missing means complete).
 pub(crate) fn result_type<'v>(result: Value<'v>) -> Option<&'v str> {
     let t = result.get("resultType")?.as_str()?;
     Some(t.as_plain().unwrap_or("?"))
 }
 
-/// Why a result of another `resultType` than `complete` is not the call's answer.
-pub(crate) fn untaken_result_type(result: Value<'_>) -> Untaken {
-    match result_type(result) {
-        Some("input_required") => Untaken::InputRequired(input_asked(result)),
-        other => Untaken::ResultType(truncated(other.unwrap_or(""))),
+/// Why a result of another `resultType` (`rtype`, its [`result_type`]) than `complete` is
+/// not the call's answer.
+pub(crate) fn untaken_result_type(result: Value<'_>, rtype: &str) -> Untaken {
+    match rtype {
+        "input_required" => Untaken::InputRequired(input_asked(result)),
+        other => Untaken::ResultType(truncated(other)),
     }
 }
 
@@ -946,33 +965,39 @@ pub(crate) fn untaken_result_type(result: Value<'_>) -> Untaken {
 /// fit.
 pub(crate) fn input_asked(result: Value<'_>) -> crate::wire::failure::Detail {
     let mut asked = StrSink::<DETAIL_BYTES>::default();
-    let requests = result.get("inputRequests");
     let mut first = true;
-    let each = requests.into_iter().flat_map(|r| {
-        // An object of named requests, or an array of them.
-        r.members().map(|(_, v)| v).chain(r.elements())
-    });
-    for request in each {
-        if !first {
-            let _ = asked.put(b"; ");
+    if let Some(r) = result.get("inputRequests") {
+        // An object of named requests, or an array of them (the other walk is empty).
+        for (_, request) in r.members() {
+            say_asked(&mut asked, &mut first, request);
         }
-        first = false;
-        if let Some(m) = request.get("method").and_then(|m| m.as_str()) {
-            let _ = m.unescape_into(&mut asked);
-        }
-        if let Some(msg) = request
-            .get("params")
-            .and_then(|p| p.get("message"))
-            .and_then(|m| m.as_str())
-        {
-            let _ = asked.put(b": ");
-            let _ = msg.unescape_into(&mut asked);
+        for request in r.elements() {
+            say_asked(&mut asked, &mut first, request);
         }
     }
     if first {
         let _ = asked.put(b"input");
     }
     truncated(asked.as_str())
+}
+
+/// One request of [`input_asked`]: its method (and message), after a `; ` but for the first.
+#[inline(never)]
+fn say_asked(asked: &mut StrSink<DETAIL_BYTES>, first: &mut bool, request: Value<'_>) {
+    if !core::mem::take(first) {
+        let _ = asked.put(b"; ");
+    }
+    if let Some(m) = request.get("method").and_then(|m| m.as_str()) {
+        let _ = m.unescape_into(asked);
+    }
+    if let Some(msg) = request
+        .get("params")
+        .and_then(|p| p.get("message"))
+        .and_then(|m| m.as_str())
+    {
+        let _ = asked.put(b": ");
+        let _ = msg.unescape_into(asked);
+    }
 }
 
 #[cfg(all(test, feature = "std"))]

@@ -41,14 +41,50 @@ impl OnMessage for ProbeHandler {
     }
 }
 
+/// Why [`find`] found nothing: the message is not JSON, or not JSON-RPC. Small on purpose:
+/// the handler's `?` makes its [`Failure`] in place, not by copying a whole one out of the
+/// lookup's result.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum FindError {
+    /// Not JSON.
+    Json(crate::wire::json::JsonError),
+    /// Not a JSON-RPC message (or batch).
+    Rpc(jsonrpc::RpcDecodeError),
+}
+
+impl From<crate::wire::json::JsonError> for FindError {
+    fn from(e: crate::wire::json::JsonError) -> Self {
+        FindError::Json(e)
+    }
+}
+
+impl From<jsonrpc::RpcDecodeError> for FindError {
+    fn from(e: jsonrpc::RpcDecodeError) -> Self {
+        FindError::Rpc(e)
+    }
+}
+
+impl From<FindError> for Failure {
+    fn from(e: FindError) -> Self {
+        match e {
+            FindError::Json(e) => Failure::Json(e),
+            FindError::Rpc(e) => Failure::Rpc(e),
+        }
+    }
+}
+
 /// Parses one message and looks for the response to `id`; `last_chance` also takes a
 /// response whose id is `null`.
-pub(crate) fn find<'m>(msg: &'m [u8], id: u64, last_chance: bool) -> Result<Lookup<'m>, Failure> {
+pub(crate) fn find<'m>(msg: &'m [u8], id: u64, last_chance: bool) -> Result<Lookup<'m>, FindError> {
     find_in(Value::parse(msg, JsonLimits::default())?, id, last_chance)
 }
 
 /// [`find`] in a message already parsed.
-pub(crate) fn find_in(value: Value<'_>, id: u64, last_chance: bool) -> Result<Lookup<'_>, Failure> {
+pub(crate) fn find_in(
+    value: Value<'_>,
+    id: u64,
+    last_chance: bool,
+) -> Result<Lookup<'_>, FindError> {
     match jsonrpc::find_response(value, id)? {
         Found::Match(outcome) => Ok(Lookup::Ours(outcome)),
         Found::NoMatch => match jsonrpc::decode_message(value) {
@@ -116,18 +152,9 @@ pub(crate) fn unescaped_detail<const N: usize>(
     message: &crate::wire::json::JsonStr<'_>,
 ) -> String<N> {
     let mut out = StrSink::<N>::default();
-    match message.unescape_into(&mut out) {
-        Ok(()) => truncated(out.as_str()),
-        // Cut: make room for the mark.
-        Err(_) => {
-            let mut s: String<N> = truncated(out.as_str());
-            while s.len() + '…'.len_utf8() > N {
-                if s.pop().is_none() {
-                    break;
-                }
-            }
-            let _ = s.push('…');
-            s
-        }
+    if message.unescape_into(&mut out).is_err() {
+        // Cut: the whole characters that leave room for the mark, and the mark.
+        mark_cut(&mut out);
     }
+    truncated(out.as_str())
 }

@@ -33,9 +33,8 @@ pub(crate) fn tell_progress<Sec: AsRef<[u8]>>(
 }
 
 /// Hands one server log message at or above `lowest` to the observer: data and logger
-/// unescaped and redacted (cut to fit). Out of line: its buffers are on the stack only while
-/// a log message is handed over.
-#[inline(never)]
+/// unescaped and redacted (cut to fit). Its buffers are on the stack only while a
+/// notification is heard (the call handler's `hear`, itself out of the reply's frame).
 pub(crate) fn tell_log<Sec: AsRef<[u8]>>(
     observer: LogObserver<'_>,
     lowest: LogLevel,
@@ -86,6 +85,20 @@ pub(crate) fn tell_status<Sec: AsRef<[u8]>>(
 
 /// Redacts `text` whole into `out`.
 pub(crate) fn redact_into<Sec: AsRef<[u8]>>(
+    secrets: &[Sec],
+    text: &[u8],
+    out: &mut impl Sink,
+) -> Result<(), crate::buf::Overflow> {
+    // The edge redacts through one out-of-line copy, whatever the sink (the host keeps its
+    // own per sink).
+    #[cfg(not(feature = "std"))]
+    let out = &mut (out as &mut dyn Sink);
+    redact_whole(secrets, text, out)
+}
+
+/// [`redact_into`]'s body.
+#[cfg_attr(not(feature = "std"), inline(never))]
+fn redact_whole<Sec: AsRef<[u8]>>(
     secrets: &[Sec],
     text: &[u8],
     out: &mut impl Sink,
@@ -147,11 +160,7 @@ fn finish_line<Sec: AsRef<[u8]>, B: Buf>(
 
 // Used by the async pump (`drive`) to write results.
 #[cfg_attr(not(feature = "drive"), allow(dead_code))]
+/// The buffer's text: its longest valid UTF-8 prefix (`StrSink`'s reading, one copy).
 pub(crate) fn as_text<B: Buf>(b: &B) -> &str {
-    match core::str::from_utf8(b.bytes()) {
-        Ok(s) => s,
-        Err(e) => {
-            core::str::from_utf8(b.bytes().get(..e.valid_up_to()).unwrap_or(&[])).unwrap_or("")
-        }
-    }
+    crate::buf::utf8_prefix(b.bytes())
 }

@@ -347,7 +347,7 @@ where
                 }
                 (Some(Ok(_)), _) => Then::Ended,
                 (Some(Err(u)), _) => {
-                    self.failure = Some(Failure::from(u.clone()));
+                    self.failure = Some(u.failure());
                     Then::Fail
                 }
                 // The stream ended (and could not be resumed) after the call was written.
