@@ -34,7 +34,7 @@ use crate::harness::failover::Target;
 use crate::harness::meter::{Ledger, LedgerRecord};
 use crate::harness::result::ToolResult;
 use crate::machine::handlers::redact_list_error;
-use crate::machine::{Action, Metering, Op, Tasking};
+use crate::machine::{Action, Metering, Op, Settled, Tasking};
 use crate::wire::endpoint::Endpoint;
 pub use crate::wire::exchange::TailDrain;
 use crate::wire::failure::{ConnectError, ConnectErrorKind};
@@ -253,6 +253,19 @@ where
         meter.forward(event);
     }
     action == Action::Done
+}
+
+/// [`Metering::settle`] out of the pump's future: one call, not inlined.
+#[inline(never)]
+fn settle<B, Sec, F, L, T>(meter: &mut Metering<'_, L, T>, op: &mut Op<'_, B, Sec, F>) -> Settled
+where
+    B: Buf,
+    Sec: AsRef<[u8]>,
+    F: FnMut(Option<(Value<'_>, &[u8])>),
+    L: Ledger,
+    T: Timeline,
+{
+    meter.settle(op)
 }
 
 /// What a finished list op says: which server's list it is, or its failure (redacted, with the
@@ -553,12 +566,28 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
         let settled = {
             let mut op = Op::tool_call(self.cfg, bufs, secrets, (tool, args), tasking);
             self.metered(&mut op, &mut meter).await;
-            meter.settle(&mut op)
+            settle(&mut meter, &mut op)
         };
-        // Each server's era, once per run, on the timeline of the call that found it.
+        self.conclude(&mut meter, &settled, secrets, bufs)
+    }
+
+    /// The end of a tool call, after its op settled: the slot's news forwarded (each server's
+    /// era, once per run, on the timeline of the call that found it), the result made and
+    /// metered. Not async, and not inlined: one call out of the future's code.
+    #[inline(never)]
+    fn conclude<'b, B: Buf, Sec: AsRef<[u8]>, L: Ledger, T: Timeline>(
+        &self,
+        meter: &mut Metering<'_, L, T>,
+        settled: &Settled,
+        secrets: &[Sec],
+        bufs: &'b mut CallBuffers<'_, B>,
+    ) -> (
+        ToolResult<'b>,
+        Option<(Target, heapless::String<MAX_TASK_ID>)>,
+    ) {
         self.with(|s| meter.forward_slot(s));
         let keep = (secrets, self.cfg.keep_raw);
-        let out = meter.finish(&settled, keep, bufs, self.net.now());
+        let out = meter.finish(settled, keep, bufs, self.net.now());
         let started = settled
             .started()
             .map(|(t, id)| (t, crate::buf::truncated(id)));
