@@ -151,5 +151,9 @@ pub async fn run(
 }
 
 fn first_line(s: &str) -> &str {
-    s.split('\n').next().unwrap_or("")
+    // A byte search, not `split` (no pattern searcher in the firmware for it).
+    match s.bytes().position(|b| b == b'\n') {
+        Some(end) => s.get(..end).unwrap_or(s),
+        None => s,
+    }
 }
