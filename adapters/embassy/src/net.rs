@@ -190,7 +190,8 @@ type Why = (ConnectErrorKind, &'static str);
 /// `proto-ipv6` feature, an error); `None` for a name or an IPv4 literal, which the stack's
 /// `dns_query` answers (a literal without a packet).
 fn ipv6_literal(host: &str) -> Option<Result<IpAddress, Why>> {
-    if !host.contains(':') {
+    // A byte search, not `str::contains` (no pattern searcher for it).
+    if !host.bytes().any(|b| b == b':') {
         return None;
     }
     #[cfg(feature = "proto-ipv6")]
