@@ -115,6 +115,24 @@ pub async fn post_answer<C: Read + Write>(conn: &mut C, answer: &[u8]) {
     }
 }
 
+/// Polls a pinned future in a function of its own, never inlined into the poll of the
+/// future that awaits it (`Apart(core::pin::pin!(fut)).await`). For a firmware: the
+/// optimiser may merge a large async body into its caller's state machine, and the merged
+/// one can cost more flash than both apart.
+pub struct Apart<'f, F>(pub core::pin::Pin<&'f mut F>);
+
+impl<F: core::future::Future> core::future::Future for Apart<'_, F> {
+    type Output = F::Output;
+
+    #[inline(never)]
+    fn poll(
+        mut self: core::pin::Pin<&mut Self>,
+        cx: &mut core::task::Context<'_>,
+    ) -> Poll<F::Output> {
+        self.0.as_mut().poll(cx)
+    }
+}
+
 /// How long answering a server's request on the side may take.
 #[cfg(feature = "era-2025")]
 const ANSWER_MS: Millis = 1_000;
@@ -270,6 +288,42 @@ where
     meter.settle(op)
 }
 
+/// What an action's I/O came to, handed to the op in one place ([`feed`]).
+enum Io {
+    /// A connection is open; from the pool when true.
+    Connected(bool),
+    /// No connection.
+    ConnectFailed(ConnectError),
+    /// The request was written (true) or writing it failed.
+    Sent(bool),
+    /// Bytes read; 0: the peer closed.
+    Read(usize),
+    /// Reading failed.
+    ReadFailed,
+    /// The action's deadline passed first.
+    TimedOut,
+}
+
+/// Hands `io` to `op` at `now`: one copy of the op's I/O transitions, out of the pump's
+/// future (not inlined: a call from each await point's arm instead of the transitions' code
+/// in the future's poll).
+#[inline(never)]
+fn feed<B, Sec, F>(op: &mut Op<'_, B, Sec, F>, io: Io, now: Millis)
+where
+    B: Buf,
+    Sec: AsRef<[u8]>,
+    F: FnMut(Option<(Value<'_>, &[u8])>),
+{
+    match io {
+        Io::Connected(reused) => op.handle_connected(reused),
+        Io::ConnectFailed(e) => op.handle_connect_failed(e),
+        Io::Sent(ok) => op.handle_sent(now, ok),
+        Io::Read(n) => op.handle_read(now, n),
+        Io::ReadFailed => op.handle_read_failed(),
+        Io::TimedOut => op.handle_timeout(now),
+    }
+}
+
 /// What a finished list op says: which server's list it is, or its failure (redacted, with the
 /// method and the era it was spoken in).
 fn list_result<B, Sec, F>(
@@ -339,28 +393,26 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
                 return Action::Done;
             };
             let at = op.timeout();
-            match action {
+            let io = match action {
                 Action::Connect { target, fresh } => {
                     *conn = None;
                     let Some(ep) = self.cfg.endpoint(target) else {
-                        op.handle_connect_failed(ConnectError::new(
-                            ConnectErrorKind::Unreachable,
-                            "no such server",
-                        ));
+                        let e = ConnectError::new(ConnectErrorKind::Unreachable, "no such server");
+                        feed(op, Io::ConnectFailed(e), now);
                         continue;
                     };
                     match select(self.net.connect(ep, fresh), self.net.sleep_until(at)).await {
                         Either::First(Ok((c, reused))) => {
                             *conn = Some(c);
-                            op.handle_connected(reused);
+                            Io::Connected(reused)
                         }
-                        Either::First(Err(e)) => op.handle_connect_failed(e),
-                        Either::Second(()) => op.handle_timeout(self.net.now()),
+                        Either::First(Err(e)) => Io::ConnectFailed(e),
+                        Either::Second(()) => Io::TimedOut,
                     }
                 }
                 Action::Transmit => {
                     let Some(c) = conn.as_mut() else {
-                        op.handle_sent(now, false);
+                        feed(op, Io::Sent(false), now);
                         continue;
                     };
                     let bytes = op.transmit();
@@ -369,8 +421,8 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
                         c.flush().await
                     };
                     match select(send, self.net.sleep_until(at)).await {
-                        Either::First(sent) => op.handle_sent(self.net.now(), sent.is_ok()),
-                        Either::Second(()) => op.handle_timeout(self.net.now()),
+                        Either::First(sent) => Io::Sent(sent.is_ok()),
+                        Either::Second(()) => Io::TimedOut,
                     }
                 }
                 Action::Receive => {
@@ -379,37 +431,46 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
                         continue;
                     }
                     let Some(c) = conn.as_mut() else {
-                        op.handle_read_failed();
+                        feed(op, Io::ReadFailed, now);
                         continue;
                     };
                     match select(c.read(op.read_buf()), self.net.sleep_until(at)).await {
-                        Either::First(Ok(n)) => op.handle_read(self.net.now(), n),
-                        Either::First(Err(_)) => op.handle_read_failed(),
-                        Either::Second(()) => op.handle_timeout(self.net.now()),
+                        Either::First(Ok(n)) => Io::Read(n),
+                        Either::First(Err(_)) => Io::ReadFailed,
+                        Either::Second(()) => Io::TimedOut,
                     }
                 }
                 Action::Recycle => {
                     if let (Some(c), Some(ep)) = (conn.take(), self.cfg.endpoint(op.target())) {
                         self.net.recycle(ep, c);
                     }
+                    continue;
                 }
-                Action::Close => *conn = None,
+                Action::Close => {
+                    *conn = None;
+                    continue;
+                }
                 Action::Park => {
                     if let (Some(c), Some(ep), Some(tail)) =
                         (conn.take(), self.cfg.endpoint(op.target()), op.take_tail())
                     {
                         self.net.park(ep, c, tail);
                     }
+                    continue;
                 }
                 Action::Sleep { slot: true } => {
                     let _ = select(self.changed(generation), self.net.sleep_until(at)).await;
+                    continue;
                 }
-                Action::Sleep { slot: false } => self.net.sleep_until(at).await,
+                Action::Sleep { slot: false } => {
+                    self.net.sleep_until(at).await;
+                    continue;
+                }
                 // Only an old-era stream's requests are answered, and only the old era has a
                 // GET stream (feature `era-2025`). `#[cfg]`, not `cfg!`: an await point stays
                 // in the future's code even when its branch is never taken.
                 #[cfg(not(feature = "era-2025"))]
-                Action::Respond { .. } | Action::Listen { .. } => {}
+                Action::Respond { .. } | Action::Listen { .. } => continue,
                 #[cfg(feature = "era-2025")]
                 Action::Respond { target } => {
                     // On the side, best effort: the call's own connection stays as it is.
@@ -418,13 +479,16 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
                         let answer = self.net.respond(ep, op.transmit());
                         let _ = select(answer, self.net.sleep_until(until)).await;
                     }
+                    continue;
                 }
                 #[cfg(feature = "era-2025")]
                 Action::Listen { target } => {
                     let _ = select(self.net.listen(target), self.net.sleep_until(at)).await;
+                    continue;
                 }
                 Action::Report | Action::Done | Action::TaskStarted => return action,
-            }
+            };
+            feed(op, io, self.net.now());
         }
     }
 

@@ -95,7 +95,10 @@ impl<'a> EdgeSlot<'a> {
             // echoes the bare token does not show it either; under 4 bytes it is no secret
             // (the run's rule) and would scrub evidence.
             // (A byte search for the space: no pattern searcher for it in the firmware.)
-            if let Some(c) = v.bytes().position(|b| b == b' ').and_then(|i| v.get(i + 1..))
+            if let Some(c) = v
+                .bytes()
+                .position(|b| b == b' ')
+                .and_then(|i| v.get(i + 1..))
                 && c.trim().len() >= 4
             {
                 add(c.trim().as_bytes());
