@@ -21,7 +21,7 @@
 //! and registers in one hold of the state, and the op that changes it wakes the sleepers in
 //! the same hold ([`SlotState::notify`]). No wake-up is lost, and no future has to be handed
 //! over boxed, which without an allocator was why a trait stood here before.
-use core::future::poll_fn;
+use core::future::{Future, poll_fn};
 use core::task::Poll;
 
 use embassy_futures::select::{Either, select};
@@ -172,15 +172,17 @@ impl<'d, N, S: Fn(&mut dyn FnMut(&mut SlotState))> Driver<'d, N, S> {
     /// Returns once the slot's state changed since its counter read `since` (another op's
     /// handshake ended, ...). Looks and registers in one hold of the state, so no wake-up is
     /// lost; at most [`MAX_WAITERS`] wakers are kept, more make spurious wake-ups, never
-    /// missed ones.
-    async fn changed(&self, since: u64) {
-        poll_fn(
-            |cx| match self.with(|s| s.changed_since(since, cx.waker())) {
+    /// missed ones. Never returns unless `watch` (a sleep that only its deadline ends).
+    fn changed(&self, watch: bool, since: u64) -> impl Future<Output = ()> + '_ {
+        poll_fn(move |cx| {
+            if !watch {
+                return Poll::Pending;
+            }
+            match self.with(|s| s.changed_since(since, cx.waker())) {
                 Some(false) => Poll::Pending,
                 _ => Poll::Ready(()),
-            },
-        )
-        .await
+            }
+        })
     }
 }
 
@@ -458,12 +460,9 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
                     }
                     continue;
                 }
-                Action::Sleep { slot: true } => {
-                    let _ = select(self.changed(generation), self.net.sleep_until(at)).await;
-                    continue;
-                }
-                Action::Sleep { slot: false } => {
-                    self.net.sleep_until(at).await;
+                Action::Sleep { slot } => {
+                    // One await point for both sleeps: without `slot`, no change ends it.
+                    let _ = select(self.changed(slot, generation), self.net.sleep_until(at)).await;
                     continue;
                 }
                 // Only an old-era stream's requests are answered, and only the old era has a
