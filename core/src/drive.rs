@@ -115,24 +115,6 @@ pub async fn post_answer<C: Read + Write>(conn: &mut C, answer: &[u8]) {
     }
 }
 
-/// Polls a pinned future in a function of its own, never inlined into the poll of the
-/// future that awaits it (`Apart(core::pin::pin!(fut)).await`). For a firmware: the
-/// optimiser may merge a large async body into its caller's state machine, and the merged
-/// one can cost more flash than both apart.
-pub struct Apart<'f, F>(pub core::pin::Pin<&'f mut F>);
-
-impl<F: core::future::Future> core::future::Future for Apart<'_, F> {
-    type Output = F::Output;
-
-    #[inline(never)]
-    fn poll(
-        mut self: core::pin::Pin<&mut Self>,
-        cx: &mut core::task::Context<'_>,
-    ) -> Poll<F::Output> {
-        self.0.as_mut().poll(cx)
-    }
-}
-
 /// How long answering a server's request on the side may take.
 #[cfg(feature = "era-2025")]
 const ANSWER_MS: Millis = 1_000;
