@@ -242,14 +242,13 @@ impl<'p, 's, const N: usize> Net for EdgeNet<'p, 's, N> {
     }
 
     fn recycle(&self, ep: &Endpoint<'_>, mut conn: Self::Conn) {
-        if let Some(mut socket) = conn.socket.take() {
-            // Kept alive while established, unless its host is too long to remember.
-            let kept = (ep.host().len() <= MAX_POOLED_HOST && socket.state() == State::Established)
-                .then_some(ep);
-            if kept.is_none() {
-                socket.abort();
-            }
-            self.pool.put_back(socket, kept);
+        // Kept alive while established, unless its host is too long to remember; else dropped
+        // (EdgeConn's Drop aborts it and puts it back, idle).
+        if ep.host().len() <= MAX_POOLED_HOST
+            && conn.socket.as_ref().map(TcpSocket::state) == Some(State::Established)
+            && let Some(socket) = conn.socket.take()
+        {
+            self.pool.put_back(socket, Some(ep));
         }
     }
 
