@@ -620,8 +620,7 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
 
     /// The end of a tool call, after its op settled: the slot's news forwarded (each server's
     /// era, once per run, on the timeline of the call that found it), the result made and
-    /// metered. Not async, and not inlined: one call out of the future's code.
-    #[inline(never)]
+    /// metered. Not async: no state of the future holds its locals.
     fn conclude<'b, B: Buf, Sec: AsRef<[u8]>, L: Ledger, T: Timeline>(
         &self,
         meter: &mut Metering<'_, L, T>,
