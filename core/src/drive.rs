@@ -237,9 +237,7 @@ fn each_item(item: Option<(Value<'_>, &[u8])>, on_item: &mut impl FnMut(ListItem
 }
 
 /// After the pump came back with `action`: the attempt's meter is closed and the op's events
-/// forwarded to it. True when the op is done. Not inlined: the forwarding's code stays out of
-/// the pump's future.
-#[inline(never)]
+/// forwarded to it. True when the op is done.
 fn settle_attempt<B, Sec, F, L, T>(
     op: &mut Op<'_, B, Sec, F>,
     meter: &mut Metering<'_, L, T>,
