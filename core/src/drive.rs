@@ -21,7 +21,7 @@
 //! and registers in one hold of the state, and the op that changes it wakes the sleepers in
 //! the same hold ([`SlotState::notify`]). No wake-up is lost, and no future has to be handed
 //! over boxed, which without an allocator was why a trait stood here before.
-use core::future::poll_fn;
+use core::future::{Future, poll_fn};
 use core::task::Poll;
 
 use embassy_futures::select::{Either, select};
@@ -34,7 +34,7 @@ use crate::harness::failover::Target;
 use crate::harness::meter::{Ledger, LedgerRecord};
 use crate::harness::result::ToolResult;
 use crate::machine::handlers::redact_list_error;
-use crate::machine::{Action, Metering, Op, Tasking};
+use crate::machine::{Action, Metering, Op, Settled, Tasking};
 use crate::wire::endpoint::Endpoint;
 pub use crate::wire::exchange::TailDrain;
 use crate::wire::failure::{ConnectError, ConnectErrorKind};
@@ -154,15 +154,17 @@ impl<'d, N, S: Fn(&mut dyn FnMut(&mut SlotState))> Driver<'d, N, S> {
     /// Returns once the slot's state changed since its counter read `since` (another op's
     /// handshake ended, ...). Looks and registers in one hold of the state, so no wake-up is
     /// lost; at most [`MAX_WAITERS`] wakers are kept, more make spurious wake-ups, never
-    /// missed ones.
-    async fn changed(&self, since: u64) {
-        poll_fn(
-            |cx| match self.with(|s| s.changed_since(since, cx.waker())) {
+    /// missed ones. Never returns unless `watch` (a sleep that only its deadline ends).
+    fn changed(&self, watch: bool, since: u64) -> impl Future<Output = ()> + '_ {
+        poll_fn(move |cx| {
+            if !watch {
+                return Poll::Pending;
+            }
+            match self.with(|s| s.changed_since(since, cx.waker())) {
                 Some(false) => Poll::Pending,
                 _ => Poll::Ready(()),
-            },
-        )
-        .await
+            }
+        })
     }
 }
 
@@ -255,6 +257,55 @@ where
     action == Action::Done
 }
 
+/// [`Metering::settle`] out of the pump's future: one call, not inlined.
+#[inline(never)]
+fn settle<B, Sec, F, L, T>(meter: &mut Metering<'_, L, T>, op: &mut Op<'_, B, Sec, F>) -> Settled
+where
+    B: Buf,
+    Sec: AsRef<[u8]>,
+    F: FnMut(Option<(Value<'_>, &[u8])>),
+    L: Ledger,
+    T: Timeline,
+{
+    meter.settle(op)
+}
+
+/// What an action's I/O came to, handed to the op in one place ([`feed`]).
+enum Io {
+    /// A connection is open; from the pool when true.
+    Connected(bool),
+    /// No connection.
+    ConnectFailed(ConnectError),
+    /// The request was written (true) or writing it failed.
+    Sent(bool),
+    /// Bytes read; 0: the peer closed.
+    Read(usize),
+    /// Reading failed.
+    ReadFailed,
+    /// The action's deadline passed first.
+    TimedOut,
+}
+
+/// Hands `io` to `op` at `now`: one copy of the op's I/O transitions, out of the pump's
+/// future (not inlined: a call from each await point's arm instead of the transitions' code
+/// in the future's poll).
+#[inline(never)]
+fn feed<B, Sec, F>(op: &mut Op<'_, B, Sec, F>, io: Io, now: Millis)
+where
+    B: Buf,
+    Sec: AsRef<[u8]>,
+    F: FnMut(Option<(Value<'_>, &[u8])>),
+{
+    match io {
+        Io::Connected(reused) => op.handle_connected(reused),
+        Io::ConnectFailed(e) => op.handle_connect_failed(e),
+        Io::Sent(ok) => op.handle_sent(now, ok),
+        Io::Read(n) => op.handle_read(now, n),
+        Io::ReadFailed => op.handle_read_failed(),
+        Io::TimedOut => op.handle_timeout(now),
+    }
+}
+
 /// What a finished list op says: which server's list it is, or its failure (redacted, with the
 /// method and the era it was spoken in).
 fn list_result<B, Sec, F>(
@@ -324,28 +375,26 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
                 return Action::Done;
             };
             let at = op.timeout();
-            match action {
+            let io = match action {
                 Action::Connect { target, fresh } => {
                     *conn = None;
                     let Some(ep) = self.cfg.endpoint(target) else {
-                        op.handle_connect_failed(ConnectError::new(
-                            ConnectErrorKind::Unreachable,
-                            "no such server",
-                        ));
+                        let e = ConnectError::new(ConnectErrorKind::Unreachable, "no such server");
+                        feed(op, Io::ConnectFailed(e), now);
                         continue;
                     };
                     match select(self.net.connect(ep, fresh), self.net.sleep_until(at)).await {
                         Either::First(Ok((c, reused))) => {
                             *conn = Some(c);
-                            op.handle_connected(reused);
+                            Io::Connected(reused)
                         }
-                        Either::First(Err(e)) => op.handle_connect_failed(e),
-                        Either::Second(()) => op.handle_timeout(self.net.now()),
+                        Either::First(Err(e)) => Io::ConnectFailed(e),
+                        Either::Second(()) => Io::TimedOut,
                     }
                 }
                 Action::Transmit => {
                     let Some(c) = conn.as_mut() else {
-                        op.handle_sent(now, false);
+                        feed(op, Io::Sent(false), now);
                         continue;
                     };
                     let bytes = op.transmit();
@@ -354,8 +403,8 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
                         c.flush().await
                     };
                     match select(send, self.net.sleep_until(at)).await {
-                        Either::First(sent) => op.handle_sent(self.net.now(), sent.is_ok()),
-                        Either::Second(()) => op.handle_timeout(self.net.now()),
+                        Either::First(sent) => Io::Sent(sent.is_ok()),
+                        Either::Second(()) => Io::TimedOut,
                     }
                 }
                 Action::Receive => {
@@ -364,37 +413,43 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
                         continue;
                     }
                     let Some(c) = conn.as_mut() else {
-                        op.handle_read_failed();
+                        feed(op, Io::ReadFailed, now);
                         continue;
                     };
                     match select(c.read(op.read_buf()), self.net.sleep_until(at)).await {
-                        Either::First(Ok(n)) => op.handle_read(self.net.now(), n),
-                        Either::First(Err(_)) => op.handle_read_failed(),
-                        Either::Second(()) => op.handle_timeout(self.net.now()),
+                        Either::First(Ok(n)) => Io::Read(n),
+                        Either::First(Err(_)) => Io::ReadFailed,
+                        Either::Second(()) => Io::TimedOut,
                     }
                 }
                 Action::Recycle => {
                     if let (Some(c), Some(ep)) = (conn.take(), self.cfg.endpoint(op.target())) {
                         self.net.recycle(ep, c);
                     }
+                    continue;
                 }
-                Action::Close => *conn = None,
+                Action::Close => {
+                    *conn = None;
+                    continue;
+                }
                 Action::Park => {
                     if let (Some(c), Some(ep), Some(tail)) =
                         (conn.take(), self.cfg.endpoint(op.target()), op.take_tail())
                     {
                         self.net.park(ep, c, tail);
                     }
+                    continue;
                 }
-                Action::Sleep { slot: true } => {
-                    let _ = select(self.changed(generation), self.net.sleep_until(at)).await;
+                Action::Sleep { slot } => {
+                    // One await point for both sleeps: without `slot`, no change ends it.
+                    let _ = select(self.changed(slot, generation), self.net.sleep_until(at)).await;
+                    continue;
                 }
-                Action::Sleep { slot: false } => self.net.sleep_until(at).await,
                 // Only an old-era stream's requests are answered, and only the old era has a
                 // GET stream (feature `era-2025`). `#[cfg]`, not `cfg!`: an await point stays
                 // in the future's code even when its branch is never taken.
                 #[cfg(not(feature = "era-2025"))]
-                Action::Respond { .. } | Action::Listen { .. } => {}
+                Action::Respond { .. } | Action::Listen { .. } => continue,
                 #[cfg(feature = "era-2025")]
                 Action::Respond { target } => {
                     // On the side, best effort: the call's own connection stays as it is.
@@ -403,13 +458,16 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
                         let answer = self.net.respond(ep, op.transmit());
                         let _ = select(answer, self.net.sleep_until(until)).await;
                     }
+                    continue;
                 }
                 #[cfg(feature = "era-2025")]
                 Action::Listen { target } => {
                     let _ = select(self.net.listen(target), self.net.sleep_until(at)).await;
+                    continue;
                 }
                 Action::Report | Action::Done | Action::TaskStarted => return action,
-            }
+            };
+            feed(op, io, self.net.now());
         }
     }
 
@@ -553,12 +611,27 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
         let settled = {
             let mut op = Op::tool_call(self.cfg, bufs, secrets, (tool, args), tasking);
             self.metered(&mut op, &mut meter).await;
-            meter.settle(&mut op)
+            settle(&mut meter, &mut op)
         };
-        // Each server's era, once per run, on the timeline of the call that found it.
+        self.conclude(&mut meter, &settled, secrets, bufs)
+    }
+
+    /// The end of a tool call, after its op settled: the slot's news forwarded (each server's
+    /// era, once per run, on the timeline of the call that found it), the result made and
+    /// metered. Not async: no state of the future holds its locals.
+    fn conclude<'b, B: Buf, Sec: AsRef<[u8]>, L: Ledger, T: Timeline>(
+        &self,
+        meter: &mut Metering<'_, L, T>,
+        settled: &Settled,
+        secrets: &[Sec],
+        bufs: &'b mut CallBuffers<'_, B>,
+    ) -> (
+        ToolResult<'b>,
+        Option<(Target, heapless::String<MAX_TASK_ID>)>,
+    ) {
         self.with(|s| meter.forward_slot(s));
         let keep = (secrets, self.cfg.keep_raw);
-        let out = meter.finish(&settled, keep, bufs, self.net.now());
+        let out = meter.finish(settled, keep, bufs, self.net.now());
         let started = settled
             .started()
             .map(|(t, id)| (t, crate::buf::truncated(id)));

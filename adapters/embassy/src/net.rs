@@ -190,7 +190,8 @@ type Why = (ConnectErrorKind, &'static str);
 /// `proto-ipv6` feature, an error); `None` for a name or an IPv4 literal, which the stack's
 /// `dns_query` answers (a literal without a packet).
 fn ipv6_literal(host: &str) -> Option<Result<IpAddress, Why>> {
-    if !host.contains(':') {
+    // A byte search, not `str::contains` (no pattern searcher for it).
+    if !host.bytes().any(|b| b == b':') {
         return None;
     }
     #[cfg(feature = "proto-ipv6")]
@@ -241,14 +242,13 @@ impl<'p, 's, const N: usize> Net for EdgeNet<'p, 's, N> {
     }
 
     fn recycle(&self, ep: &Endpoint<'_>, mut conn: Self::Conn) {
-        if let Some(mut socket) = conn.socket.take() {
-            // Kept alive while established, unless its host is too long to remember.
-            let kept = (ep.host().len() <= MAX_POOLED_HOST && socket.state() == State::Established)
-                .then_some(ep);
-            if kept.is_none() {
-                socket.abort();
-            }
-            self.pool.put_back(socket, kept);
+        // Kept alive while established, unless its host is too long to remember; else dropped
+        // (EdgeConn's Drop aborts it and puts it back, idle).
+        if ep.host().len() <= MAX_POOLED_HOST
+            && conn.socket.as_ref().map(TcpSocket::state) == Some(State::Established)
+            && let Some(socket) = conn.socket.take()
+        {
+            self.pool.put_back(socket, Some(ep));
         }
     }
 

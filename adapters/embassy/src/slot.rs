@@ -94,7 +94,11 @@ impl<'a> EdgeSlot<'a> {
             // `<scheme> <credential>` (`Bearer …`): the credential alone too, so a tool that
             // echoes the bare token does not show it either; under 4 bytes it is no secret
             // (the run's rule) and would scrub evidence.
-            if let Some((_, c)) = v.split_once(' ')
+            // (A byte search for the space: no pattern searcher for it in the firmware.)
+            if let Some(c) = v
+                .bytes()
+                .position(|b| b == b' ')
+                .and_then(|i| v.get(i + 1..))
                 && c.trim().len() >= 4
             {
                 add(c.trim().as_bytes());
@@ -192,19 +196,7 @@ impl<'a> EdgeSlot<'a> {
         bufs: &'b mut CallBuffers<'_, B>,
     ) -> ExecResult<'b> {
         let limit = args.len();
-        let mut sink = SliceBuf::new(args);
-        let timeout_s = exec::clamp_timeout_s(timeout_ms);
-        // Through `dyn Sink`: the core's own copies of the JSON string and number writers.
-        let mut out: &mut dyn Sink = &mut sink;
-        let value = exec::encode_run_command_args(&mut out, command, timeout_s, self.run_id)
-            .and_then(|()| {
-                // Cannot fail for what encode_run_command_args writes; reported, not assumed.
-                Value::parse(sink.bytes(), JsonLimits::default()).map_err(|_| Overflow {
-                    limit,
-                    needed: limit,
-                })
-            });
-        let call = match value {
+        let call = match self.exec_args(command, timeout_ms, args) {
             // The driver's future itself, not `call`'s around it (one state machine less).
             Ok(value) => {
                 let (mut ledger, mut timeline) = self.sinks();
@@ -223,8 +215,32 @@ impl<'a> EdgeSlot<'a> {
         ExecResult::of(call)
     }
 
+    /// `exec`'s arguments for `command`, written into `args` and parsed back (not async, not
+    /// inlined: out of the call's future).
+    #[inline(never)]
+    fn exec_args<'x>(
+        &self,
+        command: &str,
+        timeout_ms: u64,
+        args: &'x mut [u8],
+    ) -> Result<Value<'x>, Overflow> {
+        let limit = args.len();
+        let mut sink = SliceBuf::new(args);
+        let timeout_s = exec::clamp_timeout_s(timeout_ms);
+        // Through `dyn Sink`: the core's own copies of the JSON string and number writers.
+        let mut out: &mut dyn Sink = &mut sink;
+        exec::encode_run_command_args(&mut out, command, timeout_s, self.run_id)?;
+        let len = sink.len();
+        // Cannot fail for what encode_run_command_args writes; reported, not assumed.
+        Value::parse(args.get(..len).unwrap_or(&[]), JsonLimits::default()).map_err(|_| Overflow {
+            limit,
+            needed: limit,
+        })
+    }
+
     /// The `ok: false` of an `exec` whose arguments did not fit `limit` bytes (no `core::fmt`:
     /// the words and numbers are put one by one, cut at the error buffer's cap).
+    #[inline(never)]
     fn args_overflow<'b, B: Buf>(
         &self,
         over: Overflow,

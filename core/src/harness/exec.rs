@@ -47,7 +47,8 @@ pub fn encode_run_command_args(
 /// non-zero, so still a failure).
 pub fn unwrap_run_command(text: &str) -> Option<(i64, &str)> {
     let rest = text.strip_prefix("$ ")?;
-    let (_, rest) = rest.split_once('\n')?;
+    // The command line's end by a byte search (no pattern searcher for it on the edge).
+    let rest = rest.get(rest.bytes().position(|b| b == b'\n')? + 1..)?;
     let rest = rest.strip_prefix("(exit ")?;
     let (code, output) = crate::buf::split_once_str(rest, ")\n")?;
     let (negative, digits) = match code.strip_prefix('-') {
