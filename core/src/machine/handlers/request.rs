@@ -4,6 +4,12 @@
 use super::*;
 use crate::wire::json::JsonOut;
 
+/// A build without the handshake era and without stdio (the edge's one-era build): a
+/// timed-out call's cancel and the courtesy requests are never written there (in the 2026 era
+/// the closed stream is the cancel, and there is no session to end), nor is a session id or
+/// an event to resume from; their writers fold away.
+pub(crate) const ONE_ERA_EDGE: bool = !cfg!(feature = "era-2025") && !cfg!(feature = "std");
+
 /// The JSON-RPC message a request carries.
 pub(crate) enum Body<'x> {
     Initialize {
@@ -91,7 +97,9 @@ impl<'x> Body<'x> {
                 progress,
                 extra,
             } => jsonrpc::tools_call_open(out, id, (tool, args), progress, extra),
-            Body::Cancelled { id, reason } => jsonrpc::cancelled_open(out, id, reason),
+            Body::Cancelled { id, reason } if !ONE_ERA_EDGE => {
+                jsonrpc::cancelled_open(out, id, reason)
+            }
             // `_meta` is added by the modern writer, as to every 2026 request.
             Body::Discover { id } if cfg!(feature = "era-2026") => {
                 jsonrpc::put_request_head(out, id, "server/discover");
@@ -134,8 +142,8 @@ impl<'x> Body<'x> {
     /// The JSON-RPC method and the `mcp-name` value, for the 2026 era's headers.
     fn method_and_name(&self) -> (&'x str, Option<&'x str>) {
         match *self {
-            Body::Initialize { .. } => ("initialize", None),
-            Body::Initialized => ("notifications/initialized", None),
+            Body::Initialize { .. } if cfg!(feature = "era-2025") => ("initialize", None),
+            Body::Initialized if cfg!(feature = "era-2025") => ("notifications/initialized", None),
             Body::List { list, .. } => (list.method(), None),
             Body::Request { req, .. } => (
                 req.method(),
@@ -150,11 +158,10 @@ impl<'x> Body<'x> {
                 },
             ),
             Body::ToolsCall { tool, .. } => ("tools/call", Some(tool)),
-            Body::Cancelled { .. } => ("notifications/cancelled", None),
+            Body::Cancelled { .. } if !ONE_ERA_EDGE => ("notifications/cancelled", None),
             Body::Discover { .. } => ("server/discover", None),
-            Body::Task { method, task, .. } => (method, Some(task)),
-            Body::Answer(..) => ("", None),
-            Body::None => ("", None),
+            Body::Task { method, task, .. } if cfg!(feature = "tasks") => (method, Some(task)),
+            _ => ("", None),
         }
     }
 }
@@ -400,12 +407,15 @@ impl<'x> Trip<'x> {
             method: self.method,
             endpoint: self.ep,
             accept_json_and_sse: self.method != Method::Get,
-            session_id: self.snap.and_then(|s| s.id()),
+            session_id: self
+                .snap
+                .filter(|_| cfg!(feature = "era-2025"))
+                .and_then(|s| s.id()),
             protocol_version: match &self.modern {
                 Some(m) => Some(m.version),
                 None => self.snap.and_then(|s| s.version_header()),
             },
-            last_event_id: self.last_event_id,
+            last_event_id: self.last_event_id.filter(|_| cfg!(feature = "era-2025")),
             extra_headers: cfg.headers,
             content_length: (self.method == Method::Post).then_some(content_length),
             mcp,

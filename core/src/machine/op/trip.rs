@@ -44,7 +44,14 @@ where
     /// Writes the request of `purpose` into the request buffer (head and body).
     pub(super) fn write_request(&mut self, purpose: Purpose) -> Result<(), Failure> {
         use crate::machine::handlers::{Body, TraceMeta};
-        if let Some(capability) = purpose.not_built() {
+        // The edge's one-era build never starts a cancel or a courtesy request: their
+        // writers (`notifications/cancelled`, the GET and DELETE heads) fold away.
+        let one_era_edge = crate::machine::handlers::ONE_ERA_EDGE;
+        let not_built = match purpose {
+            Purpose::Cancel | Purpose::Courtesy if one_era_edge => Some("era-2025"),
+            _ => purpose.not_built(),
+        };
+        if let Some(capability) = not_built {
             return Err(Failure::NotBuilt {
                 capability,
                 need: "the server asked for it",
@@ -92,7 +99,7 @@ where
                     _ => Body::None,
                 }
             }
-            Purpose::Initialize { .. } => {
+            Purpose::Initialize { .. } if cfg!(feature = "era-2025") => {
                 session = None;
                 let declared = self.cfg.declared();
                 Body::Initialize {
@@ -102,7 +109,7 @@ where
                     elicitation_url: declared.elicitation_url,
                 }
             }
-            Purpose::Initialized { .. } => Body::Initialized,
+            Purpose::Initialized { .. } if cfg!(feature = "era-2025") => Body::Initialized,
             Purpose::Main => match &self.job {
                 Job::Call {
                     handler,
@@ -117,7 +124,7 @@ where
                     // (Only a build with input rounds, feature `input`, ever has one ready.)
                     extra: if cfg!(feature = "input") && handler.input_ready {
                         handler.text.bytes()
-                    } else if handler.session_task {
+                    } else if cfg!(feature = "era-2025") && handler.session_task {
                         // The 2025-11-25 form: a task-required tool is called as a task.
                         b",\"task\":{}"
                     } else {
@@ -140,16 +147,16 @@ where
                 Job::Request(handler) => Body::request(id, handler.req),
                 Job::Close(_) | Job::Cancel(_) => Body::None,
             },
-            Purpose::Resume => {
+            Purpose::Resume if cfg!(feature = "era-2025") => {
                 method = Method::Get;
                 last_event_id = self.resume.as_ref().map(|(id, _)| id.as_str());
                 Body::None
             }
-            Purpose::Cancel => Body::Cancelled {
+            Purpose::Cancel if !one_era_edge => Body::Cancelled {
                 id,
                 reason: CANCEL_TIMED_OUT,
             },
-            Purpose::Courtesy => match self.job {
+            Purpose::Courtesy if !one_era_edge => match self.job {
                 Job::Cancel(id) => Body::Cancelled {
                     id,
                     reason: CANCEL_DROPPED,
@@ -159,6 +166,7 @@ where
                     Body::None
                 }
             },
+            _ => Body::None,
         };
         let mut trip = Trip::post(ep, session, body);
         trip.method = method;
