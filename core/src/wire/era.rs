@@ -373,6 +373,12 @@ pub fn header_safe(value: &[u8]) -> bool {
 /// `=?base64?<standard base64 of the UTF-8 bytes>?=` (e.g. `"Zürich "` is
 /// `=?base64?WsO8cmljaCA=?=`).
 pub fn write_header_value(out: &mut impl Sink, value: &[u8]) -> Result<(), Overflow> {
+    header_value_to(out, value)
+}
+
+/// [`write_header_value`] through `dyn Sink`: one copy for every sink (the `mcp-name` line's
+/// and a parameter's), the values are short.
+fn header_value_to(out: &mut dyn Sink, value: &[u8]) -> Result<(), Overflow> {
     if header_safe(value) {
         return out.put(value);
     }
@@ -382,7 +388,7 @@ pub fn write_header_value(out: &mut impl Sink, value: &[u8]) -> Result<(), Overf
 }
 
 /// Standard base64 with padding (RFC 4648 §4), written in small pieces (no allocation).
-fn write_base64(out: &mut impl Sink, bytes: &[u8]) -> Result<(), Overflow> {
+fn write_base64(out: &mut dyn Sink, bytes: &[u8]) -> Result<(), Overflow> {
     const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let sym = |i: u32| ALPHABET.get((i & 63) as usize).copied().unwrap_or(b'=');
     for chunk in bytes.chunks(3) {

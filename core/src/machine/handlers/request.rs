@@ -6,8 +6,9 @@ use crate::wire::json::JsonOut;
 
 /// A build without the handshake era and without stdio (the edge's one-era build): a
 /// timed-out call's cancel and the courtesy requests are never written there (in the 2026 era
-/// the closed stream is the cancel, and there is no session to end), nor is a session id or
-/// an event to resume from; their writers fold away.
+/// the closed stream is the cancel, and there is no session to end), nor is a handshake, a
+/// session id, an event to resume from or (without `tasks`) a task's request; their writers
+/// fold away. (A host build writes whatever trip it is given, as its tests do.)
 pub(crate) const ONE_ERA_EDGE: bool = !cfg!(feature = "era-2025") && !cfg!(feature = "std");
 
 /// The JSON-RPC message a request carries.
@@ -142,8 +143,9 @@ impl<'x> Body<'x> {
     /// The JSON-RPC method and the `mcp-name` value, for the 2026 era's headers.
     fn method_and_name(&self) -> (&'x str, Option<&'x str>) {
         match *self {
-            Body::Initialize { .. } if cfg!(feature = "era-2025") => ("initialize", None),
-            Body::Initialized if cfg!(feature = "era-2025") => ("notifications/initialized", None),
+            // (What the edge's one-era build never writes folds away there.)
+            Body::Initialize { .. } if !ONE_ERA_EDGE => ("initialize", None),
+            Body::Initialized if !ONE_ERA_EDGE => ("notifications/initialized", None),
             Body::List { list, .. } => (list.method(), None),
             Body::Request { req, .. } => (
                 req.method(),
@@ -160,7 +162,9 @@ impl<'x> Body<'x> {
             Body::ToolsCall { tool, .. } => ("tools/call", Some(tool)),
             Body::Cancelled { .. } if !ONE_ERA_EDGE => ("notifications/cancelled", None),
             Body::Discover { .. } => ("server/discover", None),
-            Body::Task { method, task, .. } if cfg!(feature = "tasks") => (method, Some(task)),
+            Body::Task { method, task, .. } if !ONE_ERA_EDGE || cfg!(feature = "tasks") => {
+                (method, Some(task))
+            }
             _ => ("", None),
         }
     }
@@ -407,15 +411,12 @@ impl<'x> Trip<'x> {
             method: self.method,
             endpoint: self.ep,
             accept_json_and_sse: self.method != Method::Get,
-            session_id: self
-                .snap
-                .filter(|_| cfg!(feature = "era-2025"))
-                .and_then(|s| s.id()),
+            session_id: self.snap.filter(|_| !ONE_ERA_EDGE).and_then(|s| s.id()),
             protocol_version: match &self.modern {
                 Some(m) => Some(m.version),
                 None => self.snap.and_then(|s| s.version_header()),
             },
-            last_event_id: self.last_event_id.filter(|_| cfg!(feature = "era-2025")),
+            last_event_id: self.last_event_id.filter(|_| !ONE_ERA_EDGE),
             extra_headers: cfg.headers,
             content_length: (self.method == Method::Post).then_some(content_length),
             mcp,
