@@ -261,31 +261,37 @@ impl ClientCapabilities {
     pub(crate) fn write_to<S: Sink>(&self, out: &mut JsonOut<S>) {
         // One member after another, `{` before the first and `,` between: a capability the
         // build leaves out (`input`, `tasks`) is never written, and its code folds away.
-        let mut any = false;
-        let mut member = |out: &mut JsonOut<S>, on: bool, text: &[u8]| {
-            if on {
-                out.lit(if any { b"," } else { b"{" });
-                out.lit(text);
-                any = true;
-            }
-        };
-        member(
-            out,
-            self.elicitation_on(),
-            if self.elicitation_url {
+        let mut sep: &[u8] = b"{";
+        if self.elicitation_on() {
+            out.lit(sep);
+            out.lit(if self.elicitation_url {
                 b"\"elicitation\":{\"form\":{},\"url\":{}}"
             } else {
                 b"\"elicitation\":{}"
-            },
-        );
-        member(out, self.roots, b"\"roots\":{}");
-        member(out, self.sampling, b"\"sampling\":{}");
-        member(
-            out,
-            self.tasks_on(),
-            b"\"extensions\":{\"io.modelcontextprotocol/tasks\":{}}",
-        );
-        out.lit(if any { b"}" } else { b"{}" });
+            });
+            sep = b",";
+        }
+        if self.roots {
+            out.lit(sep);
+            out.lit(b"\"roots\":{}");
+            sep = b",";
+        }
+        if self.sampling {
+            out.lit(sep);
+            out.lit(b"\"sampling\":{}");
+            sep = b",";
+        }
+        if self.tasks_on() {
+            out.lit(sep);
+            out.lit(b"\"extensions\":{\"io.modelcontextprotocol/tasks\":{}}");
+            sep = b",";
+        }
+        // No member (`{` still, the one byte): `{}`.
+        out.lit(if sep.len() == 1 && sep != b"," {
+            b"{}"
+        } else {
+            b"}"
+        });
     }
 }
 
