@@ -601,6 +601,57 @@ pub fn write_param_value(out: &mut impl Sink, argument: Value<'_>) -> Option<Res
     }
 }
 
+/// The longest `Mcp-Param-*` value sent: a longer one is left out, line and all (the server
+/// then says the header is missing).
+pub(crate) const PARAM_VALUE_MAX: usize = 1024;
+
+/// Writes the `Mcp-Param-{header}` line of one mirrored argument: its value as
+/// [`write_param_value`] writes it, when there is one (not for `null` or another kind, nor for
+/// an escaped string over 256 bytes unescaped) of at most [`PARAM_VALUE_MAX`] bytes. The value's
+/// length is known before anything is written, so it goes straight into `out`.
+pub(crate) fn param_line_to(
+    out: &mut dyn Sink,
+    header: &[u8],
+    argument: Value<'_>,
+) -> Result<(), Overflow> {
+    let mut text = StrSink::<256>::default();
+    let (value, as_is) = match argument.kind() {
+        Kind::String => {
+            let Some(s) = argument.as_str() else {
+                return Ok(());
+            };
+            let value = match s.as_plain() {
+                Some(plain) => plain.as_bytes(),
+                None if s.unescape_into(&mut text).is_ok() => text.as_str().as_bytes(),
+                None => return Ok(()),
+            };
+            (value, header_safe(value))
+        }
+        Kind::Number | Kind::Bool => (argument.raw(), true),
+        _ => return Ok(()),
+    };
+    // `=?base64?` and `?=` around four symbols for every three bytes (or fewer).
+    let len = if as_is {
+        value.len()
+    } else {
+        11 + value.len().div_ceil(3) * 4
+    };
+    if len > PARAM_VALUE_MAX {
+        return Ok(());
+    }
+    out.put(b"Mcp-Param-")?;
+    out.put(header)?;
+    out.put(b": ")?;
+    if as_is {
+        out.put(value)?;
+    } else {
+        out.put(b"=?base64?")?;
+        write_base64(out, value)?;
+        out.put(b"?=")?;
+    }
+    out.put(b"\r\n")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -909,6 +960,52 @@ mod tests {
         assert_eq!(at(b"zone"), Some(&br#""top""#[..]));
         assert_eq!(at(b"opts\x1fnone"), None);
         assert_eq!(at(b"zone\x1fdeeper"), None);
+    }
+
+    /// A parameter's line is the value [`write_param_value`] writes into a buffer of
+    /// [`PARAM_VALUE_MAX`] bytes, when all of it fits there, and nothing otherwise.
+    #[test]
+    fn a_parameter_line_is_its_value_when_it_fits() {
+        let mut jsons: std::vec::Vec<String> = [
+            r#""eu-west-1""#,
+            r#""Z\u00fcrich ""#,
+            r#""a\"b""#,
+            r#""""#,
+            r#"" ""#,
+            "42",
+            "-1.5e3",
+            "true",
+            "null",
+            "[1]",
+            "{}",
+        ]
+        .iter()
+        .map(|s| String::from(*s))
+        .collect();
+        for n in [
+            250, 255, 256, 257, 300, 755, 756, 757, 758, 764, 765, 766, 767, 768, 769, 1023, 1024,
+            1025, 2000,
+        ] {
+            let plain = "x".repeat(n);
+            jsons.push(std::format!(r#""{plain}""#));
+            jsons.push(std::format!(r#""{}""#, "\\u00e9".repeat(n / 2)));
+            jsons.push(std::format!(r#""\t{}""#, "y".repeat(n)));
+            jsons.push(std::format!(r#""é{}""#, "z".repeat(n)));
+            jsons.push("1".repeat(n));
+        }
+        for json in &jsons {
+            let value =
+                Value::parse(json.as_bytes(), crate::wire::json::JsonLimits::default()).unwrap();
+            let mut line = StrSink::<PARAM_VALUE_MAX>::default();
+            let expected = match write_param_value(&mut line, value) {
+                Some(Ok(())) => std::format!("Mcp-Param-Zone: {}\r\n", line.as_str()),
+                _ => String::new(),
+            };
+            let mut storage = std::vec![0u8; 4096];
+            let mut b = SliceBuf::new(&mut storage);
+            param_line_to(&mut b, b"Zone", value).unwrap();
+            assert_eq!(core::str::from_utf8(b.bytes()).unwrap(), expected, "{json}");
+        }
     }
 
     #[test]
