@@ -554,9 +554,18 @@ fn primitive_type(prop: Value<'_>) -> bool {
     match prop.get("type") {
         Some(t) if t.kind() == Kind::String => is(t, &PRIMITIVE),
         Some(t) if t.kind() == Kind::Array => {
-            let primitives = t.elements().filter(|e| is(*e, &PRIMITIVE)).count();
-            let nulls = t.elements().filter(|e| is(*e, &["null"])).count();
-            primitives == 1 && nulls <= 1 && t.elements().count() == primitives + nulls
+            // One pass: one primitive, at most one `null`, nothing else.
+            let (mut primitives, mut nulls) = (0u32, 0u32);
+            for e in t.elements() {
+                if is(e, &PRIMITIVE) {
+                    primitives += 1;
+                } else if is(e, &["null"]) {
+                    nulls += 1;
+                } else {
+                    return false;
+                }
+            }
+            primitives == 1 && nulls <= 1
         }
         _ => false,
     }
@@ -902,6 +911,18 @@ mod tests {
             ),
             (
                 r#"{"properties":{"a":{"type":["string","integer"],"x-mcp-header":"X"}}}"#,
+                HeaderAnnotationError::NotPrimitive,
+            ),
+            (
+                r#"{"properties":{"a":{"type":["null","string","null"],"x-mcp-header":"X"}}}"#,
+                HeaderAnnotationError::NotPrimitive,
+            ),
+            (
+                r#"{"properties":{"a":{"type":["string",1],"x-mcp-header":"X"}}}"#,
+                HeaderAnnotationError::NotPrimitive,
+            ),
+            (
+                r#"{"properties":{"a":{"type":[],"x-mcp-header":"X"}}}"#,
                 HeaderAnnotationError::NotPrimitive,
             ),
             (
