@@ -174,8 +174,8 @@ where
         if method == Method::Delete {
             trip.expect = Expect::Accepted;
         }
-        let modern_era =
-            matches!(purpose, Purpose::Probe { .. }) || snap.is_some_and(|s| s.version.is_modern());
+        // (A one-era build speaks its era, as the op does: the compiler sees it.)
+        let modern_era = matches!(purpose, Purpose::Probe { .. }) || self.modern();
         // Every request carries the trace context, when there is one (SEP-414).
         trip.trace = self.cfg.trace.as_ref().and_then(|t| {
             let id = trip.body.request_id()?;
@@ -210,7 +210,9 @@ where
             });
         }
         self.expect = trip.expect;
-        self.sent_session_id = snap.is_some_and(|s| s.session_id.is_some())
+        // (Sessions are the handshake era's.)
+        self.sent_session_id = cfg!(feature = "era-2025")
+            && snap.is_some_and(|s| s.session_id.is_some())
             && !matches!(purpose, Purpose::Initialize { .. });
         if self.cfg.is_stdio(self.target) {
             return trip.write_line(self.request);
