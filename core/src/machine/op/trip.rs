@@ -138,10 +138,7 @@ where
                         .then(|| crate::machine::handlers::as_text(&*handler.cursor)),
                 },
                 // The 2026 era has no `ping`: `server/discover` is its liveness check.
-                Job::Request(handler)
-                    if handler.req == jsonrpc::Request::Ping
-                        && snap.is_some_and(|s| s.version.is_modern()) =>
-                {
+                Job::Request(handler) if handler.req == jsonrpc::Request::Ping && self.modern() => {
                     Body::Discover { id }
                 }
                 Job::Request(handler) => Body::request(id, handler.req),
