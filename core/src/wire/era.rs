@@ -261,31 +261,37 @@ impl ClientCapabilities {
     pub(crate) fn write_to<S: Sink>(&self, out: &mut JsonOut<S>) {
         // One member after another, `{` before the first and `,` between: a capability the
         // build leaves out (`input`, `tasks`) is never written, and its code folds away.
-        let mut any = false;
-        let mut member = |out: &mut JsonOut<S>, on: bool, text: &[u8]| {
-            if on {
-                out.lit(if any { b"," } else { b"{" });
-                out.lit(text);
-                any = true;
-            }
-        };
-        member(
-            out,
-            self.elicitation_on(),
-            if self.elicitation_url {
+        let mut sep: &[u8] = b"{";
+        if self.elicitation_on() {
+            out.lit(sep);
+            out.lit(if self.elicitation_url {
                 b"\"elicitation\":{\"form\":{},\"url\":{}}"
             } else {
                 b"\"elicitation\":{}"
-            },
-        );
-        member(out, self.roots, b"\"roots\":{}");
-        member(out, self.sampling, b"\"sampling\":{}");
-        member(
-            out,
-            self.tasks_on(),
-            b"\"extensions\":{\"io.modelcontextprotocol/tasks\":{}}",
-        );
-        out.lit(if any { b"}" } else { b"{}" });
+            });
+            sep = b",";
+        }
+        if self.roots {
+            out.lit(sep);
+            out.lit(b"\"roots\":{}");
+            sep = b",";
+        }
+        if self.sampling {
+            out.lit(sep);
+            out.lit(b"\"sampling\":{}");
+            sep = b",";
+        }
+        if self.tasks_on() {
+            out.lit(sep);
+            out.lit(b"\"extensions\":{\"io.modelcontextprotocol/tasks\":{}}");
+            sep = b",";
+        }
+        // No member (`{` still, the one byte): `{}`.
+        out.lit(if sep.len() == 1 && sep != b"," {
+            b"{}"
+        } else {
+            b"}"
+        });
     }
 }
 
@@ -373,6 +379,12 @@ pub fn header_safe(value: &[u8]) -> bool {
 /// `=?base64?<standard base64 of the UTF-8 bytes>?=` (e.g. `"Zürich "` is
 /// `=?base64?WsO8cmljaCA=?=`).
 pub fn write_header_value(out: &mut impl Sink, value: &[u8]) -> Result<(), Overflow> {
+    header_value_to(out, value)
+}
+
+/// [`write_header_value`] through `dyn Sink`: one copy for every sink (the `mcp-name` line's
+/// and a parameter's), the values are short.
+fn header_value_to(out: &mut dyn Sink, value: &[u8]) -> Result<(), Overflow> {
     if header_safe(value) {
         return out.put(value);
     }
@@ -382,7 +394,7 @@ pub fn write_header_value(out: &mut impl Sink, value: &[u8]) -> Result<(), Overf
 }
 
 /// Standard base64 with padding (RFC 4648 §4), written in small pieces (no allocation).
-fn write_base64(out: &mut impl Sink, bytes: &[u8]) -> Result<(), Overflow> {
+fn write_base64(out: &mut dyn Sink, bytes: &[u8]) -> Result<(), Overflow> {
     const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let sym = |i: u32| ALPHABET.get((i & 63) as usize).copied().unwrap_or(b'=');
     for chunk in bytes.chunks(3) {
@@ -542,9 +554,18 @@ fn primitive_type(prop: Value<'_>) -> bool {
     match prop.get("type") {
         Some(t) if t.kind() == Kind::String => is(t, &PRIMITIVE),
         Some(t) if t.kind() == Kind::Array => {
-            let primitives = t.elements().filter(|e| is(*e, &PRIMITIVE)).count();
-            let nulls = t.elements().filter(|e| is(*e, &["null"])).count();
-            primitives == 1 && nulls <= 1 && t.elements().count() == primitives + nulls
+            // One pass: one primitive, at most one `null`, nothing else.
+            let (mut primitives, mut nulls) = (0u32, 0u32);
+            for e in t.elements() {
+                if is(e, &PRIMITIVE) {
+                    primitives += 1;
+                } else if is(e, &["null"]) {
+                    nulls += 1;
+                } else {
+                    return false;
+                }
+            }
+            primitives == 1 && nulls <= 1
         }
         _ => false,
     }
@@ -587,6 +608,57 @@ pub fn write_param_value(out: &mut impl Sink, argument: Value<'_>) -> Option<Res
         Kind::Number | Kind::Bool => Some(out.put(argument.raw())),
         _ => None,
     }
+}
+
+/// The longest `Mcp-Param-*` value sent: a longer one is left out, line and all (the server
+/// then says the header is missing).
+pub(crate) const PARAM_VALUE_MAX: usize = 1024;
+
+/// Writes the `Mcp-Param-{header}` line of one mirrored argument: its value as
+/// [`write_param_value`] writes it, when there is one (not for `null` or another kind, nor for
+/// an escaped string over 256 bytes unescaped) of at most [`PARAM_VALUE_MAX`] bytes. The value's
+/// length is known before anything is written, so it goes straight into `out`.
+pub(crate) fn param_line_to(
+    out: &mut dyn Sink,
+    header: &[u8],
+    argument: Value<'_>,
+) -> Result<(), Overflow> {
+    let mut text = StrSink::<256>::default();
+    let (value, as_is) = match argument.kind() {
+        Kind::String => {
+            let Some(s) = argument.as_str() else {
+                return Ok(());
+            };
+            let value = match s.as_plain() {
+                Some(plain) => plain.as_bytes(),
+                None if s.unescape_into(&mut text).is_ok() => text.as_str().as_bytes(),
+                None => return Ok(()),
+            };
+            (value, header_safe(value))
+        }
+        Kind::Number | Kind::Bool => (argument.raw(), true),
+        _ => return Ok(()),
+    };
+    // `=?base64?` and `?=` around four symbols for every three bytes (or fewer).
+    let len = if as_is {
+        value.len()
+    } else {
+        11 + value.len().div_ceil(3) * 4
+    };
+    if len > PARAM_VALUE_MAX {
+        return Ok(());
+    }
+    out.put(b"Mcp-Param-")?;
+    out.put(header)?;
+    out.put(b": ")?;
+    if as_is {
+        out.put(value)?;
+    } else {
+        out.put(b"=?base64?")?;
+        write_base64(out, value)?;
+        out.put(b"?=")?;
+    }
+    out.put(b"\r\n")
 }
 
 #[cfg(test)]
@@ -842,6 +914,18 @@ mod tests {
                 HeaderAnnotationError::NotPrimitive,
             ),
             (
+                r#"{"properties":{"a":{"type":["null","string","null"],"x-mcp-header":"X"}}}"#,
+                HeaderAnnotationError::NotPrimitive,
+            ),
+            (
+                r#"{"properties":{"a":{"type":["string",1],"x-mcp-header":"X"}}}"#,
+                HeaderAnnotationError::NotPrimitive,
+            ),
+            (
+                r#"{"properties":{"a":{"type":[],"x-mcp-header":"X"}}}"#,
+                HeaderAnnotationError::NotPrimitive,
+            ),
+            (
                 r#"{"properties":{"a":{"type":"array","items":{"type":"string","x-mcp-header":"X"}}}}"#,
                 HeaderAnnotationError::Unreachable,
             ),
@@ -897,6 +981,52 @@ mod tests {
         assert_eq!(at(b"zone"), Some(&br#""top""#[..]));
         assert_eq!(at(b"opts\x1fnone"), None);
         assert_eq!(at(b"zone\x1fdeeper"), None);
+    }
+
+    /// A parameter's line is the value [`write_param_value`] writes into a buffer of
+    /// [`PARAM_VALUE_MAX`] bytes, when all of it fits there, and nothing otherwise.
+    #[test]
+    fn a_parameter_line_is_its_value_when_it_fits() {
+        let mut jsons: std::vec::Vec<String> = [
+            r#""eu-west-1""#,
+            r#""Z\u00fcrich ""#,
+            r#""a\"b""#,
+            r#""""#,
+            r#"" ""#,
+            "42",
+            "-1.5e3",
+            "true",
+            "null",
+            "[1]",
+            "{}",
+        ]
+        .iter()
+        .map(|s| String::from(*s))
+        .collect();
+        for n in [
+            250, 255, 256, 257, 300, 755, 756, 757, 758, 764, 765, 766, 767, 768, 769, 1023, 1024,
+            1025, 2000,
+        ] {
+            let plain = "x".repeat(n);
+            jsons.push(std::format!(r#""{plain}""#));
+            jsons.push(std::format!(r#""{}""#, "\\u00e9".repeat(n / 2)));
+            jsons.push(std::format!(r#""\t{}""#, "y".repeat(n)));
+            jsons.push(std::format!(r#""é{}""#, "z".repeat(n)));
+            jsons.push("1".repeat(n));
+        }
+        for json in &jsons {
+            let value =
+                Value::parse(json.as_bytes(), crate::wire::json::JsonLimits::default()).unwrap();
+            let mut line = StrSink::<PARAM_VALUE_MAX>::default();
+            let expected = match write_param_value(&mut line, value) {
+                Some(Ok(())) => std::format!("Mcp-Param-Zone: {}\r\n", line.as_str()),
+                _ => String::new(),
+            };
+            let mut storage = std::vec![0u8; 4096];
+            let mut b = SliceBuf::new(&mut storage);
+            param_line_to(&mut b, b"Zone", value).unwrap();
+            assert_eq!(core::str::from_utf8(b.bytes()).unwrap(), expected, "{json}");
+        }
     }
 
     #[test]

@@ -88,14 +88,8 @@ impl McpHeaders<'_> {
             let value = self
                 .args
                 .and_then(|args| crate::wire::era::param_at(args, argument));
-            let Some(value) = value else { continue };
-            let mut line = crate::buf::StrSink::<1024>::default();
-            if let Some(Ok(())) = crate::wire::era::write_param_value(&mut line, value) {
-                out.put(b"Mcp-Param-")?;
-                out.put(header)?;
-                out.put(b": ")?;
-                out.put(line.as_str().as_bytes())?;
-                out.put(b"\r\n")?;
+            if let Some(value) = value {
+                crate::wire::era::param_line_to(out, header, value)?;
             }
         }
         Ok(())

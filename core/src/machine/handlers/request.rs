@@ -4,6 +4,13 @@
 use super::*;
 use crate::wire::json::JsonOut;
 
+/// A build without the handshake era and without stdio (the edge's one-era build): a
+/// timed-out call's cancel and the courtesy requests are never written there (in the 2026 era
+/// the closed stream is the cancel, and there is no session to end), nor is a handshake, a
+/// session id, an event to resume from or (without `tasks`) a task's request; their writers
+/// fold away. (A host build writes whatever trip it is given, as its tests do.)
+pub(crate) const ONE_ERA_EDGE: bool = !cfg!(feature = "era-2025") && !cfg!(feature = "std");
+
 /// The JSON-RPC message a request carries.
 pub(crate) enum Body<'x> {
     Initialize {
@@ -91,7 +98,9 @@ impl<'x> Body<'x> {
                 progress,
                 extra,
             } => jsonrpc::tools_call_open(out, id, (tool, args), progress, extra),
-            Body::Cancelled { id, reason } => jsonrpc::cancelled_open(out, id, reason),
+            Body::Cancelled { id, reason } if !ONE_ERA_EDGE => {
+                jsonrpc::cancelled_open(out, id, reason)
+            }
             // `_meta` is added by the modern writer, as to every 2026 request.
             Body::Discover { id } if cfg!(feature = "era-2026") => {
                 jsonrpc::put_request_head(out, id, "server/discover");
@@ -134,8 +143,9 @@ impl<'x> Body<'x> {
     /// The JSON-RPC method and the `mcp-name` value, for the 2026 era's headers.
     fn method_and_name(&self) -> (&'x str, Option<&'x str>) {
         match *self {
-            Body::Initialize { .. } => ("initialize", None),
-            Body::Initialized => ("notifications/initialized", None),
+            // (What the edge's one-era build never writes folds away there.)
+            Body::Initialize { .. } if !ONE_ERA_EDGE => ("initialize", None),
+            Body::Initialized if !ONE_ERA_EDGE => ("notifications/initialized", None),
             Body::List { list, .. } => (list.method(), None),
             Body::Request { req, .. } => (
                 req.method(),
@@ -150,11 +160,12 @@ impl<'x> Body<'x> {
                 },
             ),
             Body::ToolsCall { tool, .. } => ("tools/call", Some(tool)),
-            Body::Cancelled { .. } => ("notifications/cancelled", None),
+            Body::Cancelled { .. } if !ONE_ERA_EDGE => ("notifications/cancelled", None),
             Body::Discover { .. } => ("server/discover", None),
-            Body::Task { method, task, .. } => (method, Some(task)),
-            Body::Answer(..) => ("", None),
-            Body::None => ("", None),
+            Body::Task { method, task, .. } if !ONE_ERA_EDGE || cfg!(feature = "tasks") => {
+                (method, Some(task))
+            }
+            _ => ("", None),
         }
     }
 }
@@ -291,7 +302,10 @@ fn meta_member_to<S: Sink>(
     }
     if let Some(m) = modern {
         out.lit(sep);
-        if MODERN_KEYS_PLAIN && m.version == crate::wire::era::MODERN_VERSION {
+        // A version sent is one this client speaks (`MODERN_VERSIONS`): with one, it is
+        // `MODERN_VERSION`, and the edge does not compare (the host's tests write others).
+        let only = !cfg!(feature = "std") && crate::wire::era::MODERN_VERSIONS.len() == 1;
+        if MODERN_KEYS_PLAIN && (only || m.version == crate::wire::era::MODERN_VERSION) {
             // What `write_meta_keys` writes for this version, in one piece.
             out.lit(&MODERN_KEYS);
             m.caps.write_to(out);
@@ -400,12 +414,12 @@ impl<'x> Trip<'x> {
             method: self.method,
             endpoint: self.ep,
             accept_json_and_sse: self.method != Method::Get,
-            session_id: self.snap.and_then(|s| s.id()),
+            session_id: self.snap.filter(|_| !ONE_ERA_EDGE).and_then(|s| s.id()),
             protocol_version: match &self.modern {
                 Some(m) => Some(m.version),
                 None => self.snap.and_then(|s| s.version_header()),
             },
-            last_event_id: self.last_event_id,
+            last_event_id: self.last_event_id.filter(|_| !ONE_ERA_EDGE),
             extra_headers: cfg.headers,
             content_length: (self.method == Method::Post).then_some(content_length),
             mcp,

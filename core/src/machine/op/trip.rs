@@ -40,7 +40,14 @@ where
     /// Writes the request of `purpose` into the request buffer (head and body).
     pub(super) fn write_request(&mut self, purpose: Purpose) -> Result<(), Failure> {
         use crate::machine::handlers::{Body, TraceMeta};
-        if let Some(capability) = purpose.not_built() {
+        // The edge's one-era build never starts a cancel or a courtesy request: their
+        // writers (`notifications/cancelled`, the GET and DELETE heads) fold away.
+        let one_era_edge = crate::machine::handlers::ONE_ERA_EDGE;
+        let not_built = match purpose {
+            Purpose::Cancel | Purpose::Courtesy if one_era_edge => Some("era-2025"),
+            _ => purpose.not_built(),
+        };
+        if let Some(capability) = not_built {
             return Err(Failure::NotBuilt {
                 capability,
                 need: "the server asked for it",
@@ -88,7 +95,7 @@ where
                     _ => Body::None,
                 }
             }
-            Purpose::Initialize { .. } => {
+            Purpose::Initialize { .. } if cfg!(feature = "era-2025") => {
                 session = None;
                 let declared = self.cfg.declared();
                 Body::Initialize {
@@ -98,7 +105,7 @@ where
                     elicitation_url: declared.elicitation_url,
                 }
             }
-            Purpose::Initialized { .. } => Body::Initialized,
+            Purpose::Initialized { .. } if cfg!(feature = "era-2025") => Body::Initialized,
             Purpose::Main => match &self.job {
                 Job::Call {
                     handler,
@@ -113,7 +120,7 @@ where
                     // (Only a build with input rounds, feature `input`, ever has one ready.)
                     extra: if cfg!(feature = "input") && handler.input_ready {
                         handler.text.bytes()
-                    } else if handler.session_task {
+                    } else if cfg!(feature = "era-2025") && handler.session_task {
                         // The 2025-11-25 form: a task-required tool is called as a task.
                         b",\"task\":{}"
                     } else {
@@ -127,25 +134,22 @@ where
                         .then(|| crate::machine::handlers::as_text(&*handler.cursor)),
                 },
                 // The 2026 era has no `ping`: `server/discover` is its liveness check.
-                Job::Request(handler)
-                    if handler.req == jsonrpc::Request::Ping
-                        && snap.is_some_and(|s| s.version.is_modern()) =>
-                {
+                Job::Request(handler) if handler.req == jsonrpc::Request::Ping && self.modern() => {
                     Body::Discover { id }
                 }
                 Job::Request(handler) => Body::request(id, handler.req),
                 Job::Close(_) | Job::Cancel(_) => Body::None,
             },
-            Purpose::Resume => {
+            Purpose::Resume if cfg!(feature = "era-2025") => {
                 method = Method::Get;
                 last_event_id = self.resume.as_ref().map(|(id, _)| id.as_str());
                 Body::None
             }
-            Purpose::Cancel => Body::Cancelled {
+            Purpose::Cancel if !one_era_edge => Body::Cancelled {
                 id,
                 reason: CANCEL_TIMED_OUT,
             },
-            Purpose::Courtesy => match self.job {
+            Purpose::Courtesy if !one_era_edge => match self.job {
                 Job::Cancel(id) => Body::Cancelled {
                     id,
                     reason: CANCEL_DROPPED,
@@ -155,6 +159,7 @@ where
                     Body::None
                 }
             },
+            _ => Body::None,
         };
         let mut trip = Trip::post(ep, session, body);
         trip.method = method;
@@ -162,8 +167,8 @@ where
         if method == Method::Delete {
             trip.expect = Expect::Accepted;
         }
-        let modern_era =
-            matches!(purpose, Purpose::Probe { .. }) || snap.is_some_and(|s| s.version.is_modern());
+        // (A one-era build speaks its era, as the op does: the compiler sees it.)
+        let modern_era = matches!(purpose, Purpose::Probe { .. }) || self.modern();
         // Every request carries the trace context, when there is one (SEP-414).
         trip.trace = self.cfg.trace.as_ref().and_then(|t| {
             let id = trip.body.request_id()?;
@@ -198,7 +203,9 @@ where
             });
         }
         self.expect = trip.expect;
-        self.sent_session_id = snap.is_some_and(|s| s.session_id.is_some())
+        // (Sessions are the handshake era's.)
+        self.sent_session_id = cfg!(feature = "era-2025")
+            && snap.is_some_and(|s| s.session_id.is_some())
             && !matches!(purpose, Purpose::Initialize { .. });
         if self.cfg.is_stdio(self.target) {
             return trip.write_line(self.request);
