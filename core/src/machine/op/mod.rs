@@ -476,6 +476,19 @@ impl<'o, B: Buf, Sec: AsRef<[u8]>> Op<'o, B, Sec> {
         req: jsonrpc::Request<'o>,
     ) -> Self {
         let (wire, text, _, _) = split(bufs);
+        // The edge's one-era build (no `std`, no `era-2025`) makes no such request: its
+        // adapter calls tools and lists them, nothing else. Refused there, so `Job::Request`
+        // is never made and its arms (and its handler) fold away.
+        if crate::machine::handlers::ONE_ERA_EDGE {
+            // (Done before any attempt: no server is asked, none is judged by it.)
+            let mut op = Op::new(cfg, wire, Job::Close(None));
+            op.failure = Some(Failure::NotBuilt {
+                capability: "era-2025",
+                need: "a request other than tools/call and tools/list on the edge",
+            });
+            op.stage = Stage::Done;
+            return op;
+        }
         Op::new(
             cfg,
             wire,
@@ -701,7 +714,9 @@ where
         }
         let answer = match &self.job {
             Job::List { handler, .. } => handler.answer.clone(),
-            Job::Request(handler) => handler.answer.clone(),
+            Job::Request(handler) if !crate::machine::handlers::ONE_ERA_EDGE => {
+                handler.answer.clone()
+            }
             _ => Some(Ok(())),
         };
         answer.unwrap_or(Err(super::ListError::Unreachable(Failure::NoResponse)))
@@ -815,7 +830,7 @@ where
         match &self.job {
             Job::Call { handler, .. } => handler.text.len(),
             Job::List { handler, .. } => handler.text.len(),
-            Job::Request(handler) => handler.text.len(),
+            Job::Request(handler) if !crate::machine::handlers::ONE_ERA_EDGE => handler.text.len(),
             _ => 0,
         }
     }
@@ -1013,11 +1028,11 @@ where
                 *previous = fnv1a(b"");
                 *pages = 0;
             }
-            Job::Request(handler) => {
+            Job::Request(handler) if !crate::machine::handlers::ONE_ERA_EDGE => {
                 handler.text.clear();
                 handler.answer = None;
             }
-            Job::Close(_) | Job::Cancel(_) => {}
+            _ => {}
         }
     }
 
@@ -1209,8 +1224,10 @@ where
                 }
             }
             Job::List { handler, .. } => handler.renumber(id),
-            Job::Request(handler) => handler.renumber(id),
-            Job::Close(_) | Job::Cancel(_) => {}
+            Job::Request(handler) if !crate::machine::handlers::ONE_ERA_EDGE => {
+                handler.renumber(id)
+            }
+            _ => {}
         }
     }
 }
