@@ -534,7 +534,12 @@ where
         on_item: F,
     ) -> Self {
         let (wire, text, cursor, _) = split(bufs);
-        Op::new(
+        // The edge's one-era build lists tools alone (its adapter lists nothing else): any
+        // other list is refused there before any server is asked, and the list is `Tools`
+        // wherever it is read, so the others' writers and names fold away.
+        let one_era_edge = crate::machine::handlers::ONE_ERA_EDGE;
+        let refused = one_era_edge && list != ListMethod::Tools;
+        let mut op = Op::new(
             cfg,
             wire,
             Job::List {
@@ -543,7 +548,15 @@ where
                 previous: fnv1a(b""),
                 pages: 0,
             },
-        )
+        );
+        if refused {
+            op.failure = Some(Failure::NotBuilt {
+                capability: "era-2025",
+                need: "a list other than tools/list on the edge",
+            });
+            op.stage = Stage::Done;
+        }
+        op
     }
 
     fn new(cfg: &'o SlotConfig<'o>, wire: WireBufs<'o, B>, job: Job<'o, B, Sec, F>) -> Self {

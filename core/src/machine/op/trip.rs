@@ -77,21 +77,26 @@ where
             },
             Purpose::TaskGet | Purpose::TaskCancel | Purpose::TaskUpdate | Purpose::TaskResult => {
                 match &self.job {
-                    Job::Call { handler, .. } if let Some(task) = &handler.task => Body::Task {
-                        id,
-                        method: match purpose {
-                            Purpose::TaskGet => "tasks/get",
-                            Purpose::TaskUpdate => "tasks/update",
-                            Purpose::TaskResult => "tasks/result",
-                            _ => "tasks/cancel",
-                        },
-                        task: task.id.as_str(),
-                        extra: if purpose == Purpose::TaskUpdate {
-                            handler.text.bytes()
-                        } else {
-                            b""
-                        },
-                    },
+                    Job::Call { handler, .. }
+                        if cfg!(feature = "tasks")
+                            && let Some(task) = &handler.task =>
+                    {
+                        Body::Task {
+                            id,
+                            method: match purpose {
+                                Purpose::TaskGet => "tasks/get",
+                                Purpose::TaskUpdate => "tasks/update",
+                                Purpose::TaskResult => "tasks/result",
+                                _ => "tasks/cancel",
+                            },
+                            task: task.id.as_str(),
+                            extra: if purpose == Purpose::TaskUpdate {
+                                handler.text.bytes()
+                            } else {
+                                b""
+                            },
+                        }
+                    }
                     _ => Body::None,
                 }
             }
