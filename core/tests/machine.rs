@@ -2983,3 +2983,59 @@ fn a_late_ending_stream_is_parked_with_its_tail() {
         "the call's connection is parked, not closed"
     );
 }
+
+/// A request other than `tools/call` and the lists (`ping`, `resources/read`, …), or a list
+/// other than `tools/list`, is made by
+/// every build but the edge's one-era build (no `std`, no `era-2025`), where it is refused
+/// before any server is asked (that adapter makes none, and its machine leaves them out).
+#[test]
+fn a_request_or_other_list_is_refused_only_by_the_one_era_edge_build() {
+    let one_era_edge = !cfg!(feature = "std") && !cfg!(feature = "era-2025");
+    let c = cfg(false);
+    let secrets: [&[u8]; 0] = [];
+    let mut slot = SlotState::new(c.version, false);
+    let mut store = Store::new();
+    let mut bufs = store.bufs();
+    let mut op = Op::request(
+        &c,
+        &mut bufs,
+        &secrets,
+        verifi_mcp_core::wire::jsonrpc::Request::Ping,
+    );
+    let first = op.poll(&mut slot, 0);
+    if one_era_edge {
+        assert!(matches!(first, Action::Done), "{first:?}");
+        assert!(matches!(
+            op.list_outcome(),
+            Err(verifi_mcp_core::machine::ListError::Unreachable(
+                Failure::NotBuilt {
+                    capability: "era-2025",
+                    ..
+                }
+            ))
+        ));
+    } else {
+        assert!(!matches!(first, Action::Done), "{first:?}");
+    }
+    // So is a list other than `tools/list`; that one is listed by every build.
+    for list in [ListMethod::Resources, ListMethod::Tools] {
+        let mut store = Store::new();
+        let mut bufs = store.bufs();
+        let mut op = Op::list(&c, &mut bufs, &secrets, list, |_| {});
+        let first = op.poll(&mut slot, 0);
+        if one_era_edge && list != ListMethod::Tools {
+            assert!(matches!(first, Action::Done), "{first:?}");
+            assert!(matches!(
+                op.list_outcome(),
+                Err(verifi_mcp_core::machine::ListError::Unreachable(
+                    Failure::NotBuilt {
+                        capability: "era-2025",
+                        ..
+                    }
+                ))
+            ));
+        } else {
+            assert!(!matches!(first, Action::Done), "{first:?}");
+        }
+    }
+}

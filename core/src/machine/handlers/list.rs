@@ -58,7 +58,7 @@ impl<F: FnMut(Option<(Value<'_>, &[u8])>), B: Buf, Sec: AsRef<[u8]>> OnMessage
         };
         match outcome {
             Outcome::Result(result) => {
-                let page = jsonrpc::parse_page(result, self.list)?;
+                let page = jsonrpc::parse_page(result, self.list.built())?;
                 if let Some(ttl) = result.get("ttlMs").and_then(|t| t.as_u64()) {
                     self.ttl_ms = Some(self.ttl_ms.map_or(ttl, |t| t.min(ttl)));
                 }

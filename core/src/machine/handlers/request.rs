@@ -11,6 +11,23 @@ use crate::wire::json::JsonOut;
 /// fold away. (A host build writes whatever trip it is given, as its tests do.)
 pub(crate) const ONE_ERA_EDGE: bool = !cfg!(feature = "era-2025") && !cfg!(feature = "std");
 
+/// What the build lists: the edge's one-era build lists tools alone (`Op::list` refuses any
+/// other list there), so a list read from a value is `Tools` and the others' names fold away.
+pub(crate) trait BuiltList {
+    /// `self`, or `Tools` in the edge's one-era build.
+    fn built(self) -> Self;
+}
+
+impl BuiltList for ListMethod {
+    fn built(self) -> Self {
+        if ONE_ERA_EDGE {
+            ListMethod::Tools
+        } else {
+            self
+        }
+    }
+}
+
 /// The JSON-RPC message a request carries.
 pub(crate) enum Body<'x> {
     Initialize {
@@ -89,8 +106,9 @@ impl<'x> Body<'x> {
                 jsonrpc::initialize_open(out, id, version, &caps)
             }
             Body::Initialized if cfg!(feature = "era-2025") => jsonrpc::initialized_open(out),
-            Body::List { id, list, cursor } => jsonrpc::list_open(out, id, list, cursor),
-            Body::Request { id, ref req } => jsonrpc::request_open(out, id, req),
+            Body::List { id, list, cursor } => jsonrpc::list_open(out, id, list.built(), cursor),
+            // (Never made in the edge's one-era build: `Op::request`.)
+            Body::Request { id, ref req } if !ONE_ERA_EDGE => jsonrpc::request_open(out, id, req),
             Body::ToolsCall {
                 id,
                 tool,
@@ -146,8 +164,8 @@ impl<'x> Body<'x> {
             // (What the edge's one-era build never writes folds away there.)
             Body::Initialize { .. } if !ONE_ERA_EDGE => ("initialize", None),
             Body::Initialized if !ONE_ERA_EDGE => ("notifications/initialized", None),
-            Body::List { list, .. } => (list.method(), None),
-            Body::Request { req, .. } => (
+            Body::List { list, .. } => (list.built().method(), None),
+            Body::Request { req, .. } if !ONE_ERA_EDGE => (
                 req.method(),
                 match req {
                     jsonrpc::Request::ResourcesRead { uri } => Some(uri),

@@ -413,15 +413,17 @@ where
                     Then::Fail
                 }
             },
-            (Job::Request(handler), Some(_)) => match handler.answer {
-                Some(_) => Then::Ended,
-                None => {
-                    self.failure = Some(Failure::NoResponse);
-                    Then::Fail
+            (Job::Request(handler), Some(_)) if !crate::machine::handlers::ONE_ERA_EDGE => {
+                match handler.answer {
+                    Some(_) => Then::Ended,
+                    None => {
+                        self.failure = Some(Failure::NoResponse);
+                        Then::Fail
+                    }
                 }
-            },
+            }
             (_, None) => Then::Fail,
-            (Job::Close(_) | Job::Cancel(_), Some(_)) => Then::Ended,
+            (_, Some(_)) => Then::Ended,
         };
         match then {
             Then::Resume(at) => {
@@ -529,8 +531,8 @@ where
         let handler: &mut dyn OnMessage = match &mut self.job {
             Job::Call { handler, .. } => handler,
             Job::List { handler, .. } => handler,
-            Job::Request(handler) => handler,
-            Job::Close(_) | Job::Cancel(_) => return false,
+            Job::Request(handler) if !crate::machine::handlers::ONE_ERA_EDGE => handler,
+            _ => return false,
         };
         matches!(handler.on_message(body, true), Ok(Verdict::Done))
     }

@@ -56,7 +56,9 @@ where
             job => {
                 let answer = match job {
                     Job::List { handler, .. } => handler.answer.as_ref(),
-                    Job::Request(handler) => handler.answer.as_ref(),
+                    Job::Request(handler) if !crate::machine::handlers::ONE_ERA_EDGE => {
+                        handler.answer.as_ref()
+                    }
                     _ => None,
                 };
                 let outcome = match answer {

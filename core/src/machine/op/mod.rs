@@ -476,6 +476,19 @@ impl<'o, B: Buf, Sec: AsRef<[u8]>> Op<'o, B, Sec> {
         req: jsonrpc::Request<'o>,
     ) -> Self {
         let (wire, text, _, _) = split(bufs);
+        // The edge's one-era build (no `std`, no `era-2025`) makes no such request: its
+        // adapter calls tools and lists them, nothing else. Refused there, so `Job::Request`
+        // is never made and its arms (and its handler) fold away.
+        if crate::machine::handlers::ONE_ERA_EDGE {
+            // (Done before any attempt: no server is asked, none is judged by it.)
+            let mut op = Op::new(cfg, wire, Job::Close(None));
+            op.failure = Some(Failure::NotBuilt {
+                capability: "era-2025",
+                need: "a request other than tools/call and tools/list on the edge",
+            });
+            op.stage = Stage::Done;
+            return op;
+        }
         Op::new(
             cfg,
             wire,
@@ -521,7 +534,12 @@ where
         on_item: F,
     ) -> Self {
         let (wire, text, cursor, _) = split(bufs);
-        Op::new(
+        // The edge's one-era build lists tools alone (its adapter lists nothing else): any
+        // other list is refused there before any server is asked, and the list is `Tools`
+        // wherever it is read, so the others' writers and names fold away.
+        let one_era_edge = crate::machine::handlers::ONE_ERA_EDGE;
+        let refused = one_era_edge && list != ListMethod::Tools;
+        let mut op = Op::new(
             cfg,
             wire,
             Job::List {
@@ -530,7 +548,15 @@ where
                 previous: fnv1a(b""),
                 pages: 0,
             },
-        )
+        );
+        if refused {
+            op.failure = Some(Failure::NotBuilt {
+                capability: "era-2025",
+                need: "a list other than tools/list on the edge",
+            });
+            op.stage = Stage::Done;
+        }
+        op
     }
 
     fn new(cfg: &'o SlotConfig<'o>, wire: WireBufs<'o, B>, job: Job<'o, B, Sec, F>) -> Self {
@@ -701,7 +727,9 @@ where
         }
         let answer = match &self.job {
             Job::List { handler, .. } => handler.answer.clone(),
-            Job::Request(handler) => handler.answer.clone(),
+            Job::Request(handler) if !crate::machine::handlers::ONE_ERA_EDGE => {
+                handler.answer.clone()
+            }
             _ => Some(Ok(())),
         };
         answer.unwrap_or(Err(super::ListError::Unreachable(Failure::NoResponse)))
@@ -815,7 +843,7 @@ where
         match &self.job {
             Job::Call { handler, .. } => handler.text.len(),
             Job::List { handler, .. } => handler.text.len(),
-            Job::Request(handler) => handler.text.len(),
+            Job::Request(handler) if !crate::machine::handlers::ONE_ERA_EDGE => handler.text.len(),
             _ => 0,
         }
     }
@@ -1013,11 +1041,11 @@ where
                 *previous = fnv1a(b"");
                 *pages = 0;
             }
-            Job::Request(handler) => {
+            Job::Request(handler) if !crate::machine::handlers::ONE_ERA_EDGE => {
                 handler.text.clear();
                 handler.answer = None;
             }
-            Job::Close(_) | Job::Cancel(_) => {}
+            _ => {}
         }
     }
 
@@ -1209,8 +1237,10 @@ where
                 }
             }
             Job::List { handler, .. } => handler.renumber(id),
-            Job::Request(handler) => handler.renumber(id),
-            Job::Close(_) | Job::Cancel(_) => {}
+            Job::Request(handler) if !crate::machine::handlers::ONE_ERA_EDGE => {
+                handler.renumber(id)
+            }
+            _ => {}
         }
     }
 }

@@ -77,21 +77,26 @@ where
             },
             Purpose::TaskGet | Purpose::TaskCancel | Purpose::TaskUpdate | Purpose::TaskResult => {
                 match &self.job {
-                    Job::Call { handler, .. } if let Some(task) = &handler.task => Body::Task {
-                        id,
-                        method: match purpose {
-                            Purpose::TaskGet => "tasks/get",
-                            Purpose::TaskUpdate => "tasks/update",
-                            Purpose::TaskResult => "tasks/result",
-                            _ => "tasks/cancel",
-                        },
-                        task: task.id.as_str(),
-                        extra: if purpose == Purpose::TaskUpdate {
-                            handler.text.bytes()
-                        } else {
-                            b""
-                        },
-                    },
+                    Job::Call { handler, .. }
+                        if cfg!(feature = "tasks")
+                            && let Some(task) = &handler.task =>
+                    {
+                        Body::Task {
+                            id,
+                            method: match purpose {
+                                Purpose::TaskGet => "tasks/get",
+                                Purpose::TaskUpdate => "tasks/update",
+                                Purpose::TaskResult => "tasks/result",
+                                _ => "tasks/cancel",
+                            },
+                            task: task.id.as_str(),
+                            extra: if purpose == Purpose::TaskUpdate {
+                                handler.text.bytes()
+                            } else {
+                                b""
+                            },
+                        }
+                    }
                     _ => Body::None,
                 }
             }
@@ -134,11 +139,17 @@ where
                         .then(|| crate::machine::handlers::as_text(&*handler.cursor)),
                 },
                 // The 2026 era has no `ping`: `server/discover` is its liveness check.
-                Job::Request(handler) if handler.req == jsonrpc::Request::Ping && self.modern() => {
+                Job::Request(handler)
+                    if !crate::machine::handlers::ONE_ERA_EDGE
+                        && handler.req == jsonrpc::Request::Ping
+                        && self.modern() =>
+                {
                     Body::Discover { id }
                 }
-                Job::Request(handler) => Body::request(id, handler.req),
-                Job::Close(_) | Job::Cancel(_) => Body::None,
+                Job::Request(handler) if !crate::machine::handlers::ONE_ERA_EDGE => {
+                    Body::request(id, handler.req)
+                }
+                _ => Body::None,
             },
             Purpose::Resume if cfg!(feature = "era-2025") => {
                 method = Method::Get;
@@ -446,8 +457,8 @@ where
                     | Purpose::TaskResult => match job {
                         Job::Call { handler, .. } => handler,
                         Job::List { handler, .. } => handler,
-                        Job::Request(handler) => handler,
-                        Job::Close(_) | Job::Cancel(_) => &mut accept,
+                        Job::Request(handler) if !crate::machine::handlers::ONE_ERA_EDGE => handler,
+                        _ => &mut accept,
                     },
                     _ => &mut accept,
                 };
