@@ -728,68 +728,7 @@ impl<'h> ResponseDecoder<'h> {
                     self.state = State::Done;
                     return Ok((used, Decoded::End));
                 }
-                State::Head { len, nl } => {
-                    // Garbage is said at its first bytes, not when the deadline passes; before
-                    // any other check, so the verdict is the same however the bytes are split.
-                    if len < STATUS_PREFIX.len() {
-                        let mut first = [0u8; STATUS_PREFIX.len()];
-                        let mut k = 0;
-                        for &b in self.storage.get(..len).unwrap_or(&[]).iter().chain(rest) {
-                            match first.get_mut(k) {
-                                Some(slot) => *slot = b,
-                                None => break,
-                            }
-                            k += 1;
-                        }
-                        not_http(first.get(..k).unwrap_or(&[]))?;
-                    }
-                    let (n, end) = find_head_end(rest, nl);
-                    #[cfg(test)]
-                    {
-                        self.work.0 += n;
-                    }
-                    let total = len.saturating_add(n);
-                    if total > self.max_head {
-                        return Err(HttpError::HeadTooLarge {
-                            limit: self.max_head,
-                        });
-                    }
-                    let src = rest.get(..n).unwrap_or(&[]);
-                    if let Some(dst) = self.storage.get_mut(len..total) {
-                        dst.copy_from_slice(src);
-                    }
-                    used += n;
-                    match end {
-                        Err(nl) => {
-                            self.state = State::Head { len: total, nl };
-                            return Ok((used, Decoded::NeedMore));
-                        }
-                        Ok(()) => {
-                            #[cfg(test)]
-                            {
-                                self.work.1 += 1;
-                            }
-                            let head = self.storage.get(..total).unwrap_or(&[]);
-                            match parse_head(head)? {
-                                None => self.state = State::Head { len: 0, nl: 0 },
-                                Some(h) => {
-                                    self.body = 0;
-                                    self.state = match h.framing {
-                                        Framing::Length(n) => State::Length { left: count(n) },
-                                        Framing::Chunked => State::Chunked(Chunk::Size {
-                                            value: 0,
-                                            digits: 0,
-                                            line: 0,
-                                        }),
-                                        Framing::Close => State::Close,
-                                        Framing::Empty => State::Ending,
-                                    };
-                                    return Ok((used, Decoded::Head(h)));
-                                }
-                            }
-                        }
-                    }
-                }
+                State::Head { len, nl } => return self.head(input, used, len, nl),
                 State::Length { left } => {
                     if left == 0 {
                         self.state = State::Ending;
@@ -846,6 +785,85 @@ impl<'h> ResponseDecoder<'h> {
                     }
                     used += 1;
                     self.state = self.chunk_byte(c, b)?;
+                }
+            }
+        }
+    }
+
+    /// The head arm of [`Self::step`]: accumulates head bytes from `input[used..]` (1xx heads
+    /// skipped) and returns `NeedMore` or the final head. Out of line on the edge, so the
+    /// large head is built straight in the caller's result, never moved through the body loop.
+    #[cfg_attr(not(feature = "std"), inline(never))]
+    fn head<'i>(
+        &mut self,
+        input: &'i [u8],
+        mut used: usize,
+        mut len: usize,
+        mut nl: u8,
+    ) -> Result<(usize, Decoded<'i>), HttpError> {
+        loop {
+            let rest = input.get(used..).unwrap_or(&[]);
+            // Garbage is said at its first bytes, not when the deadline passes; before
+            // any other check, so the verdict is the same however the bytes are split.
+            if len < STATUS_PREFIX.len() {
+                let mut first = [0u8; STATUS_PREFIX.len()];
+                let mut k = 0;
+                for &b in self.storage.get(..len).unwrap_or(&[]).iter().chain(rest) {
+                    match first.get_mut(k) {
+                        Some(slot) => *slot = b,
+                        None => break,
+                    }
+                    k += 1;
+                }
+                not_http(first.get(..k).unwrap_or(&[]))?;
+            }
+            let (n, end) = find_head_end(rest, nl);
+            #[cfg(test)]
+            {
+                self.work.0 += n;
+            }
+            let total = len.saturating_add(n);
+            if total > self.max_head {
+                return Err(HttpError::HeadTooLarge {
+                    limit: self.max_head,
+                });
+            }
+            let src = rest.get(..n).unwrap_or(&[]);
+            if let Some(dst) = self.storage.get_mut(len..total) {
+                dst.copy_from_slice(src);
+            }
+            used += n;
+            match end {
+                Err(nl) => {
+                    self.state = State::Head { len: total, nl };
+                    return Ok((used, Decoded::NeedMore));
+                }
+                Ok(()) => {
+                    #[cfg(test)]
+                    {
+                        self.work.1 += 1;
+                    }
+                    let head = self.storage.get(..total).unwrap_or(&[]);
+                    match parse_head(head)? {
+                        None => {
+                            len = 0;
+                            nl = 0;
+                        }
+                        Some(h) => {
+                            self.body = 0;
+                            self.state = match h.framing {
+                                Framing::Length(n) => State::Length { left: count(n) },
+                                Framing::Chunked => State::Chunked(Chunk::Size {
+                                    value: 0,
+                                    digits: 0,
+                                    line: 0,
+                                }),
+                                Framing::Close => State::Close,
+                                Framing::Empty => State::Ending,
+                            };
+                            return Ok((used, Decoded::Head(h)));
+                        }
+                    }
                 }
             }
         }
