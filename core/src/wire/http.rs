@@ -729,45 +729,36 @@ impl<'h> ResponseDecoder<'h> {
                     return Ok((used, Decoded::End));
                 }
                 State::Head { len, nl } => return self.head(input, used, len, nl),
-                State::Length { left } => {
-                    if left == 0 {
-                        self.state = State::Ending;
-                        continue;
-                    }
-                    self.check_body(left)?;
-                    if rest.is_empty() {
-                        return Ok((used, Decoded::NeedMore));
-                    }
-                    let n = take_len(rest.len(), left);
-                    let body = rest.get(..n).unwrap_or(&[]);
-                    self.body += n as Count;
-                    self.state = State::Length {
-                        left: left - n as Count,
-                    };
-                    return Ok((used + n, Decoded::Body(body)));
-                }
-                State::Close => {
-                    if rest.is_empty() {
-                        return Ok((used, Decoded::NeedMore));
-                    }
-                    self.check_body(rest.len() as Count)?;
-                    self.body += rest.len() as Count;
-                    return Ok((used + rest.len(), Decoded::Body(rest)));
-                }
-                State::Chunked(Chunk::Data { left }) => {
-                    if rest.is_empty() {
-                        return Ok((used, Decoded::NeedMore));
-                    }
-                    let n = take_len(rest.len(), left);
-                    let body = rest.get(..n).unwrap_or(&[]);
-                    self.body += n as Count;
-                    self.state = State::Chunked(if n as Count == left {
-                        Chunk::DataEnd { saw_cr: false }
-                    } else {
-                        Chunk::Data {
-                            left: left - n as Count,
+                State::Length { left: 0 } => self.state = State::Ending,
+                s @ (State::Length { .. } | State::Close | State::Chunked(Chunk::Data { .. })) => {
+                    // What the framing still allows (close-delimited: all that comes), checked
+                    // against the cap as it is known: a length at once, a chunk at its start.
+                    let left = match s {
+                        State::Length { left } => {
+                            self.check_body(left)?;
+                            left
                         }
-                    });
+                        State::Chunked(Chunk::Data { left }) => left,
+                        _ => {
+                            self.check_body(rest.len() as Count)?;
+                            Count::MAX
+                        }
+                    };
+                    if rest.is_empty() {
+                        return Ok((used, Decoded::NeedMore));
+                    }
+                    let n = take_len(rest.len(), left);
+                    let body = rest.get(..n).unwrap_or(&[]);
+                    self.body += n as Count;
+                    let left = left - n as Count;
+                    self.state = match s {
+                        State::Length { .. } => State::Length { left },
+                        State::Chunked(_) if left == 0 => {
+                            State::Chunked(Chunk::DataEnd { saw_cr: false })
+                        }
+                        State::Chunked(_) => State::Chunked(Chunk::Data { left }),
+                        _ => State::Close,
+                    };
                     return Ok((used + n, Decoded::Body(body)));
                 }
                 State::Chunked(c) => {
