@@ -797,16 +797,12 @@ impl<'h> ResponseDecoder<'h> {
             // Garbage is said at its first bytes, not when the deadline passes; before
             // any other check, so the verdict is the same however the bytes are split.
             if len < STATUS_PREFIX.len() {
-                let mut first = [0u8; STATUS_PREFIX.len()];
-                let mut k = 0;
-                for &b in self.storage.get(..len).unwrap_or(&[]).iter().chain(rest) {
-                    match first.get_mut(k) {
-                        Some(slot) => *slot = b,
-                        None => break,
-                    }
-                    k += 1;
-                }
-                not_http(first.get(..k).unwrap_or(&[]))?;
+                // The reply's k-th byte: what was kept, then what came.
+                let kept = self.storage.get(..len).unwrap_or(&[]);
+                not_http(|k| match kept.get(k) {
+                    Some(&b) => Some(b),
+                    None => rest.get(k - kept.len()).copied(),
+                })?;
             }
             let (n, end) = find_head_end(rest, nl);
             #[cfg(test)]
@@ -1034,17 +1030,22 @@ const STATUS_PREFIX: &[u8] = b"HTTP/";
 
 /// Rejects a reply whose first bytes cannot start an HTTP response (a TLS record from an
 /// `https` port says so).
-fn not_http(first: &[u8]) -> Result<(), HttpError> {
-    match first {
-        // A TLS record: content type (alert 0x15, handshake 0x16 …), then major version 3.
-        [0x14..=0x17, 0x03, ..] => return Err(HttpError::TlsRecord),
-        // One byte that could start one: wait for the second.
-        [0x14..=0x17] => return Ok(()),
-        _ => {}
+fn not_http(at: impl Fn(usize) -> Option<u8>) -> Result<(), HttpError> {
+    // A TLS record: content type (alert 0x15, handshake 0x16 …), then major version 3; one
+    // byte that could start one waits for the second.
+    if let Some(0x14..=0x17) = at(0) {
+        match at(1) {
+            None => return Ok(()),
+            Some(0x03) => return Err(HttpError::TlsRecord),
+            Some(_) => {}
+        }
     }
-    let n = first.len().min(STATUS_PREFIX.len());
-    if first.get(..n) != STATUS_PREFIX.get(..n) {
-        return Err(HttpError::NotHttp);
+    for (k, &p) in STATUS_PREFIX.iter().enumerate() {
+        match at(k) {
+            None => break,
+            Some(b) if b != p => return Err(HttpError::NotHttp),
+            Some(_) => {}
+        }
     }
     Ok(())
 }
