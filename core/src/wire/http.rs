@@ -1298,18 +1298,21 @@ fn head_of<'a>(
                 return Err(HttpError::BadContentLength);
             }
             length = Some(n);
-        } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
-            for coding in value.split(|&b| b == b',').map(<[u8]>::trim_ascii) {
-                if coding.eq_ignore_ascii_case(b"chunked") && !chunked {
+        } else {
+            // Two comma lists, read by one loop.
+            let coding = name.eq_ignore_ascii_case(b"transfer-encoding");
+            if !coding && !name.eq_ignore_ascii_case(b"connection") {
+                continue;
+            }
+            for item in value.split(|&b| b == b',').map(<[u8]>::trim_ascii) {
+                if !coding {
+                    close |= item.eq_ignore_ascii_case(b"close");
+                    keep |= item.eq_ignore_ascii_case(b"keep-alive");
+                } else if item.eq_ignore_ascii_case(b"chunked") && !chunked {
                     chunked = true;
-                } else if !coding.is_empty() {
+                } else if !item.is_empty() {
                     return Err(HttpError::BadHead("unsupported transfer-encoding"));
                 }
-            }
-        } else if name.eq_ignore_ascii_case(b"connection") {
-            for opt in value.split(|&b| b == b',').map(<[u8]>::trim_ascii) {
-                close |= opt.eq_ignore_ascii_case(b"close");
-                keep |= opt.eq_ignore_ascii_case(b"keep-alive");
             }
         }
     }
