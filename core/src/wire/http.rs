@@ -728,107 +728,37 @@ impl<'h> ResponseDecoder<'h> {
                     self.state = State::Done;
                     return Ok((used, Decoded::End));
                 }
-                State::Head { len, nl } => {
-                    // Garbage is said at its first bytes, not when the deadline passes; before
-                    // any other check, so the verdict is the same however the bytes are split.
-                    if len < STATUS_PREFIX.len() {
-                        let mut first = [0u8; STATUS_PREFIX.len()];
-                        let mut k = 0;
-                        for &b in self.storage.get(..len).unwrap_or(&[]).iter().chain(rest) {
-                            match first.get_mut(k) {
-                                Some(slot) => *slot = b,
-                                None => break,
-                            }
-                            k += 1;
+                State::Head { len, nl } => return self.head(input, used, len, nl),
+                State::Length { left: 0 } => self.state = State::Ending,
+                s @ (State::Length { .. } | State::Close | State::Chunked(Chunk::Data { .. })) => {
+                    // What the framing still allows (close-delimited: all that comes), checked
+                    // against the cap as it is known: a length at once, a chunk at its start.
+                    let left = match s {
+                        State::Length { left } => {
+                            self.check_body(left)?;
+                            left
                         }
-                        not_http(first.get(..k).unwrap_or(&[]))?;
-                    }
-                    let (n, end) = find_head_end(rest, nl);
-                    #[cfg(test)]
-                    {
-                        self.work.0 += n;
-                    }
-                    let total = len.saturating_add(n);
-                    if total > self.max_head {
-                        return Err(HttpError::HeadTooLarge {
-                            limit: self.max_head,
-                        });
-                    }
-                    let src = rest.get(..n).unwrap_or(&[]);
-                    if let Some(dst) = self.storage.get_mut(len..total) {
-                        dst.copy_from_slice(src);
-                    }
-                    used += n;
-                    match end {
-                        Err(nl) => {
-                            self.state = State::Head { len: total, nl };
-                            return Ok((used, Decoded::NeedMore));
+                        State::Chunked(Chunk::Data { left }) => left,
+                        _ => {
+                            self.check_body(rest.len() as Count)?;
+                            Count::MAX
                         }
-                        Ok(()) => {
-                            #[cfg(test)]
-                            {
-                                self.work.1 += 1;
-                            }
-                            let head = self.storage.get(..total).unwrap_or(&[]);
-                            match parse_head(head)? {
-                                None => self.state = State::Head { len: 0, nl: 0 },
-                                Some(h) => {
-                                    self.body = 0;
-                                    self.state = match h.framing {
-                                        Framing::Length(n) => State::Length { left: count(n) },
-                                        Framing::Chunked => State::Chunked(Chunk::Size {
-                                            value: 0,
-                                            digits: 0,
-                                            line: 0,
-                                        }),
-                                        Framing::Close => State::Close,
-                                        Framing::Empty => State::Ending,
-                                    };
-                                    return Ok((used, Decoded::Head(h)));
-                                }
-                            }
-                        }
-                    }
-                }
-                State::Length { left } => {
-                    if left == 0 {
-                        self.state = State::Ending;
-                        continue;
-                    }
-                    self.check_body(left)?;
-                    if rest.is_empty() {
-                        return Ok((used, Decoded::NeedMore));
-                    }
-                    let n = take_len(rest.len(), left);
-                    let body = rest.get(..n).unwrap_or(&[]);
-                    self.body += n as Count;
-                    self.state = State::Length {
-                        left: left - n as Count,
                     };
-                    return Ok((used + n, Decoded::Body(body)));
-                }
-                State::Close => {
-                    if rest.is_empty() {
-                        return Ok((used, Decoded::NeedMore));
-                    }
-                    self.check_body(rest.len() as Count)?;
-                    self.body += rest.len() as Count;
-                    return Ok((used + rest.len(), Decoded::Body(rest)));
-                }
-                State::Chunked(Chunk::Data { left }) => {
                     if rest.is_empty() {
                         return Ok((used, Decoded::NeedMore));
                     }
                     let n = take_len(rest.len(), left);
                     let body = rest.get(..n).unwrap_or(&[]);
                     self.body += n as Count;
-                    self.state = State::Chunked(if n as Count == left {
-                        Chunk::DataEnd { saw_cr: false }
-                    } else {
-                        Chunk::Data {
-                            left: left - n as Count,
+                    let left = left - n as Count;
+                    self.state = match s {
+                        State::Length { .. } => State::Length { left },
+                        State::Chunked(_) if left == 0 => {
+                            State::Chunked(Chunk::DataEnd { saw_cr: false })
                         }
-                    });
+                        State::Chunked(_) => State::Chunked(Chunk::Data { left }),
+                        _ => State::Close,
+                    };
                     return Ok((used + n, Decoded::Body(body)));
                 }
                 State::Chunked(c) => {
@@ -846,6 +776,81 @@ impl<'h> ResponseDecoder<'h> {
                     }
                     used += 1;
                     self.state = self.chunk_byte(c, b)?;
+                }
+            }
+        }
+    }
+
+    /// The head arm of [`Self::step`]: accumulates head bytes from `input[used..]` (1xx heads
+    /// skipped) and returns `NeedMore` or the final head. Out of line on the edge, so the
+    /// large head is built straight in the caller's result, never moved through the body loop.
+    #[cfg_attr(not(feature = "std"), inline(never))]
+    fn head<'i>(
+        &mut self,
+        input: &'i [u8],
+        mut used: usize,
+        mut len: usize,
+        mut nl: u8,
+    ) -> Result<(usize, Decoded<'i>), HttpError> {
+        loop {
+            let rest = input.get(used..).unwrap_or(&[]);
+            // Garbage is said at its first bytes, not when the deadline passes; before
+            // any other check, so the verdict is the same however the bytes are split.
+            if len < STATUS_PREFIX.len() {
+                // The reply's k-th byte: what was kept, then what came.
+                let kept = self.storage.get(..len).unwrap_or(&[]);
+                not_http(|k| match kept.get(k) {
+                    Some(&b) => Some(b),
+                    None => rest.get(k - kept.len()).copied(),
+                })?;
+            }
+            let (n, end) = find_head_end(rest, nl);
+            #[cfg(test)]
+            {
+                self.work.0 += n;
+            }
+            let total = len.saturating_add(n);
+            if total > self.max_head {
+                return Err(HttpError::HeadTooLarge {
+                    limit: self.max_head,
+                });
+            }
+            let src = rest.get(..n).unwrap_or(&[]);
+            if let Some(dst) = self.storage.get_mut(len..total) {
+                dst.copy_from_slice(src);
+            }
+            used += n;
+            match end {
+                Err(nl) => {
+                    self.state = State::Head { len: total, nl };
+                    return Ok((used, Decoded::NeedMore));
+                }
+                Ok(()) => {
+                    #[cfg(test)]
+                    {
+                        self.work.1 += 1;
+                    }
+                    let head = self.storage.get(..total).unwrap_or(&[]);
+                    match parse_head(head)? {
+                        None => {
+                            len = 0;
+                            nl = 0;
+                        }
+                        Some(h) => {
+                            self.body = 0;
+                            self.state = match h.framing {
+                                Framing::Length(n) => State::Length { left: count(n) },
+                                Framing::Chunked => State::Chunked(Chunk::Size {
+                                    value: 0,
+                                    digits: 0,
+                                    line: 0,
+                                }),
+                                Framing::Close => State::Close,
+                                Framing::Empty => State::Ending,
+                            };
+                            return Ok((used, Decoded::Head(h)));
+                        }
+                    }
                 }
             }
         }
@@ -879,6 +884,9 @@ impl<'h> ResponseDecoder<'h> {
     }
 
     /// One framing byte of a chunked body: the next state.
+    // Out of line on the edge: the body loop then keeps no chunk state in registers across
+    // its arms (less spill code); the host keeps its inlining.
+    #[cfg_attr(not(feature = "std"), inline(never))]
     fn chunk_byte(&self, c: Chunk, b: u8) -> Result<State, HttpError> {
         let line_cap = |line: u32| {
             if line >= MAX_CHUNK_LINE {
@@ -1022,17 +1030,22 @@ const STATUS_PREFIX: &[u8] = b"HTTP/";
 
 /// Rejects a reply whose first bytes cannot start an HTTP response (a TLS record from an
 /// `https` port says so).
-fn not_http(first: &[u8]) -> Result<(), HttpError> {
-    match first {
-        // A TLS record: content type (alert 0x15, handshake 0x16 …), then major version 3.
-        [0x14..=0x17, 0x03, ..] => return Err(HttpError::TlsRecord),
-        // One byte that could start one: wait for the second.
-        [0x14..=0x17] => return Ok(()),
-        _ => {}
+fn not_http(at: impl Fn(usize) -> Option<u8>) -> Result<(), HttpError> {
+    // A TLS record: content type (alert 0x15, handshake 0x16 …), then major version 3; one
+    // byte that could start one waits for the second.
+    if let Some(0x14..=0x17) = at(0) {
+        match at(1) {
+            None => return Ok(()),
+            Some(0x03) => return Err(HttpError::TlsRecord),
+            Some(_) => {}
+        }
     }
-    let n = first.len().min(STATUS_PREFIX.len());
-    if first.get(..n) != STATUS_PREFIX.get(..n) {
-        return Err(HttpError::NotHttp);
+    for (k, &p) in STATUS_PREFIX.iter().enumerate() {
+        match at(k) {
+            None => break,
+            Some(b) if b != p => return Err(HttpError::NotHttp),
+            Some(_) => {}
+        }
     }
     Ok(())
 }
@@ -1285,18 +1298,21 @@ fn head_of<'a>(
                 return Err(HttpError::BadContentLength);
             }
             length = Some(n);
-        } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
-            for coding in value.split(|&b| b == b',').map(<[u8]>::trim_ascii) {
-                if coding.eq_ignore_ascii_case(b"chunked") && !chunked {
+        } else {
+            // Two comma lists, read by one loop.
+            let coding = name.eq_ignore_ascii_case(b"transfer-encoding");
+            if !coding && !name.eq_ignore_ascii_case(b"connection") {
+                continue;
+            }
+            for item in value.split(|&b| b == b',').map(<[u8]>::trim_ascii) {
+                if !coding {
+                    close |= item.eq_ignore_ascii_case(b"close");
+                    keep |= item.eq_ignore_ascii_case(b"keep-alive");
+                } else if item.eq_ignore_ascii_case(b"chunked") && !chunked {
                     chunked = true;
-                } else if !coding.is_empty() {
+                } else if !item.is_empty() {
                     return Err(HttpError::BadHead("unsupported transfer-encoding"));
                 }
-            }
-        } else if name.eq_ignore_ascii_case(b"connection") {
-            for opt in value.split(|&b| b == b',').map(<[u8]>::trim_ascii) {
-                close |= opt.eq_ignore_ascii_case(b"close");
-                keep |= opt.eq_ignore_ascii_case(b"keep-alive");
             }
         }
     }
