@@ -730,8 +730,9 @@ fn snippet_of(body: &[u8]) -> String<SNIPPET_BYTES> {
 fn one_line<const N: usize>(s: &str) -> String<N> {
     let mut out = String::new();
     let mut pending_space = false;
-    for ch in s.trim().chars() {
-        if ch.is_whitespace() {
+    // No trim first: leading whitespace leaves no pending space, trailing never gets written.
+    for ch in s.chars() {
+        if crate::buf::is_white(ch) {
             pending_space = !out.is_empty();
             continue;
         }
