@@ -452,11 +452,14 @@ impl<'s, S: AsRef<[u8]>> Patterns<'s, S> {
         super::tests::EXAMINED.with(|c| c.set(c.get() + 1));
         // Patterns have at least MIN_SECRET_LEN bytes: compare the first two bytes and the
         // last one before the whole pattern, which rejects most candidates cheaply.
-        let first = text.byte(at);
-        let second = text.byte(at + 1);
+        // (The edge compares at once: less code.)
+        let (first, second) = if HOST_SEARCH {
+            (text.byte(at), text.byte(at + 1))
+        } else {
+            (None, None)
+        };
         let mut best = 0;
         self.for_each(|p| {
-            // (The edge compares at once: less code.)
             let cheap_reject = HOST_SEARCH
                 && (p.first().copied() != first
                     || p.get(1).copied() != second
