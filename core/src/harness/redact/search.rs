@@ -425,7 +425,23 @@ pub(super) struct Patterns<'s, S> {
 }
 
 impl<'s, S: AsRef<[u8]>> Patterns<'s, S> {
+    /// Calls `f` with every pattern, in order (the edge walks the set in one copy of the loop,
+    /// the host in one per caller).
     fn for_each(&self, mut f: impl FnMut(&'s [u8])) {
+        #[cfg(feature = "std")]
+        self.walk(&mut f);
+        #[cfg(not(feature = "std"))]
+        self.walk_dyn(&mut f);
+    }
+
+    #[cfg(not(feature = "std"))]
+    #[inline(never)]
+    fn walk_dyn(&self, f: &mut dyn FnMut(&'s [u8])) {
+        self.walk(f)
+    }
+
+    #[inline(always)]
+    fn walk<F: FnMut(&'s [u8]) + ?Sized>(&self, f: &mut F) {
         for s in self.secrets {
             let s = s.as_ref();
             if s.len() < MIN_SECRET_LEN {
