@@ -754,11 +754,12 @@ fn mark_cut<const N: usize>(out: &mut String<N>) {
     if out.ends_with(MARK) || N < MARK.len() {
         return;
     }
-    while out.len() + MARK.len() > N {
-        if out.pop().is_none() {
-            break;
-        }
+    // The whole characters that leave room for the mark (as popping them one by one would).
+    let mut end = out.len().min(N - MARK.len());
+    while !out.is_char_boundary(end) {
+        end = end.saturating_sub(1);
     }
+    out.truncate(end);
     let _ = out.push_str(MARK);
 }
 
