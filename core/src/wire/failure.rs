@@ -769,6 +769,37 @@ mod tests {
     use std::string::ToString;
 
     #[test]
+    fn mark_cut_keeps_the_characters_popping_would() {
+        // The former shape: pop characters until the mark fits.
+        fn by_pops<const N: usize>(out: &mut String<N>) {
+            if out.ends_with("…") || N < 3 {
+                return;
+            }
+            while out.len() + 3 > N {
+                out.pop();
+            }
+            let _ = out.push_str("…");
+        }
+        for text in [
+            "",
+            "a",
+            "abcdefgh",
+            "ééééé",
+            "a€b€c€",
+            "a😀b😀",
+            "ab…",
+            "abcde…",
+        ] {
+            let mut cut = String::<8>::new();
+            let _ = cut.push_str(text);
+            let mut want = cut.clone();
+            mark_cut(&mut cut);
+            by_pops(&mut want);
+            assert_eq!(cut, want, "{text:?}");
+        }
+    }
+
+    #[test]
     fn timed_out_reads_as_the_seed_says() {
         assert_eq!(Failure::TimedOut.to_string(), "tool call timed out");
     }
