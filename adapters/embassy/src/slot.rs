@@ -11,7 +11,7 @@ use core::cell::Cell;
 
 use heapless::Vec;
 
-use verifi_mcp_core::buf::{Buf, Overflow, Sink, SliceBuf, put_u64};
+use verifi_mcp_core::buf::{Buf, Overflow, Sink, SliceBuf, put_u64, trim};
 use verifi_mcp_core::drive::{self, CallBuffers, ListError, Net, SlotConfig, SlotState};
 use verifi_mcp_core::harness::events::{Timeline, TimelineEvent};
 use verifi_mcp_core::harness::exec;
@@ -99,9 +99,9 @@ impl<'a> EdgeSlot<'a> {
                 .bytes()
                 .position(|b| b == b' ')
                 .and_then(|i| v.get(i + 1..))
-                && c.trim().len() >= 4
+                && trim(c).len() >= 4
             {
-                add(c.trim().as_bytes());
+                add(trim(c).as_bytes());
             }
         }
         if given > MAX_SECRETS {

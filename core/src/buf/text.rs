@@ -49,6 +49,33 @@ fn char_floor(bytes: &[u8], at: usize) -> usize {
     end
 }
 
+/// `char::is_whitespace` (Unicode `White_Space`) without core's lookup table and its code: a
+/// bit mask below U+0021, the range U+2000..=U+200A and a list of the others (a test checks
+/// every `char`).
+pub(crate) fn is_white(c: char) -> bool {
+    const OTHERS: [u16; 8] = [0x85, 0xA0, 0x1680, 0x2028, 0x2029, 0x202F, 0x205F, 0x3000];
+    // Bits 9..=13 (TAB, LF, VT, FF, CR) and 32 (SPACE).
+    const LOW: u64 = 0x1_0000_3E00;
+    let c = c as u32;
+    if c <= 0x20 {
+        return LOW >> c & 1 != 0;
+    }
+    (0x2000..=0x200A).contains(&c) || OTHERS.iter().any(|&o| u32::from(o) == c)
+}
+
+/// `s` without leading and trailing whitespace: `str::trim`, by [`is_white`] (the edge's: no
+/// Unicode table).
+pub fn trim(s: &str) -> &str {
+    let (mut start, mut end) = (None, 0);
+    for (i, c) in s.char_indices() {
+        if !is_white(c) {
+            start.get_or_insert(i);
+            end = i + c.len_utf8();
+        }
+    }
+    s.get(start.unwrap_or(0)..end).unwrap_or("")
+}
+
 /// The longest valid UTF-8 start of `bytes` (a cut in the middle of a character is dropped).
 pub(crate) fn utf8_prefix(bytes: &[u8]) -> &str {
     match core::str::from_utf8(bytes) {
@@ -207,4 +234,30 @@ pub(crate) fn count(mut hay: &[u8], needle: &[u8]) -> usize {
 pub(crate) fn split_once_str<'s>(s: &'s str, sep: &str) -> Option<(&'s str, &'s str)> {
     let i = find(s.as_bytes(), sep.as_bytes())?;
     Some((s.get(..i)?, s.get(i + sep.len()..)?))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn is_white_is_char_is_whitespace() {
+        for c in (0..=0x10FFFF).filter_map(char::from_u32) {
+            assert_eq!(super::is_white(c), c.is_whitespace(), "{:#x}", c as u32);
+        }
+    }
+
+    #[test]
+    fn trim_is_str_trim() {
+        for s in [
+            "",
+            " ",
+            "a",
+            " a ",
+            "\u{3000}x\u{85} y\u{2009}",
+            "\t\r\n",
+            "é \u{a0}",
+            " \u{1}a\u{7f} ",
+        ] {
+            assert_eq!(super::trim(s), s.trim(), "{s:?}");
+        }
+    }
 }

@@ -331,7 +331,7 @@ fn first_line_by_scan(text: &str) -> Option<(&str, bool)> {
     let (mut start, mut end, mut line_end) = (None, 0, 0);
     let mut first = true;
     for (i, c) in text.char_indices() {
-        if c.is_whitespace() {
+        if crate::buf::is_white(c) {
             // A CR or LF before any text is leading whitespace, not a line's end.
             if start.is_some() && (c == '\n' || c == '\r') {
                 first = false;

@@ -730,8 +730,9 @@ fn snippet_of(body: &[u8]) -> String<SNIPPET_BYTES> {
 fn one_line<const N: usize>(s: &str) -> String<N> {
     let mut out = String::new();
     let mut pending_space = false;
-    for ch in s.trim().chars() {
-        if ch.is_whitespace() {
+    // No trim first: leading whitespace leaves no pending space, trailing never gets written.
+    for ch in s.chars() {
+        if crate::buf::is_white(ch) {
             pending_space = !out.is_empty();
             continue;
         }
@@ -753,11 +754,12 @@ fn mark_cut<const N: usize>(out: &mut String<N>) {
     if out.ends_with(MARK) || N < MARK.len() {
         return;
     }
-    while out.len() + MARK.len() > N {
-        if out.pop().is_none() {
-            break;
-        }
+    // The whole characters that leave room for the mark (as popping them one by one would).
+    let mut end = out.len().min(N - MARK.len());
+    while !out.is_char_boundary(end) {
+        end = end.saturating_sub(1);
     }
+    out.truncate(end);
     let _ = out.push_str(MARK);
 }
 
@@ -765,6 +767,37 @@ fn mark_cut<const N: usize>(out: &mut String<N>) {
 mod tests {
     use super::*;
     use std::string::ToString;
+
+    #[test]
+    fn mark_cut_keeps_the_characters_popping_would() {
+        // The former shape: pop characters until the mark fits.
+        fn by_pops<const N: usize>(out: &mut String<N>) {
+            if out.ends_with("…") || N < 3 {
+                return;
+            }
+            while out.len() + 3 > N {
+                out.pop();
+            }
+            let _ = out.push_str("…");
+        }
+        for text in [
+            "",
+            "a",
+            "abcdefgh",
+            "ééééé",
+            "a€b€c€",
+            "a😀b😀",
+            "ab…",
+            "abcde…",
+        ] {
+            let mut cut = String::<8>::new();
+            let _ = cut.push_str(text);
+            let mut want = cut.clone();
+            mark_cut(&mut cut);
+            by_pops(&mut want);
+            assert_eq!(cut, want, "{text:?}");
+        }
+    }
 
     #[test]
     fn timed_out_reads_as_the_seed_says() {

@@ -23,6 +23,12 @@ pub(super) const BLOCK: usize = 32;
 /// most once either way, and the same matches are found).
 const HOST_SEARCH: bool = cfg!(feature = "std");
 
+/// The sizes of the tables only the host's search reads (the edge keeps them empty: less RAM
+/// per redactor, nothing to clear).
+const HOST_TABLE: usize = if HOST_SEARCH { 256 } else { 0 };
+const HOST_GROUPS: usize = if HOST_SEARCH { GROUPS } else { 0 };
+const HOST_PAIRS: usize = if HOST_SEARCH { PAIRS } else { 0 };
+
 /// How common a byte is in tool output (lower is rarer): anchors are the rarest bytes.
 pub(super) fn commonness(b: u8) -> u8 {
     match b {
@@ -51,12 +57,12 @@ pub(super) fn anchor_of(p: &[u8]) -> Option<(usize, u8)> {
 #[derive(Clone)]
 pub(super) struct Anchors {
     /// Bit `o` of `offsets[b]`: some pattern has anchor byte `b` at offset `o`.
-    offsets: [u16; 256],
-    groups: [[u8; 3]; GROUPS],
+    offsets: [u16; HOST_TABLE],
+    groups: [[u8; 3]; HOST_GROUPS],
     /// Distinct anchor values.
     count: usize,
     /// The distinct first two bytes of the patterns (unused slots repeat the first).
-    pairs: [[u8; 2]; PAIRS],
+    pairs: [[u8; 2]; HOST_PAIRS],
     /// Distinct pairs seen; over [`PAIRS`] the anchors are used instead.
     npairs: usize,
     /// Bit `b % 64` of word `b / 64`: some pattern starts with byte `b`.
@@ -66,10 +72,10 @@ pub(super) struct Anchors {
 impl Anchors {
     fn new() -> Self {
         Anchors {
-            offsets: [0; 256],
-            groups: [[0; 3]; GROUPS],
+            offsets: [0; HOST_TABLE],
+            groups: [[0; 3]; HOST_GROUPS],
             count: 0,
-            pairs: [[0; 2]; PAIRS],
+            pairs: [[0; 2]; HOST_PAIRS],
             npairs: 0,
             first: [0; 4],
         }
@@ -79,6 +85,10 @@ impl Anchors {
         if let [x, y, ..] = *pattern {
             if let Some(w) = self.first.get_mut(usize::from(x >> 6)) {
                 *w |= 1 << (x & 63);
+            }
+            // The edge's one search looks at first bytes only (see [`Anchors::pair_at`]).
+            if !HOST_SEARCH {
+                return;
             }
             // Every slot compared (unused ones repeat the first pair): a loop without early
             // exit over a fixed 16 pairs, which vectorises.
@@ -90,7 +100,7 @@ impl Anchors {
                     .fold(false, |k, &p| k | (u16::from_ne_bytes(p) == key));
             if !known {
                 if self.npairs == 0 {
-                    self.pairs = [[x, y]; PAIRS];
+                    self.pairs = [[x, y]; HOST_PAIRS];
                 } else if let Some(slot) = self.pairs.get_mut(self.npairs) {
                     *slot = [x, y];
                 }
@@ -150,10 +160,10 @@ impl Anchors {
         if !starts {
             return false;
         }
-        // Over [`PAIRS`] leading pairs (only the edge comes here then: its one search, with
-        // no anchor tables) the first byte decides.
-        if !HOST_SEARCH && !self.by_pairs() {
-            return true;
+        // The edge's one search (less code, no pair or anchor tables): the first byte decides,
+        // for a position a second byte follows (every pattern has two).
+        if !HOST_SEARCH {
+            return text.byte(at + 1).is_some();
         }
         match (Some(a), text.byte(at + 1)) {
             (Some(a), Some(b)) => self.pairs.iter().take(self.npairs).any(|&p| p == [a, b]),
@@ -415,7 +425,23 @@ pub(super) struct Patterns<'s, S> {
 }
 
 impl<'s, S: AsRef<[u8]>> Patterns<'s, S> {
+    /// Calls `f` with every pattern, in order (the edge walks the set in one copy of the loop,
+    /// the host in one per caller).
     fn for_each(&self, mut f: impl FnMut(&'s [u8])) {
+        #[cfg(feature = "std")]
+        self.walk(&mut f);
+        #[cfg(not(feature = "std"))]
+        self.walk_dyn(&mut f);
+    }
+
+    #[cfg(not(feature = "std"))]
+    #[inline(never)]
+    fn walk_dyn(&self, f: &mut dyn FnMut(&'s [u8])) {
+        self.walk(f)
+    }
+
+    #[inline(always)]
+    fn walk<F: FnMut(&'s [u8]) + ?Sized>(&self, f: &mut F) {
         for s in self.secrets {
             let s = s.as_ref();
             if s.len() < MIN_SECRET_LEN {
@@ -442,16 +468,19 @@ impl<'s, S: AsRef<[u8]>> Patterns<'s, S> {
         super::tests::EXAMINED.with(|c| c.set(c.get() + 1));
         // Patterns have at least MIN_SECRET_LEN bytes: compare the first two bytes and the
         // last one before the whole pattern, which rejects most candidates cheaply.
-        let first = text.byte(at);
-        let second = text.byte(at + 1);
+        // (The edge compares at once: less code.)
+        let (first, second) = if HOST_SEARCH {
+            (text.byte(at), text.byte(at + 1))
+        } else {
+            (None, None)
+        };
         let mut best = 0;
         self.for_each(|p| {
-            if p.len() > best
-                && p.first().copied() == first
-                && p.get(1).copied() == second
-                && p.last().copied() == text.byte(at + p.len() - 1)
-                && text.eq_at(at, p)
-            {
+            let cheap_reject = HOST_SEARCH
+                && (p.first().copied() != first
+                    || p.get(1).copied() != second
+                    || p.last().copied() != text.byte(at + p.len() - 1));
+            if p.len() > best && !cheap_reject && text.eq_at(at, p) {
                 best = p.len();
             }
         });
