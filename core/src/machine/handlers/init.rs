@@ -85,28 +85,10 @@ pub(crate) fn find_in(
     id: u64,
     last_chance: bool,
 ) -> Result<Lookup<'_>, FindError> {
-    match jsonrpc::find_response(value, id)? {
-        Found::Match(outcome) => Ok(Lookup::Ours(outcome)),
-        Found::NoMatch => match jsonrpc::decode_message(value) {
-            // The seed's "last data line": a response that names no request (`id: null`) is
-            // taken as ours when nothing matched. One that names another request never is.
-            Ok(Message::Response {
-                id: jsonrpc::Id::Null,
-                outcome,
-            }) if last_chance => Ok(Lookup::Ours(outcome)),
-            Ok(Message::Response { .. }) => Ok(Lookup::OtherResponse),
-            Ok(m) => Ok(Lookup::Other(m)),
-            // A batch (or anything else) without our response.
-            Err(_) => Ok(Lookup::OtherResponse),
-        },
-    }
+    Ok(jsonrpc::look_up(value, id, last_chance)?)
 }
 
-pub(crate) enum Lookup<'m> {
-    Ours(Outcome<'m>),
-    OtherResponse,
-    Other(Message<'m>),
-}
+pub(crate) use jsonrpc::Lookup;
 
 /// Handles the reply to `initialize`.
 #[derive(Default)]
