@@ -700,8 +700,31 @@ pub(crate) enum Lookup<'m> {
     Other(Value<'m>),
 }
 
+/// Why a lookup found nothing: the message is not JSON, or not JSON-RPC. Small on purpose:
+/// the handler's `?` makes its `Failure` in place, not by copying a whole one out of the
+/// lookup's result.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum FindError {
+    /// Not JSON.
+    Json(crate::wire::json::JsonError),
+    /// Not a JSON-RPC message (or batch).
+    Rpc(RpcDecodeError),
+}
+
+impl From<crate::wire::json::JsonError> for FindError {
+    fn from(e: crate::wire::json::JsonError) -> Self {
+        FindError::Json(e)
+    }
+}
+
+impl From<RpcDecodeError> for FindError {
+    fn from(e: RpcDecodeError) -> Self {
+        FindError::Rpc(e)
+    }
+}
+
 /// [`Lookup`] of one message; `null_ok` also takes a response whose id is `null`.
-fn look_one(v: Value<'_>, expected: u64, null_ok: bool) -> Result<Lookup<'_>, RpcDecodeError> {
+fn look_one(v: Value<'_>, expected: u64, null_ok: bool) -> Result<Lookup<'_>, FindError> {
     Ok(match decode_message(v)? {
         Message::Response {
             id: Id::Number(n),
@@ -723,7 +746,7 @@ pub(crate) fn look_up(
     v: Value<'_>,
     expected: u64,
     last_chance: bool,
-) -> Result<Lookup<'_>, RpcDecodeError> {
+) -> Result<Lookup<'_>, FindError> {
     if v.kind() != Kind::Array {
         return look_one(v, expected, last_chance);
     }
@@ -737,7 +760,7 @@ pub(crate) fn look_up(
     if any {
         Ok(Lookup::OtherResponse)
     } else {
-        Err(RpcDecodeError::EmptyBatch)
+        Err(FindError::Rpc(RpcDecodeError::EmptyBatch))
     }
 }
 
@@ -745,10 +768,13 @@ pub(crate) fn look_up(
 /// String ids never match a numeric request; ids of another type are `BadId`. In a batch, the
 /// first matching response wins, and any malformed element is an error.
 pub fn find_response(v: Value<'_>, expected: u64) -> Result<Found<'_>, RpcDecodeError> {
-    Ok(match look_up(v, expected, false)? {
-        Lookup::Ours(outcome) => Found::Match(outcome),
-        _ => Found::NoMatch,
-    })
+    match look_up(v, expected, false) {
+        Ok(Lookup::Ours(outcome)) => Ok(Found::Match(outcome)),
+        Ok(_) => Ok(Found::NoMatch),
+        Err(FindError::Rpc(e)) => Err(e),
+        // `look_up` parses nothing.
+        Err(FindError::Json(_)) => Err(RpcDecodeError::NotAnObject),
+    }
 }
 
 /// A `notifications/progress` notification's params.

@@ -41,28 +41,7 @@ impl OnMessage for ProbeHandler {
     }
 }
 
-/// Why [`find`] found nothing: the message is not JSON, or not JSON-RPC. Small on purpose:
-/// the handler's `?` makes its [`Failure`] in place, not by copying a whole one out of the
-/// lookup's result.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum FindError {
-    /// Not JSON.
-    Json(crate::wire::json::JsonError),
-    /// Not a JSON-RPC message (or batch).
-    Rpc(jsonrpc::RpcDecodeError),
-}
-
-impl From<crate::wire::json::JsonError> for FindError {
-    fn from(e: crate::wire::json::JsonError) -> Self {
-        FindError::Json(e)
-    }
-}
-
-impl From<jsonrpc::RpcDecodeError> for FindError {
-    fn from(e: jsonrpc::RpcDecodeError) -> Self {
-        FindError::Rpc(e)
-    }
-}
+pub(crate) use jsonrpc::FindError;
 
 impl From<FindError> for Failure {
     fn from(e: FindError) -> Self {
@@ -85,7 +64,7 @@ pub(crate) fn find_in(
     id: u64,
     last_chance: bool,
 ) -> Result<Lookup<'_>, FindError> {
-    Ok(jsonrpc::look_up(value, id, last_chance)?)
+    jsonrpc::look_up(value, id, last_chance)
 }
 
 pub(crate) use jsonrpc::Lookup;
