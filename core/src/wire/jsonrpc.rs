@@ -689,13 +689,78 @@ pub enum Found<'a> {
     NoMatch,
 }
 
-fn match_one(v: Value<'_>, expected: u64) -> Result<Found<'_>, RpcDecodeError> {
-    match decode_message(v)? {
+/// What one message (or batch) is to the request being waited for (the call machine's
+/// lookup): small, the message is not moved out.
+pub(crate) enum Lookup<'m> {
+    /// The response to the request.
+    Ours(Outcome<'m>),
+    /// A response to another request, or a batch without ours.
+    OtherResponse,
+    /// A server's request or notification: the message, checked.
+    Other(Value<'m>),
+}
+
+/// Why a lookup found nothing: the message is not JSON, or not JSON-RPC. Small on purpose:
+/// the handler's `?` makes its `Failure` in place, not by copying a whole one out of the
+/// lookup's result.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum FindError {
+    /// Not JSON.
+    Json(crate::wire::json::JsonError),
+    /// Not a JSON-RPC message (or batch).
+    Rpc(RpcDecodeError),
+}
+
+impl From<crate::wire::json::JsonError> for FindError {
+    fn from(e: crate::wire::json::JsonError) -> Self {
+        FindError::Json(e)
+    }
+}
+
+impl From<RpcDecodeError> for FindError {
+    fn from(e: RpcDecodeError) -> Self {
+        FindError::Rpc(e)
+    }
+}
+
+/// [`Lookup`] of one message; `null_ok` also takes a response whose id is `null`.
+fn look_one(v: Value<'_>, expected: u64, null_ok: bool) -> Result<Lookup<'_>, FindError> {
+    Ok(match decode_message(v)? {
         Message::Response {
             id: Id::Number(n),
             outcome,
-        } if n.as_u64() == Some(expected) => Ok(Found::Match(outcome)),
-        _ => Ok(Found::NoMatch),
+        } if n.as_u64() == Some(expected) => Lookup::Ours(outcome),
+        Message::Response {
+            id: Id::Null,
+            outcome,
+        } if null_ok => Lookup::Ours(outcome),
+        Message::Response { .. } => Lookup::OtherResponse,
+        _ => Lookup::Other(v),
+    })
+}
+
+/// Looks for the response to numeric request id `expected` in one message or a batch array
+/// ([`find_response`]'s rules); `last_chance` also takes a lone message's response whose id
+/// is `null` (never a batch's).
+pub(crate) fn look_up(
+    v: Value<'_>,
+    expected: u64,
+    last_chance: bool,
+) -> Result<Lookup<'_>, FindError> {
+    if v.kind() != Kind::Array {
+        return look_one(v, expected, last_chance);
+    }
+    let mut any = false;
+    for element in v.elements() {
+        any = true;
+        if let Lookup::Ours(outcome) = look_one(element, expected, false)? {
+            return Ok(Lookup::Ours(outcome));
+        }
+    }
+    if any {
+        Ok(Lookup::OtherResponse)
+    } else {
+        Err(FindError::Rpc(RpcDecodeError::EmptyBatch))
     }
 }
 
@@ -703,20 +768,12 @@ fn match_one(v: Value<'_>, expected: u64) -> Result<Found<'_>, RpcDecodeError> {
 /// String ids never match a numeric request; ids of another type are `BadId`. In a batch, the
 /// first matching response wins, and any malformed element is an error.
 pub fn find_response(v: Value<'_>, expected: u64) -> Result<Found<'_>, RpcDecodeError> {
-    if v.kind() != Kind::Array {
-        return match_one(v, expected);
-    }
-    let mut any = false;
-    for element in v.elements() {
-        any = true;
-        if let Found::Match(outcome) = match_one(element, expected)? {
-            return Ok(Found::Match(outcome));
-        }
-    }
-    if any {
-        Ok(Found::NoMatch)
-    } else {
-        Err(RpcDecodeError::EmptyBatch)
+    match look_up(v, expected, false) {
+        Ok(Lookup::Ours(outcome)) => Ok(Found::Match(outcome)),
+        Ok(_) => Ok(Found::NoMatch),
+        Err(FindError::Rpc(e)) => Err(e),
+        // `look_up` parses nothing.
+        Err(FindError::Json(_)) => Err(RpcDecodeError::NotAnObject),
     }
 }
 

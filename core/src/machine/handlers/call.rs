@@ -808,33 +808,10 @@ impl<B: Buf, Sec: AsRef<[u8]>> CallHandler<'_, B, Sec> {
             }
             Lookup::OtherResponse => return Ok(Verdict::Hold),
             Lookup::Other(_) if self.listing => return Ok(Verdict::Continue),
-            // Only an old-era stream's requests are answered (feature `era-2025`): a 2026
-            // server asks in an `input_required` result instead.
-            Lookup::Other(Message::Request { .. }) if !cfg!(feature = "era-2025") => {
-                return Ok(Verdict::Continue);
-            }
-            Lookup::Other(Message::Request { id, method, params }) => {
-                // The server asks the client something on the call's stream: it must get an
-                // answer or it may hold the call (`Op` sends it on the side).
-                self.server_request = ServerRequest::new(id, &method);
-                if self
-                    .server_request
-                    .as_ref()
-                    .is_some_and(|r| r.kind == ServerAsks::Elicitation)
-                {
-                    // The answer waits in `text` (empty until the call's result) for `Op`
-                    // to send; one that does not fit is a decline.
-                    self.text.clear();
-                    let policy = (self.elicitation, self.elicit_with);
-                    if write_elicit_answer(&mut *self.text, params, policy).is_err() {
-                        self.text.clear();
-                        let _ = self.text.put(b"{\"action\":\"decline\"}");
-                    }
+            Lookup::Other(value) => {
+                if let Ok(m) = jsonrpc::decode_message(value) {
+                    self.hear_other(m);
                 }
-                return Ok(Verdict::Continue);
-            }
-            Lookup::Other(ref m) => {
-                self.hear(m);
                 return Ok(Verdict::Continue);
             }
         };
@@ -918,6 +895,37 @@ impl<B: Buf, Sec: AsRef<[u8]>> CallHandler<'_, B, Sec> {
 }
 
 impl<B: Buf, Sec: AsRef<[u8]>> CallHandler<'_, B, Sec> {
+    /// A server's request or notification on the call's stream.
+    fn hear_other(&mut self, m: Message<'_>) {
+        match m {
+            // Only an old-era stream's requests are answered (feature `era-2025`): a 2026
+            // server asks in an `input_required` result instead.
+            Message::Request { .. } if !cfg!(feature = "era-2025") => {}
+            Message::Request { id, method, params } => {
+                // The server asks the client something on the call's stream: it must get an
+                // answer or it may hold the call (`Op` sends it on the side).
+                self.server_request = ServerRequest::new(id, &method);
+                if self
+                    .server_request
+                    .as_ref()
+                    .is_some_and(|r| r.kind == ServerAsks::Elicitation)
+                {
+                    // The answer waits in `text` (empty until the call's result) for `Op`
+                    // to send; one that does not fit is a decline.
+                    self.text.clear();
+                    let policy = (self.elicitation, self.elicit_with);
+                    if write_elicit_answer(&mut *self.text, params, policy).is_err() {
+                        self.text.clear();
+                        let _ = self.text.put(b"{\"action\":\"decline\"}");
+                    }
+                }
+            }
+            ref m => {
+                self.hear(m);
+            }
+        }
+    }
+
     /// A notification on the call's stream: progress (ours counted and told), a log line,
     /// the tool list changed.
     #[inline(never)]

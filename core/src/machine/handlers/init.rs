@@ -41,28 +41,7 @@ impl OnMessage for ProbeHandler {
     }
 }
 
-/// Why [`find`] found nothing: the message is not JSON, or not JSON-RPC. Small on purpose:
-/// the handler's `?` makes its [`Failure`] in place, not by copying a whole one out of the
-/// lookup's result.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum FindError {
-    /// Not JSON.
-    Json(crate::wire::json::JsonError),
-    /// Not a JSON-RPC message (or batch).
-    Rpc(jsonrpc::RpcDecodeError),
-}
-
-impl From<crate::wire::json::JsonError> for FindError {
-    fn from(e: crate::wire::json::JsonError) -> Self {
-        FindError::Json(e)
-    }
-}
-
-impl From<jsonrpc::RpcDecodeError> for FindError {
-    fn from(e: jsonrpc::RpcDecodeError) -> Self {
-        FindError::Rpc(e)
-    }
-}
+pub(crate) use jsonrpc::FindError;
 
 impl From<FindError> for Failure {
     fn from(e: FindError) -> Self {
@@ -85,28 +64,10 @@ pub(crate) fn find_in(
     id: u64,
     last_chance: bool,
 ) -> Result<Lookup<'_>, FindError> {
-    match jsonrpc::find_response(value, id)? {
-        Found::Match(outcome) => Ok(Lookup::Ours(outcome)),
-        Found::NoMatch => match jsonrpc::decode_message(value) {
-            // The seed's "last data line": a response that names no request (`id: null`) is
-            // taken as ours when nothing matched. One that names another request never is.
-            Ok(Message::Response {
-                id: jsonrpc::Id::Null,
-                outcome,
-            }) if last_chance => Ok(Lookup::Ours(outcome)),
-            Ok(Message::Response { .. }) => Ok(Lookup::OtherResponse),
-            Ok(m) => Ok(Lookup::Other(m)),
-            // A batch (or anything else) without our response.
-            Err(_) => Ok(Lookup::OtherResponse),
-        },
-    }
+    jsonrpc::look_up(value, id, last_chance)
 }
 
-pub(crate) enum Lookup<'m> {
-    Ours(Outcome<'m>),
-    OtherResponse,
-    Other(Message<'m>),
-}
+pub(crate) use jsonrpc::Lookup;
 
 /// Handles the reply to `initialize`.
 #[derive(Default)]

@@ -22,7 +22,7 @@ use crate::wire::http::{McpHeaders, Method, RequestHead, write_request_head};
 #[cfg(feature = "std")]
 use crate::wire::json;
 use crate::wire::json::{JsonLimits, Value};
-use crate::wire::jsonrpc::{self, Found, ListMethod, Message, Outcome, ProtocolVersion};
+use crate::wire::jsonrpc::{self, ListMethod, Message, Outcome, ProtocolVersion};
 use crate::wire::session::Snapshot;
 
 /// The longest message of an error line built here (a JSON-RPC refusal, a failure).
