@@ -3003,10 +3003,31 @@ fn a_request_or_other_list_is_refused_only_by_the_one_era_edge_build() {
         verifi_mcp_core::wire::jsonrpc::Request::Ping,
     );
     let first = op.poll(&mut slot, 0);
-    if one_era_edge {
+    refused_as_not_built(one_era_edge, first, op.list_outcome());
+    // So is a list other than `tools/list`; that one is listed by every build.
+    for list in [ListMethod::Resources, ListMethod::Tools] {
+        let mut store = Store::new();
+        let mut bufs = store.bufs();
+        let mut op = Op::list(&c, &mut bufs, &secrets, list, |_| {});
+        let first = op.poll(&mut slot, 0);
+        refused_as_not_built(
+            one_era_edge && list != ListMethod::Tools,
+            first,
+            op.list_outcome(),
+        );
+    }
+}
+
+/// When `refused`, the op ended at its first poll, refused as not built; else it went on.
+fn refused_as_not_built(
+    refused: bool,
+    first: Action,
+    outcome: Result<(), verifi_mcp_core::machine::ListError>,
+) {
+    if refused {
         assert!(matches!(first, Action::Done), "{first:?}");
         assert!(matches!(
-            op.list_outcome(),
+            outcome,
             Err(verifi_mcp_core::machine::ListError::Unreachable(
                 Failure::NotBuilt {
                     capability: "era-2025",
@@ -3016,26 +3037,5 @@ fn a_request_or_other_list_is_refused_only_by_the_one_era_edge_build() {
         ));
     } else {
         assert!(!matches!(first, Action::Done), "{first:?}");
-    }
-    // So is a list other than `tools/list`; that one is listed by every build.
-    for list in [ListMethod::Resources, ListMethod::Tools] {
-        let mut store = Store::new();
-        let mut bufs = store.bufs();
-        let mut op = Op::list(&c, &mut bufs, &secrets, list, |_| {});
-        let first = op.poll(&mut slot, 0);
-        if one_era_edge && list != ListMethod::Tools {
-            assert!(matches!(first, Action::Done), "{first:?}");
-            assert!(matches!(
-                op.list_outcome(),
-                Err(verifi_mcp_core::machine::ListError::Unreachable(
-                    Failure::NotBuilt {
-                        capability: "era-2025",
-                        ..
-                    }
-                ))
-            ));
-        } else {
-            assert!(!matches!(first, Action::Done), "{first:?}");
-        }
     }
 }
