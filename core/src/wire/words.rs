@@ -91,6 +91,8 @@ macro_rules! fragments {
             A0,
             /// The message's second argument.
             A1,
+            /// The end of a message ([`Msg::program`]).
+            End,
         }
         /// Every fragment's text, as written (used at build time, and where a `&'static str` is
         /// asked for: [`reason_phrase`]).
@@ -108,6 +110,7 @@ macro_rules! fragments {
 }
 
 /// The running sums of `lens` (at build time: an index out of range fails the build).
+#[cfg(feature = "std")]
 #[allow(clippy::indexing_slicing)]
 const fn ends<const K: usize>(lens: [usize; K]) -> [u16; K] {
     let mut out = [0u16; K];
@@ -287,10 +290,9 @@ macro_rules! messages {
                 $name,
             )*
         }
-        /// Every message's fragments, one after the other.
-        const PROGRAMS: &[Fr] = &[$($(Fr::$fr,)*)*];
-        /// Where each message ends in [`PROGRAMS`].
-        const PROGRAM_ENDS: &[u16] = &ends([$([$(Fr::$fr),*].len(),)*]);
+        /// Every message's fragments, one after the other, each message ended by [`Fr::End`]
+        /// (a byte a message, not an offset table).
+        const PROGRAMS: &[Fr] = &[$($(Fr::$fr,)* Fr::End,)*];
     };
 }
 
@@ -385,14 +387,18 @@ messages! {
 }
 
 impl Msg {
-    /// The message's fragments and arguments.
+    /// The message's fragments and arguments, up to its [`Fr::End`] (and the messages after
+    /// it: [`tell`] stops at the end).
     pub(crate) fn program(self) -> &'static [Fr] {
-        let i = self as usize;
-        let start = i.checked_sub(1).and_then(|p| PROGRAM_ENDS.get(p)).copied();
-        let end = PROGRAM_ENDS.get(i).copied().unwrap_or(0);
-        PROGRAMS
-            .get(usize::from(start.unwrap_or(0))..usize::from(end))
-            .unwrap_or(&[])
+        let mut rest = PROGRAMS;
+        for _ in 0..self as usize {
+            let next = rest
+                .iter()
+                .position(|&fr| fr == Fr::End)
+                .map_or(0, |e| e + 1);
+            rest = rest.get(next..).unwrap_or(&[]);
+        }
+        rest
     }
 
     /// Says the message with its arguments (see [`tell`]).
@@ -441,13 +447,15 @@ pub(crate) enum Arg<'a> {
     None,
 }
 
-/// Writes `message`: its fragments, and `args` where it names them ([`Fr::A0`], [`Fr::A1`]).
-/// One copy of the loop for every message: never inlined.
+/// Writes `message`: its fragments, and `args` where it names them ([`Fr::A0`], [`Fr::A1`]),
+/// up to its end ([`Fr::End`] or the slice's). One copy of the loop for every message: never
+/// inlined.
 #[inline(never)]
 pub(crate) fn tell(f: &mut dyn Sink, message: &[Fr], args: [Arg<'_>; 2]) -> Result<(), Overflow> {
     let [a0, a1] = args;
     for &fr in message {
         let arg = match fr {
+            Fr::End => break,
             Fr::A0 => a0,
             Fr::A1 => a1,
             _ => {
