@@ -652,11 +652,15 @@ impl Words for Failure {
 
 /// `HTTP <code>` and the status's reason phrase, when it has one.
 fn status_line(f: &mut dyn Sink, code: u16) -> Result<(), Overflow> {
-    Msg::Status.say(f, [Arg::Num(u64::from(code)), Arg::None])?;
-    match reason(code) {
-        Some(r) => tell(f, &[Fr::Space, r], [Arg::None, Arg::None]),
-        None => Ok(()),
-    }
+    let (space, r) = match reason(code) {
+        Some(r) => (Fr::Space, r),
+        None => (Fr::End, Fr::End),
+    };
+    tell(
+        f,
+        &[Fr::Http, Fr::A0, space, r],
+        [Arg::Num(u64::from(code)), Arg::None],
+    )
 }
 
 /// The words of a task that ended without its result (feature `tasks`).

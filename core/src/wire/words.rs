@@ -336,7 +336,6 @@ messages! {
     Handshake = [HandshakeFailed, Colon, A0],
     BadArguments = [BadArguments],
     EndlessPaging = [TheServer, EndlessPaging],
-    Status = [Http, A0],
     HeadTooLarge = [HttpResponse, Head, IsLarger, ItsCapOf, A0, Bytes],
     BadHead = [HttpResponse, Head, IsMalformed, A0],
     TooManyHeaders = [HttpResponse, MoreThan, A0, HeaderLines],
