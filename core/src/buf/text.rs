@@ -195,8 +195,9 @@ pub(crate) fn fmt_words(
 }
 
 /// Where `needle` first occurs in `hay`. The host (feature `std`) uses memchr's `memmem`; the
-/// edge a first-byte scan and a compare, which is a fraction of `memmem`'s code and as fast
-/// for the short needles the core looks for (`"x-mcp-header"` in a tool's schema).
+/// edge a first-byte scan (a plain loop, not the `memchr` crate's word scan) and a compare,
+/// which is a fraction of `memmem`'s code and fast enough for the short needles the core looks
+/// for (`"x-mcp-header"` in a tool's schema).
 pub(crate) fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     #[cfg(feature = "std")]
     {
@@ -208,7 +209,10 @@ pub(crate) fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
             return Some(0);
         };
         let mut at = 0;
-        while let Some(i) = hay.get(at..).and_then(|h| memchr::memchr(first, h)) {
+        while let Some(i) = hay
+            .get(at..)
+            .and_then(|h| h.iter().position(|&b| b == first))
+        {
             let start = at + i;
             if hay.get(start + 1..start + needle.len()) == Some(rest) {
                 return Some(start);
