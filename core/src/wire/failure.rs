@@ -83,12 +83,14 @@ impl Words for ConnectError {
             ConnectErrorKind::Unsupported => Fr::Unsupported,
             ConnectErrorKind::Process => Fr::NoProcess,
         };
-        if self.detail.is_empty() {
-            tell(f, &[what], [Arg::None, Arg::None])
+        // Without a detail the message ends after its kind.
+        let open = if self.detail.is_empty() {
+            Fr::End
         } else {
-            let message = [what, Fr::OpenParen, Fr::A0, Fr::Close];
-            tell(f, &message, [Arg::Str(&self.detail), Arg::None])
-        }
+            Fr::OpenParen
+        };
+        let message = [what, open, Fr::A0, Fr::Close];
+        tell(f, &message, [Arg::Str(&self.detail), Arg::None])
     }
 }
 
