@@ -22,6 +22,7 @@ impl Words for Overflow {
 pub fn reason_phrase(code: u16) -> &'static str {
     /// The phrases as written, at build time (the edge's fragments are packed: no `&str` of a
     /// fragment exists at run time there).
+    #[allow(clippy::indexing_slicing)] // At build time: out of range fails the build.
     const PHRASES: [(u16, &str); 19] = {
         let mut out = [(300, LITERALS[Fr::Redirect as usize]); 19];
         let mut i = 0;
@@ -486,6 +487,7 @@ mod packed {
     /// The code length of every byte value of [`SPELLED`] (0: not in the text).
     const LENGTHS: [u8; 256] = lengths(SPELLED);
     /// The longest code.
+    #[allow(clippy::indexing_slicing)] // At build time: out of range fails the build.
     const MAX_LENGTH: usize = {
         let mut max = 0;
         let mut i = 0;
@@ -498,6 +500,7 @@ mod packed {
         max
     };
     /// How many symbols the code has.
+    #[allow(clippy::indexing_slicing)] // At build time: out of range fails the build.
     const SYMBOL_COUNT: usize = {
         let mut n = 0;
         let mut i = 0;
@@ -510,6 +513,7 @@ mod packed {
         n
     };
     /// How many symbols have each code length (index 0: length 1).
+    #[allow(clippy::indexing_slicing)] // At build time: out of range fails the build.
     static COUNTS: [u8; MAX_LENGTH] = {
         let mut out = [0u8; MAX_LENGTH];
         let mut i = 0;
@@ -522,6 +526,7 @@ mod packed {
         out
     };
     /// The symbols in canonical order (by code length, then by value).
+    #[allow(clippy::indexing_slicing)] // At build time: out of range fails the build.
     static SYMBOLS: [u8; SYMBOL_COUNT] = {
         let mut out = [0u8; SYMBOL_COUNT];
         let mut n = 0;
@@ -540,6 +545,7 @@ mod packed {
         out
     };
     /// The packed text's length in bits.
+    #[allow(clippy::indexing_slicing)] // At build time: out of range fails the build.
     const BITS: usize = {
         let mut bits = 0;
         let mut i = 0;
@@ -552,6 +558,7 @@ mod packed {
     /// The packed text: each symbol's code, first bit first, from each byte's low bit up.
     static PACKED: [u8; BITS.div_ceil(8)] = pack(SPELLED);
     /// The longest fragment in bytes.
+    #[allow(clippy::indexing_slicing)] // At build time: out of range fails the build.
     pub(super) const LONGEST: usize = {
         let (mut max, mut run, mut i) = (0, 0, 0);
         while i < SPELLED.len() {
@@ -568,6 +575,7 @@ mod packed {
         max
     };
     // Every NUL in the text ends a fragment: no fragment holds one.
+    #[allow(clippy::indexing_slicing)] // At build time: out of range fails the build.
     const _: () = {
         let (mut ends, mut i) = (0, 0);
         while i < SPELLED.len() {
@@ -689,11 +697,11 @@ mod packed {
                             break 'symbols;
                         }
                         seen += 1;
-                    } else if seen == index {
-                        if let Some(o) = out.get_mut(n) {
-                            *o = symbol;
-                            n += 1;
-                        }
+                    } else if seen == index
+                        && let Some(o) = out.get_mut(n)
+                    {
+                        *o = symbol;
+                        n += 1;
                     }
                     continue 'symbols;
                 }
