@@ -28,7 +28,7 @@ pub fn reason_phrase(code: u16) -> &'static str {
         let mut i = 0;
         while i < REASONS.len() {
             let (code, fr) = REASONS[i];
-            out[i + 1] = (code, LITERALS[fr as usize]);
+            out[i + 1] = (400 + code as u16, LITERALS[fr as usize]);
             i += 1;
         }
         out
@@ -44,34 +44,45 @@ pub fn reason_phrase(code: u16) -> &'static str {
         .map_or("", |&(_, r)| r)
 }
 
-/// The statuses that have a reason phrase in messages, and their phrases.
-const REASONS: [(u16, Fr); 18] = [
-    (400, Fr::BadRequest),
-    (401, Fr::Unauthorized),
-    (403, Fr::Forbidden),
-    (404, Fr::NotFound),
-    (405, Fr::MethodNotAllowed),
-    (406, Fr::NotAcceptable),
-    (408, Fr::RequestTimeout),
-    (409, Fr::Conflict),
-    (413, Fr::ContentTooLarge),
-    (415, Fr::UnsupportedMedia),
-    (421, Fr::Misdirected),
-    (422, Fr::Unprocessable),
-    (429, Fr::TooManyRequests),
-    (500, Fr::InternalError),
-    (501, Fr::NotImplemented),
-    (502, Fr::BadGateway),
-    (503, Fr::Unavailable),
-    (504, Fr::GatewayTimeout),
+/// The statuses that have a reason phrase in messages (less 400: a byte each), and their
+/// phrases.
+const REASONS: [(u8, Fr); 18] = [
+    (less_400(400), Fr::BadRequest),
+    (less_400(401), Fr::Unauthorized),
+    (less_400(403), Fr::Forbidden),
+    (less_400(404), Fr::NotFound),
+    (less_400(405), Fr::MethodNotAllowed),
+    (less_400(406), Fr::NotAcceptable),
+    (less_400(408), Fr::RequestTimeout),
+    (less_400(409), Fr::Conflict),
+    (less_400(413), Fr::ContentTooLarge),
+    (less_400(415), Fr::UnsupportedMedia),
+    (less_400(421), Fr::Misdirected),
+    (less_400(422), Fr::Unprocessable),
+    (less_400(429), Fr::TooManyRequests),
+    (less_400(500), Fr::InternalError),
+    (less_400(501), Fr::NotImplemented),
+    (less_400(502), Fr::BadGateway),
+    (less_400(503), Fr::Unavailable),
+    (less_400(504), Fr::GatewayTimeout),
 ];
+
+/// A 4xx or 5xx status as a byte (at build time: another fails the build).
+const fn less_400(code: u16) -> u8 {
+    assert!(code >= 400 && code < 400 + 256);
+    (code - 400) as u8
+}
 
 /// [`reason_phrase`] as a fragment.
 pub(crate) fn reason(code: u16) -> Option<Fr> {
     if (300..=399).contains(&code) {
         return Some(Fr::Redirect);
     }
-    REASONS.iter().find(|(c, _)| *c == code).map(|&(_, r)| r)
+    let code = code.checked_sub(400)?;
+    REASONS
+        .iter()
+        .find(|(c, _)| u16::from(*c) == code)
+        .map(|&(_, r)| r)
 }
 
 /// The fragments of the failures' words, in one text: a phrase that several messages share
@@ -724,6 +735,27 @@ mod packed {
             }
             assert_eq!(super::text(super::super::LITERALS.len(), &mut out), b"");
             assert!(super::PACKED.len() * 100 < super::SPELLED.len() * 60);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn reason_phrases_are_the_statuses_own() {
+        for (code, phrase) in [
+            (200, ""),
+            (300, "Redirect (not followed)"),
+            (399, "Redirect (not followed)"),
+            (400, "Bad Request"),
+            (404, "Not Found"),
+            (418, ""),
+            (429, "Too Many Requests"),
+            (504, "Gateway Timeout"),
+            (505, ""),
+            (656, ""),
+        ] {
+            assert_eq!(super::reason_phrase(code), phrase, "{code}");
         }
     }
 }
