@@ -486,8 +486,10 @@ pub(crate) fn tell(f: &mut dyn Sink, message: &[Fr], args: [Arg<'_>; 2]) -> Resu
 
 /// The edge's shape of the fragments' text: packed at build time by a static Huffman code
 /// (the text's own byte counts, computed by `const fn`s from the same literals), each fragment
-/// ended by a NUL symbol; [`text`](packed::text) decodes one fragment. About 58 % of the plain text, with
-/// no table of offsets. Error paths only: a fragment is found by decoding from the start.
+/// ended by a NUL symbol; [`text`](packed::text) decodes one fragment (into a buffer of the
+/// longest fragment's size, so that the sink gets it in one piece, as from the plain text).
+/// About 60 % of the plain text, with no table of offsets. Error paths only: a fragment is
+/// found by decoding from the start.
 #[cfg(any(test, not(feature = "std")))]
 mod packed {
     use super::SPELLED;
