@@ -195,8 +195,9 @@ pub(crate) fn fmt_words(
 }
 
 /// Where `needle` first occurs in `hay`. The host (feature `std`) uses memchr's `memmem`; the
-/// edge a first-byte scan and a compare, which is a fraction of `memmem`'s code and as fast
-/// for the short needles the core looks for (`"x-mcp-header"` in a tool's schema).
+/// edge a plain loop over the windows (first byte, then the compare), which is a fraction of
+/// `memmem`'s code (and of the `memchr` crate's word scan) and fast enough for the short
+/// needles the core looks for (`"x-mcp-header"` in a tool's schema).
 pub(crate) fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     #[cfg(feature = "std")]
     {
@@ -204,18 +205,12 @@ pub(crate) fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     }
     #[cfg(not(feature = "std"))]
     {
-        let Some((&first, rest)) = needle.split_first() else {
+        if needle.is_empty() {
             return Some(0);
-        };
-        let mut at = 0;
-        while let Some(i) = hay.get(at..).and_then(|h| memchr::memchr(first, h)) {
-            let start = at + i;
-            if hay.get(start + 1..start + needle.len()) == Some(rest) {
-                return Some(start);
-            }
-            at = start + 1;
         }
-        None
+        // The first byte first: most windows end there, without a compare call.
+        hay.windows(needle.len())
+            .position(|w| w.first() == needle.first() && w == needle)
     }
 }
 
@@ -242,6 +237,43 @@ mod tests {
     fn is_white_is_char_is_whitespace() {
         for c in (0..=0x10FFFF).filter_map(char::from_u32) {
             assert_eq!(super::is_white(c), c.is_whitespace(), "{:#x}", c as u32);
+        }
+    }
+
+    #[test]
+    fn find_count_and_split_are_std_s() {
+        let hay = "ab\"x-mcp-header\" aab \"x-mcp-header\"";
+        for needle in ["", "a", "ab", "aab", "\"x-mcp-header\"", "zz", hay, "b \"x"] {
+            assert_eq!(
+                super::find(hay.as_bytes(), needle.as_bytes()),
+                hay.find(needle)
+            );
+            if !needle.is_empty() {
+                let n = hay.matches(needle).count();
+                assert_eq!(super::count(hay.as_bytes(), needle.as_bytes()), n);
+            }
+            assert_eq!(super::split_once_str(hay, needle), hay.split_once(needle));
+        }
+        assert_eq!(super::find(b"ab", b"abc"), None);
+    }
+
+    #[test]
+    fn decimal_is_display() {
+        for n in [
+            0u64,
+            9,
+            10,
+            99,
+            4_294_967_295,
+            4_294_967_296,
+            u64::MAX - 1,
+            u64::MAX,
+        ] {
+            let mut digits = [0u8; 20];
+            assert_eq!(
+                super::super::decimal(&mut digits, n),
+                n.to_string().as_bytes()
+            );
         }
     }
 

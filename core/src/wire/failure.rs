@@ -83,12 +83,14 @@ impl Words for ConnectError {
             ConnectErrorKind::Unsupported => Fr::Unsupported,
             ConnectErrorKind::Process => Fr::NoProcess,
         };
-        if self.detail.is_empty() {
-            tell(f, &[what], [Arg::None, Arg::None])
+        // Without a detail the message ends after its kind.
+        let open = if self.detail.is_empty() {
+            Fr::End
         } else {
-            let message = [what, Fr::OpenParen, Fr::A0, Fr::Close];
-            tell(f, &message, [Arg::Str(&self.detail), Arg::None])
-        }
+            Fr::OpenParen
+        };
+        let message = [what, open, Fr::A0, Fr::Close];
+        tell(f, &message, [Arg::Str(&self.detail), Arg::None])
     }
 }
 
@@ -652,11 +654,15 @@ impl Words for Failure {
 
 /// `HTTP <code>` and the status's reason phrase, when it has one.
 fn status_line(f: &mut dyn Sink, code: u16) -> Result<(), Overflow> {
-    Msg::Status.say(f, [Arg::Num(u64::from(code)), Arg::None])?;
-    match reason(code) {
-        Some(r) => tell(f, &[Fr::Space, r], [Arg::None, Arg::None]),
-        None => Ok(()),
-    }
+    let (space, r) = match reason(code) {
+        Some(r) => (Fr::Space, r),
+        None => (Fr::End, Fr::End),
+    };
+    tell(
+        f,
+        &[Fr::Http, Fr::A0, space, r],
+        [Arg::Num(u64::from(code)), Arg::None],
+    )
 }
 
 /// The words of a task that ended without its result (feature `tasks`).

@@ -20,39 +20,69 @@ impl Words for Overflow {
 
 /// The standard reason phrase of an HTTP status, for messages.
 pub fn reason_phrase(code: u16) -> &'static str {
-    reason(code)
-        .and_then(|r| core::str::from_utf8(r.bytes()).ok())
-        .unwrap_or("")
+    /// The phrases as written, at build time (the edge's fragments are packed: no `&str` of a
+    /// fragment exists at run time there).
+    #[allow(clippy::indexing_slicing)] // At build time: out of range fails the build.
+    const PHRASES: [(u16, &str); 19] = {
+        let mut out = [(300, LITERALS[Fr::Redirect as usize]); 19];
+        let mut i = 0;
+        while i < REASONS.len() {
+            let (code, fr) = REASONS[i];
+            out[i + 1] = (400 + code as u16, LITERALS[fr as usize]);
+            i += 1;
+        }
+        out
+    };
+    let code = if (300..=399).contains(&code) {
+        300
+    } else {
+        code
+    };
+    PHRASES
+        .iter()
+        .find(|(c, _)| *c == code)
+        .map_or("", |&(_, r)| r)
 }
 
-/// The statuses that have a reason phrase in messages, and their phrases.
-const REASONS: [(u16, Fr); 18] = [
-    (400, Fr::BadRequest),
-    (401, Fr::Unauthorized),
-    (403, Fr::Forbidden),
-    (404, Fr::NotFound),
-    (405, Fr::MethodNotAllowed),
-    (406, Fr::NotAcceptable),
-    (408, Fr::RequestTimeout),
-    (409, Fr::Conflict),
-    (413, Fr::ContentTooLarge),
-    (415, Fr::UnsupportedMedia),
-    (421, Fr::Misdirected),
-    (422, Fr::Unprocessable),
-    (429, Fr::TooManyRequests),
-    (500, Fr::InternalError),
-    (501, Fr::NotImplemented),
-    (502, Fr::BadGateway),
-    (503, Fr::Unavailable),
-    (504, Fr::GatewayTimeout),
+/// The statuses that have a reason phrase in messages (less 400: a byte each), and their
+/// phrases.
+const REASONS: [(u8, Fr); 18] = [
+    (less_400(400), Fr::BadRequest),
+    (less_400(401), Fr::Unauthorized),
+    (less_400(403), Fr::Forbidden),
+    (less_400(404), Fr::NotFound),
+    (less_400(405), Fr::MethodNotAllowed),
+    (less_400(406), Fr::NotAcceptable),
+    (less_400(408), Fr::RequestTimeout),
+    (less_400(409), Fr::Conflict),
+    (less_400(413), Fr::ContentTooLarge),
+    (less_400(415), Fr::UnsupportedMedia),
+    (less_400(421), Fr::Misdirected),
+    (less_400(422), Fr::Unprocessable),
+    (less_400(429), Fr::TooManyRequests),
+    (less_400(500), Fr::InternalError),
+    (less_400(501), Fr::NotImplemented),
+    (less_400(502), Fr::BadGateway),
+    (less_400(503), Fr::Unavailable),
+    (less_400(504), Fr::GatewayTimeout),
 ];
+
+/// A 4xx or 5xx status as a byte (at build time: another fails the build).
+const fn less_400(code: u16) -> u8 {
+    assert!(code >= 400 && code < 400 + 256);
+    (code - 400) as u8
+}
 
 /// [`reason_phrase`] as a fragment.
 pub(crate) fn reason(code: u16) -> Option<Fr> {
     if (300..=399).contains(&code) {
         return Some(Fr::Redirect);
     }
-    REASONS.iter().find(|(c, _)| *c == code).map(|&(_, r)| r)
+    let code = code.checked_sub(400)?;
+    REASONS
+        .iter()
+        .find(|(c, _)| u16::from(*c) == code)
+        .map(|&(_, r)| r)
 }
 
 /// The fragments of the failures' words, in one text: a phrase that several messages share
@@ -73,15 +103,26 @@ macro_rules! fragments {
             A0,
             /// The message's second argument.
             A1,
+            /// The end of a message ([`Msg::program`]).
+            End,
         }
-        /// Every fragment's text, one after the other.
+        /// Every fragment's text, as written (used at build time, and where a `&'static str` is
+        /// asked for: [`reason_phrase`]).
+        const LITERALS: [&str; Fr::A0 as usize] = [$($text),*];
+        /// Every fragment's text, one after the other (the host's shape).
+        #[cfg(feature = "std")]
         const TEXT: &str = concat!($($text),*);
         /// Where each fragment ends in [`TEXT`].
+        #[cfg(feature = "std")]
         const ENDS: [u16; Fr::A0 as usize] = ends([$($text.len()),*]);
+        /// Every fragment's text, each ended by a NUL: what the edge's [`packed`] text packs.
+        #[cfg(any(test, not(feature = "std")))]
+        const SPELLED: &[u8] = concat!($($text, "\0"),*).as_bytes();
     };
 }
 
 /// The running sums of `lens` (at build time: an index out of range fails the build).
+#[cfg(feature = "std")]
 #[allow(clippy::indexing_slicing)]
 const fn ends<const K: usize>(lens: [usize; K]) -> [u16; K] {
     let mut out = [0u16; K];
@@ -261,10 +302,9 @@ macro_rules! messages {
                 $name,
             )*
         }
-        /// Every message's fragments, one after the other.
-        const PROGRAMS: &[Fr] = &[$($(Fr::$fr,)*)*];
-        /// Where each message ends in [`PROGRAMS`].
-        const PROGRAM_ENDS: &[u16] = &ends([$([$(Fr::$fr),*].len(),)*]);
+        /// Every message's fragments, one after the other, each message ended by [`Fr::End`]
+        /// (a byte a message, not an offset table).
+        const PROGRAMS: &[Fr] = &[$($(Fr::$fr,)* Fr::End,)*];
     };
 }
 
@@ -308,7 +348,6 @@ messages! {
     Handshake = [HandshakeFailed, Colon, A0],
     BadArguments = [BadArguments],
     EndlessPaging = [TheServer, EndlessPaging],
-    Status = [Http, A0],
     HeadTooLarge = [HttpResponse, Head, IsLarger, ItsCapOf, A0, Bytes],
     BadHead = [HttpResponse, Head, IsMalformed, A0],
     TooManyHeaders = [HttpResponse, MoreThan, A0, HeaderLines],
@@ -359,14 +398,18 @@ messages! {
 }
 
 impl Msg {
-    /// The message's fragments and arguments.
+    /// The message's fragments and arguments, up to its [`Fr::End`] (and the messages after
+    /// it: [`tell`] stops at the end).
     pub(crate) fn program(self) -> &'static [Fr] {
-        let i = self as usize;
-        let start = i.checked_sub(1).and_then(|p| PROGRAM_ENDS.get(p)).copied();
-        let end = PROGRAM_ENDS.get(i).copied().unwrap_or(0);
-        PROGRAMS
-            .get(usize::from(start.unwrap_or(0))..usize::from(end))
-            .unwrap_or(&[])
+        let mut rest = PROGRAMS;
+        for _ in 0..self as usize {
+            let next = rest
+                .iter()
+                .position(|&fr| fr == Fr::End)
+                .map_or(0, |e| e + 1);
+            rest = rest.get(next..).unwrap_or(&[]);
+        }
+        rest
     }
 
     /// Says the message with its arguments (see [`tell`]).
@@ -376,7 +419,22 @@ impl Msg {
 }
 
 impl Fr {
+    /// Writes the fragment's text (none for an argument) in one piece, as [`Sink::put`] takes
+    /// it.
+    fn put(self, f: &mut dyn Sink) -> Result<(), Overflow> {
+        #[cfg(feature = "std")]
+        {
+            f.put(self.bytes())
+        }
+        #[cfg(not(feature = "std"))]
+        {
+            let mut out = [0u8; packed::LONGEST];
+            f.put(packed::text(self as usize, &mut out))
+        }
+    }
+
     /// The fragment's text (none for an argument).
+    #[cfg(feature = "std")]
     fn bytes(self) -> &'static [u8] {
         let i = self as usize;
         let start = i.checked_sub(1).and_then(|p| ENDS.get(p)).copied();
@@ -400,17 +458,19 @@ pub(crate) enum Arg<'a> {
     None,
 }
 
-/// Writes `message`: its fragments, and `args` where it names them ([`Fr::A0`], [`Fr::A1`]).
-/// One copy of the loop for every message: never inlined.
+/// Writes `message`: its fragments, and `args` where it names them ([`Fr::A0`], [`Fr::A1`]),
+/// up to its end ([`Fr::End`] or the slice's). One copy of the loop for every message: never
+/// inlined.
 #[inline(never)]
 pub(crate) fn tell(f: &mut dyn Sink, message: &[Fr], args: [Arg<'_>; 2]) -> Result<(), Overflow> {
     let [a0, a1] = args;
     for &fr in message {
         let arg = match fr {
+            Fr::End => break,
             Fr::A0 => a0,
             Fr::A1 => a1,
             _ => {
-                f.put(fr.bytes())?;
+                fr.put(f)?;
                 continue;
             }
         };
@@ -422,4 +482,282 @@ pub(crate) fn tell(f: &mut dyn Sink, message: &[Fr], args: [Arg<'_>; 2]) -> Resu
         }
     }
     Ok(())
+}
+
+/// The edge's shape of the fragments' text: packed at build time by a static Huffman code
+/// (the text's own byte counts, computed by `const fn`s from the same literals), each fragment
+/// ended by a NUL symbol; [`text`](packed::text) decodes one fragment (into a buffer of the
+/// longest fragment's size, so that the sink gets it in one piece, as from the plain text).
+/// About 60 % of the plain text, with no table of offsets. Error paths only: a fragment is
+/// found by decoding from the start.
+#[cfg(any(test, not(feature = "std")))]
+mod packed {
+    use super::SPELLED;
+
+    /// The end of a fragment in [`SPELLED`].
+    const END: u8 = 0;
+
+    /// The code length of every byte value of [`SPELLED`] (0: not in the text).
+    const LENGTHS: [u8; 256] = lengths(SPELLED);
+    /// The longest code.
+    #[allow(clippy::indexing_slicing)] // At build time: out of range fails the build.
+    const MAX_LENGTH: usize = {
+        let mut max = 0;
+        let mut i = 0;
+        while i < 256 {
+            if LENGTHS[i] as usize > max {
+                max = LENGTHS[i] as usize;
+            }
+            i += 1;
+        }
+        max
+    };
+    /// How many symbols the code has.
+    #[allow(clippy::indexing_slicing)] // At build time: out of range fails the build.
+    const SYMBOL_COUNT: usize = {
+        let mut n = 0;
+        let mut i = 0;
+        while i < 256 {
+            if LENGTHS[i] > 0 {
+                n += 1;
+            }
+            i += 1;
+        }
+        n
+    };
+    /// How many symbols have each code length (index 0: length 1).
+    #[allow(clippy::indexing_slicing)] // At build time: out of range fails the build.
+    static COUNTS: [u8; MAX_LENGTH] = {
+        let mut out = [0u8; MAX_LENGTH];
+        let mut i = 0;
+        while i < 256 {
+            if LENGTHS[i] > 0 {
+                out[LENGTHS[i] as usize - 1] += 1;
+            }
+            i += 1;
+        }
+        out
+    };
+    /// The symbols in canonical order (by code length, then by value).
+    #[allow(clippy::indexing_slicing)] // At build time: out of range fails the build.
+    static SYMBOLS: [u8; SYMBOL_COUNT] = {
+        let mut out = [0u8; SYMBOL_COUNT];
+        let mut n = 0;
+        let mut len = 1;
+        while len <= MAX_LENGTH {
+            let mut i = 0;
+            while i < 256 {
+                if LENGTHS[i] as usize == len {
+                    out[n] = i as u8;
+                    n += 1;
+                }
+                i += 1;
+            }
+            len += 1;
+        }
+        out
+    };
+    /// The packed text's length in bits.
+    #[allow(clippy::indexing_slicing)] // At build time: out of range fails the build.
+    const BITS: usize = {
+        let mut bits = 0;
+        let mut i = 0;
+        while i < SPELLED.len() {
+            bits += LENGTHS[SPELLED[i] as usize] as usize;
+            i += 1;
+        }
+        bits
+    };
+    /// The packed text: each symbol's code, first bit first, from each byte's low bit up.
+    static PACKED: [u8; BITS.div_ceil(8)] = pack(SPELLED);
+    /// The longest fragment in bytes.
+    #[allow(clippy::indexing_slicing)] // At build time: out of range fails the build.
+    pub(super) const LONGEST: usize = {
+        let (mut max, mut run, mut i) = (0, 0, 0);
+        while i < SPELLED.len() {
+            if SPELLED[i] == END {
+                run = 0;
+            } else {
+                run += 1;
+                if run > max {
+                    max = run;
+                }
+            }
+            i += 1;
+        }
+        max
+    };
+    // Every NUL in the text ends a fragment: no fragment holds one.
+    #[allow(clippy::indexing_slicing)] // At build time: out of range fails the build.
+    const _: () = {
+        let (mut ends, mut i) = (0, 0);
+        while i < SPELLED.len() {
+            if SPELLED[i] == END {
+                ends += 1;
+            }
+            i += 1;
+        }
+        assert!(ends == super::Fr::A0 as usize);
+    };
+
+    /// The Huffman code lengths of the bytes of `text`, by their counts in it (at build time:
+    /// two lightest subtrees joined until one is left; the depth of a leaf is its length).
+    #[allow(clippy::indexing_slicing)]
+    const fn lengths(text: &[u8]) -> [u8; 256] {
+        // Nodes 0..256 are the byte values, 256.. the joined subtrees.
+        let mut weight = [0usize; 512];
+        let mut parent = [0usize; 512];
+        let mut open = [false; 512];
+        let mut i = 0;
+        while i < text.len() {
+            weight[text[i] as usize] += 1;
+            open[text[i] as usize] = true;
+            i += 1;
+        }
+        let mut next = 256;
+        loop {
+            let (mut a, mut b) = (usize::MAX, usize::MAX);
+            let mut n = 0;
+            while n < next {
+                if open[n] {
+                    if a == usize::MAX || weight[n] < weight[a] {
+                        b = a;
+                        a = n;
+                    } else if b == usize::MAX || weight[n] < weight[b] {
+                        b = n;
+                    }
+                }
+                n += 1;
+            }
+            if b == usize::MAX {
+                break;
+            }
+            weight[next] = weight[a] + weight[b];
+            open[a] = false;
+            open[b] = false;
+            open[next] = true;
+            parent[a] = next;
+            parent[b] = next;
+            next += 1;
+        }
+        let mut out = [0u8; 256];
+        let mut s = 0;
+        while s < 256 {
+            if weight[s] > 0 {
+                let (mut depth, mut n) = (0, s);
+                while parent[n] != 0 {
+                    n = parent[n];
+                    depth += 1;
+                }
+                assert!(depth > 0 && depth <= 16);
+                out[s] = depth;
+            }
+            s += 1;
+        }
+        out
+    }
+
+    /// `text` packed in the canonical code of [`LENGTHS`] (at build time).
+    #[allow(clippy::indexing_slicing)]
+    const fn pack<const N: usize>(text: &[u8]) -> [u8; N] {
+        // The canonical codes: by length, then by value, counting up.
+        let mut codes = [0usize; 256];
+        let (mut code, mut len) = (0, 1);
+        while len <= MAX_LENGTH {
+            let mut s = 0;
+            while s < 256 {
+                if LENGTHS[s] as usize == len {
+                    codes[s] = code;
+                    code += 1;
+                }
+                s += 1;
+            }
+            code <<= 1;
+            len += 1;
+        }
+        let mut out = [0u8; N];
+        let (mut at, mut i) = (0, 0);
+        while i < text.len() {
+            let s = text[i] as usize;
+            let mut k = LENGTHS[s] as usize;
+            while k > 0 {
+                k -= 1;
+                out[at / 8] |= ((codes[s] >> k & 1) as u8) << (at % 8);
+                at += 1;
+            }
+            i += 1;
+        }
+        out
+    }
+
+    /// The text of fragment `index`, decoded into `out` (the symbols before it are decoded
+    /// and skipped).
+    pub(super) fn text(index: usize, out: &mut [u8; LONGEST]) -> &[u8] {
+        let (mut at, mut seen, mut n) = (0usize, 0, 0);
+        'symbols: while at < BITS {
+            // One symbol, a bit at a time: the canonical code's first code of each length.
+            let (mut code, mut first, mut rank) = (0usize, 0usize, 0usize);
+            for &count in &COUNTS {
+                let byte = PACKED.get(at / 8).copied().unwrap_or(0);
+                code |= usize::from(byte >> (at % 8) & 1);
+                at += 1;
+                let count = usize::from(count);
+                let offset = code.wrapping_sub(first);
+                if offset < count {
+                    let symbol = SYMBOLS.get(rank + offset).copied().unwrap_or(END);
+                    if symbol == END {
+                        if seen == index {
+                            break 'symbols;
+                        }
+                        seen += 1;
+                    } else if seen == index
+                        && let Some(o) = out.get_mut(n)
+                    {
+                        *o = symbol;
+                        n += 1;
+                    }
+                    continue 'symbols;
+                }
+                rank += count;
+                first = (first + count) << 1;
+                code <<= 1;
+            }
+            break;
+        }
+        out.get(..n).unwrap_or(&[])
+    }
+
+    #[cfg(test)]
+    mod tests {
+        #[test]
+        fn every_fragment_unpacks_to_its_literal() {
+            let mut out = [0u8; super::LONGEST];
+            for (i, literal) in super::super::LITERALS.iter().enumerate() {
+                assert_eq!(super::text(i, &mut out), literal.as_bytes(), "fragment {i}");
+            }
+            assert_eq!(super::text(super::super::LITERALS.len(), &mut out), b"");
+            assert!(super::PACKED.len() * 100 < super::SPELLED.len() * 60);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn reason_phrases_are_the_statuses_own() {
+        for (code, phrase) in [
+            (200, ""),
+            (300, "Redirect (not followed)"),
+            (399, "Redirect (not followed)"),
+            (400, "Bad Request"),
+            (404, "Not Found"),
+            (418, ""),
+            (429, "Too Many Requests"),
+            (504, "Gateway Timeout"),
+            (505, ""),
+            (656, ""),
+        ] {
+            assert_eq!(super::reason_phrase(code), phrase, "{code}");
+        }
+    }
 }
