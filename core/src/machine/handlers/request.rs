@@ -371,7 +371,8 @@ impl<'x> Trip<'x> {
         if own_meta {
             return out.lit(end);
         }
-        out.lit(if end == jsonrpc::PARAMS_END {
+        // (`PARAMS_END` is the one end of two bytes.)
+        out.lit(if end.len() == jsonrpc::PARAMS_END.len() {
             b","
         } else {
             b",\"params\":{"
