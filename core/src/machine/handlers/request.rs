@@ -360,13 +360,24 @@ impl<'x> Trip<'x> {
         }
     }
 
+    /// [`Trip::modern`]: in the edge's one-era build every trip is a 2026 one (the compiler
+    /// sees it there, and the old era's paths fold away).
+    fn era_version(&self) -> Option<&'static str> {
+        if ONE_ERA_EDGE {
+            Some(self.modern.unwrap_or(crate::wire::era::MODERN_VERSION))
+        } else {
+            self.modern
+        }
+    }
+
     /// Writes the body, with `_meta` (2026 era, the slot's trace context on a request) put
     /// into its params before their end: `…}}` becomes `…,"_meta":{…}}}`, and a message
     /// without params (`…"}`) becomes `…","params":{"_meta":{…}}}`.
     fn write_body<S: Sink>(&self, cfg: &SlotConfig<'_>, out: &mut JsonOut<S>) {
         // Every request carries the trace context, when there is one (SEP-414).
         let trace = cfg.trace.as_ref().zip(self.body.request_id());
-        let own_meta = self.modern.is_none() && trace.is_none();
+        let modern = self.era_version();
+        let own_meta = modern.is_none() && trace.is_none();
         let end = self.body.write_open(out, own_meta);
         if own_meta {
             return out.lit(end);
@@ -385,7 +396,7 @@ impl<'x> Trip<'x> {
         let parent = trace.map(|(t, id)| (t.traceparent(id), t.state));
         meta_member_to(
             out,
-            self.modern.map(|v| (v, cfg.declared(), log_level)),
+            modern.map(|v| (v, cfg.declared(), log_level)),
             progress,
             parent.as_ref().map(|(p, state)| (&p[..], *state)),
         );
@@ -433,7 +444,8 @@ impl<'x> Trip<'x> {
             Body::ToolsCall { params, args, .. } => (params, args),
             _ => (&[][..], None),
         };
-        let mcp = self.modern.map(|_| McpHeaders {
+        let modern = self.era_version();
+        let mcp = modern.map(|_| McpHeaders {
             method,
             name,
             params,
@@ -444,9 +456,7 @@ impl<'x> Trip<'x> {
             endpoint: self.ep,
             accept_json_and_sse: self.method != Method::Get,
             session_id: self.snap.filter(|_| !ONE_ERA_EDGE).and_then(|s| s.id()),
-            protocol_version: self
-                .modern
-                .or_else(|| self.snap.and_then(|s| s.version_header())),
+            protocol_version: modern.or_else(|| self.snap.and_then(|s| s.version_header())),
             last_event_id: self.last_event_id.filter(|_| !ONE_ERA_EDGE),
             extra_headers: cfg.headers,
             content_length: (self.method == Method::Post).then_some(content_length),
