@@ -37,22 +37,15 @@ where
         }
     }
 
-    /// Writes the request of `purpose` into the request buffer (head and body).
+    /// Writes the request of `purpose` into the request buffer (head and body). Only for a
+    /// trip that started: a purpose the build leaves out (`Purpose::not_built`) never does
+    /// (`start_trip` refuses it), so its arms below are never taken.
     pub(super) fn write_request(&mut self, purpose: Purpose) -> Result<(), Failure> {
         use crate::machine::handlers::Body;
-        // The edge's one-era build never starts a cancel or a courtesy request: their
-        // writers (`notifications/cancelled`, the GET and DELETE heads) fold away.
+        // The edge's one-era build never starts a cancel or a courtesy request (they are not
+        // built there): their writers (`notifications/cancelled`, the GET and DELETE heads)
+        // fold away.
         let one_era_edge = crate::machine::handlers::ONE_ERA_EDGE;
-        let not_built = match purpose {
-            Purpose::Cancel | Purpose::Courtesy if one_era_edge => Some("era-2025"),
-            _ => purpose.not_built(),
-        };
-        if let Some(capability) = not_built {
-            return Err(Failure::NotBuilt {
-                capability,
-                need: "the server asked for it",
-            });
-        }
         let ep = self.cfg.endpoint(self.target).ok_or(Failure::NoResponse)?;
         let snap = self.snap.as_ref();
         let id = self.id;
