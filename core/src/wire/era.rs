@@ -651,13 +651,8 @@ pub(crate) fn param_line_to(
     out.put(b"Mcp-Param-")?;
     out.put(header)?;
     out.put(b": ")?;
-    if as_is {
-        out.put(value)?;
-    } else {
-        out.put(b"=?base64?")?;
-        write_base64(out, value)?;
-        out.put(b"?=")?;
-    }
+    // (A number's or a boolean's text is header-safe: it goes as it is there too.)
+    header_value_to(out, value)?;
     out.put(b"\r\n")
 }
 

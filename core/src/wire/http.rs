@@ -177,8 +177,9 @@ fn put_header(out: &mut impl Sink, name: &str, value: &str) -> Result<(), Overfl
 ///
 /// Every header is checked before anything is written, so an invalid header writes nothing.
 pub fn write_request_head(head: &RequestHead<'_>, out: &mut impl Sink) -> Result<(), RequestError> {
-    let values = [head.session_id, head.protocol_version, head.last_event_id];
-    let fixed_ok = values.iter().flatten().all(|v| valid_value(v));
+    let fixed_ok = head.session_id.is_none_or(valid_value)
+        && head.protocol_version.is_none_or(valid_value)
+        && head.last_event_id.is_none_or(valid_value);
     let extra_ok = head
         .extra_headers
         .iter()

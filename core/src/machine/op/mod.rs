@@ -5,7 +5,7 @@ use heapless::String;
 
 use super::config::{CallBuffers, MAX_INPUT_ROUNDS, SlotConfig};
 use super::handlers::{
-    Accept, CallHandler, InitHandler, ListHandler, Modern, ProbeHandler, RequestHandler, Trip,
+    Accept, CallHandler, InitHandler, ListHandler, ProbeHandler, RequestHandler, Trip,
 };
 use super::{
     CANCEL_DROPPED, CANCEL_TIMED_OUT, Deadline, LISTEN_MS, MAX_PAGES, MAX_RESUMES, MAX_TAIL_BYTES,

@@ -37,22 +37,15 @@ where
         }
     }
 
-    /// Writes the request of `purpose` into the request buffer (head and body).
+    /// Writes the request of `purpose` into the request buffer (head and body). Only for a
+    /// trip that started: a purpose the build leaves out (`Purpose::not_built`) never does
+    /// (`start_trip` refuses it), so its arms below are never taken.
     pub(super) fn write_request(&mut self, purpose: Purpose) -> Result<(), Failure> {
-        use crate::machine::handlers::{Body, TraceMeta};
-        // The edge's one-era build never starts a cancel or a courtesy request: their
-        // writers (`notifications/cancelled`, the GET and DELETE heads) fold away.
+        use crate::machine::handlers::Body;
+        // The edge's one-era build never starts a cancel or a courtesy request (they are not
+        // built there): their writers (`notifications/cancelled`, the GET and DELETE heads)
+        // fold away.
         let one_era_edge = crate::machine::handlers::ONE_ERA_EDGE;
-        let not_built = match purpose {
-            Purpose::Cancel | Purpose::Courtesy if one_era_edge => Some("era-2025"),
-            _ => purpose.not_built(),
-        };
-        if let Some(capability) = not_built {
-            return Err(Failure::NotBuilt {
-                capability,
-                need: "the server asked for it",
-            });
-        }
         let ep = self.cfg.endpoint(self.target).ok_or(Failure::NoResponse)?;
         let snap = self.snap.as_ref();
         let id = self.id;
@@ -122,6 +115,7 @@ where
                     tool,
                     args: *args,
                     progress: handler.progress_token.then_some(id),
+                    params: handler.error.bytes(),
                     // (Only a build with input rounds, feature `input`, ever has one ready.)
                     extra: if cfg!(feature = "input") && handler.input_ready {
                         handler.text.bytes()
@@ -178,40 +172,10 @@ where
         if method == Method::Delete {
             trip.expect = Expect::Accepted;
         }
-        // (A one-era build speaks its era, as the op does: the compiler sees it.)
-        let modern_era = matches!(purpose, Purpose::Probe { .. }) || self.modern();
-        // Every request carries the trace context, when there is one (SEP-414).
-        trip.trace = self.cfg.trace.as_ref().and_then(|t| {
-            let id = trip.body.request_id()?;
-            Some(TraceMeta {
-                parent: t.traceparent(id),
-                state: t.state,
-                progress: match trip.body {
-                    Body::ToolsCall { progress, .. } if !modern_era => progress,
-                    _ => None,
-                },
-            })
-        });
-        // In the 2026 era the progress token rides in `_meta` with the rest; so it does in
-        // the old era beside the trace context (one `_meta`).
-        if (modern_era || trip.trace.is_some())
-            && let Body::ToolsCall { progress, .. } = &mut trip.body
-        {
-            *progress = None;
-        }
-        if modern_era {
-            let call = match (&self.job, purpose) {
-                (Job::Call { handler, args, .. }, Purpose::Main) => Some((handler, *args)),
-                _ => None,
-            };
-            trip.modern = Some(Modern {
-                version: self.modern_version,
-                caps: self.cfg.declared(),
-                progress: call.and_then(|(h, _)| h.progress_token.then_some(id)),
-                log_level: call.and(self.cfg.on_log.map(|_| self.cfg.log_level)),
-                params: call.map_or(&[][..], |(h, _)| h.error.bytes()),
-                args: call.and_then(|(_, args)| args),
-            });
+        // (A one-era build speaks its era, as the op does: the compiler sees it.) The writer
+        // reads the rest of `_meta` (capabilities, log level, trace context) from the slot.
+        if matches!(purpose, Purpose::Probe { .. }) || self.modern() {
+            trip.modern = Some(self.modern_version);
         }
         self.expect = trip.expect;
         // (Sessions are the handshake era's.)
@@ -219,7 +183,7 @@ where
             && snap.is_some_and(|s| s.session_id.is_some())
             && !matches!(purpose, Purpose::Initialize { .. });
         if self.cfg.is_stdio(self.target) {
-            return trip.write_line(self.request);
+            return trip.write_line(self.request, self.cfg);
         }
         trip.write(self.request, self.cfg)
     }
