@@ -466,7 +466,7 @@ where
                     exchange.finish(*reply, handler)
                 } else {
                     let bytes = read.get(..n).unwrap_or(&[]);
-                    exchange.feed(bytes, *reply, handler).map(|(_, step)| step)
+                    exchange.feed_step(bytes, *reply, handler)
                 };
                 let progress = handler.progress_seen();
                 match step {
