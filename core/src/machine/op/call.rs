@@ -158,6 +158,7 @@ where
     }
 
     /// A page of the 2026 `tools/list` read for annotations: the next page, or the call.
+    #[inline(never)]
     pub(super) fn header_list_done(&mut self, slot: &mut SlotState, now: Millis, ok: Option<bool>) {
         let status = self.failed_status(ok);
         let Job::Call { handler, .. } = &mut self.job else {
@@ -207,6 +208,7 @@ where
 
     /// The main request's (or its resumption's) round trip ended; a failure is in
     /// `Op::failure` and stays there when it is the attempt's.
+    #[inline(never)]
     pub(super) fn main_done(&mut self, slot: &mut SlotState, now: Millis, ok: Option<bool>) {
         /// What comes after the main request's round trip (a failure to end with is in
         /// `Op::failure`).

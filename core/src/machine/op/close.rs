@@ -9,6 +9,7 @@ where
     F: FnMut(Option<(Value<'_>, &[u8])>),
 {
     /// The attempt ended: failover decides whether another server is tried.
+    #[inline(never)]
     pub(super) fn attempt_ended(&mut self, slot: &mut SlotState) -> Action {
         self.clear_in_flight();
         // A call's deadline or idle timeout names its limit and whether the tool may still
