@@ -414,6 +414,7 @@ where
     }
 
     /// `n` bytes were read into [`read_buf`](Self::read_buf); 0: the peer closed.
+    #[inline(never)]
     pub fn handle_read(&mut self, now: Millis, n: usize) {
         let Stage::Trip { purpose, .. } = self.stage else {
             return;
