@@ -463,6 +463,7 @@ impl<'h> Exchange<'h> {
         Ok((used, Step::NeedMore))
     }
 
+    #[inline(never)]
     fn on_head<B: Buf>(&mut self, head: ResponseHead, reply: &mut B) -> Result<Step, Failure> {
         let status = head.status;
         let media = head.media_type;
