@@ -172,7 +172,8 @@ pub struct Exchange<'h> {
     /// The reply buffer holds a message to keep until the next event's data begins.
     held: bool,
     http_ended: bool,
-    received: u64,
+    /// Any reply byte arrived (all a count of them would be read for).
+    received: bool,
     /// The longest line of a [`Mode::Lines`] exchange.
     max_line: usize,
 }
@@ -202,7 +203,7 @@ impl<'h> Exchange<'h> {
             head: None,
             held: false,
             http_ended: false,
-            received: 0,
+            received: false,
             max_line: limits.max_event_bytes,
         }
     }
@@ -228,7 +229,7 @@ impl<'h> Exchange<'h> {
 
     /// True once any reply byte arrived (a pooled connection that fails before that is retried).
     pub fn received_any(&self) -> bool {
-        self.received > 0
+        self.received
     }
 
     /// True when the HTTP response ended cleanly and the server allows keep-alive.
@@ -265,7 +266,7 @@ impl<'h> Exchange<'h> {
     /// Feeds bytes that follow the response through the HTTP framing only (they are not part
     /// of the answer). Returns true once the HTTP response has ended.
     pub fn drain_tail(&mut self, input: &[u8]) -> bool {
-        self.received = self.received.saturating_add(input.len() as u64);
+        self.received |= !input.is_empty();
         self.drain(input);
         self.http_ended
     }
@@ -315,7 +316,7 @@ impl<'h> Exchange<'h> {
         handler: &mut H,
         used: &mut usize,
     ) -> Result<Step, Failure> {
-        self.received = self.received.saturating_add(input.len() as u64);
+        self.received |= !input.is_empty();
         // Lines are a stdio server's, and stdio needs `std` (a process to spawn): without it
         // the mode is never set, and the compiler sees it.
         if cfg!(feature = "std") && self.mode == Mode::Lines {
