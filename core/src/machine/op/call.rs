@@ -110,6 +110,7 @@ where
     /// ([`era::judge_probe`]): modern, old era (then `initialize` in the same attempt, its
     /// waiters still waiting), a re-probe at a common version, or no verdict (the call fails
     /// naming the answer; nothing is kept).
+    #[inline(never)]
     pub(super) fn probe_done(
         &mut self,
         slot: &mut SlotState,
