@@ -31,18 +31,9 @@ where
                 self.probe_done(slot, now, attempt, result)
             }
             Purpose::HeaderList => self.header_list_done(slot, now, ok),
-            Purpose::TaskGet => {
-                let result = self.trip_result(ok);
-                self.task_polled(now, result)
-            }
-            Purpose::TaskUpdate => {
-                let result = self.trip_result(ok);
-                self.task_updated(now, result)
-            }
-            Purpose::TaskResult => {
-                let result = self.trip_result(ok);
-                self.task_result_fetched(now, result)
-            }
+            Purpose::TaskGet => self.task_polled(now, ok),
+            Purpose::TaskUpdate => self.task_updated(now, ok),
+            Purpose::TaskResult => self.task_result_fetched(now, ok),
             Purpose::TaskCancel => {
                 self.courtesy = None;
                 self.stage = Stage::AttemptEnded;
