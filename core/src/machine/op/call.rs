@@ -517,6 +517,7 @@ where
 
     /// Hands an error status's body to the request's handler when it is a JSON-RPC error
     /// response; true when the handler took it as the answer.
+    #[inline(always)]
     pub(super) fn deliver_error_body(&mut self) -> bool {
         let body = self.reply.bytes();
         if !error_of(body).0 {
