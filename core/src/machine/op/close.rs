@@ -92,6 +92,7 @@ where
 
     /// The slot's close: the next server with an open session gets its `DELETE`; every
     /// session is forgotten; nothing goes to a server the slot knows is dead.
+    #[cfg_attr(not(feature = "era-2025"), inline(always))]
     pub(super) fn close_next(&mut self, slot: &mut SlotState, now: Millis) {
         // A build without the 2025 era has no session ids: no `DELETE` to send, every session
         // is forgotten at once.
