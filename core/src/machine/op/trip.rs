@@ -583,6 +583,7 @@ where
         }
     }
 
+    #[inline(always)]
     pub(super) fn apply_early(&mut self, retry: bool) {
         if retry {
             self.retry_on_fresh();
