@@ -172,7 +172,8 @@ pub struct Exchange<'h> {
     /// The reply buffer holds a message to keep until the next event's data begins.
     held: bool,
     http_ended: bool,
-    received: u64,
+    /// Any reply byte arrived (all a count of them would be read for).
+    received: bool,
     /// The longest line of a [`Mode::Lines`] exchange.
     max_line: usize,
 }
@@ -202,7 +203,7 @@ impl<'h> Exchange<'h> {
             head: None,
             held: false,
             http_ended: false,
-            received: 0,
+            received: false,
             max_line: limits.max_event_bytes,
         }
     }
@@ -228,7 +229,7 @@ impl<'h> Exchange<'h> {
 
     /// True once any reply byte arrived (a pooled connection that fails before that is retried).
     pub fn received_any(&self) -> bool {
-        self.received > 0
+        self.received
     }
 
     /// True when the HTTP response ended cleanly and the server allows keep-alive.
@@ -265,7 +266,7 @@ impl<'h> Exchange<'h> {
     /// Feeds bytes that follow the response through the HTTP framing only (they are not part
     /// of the answer). Returns true once the HTTP response has ended.
     pub fn drain_tail(&mut self, input: &[u8]) -> bool {
-        self.received = self.received.saturating_add(input.len() as u64);
+        self.received |= !input.is_empty();
         self.drain(input);
         self.http_ended
     }
@@ -289,19 +290,46 @@ impl<'h> Exchange<'h> {
         reply: &mut B,
         handler: &mut H,
     ) -> Result<(usize, Step), Failure> {
-        self.received = self.received.saturating_add(input.len() as u64);
+        let mut used = 0;
+        let step = self.feed_counting(input, reply, handler, &mut used)?;
+        Ok((used, step))
+    }
+
+    /// [`feed`](Self::feed) for a caller that needs no count of the bytes used (the op: a
+    /// reply's read is all its own). A failure passes through one result type, not moved
+    /// from one to another at each step.
+    pub(crate) fn feed_step<B: Buf, H: OnMessage + ?Sized>(
+        &mut self,
+        input: &[u8],
+        reply: &mut B,
+        handler: &mut H,
+    ) -> Result<Step, Failure> {
+        self.feed_counting(input, reply, handler, &mut 0)
+    }
+
+    /// [`feed`](Self::feed), the bytes used counted in `used`.
+    #[inline(always)]
+    fn feed_counting<B: Buf, H: OnMessage + ?Sized>(
+        &mut self,
+        input: &[u8],
+        reply: &mut B,
+        handler: &mut H,
+        used: &mut usize,
+    ) -> Result<Step, Failure> {
+        self.received |= !input.is_empty();
         // Lines are a stdio server's, and stdio needs `std` (a process to spawn): without it
         // the mode is never set, and the compiler sees it.
         if cfg!(feature = "std") && self.mode == Mode::Lines {
-            return self.feed_lines(input, reply, handler);
+            let (n, step) = self.feed_lines(input, reply, handler)?;
+            *used = n;
+            return Ok(step);
         }
-        let mut used = 0;
         // Decode until the decoder asks for more input: a body that ends exactly at the end
         // of `input` reports its end on one more (empty) decode.
         while self.mode != Mode::Finished {
-            let rest = input.get(used..).unwrap_or(&[]);
+            let rest = input.get(*used..).unwrap_or(&[]);
             let (n, decoded) = self.http.decode(rest)?;
-            used += n;
+            *used += n;
             let step = match decoded {
                 Decoded::NeedMore => break,
                 Decoded::Head(head) => self.on_head(head, reply)?,
@@ -320,15 +348,15 @@ impl<'h> Exchange<'h> {
                 }
             };
             if step == Step::Done && self.mode == Mode::Drain {
-                used += self.drain(input.get(used..).unwrap_or(&[]));
+                *used += self.drain(input.get(*used..).unwrap_or(&[]));
                 self.mode = Mode::Finished;
-                return Ok((used, Step::Done));
+                return Ok(Step::Done);
             }
             if step != Step::NeedMore {
-                return Ok((used, step));
+                return Ok(step);
             }
         }
-        Ok((used, Step::NeedMore))
+        Ok(Step::NeedMore)
     }
 
     /// After the response: decodes only the framing of what is already here, to learn whether
@@ -436,6 +464,7 @@ impl<'h> Exchange<'h> {
         Ok((used, Step::NeedMore))
     }
 
+    #[inline(never)]
     fn on_head<B: Buf>(&mut self, head: ResponseHead, reply: &mut B) -> Result<Step, Failure> {
         let status = head.status;
         let media = head.media_type;

@@ -31,18 +31,9 @@ where
                 self.probe_done(slot, now, attempt, result)
             }
             Purpose::HeaderList => self.header_list_done(slot, now, ok),
-            Purpose::TaskGet => {
-                let result = self.trip_result(ok);
-                self.task_polled(now, result)
-            }
-            Purpose::TaskUpdate => {
-                let result = self.trip_result(ok);
-                self.task_updated(now, result)
-            }
-            Purpose::TaskResult => {
-                let result = self.trip_result(ok);
-                self.task_result_fetched(now, result)
-            }
+            Purpose::TaskGet => self.task_polled(now, ok),
+            Purpose::TaskUpdate => self.task_updated(now, ok),
+            Purpose::TaskResult => self.task_result_fetched(now, ok),
             Purpose::TaskCancel => {
                 self.courtesy = None;
                 self.stage = Stage::AttemptEnded;
@@ -110,6 +101,7 @@ where
     /// ([`era::judge_probe`]): modern, old era (then `initialize` in the same attempt, its
     /// waiters still waiting), a re-probe at a common version, or no verdict (the call fails
     /// naming the answer; nothing is kept).
+    #[inline(never)]
     pub(super) fn probe_done(
         &mut self,
         slot: &mut SlotState,
@@ -158,6 +150,7 @@ where
     }
 
     /// A page of the 2026 `tools/list` read for annotations: the next page, or the call.
+    #[inline(never)]
     pub(super) fn header_list_done(&mut self, slot: &mut SlotState, now: Millis, ok: Option<bool>) {
         let status = self.failed_status(ok);
         let Job::Call { handler, .. } = &mut self.job else {
@@ -207,6 +200,7 @@ where
 
     /// The main request's (or its resumption's) round trip ended; a failure is in
     /// `Op::failure` and stays there when it is the attempt's.
+    #[inline(never)]
     pub(super) fn main_done(&mut self, slot: &mut SlotState, now: Millis, ok: Option<bool>) {
         /// What comes after the main request's round trip (a failure to end with is in
         /// `Op::failure`).
@@ -523,6 +517,7 @@ where
 
     /// Hands an error status's body to the request's handler when it is a JSON-RPC error
     /// response; true when the handler took it as the answer.
+    #[inline(always)]
     pub(super) fn deliver_error_body(&mut self) -> bool {
         let body = self.reply.bytes();
         if !error_of(body).0 {

@@ -9,6 +9,7 @@ where
     F: FnMut(Option<(Value<'_>, &[u8])>),
 {
     /// The attempt ended: failover decides whether another server is tried.
+    #[inline(never)]
     pub(super) fn attempt_ended(&mut self, slot: &mut SlotState) -> Action {
         self.clear_in_flight();
         // A call's deadline or idle timeout names its limit and whether the tool may still
@@ -91,6 +92,7 @@ where
 
     /// The slot's close: the next server with an open session gets its `DELETE`; every
     /// session is forgotten; nothing goes to a server the slot knows is dead.
+    #[cfg_attr(not(feature = "era-2025"), inline(always))]
     pub(super) fn close_next(&mut self, slot: &mut SlotState, now: Millis) {
         // A build without the 2025 era has no session ids: no `DELETE` to send, every session
         // is forgotten at once.

@@ -1111,7 +1111,9 @@ where
         self.start_trip(Purpose::Initialize { attempt }, now);
     }
 
+    // One caller without the probe (`ready`): inlined there (the probe's build keeps one copy).
     /// The server speaks the 2026-07-28 era: no handshake, no session.
+    #[cfg_attr(not(feature = "probe"), inline(always))]
     fn modern_ready(&mut self, slot: &mut SlotState, attempt: u32, now: Millis) {
         let snap = Snapshot {
             session_id: None,

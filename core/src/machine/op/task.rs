@@ -10,14 +10,19 @@ where
     F: FnMut(Option<(Value<'_>, &[u8])>),
 {
     /// A `tasks/get` came back: the result, another poll, or the task's end.
-    pub(super) fn task_polled(&mut self, now: Millis, result: Result<bool, Failure>) {
-        let result = match result {
-            // An unknown or expired task: a JSON-RPC error with an HTTP error status.
-            Err(Failure::Status {
-                code: 400 | 404, ..
-            }) if self.deliver_error_body() => Ok(true),
-            other => other,
-        };
+    pub(super) fn task_polled(&mut self, now: Millis, ok: Option<bool>) {
+        // An unknown or expired task: a JSON-RPC error with an HTTP error status.
+        let answered = ok.is_none()
+            && matches!(
+                self.failure,
+                Some(Failure::Status {
+                    code: 400 | 404,
+                    ..
+                })
+            )
+            && self.deliver_error_body();
+        let (failed, timed_out) = self.task_trip_failed(ok);
+        let failed = failed && !answered;
         let Job::Call { handler, task, .. } = &mut self.job else {
             return self.fail(Failure::NoResponse);
         };
@@ -28,10 +33,10 @@ where
             .map(|t| t.id.clone())
             .unwrap_or_default();
         let interval = handler.task().map_or(1_000, |t| t.interval_ms);
-        if matches!(result, Err(Failure::TimedOut)) && now >= self.deadline.at {
+        if timed_out && now >= self.deadline.at {
             return self.task_timed_out();
         }
-        if result.is_err() {
+        if failed {
             // A lost poll loses nothing: `tasks/get` is asked again (new id, fresh
             // connection); only a server gone for good ends the call, naming the task.
             task.failures += 1;
@@ -89,14 +94,15 @@ where
     /// `tasks/result` came back (the 2025-11-25 form): the tool's result or the server's
     /// refusal ends the call; a lost answer is asked for again after the next poll (both are
     /// safe to repeat).
-    pub(super) fn task_result_fetched(&mut self, now: Millis, result: Result<bool, Failure>) {
+    pub(super) fn task_result_fetched(&mut self, now: Millis, ok: Option<bool>) {
+        let (failed, timed_out) = self.task_trip_failed(ok);
         let answered = match &self.job {
             Job::Call { handler, .. } => handler.answer.is_some(),
             _ => false,
         };
-        if answered && result.is_ok() {
+        if answered && !failed {
             self.stage = Stage::AttemptEnded;
-        } else if matches!(result, Err(Failure::TimedOut)) && now >= self.deadline.at {
+        } else if timed_out && now >= self.deadline.at {
             self.task_timed_out();
         } else {
             if self.task_poll_lost() {
@@ -117,7 +123,8 @@ where
 
     /// `tasks/update` came back (its answer is an empty result): the task's state is seen by
     /// the next poll, at once. A failed update is not the call's end either: the poll says.
-    pub(super) fn task_updated(&mut self, now: Millis, result: Result<bool, Failure>) {
+    pub(super) fn task_updated(&mut self, now: Millis, ok: Option<bool>) {
+        let timed_out = self.task_trip_failed(ok).1;
         if let Job::Call { handler, .. } = &mut self.job {
             handler.polling = false;
             handler.input_ready = false;
@@ -125,10 +132,20 @@ where
             handler.answer = None;
             handler.text.clear();
         }
-        if matches!(result, Err(Failure::TimedOut)) && now >= self.deadline.at {
+        if timed_out && now >= self.deadline.at {
             return self.task_timed_out();
         }
         self.stage = Stage::TaskWait { at: now };
+    }
+
+    /// A task trip's end (`ok` as [`trip_done`](Self::trip_done) has it): whether it failed
+    /// and whether that was its deadline; a failure is taken out of the op (a task's trip
+    /// ends with its own, or none). Read where it lies: a failure is large.
+    fn task_trip_failed(&mut self, ok: Option<bool>) -> (bool, bool) {
+        if ok.is_some() {
+            return (false, false);
+        }
+        (true, matches!(self.failure.take(), Some(Failure::TimedOut)))
     }
 
     /// The call just became a task (or attached to one): its polling starts afresh.

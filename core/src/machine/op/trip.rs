@@ -378,6 +378,7 @@ where
     }
 
     /// `n` bytes were read into [`read_buf`](Self::read_buf); 0: the peer closed.
+    #[inline(never)]
     pub fn handle_read(&mut self, now: Millis, n: usize) {
         let Stage::Trip { purpose, .. } = self.stage else {
             return;
@@ -430,7 +431,7 @@ where
                     exchange.finish(*reply, handler)
                 } else {
                     let bytes = read.get(..n).unwrap_or(&[]);
-                    exchange.feed(bytes, *reply, handler).map(|(_, step)| step)
+                    exchange.feed_step(bytes, *reply, handler)
                 };
                 let progress = handler.progress_seen();
                 match step {
@@ -546,6 +547,7 @@ where
         }
     }
 
+    #[inline(always)]
     pub(super) fn apply_early(&mut self, retry: bool) {
         if retry {
             self.retry_on_fresh();
