@@ -236,6 +236,7 @@ const AGENT_LINE: &str = concat!(
 /// The response's media type, parsed case-insensitively with parameters ignored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(not(feature = "std"), repr(u32))]
 pub enum MediaType {
     /// `application/json`.
     Json,
@@ -419,6 +420,7 @@ impl Words for Stage {
 /// Why a response could not be decoded. Every error is final for the response.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(not(feature = "std"), repr(u32))]
 pub enum HttpError {
     /// The head did not end within the cap.
     HeadTooLarge {
