@@ -96,6 +96,7 @@ pub struct JsonError {
 /// What is wrong with an input (see [`JsonError`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(not(feature = "std"), repr(u32))]
 pub enum JsonErrorKind {
     /// The input ended inside a value (truncated reply?).
     UnexpectedEnd,

@@ -534,6 +534,7 @@ pub enum Message<'a> {
 /// Why a JSON value is not a usable JSON-RPC message or MCP result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(not(feature = "std"), repr(u32))]
 pub enum RpcDecodeError {
     /// The message (or result) is not a JSON object.
     NotAnObject,
