@@ -692,6 +692,7 @@ pub enum Found<'a> {
 
 /// What one message (or batch) is to the request being waited for (the call machine's
 /// lookup): small, the message is not moved out.
+#[cfg_attr(not(feature = "std"), repr(u32))]
 pub(crate) enum Lookup<'m> {
     /// The response to the request.
     Ours(Outcome<'m>),
