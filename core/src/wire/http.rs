@@ -305,6 +305,7 @@ pub struct ResponseHead {
 /// A `retry-after` header: a number of seconds, or an HTTP date.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(not(feature = "std"), repr(u32))]
 pub enum RetryAfter {
     /// `retry-after: <seconds>`, as sent.
     Seconds(u64),
