@@ -31,6 +31,7 @@ impl Scheme {
 /// Why a URL was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(not(feature = "std"), repr(u32))]
 pub enum EndpointError {
     /// No `scheme://` prefix.
     MissingScheme,

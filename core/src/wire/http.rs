@@ -394,6 +394,7 @@ pub enum Decoded<'i> {
 /// Where in the response something went wrong.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(not(feature = "std"), repr(u32))]
 pub enum Stage {
     /// Reading the head.
     Head,
