@@ -29,6 +29,7 @@ pub use super::era::{CLIENT_NAME, SDK_VERSION};
 /// per-request `_meta` envelope; `docs/design.md#two-eras`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(not(feature = "std"), repr(u32))]
 pub enum ProtocolVersion {
     /// `2024-11-05`, the reference SDK's choice (still offered on request:
     /// [`ProtocolVersion::SEED`]; `docs/design.md#handshake`).
@@ -215,6 +216,7 @@ pub fn encode_tools_list(
 /// A list method of MCP, paged by `cursor` / `nextCursor`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(not(feature = "std"), repr(u32))]
 pub enum ListMethod {
     /// `tools/list`, items under `tools`.
     Tools,
