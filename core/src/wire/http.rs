@@ -380,6 +380,7 @@ impl Default for ResponseLimits {
 /// is no allocator to box it into.
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(not(feature = "std"), repr(u32))]
 pub enum Decoded<'i> {
     /// All given bytes were used; give more.
     NeedMore,
