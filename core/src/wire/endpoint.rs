@@ -11,6 +11,7 @@ use crate::buf::{Overflow, Sink, put_u64};
 /// The URL scheme: plain TCP or TLS.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(not(feature = "std"), repr(u32))]
 pub enum Scheme {
     /// `http://`, default port 80.
     Http,
@@ -31,6 +32,7 @@ impl Scheme {
 /// Why a URL was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(not(feature = "std"), repr(u32))]
 pub enum EndpointError {
     /// No `scheme://` prefix.
     MissingScheme,

@@ -30,6 +30,7 @@ pub const SNIPPET_BYTES: usize = DETAIL_BYTES;
 /// Why an adapter could not open a connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(not(feature = "std"), repr(u32))]
 pub enum ConnectErrorKind {
     /// The host name did not resolve.
     Dns,
@@ -97,6 +98,7 @@ impl Words for ConnectError {
 /// Which buffer of a call was too small.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(not(feature = "std"), repr(u32))]
 pub enum BufferName {
     /// The outgoing request (head and body).
     Request,
@@ -124,6 +126,7 @@ impl BufferName {
 
 /// Why a handshake failed although the server answered.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(not(feature = "std"), repr(u32))]
 pub enum HandshakeError {
     /// The server chose a protocol version this client does not speak.
     UnsupportedVersion(String<32>),
@@ -176,6 +179,7 @@ impl Words for HandshakeError {
 
 /// A round trip that did not get an answer from the server.
 #[derive(Debug, PartialEq, Eq)]
+#[cfg_attr(not(feature = "std"), repr(u32))]
 pub enum Failure {
     /// The endpoint of the slot is not a usable URL.
     Endpoint(EndpointError),
@@ -347,6 +351,7 @@ impl Clone for Failure {
 /// Where a written `tools/call`'s reply broke ([`Failure::MayHaveRun`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(not(feature = "std"), repr(u32))]
 pub enum Broken {
     /// Closed or reset before any byte of the reply.
     BeforeReply,
@@ -363,6 +368,7 @@ pub enum Broken {
 /// How a task ended without its result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(not(feature = "std"), repr(u32))]
 pub enum TaskEnd {
     /// The call's deadline passed; the client cancelled the task (`tasks/cancel`).
     TimedOut,

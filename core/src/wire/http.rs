@@ -237,6 +237,7 @@ const AGENT_LINE: &str = concat!(
 /// The response's media type, parsed case-insensitively with parameters ignored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(not(feature = "std"), repr(u32))]
 pub enum MediaType {
     /// `application/json`.
     Json,
@@ -305,6 +306,7 @@ pub struct ResponseHead {
 /// A `retry-after` header: a number of seconds, or an HTTP date.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(not(feature = "std"), repr(u32))]
 pub enum RetryAfter {
     /// `retry-after: <seconds>`, as sent.
     Seconds(u64),
@@ -379,6 +381,7 @@ impl Default for ResponseLimits {
 /// is no allocator to box it into.
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(not(feature = "std"), repr(u32))]
 pub enum Decoded<'i> {
     /// All given bytes were used; give more.
     NeedMore,
@@ -393,6 +396,7 @@ pub enum Decoded<'i> {
 /// Where in the response something went wrong.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(not(feature = "std"), repr(u32))]
 pub enum Stage {
     /// Reading the head.
     Head,
@@ -420,6 +424,7 @@ impl Words for Stage {
 /// Why a response could not be decoded. Every error is final for the response.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(not(feature = "std"), repr(u32))]
 pub enum HttpError {
     /// The head did not end within the cap.
     HeadTooLarge {

@@ -65,6 +65,9 @@ impl Default for JsonLimits {
 /// The type of a JSON value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+// A word on the edge: a value (slice and kind) then has no padding bytes, which moves of
+// values and of the enums holding them (niches in the kind) would copy byte by byte.
+#[cfg_attr(not(feature = "std"), repr(u32))]
 pub enum Kind {
     /// `null`.
     Null,
@@ -93,6 +96,7 @@ pub struct JsonError {
 /// What is wrong with an input (see [`JsonError`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(not(feature = "std"), repr(u32))]
 pub enum JsonErrorKind {
     /// The input ended inside a value (truncated reply?).
     UnexpectedEnd,

@@ -29,6 +29,7 @@ pub use super::era::{CLIENT_NAME, SDK_VERSION};
 /// per-request `_meta` envelope; `docs/design.md#two-eras`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(not(feature = "std"), repr(u32))]
 pub enum ProtocolVersion {
     /// `2024-11-05`, the reference SDK's choice (still offered on request:
     /// [`ProtocolVersion::SEED`]; `docs/design.md#handshake`).
@@ -215,6 +216,7 @@ pub fn encode_tools_list(
 /// A list method of MCP, paged by `cursor` / `nextCursor`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(not(feature = "std"), repr(u32))]
 pub enum ListMethod {
     /// `tools/list`, items under `tools`.
     Tools,
@@ -534,6 +536,7 @@ pub enum Message<'a> {
 /// Why a JSON value is not a usable JSON-RPC message or MCP result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(not(feature = "std"), repr(u32))]
 pub enum RpcDecodeError {
     /// The message (or result) is not a JSON object.
     NotAnObject,
@@ -691,6 +694,7 @@ pub enum Found<'a> {
 
 /// What one message (or batch) is to the request being waited for (the call machine's
 /// lookup): small, the message is not moved out.
+#[cfg_attr(not(feature = "std"), repr(u32))]
 pub(crate) enum Lookup<'m> {
     /// The response to the request.
     Ours(Outcome<'m>),

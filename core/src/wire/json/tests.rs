@@ -270,6 +270,12 @@ fn accessors_walk_without_revalidating() {
         Some(i64::MIN)
     );
     assert_eq!(parse(b"9223372036854775808").unwrap().as_i64(), None);
+    assert_eq!(parse(b"-9223372036854775809").unwrap().as_i64(), None);
+    assert_eq!(parse(b"-18446744073709551616").unwrap().as_i64(), None);
+    assert_eq!(
+        parse(b"9223372036854775807").unwrap().as_i64(),
+        Some(i64::MAX)
+    );
     assert_eq!(
         parse(b"18446744073709551615").unwrap().as_u64(),
         Some(u64::MAX)

@@ -203,20 +203,11 @@ impl<'a> Value<'a> {
             Some((b'-', rest)) => (true, rest),
             _ => (false, self.raw),
         };
-        let mut n: i64 = 0;
-        for &b in digits {
-            let d = match b {
-                b'0'..=b'9' => i64::from(b - b'0'),
-                _ => return None,
-            };
-            n = n.checked_mul(10)?;
-            n = if neg {
-                n.checked_sub(d)?
-            } else {
-                n.checked_add(d)?
-            };
-        }
-        Some(n)
+        let m = magnitude(digits)?;
+        // Two's complement: the result fits when its sign is the one written (down to
+        // i64::MIN, whose magnitude is 2^63), or it is 0.
+        let v = if neg { 0u64.wrapping_sub(m) } else { m } as i64;
+        ((v < 0) == neg || m == 0).then_some(v)
     }
 
     /// The number as a `u64`, if it is written as a non-negative integer (no sign, fraction or
@@ -225,10 +216,7 @@ impl<'a> Value<'a> {
         if self.kind != Kind::Number || self.raw.is_empty() {
             return None;
         }
-        self.raw.iter().try_fold(0u64, |n, &b| match b {
-            b'0'..=b'9' => n.checked_mul(10)?.checked_add(u64::from(b - b'0')),
-            _ => None,
-        })
+        magnitude(self.raw)
     }
 
     /// True for `null`.
@@ -253,6 +241,15 @@ impl<'a> Value<'a> {
         #[cfg(feature = "std")]
         write_compact_raw(self.raw, out)
     }
+}
+
+/// Decimal digits as a `u64` (0 for none), `None` for any other byte or past `u64::MAX`: the
+/// one integer reader of [`Value::as_i64`] and [`Value::as_u64`].
+fn magnitude(digits: &[u8]) -> Option<u64> {
+    digits.iter().try_fold(0u64, |n, &b| match b {
+        b'0'..=b'9' => n.checked_mul(10)?.checked_add(u64::from(b - b'0')),
+        _ => None,
+    })
 }
 
 /// [`Value::write_compact`] of the validated bytes `raw`.
