@@ -116,8 +116,9 @@ pub async fn run(
         done += 1;
         let mut bufs = call.buffers();
         let x = slot.exec(&net, cfg.command, 30_000, &mut scratch[..], &mut bufs);
-        // Its own poll function: merged into this loop's, the two cost more flash.
-        let x = Apart(core::pin::pin!(x)).await;
+        // Its own poll function: merged into this loop's, the two cost more flash. Never
+        // dropped: it is always run to its end, where it holds nothing, so no drop glue.
+        let x = Apart(core::pin::pin!(core::mem::ManuallyDrop::new(x))).await;
         if x.call.ok() {
             good += 1;
             report!(
@@ -156,7 +157,7 @@ pub async fn run(
 /// merged one costs more flash than both apart (about 500 B).
 struct Apart<'f, F>(core::pin::Pin<&'f mut F>);
 
-impl<F: core::future::Future> core::future::Future for Apart<'_, F> {
+impl<F: core::future::Future> core::future::Future for Apart<'_, core::mem::ManuallyDrop<F>> {
     type Output = F::Output;
 
     #[inline(never)]
@@ -164,7 +165,8 @@ impl<F: core::future::Future> core::future::Future for Apart<'_, F> {
         mut self: core::pin::Pin<&mut Self>,
         cx: &mut core::task::Context<'_>,
     ) -> core::task::Poll<F::Output> {
-        self.0.as_mut().poll(cx)
+        // SAFETY: the future is pinned with its ManuallyDrop and never moved out of it.
+        unsafe { self.0.as_mut().map_unchecked_mut(|f| &mut **f) }.poll(cx)
     }
 }
 
