@@ -140,15 +140,10 @@ impl<'d, N, S: Fn(&mut dyn FnMut(&mut SlotState))> Driver<'d, N, S> {
         Driver { net, cfg, state }
     }
 
-    /// Runs `f` with the slot's state in hand; `None` when the adapter did not call it.
-    fn with<R>(&self, f: impl FnOnce(&mut SlotState) -> R) -> Option<R> {
-        let (mut f, mut out) = (Some(f), None);
-        (self.state)(&mut |s| {
-            if let Some(f) = f.take() {
-                out = Some(f(s));
-            }
-        });
-        out
+    /// Runs `f` with the slot's state in hand (not at all when the adapter does not call it):
+    /// the adapter's closure itself, one `dyn` call, no wrapper made per use.
+    fn with(&self, f: &mut dyn FnMut(&mut SlotState)) {
+        (self.state)(f);
     }
 
     /// Returns once the slot's state changed since its counter read `since` (another op's
@@ -160,9 +155,13 @@ impl<'d, N, S: Fn(&mut dyn FnMut(&mut SlotState))> Driver<'d, N, S> {
             if !watch {
                 return Poll::Pending;
             }
-            match self.with(|s| s.changed_since(since, cx.waker())) {
-                Some(false) => Poll::Pending,
-                _ => Poll::Ready(()),
+            // An adapter that does not run the closure ends the wait.
+            let mut changed = true;
+            self.with(&mut |s| changed = s.changed_since(since, cx.waker()));
+            if changed {
+                Poll::Ready(())
+            } else {
+                Poll::Pending
             }
         })
     }
@@ -525,7 +524,7 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
         #[cfg(not(feature = "era-2025"))]
         {
             let _ = bufs;
-            self.with(SlotState::forget_sessions);
+            self.with(&mut SlotState::forget_sessions);
         }
         #[cfg(feature = "era-2025")]
         self.run(&mut Op::<B, &[u8]>::close(self.cfg, bufs)).await;
@@ -629,7 +628,7 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
         ToolResult<'b>,
         Option<(Target, heapless::String<MAX_TASK_ID>)>,
     ) {
-        self.with(|s| meter.forward_slot(s));
+        self.with(&mut |s| meter.forward_slot(s));
         let keep = (secrets, self.cfg.keep_raw);
         let out = meter.finish(settled, keep, bufs, self.net.now());
         let started = settled

@@ -231,8 +231,7 @@ impl<'a> EdgeSlot<'a> {
         let timeout_s = exec::clamp_timeout_s(timeout_ms);
         // Through `dyn Sink`: the core's own copies of the JSON string and number writers.
         let mut out: &mut dyn Sink = &mut sink;
-        let over = match exec::encode_run_command_args(&mut out, command, timeout_s, self.run_id)
-        {
+        let over = match exec::encode_run_command_args(&mut out, command, timeout_s, self.run_id) {
             Ok(()) => {
                 let len = sink.len();
                 // Cannot fail for what encode_run_command_args writes; reported, not assumed.
