@@ -389,14 +389,18 @@ fn log_event(event: &TimelineEvent<'_>) {
         TimelineEvent::NoHealthyTool { slot, tool } => {
             defmt::error!("mcp.no_healthy_tool {=str}/{=str}", slot, tool)
         }
+        // Only a build with the era probe tells eras, only one with tasks tells tasks.
         TimelineEvent::Era {
             slot, server, era, ..
-        } => {
+        } if cfg!(feature = "probe") => {
             defmt::info!("mcp.era {=str} {=str} {=str}", slot, server, era)
         }
         TimelineEvent::Task {
             slot, task, status, ..
-        } => defmt::info!("mcp.task {=str} {=str} {=str}", slot, task, status),
+        } if cfg!(feature = "tasks") => {
+            defmt::info!("mcp.task {=str} {=str} {=str}", slot, task, status)
+        }
+        TimelineEvent::Era { .. } | TimelineEvent::Task { .. } => {}
     }
 }
 
