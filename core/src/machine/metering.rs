@@ -322,21 +322,21 @@ impl<'m, L: Ledger, T: Timeline> Metering<'m, L, T> {
         }
         let bufs: &'b CallBuffers<'_, B> = bufs;
         let raw = (keep_raw && !bufs.raw.is_empty()).then(|| bufs.raw.bytes());
+        // Each text read once, for every shape.
+        let (text, error) = (as_text(&bufs.text), as_text(&bufs.error));
         let out = match (failure, answer) {
-            (Some(f), _) => ToolResult::unreachable(as_text(&bufs.error), f.cause(), latency),
+            (Some(f), _) => ToolResult::unreachable(error, f.cause(), latency),
             (None, Some(Answer::Result { is_error: false })) => {
-                ToolResult::answered(as_text(&bufs.text), latency, raw)
+                ToolResult::answered(text, latency, raw)
             }
             (None, Some(Answer::Result { is_error: true })) => {
-                ToolResult::tool_error(as_text(&bufs.text), as_text(&bufs.error), latency, raw)
+                ToolResult::tool_error(text, error, latency, raw)
             }
             (None, Some(Answer::Refused { code, unknown_tool })) => {
-                ToolResult::refused(as_text(&bufs.error), code, unknown_tool, latency, raw)
+                ToolResult::refused(error, code, unknown_tool, latency, raw)
             }
             (None, None) if settled.started().is_some() => ToolResult::answered("", latency, None),
-            (None, None) => {
-                ToolResult::unreachable(as_text(&bufs.error), Failure::NoResponse.cause(), latency)
-            }
+            (None, None) => ToolResult::unreachable(error, Failure::NoResponse.cause(), latency),
         };
         let mut record = out.ledger_record();
         if matches!(self.what, Metered::Call { attached: true }) {
