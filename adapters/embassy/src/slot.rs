@@ -76,6 +76,7 @@ impl<'a> EdgeSlot<'a> {
     /// credential of an `authorization: Bearer …` value on its own): every
     /// occurrence becomes `[REDACTED]` before anything is metered, logged or returned.
     /// More than [`MAX_SECRETS`] in all is an error, not a secret silently left out.
+    #[inline(never)]
     pub fn new(
         config: SlotConfig<'a>,
         run_id: &'a str,
