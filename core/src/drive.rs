@@ -612,7 +612,11 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
             self.metered(&mut op, &mut meter).await;
             settle(&mut meter, &mut op)
         };
-        self.conclude(&mut meter, &settled, secrets, bufs)
+        let out = self.conclude(&mut meter, &settled, secrets, bufs);
+        // Settled, so nothing is open: its drop would do nothing. Forgotten (it holds only
+        // borrows), its drop's code is only in the future's drop glue (a dropped call).
+        core::mem::forget(meter);
+        out
     }
 
     /// The end of a tool call, after its op settled: the slot's news forwarded (each server's
