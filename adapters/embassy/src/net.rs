@@ -79,11 +79,14 @@ struct Pooled<'s> {
 }
 
 /// A new socket of the pool over `rx` and `tx` (one copy of the socket's construction, not
-/// one per buffer pair).
+/// one per buffer pair), without Nagle and (a new socket's own) without keep-alive, for
+/// every connection it will carry: closing or aborting a socket does not change either.
 #[inline(never)]
 fn idle_socket<'s>(stack: Stack<'s>, (rx, tx): (&'s mut [u8], &'s mut [u8])) -> Pooled<'s> {
+    let mut socket = TcpSocket::new(stack, rx, tx);
+    socket.set_nagle_enabled(false);
     Pooled {
-        socket: Some(TcpSocket::new(stack, rx, tx)),
+        socket: Some(socket),
         key: PoolKey {
             host: [0; MAX_POOLED_HOST],
             len: 0,
@@ -310,9 +313,9 @@ impl<'p, 's, const N: usize> EdgeNet<'p, 's, N> {
             // From here on the socket goes back to the pool whatever happens (EdgeConn's Drop).
             let mut conn = EdgeConn::new(self.pool, socket);
             let s = conn.socket_mut();
+            // No keep-alive and no Nagle: set when the pool made the socket (a reset keeps
+            // both).
             s.set_timeout(Some(self.connect_timeout));
-            s.set_keep_alive(None);
-            s.set_nagle_enabled(false);
             match s.connect(IpEndpoint::new(addr, ep.port())).await {
                 Ok(()) => {
                     // Established: no idle timeout (the driver's deadline bounds every wait).
