@@ -140,15 +140,10 @@ impl<'d, N, S: Fn(&mut dyn FnMut(&mut SlotState))> Driver<'d, N, S> {
         Driver { net, cfg, state }
     }
 
-    /// Runs `f` with the slot's state in hand; `None` when the adapter did not call it.
-    fn with<R>(&self, f: impl FnOnce(&mut SlotState) -> R) -> Option<R> {
-        let (mut f, mut out) = (Some(f), None);
-        (self.state)(&mut |s| {
-            if let Some(f) = f.take() {
-                out = Some(f(s));
-            }
-        });
-        out
+    /// Runs `f` with the slot's state in hand (not at all when the adapter does not call it):
+    /// the adapter's closure itself, one `dyn` call, no wrapper made per use.
+    fn with(&self, f: &mut dyn FnMut(&mut SlotState)) {
+        (self.state)(f);
     }
 
     /// Returns once the slot's state changed since its counter read `since` (another op's
@@ -160,9 +155,13 @@ impl<'d, N, S: Fn(&mut dyn FnMut(&mut SlotState))> Driver<'d, N, S> {
             if !watch {
                 return Poll::Pending;
             }
-            match self.with(|s| s.changed_since(since, cx.waker())) {
-                Some(false) => Poll::Pending,
-                _ => Poll::Ready(()),
+            // An adapter that does not run the closure ends the wait.
+            let mut changed = true;
+            self.with(&mut |s| changed = s.changed_since(since, cx.waker()));
+            if changed {
+                Poll::Ready(())
+            } else {
+                Poll::Pending
             }
         })
     }
@@ -525,7 +524,7 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
         #[cfg(not(feature = "era-2025"))]
         {
             let _ = bufs;
-            self.with(SlotState::forget_sessions);
+            self.with(&mut SlotState::forget_sessions);
         }
         #[cfg(feature = "era-2025")]
         self.run(&mut Op::<B, &[u8]>::close(self.cfg, bufs)).await;
@@ -613,12 +612,18 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
             self.metered(&mut op, &mut meter).await;
             settle(&mut meter, &mut op)
         };
-        self.conclude(&mut meter, &settled, secrets, bufs)
+        let out = self.conclude(&mut meter, &settled, secrets, bufs);
+        // Settled, so nothing is open: its drop would do nothing. Forgotten (it holds only
+        // borrows), its drop's code is only in the future's drop glue (a dropped call).
+        core::mem::forget(meter);
+        out
     }
 
     /// The end of a tool call, after its op settled: the slot's news forwarded (each server's
     /// era, once per run, on the timeline of the call that found it), the result made and
-    /// metered. Not async: no state of the future holds its locals.
+    /// metered. Not async: no state of the future holds its locals. Not inlined where no
+    /// task can be handed back (the smaller shape on the edge; with tasks, inlined is).
+    #[cfg_attr(not(feature = "tasks"), inline(never))]
     fn conclude<'b, B: Buf, Sec: AsRef<[u8]>, L: Ledger, T: Timeline>(
         &self,
         meter: &mut Metering<'_, L, T>,
@@ -629,7 +634,7 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
         ToolResult<'b>,
         Option<(Target, heapless::String<MAX_TASK_ID>)>,
     ) {
-        self.with(|s| meter.forward_slot(s));
+        self.with(&mut |s| meter.forward_slot(s));
         let keep = (secrets, self.cfg.keep_raw);
         let out = meter.finish(settled, keep, bufs, self.net.now());
         let started = settled

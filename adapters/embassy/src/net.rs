@@ -34,8 +34,7 @@ pub const MAX_POOLED_HOST: usize = 64;
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The endpoint a kept-alive socket is connected to: its host (at most [`MAX_POOLED_HOST`]
-/// bytes) and port.
-#[derive(Clone, Copy)]
+/// bytes) and port; written in place when a socket is kept.
 struct PoolKey {
     host: [u8; MAX_POOLED_HOST],
     len: u8,
@@ -43,17 +42,18 @@ struct PoolKey {
 }
 
 impl PoolKey {
-    /// `ep`'s key; `None` for a host too long to remember.
-    fn of(ep: &Endpoint<'_>) -> Option<Self> {
+    /// Becomes `ep`'s key; false (the key is then not to be used) for a host too long to
+    /// remember.
+    fn set(&mut self, ep: &Endpoint<'_>) -> bool {
         let name = ep.host().as_bytes();
-        let mut host = [0; MAX_POOLED_HOST];
-        host.get_mut(..name.len())?.copy_from_slice(name);
-        Some(PoolKey {
-            host,
-            // At most MAX_POOLED_HOST (64): fits.
-            len: name.len() as u8,
-            port: ep.port(),
-        })
+        let Some(host) = self.host.get_mut(..name.len()) else {
+            return false;
+        };
+        host.copy_from_slice(name);
+        // At most MAX_POOLED_HOST (64): fits.
+        self.len = name.len() as u8;
+        self.port = ep.port();
+        true
     }
 
     /// True when this is `ep`'s key.
@@ -71,19 +71,28 @@ fn still_good(socket: &TcpSocket<'_>) -> bool {
 }
 
 /// A place of the pool: its socket while it is not lent out, and the endpoint that socket is
-/// still connected to, if any (only while it is in).
+/// still connected to, if `kept` (only while it is in).
 struct Pooled<'s> {
     socket: Option<TcpSocket<'s>>,
-    kept: Option<PoolKey>,
+    key: PoolKey,
+    kept: bool,
 }
 
 /// A new socket of the pool over `rx` and `tx` (one copy of the socket's construction, not
-/// one per buffer pair).
+/// one per buffer pair), without Nagle and (a new socket's own) without keep-alive, for
+/// every connection it will carry: closing or aborting a socket does not change either.
 #[inline(never)]
 fn idle_socket<'s>(stack: Stack<'s>, (rx, tx): (&'s mut [u8], &'s mut [u8])) -> Pooled<'s> {
+    let mut socket = TcpSocket::new(stack, rx, tx);
+    socket.set_nagle_enabled(false);
     Pooled {
-        socket: Some(TcpSocket::new(stack, rx, tx)),
-        kept: None,
+        socket: Some(socket),
+        key: PoolKey {
+            host: [0; MAX_POOLED_HOST],
+            len: 0,
+            port: 0,
+        },
+        kept: false,
     }
 }
 
@@ -118,10 +127,8 @@ impl<'s, const N: usize> SocketPool<'s, N> {
     /// in, idle.
     fn take_kept(&self, ep: &Endpoint<'_>) -> Option<TcpSocket<'s>> {
         let mut places = self.places.borrow_mut();
-        let place = places
-            .iter_mut()
-            .find(|p| p.kept.as_ref().is_some_and(|k| k.is(ep)))?;
-        place.kept = None;
+        let place = places.iter_mut().find(|p| p.kept && p.key.is(ep))?;
+        place.kept = false;
         let socket = place.socket.as_mut()?;
         if still_good(socket) {
             return place.socket.take();
@@ -136,8 +143,8 @@ impl<'s, const N: usize> SocketPool<'s, N> {
         let place = places
             .iter_mut()
             .filter(|p| p.socket.is_some())
-            .min_by_key(|p| p.kept.is_some())?;
-        place.kept = None;
+            .min_by_key(|p| p.kept)?;
+        place.kept = false;
         let mut socket = place.socket.take()?;
         // A no-op on a closed socket.
         socket.abort();
@@ -154,7 +161,7 @@ impl<'s, const N: usize> SocketPool<'s, N> {
             .find(|p| p.socket.is_none())
         {
             place.socket = Some(socket);
-            place.kept = kept.and_then(PoolKey::of);
+            place.kept = kept.is_some_and(|ep| place.key.set(ep));
         }
     }
 }
@@ -306,9 +313,9 @@ impl<'p, 's, const N: usize> EdgeNet<'p, 's, N> {
             // From here on the socket goes back to the pool whatever happens (EdgeConn's Drop).
             let mut conn = EdgeConn::new(self.pool, socket);
             let s = conn.socket_mut();
+            // No keep-alive and no Nagle: set when the pool made the socket (a reset keeps
+            // both).
             s.set_timeout(Some(self.connect_timeout));
-            s.set_keep_alive(None);
-            s.set_nagle_enabled(false);
             match s.connect(IpEndpoint::new(addr, ep.port())).await {
                 Ok(()) => {
                     // Established: no idle timeout (the driver's deadline bounds every wait).

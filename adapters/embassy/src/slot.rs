@@ -76,6 +76,7 @@ impl<'a> EdgeSlot<'a> {
     /// credential of an `authorization: Bearer …` value on its own): every
     /// occurrence becomes `[REDACTED]` before anything is metered, logged or returned.
     /// More than [`MAX_SECRETS`] in all is an error, not a secret silently left out.
+    #[inline(never)]
     pub fn new(
         config: SlotConfig<'a>,
         run_id: &'a str,
@@ -195,10 +196,9 @@ impl<'a> EdgeSlot<'a> {
         args: &mut [u8],
         bufs: &'b mut CallBuffers<'_, B>,
     ) -> ExecResult<'b> {
-        let limit = args.len();
-        let call = match self.exec_args(command, timeout_ms, args) {
+        let call = match self.exec_args(command, timeout_ms, args, bufs) {
             // The driver's future itself, not `call`'s around it (one state machine less).
-            Ok(value) => {
+            Ok((value, bufs)) => {
                 let (mut ledger, mut timeline) = self.sinks();
                 self.driver(net)
                     .tool_call(
@@ -210,37 +210,47 @@ impl<'a> EdgeSlot<'a> {
                     .await
                     .0
             }
-            Err(over) => self.args_overflow(over, limit, bufs),
+            Err(failed) => failed,
         };
         ExecResult::of(call)
     }
 
-    /// `exec`'s arguments for `command`, written into `args` and parsed back (not async, not
-    /// inlined: out of the call's future).
+    /// `exec`'s arguments for `command`, written into `args` and parsed back, with `bufs`
+    /// handed back for the call; or, when they do not fit, the call's `ok: false` (not async,
+    /// not inlined: one function out of the call's future for both).
     #[inline(never)]
-    fn exec_args<'x>(
+    #[allow(clippy::type_complexity)]
+    fn exec_args<'x, 'b, 'c, B: Buf>(
         &self,
         command: &str,
         timeout_ms: u64,
         args: &'x mut [u8],
-    ) -> Result<Value<'x>, Overflow> {
+        bufs: &'b mut CallBuffers<'c, B>,
+    ) -> Result<(Value<'x>, &'b mut CallBuffers<'c, B>), ToolResult<'b>> {
         let limit = args.len();
         let mut sink = SliceBuf::new(args);
         let timeout_s = exec::clamp_timeout_s(timeout_ms);
         // Through `dyn Sink`: the core's own copies of the JSON string and number writers.
         let mut out: &mut dyn Sink = &mut sink;
-        exec::encode_run_command_args(&mut out, command, timeout_s, self.run_id)?;
-        let len = sink.len();
-        // Cannot fail for what encode_run_command_args writes; reported, not assumed.
-        Value::parse(args.get(..len).unwrap_or(&[]), JsonLimits::default()).map_err(|_| Overflow {
-            limit,
-            needed: limit,
-        })
+        let over = match exec::encode_run_command_args(&mut out, command, timeout_s, self.run_id) {
+            Ok(()) => {
+                let len = sink.len();
+                // Cannot fail for what encode_run_command_args writes; reported, not assumed.
+                match Value::parse(args.get(..len).unwrap_or(&[]), JsonLimits::default()) {
+                    Ok(value) => return Ok((value, bufs)),
+                    Err(_) => Overflow {
+                        limit,
+                        needed: limit,
+                    },
+                }
+            }
+            Err(over) => over,
+        };
+        Err(self.args_overflow(over, limit, bufs))
     }
 
     /// The `ok: false` of an `exec` whose arguments did not fit `limit` bytes (no `core::fmt`:
     /// the words and numbers are put one by one, cut at the error buffer's cap).
-    #[inline(never)]
     fn args_overflow<'b, B: Buf>(
         &self,
         over: Overflow,
@@ -380,14 +390,18 @@ fn log_event(event: &TimelineEvent<'_>) {
         TimelineEvent::NoHealthyTool { slot, tool } => {
             defmt::error!("mcp.no_healthy_tool {=str}/{=str}", slot, tool)
         }
+        // Only a build with the era probe tells eras, only one with tasks tells tasks.
         TimelineEvent::Era {
             slot, server, era, ..
-        } => {
+        } if cfg!(feature = "probe") => {
             defmt::info!("mcp.era {=str} {=str} {=str}", slot, server, era)
         }
         TimelineEvent::Task {
             slot, task, status, ..
-        } => defmt::info!("mcp.task {=str} {=str} {=str}", slot, task, status),
+        } if cfg!(feature = "tasks") => {
+            defmt::info!("mcp.task {=str} {=str} {=str}", slot, task, status)
+        }
+        TimelineEvent::Era { .. } | TimelineEvent::Task { .. } => {}
     }
 }
 

@@ -12,9 +12,12 @@
 //! and keeps the value alive while the op runs, so that dropping it mid-attempt meters the
 //! attempt ([`Metering::begin`]).
 
+#[cfg(feature = "tasks")]
 use heapless::String;
 
-use super::config::{CallBuffers, MAX_TASK_ID, SlotConfig};
+#[cfg(feature = "tasks")]
+use super::config::MAX_TASK_ID;
+use super::config::{CallBuffers, SlotConfig};
 use super::event::Event;
 use super::handlers::{
     Answered, ListError, MethodError, as_text, redact_list_error, write_failure, write_words,
@@ -22,7 +25,7 @@ use super::handlers::{
 use super::op::{Answer, Op};
 use super::{Millis, SlotState};
 use crate::buf::Buf;
-use crate::buf::{StrSink, truncated};
+use crate::buf::StrSink;
 use crate::harness::events::{Timeline, TimelineEvent};
 use crate::harness::failover::{AttemptOutcome, Target};
 use crate::harness::meter::{Ledger, LedgerRecord};
@@ -81,13 +84,18 @@ enum Metered {
 pub struct Settled {
     failure: Option<Failure>,
     answer: Option<Answer>,
+    /// Only a build with tasks has a task to hand back (a smaller value to move without).
+    #[cfg(feature = "tasks")]
     started: Option<(Target, String<MAX_TASK_ID>)>,
 }
 
 impl Settled {
     /// The running task a detached call became: its server and id.
     pub fn started(&self) -> Option<(Target, &str)> {
-        self.started.as_ref().map(|(t, id)| (*t, id.as_str()))
+        #[cfg(feature = "tasks")]
+        return self.started.as_ref().map(|(t, id)| (*t, id.as_str()));
+        #[cfg(not(feature = "tasks"))]
+        None
     }
 }
 
@@ -255,13 +263,11 @@ impl<'m, L: Ledger, T: Timeline> Metering<'m, L, T> {
         F: FnMut(Option<(Value<'_>, &[u8])>),
     {
         let attached = matches!(self.what, Metered::Call { attached: true });
-        let started = op
-            .detached_task()
-            .then(|| op.task_id().map(|id| (op.target(), truncated(id))))
-            .flatten();
+        // A detached call that became a task hands it back.
+        let detached = op.detached_task() && op.task_id().is_some();
         if let Some(task) = op.task_id() {
             let start = (!attached && !self.start_told).then_some("working");
-            let end = (started.is_none()).then(|| op.task_end());
+            let end = (!detached).then(|| op.task_end());
             for status in start.into_iter().chain(end) {
                 self.timeline.emit(&TimelineEvent::Task {
                     slot: self.cfg.slot,
@@ -275,14 +281,20 @@ impl<'m, L: Ledger, T: Timeline> Metering<'m, L, T> {
         // Taken, not cloned: the op is done with (one `Failure` copy less in the code).
         let failure = match (op.take_failure(), answer) {
             (Some(f), _) => Some(f),
-            (None, None) if started.is_some() => None,
+            (None, None) if detached => None,
             (None, None) => Some(Failure::NoResponse),
             (None, Some(_)) => None,
         };
         Settled {
             failure,
             answer,
-            started,
+            #[cfg(feature = "tasks")]
+            started: detached
+                .then(|| {
+                    op.task_id()
+                        .map(|id| (op.target(), crate::buf::truncated(id)))
+                })
+                .flatten(),
         }
     }
 
@@ -310,21 +322,21 @@ impl<'m, L: Ledger, T: Timeline> Metering<'m, L, T> {
         }
         let bufs: &'b CallBuffers<'_, B> = bufs;
         let raw = (keep_raw && !bufs.raw.is_empty()).then(|| bufs.raw.bytes());
+        // Each text read once, for every shape.
+        let (text, error) = (as_text(&bufs.text), as_text(&bufs.error));
         let out = match (failure, answer) {
-            (Some(f), _) => ToolResult::unreachable(as_text(&bufs.error), f.cause(), latency),
+            (Some(f), _) => ToolResult::unreachable(error, f.cause(), latency),
             (None, Some(Answer::Result { is_error: false })) => {
-                ToolResult::answered(as_text(&bufs.text), latency, raw)
+                ToolResult::answered(text, latency, raw)
             }
             (None, Some(Answer::Result { is_error: true })) => {
-                ToolResult::tool_error(as_text(&bufs.text), as_text(&bufs.error), latency, raw)
+                ToolResult::tool_error(text, error, latency, raw)
             }
             (None, Some(Answer::Refused { code, unknown_tool })) => {
-                ToolResult::refused(as_text(&bufs.error), code, unknown_tool, latency, raw)
+                ToolResult::refused(error, code, unknown_tool, latency, raw)
             }
-            (None, None) if settled.started.is_some() => ToolResult::answered("", latency, None),
-            (None, None) => {
-                ToolResult::unreachable(as_text(&bufs.error), Failure::NoResponse.cause(), latency)
-            }
+            (None, None) if settled.started().is_some() => ToolResult::answered("", latency, None),
+            (None, None) => ToolResult::unreachable(error, Failure::NoResponse.cause(), latency),
         };
         let mut record = out.ledger_record();
         if matches!(self.what, Metered::Call { attached: true }) {
