@@ -28,6 +28,8 @@
 //! arrives into caller buffers with caps, never held whole.
 //!
 //! ```
+//! # // The example speaks the 2025 era: a build without it has nothing to show.
+//! # #[cfg(feature = "era-2025")] {
 //! use verifi_mcp_core::buf::{Buf, SliceBuf};
 //! use verifi_mcp_core::machine::{Action, CallBuffers, Op, SlotConfig, SlotState};
 //! use verifi_mcp_core::wire::endpoint::Endpoint;
@@ -88,6 +90,7 @@
 //! assert!(op.outcome().is_ok());
 //! drop(op);
 //! assert_eq!(bufs.text.bytes(), b"hi");
+//! # }
 //! ```
 
 mod config;

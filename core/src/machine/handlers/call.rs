@@ -1008,7 +1008,28 @@ fn say_asked(asked: &mut StrSink<DETAIL_BYTES>, first: &mut bool, request: Value
     }
 }
 
-#[cfg(all(test, feature = "std"))]
+#[cfg(all(test, feature = "std", not(feature = "input")))]
+mod elicit_without_input_tests {
+    use super::*;
+    use crate::buf::VecBuf;
+    use crate::wire::json::JsonLimits;
+
+    #[test]
+    fn a_build_without_input_declines_even_with_defaults_asked() {
+        let params = br#"{"message":"m","requestedSchema":{"type":"object","properties":{"name":{"type":"string","default":"x"}}}}"#;
+        let params = Value::parse(params, JsonLimits::default()).unwrap();
+        let mut out = VecBuf::with_limit(256);
+        write_elicit_answer(
+            &mut out,
+            Some(params),
+            (Some(Elicitation::AcceptDefaults), None),
+        )
+        .unwrap();
+        assert_eq!(out.bytes(), br#"{"action":"decline"}"#);
+    }
+}
+
+#[cfg(all(test, feature = "std", feature = "input"))]
 mod elicit_default_tests {
     use super::*;
     use crate::buf::VecBuf;

@@ -683,6 +683,16 @@ mod request_writing_tests {
             trip.write_body(cfg, &mut w);
             w.done().unwrap();
             let text = core::str::from_utf8(body.bytes()).unwrap();
+            // A request of a capability this build leaves out is not written.
+            let built = match trip.body {
+                Body::Initialize { .. } => cfg!(feature = "era-2025"),
+                Body::Discover { .. } => cfg!(feature = "era-2026"),
+                Body::Task { .. } => cfg!(feature = "tasks"),
+                _ => true,
+            };
+            if !built {
+                return;
+            }
             let Some((t, id)) = cfg.trace.zip(trip.body.request_id()) else {
                 assert!(!text.contains("traceparent"), "{text}");
                 return;
@@ -712,8 +722,13 @@ mod request_writing_tests {
             );
             traced += 1;
         });
-        // Initialize, list, two calls, discover, task, ping; both eras; GET and POST.
-        assert_eq!(traced, 7 * 2 * 2);
+        // Two calls, list, ping, and initialize, discover and task where the build has
+        // them; both eras; GET and POST.
+        let requests = 4
+            + usize::from(cfg!(feature = "era-2025"))
+            + usize::from(cfg!(feature = "era-2026"))
+            + usize::from(cfg!(feature = "tasks"));
+        assert_eq!(traced, requests * 2 * 2);
     }
 
     #[test]
