@@ -154,13 +154,13 @@ pub fn write_elicit_answer(
         && schema.is_some()
         && schema
             .and_then(|s| s.get("required"))
-            .into_iter()
-            .flat_map(|r| r.elements())
+            .map(|r| r.elements())
+            .unwrap_or_default()
             .all(|name| {
                 let name = name.as_str();
                 properties
-                    .into_iter()
-                    .flat_map(|p| p.members())
+                    .map(|p| p.members())
+                    .unwrap_or_default()
                     .any(|(k, v)| {
                         name.is_some_and(|n| n.raw() == k.raw()) && usable_default(v).is_some()
                     })
@@ -169,7 +169,7 @@ pub fn write_elicit_answer(
         Elicitation::AcceptDefaults if answerable => {
             out.put(b"{\"action\":\"accept\",\"content\":{")?;
             let mut first = true;
-            for (name, prop) in properties.into_iter().flat_map(|p| p.members()) {
+            for (name, prop) in properties.map(|p| p.members()).unwrap_or_default() {
                 let Some(default) = usable_default(prop) else {
                     continue;
                 };
@@ -328,8 +328,8 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
         let state = result.get("requestState");
         let keyed = requests.is_some_and(|r| r.kind() == crate::wire::json::Kind::Object);
         let all_elicitations = requests
-            .into_iter()
-            .flat_map(|r| r.members())
+            .map(|r| r.members())
+            .unwrap_or_default()
             .all(|(_, r)| {
                 r.get("method")
                     .and_then(|m| m.as_str())
@@ -342,7 +342,7 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
         let written = (|| {
             out.put(b",\"inputResponses\":{")?;
             let mut first = true;
-            for (key, request) in requests.into_iter().flat_map(|r| r.members()) {
+            for (key, request) in requests.map(|r| r.members()).unwrap_or_default() {
                 out.put(if first { b"\"" } else { b",\"" })?;
                 first = false;
                 out.put(key.raw())?;
@@ -418,8 +418,8 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
         let urls = err
             .data
             .and_then(|d| d.get("elicitations"))
-            .into_iter()
-            .flat_map(|e| e.elements())
+            .map(|e| e.elements())
+            .unwrap_or_default()
             .filter_map(|e| e.get("url").and_then(|u| u.as_str()));
         let mut first = true;
         for url in urls {
