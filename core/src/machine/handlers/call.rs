@@ -444,6 +444,26 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
         }
     }
 
+    /// The task the call became (its task object): its id and poll interval, or (no usable
+    /// id) a malformed answer. Out of the reply's frame on the edge (less code there).
+    #[cfg_attr(not(feature = "std"), inline(never))]
+    fn take_task(&mut self, result: Value<'_>) {
+        let id = result
+            .get("taskId")
+            .and_then(|t| t.as_str())
+            .and_then(|t| t.as_plain())
+            .filter(|t| !t.is_empty() && MAX_TASK_ID.checked_sub(t.len()).is_some());
+        match id {
+            Some(id) => {
+                self.task = Some(TaskRef {
+                    id: truncated(id),
+                    interval_ms: Self::interval_of(result),
+                });
+            }
+            None => self.answer = Some(Err(Untaken::NotAnObject)),
+        }
+    }
+
     /// One `tasks/get` reply. Out of the reply's frame on the edge (less code there).
     #[cfg_attr(not(feature = "std"), inline(never))]
     fn on_task_poll(&mut self, outcome: Outcome<'_>) {
@@ -843,20 +863,7 @@ impl<B: Buf, Sec: AsRef<[u8]>> CallHandler<'_, B, Sec> {
             _ => None,
         };
         if let Some(result) = task_object {
-            let id = result
-                .get("taskId")
-                .and_then(|t| t.as_str())
-                .and_then(|t| t.as_plain())
-                .filter(|t| !t.is_empty() && MAX_TASK_ID.checked_sub(t.len()).is_some());
-            match id {
-                Some(id) => {
-                    self.task = Some(TaskRef {
-                        id: truncated(id),
-                        interval_ms: Self::interval_of(result),
-                    });
-                }
-                None => self.answer = Some(Err(Untaken::NotAnObject)),
-            }
+            self.take_task(result);
             return Ok(Verdict::Done);
         }
         // A round of input (2026 era): answered under the slot's policy, the call goes again.
