@@ -487,13 +487,14 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
         ) {
             tell_status(observer, &m, self.secrets);
         }
+        let inner = result.get("result");
         match status {
             // The 2025-11-25 form: the result (or the tool's error) comes by `tasks/result`.
-            "completed" | "failed" if self.session_task && result.get("result").is_none() => {
+            "completed" | "failed" if self.session_task && inner.is_none() => {
                 self.task_status = Some(TaskStatus::ResultReady);
             }
             "completed" => {
-                self.answer = Some(match result.get("result") {
+                self.answer = Some(match inner {
                     Some(inner) => self.take_result(inner),
                     None => Err(Untaken::NotAnObject),
                 });
