@@ -614,20 +614,14 @@ impl Words for Failure {
                     _ => Says(&OurVersions),
                 },
             ),
-            Failure::NotModern => {
-                return f.put_str(
-                    "the server does not speak the 2026-07-28 protocol, which tasks need",
-                );
-            }
+            Failure::NotModern => (Msg::NotModern, NO, NO),
             Failure::NotBuilt { capability, need } => (Msg::NotBuilt, Str(capability), Str(need)),
             Failure::ToolDropped => (Msg::ToolDropped, NO, NO),
             Failure::RetryTooLate { code, retry_after } => {
                 status_line(f, *code)?;
                 (Msg::RetryTooLate, Says(retry_after), NO)
             }
-            Failure::SessionExpired => {
-                return f.put_str("HTTP 404 Not Found: the server no longer knows this session");
-            }
+            Failure::SessionExpired => (Msg::SessionExpired, Num(404), NO),
             Failure::UnexpectedContentType(ct) => (Msg::ContentType, Str(ct), NO),
             Failure::EmptyReply => (Msg::EmptyReply, NO, NO),
             // The decoder's only error is its event cap: a limit, said as such.

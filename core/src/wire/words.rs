@@ -356,6 +356,8 @@ fragments! {
     NotFoundOrExpired = " is not found or expired on the server" if cfg!(feature = "tasks"),
     LostServer = "lost the server while it ran task " if cfg!(feature = "tasks"),
     MayStillRunThere = "; the task may still be running there" if cfg!(feature = "tasks"),
+    NoLongerKnows = "no longer knows this session" if cfg!(feature = "era-2025"),
+    NotSpeakModern = "does not speak the 2026-07-28 protocol, which tasks need" if cfg!(feature = "tasks"),
 }
 
 /// The messages said through [`tell`], each a list of fragments and arguments, in one table: a
@@ -478,6 +480,8 @@ messages! {
     TaskCancelled = [TheServer, CancelledTask, A0] if cfg!(feature = "tasks"),
     TaskGone = [TaskWord, A0, NotFoundOrExpired] if cfg!(feature = "tasks"),
     TaskLost = [LostServer, A0, MayStillRunThere] if cfg!(feature = "tasks"),
+    SessionExpired = [Http, A0, Space, NotFound, Colon, TheServer, NoLongerKnows] if cfg!(feature = "era-2025"),
+    NotModern = [TheServer, NotSpeakModern] if cfg!(feature = "tasks"),
 }
 
 /// The length of [`PROGRAMS`]: every message held, and an end after each message.
