@@ -18,7 +18,7 @@ use super::sse::SseError;
 pub use super::words::reason_phrase;
 use super::words::{Arg, Fr, Msg, reason, tell};
 pub use crate::buf::{DETAIL_BYTES, Detail};
-use crate::buf::{I, Overflow, S, Sink, StrSink, Words, fmt_words, say, truncated};
+use crate::buf::{Overflow, Sink, StrSink, Words, fmt_words, truncated};
 
 /// The longest task id kept (in [`Failure::Task`] and by a call that became a task); none in
 /// a build without tasks (feature `tasks`).
@@ -150,29 +150,16 @@ impl fmt::Display for HandshakeError {
 impl Words for HandshakeError {
     fn words(&self, f: &mut dyn Sink) -> Result<(), Overflow> {
         match self {
-            HandshakeError::UnsupportedVersion(v) => say(
-                f,
-                &[
-                    S("server chose protocol version '"),
-                    S(v),
-                    S(
-                        "', which this client does not speak (it speaks 2024-11-05, 2025-03-26, \
-                       2025-06-18 and 2025-11-25)",
-                    ),
-                ],
-            ),
-            HandshakeError::Refused { code, message } => say(
-                f,
-                &[
-                    S("server refused initialize: JSON-RPC error "),
-                    I(*code),
-                    S(": "),
-                    S(message),
-                ],
-            ),
-            HandshakeError::BadResult => {
-                f.put_str("initialize result has no protocolVersion string")
+            HandshakeError::UnsupportedVersion(v) => {
+                Msg::UnsupportedVersion.say(f, [Arg::Str(v), Arg::None])
             }
+            HandshakeError::Refused { code, message } => (if *code < 0 {
+                Msg::InitRefusedMinus
+            } else {
+                Msg::InitRefused
+            })
+            .say(f, [Arg::Num(code.unsigned_abs()), Arg::Str(message)]),
+            HandshakeError::BadResult => Msg::BadInitResult.say(f, [Arg::None, Arg::None]),
         }
     }
 }
@@ -627,20 +614,14 @@ impl Words for Failure {
                     _ => Says(&OurVersions),
                 },
             ),
-            Failure::NotModern => {
-                return f.put_str(
-                    "the server does not speak the 2026-07-28 protocol, which tasks need",
-                );
-            }
+            Failure::NotModern => (Msg::NotModern, NO, NO),
             Failure::NotBuilt { capability, need } => (Msg::NotBuilt, Str(capability), Str(need)),
             Failure::ToolDropped => (Msg::ToolDropped, NO, NO),
             Failure::RetryTooLate { code, retry_after } => {
                 status_line(f, *code)?;
                 (Msg::RetryTooLate, Says(retry_after), NO)
             }
-            Failure::SessionExpired => {
-                return f.put_str("HTTP 404 Not Found: the server no longer knows this session");
-            }
+            Failure::SessionExpired => (Msg::SessionExpired, Num(404), NO),
             Failure::UnexpectedContentType(ct) => (Msg::ContentType, Str(ct), NO),
             Failure::EmptyReply => (Msg::EmptyReply, NO, NO),
             // The decoder's only error is its event cap: a limit, said as such.
@@ -673,29 +654,13 @@ fn status_line(f: &mut dyn Sink, code: u16) -> Result<(), Overflow> {
 
 /// The words of a task that ended without its result (feature `tasks`).
 fn task_words(f: &mut dyn Sink, id: &str, end: TaskEnd) -> Result<(), Overflow> {
-    match end {
-        TaskEnd::TimedOut => say(
-            f,
-            &[S("tool call timed out (task "), S(id), S(" was cancelled)")],
-        ),
-        TaskEnd::Cancelled => say(f, &[S("the server cancelled task "), S(id)]),
-        TaskEnd::Gone => say(
-            f,
-            &[
-                S("task "),
-                S(id),
-                S(" is not found or expired on the server"),
-            ],
-        ),
-        TaskEnd::Lost => say(
-            f,
-            &[
-                S("lost the server while it ran task "),
-                S(id),
-                S("; the task may still be running there"),
-            ],
-        ),
-    }
+    let message = match end {
+        TaskEnd::TimedOut => Msg::TaskTimedOut,
+        TaskEnd::Cancelled => Msg::TaskCancelled,
+        TaskEnd::Gone => Msg::TaskGone,
+        TaskEnd::Lost => Msg::TaskLost,
+    };
+    message.say(f, [Arg::Str(id), Arg::None])
 }
 
 /// The protocol versions this client speaks in the 2026 era, as a list (`a, b`).

@@ -90,7 +90,7 @@ pub(crate) fn reason(code: u16) -> Option<Fr> {
 /// the edge this is a fraction of the code that a `match` writing each message piece by
 /// piece takes; the words are the same.
 macro_rules! fragments {
-    ($($name:ident = $text:literal,)*) => {
+    ($($name:ident = $text:literal $(if $kept:expr)?,)*) => {
         /// A fragment of the failures' words, or an argument of a message ([`tell`]).
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
         #[repr(u8)]
@@ -115,11 +115,67 @@ macro_rules! fragments {
         /// Where each fragment ends in [`TEXT`].
         #[cfg(feature = "std")]
         const ENDS: [u16; Fr::A0 as usize] = ends([$($text.len()),*]);
-        /// Every fragment's text, each ended by a NUL: what the edge's [`packed`] text packs.
+        /// Whether the edge's text holds the fragment: one that only a capability the build
+        /// leaves out says (`if` its feature) is spelled empty there (never said).
         #[cfg(any(test, not(feature = "std")))]
-        const SPELLED: &[u8] = concat!($($text, "\0"),*).as_bytes();
+        const KEPT: [bool; Fr::A0 as usize] = [$(true $(&& $kept)?),*];
     };
 }
+
+/// How many entries of a table the build holds: up to its last kept one (the entries after
+/// it are left out whole, not even ended: a lookup past the end finds none, which is empty).
+#[allow(clippy::indexing_slicing)] // At build time: out of range fails the build.
+const fn held(kept: &[bool]) -> usize {
+    let mut n = kept.len();
+    while n > 0 && !kept[n - 1] {
+        n -= 1;
+    }
+    n
+}
+
+/// The length of the edge's text: every kept fragment's, and a NUL after each fragment held.
+#[cfg(any(test, not(feature = "std")))]
+#[allow(clippy::indexing_slicing)] // At build time: out of range fails the build.
+const fn spelled_len(literals: &[&str], kept: &[bool]) -> usize {
+    let (mut n, mut i) = (0, 0);
+    while i < held(kept) {
+        if kept[i] {
+            n += literals[i].len();
+        }
+        n += 1;
+        i += 1;
+    }
+    n
+}
+
+/// The edge's text: every kept fragment's text (an empty one for the others), each ended by
+/// a NUL.
+#[cfg(any(test, not(feature = "std")))]
+#[allow(clippy::indexing_slicing)] // At build time: out of range fails the build.
+const fn spell<const N: usize>(literals: &[&str], kept: &[bool]) -> [u8; N] {
+    let mut out = [0u8; N];
+    let (mut at, mut i) = (0, 0);
+    while i < held(kept) {
+        if kept[i] {
+            let bytes = literals[i].as_bytes();
+            let mut j = 0;
+            while j < bytes.len() {
+                out[at] = bytes[j];
+                at += 1;
+                j += 1;
+            }
+        }
+        at += 1;
+        i += 1;
+    }
+    out
+}
+
+/// Every fragment's text, each ended by a NUL: what the edge's [`packed`] text packs.
+#[cfg(any(test, not(feature = "std")))]
+const SPELLED: &[u8] = &SPELLED_BYTES;
+#[cfg(any(test, not(feature = "std")))]
+const SPELLED_BYTES: [u8; spelled_len(&LITERALS, &KEPT)] = spell(&LITERALS, &KEPT);
 
 /// The running sums of `lens` (at build time: an index out of range fails the build).
 #[cfg(feature = "std")]
@@ -287,12 +343,27 @@ fragments! {
     NeedsAtLeast = "needs at least ",
     CommaOver = ", over",
     By = " by ",
+    ServerChose = "server chose protocol version '" if cfg!(feature = "era-2025"),
+    NotSpoken = "', which this client does not speak (it speaks 2024-11-05, 2025-03-26, 2025-06-18 and 2025-11-25)" if cfg!(feature = "era-2025"),
+    InitRefused = "server refused initialize: " if cfg!(feature = "era-2025"),
+    ErrorWord = "error " if cfg!(feature = "era-2025"),
+    Minus = "-" if cfg!(feature = "era-2025"),
+    BadInitResult = "initialize result has no protocolVersion string" if cfg!(feature = "era-2025"),
+    TaskOpen = " (task " if cfg!(feature = "tasks"),
+    WasCancelled = " was cancelled)" if cfg!(feature = "tasks"),
+    CancelledTask = "cancelled task " if cfg!(feature = "tasks"),
+    TaskWord = "task " if cfg!(feature = "tasks"),
+    NotFoundOrExpired = " is not found or expired on the server" if cfg!(feature = "tasks"),
+    LostServer = "lost the server while it ran task " if cfg!(feature = "tasks"),
+    MayStillRunThere = "; the task may still be running there" if cfg!(feature = "tasks"),
+    NoLongerKnows = "no longer knows this session" if cfg!(feature = "era-2025"),
+    NotSpeakModern = "does not speak the 2026-07-28 protocol, which tasks need" if cfg!(feature = "tasks"),
 }
 
 /// The messages said through [`tell`], each a list of fragments and arguments, in one table: a
 /// message is named by a byte ([`Msg`]), not by a pointer and a length.
 macro_rules! messages {
-    ($($name:ident = [$($fr:ident),*],)*) => {
+    ($($name:ident = [$($fr:ident),*] $(if $kept:expr)?,)*) => {
         /// A message of the failures' words: its fragments and arguments ([`Msg::program`]).
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
         #[repr(u8)]
@@ -303,8 +374,14 @@ macro_rules! messages {
             )*
         }
         /// Every message's fragments, one after the other, each message ended by [`Fr::End`]
-        /// (a byte a message, not an offset table).
-        const PROGRAMS: &[Fr] = &[$($(Fr::$fr,)* Fr::End,)*];
+        /// (a byte a message, not an offset table); a message that only a capability the
+        /// build leaves out says (`if` its feature) is empty (never said).
+        const PROGRAMS: &[Fr] = &PROGRAM_BYTES;
+        /// Every message's fragments, as written.
+        const WRITTEN: &[&[Fr]] = &[$(&[$(Fr::$fr),*]),*];
+        /// Whether the build holds the message.
+        const SAID: &[bool] = &[$(true $(&& $kept)?),*];
+        const PROGRAM_BYTES: [Fr; programs_len(WRITTEN, SAID)] = programs(WRITTEN, SAID);
     };
 }
 
@@ -395,6 +472,50 @@ messages! {
     UrlFragment = [EndpointUrl, UrlFragment],
     BadPath = [EndpointUrl, BadPath],
     Overflow = [NeedsAtLeast, A0, Bytes, CommaOver, ItsCapOf, A1, By],
+    UnsupportedVersion = [ServerChose, A0, NotSpoken] if cfg!(feature = "era-2025"),
+    InitRefused = [InitRefused, JsonRpc, ErrorWord, A0, Colon, A1] if cfg!(feature = "era-2025"),
+    InitRefusedMinus = [InitRefused, JsonRpc, ErrorWord, Minus, A0, Colon, A1] if cfg!(feature = "era-2025"),
+    BadInitResult = [BadInitResult] if cfg!(feature = "era-2025"),
+    TaskTimedOut = [ToolCallTimedOut, TaskOpen, A0, WasCancelled] if cfg!(feature = "tasks"),
+    TaskCancelled = [TheServer, CancelledTask, A0] if cfg!(feature = "tasks"),
+    TaskGone = [TaskWord, A0, NotFoundOrExpired] if cfg!(feature = "tasks"),
+    TaskLost = [LostServer, A0, MayStillRunThere] if cfg!(feature = "tasks"),
+    SessionExpired = [Http, A0, Space, NotFound, Colon, TheServer, NoLongerKnows] if cfg!(feature = "era-2025"),
+    NotModern = [TheServer, NotSpeakModern] if cfg!(feature = "tasks"),
+}
+
+/// The length of [`PROGRAMS`]: every message held, and an end after each message.
+#[allow(clippy::indexing_slicing)] // At build time: out of range fails the build.
+const fn programs_len(written: &[&[Fr]], said: &[bool]) -> usize {
+    let (mut n, mut i) = (0, 0);
+    while i < held(said) {
+        if said[i] {
+            n += written[i].len();
+        }
+        n += 1;
+        i += 1;
+    }
+    n
+}
+
+/// [`PROGRAMS`]: every message held (none for the others), each ended by [`Fr::End`].
+#[allow(clippy::indexing_slicing)] // At build time: out of range fails the build.
+const fn programs<const N: usize>(written: &[&[Fr]], said: &[bool]) -> [Fr; N] {
+    let mut out = [Fr::End; N];
+    let (mut at, mut i) = (0, 0);
+    while i < held(said) {
+        if said[i] {
+            let mut j = 0;
+            while j < written[i].len() {
+                out[at] = written[i][j];
+                at += 1;
+                j += 1;
+            }
+        }
+        at += 1;
+        i += 1;
+    }
+    out
 }
 
 impl Msg {
@@ -597,7 +718,7 @@ mod packed {
             }
             i += 1;
         }
-        assert!(ends == super::Fr::A0 as usize);
+        assert!(ends == super::held(&super::KEPT));
     };
 
     /// The Huffman code lengths of the bytes of `text`, by their counts in it (at build time:
@@ -733,6 +854,7 @@ mod packed {
         fn every_fragment_unpacks_to_its_literal() {
             let mut out = [0u8; super::LONGEST];
             for (i, literal) in super::super::LITERALS.iter().enumerate() {
+                let literal = if super::super::KEPT[i] { literal } else { "" };
                 assert_eq!(super::text(i, &mut out), literal.as_bytes(), "fragment {i}");
             }
             assert_eq!(super::text(super::super::LITERALS.len(), &mut out), b"");

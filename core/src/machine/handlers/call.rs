@@ -154,13 +154,13 @@ pub fn write_elicit_answer(
         && schema.is_some()
         && schema
             .and_then(|s| s.get("required"))
-            .into_iter()
-            .flat_map(|r| r.elements())
+            .map(|r| r.elements())
+            .unwrap_or_default()
             .all(|name| {
                 let name = name.as_str();
                 properties
-                    .into_iter()
-                    .flat_map(|p| p.members())
+                    .map(|p| p.members())
+                    .unwrap_or_default()
                     .any(|(k, v)| {
                         name.is_some_and(|n| n.raw() == k.raw()) && usable_default(v).is_some()
                     })
@@ -169,7 +169,7 @@ pub fn write_elicit_answer(
         Elicitation::AcceptDefaults if answerable => {
             out.put(b"{\"action\":\"accept\",\"content\":{")?;
             let mut first = true;
-            for (name, prop) in properties.into_iter().flat_map(|p| p.members()) {
+            for (name, prop) in properties.map(|p| p.members()).unwrap_or_default() {
                 let Some(default) = usable_default(prop) else {
                     continue;
                 };
@@ -328,8 +328,8 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
         let state = result.get("requestState");
         let keyed = requests.is_some_and(|r| r.kind() == crate::wire::json::Kind::Object);
         let all_elicitations = requests
-            .into_iter()
-            .flat_map(|r| r.members())
+            .map(|r| r.members())
+            .unwrap_or_default()
             .all(|(_, r)| {
                 r.get("method")
                     .and_then(|m| m.as_str())
@@ -342,7 +342,7 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
         let written = (|| {
             out.put(b",\"inputResponses\":{")?;
             let mut first = true;
-            for (key, request) in requests.into_iter().flat_map(|r| r.members()) {
+            for (key, request) in requests.map(|r| r.members()).unwrap_or_default() {
                 out.put(if first { b"\"" } else { b",\"" })?;
                 first = false;
                 out.put(key.raw())?;
@@ -418,8 +418,8 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
         let urls = err
             .data
             .and_then(|d| d.get("elicitations"))
-            .into_iter()
-            .flat_map(|e| e.elements())
+            .map(|e| e.elements())
+            .unwrap_or_default()
             .filter_map(|e| e.get("url").and_then(|u| u.as_str()));
         let mut first = true;
         for url in urls {
@@ -444,7 +444,28 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
         }
     }
 
-    /// One `tasks/get` reply.
+    /// The task the call became (its task object): its id and poll interval, or (no usable
+    /// id) a malformed answer. Out of the reply's frame on the edge (less code there).
+    #[cfg_attr(not(feature = "std"), inline(never))]
+    fn take_task(&mut self, result: Value<'_>) {
+        let id = result
+            .get("taskId")
+            .and_then(|t| t.as_str())
+            .and_then(|t| t.as_plain())
+            .filter(|t| !t.is_empty() && MAX_TASK_ID.checked_sub(t.len()).is_some());
+        match id {
+            Some(id) => {
+                self.task = Some(TaskRef {
+                    id: truncated(id),
+                    interval_ms: Self::interval_of(result),
+                });
+            }
+            None => self.answer = Some(Err(Untaken::NotAnObject)),
+        }
+    }
+
+    /// One `tasks/get` reply. Out of the reply's frame on the edge (less code there).
+    #[cfg_attr(not(feature = "std"), inline(never))]
     fn on_task_poll(&mut self, outcome: Outcome<'_>) {
         let result = match outcome {
             Outcome::Error(_) => {
@@ -466,13 +487,14 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
         ) {
             tell_status(observer, &m, self.secrets);
         }
+        let inner = result.get("result");
         match status {
             // The 2025-11-25 form: the result (or the tool's error) comes by `tasks/result`.
-            "completed" | "failed" if self.session_task && result.get("result").is_none() => {
+            "completed" | "failed" if self.session_task && inner.is_none() => {
                 self.task_status = Some(TaskStatus::ResultReady);
             }
             "completed" => {
-                self.answer = Some(match result.get("result") {
+                self.answer = Some(match inner {
                     Some(inner) => self.take_result(inner),
                     None => Err(Untaken::NotAnObject),
                 });
@@ -842,20 +864,7 @@ impl<B: Buf, Sec: AsRef<[u8]>> CallHandler<'_, B, Sec> {
             _ => None,
         };
         if let Some(result) = task_object {
-            let id = result
-                .get("taskId")
-                .and_then(|t| t.as_str())
-                .and_then(|t| t.as_plain())
-                .filter(|t| !t.is_empty() && MAX_TASK_ID.checked_sub(t.len()).is_some());
-            match id {
-                Some(id) => {
-                    self.task = Some(TaskRef {
-                        id: truncated(id),
-                        interval_ms: Self::interval_of(result),
-                    });
-                }
-                None => self.answer = Some(Err(Untaken::NotAnObject)),
-            }
+            self.take_task(result);
             return Ok(Verdict::Done);
         }
         // A round of input (2026 era): answered under the slot's policy, the call goes again.

@@ -2,6 +2,7 @@
 //! deadline.
 
 use super::*;
+use crate::wire::failure::TaskEnd;
 
 impl<'o, B, Sec, F> Op<'o, B, Sec, F>
 where
@@ -27,11 +28,6 @@ where
             return self.fail(Failure::NoResponse);
         };
         handler.polling = false;
-        let id = handler
-            .task
-            .as_ref()
-            .map(|t| t.id.clone())
-            .unwrap_or_default();
         let interval = handler.task().map_or(1_000, |t| t.interval_ms);
         if timed_out && now >= self.deadline.at {
             return self.task_timed_out();
@@ -41,10 +37,7 @@ where
             // connection); only a server gone for good ends the call, naming the task.
             task.failures += 1;
             if task.failures >= MAX_TASK_POLL_FAILURES {
-                return self.fail(Failure::Task {
-                    id,
-                    end: crate::wire::failure::TaskEnd::Lost,
-                });
+                return self.fail(self.task_failure(TaskEnd::Lost));
             }
             return self.schedule_poll(now, interval);
         }
@@ -56,15 +49,11 @@ where
                 self.fail(f);
             }
             (None, Some(crate::machine::handlers::TaskStatus::Cancelled)) => {
-                self.fail(Failure::Task {
-                    id,
-                    end: crate::wire::failure::TaskEnd::Cancelled,
-                })
+                self.fail(self.task_failure(TaskEnd::Cancelled))
             }
-            (None, Some(crate::machine::handlers::TaskStatus::Gone)) => self.fail(Failure::Task {
-                id,
-                end: crate::wire::failure::TaskEnd::Gone,
-            }),
+            (None, Some(crate::machine::handlers::TaskStatus::Gone)) => {
+                self.fail(self.task_failure(TaskEnd::Gone))
+            }
             // Ended (2025-11-25 form): its result comes by `tasks/result`.
             (None, Some(crate::machine::handlers::TaskStatus::ResultReady)) => {
                 self.stage = Stage::TaskSend(Purpose::TaskResult);
@@ -106,11 +95,7 @@ where
             self.task_timed_out();
         } else {
             if self.task_poll_lost() {
-                let id = self.task_id().map(truncated).unwrap_or_default();
-                return self.fail(Failure::Task {
-                    id,
-                    end: crate::wire::failure::TaskEnd::Lost,
-                });
+                return self.fail(self.task_failure(TaskEnd::Lost));
             }
             if let Job::Call { handler, .. } = &mut self.job {
                 handler.answer = None;
@@ -146,6 +131,15 @@ where
             return (false, false);
         }
         (true, matches!(self.failure.take(), Some(Failure::TimedOut)))
+    }
+
+    /// The call's end as a task that ended without its result (`end`), naming the task
+    /// (one copy of the id, read where it lies).
+    fn task_failure(&self, end: TaskEnd) -> Failure {
+        Failure::Task {
+            id: self.task_id().map(truncated).unwrap_or_default(),
+            end,
+        }
     }
 
     /// The call just became a task (or attached to one): its polling starts afresh.
@@ -184,14 +178,7 @@ where
     /// The deadline passed while the call was a task: one `tasks/cancel`, then the call fails
     /// naming the task.
     pub(super) fn task_timed_out(&mut self) {
-        let id = match &self.job {
-            Job::Call { handler, .. } => handler.task().map(|t| t.id.clone()),
-            _ => None,
-        };
-        self.failure = Some(Failure::Task {
-            id: id.unwrap_or_default(),
-            end: crate::wire::failure::TaskEnd::TimedOut,
-        });
+        self.failure = Some(self.task_failure(TaskEnd::TimedOut));
         self.stage = Stage::TaskSend(Purpose::TaskCancel);
     }
 

@@ -427,7 +427,7 @@ impl<'a> Walk<'a> {
 }
 
 /// Iterator over an object's members: `(key, value)` in input order. See [`Value::members`].
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Members<'a> {
     raw: &'a [u8],
     pos: usize,
@@ -467,7 +467,7 @@ impl<'a> Iterator for Members<'a> {
 }
 
 /// Iterator over an array's elements in order. See [`Value::elements`].
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Elements<'a> {
     raw: &'a [u8],
     pos: usize,
