@@ -121,6 +121,7 @@ pub struct Resume<'a> {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(not(feature = "std"), repr(u32))]
 enum Mode {
     Head,
     Json,
