@@ -58,6 +58,7 @@ impl Default for ReplyLimits {
 
 /// The handler's word on one message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(not(feature = "std"), repr(u32))]
 pub enum Verdict {
     /// Not the response (a notification, a server request): keep reading.
     Continue,
