@@ -90,6 +90,7 @@ pub enum Action {
 /// What an op does, with its reply handler. One lives per op, in its caller's storage (no
 /// allocator to box the larger variants into), so the size difference costs nothing twice.
 #[allow(clippy::large_enum_variant)]
+#[cfg_attr(not(feature = "std"), repr(u32))]
 enum Job<'o, B: Buf, Sec: AsRef<[u8]>, F: FnMut(Option<(Value<'_>, &[u8])>)> {
     Call {
         handler: CallHandler<'o, B, Sec>,
