@@ -103,6 +103,7 @@ pub trait OnMessage {
 
 /// Where an exchange stands after a feed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(not(feature = "std"), repr(u32))]
 pub enum Step {
     /// Feed more bytes (or call [`Exchange::finish`] at end of stream).
     NeedMore,
