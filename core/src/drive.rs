@@ -270,6 +270,7 @@ where
 }
 
 /// What an action's I/O came to, handed to the op in one place ([`feed`]).
+#[cfg_attr(not(feature = "std"), repr(u32))]
 enum Io {
     /// A connection is open; from the pool when true.
     Connected(bool),

@@ -36,6 +36,7 @@ pub const MAX_REPORTED_TOOLS: usize = 64;
 /// A server of a slot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(not(feature = "std"), repr(u32))]
 pub enum Target {
     /// The slot's endpoint.
     Primary,

@@ -415,6 +415,7 @@ fn write_base64(out: &mut dyn Sink, bytes: &[u8]) -> Result<(), Overflow> {
 /// specification asks of a client that finds them invalid).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(not(feature = "std"), repr(u32))]
 pub enum HeaderAnnotationError {
     /// The header name is not an RFC 9110 token.
     BadName,

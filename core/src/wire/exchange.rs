@@ -58,6 +58,7 @@ impl Default for ReplyLimits {
 
 /// The handler's word on one message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(not(feature = "std"), repr(u32))]
 pub enum Verdict {
     /// Not the response (a notification, a server request): keep reading.
     Continue,
@@ -102,6 +103,7 @@ pub trait OnMessage {
 
 /// Where an exchange stands after a feed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(not(feature = "std"), repr(u32))]
 pub enum Step {
     /// Feed more bytes (or call [`Exchange::finish`] at end of stream).
     NeedMore,
@@ -121,6 +123,7 @@ pub struct Resume<'a> {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(not(feature = "std"), repr(u32))]
 enum Mode {
     Head,
     Json,

@@ -588,6 +588,7 @@ pub(crate) struct BodyRest {
 }
 
 #[derive(Debug, Clone, Copy)]
+#[cfg_attr(not(feature = "std"), repr(u32))]
 enum BodyState {
     Length { left: Count },
     Chunked(Chunk),
@@ -1128,6 +1129,7 @@ mod small {
 
     /// What is wrong with a head (`httparse`'s errors; the caller says them as it does).
     #[derive(Debug, Clone, Copy)]
+    #[cfg_attr(not(feature = "std"), repr(u32))]
     pub(super) enum Bad {
         Incomplete,
         Name,

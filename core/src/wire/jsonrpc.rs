@@ -507,6 +507,7 @@ pub enum Outcome<'a> {
 /// One JSON-RPC message from a server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(not(feature = "std"), repr(u32))]
 pub enum Message<'a> {
     /// A response to a request (ours, if the id matches).
     Response {

@@ -39,6 +39,7 @@ pub enum Phase {
 // `Ready` carries the session id inline (no allocator to box it); it is moved once per call.
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(not(feature = "std"), repr(u32))]
 pub enum Begin {
     /// The session is ready: go ahead with this snapshot.
     Ready(Snapshot),

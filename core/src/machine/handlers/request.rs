@@ -29,6 +29,7 @@ impl BuiltList for ListMethod {
 }
 
 /// The JSON-RPC message a request carries.
+#[cfg_attr(not(feature = "std"), repr(u32))]
 pub(crate) enum Body<'x> {
     Initialize {
         id: u64,

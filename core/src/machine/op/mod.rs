@@ -90,6 +90,7 @@ pub enum Action {
 /// What an op does, with its reply handler. One lives per op, in its caller's storage (no
 /// allocator to box the larger variants into), so the size difference costs nothing twice.
 #[allow(clippy::large_enum_variant)]
+#[cfg_attr(not(feature = "std"), repr(u32))]
 enum Job<'o, B: Buf, Sec: AsRef<[u8]>, F: FnMut(Option<(Value<'_>, &[u8])>)> {
     Call {
         handler: CallHandler<'o, B, Sec>,
@@ -192,6 +193,7 @@ impl Purpose {
 // cannot be boxed, and the op is the same size as when the exchange sat beside the stage
 // (`an_op_stays_small`).
 #[allow(clippy::large_enum_variant)]
+#[cfg_attr(not(feature = "std"), repr(u32))]
 enum Stage<'o> {
     /// The op's first poll: count the call and pick the first server.
     Start,
@@ -262,6 +264,7 @@ enum Wire {
 /// How a round trip ended (a failure is kept in `Op::failure`, unless the trip is a
 /// courtesy whose outcome changes nothing).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(not(feature = "std"), repr(u32))]
 enum TripEnd {
     /// The response is in (or the notification was accepted).
     Done,
@@ -390,6 +393,7 @@ struct Attempt {
 /// What a call does with a task: the op's own, data-free form of [`super::Tasking`] (the
 /// task's server and id are in its job).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(not(feature = "std"), repr(u32))]
 enum TaskMode {
     /// Polls the task the call becomes until it ends (the default: a task is transparent).
     Wait,
