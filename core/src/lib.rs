@@ -12,6 +12,8 @@
 //! server: its tool list, then the call's reply), as an adapter drives it over a socket:
 //!
 //! ```
+//! # // The example speaks the 2026 era: a build without it has nothing to show.
+//! # #[cfg(feature = "era-2026")] {
 //! use verifi_mcp_core::buf::{Buf, SliceBuf};
 //! use verifi_mcp_core::machine::{Action, Answer, CallBuffers, Op, SlotConfig, SlotState};
 //! use verifi_mcp_core::wire::{endpoint::Endpoint, era::EraSetting};
@@ -71,6 +73,7 @@
 //! assert_eq!(op.answer(), Some(Answer::Result { is_error: false }));
 //! drop(op);
 //! assert_eq!(bufs.text.bytes(), b"hi, key [REDACTED]");
+//! # }
 //! # Ok::<(), verifi_mcp_core::wire::endpoint::EndpointError>(())
 //! ```
 //!
