@@ -229,18 +229,19 @@ impl ServerRequest {
         Some(ServerRequest { id: text, kind })
     }
 
-    /// The answer, as a JSON-RPC response (`answer`: an elicitation's result object).
-    pub(crate) fn write(&self, out: &mut dyn Sink, answer: &[u8]) -> Result<(), Overflow> {
-        out.put(b"{\"jsonrpc\":\"2.0\",\"id\":")?;
-        out.put(self.id.as_bytes())?;
+    /// The answer, as a JSON-RPC response (`answer`: an elicitation's result object), through
+    /// the request writer (an overflow is kept there: no branch per piece).
+    pub(crate) fn write<S: Sink>(&self, out: &mut crate::wire::json::JsonOut<S>, answer: &[u8]) {
+        out.lit(b"{\"jsonrpc\":\"2.0\",\"id\":");
+        out.lit(self.id.as_bytes());
         match self.kind {
-            ServerAsks::Ping => out.put(b",\"result\":{}}"),
+            ServerAsks::Ping => out.lit(b",\"result\":{}}"),
             ServerAsks::Elicitation => {
-                out.put(b",\"result\":")?;
-                out.put(answer)?;
-                out.put(b"}")
+                out.lit(b",\"result\":");
+                out.lit(answer);
+                out.lit(b"}");
             }
-            ServerAsks::Other => out.put(
+            ServerAsks::Other => out.lit(
                 b",\"error\":{\"code\":-32601,\"message\":\"this client has no handler for it\"}}",
             ),
         }

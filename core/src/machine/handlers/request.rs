@@ -151,7 +151,7 @@ impl<'x> Body<'x> {
                 jsonrpc::PARAMS_END
             }
             Body::Answer(request, answer) if cfg!(feature = "era-2025") => {
-                out.run(|out| request.write(out, answer));
+                request.write(out, answer);
                 b""
             }
             _ => b"",
