@@ -577,18 +577,16 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
                 let mut invalid = false;
                 if let Some(schema) = schema.filter(|_| headers) {
                     let pairs = self.error.len();
-                    let mut wrote = Ok(());
+                    // The pairs through the request writer: the first overflow is kept, and
+                    // nothing is written after it.
+                    let mut out = JsonOut::new(&mut *self.error as &mut dyn Sink);
                     let found = crate::wire::era::header_params(schema, |p| {
-                        if wrote.is_ok() {
-                            wrote = (|| {
-                                p.write_path(&mut *self.error)?;
-                                self.error.put(b"\0")?;
-                                self.error.put(p.header)?;
-                                self.error.put(b"\0")
-                            })();
-                        }
+                        out.run(|o| p.write_path(o));
+                        out.lit(b"\0");
+                        out.lit(p.header);
+                        out.lit(b"\0");
                     });
-                    wrote?;
+                    out.done()?;
                     if found.is_err() {
                         self.error.truncate(pairs);
                         invalid = true;
