@@ -184,12 +184,72 @@ pub(crate) fn initialize_open<S: Sink>(
         ..Default::default()
     }
     .write_to(out);
-    out.lit(b",\"clientInfo\":{\"name\":");
-    out.str(CLIENT_NAME);
-    out.lit(b",\"version\":");
-    out.str(SDK_VERSION);
-    out.lit(b"}");
+    if CLIENT_INFO_PLAIN {
+        // What the writer below writes, in one piece.
+        out.lit(&CLIENT_INFO);
+    } else {
+        out.lit(b",\"clientInfo\":{\"name\":");
+        out.str(CLIENT_NAME);
+        out.lit(b",\"version\":");
+        out.str(SDK_VERSION);
+        out.lit(b"}");
+    }
     PARAMS_END
+}
+
+/// The pieces of `initialize`'s `clientInfo` member, when [`CLIENT_INFO_PLAIN`].
+const CLIENT_INFO_PARTS: [&[u8]; 5] = [
+    b",\"clientInfo\":{\"name\":\"",
+    CLIENT_NAME.as_bytes(),
+    b"\",\"version\":\"",
+    SDK_VERSION.as_bytes(),
+    b"\"}",
+];
+
+/// True when the name and version need no JSON escaping, so [`CLIENT_INFO`] is what the
+/// writer writes.
+const CLIENT_INFO_PLAIN: bool = plain(CLIENT_NAME.as_bytes()) && plain(SDK_VERSION.as_bytes());
+
+/// [`CLIENT_INFO_PARTS`] joined, at compile time.
+const CLIENT_INFO: [u8; joined_len(&CLIENT_INFO_PARTS)] = join(&CLIENT_INFO_PARTS);
+
+/// True when `s` holds no byte a JSON string literal escapes.
+pub(crate) const fn plain(mut s: &[u8]) -> bool {
+    while let [b, rest @ ..] = s {
+        if *b < 0x20 || *b == b'"' || *b == b'\\' {
+            return false;
+        }
+        s = rest;
+    }
+    true
+}
+
+/// The length of `parts` joined.
+pub(crate) const fn joined_len(mut parts: &[&[u8]]) -> usize {
+    let mut n = 0;
+    while let [p, rest @ ..] = parts {
+        n += p.len();
+        parts = rest;
+    }
+    n
+}
+
+/// `parts` joined into an array of [`joined_len`] bytes (a shorter array takes what fits).
+pub(crate) const fn join<const N: usize>(mut parts: &[&[u8]]) -> [u8; N] {
+    let mut out = [0u8; N];
+    let mut free: &mut [u8] = &mut out;
+    while let [p, rest @ ..] = parts {
+        let mut bytes: &[u8] = p;
+        while let [b, more @ ..] = bytes {
+            if let [slot, tail @ ..] = free {
+                *slot = *b;
+                free = tail;
+            }
+            bytes = more;
+        }
+        parts = rest;
+    }
+    out
 }
 
 /// Writes the `notifications/initialized` notification (no id, no reply expected).

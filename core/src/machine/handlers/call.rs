@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::machine::tools::ToolRecord;
+use crate::wire::json::JsonOut;
 
 /// What one server's attempt at a tool call came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,14 +135,26 @@ pub(crate) enum ServerAsks {
 pub fn write_elicit_answer(
     out: &mut dyn Sink,
     params: Option<Value<'_>>,
-    (policy, handler): (Option<Elicitation>, Option<ElicitHandler<'_>>),
+    policy: (Option<Elicitation>, Option<ElicitHandler<'_>>),
 ) -> Result<(), Overflow> {
+    let mut w = JsonOut::new(out);
+    elicit_answer_to(&mut w, params, policy);
+    w.done()
+}
+
+/// [`write_elicit_answer`] through the request writer (the one `answer_input` writes a round's
+/// answers with): an overflow is kept there, and nothing after it is written.
+fn elicit_answer_to(
+    out: &mut JsonOut<&mut dyn Sink>,
+    params: Option<Value<'_>>,
+    (policy, handler): (Option<Elicitation>, Option<ElicitHandler<'_>>),
+) {
     // A build without input (feature `input`) declines, as a client without a handler.
     if !cfg!(feature = "input") {
-        return out.put(b"{\"action\":\"decline\"}");
+        return out.lit(b"{\"action\":\"decline\"}");
     }
     if let (Some(handler), Some(params)) = (handler, params) {
-        return (handler.0)(params, out);
+        return out.run(|out| (handler.0)(params, &mut **out));
     }
     let policy = policy.unwrap_or(Elicitation::Decline);
     let schema = params.and_then(|p| p.get("requestedSchema"));
@@ -167,22 +180,23 @@ pub fn write_elicit_answer(
             });
     match policy {
         Elicitation::AcceptDefaults if answerable => {
-            out.put(b"{\"action\":\"accept\",\"content\":{")?;
-            let mut first = true;
+            out.lit(b"{\"action\":\"accept\",\"content\":{");
+            // The lead of the next member: no comma before the first.
+            let mut lead: &[u8] = b"\"";
             for (name, prop) in properties.map(|p| p.members()).unwrap_or_default() {
                 let Some(default) = usable_default(prop) else {
                     continue;
                 };
-                out.put(if first { b"\"" } else { b",\"" })?;
-                first = false;
-                out.put(name.raw())?;
-                out.put(b"\":")?;
-                default.write_compact(&mut &mut *out)?;
+                out.lit(lead);
+                lead = b",\"";
+                out.lit(name.raw());
+                out.lit(b"\":");
+                out.json(default);
             }
-            out.put(b"}}")
+            out.lit(b"}}")
         }
-        Elicitation::Cancel => out.put(b"{\"action\":\"cancel\"}"),
-        _ => out.put(b"{\"action\":\"decline\"}"),
+        Elicitation::Cancel => out.lit(b"{\"action\":\"cancel\"}"),
+        _ => out.lit(b"{\"action\":\"decline\"}"),
     }
 }
 
@@ -229,18 +243,19 @@ impl ServerRequest {
         Some(ServerRequest { id: text, kind })
     }
 
-    /// The answer, as a JSON-RPC response (`answer`: an elicitation's result object).
-    pub(crate) fn write(&self, out: &mut dyn Sink, answer: &[u8]) -> Result<(), Overflow> {
-        out.put(b"{\"jsonrpc\":\"2.0\",\"id\":")?;
-        out.put(self.id.as_bytes())?;
+    /// The answer, as a JSON-RPC response (`answer`: an elicitation's result object), through
+    /// the request writer (an overflow is kept there: no branch per piece).
+    pub(crate) fn write<S: Sink>(&self, out: &mut crate::wire::json::JsonOut<S>, answer: &[u8]) {
+        out.lit(b"{\"jsonrpc\":\"2.0\",\"id\":");
+        out.lit(self.id.as_bytes());
         match self.kind {
-            ServerAsks::Ping => out.put(b",\"result\":{}}"),
+            ServerAsks::Ping => out.lit(b",\"result\":{}}"),
             ServerAsks::Elicitation => {
-                out.put(b",\"result\":")?;
-                out.put(answer)?;
-                out.put(b"}")
+                out.lit(b",\"result\":");
+                out.lit(answer);
+                out.lit(b"}");
             }
-            ServerAsks::Other => out.put(
+            ServerAsks::Other => out.lit(
                 b",\"error\":{\"code\":-32601,\"message\":\"this client has no handler for it\"}}",
             ),
         }
@@ -338,25 +353,23 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
         if !(keyed || requests.is_none() && state.is_some()) || !all_elicitations {
             return false;
         }
-        let out: &mut dyn Sink = &mut *self.text;
-        let written = (|| {
-            out.put(b",\"inputResponses\":{")?;
-            let mut first = true;
-            for (key, request) in requests.map(|r| r.members()).unwrap_or_default() {
-                out.put(if first { b"\"" } else { b",\"" })?;
-                first = false;
-                out.put(key.raw())?;
-                out.put(b"\":")?;
-                write_elicit_answer(out, request.get("params"), policy)?;
-            }
-            out.put(b"}")?;
-            if let Some(state) = state {
-                out.put(b",\"requestState\":")?;
-                state.write_compact(&mut &mut *out)?;
-            }
-            Ok::<(), Overflow>(())
-        })();
-        if written.is_err() {
+        let mut out = JsonOut::new(&mut *self.text as &mut dyn Sink);
+        out.lit(b",\"inputResponses\":{");
+        // The lead of the next member: no comma before the first.
+        let mut lead: &[u8] = b"\"";
+        for (key, request) in requests.map(|r| r.members()).unwrap_or_default() {
+            out.lit(lead);
+            lead = b",\"";
+            out.lit(key.raw());
+            out.lit(b"\":");
+            elicit_answer_to(&mut out, request.get("params"), policy);
+        }
+        out.lit(b"}");
+        if let Some(state) = state {
+            out.lit(b",\"requestState\":");
+            out.json(state);
+        }
+        if out.done().is_err() {
             self.text.clear();
             return false;
         }
@@ -564,18 +577,16 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
                 let mut invalid = false;
                 if let Some(schema) = schema.filter(|_| headers) {
                     let pairs = self.error.len();
-                    let mut wrote = Ok(());
+                    // The pairs through the request writer: the first overflow is kept, and
+                    // nothing is written after it.
+                    let mut out = JsonOut::new(&mut *self.error as &mut dyn Sink);
                     let found = crate::wire::era::header_params(schema, |p| {
-                        if wrote.is_ok() {
-                            wrote = (|| {
-                                p.write_path(&mut *self.error)?;
-                                self.error.put(b"\0")?;
-                                self.error.put(p.header)?;
-                                self.error.put(b"\0")
-                            })();
-                        }
+                        out.run(|o| p.write_path(o));
+                        out.lit(b"\0");
+                        out.lit(p.header);
+                        out.lit(b"\0");
                     });
-                    wrote?;
+                    out.done()?;
                     if found.is_err() {
                         self.error.truncate(pairs);
                         invalid = true;

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::wire::json::JsonOut;
+use crate::wire::jsonrpc::{join, joined_len, plain};
 
 /// A build without the handshake era and without stdio (the edge's one-era build): a
 /// timed-out call's cancel and the courtesy requests are never written there (in the 2026 era
@@ -151,7 +152,7 @@ impl<'x> Body<'x> {
                 jsonrpc::PARAMS_END
             }
             Body::Answer(request, answer) if cfg!(feature = "era-2025") => {
-                out.run(|out| request.write(out, answer));
+                request.write(out, answer);
                 b""
             }
             _ => b"",
@@ -223,45 +224,6 @@ const MODERN_KEYS_PLAIN: bool = plain(crate::wire::era::MODERN_VERSION.as_bytes(
 
 /// [`MODERN_KEY_PARTS`] joined, at compile time.
 const MODERN_KEYS: [u8; joined_len(&MODERN_KEY_PARTS)] = join(&MODERN_KEY_PARTS);
-
-/// True when `s` holds no byte a JSON string literal escapes.
-const fn plain(mut s: &[u8]) -> bool {
-    while let [b, rest @ ..] = s {
-        if *b < 0x20 || *b == b'"' || *b == b'\\' {
-            return false;
-        }
-        s = rest;
-    }
-    true
-}
-
-/// The length of `parts` joined.
-const fn joined_len(mut parts: &[&[u8]]) -> usize {
-    let mut n = 0;
-    while let [p, rest @ ..] = parts {
-        n += p.len();
-        parts = rest;
-    }
-    n
-}
-
-/// `parts` joined into an array of [`joined_len`] bytes (a shorter array takes what fits).
-const fn join<const N: usize>(mut parts: &[&[u8]]) -> [u8; N] {
-    let mut out = [0u8; N];
-    let mut free: &mut [u8] = &mut out;
-    while let [p, rest @ ..] = parts {
-        let mut bytes: &[u8] = p;
-        while let [b, more @ ..] = bytes {
-            if let [slot, tail @ ..] = free {
-                *slot = *b;
-                free = tail;
-            }
-            bytes = more;
-        }
-        parts = rest;
-    }
-    out
-}
 
 /// What a 2026-07-28 request's `_meta` adds: the version (also in `MCP-Protocol-Version`),
 /// the capabilities declared and, on a call, the lowest level of log messages asked for
