@@ -272,7 +272,13 @@ impl<'p, 's, const N: usize> Net for EdgeNet<'p, 's, N> {
         let Ok((mut side, _)) = self.connect_tcp(ep, true, false).await else {
             return;
         };
-        verifi_mcp_core::drive::post_answer(&mut side, answer).await;
+        // `post_answer` without its flush: the read waits for the server's reply, which comes
+        // only after the request went out (one await point less in the call's future).
+        use embedded_io_async::{Read, Write};
+        if side.write_all(answer).await.is_ok() {
+            let mut status = [0u8; 64];
+            let _ = side.read(&mut status).await;
+        }
     }
 }
 
