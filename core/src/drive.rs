@@ -97,6 +97,12 @@ pub trait Net {
     async fn listen(&self, target: Target) {
         let _ = target;
     }
+    /// False when [`listen`](Self::listen) does nothing (the default's): the driver then
+    /// skips the wait for it, whose await point would otherwise stay in every call's future.
+    /// The default (true) has the driver await `listen`, as an adapter that overrides it needs.
+    fn listens(&self) -> bool {
+        true
+    }
     /// Answers a request the server sent on a call's stream ([`Action::Respond`]): POSTs
     /// `answer` (a whole HTTP request) to `ep` beside the call's own connection, best effort;
     /// the driver races it against about a second. The connection is the adapter's to open
@@ -462,6 +468,9 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
                 }
                 #[cfg(feature = "era-2025")]
                 Action::Listen { target } => {
+                    if !self.net.listens() {
+                        continue;
+                    }
                     let _ = select(self.net.listen(target), self.net.sleep_until(at)).await;
                     continue;
                 }

@@ -267,6 +267,11 @@ impl<'p, 's, const N: usize> Net for EdgeNet<'p, 's, N> {
         Timer::at(Instant::from_millis(at))
     }
 
+    // No GET stream beside the calls (the default `listen`, which does nothing).
+    fn listens(&self) -> bool {
+        false
+    }
+
     async fn respond(&self, ep: &Endpoint<'_>, answer: &[u8]) {
         // A socket of the pool's, fresh, beside the call's own.
         let Ok((mut side, _)) = self.connect_tcp(ep, true, false).await else {
