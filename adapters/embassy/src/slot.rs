@@ -327,6 +327,8 @@ pub struct ExecResult<'b> {
 }
 
 impl<'b> ExecResult<'b> {
+    // Not inlined: out of the exec future's poll (minimal -60 B).
+    #[inline(never)]
     fn of(call: ToolResult<'b>) -> Self {
         let o = exec::exec_outcome(call.ok(), call.text, call.error());
         ExecResult {
