@@ -343,6 +343,30 @@ impl Timeline for Unmetered {
     fn emit(&mut self, _: &TimelineEvent<'_>) {}
 }
 
+/// How [`Driver::tool_call`] treats a task the call becomes: a [`Tasking`] picked at run
+/// time, or [`Waits`], which is [`Tasking::Wait`] known at build time.
+pub trait CallMode<'t>: Copy {
+    /// The tasking itself.
+    fn tasking(self) -> Tasking<'t>;
+}
+
+impl<'t> CallMode<'t> for Tasking<'t> {
+    fn tasking(self) -> Tasking<'t> {
+        self
+    }
+}
+
+/// [`Tasking::Wait`] as a type: a constant in the call's future, not a value it stores and
+/// branches on, so the future has no code for building a detached or an attached op.
+#[derive(Debug, Clone, Copy)]
+pub struct Waits;
+
+impl<'t> CallMode<'t> for Waits {
+    fn tasking(self) -> Tasking<'t> {
+        Tasking::Wait
+    }
+}
+
 impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> {
     /// One transition of `op` with the slot's state in hand: its action, and the slot's
     /// change counter read in the same hold, so a change after it is seen by a wait. Wakes the
@@ -555,7 +579,7 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
         timeline: &mut impl Timeline,
         bufs: &'b mut CallBuffers<'_, B>,
     ) -> ToolResult<'b> {
-        let how = (Tasking::Wait, secrets);
+        let how = (Waits, secrets);
         self.tool_call((tool, args), how, (ledger, timeline), bufs)
             .await
             .0
@@ -603,22 +627,32 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
     }
 
     /// The one body of [`call`](Self::call), [`start_task`](Self::start_task) and
-    /// [`attach_task`](Self::attach_task), for a caller that picks among them at run time:
-    /// the result, and the running task a [`Tasking::Detach`] call became (its server and id;
-    /// the result is then an empty answer). `args` are not sent with [`Tasking::Attach`].
-    pub async fn tool_call<'b, B: Buf, Sec: AsRef<[u8]>, L: Ledger, T: Timeline>(
+    /// [`attach_task`](Self::attach_task), for a caller that picks among them at run time
+    /// (a [`Tasking`]) or at build time ([`Waits`], as `call` does: then the future has no
+    /// code for the other cases): the result, and the running task a [`Tasking::Detach`]
+    /// call became (its server and id; the result is then an empty answer). `args` are not
+    /// sent with [`Tasking::Attach`].
+    pub async fn tool_call<
+        'b,
+        't,
+        M: CallMode<'t>,
+        B: Buf,
+        Sec: AsRef<[u8]>,
+        L: Ledger,
+        T: Timeline,
+    >(
         self,
         (tool, args): (&str, Option<Value<'_>>),
-        (tasking, secrets): (Tasking<'_>, &[Sec]),
+        (mode, secrets): (M, &[Sec]),
         sinks: (&mut L, &mut T),
         bufs: &'b mut CallBuffers<'_, B>,
     ) -> (
         ToolResult<'b>,
         Option<(Target, heapless::String<MAX_TASK_ID>)>,
     ) {
-        let mut meter = Metering::call(self.cfg, tool, &tasking, sinks, self.net.now());
+        let mut meter = Metering::call(self.cfg, tool, &mode.tasking(), sinks, self.net.now());
         let settled = {
-            let mut op = Op::tool_call(self.cfg, bufs, secrets, (tool, args), tasking);
+            let mut op = Op::tool_call(self.cfg, bufs, secrets, (tool, args), mode.tasking());
             self.metered(&mut op, &mut meter).await;
             settle(&mut meter, &mut op)
         };
