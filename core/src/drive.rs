@@ -399,106 +399,109 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
         Sec: AsRef<[u8]>,
         F: FnMut(Option<(Value<'_>, &[u8])>),
     {
-        loop {
+        'pump: loop {
             let now = self.net.now();
             let Some((action, generation)) = self.step(op, now) else {
                 return Action::Done;
             };
             let at = op.timeout();
-            let io = match action {
-                Action::Connect { target, fresh } => {
-                    *conn = None;
-                    let Some(ep) = self.cfg.endpoint(target) else {
-                        let e = ConnectError::new(ConnectErrorKind::Unreachable, "no such server");
-                        feed(op, Io::ConnectFailed(e), now);
-                        continue;
-                    };
-                    match select(self.net.connect(ep, fresh), self.net.sleep_until(at)).await {
-                        Either::First(Ok((c, reused))) => {
-                            *conn = Some(c);
-                            Io::Connected(reused)
+            // Every outcome goes to the op through one call of `feed` (the waits' and the
+            // ones without a connection alike).
+            let io = 'io: {
+                match action {
+                    Action::Connect { target, fresh } => {
+                        *conn = None;
+                        let Some(ep) = self.cfg.endpoint(target) else {
+                            let e =
+                                ConnectError::new(ConnectErrorKind::Unreachable, "no such server");
+                            break 'io Io::ConnectFailed(e);
+                        };
+                        match select(self.net.connect(ep, fresh), self.net.sleep_until(at)).await {
+                            Either::First(Ok((c, reused))) => {
+                                *conn = Some(c);
+                                Io::Connected(reused)
+                            }
+                            Either::First(Err(e)) => Io::ConnectFailed(e),
+                            Either::Second(()) => Io::TimedOut,
                         }
-                        Either::First(Err(e)) => Io::ConnectFailed(e),
-                        Either::Second(()) => Io::TimedOut,
                     }
-                }
-                Action::Transmit => {
-                    let Some(c) = conn.as_mut() else {
-                        feed(op, Io::Sent(false), now);
-                        continue;
-                    };
-                    let bytes = op.transmit();
-                    let send = async {
-                        c.write_all(bytes).await?;
-                        c.flush().await
-                    };
-                    match select(send, self.net.sleep_until(at)).await {
-                        Either::First(sent) => Io::Sent(sent.is_ok()),
-                        Either::Second(()) => Io::TimedOut,
+                    Action::Transmit => {
+                        let Some(c) = conn.as_mut() else {
+                            break 'io Io::Sent(false);
+                        };
+                        let bytes = op.transmit();
+                        let send = async {
+                            c.write_all(bytes).await?;
+                            c.flush().await
+                        };
+                        match select(send, self.net.sleep_until(at)).await {
+                            Either::First(sent) => Io::Sent(sent.is_ok()),
+                            Either::Second(()) => Io::TimedOut,
+                        }
                     }
-                }
-                Action::Receive => {
-                    if self.net.parks_tails() && op.reading_tail() {
-                        op.leave_tail();
-                        continue;
+                    Action::Receive => {
+                        if self.net.parks_tails() && op.reading_tail() {
+                            op.leave_tail();
+                            continue 'pump;
+                        }
+                        let Some(c) = conn.as_mut() else {
+                            break 'io Io::ReadFailed;
+                        };
+                        match select(c.read(op.read_buf()), self.net.sleep_until(at)).await {
+                            Either::First(Ok(n)) => Io::Read(n),
+                            Either::First(Err(_)) => Io::ReadFailed,
+                            Either::Second(()) => Io::TimedOut,
+                        }
                     }
-                    let Some(c) = conn.as_mut() else {
-                        feed(op, Io::ReadFailed, now);
-                        continue;
-                    };
-                    match select(c.read(op.read_buf()), self.net.sleep_until(at)).await {
-                        Either::First(Ok(n)) => Io::Read(n),
-                        Either::First(Err(_)) => Io::ReadFailed,
-                        Either::Second(()) => Io::TimedOut,
+                    Action::Recycle => {
+                        if let (Some(c), Some(ep)) = (conn.take(), self.cfg.endpoint(op.target())) {
+                            self.net.recycle(ep, c);
+                        }
+                        continue 'pump;
                     }
-                }
-                Action::Recycle => {
-                    if let (Some(c), Some(ep)) = (conn.take(), self.cfg.endpoint(op.target())) {
-                        self.net.recycle(ep, c);
+                    Action::Close => {
+                        *conn = None;
+                        continue 'pump;
                     }
-                    continue;
-                }
-                Action::Close => {
-                    *conn = None;
-                    continue;
-                }
-                Action::Park => {
-                    if let (Some(c), Some(ep), Some(tail)) =
-                        (conn.take(), self.cfg.endpoint(op.target()), op.take_tail())
-                    {
-                        self.net.park(ep, c, tail);
+                    Action::Park => {
+                        if let (Some(c), Some(ep), Some(tail)) =
+                            (conn.take(), self.cfg.endpoint(op.target()), op.take_tail())
+                        {
+                            self.net.park(ep, c, tail);
+                        }
+                        continue 'pump;
                     }
-                    continue;
-                }
-                Action::Sleep { slot } => {
-                    // One await point for both sleeps: without `slot`, no change ends it.
-                    let _ = select(self.changed(slot, generation), self.net.sleep_until(at)).await;
-                    continue;
-                }
-                // Only an old-era stream's requests are answered, and only the old era has a
-                // GET stream (feature `era-2025`). `#[cfg]`, not `cfg!`: an await point stays
-                // in the future's code even when its branch is never taken.
-                #[cfg(not(feature = "era-2025"))]
-                Action::Respond { .. } | Action::Listen { .. } => continue,
-                #[cfg(feature = "era-2025")]
-                Action::Respond { target } => {
-                    // On the side, best effort: the call's own connection stays as it is.
-                    if let Some(ep) = self.cfg.endpoint(target) {
-                        let until = self.net.now().saturating_add(ANSWER_MS).min(at);
-                        let answer = self.net.respond(ep, op.transmit());
-                        let _ = select(answer, self.net.sleep_until(until)).await;
+                    Action::Sleep { slot } => {
+                        // One await point for both sleeps: without `slot`, no change ends it.
+                        let _ =
+                            select(self.changed(slot, generation), self.net.sleep_until(at)).await;
+                        continue 'pump;
                     }
-                    continue;
-                }
-                #[cfg(feature = "era-2025")]
-                Action::Listen { target } => {
-                    if !self.net.listens() {
-                        continue;
+                    // Only an old-era stream's requests are answered, and only the old era has a
+                    // GET stream (feature `era-2025`). `#[cfg]`, not `cfg!`: an await point stays
+                    // in the future's code even when its branch is never taken.
+                    #[cfg(not(feature = "era-2025"))]
+                    Action::Respond { .. } | Action::Listen { .. } => continue 'pump,
+                    #[cfg(feature = "era-2025")]
+                    Action::Respond { target } => {
+                        // On the side, best effort: the call's own connection stays as it is.
+                        if let Some(ep) = self.cfg.endpoint(target) {
+                            let until = self.net.now().saturating_add(ANSWER_MS).min(at);
+                            let answer = self.net.respond(ep, op.transmit());
+                            let _ = select(answer, self.net.sleep_until(until)).await;
+                        }
+                        continue 'pump;
                     }
-                    let _ = select(self.net.listen(target), self.net.sleep_until(at)).await;
-                    continue;
+                    #[cfg(feature = "era-2025")]
+                    Action::Listen { target } => {
+                        if !self.net.listens() {
+                            continue 'pump;
+                        }
+                        let _ = select(self.net.listen(target), self.net.sleep_until(at)).await;
+                        continue 'pump;
+                    }
+                    Action::Report | Action::Done | Action::TaskStarted => return action,
                 }
-                Action::Report | Action::Done | Action::TaskStarted => return action,
             };
             feed(op, io, self.net.now());
         }
