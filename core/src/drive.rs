@@ -97,6 +97,12 @@ pub trait Net {
     async fn listen(&self, target: Target) {
         let _ = target;
     }
+    /// False when [`listen`](Self::listen) does nothing (the default's): the driver then
+    /// skips the wait for it, whose await point would otherwise stay in every call's future.
+    /// The default (true) has the driver await `listen`, as an adapter that overrides it needs.
+    fn listens(&self) -> bool {
+        true
+    }
     /// Answers a request the server sent on a call's stream ([`Action::Respond`]): POSTs
     /// `answer` (a whole HTTP request) to `ep` beside the call's own connection, best effort;
     /// the driver races it against about a second. The connection is the adapter's to open
@@ -256,19 +262,6 @@ where
     action == Action::Done
 }
 
-/// [`Metering::settle`] out of the pump's future: one call, not inlined.
-#[inline(never)]
-fn settle<B, Sec, F, L, T>(meter: &mut Metering<'_, L, T>, op: &mut Op<'_, B, Sec, F>) -> Settled
-where
-    B: Buf,
-    Sec: AsRef<[u8]>,
-    F: FnMut(Option<(Value<'_>, &[u8])>),
-    L: Ledger,
-    T: Timeline,
-{
-    meter.settle(op)
-}
-
 /// What an action's I/O came to, handed to the op in one place ([`feed`]).
 #[cfg_attr(not(feature = "std"), repr(u32))]
 enum Io {
@@ -337,6 +330,30 @@ impl Timeline for Unmetered {
     fn emit(&mut self, _: &TimelineEvent<'_>) {}
 }
 
+/// How [`Driver::tool_call`] treats a task the call becomes: a [`Tasking`] picked at run
+/// time, or [`Waits`], which is [`Tasking::Wait`] known at build time.
+pub trait CallMode<'t>: Copy {
+    /// The tasking itself.
+    fn tasking(self) -> Tasking<'t>;
+}
+
+impl<'t> CallMode<'t> for Tasking<'t> {
+    fn tasking(self) -> Tasking<'t> {
+        self
+    }
+}
+
+/// [`Tasking::Wait`] as a type: a constant in the call's future, not a value it stores and
+/// branches on, so the future has no code for building a detached or an attached op.
+#[derive(Debug, Clone, Copy)]
+pub struct Waits;
+
+impl<'t> CallMode<'t> for Waits {
+    fn tasking(self) -> Tasking<'t> {
+        Tasking::Wait
+    }
+}
+
 impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> {
     /// One transition of `op` with the slot's state in hand: its action, and the slot's
     /// change counter read in the same hold, so a change after it is seen by a wait. Wakes the
@@ -369,103 +386,109 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
         Sec: AsRef<[u8]>,
         F: FnMut(Option<(Value<'_>, &[u8])>),
     {
-        loop {
+        'pump: loop {
             let now = self.net.now();
             let Some((action, generation)) = self.step(op, now) else {
                 return Action::Done;
             };
             let at = op.timeout();
-            let io = match action {
-                Action::Connect { target, fresh } => {
-                    *conn = None;
-                    let Some(ep) = self.cfg.endpoint(target) else {
-                        let e = ConnectError::new(ConnectErrorKind::Unreachable, "no such server");
-                        feed(op, Io::ConnectFailed(e), now);
-                        continue;
-                    };
-                    match select(self.net.connect(ep, fresh), self.net.sleep_until(at)).await {
-                        Either::First(Ok((c, reused))) => {
-                            *conn = Some(c);
-                            Io::Connected(reused)
+            // Every outcome goes to the op through one call of `feed` (the waits' and the
+            // ones without a connection alike).
+            let io = 'io: {
+                match action {
+                    Action::Connect { target, fresh } => {
+                        *conn = None;
+                        let Some(ep) = self.cfg.endpoint(target) else {
+                            let e =
+                                ConnectError::new(ConnectErrorKind::Unreachable, "no such server");
+                            break 'io Io::ConnectFailed(e);
+                        };
+                        match select(self.net.connect(ep, fresh), self.net.sleep_until(at)).await {
+                            Either::First(Ok((c, reused))) => {
+                                *conn = Some(c);
+                                Io::Connected(reused)
+                            }
+                            Either::First(Err(e)) => Io::ConnectFailed(e),
+                            Either::Second(()) => Io::TimedOut,
                         }
-                        Either::First(Err(e)) => Io::ConnectFailed(e),
-                        Either::Second(()) => Io::TimedOut,
                     }
-                }
-                Action::Transmit => {
-                    let Some(c) = conn.as_mut() else {
-                        feed(op, Io::Sent(false), now);
-                        continue;
-                    };
-                    let bytes = op.transmit();
-                    let send = async {
-                        c.write_all(bytes).await?;
-                        c.flush().await
-                    };
-                    match select(send, self.net.sleep_until(at)).await {
-                        Either::First(sent) => Io::Sent(sent.is_ok()),
-                        Either::Second(()) => Io::TimedOut,
+                    Action::Transmit => {
+                        let Some(c) = conn.as_mut() else {
+                            break 'io Io::Sent(false);
+                        };
+                        let bytes = op.transmit();
+                        let send = async {
+                            c.write_all(bytes).await?;
+                            c.flush().await
+                        };
+                        match select(send, self.net.sleep_until(at)).await {
+                            Either::First(sent) => Io::Sent(sent.is_ok()),
+                            Either::Second(()) => Io::TimedOut,
+                        }
                     }
-                }
-                Action::Receive => {
-                    if self.net.parks_tails() && op.reading_tail() {
-                        op.leave_tail();
-                        continue;
+                    Action::Receive => {
+                        if self.net.parks_tails() && op.reading_tail() {
+                            op.leave_tail();
+                            continue 'pump;
+                        }
+                        let Some(c) = conn.as_mut() else {
+                            break 'io Io::ReadFailed;
+                        };
+                        match select(c.read(op.read_buf()), self.net.sleep_until(at)).await {
+                            Either::First(Ok(n)) => Io::Read(n),
+                            Either::First(Err(_)) => Io::ReadFailed,
+                            Either::Second(()) => Io::TimedOut,
+                        }
                     }
-                    let Some(c) = conn.as_mut() else {
-                        feed(op, Io::ReadFailed, now);
-                        continue;
-                    };
-                    match select(c.read(op.read_buf()), self.net.sleep_until(at)).await {
-                        Either::First(Ok(n)) => Io::Read(n),
-                        Either::First(Err(_)) => Io::ReadFailed,
-                        Either::Second(()) => Io::TimedOut,
+                    Action::Recycle => {
+                        if let (Some(c), Some(ep)) = (conn.take(), self.cfg.endpoint(op.target())) {
+                            self.net.recycle(ep, c);
+                        }
+                        continue 'pump;
                     }
-                }
-                Action::Recycle => {
-                    if let (Some(c), Some(ep)) = (conn.take(), self.cfg.endpoint(op.target())) {
-                        self.net.recycle(ep, c);
+                    Action::Close => {
+                        *conn = None;
+                        continue 'pump;
                     }
-                    continue;
-                }
-                Action::Close => {
-                    *conn = None;
-                    continue;
-                }
-                Action::Park => {
-                    if let (Some(c), Some(ep), Some(tail)) =
-                        (conn.take(), self.cfg.endpoint(op.target()), op.take_tail())
-                    {
-                        self.net.park(ep, c, tail);
+                    Action::Park => {
+                        if let (Some(c), Some(ep), Some(tail)) =
+                            (conn.take(), self.cfg.endpoint(op.target()), op.take_tail())
+                        {
+                            self.net.park(ep, c, tail);
+                        }
+                        continue 'pump;
                     }
-                    continue;
-                }
-                Action::Sleep { slot } => {
-                    // One await point for both sleeps: without `slot`, no change ends it.
-                    let _ = select(self.changed(slot, generation), self.net.sleep_until(at)).await;
-                    continue;
-                }
-                // Only an old-era stream's requests are answered, and only the old era has a
-                // GET stream (feature `era-2025`). `#[cfg]`, not `cfg!`: an await point stays
-                // in the future's code even when its branch is never taken.
-                #[cfg(not(feature = "era-2025"))]
-                Action::Respond { .. } | Action::Listen { .. } => continue,
-                #[cfg(feature = "era-2025")]
-                Action::Respond { target } => {
-                    // On the side, best effort: the call's own connection stays as it is.
-                    if let Some(ep) = self.cfg.endpoint(target) {
-                        let until = self.net.now().saturating_add(ANSWER_MS).min(at);
-                        let answer = self.net.respond(ep, op.transmit());
-                        let _ = select(answer, self.net.sleep_until(until)).await;
+                    Action::Sleep { slot } => {
+                        // One await point for both sleeps: without `slot`, no change ends it.
+                        let _ =
+                            select(self.changed(slot, generation), self.net.sleep_until(at)).await;
+                        continue 'pump;
                     }
-                    continue;
+                    // Only an old-era stream's requests are answered, and only the old era has a
+                    // GET stream (feature `era-2025`). `#[cfg]`, not `cfg!`: an await point stays
+                    // in the future's code even when its branch is never taken.
+                    #[cfg(not(feature = "era-2025"))]
+                    Action::Respond { .. } | Action::Listen { .. } => continue 'pump,
+                    #[cfg(feature = "era-2025")]
+                    Action::Respond { target } => {
+                        // On the side, best effort: the call's own connection stays as it is.
+                        if let Some(ep) = self.cfg.endpoint(target) {
+                            let until = self.net.now().saturating_add(ANSWER_MS).min(at);
+                            let answer = self.net.respond(ep, op.transmit());
+                            let _ = select(answer, self.net.sleep_until(until)).await;
+                        }
+                        continue 'pump;
+                    }
+                    #[cfg(feature = "era-2025")]
+                    Action::Listen { target } => {
+                        if !self.net.listens() {
+                            continue 'pump;
+                        }
+                        let _ = select(self.net.listen(target), self.net.sleep_until(at)).await;
+                        continue 'pump;
+                    }
+                    Action::Report | Action::Done | Action::TaskStarted => return action,
                 }
-                #[cfg(feature = "era-2025")]
-                Action::Listen { target } => {
-                    let _ = select(self.net.listen(target), self.net.sleep_until(at)).await;
-                    continue;
-                }
-                Action::Report | Action::Done | Action::TaskStarted => return action,
             };
             feed(op, io, self.net.now());
         }
@@ -546,7 +569,7 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
         timeline: &mut impl Timeline,
         bufs: &'b mut CallBuffers<'_, B>,
     ) -> ToolResult<'b> {
-        let how = (Tasking::Wait, secrets);
+        let how = (Waits, secrets);
         self.tool_call((tool, args), how, (ledger, timeline), bufs)
             .await
             .0
@@ -594,24 +617,35 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
     }
 
     /// The one body of [`call`](Self::call), [`start_task`](Self::start_task) and
-    /// [`attach_task`](Self::attach_task), for a caller that picks among them at run time:
-    /// the result, and the running task a [`Tasking::Detach`] call became (its server and id;
-    /// the result is then an empty answer). `args` are not sent with [`Tasking::Attach`].
-    pub async fn tool_call<'b, B: Buf, Sec: AsRef<[u8]>, L: Ledger, T: Timeline>(
+    /// [`attach_task`](Self::attach_task), for a caller that picks among them at run time
+    /// (a [`Tasking`]) or at build time ([`Waits`], as `call` does: then the future has no
+    /// code for the other cases): the result, and the running task a [`Tasking::Detach`]
+    /// call became (its server and id; the result is then an empty answer). `args` are not
+    /// sent with [`Tasking::Attach`].
+    pub async fn tool_call<
+        'b,
+        't,
+        M: CallMode<'t>,
+        B: Buf,
+        Sec: AsRef<[u8]>,
+        L: Ledger,
+        T: Timeline,
+    >(
         self,
         (tool, args): (&str, Option<Value<'_>>),
-        (tasking, secrets): (Tasking<'_>, &[Sec]),
+        (mode, secrets): (M, &[Sec]),
         sinks: (&mut L, &mut T),
         bufs: &'b mut CallBuffers<'_, B>,
     ) -> (
         ToolResult<'b>,
         Option<(Target, heapless::String<MAX_TASK_ID>)>,
     ) {
-        let mut meter = Metering::call(self.cfg, tool, &tasking, sinks, self.net.now());
+        let mut meter = Metering::call(self.cfg, tool, &mode.tasking(), sinks, self.net.now());
         let settled = {
-            let mut op = Op::tool_call(self.cfg, bufs, secrets, (tool, args), tasking);
+            let mut op = Op::tool_call(self.cfg, bufs, secrets, (tool, args), mode.tasking());
             self.metered(&mut op, &mut meter).await;
-            settle(&mut meter, &mut op)
+            // Inlined: an out-of-line copy of it cost more (full 40 B, minimal 8 B).
+            meter.settle(&mut op)
         };
         let out = self.conclude(&mut meter, &settled, secrets, bufs);
         // Settled, so nothing is open: its drop would do nothing. Forgotten (it holds only

@@ -267,12 +267,23 @@ impl<'p, 's, const N: usize> Net for EdgeNet<'p, 's, N> {
         Timer::at(Instant::from_millis(at))
     }
 
+    // No GET stream beside the calls (the default `listen`, which does nothing).
+    fn listens(&self) -> bool {
+        false
+    }
+
     async fn respond(&self, ep: &Endpoint<'_>, answer: &[u8]) {
         // A socket of the pool's, fresh, beside the call's own.
         let Ok((mut side, _)) = self.connect_tcp(ep, true, false).await else {
             return;
         };
-        verifi_mcp_core::drive::post_answer(&mut side, answer).await;
+        // `post_answer` without its flush: the read waits for the server's reply, which comes
+        // only after the request went out (one await point less in the call's future).
+        use embedded_io_async::{Read, Write};
+        if side.write_all(answer).await.is_ok() {
+            let mut status = [0u8; 64];
+            let _ = side.read(&mut status).await;
+        }
     }
 }
 

@@ -17,7 +17,6 @@ use verifi_mcp_core::harness::events::{Timeline, TimelineEvent};
 use verifi_mcp_core::harness::exec;
 use verifi_mcp_core::harness::meter::{Ledger, LedgerRecord};
 use verifi_mcp_core::harness::result::ToolResult;
-use verifi_mcp_core::machine::Tasking;
 use verifi_mcp_core::wire::json::{JsonLimits, Value};
 
 use crate::shared::CellShared;
@@ -153,7 +152,7 @@ impl<'a> EdgeSlot<'a> {
             .driver(net)
             .tool_call(
                 (tool, args),
-                (Tasking::Wait, &self.secrets[..]),
+                (drive::Waits, &self.secrets[..]),
                 (&mut ledger, &mut timeline),
                 bufs,
             )
@@ -203,7 +202,7 @@ impl<'a> EdgeSlot<'a> {
                 self.driver(net)
                     .tool_call(
                         (exec::RUN_COMMAND, Some(value)),
-                        (Tasking::Wait, &self.secrets[..]),
+                        (drive::Waits, &self.secrets[..]),
                         (&mut ledger, &mut timeline),
                         bufs,
                     )
@@ -327,6 +326,8 @@ pub struct ExecResult<'b> {
 }
 
 impl<'b> ExecResult<'b> {
+    // Not inlined: out of the exec future's poll (minimal -60 B).
+    #[inline(never)]
     fn of(call: ToolResult<'b>) -> Self {
         let o = exec::exec_outcome(call.ok(), call.text, call.error());
         ExecResult {

@@ -317,6 +317,11 @@ impl<'e, 'p: 't, 's: 't, 't, R: CryptoRngCore, const N: usize, const K: usize> N
         self.net.sleep_until(at).await
     }
 
+    // No GET stream beside the calls (the default `listen`, which does nothing).
+    fn listens(&self) -> bool {
+        false
+    }
+
     async fn respond(&self, ep: &Endpoint<'_>, answer: &[u8]) {
         let Ok((mut side, _)) = self.connect(ep, true).await else {
             return;

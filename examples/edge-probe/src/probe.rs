@@ -133,6 +133,15 @@ pub async fn run(
         );
         if cfg.count.is_some_and(|n| done >= n) {
             let mut bufs = call.buffers();
+            // With the old era, closing runs an op (a DELETE per session): its poll apart
+            // too (full -184 B). Without it, closing is no more than forgetting the sessions.
+            // Run to its end like the exec, so never dropped either.
+            #[cfg(feature = "full")]
+            Apart(core::pin::pin!(core::mem::ManuallyDrop::new(
+                slot.close(&net, &mut bufs)
+            )))
+            .await;
+            #[cfg(not(feature = "full"))]
             slot.close(&net, &mut bufs).await;
             return Ok(good);
         }
