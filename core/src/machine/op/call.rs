@@ -420,64 +420,58 @@ where
             (_, None) => Then::Fail,
             (_, Some(_)) => Then::Ended,
         };
+        // The ends that keep the call in flight; every other one clears it first.
         match then {
             Then::Resume(at) => {
                 self.resumes += 1;
-                self.stage = Stage::ResumeWait { at };
+                return self.stage = Stage::ResumeWait { at };
             }
-            Then::CancelAfter => self.cancel_after(now),
-            Then::Forget => {
-                self.failure = None;
-                self.clear_in_flight();
-                self.forget_session(slot);
-            }
-            Then::RetryAt(at) => {
-                self.failure = None;
-                self.clear_in_flight();
-                self.attempt.retried_later = true;
-                self.stage = Stage::RetryWait { at };
-            }
-            Then::Fail | Then::Ended => {
-                self.clear_in_flight();
-                self.stage = Stage::AttemptEnded;
-            }
-            Then::NextPage => self.stage = Stage::Ready,
-            Then::Poll if self.tasking == TaskMode::Detach => {
-                self.clear_in_flight();
-                self.stage = Stage::AttemptEnded;
-            }
-            Then::Poll => {
+            Then::CancelAfter => return self.cancel_after(now),
+            Then::NextPage => return self.stage = Stage::Ready,
+            Then::Poll if self.tasking != TaskMode::Detach => {
                 if let (Some(w), Some(id)) = (self.cfg.in_flight, self.task_id()) {
                     w.set_task(self.target, id);
                 }
                 self.task_news = true;
                 self.reset_task_polling();
-                self.stage = Stage::TaskWait { at: now };
+                return self.stage = Stage::TaskWait { at: now };
+            }
+            _ => {}
+        }
+        self.clear_in_flight();
+        // The ends that go on drop the failure; a failure to end with stays.
+        if matches!(
+            then,
+            Then::Forget | Then::RetryAt(_) | Then::Resend | Then::Relist
+        ) {
+            self.failure = None;
+        }
+        match then {
+            Then::Forget => self.forget_session(slot),
+            Then::RetryAt(at) => {
+                self.attempt.retried_later = true;
+                self.stage = Stage::RetryWait { at };
             }
             Then::Resend => {
-                self.failure = None;
-                self.clear_in_flight();
                 self.resent = true;
                 self.start_main(slot, now);
             }
             Then::Again if self.input_rounds >= MAX_INPUT_ROUNDS => {
-                self.clear_in_flight();
                 self.fail(Failure::InputRequired(truncated(
                     "more rounds of input than a call answers (8)",
                 )));
             }
             Then::Again => {
-                self.clear_in_flight();
                 self.input_rounds += 1;
                 self.start_main(slot, now);
             }
             Then::Relist => {
-                self.failure = None;
-                self.clear_in_flight();
                 self.relisted = true;
                 slot.forget_annotations(self.target);
                 self.stage = Stage::Ready;
             }
+            // (A detached call's task, a failure or an answer.)
+            _ => self.stage = Stage::AttemptEnded,
         }
     }
 
