@@ -494,20 +494,23 @@ where
         if !refused {
             return None;
         }
-        let (retry, failure) = match era::version_to_retry(body) {
+        // (Each failure is made where it is kept: it is large.)
+        match era::version_to_retry(body) {
             Ok(version) if !self.version_retried => {
                 self.version_retried = true;
                 self.modern_version = version;
-                (true, None)
+                self.failure = None;
+                Some(true)
             }
-            Ok(_) => (
-                false,
-                Some(Failure::VersionRefused(era::supported_list(body))),
-            ),
-            Err(theirs) => (false, Some(Failure::VersionRefused(theirs))),
-        };
-        self.failure = failure;
-        Some(retry)
+            Ok(_) => {
+                self.failure = Some(Failure::VersionRefused(era::supported_list(body)));
+                Some(false)
+            }
+            Err(theirs) => {
+                self.failure = Some(Failure::VersionRefused(theirs));
+                Some(false)
+            }
+        }
     }
 
     /// Hands an error status's body to the request's handler when it is a JSON-RPC error
