@@ -53,13 +53,7 @@ where
                 if ok.is_none() {
                     return self.handshake_failed(slot, attempt);
                 }
-                if let (Some(session), Some(snap)) =
-                    (slot.session_mut(self.target), self.snap.as_ref())
-                {
-                    session.handshake_succeeded(attempt, snap.id(), snap.version);
-                }
-                slot.changed = true;
-                self.start_main(slot, now);
+                self.handshake_done(slot, attempt, now);
             }
             Purpose::Main | Purpose::Resume => self.main_done(slot, now, ok),
             Purpose::Cancel => {

@@ -1124,15 +1124,22 @@ where
     /// The server speaks the 2026-07-28 era: no handshake, no session.
     #[cfg_attr(not(feature = "probe"), inline(always))]
     fn modern_ready(&mut self, slot: &mut SlotState, attempt: u32, now: Millis) {
-        let snap = Snapshot {
+        self.snap = Some(Snapshot {
             session_id: None,
             version: ProtocolVersion::V2026_07_28,
-        };
-        if let Some(session) = slot.session_mut(self.target) {
-            session.handshake_succeeded(attempt, None, snap.version);
+        });
+        self.handshake_done(slot, attempt, now);
+    }
+
+    /// The handshake `attempt` is done with the op's snapshot: the session is ready for its
+    /// waiters, and the request goes (one copy for both eras; one caller without the 2025
+    /// era, inlined there).
+    #[cfg_attr(not(feature = "era-2025"), inline(always))]
+    fn handshake_done(&mut self, slot: &mut SlotState, attempt: u32, now: Millis) {
+        if let (Some(session), Some(snap)) = (slot.session_mut(self.target), self.snap.as_ref()) {
+            session.handshake_succeeded(attempt, snap.id(), snap.version);
         }
         slot.changed = true;
-        self.snap = Some(snap);
         self.start_main(slot, now);
     }
 
