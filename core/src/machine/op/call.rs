@@ -26,10 +26,7 @@ where
             });
         }
         match purpose {
-            Purpose::Probe { attempt } => {
-                let result = self.trip_result(ok);
-                self.probe_done(slot, now, attempt, result)
-            }
+            Purpose::Probe { attempt } => self.probe_done(slot, now, attempt, ok),
             Purpose::HeaderList => self.header_list_done(slot, now, ok),
             Purpose::TaskGet => self.task_polled(now, ok),
             Purpose::TaskUpdate => self.task_updated(now, ok),
@@ -38,33 +35,26 @@ where
                 self.courtesy = None;
                 self.stage = Stage::AttemptEnded;
             }
+            // A failed handshake's failure is kept where it lies (`Op::failure`): it is large.
             Purpose::Initialize { attempt } => {
-                let result = self.trip_result(ok);
-                let version = result.and_then(|_| match self.init.version.take() {
-                    Some(version) => version,
-                    None => Err(Failure::NoResponse),
-                });
-                match (version, self.snap.as_mut()) {
-                    (Ok(version), Some(snap)) => {
-                        snap.version = version;
-                        self.start_trip(Purpose::Initialized { attempt }, now);
+                if ok.is_some() {
+                    match (self.init.version.take(), self.snap.as_mut()) {
+                        (Some(Ok(version)), Some(snap)) => {
+                            snap.version = version;
+                            return self.start_trip(Purpose::Initialized { attempt }, now);
+                        }
+                        (Some(Err(f)), _) => self.failure = Some(f),
+                        _ => self.failure = Some(Failure::NoResponse),
                     }
-                    (Err(f), _) => self.handshake_failed(slot, attempt, f),
-                    (Ok(_), None) => self.handshake_failed(slot, attempt, Failure::NoResponse),
                 }
+                self.handshake_failed(slot, attempt)
             }
-            Purpose::Initialized { attempt } => match self.trip_result(ok) {
-                Ok(_) => {
-                    if let (Some(session), Some(snap)) =
-                        (slot.session_mut(self.target), self.snap.as_ref())
-                    {
-                        session.handshake_succeeded(attempt, snap.id(), snap.version);
-                    }
-                    slot.changed = true;
-                    self.start_main(slot, now);
+            Purpose::Initialized { attempt } => {
+                if ok.is_none() {
+                    return self.handshake_failed(slot, attempt);
                 }
-                Err(f) => self.handshake_failed(slot, attempt, f),
-            },
+                self.handshake_done(slot, attempt, now);
+            }
             Purpose::Main | Purpose::Resume => self.main_done(slot, now, ok),
             Purpose::Cancel => {
                 self.courtesy = None;
@@ -80,15 +70,6 @@ where
         }
     }
 
-    /// A failed trip's failure taken out of the op (`ok` as [`trip_done`](Self::trip_done)
-    /// has it), for the ends that look at it as a value.
-    fn trip_result(&mut self, ok: Option<bool>) -> Result<bool, Failure> {
-        match ok {
-            Some(done) => Ok(done),
-            None => Err(self.failure.take().unwrap_or(Failure::NoResponse)),
-        }
-    }
-
     /// The status code of a failed trip's failure, when it is an HTTP error status.
     fn failed_status(&self, ok: Option<bool>) -> Option<u16> {
         match (&self.failure, ok) {
@@ -100,25 +81,32 @@ where
     /// The probe's answer, judged exactly as the era's verdict table says
     /// ([`era::judge_probe`]): modern, old era (then `initialize` in the same attempt, its
     /// waiters still waiting), a re-probe at a common version, or no verdict (the call fails
-    /// naming the answer; nothing is kept).
+    /// naming the answer; nothing is kept). `ok` as [`trip_done`](Self::trip_done) has it; a
+    /// failed probe's failure is read where it lies (it is large).
     #[inline(never)]
     pub(super) fn probe_done(
         &mut self,
         slot: &mut SlotState,
         now: Millis,
         attempt: u32,
-        result: Result<bool, Failure>,
+        ok: Option<bool>,
     ) {
-        let verdict = match &result {
-            Ok(_) => match self.probe.modern {
+        let verdict = match (ok, &self.failure) {
+            (Some(_), _) => match self.probe.modern {
                 Some(true) => EraVerdict::Modern,
                 Some(false) => EraVerdict::Legacy,
                 None => EraVerdict::NoVerdict,
             },
             // An error status: its body (up to 512 bytes) is in the reply buffer.
-            Err(Failure::Status { code, .. }) => era::judge_probe(*code, Some(self.reply.bytes())),
-            Err(_) => EraVerdict::NoVerdict,
+            (None, Some(Failure::Status { code, .. })) => {
+                era::judge_probe(*code, Some(self.reply.bytes()))
+            }
+            (None, _) => EraVerdict::NoVerdict,
         };
+        // A failed probe that came to a verdict leaves no failure behind.
+        if ok.is_none() && !matches!(verdict, EraVerdict::NoVerdict) {
+            self.failure = None;
+        }
         match verdict {
             EraVerdict::Modern => {
                 slot.set_era(self.target, true);
@@ -135,16 +123,20 @@ where
             }
             EraVerdict::ReprobeAt(_) | EraVerdict::NoCommonVersion => {
                 slot.set_era(self.target, true);
-                let f = Failure::VersionRefused(era::supported_list(self.reply.bytes()));
-                self.handshake_failed(slot, attempt, f);
+                self.failure = Some(Failure::VersionRefused(era::supported_list(
+                    self.reply.bytes(),
+                )));
+                self.handshake_failed(slot, attempt);
             }
             EraVerdict::Legacy => {
                 slot.set_era(self.target, false);
                 self.start_initialize(slot, attempt, now);
             }
             EraVerdict::NoVerdict => {
-                let f = result.err().unwrap_or(Failure::EmptyReply);
-                self.handshake_failed(slot, attempt, f);
+                if ok.is_some() {
+                    self.failure = Some(Failure::EmptyReply);
+                }
+                self.handshake_failed(slot, attempt);
             }
         }
     }
@@ -178,12 +170,15 @@ where
         self.start_main(slot, now);
     }
 
-    pub(super) fn handshake_failed(&mut self, slot: &mut SlotState, attempt: u32, f: Failure) {
+    /// The handshake `attempt` failed with the op's failure (`NoResponse` when none is kept):
+    /// the attempt ends with it, and its waiters get a copy.
+    pub(super) fn handshake_failed(&mut self, slot: &mut SlotState, attempt: u32) {
+        let f = self.failure.get_or_insert(Failure::NoResponse);
         if let Some(session) = slot.session_mut(self.target) {
             session.handshake_failed(attempt, f.clone());
         }
         slot.changed = true;
-        self.fail(f);
+        self.stage = Stage::AttemptEnded;
     }
 
     /// The server answered 404 to a request in the op's session: forget that session so the
@@ -419,64 +414,58 @@ where
             (_, None) => Then::Fail,
             (_, Some(_)) => Then::Ended,
         };
+        // The ends that keep the call in flight; every other one clears it first.
         match then {
             Then::Resume(at) => {
                 self.resumes += 1;
-                self.stage = Stage::ResumeWait { at };
+                return self.stage = Stage::ResumeWait { at };
             }
-            Then::CancelAfter => self.cancel_after(now),
-            Then::Forget => {
-                self.failure = None;
-                self.clear_in_flight();
-                self.forget_session(slot);
-            }
-            Then::RetryAt(at) => {
-                self.failure = None;
-                self.clear_in_flight();
-                self.attempt.retried_later = true;
-                self.stage = Stage::RetryWait { at };
-            }
-            Then::Fail | Then::Ended => {
-                self.clear_in_flight();
-                self.stage = Stage::AttemptEnded;
-            }
-            Then::NextPage => self.stage = Stage::Ready,
-            Then::Poll if self.tasking == TaskMode::Detach => {
-                self.clear_in_flight();
-                self.stage = Stage::AttemptEnded;
-            }
-            Then::Poll => {
+            Then::CancelAfter => return self.cancel_after(now),
+            Then::NextPage => return self.stage = Stage::Ready,
+            Then::Poll if self.tasking != TaskMode::Detach => {
                 if let (Some(w), Some(id)) = (self.cfg.in_flight, self.task_id()) {
                     w.set_task(self.target, id);
                 }
                 self.task_news = true;
                 self.reset_task_polling();
-                self.stage = Stage::TaskWait { at: now };
+                return self.stage = Stage::TaskWait { at: now };
+            }
+            _ => {}
+        }
+        self.clear_in_flight();
+        // The ends that go on drop the failure; a failure to end with stays.
+        if matches!(
+            then,
+            Then::Forget | Then::RetryAt(_) | Then::Resend | Then::Relist
+        ) {
+            self.failure = None;
+        }
+        match then {
+            Then::Forget => self.forget_session(slot),
+            Then::RetryAt(at) => {
+                self.attempt.retried_later = true;
+                self.stage = Stage::RetryWait { at };
             }
             Then::Resend => {
-                self.failure = None;
-                self.clear_in_flight();
                 self.resent = true;
                 self.start_main(slot, now);
             }
             Then::Again if self.input_rounds >= MAX_INPUT_ROUNDS => {
-                self.clear_in_flight();
                 self.fail(Failure::InputRequired(truncated(
                     "more rounds of input than a call answers (8)",
                 )));
             }
             Then::Again => {
-                self.clear_in_flight();
                 self.input_rounds += 1;
                 self.start_main(slot, now);
             }
             Then::Relist => {
-                self.failure = None;
-                self.clear_in_flight();
                 self.relisted = true;
                 slot.forget_annotations(self.target);
                 self.stage = Stage::Ready;
             }
+            // (A detached call's task, a failure or an answer.)
+            _ => self.stage = Stage::AttemptEnded,
         }
     }
 
@@ -499,20 +488,23 @@ where
         if !refused {
             return None;
         }
-        let (retry, failure) = match era::version_to_retry(body) {
+        // (Each failure is made where it is kept: it is large.)
+        match era::version_to_retry(body) {
             Ok(version) if !self.version_retried => {
                 self.version_retried = true;
                 self.modern_version = version;
-                (true, None)
+                self.failure = None;
+                Some(true)
             }
-            Ok(_) => (
-                false,
-                Some(Failure::VersionRefused(era::supported_list(body))),
-            ),
-            Err(theirs) => (false, Some(Failure::VersionRefused(theirs))),
-        };
-        self.failure = failure;
-        Some(retry)
+            Ok(_) => {
+                self.failure = Some(Failure::VersionRefused(era::supported_list(body)));
+                Some(false)
+            }
+            Err(theirs) => {
+                self.failure = Some(Failure::VersionRefused(theirs));
+                Some(false)
+            }
+        }
     }
 
     /// Hands an error status's body to the request's handler when it is a JSON-RPC error

@@ -123,17 +123,21 @@ where
             if self.cfg.endpoint(target).is_none() {
                 continue;
             }
-            let snap = slot.session(target).and_then(|x| x.snapshot().cloned());
-            let dead = slot.failover.is_dead(target);
-            let Some(snap) = snap else { continue };
+            let Some(snap) = slot.session(target).and_then(|x| x.snapshot()) else {
+                continue;
+            };
+            // Copied straight to where the op keeps it (a snapshot is large), only when sent.
+            let send = snap.session_id.is_some() && !slot.failover.is_dead(target);
+            if send {
+                self.snap = Some(snap.clone());
+            }
             if let Some(session) = slot.session_mut(target) {
                 session.reset();
             }
-            if snap.session_id.is_none() || dead {
+            if !send {
                 continue;
             }
             self.target = target;
-            self.snap = Some(snap);
             self.start_trip(Purpose::Courtesy, now);
             return;
         }
@@ -151,13 +155,13 @@ where
         {
             None
         } else {
-            slot.session(self.target)
-                .and_then(|x| x.snapshot().cloned())
+            slot.session(self.target).and_then(|x| x.snapshot())
         };
         match snap {
-            // In the 2026 era the closed connection was the cancel.
+            // In the 2026 era the closed connection was the cancel. (Copied straight to where
+            // the op keeps it: a snapshot is large.)
             Some(snap) if !snap.version.is_modern() => {
-                self.snap = Some(snap);
+                self.snap = Some(snap.clone());
                 self.start_trip(Purpose::Courtesy, now);
             }
             _ => self.stage = Stage::Done,

@@ -1054,14 +1054,21 @@ where
     }
 
     fn ready(&mut self, slot: &mut SlotState, now: Millis) {
-        let begin = slot.session_mut(self.target).map(|s| s.begin());
-        match begin {
-            None => self.fail(Failure::NoResponse),
-            Some(Begin::Ready(snap)) => {
+        let Some(session) = slot.session_mut(self.target) else {
+            return self.fail(Failure::NoResponse);
+        };
+        // A ready session's snapshot is copied straight to where the op keeps it (it is
+        // large): `begin` would hand over the same copy.
+        if let Some(snap) = session.snapshot() {
+            self.snap = Some(snap.clone());
+            return self.start_main(slot, now);
+        }
+        match session.begin() {
+            Begin::Ready(snap) => {
                 self.snap = Some(snap);
                 self.start_main(slot, now);
             }
-            Some(Begin::Start { attempt }) => {
+            Begin::Start { attempt } => {
                 self.snap = None;
                 match (self.cfg.era.effective(), slot.era(self.target)) {
                     (EraSetting::Legacy, _) | (EraSetting::Auto, Some(false)) => {
@@ -1077,35 +1084,33 @@ where
                     }
                 }
             }
-            Some(Begin::Wait { attempt }) => self.stage = Stage::Waiting { attempt },
+            Begin::Wait { attempt } => self.stage = Stage::Waiting { attempt },
         }
     }
 
+    /// Another op runs the handshake `attempt`: wait for it; its failure is the op's too.
+    #[inline(never)]
     fn waiting(&mut self, slot: &mut SlotState, now: Millis, attempt: u32) -> Option<Action> {
         let session = slot.session(self.target);
-        match session.and_then(|s| s.outcome_of(attempt)) {
-            Some(Ok(snap)) => {
-                self.snap = Some(snap);
-                self.start_main(slot, now);
-                None
+        let phase = session.map(|s| s.phase());
+        if phase == Some(&Phase::Initializing { attempt }) {
+            if now >= self.deadline.at {
+                self.fail(Failure::TimedOut);
+                return None;
             }
-            Some(Err(f)) => {
-                self.fail(f);
-                None
-            }
-            None if session.map(|s| s.phase()) == Some(&Phase::Initializing { attempt }) => {
-                if now >= self.deadline.at {
-                    self.fail(Failure::TimedOut);
-                    return None;
-                }
-                self.timeout = self.deadline.at;
-                Some(Action::Sleep { slot: true })
-            }
-            None => {
-                self.stage = Stage::Ready;
-                None
-            }
+            self.timeout = self.deadline.at;
+            return Some(Action::Sleep { slot: true });
         }
+        // A ready session's snapshot is taken by `ready` (one copy of that path); a session
+        // that is fresh again starts over there.
+        if !matches!(phase, Some(Phase::Ready(_)))
+            && let Some(Err(f)) = session.and_then(|s| s.outcome_of(attempt))
+        {
+            self.fail(f);
+            return None;
+        }
+        self.stage = Stage::Ready;
+        None
     }
 
     fn start_initialize(&mut self, slot: &mut SlotState, attempt: u32, now: Millis) {
@@ -1119,15 +1124,22 @@ where
     /// The server speaks the 2026-07-28 era: no handshake, no session.
     #[cfg_attr(not(feature = "probe"), inline(always))]
     fn modern_ready(&mut self, slot: &mut SlotState, attempt: u32, now: Millis) {
-        let snap = Snapshot {
+        self.snap = Some(Snapshot {
             session_id: None,
             version: ProtocolVersion::V2026_07_28,
-        };
-        if let Some(session) = slot.session_mut(self.target) {
-            session.handshake_succeeded(attempt, None, snap.version);
+        });
+        self.handshake_done(slot, attempt, now);
+    }
+
+    /// The handshake `attempt` is done with the op's snapshot: the session is ready for its
+    /// waiters, and the request goes (one copy for both eras; one caller without the 2025
+    /// era, inlined there).
+    #[cfg_attr(not(feature = "era-2025"), inline(always))]
+    fn handshake_done(&mut self, slot: &mut SlotState, attempt: u32, now: Millis) {
+        if let (Some(session), Some(snap)) = (slot.session_mut(self.target), self.snap.as_ref()) {
+            session.handshake_succeeded(attempt, snap.id(), snap.version);
         }
         slot.changed = true;
-        self.snap = Some(snap);
         self.start_main(slot, now);
     }
 

@@ -37,7 +37,7 @@ where
             // connection); only a server gone for good ends the call, naming the task.
             task.failures += 1;
             if task.failures >= MAX_TASK_POLL_FAILURES {
-                return self.fail(self.task_failure(TaskEnd::Lost));
+                return self.task_failed(TaskEnd::Lost);
             }
             return self.schedule_poll(now, interval);
         }
@@ -45,14 +45,14 @@ where
         match (&handler.answer, handler.task_status.take()) {
             (Some(Ok(_)), _) => self.stage = Stage::AttemptEnded,
             (Some(Err(u)), _) => {
-                let f = Failure::from(u.clone());
+                let f = u.failure();
                 self.fail(f);
             }
             (None, Some(crate::machine::handlers::TaskStatus::Cancelled)) => {
-                self.fail(self.task_failure(TaskEnd::Cancelled))
+                self.task_failed(TaskEnd::Cancelled)
             }
             (None, Some(crate::machine::handlers::TaskStatus::Gone)) => {
-                self.fail(self.task_failure(TaskEnd::Gone))
+                self.task_failed(TaskEnd::Gone)
             }
             // Ended (2025-11-25 form): its result comes by `tasks/result`.
             (None, Some(crate::machine::handlers::TaskStatus::ResultReady)) => {
@@ -95,7 +95,7 @@ where
             self.task_timed_out();
         } else {
             if self.task_poll_lost() {
-                return self.fail(self.task_failure(TaskEnd::Lost));
+                return self.task_failed(TaskEnd::Lost);
             }
             if let Job::Call { handler, .. } = &mut self.job {
                 handler.answer = None;
@@ -133,13 +133,12 @@ where
         (true, matches!(self.failure.take(), Some(Failure::TimedOut)))
     }
 
-    /// The call's end as a task that ended without its result (`end`), naming the task
-    /// (one copy of the id, read where it lies).
-    fn task_failure(&self, end: TaskEnd) -> Failure {
-        Failure::Task {
-            id: self.task_id().map(truncated).unwrap_or_default(),
-            end,
-        }
+    /// The call's end as a task that ended without its result (`end`): the attempt ends with
+    /// a failure naming the task (one copy of the id, read where it lies; the failure made
+    /// in place, it is large).
+    fn task_failed(&mut self, end: TaskEnd) {
+        let id = self.task_id().map(truncated).unwrap_or_default();
+        self.fail(Failure::Task { id, end });
     }
 
     /// The call just became a task (or attached to one): its polling starts afresh.
@@ -178,7 +177,7 @@ where
     /// The deadline passed while the call was a task: one `tasks/cancel`, then the call fails
     /// naming the task.
     pub(super) fn task_timed_out(&mut self) {
-        self.failure = Some(self.task_failure(TaskEnd::TimedOut));
+        self.task_failed(TaskEnd::TimedOut);
         self.stage = Stage::TaskSend(Purpose::TaskCancel);
     }
 

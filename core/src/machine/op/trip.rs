@@ -609,13 +609,17 @@ where
 
     /// The reply is read: the connection is recycled when the response ended cleanly.
     pub(super) fn finish_trip(&mut self, done: bool) {
-        let Some(x) = self.take_exchange() else {
+        // Read where it lies in the stage (an exchange is large), then taken for its head
+        // storage.
+        let Stage::Trip {
+            purpose,
+            exchange: Some(x),
+            ..
+        } = &self.stage
+        else {
             return self.end_trip(Failure::NoResponse);
         };
-        if let Stage::Trip {
-            purpose: purpose @ Purpose::Initialize { .. },
-            ..
-        } = self.stage
+        if let purpose @ Purpose::Initialize { .. } = *purpose
             && purpose.not_built().is_none()
         {
             // The version is the handler's, set when the trip is delivered.
@@ -632,7 +636,9 @@ where
                 .map(|r| (truncated::<MAX_EVENT_ID>(r.last_event_id), r.retry_ms))
         };
         let recycle = x.reusable();
-        self.head = Some(x.into_head_storage());
+        if let Some(x) = self.take_exchange() {
+            self.head = Some(x.into_head_storage());
+        }
         self.trip = Some(if done { TripEnd::Done } else { TripEnd::Ended });
         self.set_wire(Wire::Release { recycle });
     }
