@@ -403,58 +403,46 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
         })
     }
 
-    /// A JSON-RPC error as the call's refusal: its line, redacted, into `error`.
+    /// A JSON-RPC error as the call's refusal: its line, redacted, into `error`. A `-32042`
+    /// (URL elicitation required) gives its `data` as `urls`: the line then names each URL the
+    /// server wants a person to open (`data.elicitations[].url`).
     fn take_refusal(
         &mut self,
         code: i64,
         message: &crate::wire::json::JsonStr<'_>,
         unknown_tool: bool,
+        urls: Option<Value<'_>>,
     ) -> Answer {
         self.error.clear();
         let mut line = StrSink::<ERROR_LINE_BYTES>::default();
         // A message longer than the line is cut, and the cut marked; the code fits.
-        if crate::harness::result::write_rpc_error(&mut line, code, message).is_err() {
-            mark_cut(&mut line);
-        }
-        let _ = redact_into(self.secrets, line.as_str().as_bytes(), self.error);
-        Answer::Refused { code, unknown_tool }
-    }
-
-    /// A `-32042` (URL elicitation required) as the call's refusal: its line names each URL
-    /// the server wants a person to open (`error.data.elicitations[].url`), redacted.
-    #[inline(never)]
-    fn take_url_elicitation(&mut self, err: &jsonrpc::RpcError<'_>) -> Answer {
-        self.error.clear();
-        let mut line = StrSink::<ERROR_LINE_BYTES>::default();
-        let mut cut =
-            crate::harness::result::write_rpc_error(&mut line, err.code, &err.message).is_err();
-        let urls = err
-            .data
-            .and_then(|d| d.get("elicitations"))
-            .map(|e| e.elements())
-            .unwrap_or_default()
-            .filter_map(|e| e.get("url").and_then(|u| u.as_str()));
-        let mut first = true;
-        for url in urls {
-            let lead: &[u8] = if first {
-                b" (URL elicitation required: a person must open "
-            } else {
-                b", "
-            };
-            first = false;
-            cut |= line.put(lead).is_err() || url.unescape_into(&mut line).is_err();
-        }
-        if !first {
-            cut |= line.put(b")").is_err();
+        let mut cut = crate::harness::result::write_rpc_error(&mut line, code, message).is_err();
+        // (A build without input, feature `input`, names none: the loop folds away there.)
+        if cfg!(feature = "input")
+            && let Some(list) = urls.and_then(|d| d.get("elicitations"))
+        {
+            let urls = list
+                .elements()
+                .filter_map(|e| e.get("url").and_then(|u| u.as_str()));
+            let mut first = true;
+            for url in urls {
+                let lead: &[u8] = if first {
+                    b" (URL elicitation required: a person must open "
+                } else {
+                    b", "
+                };
+                first = false;
+                cut |= line.put(lead).is_err() || url.unescape_into(&mut line).is_err();
+            }
+            if !first {
+                cut |= line.put(b")").is_err();
+            }
         }
         if cut {
             mark_cut(&mut line);
         }
         let _ = redact_into(self.secrets, line.as_str().as_bytes(), self.error);
-        Answer::Refused {
-            code: err.code,
-            unknown_tool: false,
-        }
+        Answer::Refused { code, unknown_tool }
     }
 
     /// The task the call became (its task object): its id and poll interval, or (no usable
@@ -522,7 +510,7 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
                     .and_then(|e| e.get("message"))
                     .and_then(|m| m.as_str());
                 self.answer = Some(match message {
-                    Some(m) => Ok(self.take_refusal(code, &m, false)),
+                    Some(m) => Ok(self.take_refusal(code, &m, false, None)),
                     None => Err(Untaken::NotAnObject),
                 });
             }
@@ -900,14 +888,14 @@ impl<B: Buf, Sec: AsRef<[u8]>> CallHandler<'_, B, Sec> {
                 let _ = defer;
                 self.take_result(result)
             }
-            // Without input (feature `input`) it is a refusal, as any other error.
-            Outcome::Error(err)
-                if cfg!(feature = "input") && err.code == jsonrpc::URL_ELICITATION_REQUIRED =>
-            {
-                Ok(self.take_url_elicitation(&err))
-            }
             Outcome::Error(err) => {
-                Ok(self.take_refusal(err.code, &err.message, jsonrpc::is_unknown_tool(&err)))
+                // A URL elicitation's URLs are named (without input, feature `input`, it is a
+                // refusal as any other error); `-32042` is no unknown tool.
+                let urls = err
+                    .data
+                    .filter(|_| err.code == jsonrpc::URL_ELICITATION_REQUIRED);
+                let unknown = jsonrpc::is_unknown_tool(&err);
+                Ok(self.take_refusal(err.code, &err.message, unknown, urls))
             }
         });
         Ok(Verdict::Done)
