@@ -113,8 +113,9 @@ pub(crate) struct CallHandler<'x, B: Buf, Sec: AsRef<[u8]>> {
 /// with `decline`, anything else with JSON-RPC `-32601`.
 #[derive(Debug, Clone)]
 pub(crate) struct ServerRequest {
-    /// The request's id as JSON text (a number, or a quoted string as written).
-    id: String<72>,
+    /// The request's id as JSON text (a number, or a quoted string as written): bytes of
+    /// the validated message, so UTF-8 already (kept as bytes: no check again).
+    id: heapless::Vec<u8, 72>,
     kind: ServerAsks,
 }
 
@@ -225,13 +226,13 @@ impl ServerRequest {
         id: jsonrpc::Id<'_>,
         method: &crate::wire::json::JsonStr<'_>,
     ) -> Option<Self> {
-        let mut text: String<72> = String::new();
+        let mut text = heapless::Vec::<u8, 72>::new();
         match id {
-            jsonrpc::Id::Number(n) => text.push_str(core::str::from_utf8(n.raw()).ok()?).ok()?,
+            jsonrpc::Id::Number(n) => text.extend_from_slice(n.raw()).ok()?,
             jsonrpc::Id::String(s) => {
-                text.push('"').ok()?;
-                text.push_str(core::str::from_utf8(s.raw()).ok()?).ok()?;
-                text.push('"').ok()?;
+                text.push(b'"').ok()?;
+                text.extend_from_slice(s.raw()).ok()?;
+                text.push(b'"').ok()?;
             }
             jsonrpc::Id::Null => return None,
         }
@@ -247,7 +248,7 @@ impl ServerRequest {
     /// the request writer (an overflow is kept there: no branch per piece).
     pub(crate) fn write<S: Sink>(&self, out: &mut crate::wire::json::JsonOut<S>, answer: &[u8]) {
         out.lit(b"{\"jsonrpc\":\"2.0\",\"id\":");
-        out.lit(self.id.as_bytes());
+        out.lit(&self.id);
         match self.kind {
             ServerAsks::Ping => out.lit(b",\"result\":{}}"),
             ServerAsks::Elicitation => {
