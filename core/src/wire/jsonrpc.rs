@@ -879,7 +879,7 @@ pub fn as_progress<'a>(m: &Message<'a>) -> Option<Progress<'a>> {
         return None;
     }
     let total = params.get("total").filter(|t| t.kind() == Kind::Number);
-    let message = params.get("message").and_then(|s| s.as_str());
+    let message = params.get_str("message");
     Some(Progress {
         token,
         progress,
@@ -908,8 +908,8 @@ pub struct LogNote<'a> {
 pub fn as_log<'a>(m: &Message<'a>) -> Option<LogNote<'a>> {
     let params = notification_params(m, "notifications/message")?;
     Some(LogNote {
-        level: params.get("level")?.as_str()?.as_plain()?,
-        logger: params.get("logger").and_then(|l| l.as_str()),
+        level: params.get_str("level")?.as_plain()?,
+        logger: params.get_str("logger"),
         data: params.get("data")?,
     })
 }
@@ -996,7 +996,7 @@ pub fn parse_page(result: Value<'_>, list: ListMethod) -> Result<Page<'_>, RpcDe
 
 /// A tool object's `name`, if it has a string one.
 pub fn tool_name(tool: Value<'_>) -> Option<JsonStr<'_>> {
-    tool.get("name").and_then(|n| n.as_str())
+    tool.get_str("name")
 }
 
 fn contains_ignore_case(haystack: &[u8], needle: &[u8]) -> bool {

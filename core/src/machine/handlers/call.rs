@@ -161,8 +161,7 @@ fn elicit_answer_to(
     let schema = params.and_then(|p| p.get("requestedSchema"));
     let properties = schema.and_then(|s| s.get("properties"));
     let url_mode = params
-        .and_then(|p| p.get("mode"))
-        .and_then(|m| m.as_str())
+        .and_then(|p| p.get_str("mode"))
         .is_some_and(|m| m.eq_str("url"));
     let answerable = !url_mode
         && schema.is_some()
@@ -208,7 +207,7 @@ fn elicit_answer_to(
 pub(crate) fn usable_default<'v>(prop: Value<'v>) -> Option<Value<'v>> {
     use crate::wire::json::Kind;
     let default = prop.get("default")?;
-    let ty = prop.get("type").and_then(|t| t.as_str());
+    let ty = prop.get_str("type");
     let is = |name: &str| ty.is_some_and(|t| t.eq_str(name));
     let fits = match default.kind() {
         Kind::String => ty.is_none() || is("string"),
@@ -347,8 +346,7 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
             .map(|r| r.members())
             .unwrap_or_default()
             .all(|(_, r)| {
-                r.get("method")
-                    .and_then(|m| m.as_str())
+                r.get_str("method")
                     .is_some_and(|m| m.eq_str("elicitation/create"))
             });
         if !(keyed || requests.is_none() && state.is_some()) || !all_elicitations {
@@ -422,9 +420,7 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
         if cfg!(feature = "input")
             && let Some(list) = urls.and_then(|d| d.get("elicitations"))
         {
-            let urls = list
-                .elements()
-                .filter_map(|e| e.get("url").and_then(|u| u.as_str()));
+            let urls = list.elements().filter_map(|e| e.get_str("url"));
             let mut first = true;
             for url in urls {
                 let lead: &[u8] = if first {
@@ -451,8 +447,7 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
     #[cfg_attr(not(feature = "std"), inline(never))]
     fn take_task(&mut self, result: Value<'_>) {
         let id = result
-            .get("taskId")
-            .and_then(|t| t.as_str())
+            .get_str("taskId")
             .and_then(|t| t.as_plain())
             .filter(|t| !t.is_empty() && MAX_TASK_ID.checked_sub(t.len()).is_some());
         match id {
@@ -476,17 +471,14 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
             }
             Outcome::Result(r) => r,
         };
-        let status = result.get("status").and_then(|s| s.as_str());
+        let status = result.get_str("status");
         let status = status.and_then(|s| s.as_plain()).unwrap_or("");
         if let Some(task) = self.task.as_mut() {
             task.interval_ms = Self::interval_of(result);
         }
         // The task's own words on how it goes (`statusMessage`) go to whoever watches
         // progress, redacted, as a progress update without a number.
-        if let (Some(observer), Some(m)) = (
-            self.cfg.on_progress,
-            result.get("statusMessage").and_then(|m| m.as_str()),
-        ) {
+        if let (Some(observer), Some(m)) = (self.cfg.on_progress, result.get_str("statusMessage")) {
             tell_status(observer, &m, self.secrets);
         }
         let inner = result.get("result");
@@ -507,9 +499,7 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
                     .and_then(|e| e.get("code"))
                     .and_then(|c| c.as_i64())
                     .unwrap_or(-32603);
-                let message = error
-                    .and_then(|e| e.get("message"))
-                    .and_then(|m| m.as_str());
+                let message = error.and_then(|e| e.get_str("message"));
                 self.answer = Some(match message {
                     Some(m) => Ok(self.take_refusal(code, &m, false, None)),
                     None => Err(Untaken::NotAnObject),
@@ -553,8 +543,7 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
             let task_required = cfg!(feature = "era-2025")
                 && tool
                     .get("execution")
-                    .and_then(|e| e.get("taskSupport"))
-                    .and_then(|t| t.as_str())
+                    .and_then(|e| e.get_str("taskSupport"))
                     .is_some_and(|t| t.eq_str("required"));
             if !headers && !idempotent && !task_required {
                 continue;
@@ -965,7 +954,7 @@ impl<B: Buf, Sec: AsRef<[u8]>> CallHandler<'_, B, Sec> {
 
 /// A 2026 result's `resultType` (missing means complete).
 pub(crate) fn result_type<'v>(result: Value<'v>) -> Option<&'v str> {
-    let t = result.get("resultType")?.as_str()?;
+    let t = result.get_str("resultType")?;
     Some(t.as_plain().unwrap_or("?"))
 }
 
@@ -1004,14 +993,10 @@ fn say_asked(asked: &mut StrSink<DETAIL_BYTES>, first: &mut bool, request: Value
     if !core::mem::take(first) {
         let _ = asked.put(b"; ");
     }
-    if let Some(m) = request.get("method").and_then(|m| m.as_str()) {
+    if let Some(m) = request.get_str("method") {
         let _ = m.unescape_into(asked);
     }
-    if let Some(msg) = request
-        .get("params")
-        .and_then(|p| p.get("message"))
-        .and_then(|m| m.as_str())
-    {
+    if let Some(msg) = request.get("params").and_then(|p| p.get_str("message")) {
         let _ = asked.put(b": ");
         let _ = msg.unescape_into(asked);
     }

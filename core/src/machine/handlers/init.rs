@@ -86,8 +86,7 @@ impl OnMessage for InitHandler {
                 // Only `protocolVersion` is read (as `parse_initialize_result` requires it:
                 // a result that is no object has none); `serverInfo` is not looked up.
                 let parsed = result
-                    .get("protocolVersion")
-                    .and_then(|v| v.as_str())
+                    .get_str("protocolVersion")
                     .ok_or(Failure::Handshake(HandshakeError::BadResult))
                     .and_then(|version| {
                         let raw = version.raw();

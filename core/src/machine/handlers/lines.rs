@@ -19,7 +19,12 @@ pub(crate) fn tell_progress<Sec: AsRef<[u8]>>(
         core::str::from_utf8(v.raw()).unwrap_or("")
     }
     let total = p.total.as_ref().map(number);
-    tell_update(observer, (number(&p.progress), total), p.message.as_ref(), secrets);
+    tell_update(
+        observer,
+        (number(&p.progress), total),
+        p.message.as_ref(),
+        secrets,
+    );
 }
 
 /// What [`tell_progress`] and [`tell_status`] hand on: `progress` and `total` as written,
