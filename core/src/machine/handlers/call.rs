@@ -157,7 +157,12 @@ fn elicit_answer_to(
     if let (Some(handler), Some(params)) = (handler, params) {
         return out.run(|out| (handler.0)(params, &mut **out));
     }
-    let policy = policy.unwrap_or(Elicitation::Decline);
+    match policy.unwrap_or(Elicitation::Decline) {
+        Elicitation::Cancel => return out.lit(b"{\"action\":\"cancel\"}"),
+        // The schema is read only to accept with its defaults.
+        Elicitation::AcceptDefaults => {}
+        Elicitation::Decline => return out.lit(b"{\"action\":\"decline\"}"),
+    }
     let schema = params.and_then(|p| p.get("requestedSchema"));
     let properties = schema.and_then(|s| s.get("properties"));
     let url_mode = params
@@ -178,26 +183,23 @@ fn elicit_answer_to(
                         name.is_some_and(|n| n.raw() == k.raw()) && usable_default(v).is_some()
                     })
             });
-    match policy {
-        Elicitation::AcceptDefaults if answerable => {
-            out.lit(b"{\"action\":\"accept\",\"content\":{");
-            // The lead of the next member: no comma before the first.
-            let mut lead: &[u8] = b"\"";
-            for (name, prop) in properties.map(|p| p.members()).unwrap_or_default() {
-                let Some(default) = usable_default(prop) else {
-                    continue;
-                };
-                out.lit(lead);
-                lead = b",\"";
-                out.lit(name.raw());
-                out.lit(b"\":");
-                out.json(default);
-            }
-            out.lit(b"}}")
-        }
-        Elicitation::Cancel => out.lit(b"{\"action\":\"cancel\"}"),
-        _ => out.lit(b"{\"action\":\"decline\"}"),
+    if !answerable {
+        return out.lit(b"{\"action\":\"decline\"}");
     }
+    out.lit(b"{\"action\":\"accept\",\"content\":{");
+    // The lead of the next member: no comma before the first.
+    let mut lead: &[u8] = b"\"";
+    for (name, prop) in properties.map(|p| p.members()).unwrap_or_default() {
+        let Some(default) = usable_default(prop) else {
+            continue;
+        };
+        out.lit(lead);
+        lead = b",\"";
+        out.lit(name.raw());
+        out.lit(b"\":");
+        out.json(default);
+    }
+    out.lit(b"}}")
 }
 
 /// A requested field's `default`, when it is one accept-defaults may send: a value of the
