@@ -869,7 +869,18 @@ fn notification_params<'a>(m: &Message<'a>, name: &str) -> Option<Value<'a>> {
 
 /// The progress report in `m`, if it is a well-formed `notifications/progress`.
 pub fn as_progress<'a>(m: &Message<'a>) -> Option<Progress<'a>> {
-    let params = notification_params(m, "notifications/progress")?;
+    progress_in(notification_params(m, PROGRESS)?)
+}
+
+/// The method of a progress notification.
+pub(crate) const PROGRESS: &str = "notifications/progress";
+
+/// The method of a log message.
+pub(crate) const LOG_MESSAGE: &str = "notifications/message";
+
+/// The params of a `notifications/progress` read as [`as_progress`] reads them (for a caller
+/// that has matched the method already).
+pub(crate) fn progress_in(params: Value<'_>) -> Option<Progress<'_>> {
     let token = params.get("progressToken")?;
     if !matches!(token.kind(), Kind::Number | Kind::String) {
         return None;
@@ -906,7 +917,12 @@ pub struct LogNote<'a> {
 
 /// The log message in `m`, if it is a well-formed `notifications/message`.
 pub fn as_log<'a>(m: &Message<'a>) -> Option<LogNote<'a>> {
-    let params = notification_params(m, "notifications/message")?;
+    log_in(notification_params(m, LOG_MESSAGE)?)
+}
+
+/// The params of a `notifications/message` read as [`as_log`] reads them (for a caller that
+/// has matched the method already).
+pub(crate) fn log_in(params: Value<'_>) -> Option<LogNote<'_>> {
     Some(LogNote {
         level: params.get_str("level")?.as_plain()?,
         logger: params.get_str("logger"),

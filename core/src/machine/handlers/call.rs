@@ -930,24 +930,31 @@ impl<B: Buf, Sec: AsRef<[u8]>> CallHandler<'_, B, Sec> {
     /// the tool list changed.
     #[inline(never)]
     fn hear(&mut self, m: &Message<'_>) {
+        let Message::Notification { method, params } = m else {
+            return;
+        };
         // A 2025-era signal (README: lists stay fresh): a build without that era keeps to a
         // list's `ttlMs`.
-        if cfg!(feature = "era-2025")
-            && let Message::Notification { method, .. } = m
-            && method.eq_str("notifications/tools/list_changed")
-        {
+        if cfg!(feature = "era-2025") && method.eq_str("notifications/tools/list_changed") {
             self.tools_list_changed = true;
         }
-        // A progress notification (ours or another request's) is no log line.
-        if let Some(p) = jsonrpc::as_progress(m) {
-            if p.token.as_u64() == Some(self.id) {
+        // The method is matched once; a progress notification (ours or another request's) is
+        // no log line.
+        let Some(params) = *params else {
+            return;
+        };
+        if method.eq_str(jsonrpc::PROGRESS) {
+            if let Some(p) = jsonrpc::progress_in(params)
+                && p.token.as_u64() == Some(self.id)
+            {
                 self.progress = self.progress.wrapping_add(1);
                 if let Some(observer) = self.cfg.on_progress {
                     tell_progress(observer, &p, self.secrets);
                 }
             }
         } else if let Some(observer) = self.cfg.on_log
-            && let Some(note) = jsonrpc::as_log(m)
+            && method.eq_str(jsonrpc::LOG_MESSAGE)
+            && let Some(note) = jsonrpc::log_in(params)
         {
             tell_log(observer, self.cfg.log_level, &note, self.secrets);
         }
