@@ -445,8 +445,7 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
     }
 
     /// The task the call became (its task object): its id and poll interval, or (no usable
-    /// id) a malformed answer. Out of the reply's frame on the edge (less code there).
-    #[cfg_attr(not(feature = "std"), inline(never))]
+    /// id) a malformed answer.
     fn take_task(&mut self, result: Value<'_>) {
         let id = result
             .get_str("taskId")
