@@ -517,8 +517,10 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
         }
     }
 
-    /// One `tools/list` page read for its `x-mcp-header` annotations.
-    #[inline(never)]
+    /// One `tools/list` page read for its `x-mcp-header` annotations. Out of line beside the
+    /// task and input arms of the reply's handler (less code there); inline in a build without
+    /// them, where the handler is small.
+    #[cfg_attr(any(feature = "tasks", feature = "input"), inline(never))]
     fn on_list_page(&mut self, outcome: Outcome<'_>) -> Result<(), jsonrpc::RpcDecodeError> {
         let Outcome::Result(result) = outcome else {
             // A server that cannot list: the call goes on without annotations.
