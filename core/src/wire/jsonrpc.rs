@@ -869,7 +869,18 @@ fn notification_params<'a>(m: &Message<'a>, name: &str) -> Option<Value<'a>> {
 
 /// The progress report in `m`, if it is a well-formed `notifications/progress`.
 pub fn as_progress<'a>(m: &Message<'a>) -> Option<Progress<'a>> {
-    let params = notification_params(m, "notifications/progress")?;
+    progress_in(notification_params(m, PROGRESS)?)
+}
+
+/// The method of a progress notification.
+pub(crate) const PROGRESS: &str = "notifications/progress";
+
+/// The method of a log message.
+pub(crate) const LOG_MESSAGE: &str = "notifications/message";
+
+/// The params of a `notifications/progress` read as [`as_progress`] reads them (for a caller
+/// that has matched the method already).
+pub(crate) fn progress_in(params: Value<'_>) -> Option<Progress<'_>> {
     let token = params.get("progressToken")?;
     if !matches!(token.kind(), Kind::Number | Kind::String) {
         return None;
@@ -879,7 +890,7 @@ pub fn as_progress<'a>(m: &Message<'a>) -> Option<Progress<'a>> {
         return None;
     }
     let total = params.get("total").filter(|t| t.kind() == Kind::Number);
-    let message = params.get("message").and_then(|s| s.as_str());
+    let message = params.get_str("message");
     Some(Progress {
         token,
         progress,
@@ -906,10 +917,15 @@ pub struct LogNote<'a> {
 
 /// The log message in `m`, if it is a well-formed `notifications/message`.
 pub fn as_log<'a>(m: &Message<'a>) -> Option<LogNote<'a>> {
-    let params = notification_params(m, "notifications/message")?;
+    log_in(notification_params(m, LOG_MESSAGE)?)
+}
+
+/// The params of a `notifications/message` read as [`as_log`] reads them (for a caller that
+/// has matched the method already).
+pub(crate) fn log_in(params: Value<'_>) -> Option<LogNote<'_>> {
     Some(LogNote {
-        level: params.get("level")?.as_str()?.as_plain()?,
-        logger: params.get("logger").and_then(|l| l.as_str()),
+        level: params.get_str("level")?.as_plain()?,
+        logger: params.get_str("logger"),
         data: params.get("data")?,
     })
 }
@@ -996,7 +1012,7 @@ pub fn parse_page(result: Value<'_>, list: ListMethod) -> Result<Page<'_>, RpcDe
 
 /// A tool object's `name`, if it has a string one.
 pub fn tool_name(tool: Value<'_>) -> Option<JsonStr<'_>> {
-    tool.get("name").and_then(|n| n.as_str())
+    tool.get_str("name")
 }
 
 fn contains_ignore_case(haystack: &[u8], needle: &[u8]) -> bool {

@@ -113,8 +113,9 @@ pub(crate) struct CallHandler<'x, B: Buf, Sec: AsRef<[u8]>> {
 /// with `decline`, anything else with JSON-RPC `-32601`.
 #[derive(Debug, Clone)]
 pub(crate) struct ServerRequest {
-    /// The request's id as JSON text (a number, or a quoted string as written).
-    id: String<72>,
+    /// The request's id as JSON text (a number, or a quoted string as written): bytes of
+    /// the validated message, so UTF-8 already (kept as bytes: no check again).
+    id: heapless::Vec<u8, 72>,
     kind: ServerAsks,
 }
 
@@ -156,12 +157,16 @@ fn elicit_answer_to(
     if let (Some(handler), Some(params)) = (handler, params) {
         return out.run(|out| (handler.0)(params, &mut **out));
     }
-    let policy = policy.unwrap_or(Elicitation::Decline);
+    match policy.unwrap_or(Elicitation::Decline) {
+        Elicitation::Cancel => return out.lit(b"{\"action\":\"cancel\"}"),
+        // The schema is read only to accept with its defaults.
+        Elicitation::AcceptDefaults => {}
+        Elicitation::Decline => return out.lit(b"{\"action\":\"decline\"}"),
+    }
     let schema = params.and_then(|p| p.get("requestedSchema"));
     let properties = schema.and_then(|s| s.get("properties"));
     let url_mode = params
-        .and_then(|p| p.get("mode"))
-        .and_then(|m| m.as_str())
+        .and_then(|p| p.get_str("mode"))
         .is_some_and(|m| m.eq_str("url"));
     let answerable = !url_mode
         && schema.is_some()
@@ -178,26 +183,23 @@ fn elicit_answer_to(
                         name.is_some_and(|n| n.raw() == k.raw()) && usable_default(v).is_some()
                     })
             });
-    match policy {
-        Elicitation::AcceptDefaults if answerable => {
-            out.lit(b"{\"action\":\"accept\",\"content\":{");
-            // The lead of the next member: no comma before the first.
-            let mut lead: &[u8] = b"\"";
-            for (name, prop) in properties.map(|p| p.members()).unwrap_or_default() {
-                let Some(default) = usable_default(prop) else {
-                    continue;
-                };
-                out.lit(lead);
-                lead = b",\"";
-                out.lit(name.raw());
-                out.lit(b"\":");
-                out.json(default);
-            }
-            out.lit(b"}}")
-        }
-        Elicitation::Cancel => out.lit(b"{\"action\":\"cancel\"}"),
-        _ => out.lit(b"{\"action\":\"decline\"}"),
+    if !answerable {
+        return out.lit(b"{\"action\":\"decline\"}");
     }
+    out.lit(b"{\"action\":\"accept\",\"content\":{");
+    // The lead of the next member: no comma before the first.
+    let mut lead: &[u8] = b"\"";
+    for (name, prop) in properties.map(|p| p.members()).unwrap_or_default() {
+        let Some(default) = usable_default(prop) else {
+            continue;
+        };
+        out.lit(lead);
+        lead = b",\"";
+        out.lit(name.raw());
+        out.lit(b"\":");
+        out.json(default);
+    }
+    out.lit(b"}}")
 }
 
 /// A requested field's `default`, when it is one accept-defaults may send: a value of the
@@ -207,7 +209,7 @@ fn elicit_answer_to(
 pub(crate) fn usable_default<'v>(prop: Value<'v>) -> Option<Value<'v>> {
     use crate::wire::json::Kind;
     let default = prop.get("default")?;
-    let ty = prop.get("type").and_then(|t| t.as_str());
+    let ty = prop.get_str("type");
     let is = |name: &str| ty.is_some_and(|t| t.eq_str(name));
     let fits = match default.kind() {
         Kind::String => ty.is_none() || is("string"),
@@ -225,13 +227,13 @@ impl ServerRequest {
         id: jsonrpc::Id<'_>,
         method: &crate::wire::json::JsonStr<'_>,
     ) -> Option<Self> {
-        let mut text: String<72> = String::new();
+        let mut text = heapless::Vec::<u8, 72>::new();
         match id {
-            jsonrpc::Id::Number(n) => text.push_str(core::str::from_utf8(n.raw()).ok()?).ok()?,
+            jsonrpc::Id::Number(n) => text.extend_from_slice(n.raw()).ok()?,
             jsonrpc::Id::String(s) => {
-                text.push('"').ok()?;
-                text.push_str(core::str::from_utf8(s.raw()).ok()?).ok()?;
-                text.push('"').ok()?;
+                text.push(b'"').ok()?;
+                text.extend_from_slice(s.raw()).ok()?;
+                text.push(b'"').ok()?;
             }
             jsonrpc::Id::Null => return None,
         }
@@ -247,7 +249,7 @@ impl ServerRequest {
     /// the request writer (an overflow is kept there: no branch per piece).
     pub(crate) fn write<S: Sink>(&self, out: &mut crate::wire::json::JsonOut<S>, answer: &[u8]) {
         out.lit(b"{\"jsonrpc\":\"2.0\",\"id\":");
-        out.lit(self.id.as_bytes());
+        out.lit(&self.id);
         match self.kind {
             ServerAsks::Ping => out.lit(b",\"result\":{}}"),
             ServerAsks::Elicitation => {
@@ -346,8 +348,7 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
             .map(|r| r.members())
             .unwrap_or_default()
             .all(|(_, r)| {
-                r.get("method")
-                    .and_then(|m| m.as_str())
+                r.get_str("method")
                     .is_some_and(|m| m.eq_str("elicitation/create"))
             });
         if !(keyed || requests.is_none() && state.is_some()) || !all_elicitations {
@@ -403,67 +404,51 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
         })
     }
 
-    /// A JSON-RPC error as the call's refusal: its line, redacted, into `error`.
+    /// A JSON-RPC error as the call's refusal: its line, redacted, into `error`. A `-32042`
+    /// (URL elicitation required) gives its `data` as `urls`: the line then names each URL the
+    /// server wants a person to open (`data.elicitations[].url`).
     fn take_refusal(
         &mut self,
         code: i64,
         message: &crate::wire::json::JsonStr<'_>,
         unknown_tool: bool,
+        urls: Option<Value<'_>>,
     ) -> Answer {
         self.error.clear();
         let mut line = StrSink::<ERROR_LINE_BYTES>::default();
         // A message longer than the line is cut, and the cut marked; the code fits.
-        if crate::harness::result::write_rpc_error(&mut line, code, message).is_err() {
+        let mut cut = crate::harness::result::write_rpc_error(&mut line, code, message).is_err();
+        // (A build without input, feature `input`, names none: the loop folds away there.)
+        if cfg!(feature = "input")
+            && let Some(list) = urls.and_then(|d| d.get("elicitations"))
+        {
+            let urls = list.elements().filter_map(|e| e.get_str("url"));
+            let mut first = true;
+            for url in urls {
+                let lead: &[u8] = if first {
+                    b" (URL elicitation required: a person must open "
+                } else {
+                    b", "
+                };
+                first = false;
+                cut |= line.put(lead).is_err() || url.unescape_into(&mut line).is_err();
+            }
+            if !first {
+                cut |= line.put(b")").is_err();
+            }
+        }
+        if cut {
             mark_cut(&mut line);
         }
         let _ = redact_into(self.secrets, line.as_str().as_bytes(), self.error);
         Answer::Refused { code, unknown_tool }
     }
 
-    /// A `-32042` (URL elicitation required) as the call's refusal: its line names each URL
-    /// the server wants a person to open (`error.data.elicitations[].url`), redacted.
-    #[inline(never)]
-    fn take_url_elicitation(&mut self, err: &jsonrpc::RpcError<'_>) -> Answer {
-        self.error.clear();
-        let mut line = StrSink::<ERROR_LINE_BYTES>::default();
-        let mut cut =
-            crate::harness::result::write_rpc_error(&mut line, err.code, &err.message).is_err();
-        let urls = err
-            .data
-            .and_then(|d| d.get("elicitations"))
-            .map(|e| e.elements())
-            .unwrap_or_default()
-            .filter_map(|e| e.get("url").and_then(|u| u.as_str()));
-        let mut first = true;
-        for url in urls {
-            let lead: &[u8] = if first {
-                b" (URL elicitation required: a person must open "
-            } else {
-                b", "
-            };
-            first = false;
-            cut |= line.put(lead).is_err() || url.unescape_into(&mut line).is_err();
-        }
-        if !first {
-            cut |= line.put(b")").is_err();
-        }
-        if cut {
-            mark_cut(&mut line);
-        }
-        let _ = redact_into(self.secrets, line.as_str().as_bytes(), self.error);
-        Answer::Refused {
-            code: err.code,
-            unknown_tool: false,
-        }
-    }
-
     /// The task the call became (its task object): its id and poll interval, or (no usable
-    /// id) a malformed answer. Out of the reply's frame on the edge (less code there).
-    #[cfg_attr(not(feature = "std"), inline(never))]
+    /// id) a malformed answer.
     fn take_task(&mut self, result: Value<'_>) {
         let id = result
-            .get("taskId")
-            .and_then(|t| t.as_str())
+            .get_str("taskId")
             .and_then(|t| t.as_plain())
             .filter(|t| !t.is_empty() && MAX_TASK_ID.checked_sub(t.len()).is_some());
         match id {
@@ -487,17 +472,14 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
             }
             Outcome::Result(r) => r,
         };
-        let status = result.get("status").and_then(|s| s.as_str());
+        let status = result.get_str("status");
         let status = status.and_then(|s| s.as_plain()).unwrap_or("");
         if let Some(task) = self.task.as_mut() {
             task.interval_ms = Self::interval_of(result);
         }
         // The task's own words on how it goes (`statusMessage`) go to whoever watches
         // progress, redacted, as a progress update without a number.
-        if let (Some(observer), Some(m)) = (
-            self.cfg.on_progress,
-            result.get("statusMessage").and_then(|m| m.as_str()),
-        ) {
+        if let (Some(observer), Some(m)) = (self.cfg.on_progress, result.get_str("statusMessage")) {
             tell_status(observer, &m, self.secrets);
         }
         let inner = result.get("result");
@@ -518,11 +500,9 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
                     .and_then(|e| e.get("code"))
                     .and_then(|c| c.as_i64())
                     .unwrap_or(-32603);
-                let message = error
-                    .and_then(|e| e.get("message"))
-                    .and_then(|m| m.as_str());
+                let message = error.and_then(|e| e.get_str("message"));
                 self.answer = Some(match message {
-                    Some(m) => Ok(self.take_refusal(code, &m, false)),
+                    Some(m) => Ok(self.take_refusal(code, &m, false, None)),
                     None => Err(Untaken::NotAnObject),
                 });
             }
@@ -537,8 +517,10 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
         }
     }
 
-    /// One `tools/list` page read for its `x-mcp-header` annotations.
-    #[inline(never)]
+    /// One `tools/list` page read for its `x-mcp-header` annotations. Out of line beside the
+    /// task and input arms of the reply's handler (less code there); inline in a build without
+    /// them, where the handler is small.
+    #[cfg_attr(any(feature = "tasks", feature = "input"), inline(never))]
     fn on_list_page(&mut self, outcome: Outcome<'_>) -> Result<(), jsonrpc::RpcDecodeError> {
         let Outcome::Result(result) = outcome else {
             // A server that cannot list: the call goes on without annotations.
@@ -564,8 +546,7 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
             let task_required = cfg!(feature = "era-2025")
                 && tool
                     .get("execution")
-                    .and_then(|e| e.get("taskSupport"))
-                    .and_then(|t| t.as_str())
+                    .and_then(|e| e.get_str("taskSupport"))
                     .is_some_and(|t| t.eq_str("required"));
             if !headers && !idempotent && !task_required {
                 continue;
@@ -900,14 +881,14 @@ impl<B: Buf, Sec: AsRef<[u8]>> CallHandler<'_, B, Sec> {
                 let _ = defer;
                 self.take_result(result)
             }
-            // Without input (feature `input`) it is a refusal, as any other error.
-            Outcome::Error(err)
-                if cfg!(feature = "input") && err.code == jsonrpc::URL_ELICITATION_REQUIRED =>
-            {
-                Ok(self.take_url_elicitation(&err))
-            }
             Outcome::Error(err) => {
-                Ok(self.take_refusal(err.code, &err.message, jsonrpc::is_unknown_tool(&err)))
+                // A URL elicitation's URLs are named (without input, feature `input`, it is a
+                // refusal as any other error); `-32042` is no unknown tool.
+                let urls = err
+                    .data
+                    .filter(|_| err.code == jsonrpc::URL_ELICITATION_REQUIRED);
+                let unknown = jsonrpc::is_unknown_tool(&err);
+                Ok(self.take_refusal(err.code, &err.message, unknown, urls))
             }
         });
         Ok(Verdict::Done)
@@ -950,24 +931,31 @@ impl<B: Buf, Sec: AsRef<[u8]>> CallHandler<'_, B, Sec> {
     /// the tool list changed.
     #[inline(never)]
     fn hear(&mut self, m: &Message<'_>) {
+        let Message::Notification { method, params } = m else {
+            return;
+        };
         // A 2025-era signal (README: lists stay fresh): a build without that era keeps to a
         // list's `ttlMs`.
-        if cfg!(feature = "era-2025")
-            && let Message::Notification { method, .. } = m
-            && method.eq_str("notifications/tools/list_changed")
-        {
+        if cfg!(feature = "era-2025") && method.eq_str("notifications/tools/list_changed") {
             self.tools_list_changed = true;
         }
-        // A progress notification (ours or another request's) is no log line.
-        if let Some(p) = jsonrpc::as_progress(m) {
-            if p.token.as_u64() == Some(self.id) {
+        // The method is matched once; a progress notification (ours or another request's) is
+        // no log line.
+        let Some(params) = *params else {
+            return;
+        };
+        if method.eq_str(jsonrpc::PROGRESS) {
+            if let Some(p) = jsonrpc::progress_in(params)
+                && p.token.as_u64() == Some(self.id)
+            {
                 self.progress = self.progress.wrapping_add(1);
                 if let Some(observer) = self.cfg.on_progress {
                     tell_progress(observer, &p, self.secrets);
                 }
             }
         } else if let Some(observer) = self.cfg.on_log
-            && let Some(note) = jsonrpc::as_log(m)
+            && method.eq_str(jsonrpc::LOG_MESSAGE)
+            && let Some(note) = jsonrpc::log_in(params)
         {
             tell_log(observer, self.cfg.log_level, &note, self.secrets);
         }
@@ -976,7 +964,7 @@ impl<B: Buf, Sec: AsRef<[u8]>> CallHandler<'_, B, Sec> {
 
 /// A 2026 result's `resultType` (missing means complete).
 pub(crate) fn result_type<'v>(result: Value<'v>) -> Option<&'v str> {
-    let t = result.get("resultType")?.as_str()?;
+    let t = result.get_str("resultType")?;
     Some(t.as_plain().unwrap_or("?"))
 }
 
@@ -1015,14 +1003,10 @@ fn say_asked(asked: &mut StrSink<DETAIL_BYTES>, first: &mut bool, request: Value
     if !core::mem::take(first) {
         let _ = asked.put(b"; ");
     }
-    if let Some(m) = request.get("method").and_then(|m| m.as_str()) {
+    if let Some(m) = request.get_str("method") {
         let _ = m.unescape_into(asked);
     }
-    if let Some(msg) = request
-        .get("params")
-        .and_then(|p| p.get("message"))
-        .and_then(|m| m.as_str())
-    {
+    if let Some(msg) = request.get("params").and_then(|p| p.get_str("message")) {
         let _ = asked.put(b": ");
         let _ = msg.unescape_into(asked);
     }

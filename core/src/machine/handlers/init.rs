@@ -83,10 +83,13 @@ impl OnMessage for InitHandler {
     fn on_message(&mut self, msg: &[u8], last_chance: bool) -> Result<Verdict, Failure> {
         match find(msg, self.id, last_chance)? {
             Lookup::Ours(Outcome::Result(result)) => {
-                let parsed = jsonrpc::parse_initialize_result(result)
-                    .map_err(|_| Failure::Handshake(HandshakeError::BadResult))
-                    .and_then(|init| {
-                        let raw = init.protocol_version.raw();
+                // Only `protocolVersion` is read (as `parse_initialize_result` requires it:
+                // a result that is no object has none); `serverInfo` is not looked up.
+                let parsed = result
+                    .get_str("protocolVersion")
+                    .ok_or(Failure::Handshake(HandshakeError::BadResult))
+                    .and_then(|version| {
+                        let raw = version.raw();
                         ProtocolVersion::parse(raw).ok_or_else(|| {
                             let shown = core::str::from_utf8(raw).unwrap_or("?");
                             Failure::Handshake(HandshakeError::UnsupportedVersion(truncated(shown)))

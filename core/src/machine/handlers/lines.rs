@@ -18,17 +18,36 @@ pub(crate) fn tell_progress<Sec: AsRef<[u8]>>(
     fn number<'v>(v: &Value<'v>) -> &'v str {
         core::str::from_utf8(v.raw()).unwrap_or("")
     }
-    let mut message = StrSink::<MAX_PROGRESS_MESSAGE>::default();
+    let total = p.total.as_ref().map(number);
+    tell_update(
+        observer,
+        (number(&p.progress), total),
+        p.message.as_ref(),
+        secrets,
+    );
+}
+
+/// What [`tell_progress`] and [`tell_status`] hand on: `progress` and `total` as written,
+/// `message` unescaped and redacted. One copy for both in a build with tasks (its only
+/// second caller); inlined into the one caller otherwise.
+#[cfg_attr(feature = "tasks", inline(never))]
+fn tell_update<Sec: AsRef<[u8]>>(
+    observer: ProgressObserver<'_>,
+    (progress, total): (&str, Option<&str>),
+    message: Option<&crate::wire::json::JsonStr<'_>>,
+    secrets: &[Sec],
+) {
+    let mut raw = StrSink::<MAX_PROGRESS_MESSAGE>::default();
     let mut clean = StrSink::<MAX_PROGRESS_MESSAGE>::default();
-    if let Some(m) = &p.message {
+    if let Some(m) = message {
         // A longer message is cut; what fits is still redacted whole.
-        let _ = m.unescape_into(&mut message);
-        let _ = redact_into(secrets, message.as_str().as_bytes(), &mut clean);
+        let _ = m.unescape_into(&mut raw);
+        let _ = redact_into(secrets, raw.as_str().as_bytes(), &mut clean);
     }
     (observer.0)(&ProgressUpdate {
-        progress: number(&p.progress),
-        total: p.total.as_ref().map(number),
-        message: p.message.is_some().then(|| clean.as_str()),
+        progress,
+        total,
+        message: message.is_some().then(|| clean.as_str()),
     });
 }
 
@@ -72,15 +91,7 @@ pub(crate) fn tell_status<Sec: AsRef<[u8]>>(
     m: &crate::wire::json::JsonStr<'_>,
     secrets: &[Sec],
 ) {
-    let mut message = StrSink::<MAX_PROGRESS_MESSAGE>::default();
-    let mut clean = StrSink::<MAX_PROGRESS_MESSAGE>::default();
-    let _ = m.unescape_into(&mut message);
-    let _ = redact_into(secrets, message.as_str().as_bytes(), &mut clean);
-    (observer.0)(&ProgressUpdate {
-        progress: "",
-        total: None,
-        message: Some(clean.as_str()),
-    });
+    tell_update(observer, ("", None), Some(m), secrets);
 }
 
 /// Redacts `text` whole into `out`.

@@ -149,6 +149,14 @@ impl<'a> Value<'a> {
         self.members().find(|(k, _)| k.eq_str(key)).map(|(_, v)| v)
     }
 
+    /// The first member named `key`, if it is a string ([`Value::get`], then
+    /// [`Value::as_str`]). One call on the edge, where the string check is not repeated at
+    /// every lookup of a string member.
+    #[cfg_attr(not(feature = "std"), inline(never))]
+    pub(crate) fn get_str(&self, key: &str) -> Option<JsonStr<'a>> {
+        self.get(key)?.as_str()
+    }
+
     /// The members of an object, in order (duplicates included); empty for other kinds.
     pub fn members(&self) -> Members<'a> {
         Members {
