@@ -641,13 +641,13 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
         Option<(Target, heapless::String<MAX_TASK_ID>)>,
     ) {
         let mut meter = Metering::call(self.cfg, tool, &mode.tasking(), sinks, self.net.now());
-        let settled = {
+        let mut settled = {
             let mut op = Op::tool_call(self.cfg, bufs, secrets, (tool, args), mode.tasking());
             self.metered(&mut op, &mut meter).await;
             // Inlined: an out-of-line copy of it cost more (full 40 B, minimal 8 B).
             meter.settle(&mut op)
         };
-        let out = self.conclude(&mut meter, &settled, secrets, bufs);
+        let out = self.conclude(&mut meter, &mut settled, secrets, bufs);
         // Settled, so nothing is open: its drop would do nothing. Forgotten (it holds only
         // borrows), its drop's code is only in the future's drop glue (a dropped call).
         core::mem::forget(meter);
@@ -662,7 +662,7 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
     fn conclude<'b, B: Buf, Sec: AsRef<[u8]>, L: Ledger, T: Timeline>(
         &self,
         meter: &mut Metering<'_, L, T>,
-        settled: &Settled,
+        settled: &mut Settled,
         secrets: &[Sec],
         bufs: &'b mut CallBuffers<'_, B>,
     ) -> (
@@ -672,10 +672,8 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
         self.with(&mut |s| meter.forward_slot(s));
         let keep = (secrets, self.cfg.keep_raw);
         let out = meter.finish(settled, keep, bufs, self.net.now());
-        let started = settled
-            .started()
-            .map(|(t, id)| (t, crate::buf::truncated(id)));
-        (out, started)
+        // Moved out of `settled`, where it lies (no second copy of the id).
+        (out, settled.take_started())
     }
 
     /// tools/list across pages, each name to `on_tool`. A primary failure is retried on the

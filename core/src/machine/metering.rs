@@ -97,6 +97,17 @@ impl Settled {
         #[cfg(not(feature = "tasks"))]
         None
     }
+
+    /// Takes [`started`](Self::started) out, for the caller to keep: moved where it lies,
+    /// not copied again. `None` after the first take.
+    pub fn take_started(
+        &mut self,
+    ) -> Option<(Target, heapless::String<{ super::config::MAX_TASK_ID }>)> {
+        #[cfg(feature = "tasks")]
+        return self.started.take();
+        #[cfg(not(feature = "tasks"))]
+        None
+    }
 }
 
 /// One call's (or request's) ledger and timeline: what the events and the finished op say,
