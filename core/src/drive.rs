@@ -81,6 +81,13 @@ pub trait Net {
     fn park(&self, ep: &Endpoint<'_>, conn: Self::Conn, tail: TailDrain) {
         let _ = (ep, conn, tail);
     }
+    /// False when [`park`](Self::park) only drops the connection (as the default does): the
+    /// driver then drops it itself and leaves the op's tail where it lies, no code for handing
+    /// it over. The default (true) has the driver call `park`, as an adapter that overrides it
+    /// needs.
+    fn parks(&self) -> bool {
+        true
+    }
     /// True when [`park`](Self::park) keeps the connection and finishes its framing before it
     /// carries another request (the end usually is in the socket by then): the driver then
     /// hands an answer back at once instead of reading the end of its reply first, which for
@@ -446,16 +453,18 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
                         }
                         continue 'pump;
                     }
-                    Action::Close => {
-                        *conn = None;
-                        continue 'pump;
-                    }
-                    Action::Park => {
+                    Action::Park if self.net.parks() => {
                         if let (Some(c), Some(ep), Some(tail)) =
                             (conn.take(), self.cfg.endpoint(op.target()), op.take_tail())
                         {
                             self.net.park(ep, c, tail);
                         }
+                        continue 'pump;
+                    }
+                    // Parking with an adapter that does not park would only drop it: a close
+                    // (the op's tail is then never taken, and nothing else reads it).
+                    Action::Close | Action::Park => {
+                        *conn = None;
                         continue 'pump;
                     }
                     Action::Sleep { slot } => {

@@ -275,6 +275,11 @@ impl<'p, 's, const N: usize> Net for EdgeNet<'p, 's, N> {
         false
     }
 
+    // A connection whose reply did not end is dropped (the default `park`).
+    fn parks(&self) -> bool {
+        false
+    }
+
     async fn respond(&self, ep: &Endpoint<'_>, answer: &[u8]) {
         // A socket of the pool's, fresh, beside the call's own.
         let Ok((mut side, _)) = self.connect_tcp(ep, true, false).await else {
