@@ -349,6 +349,9 @@ fn put_capped(buf: &mut impl Buf, bytes: &[u8]) {
 pub(crate) struct SlotLedger<'x>(&'x Cell<Counters>);
 
 impl Ledger for SlotLedger<'_> {
+    // Not inlined: one copy of the counters' update for every place a record is made (the
+    // attempts, the result, a dropped call, a local failure).
+    #[inline(never)]
     fn record(&mut self, r: LedgerRecord) {
         let mut c = self.0.get();
         c.tool_calls = c.tool_calls.saturating_add(r.tool_calls);
