@@ -559,8 +559,13 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
             let _ = bufs;
             self.with(&mut SlotState::forget_sessions);
         }
+        // `run`'s loop written out: one future less around the pump's.
         #[cfg(feature = "era-2025")]
-        self.run(&mut Op::<B, &[u8]>::close(self.cfg, bufs)).await;
+        {
+            let mut op = Op::<B, &[u8]>::close(self.cfg, bufs);
+            let mut conn = None;
+            while self.pump(&mut op, &mut conn).await != Action::Done {}
+        }
     }
 
     /// One tool call through the slot: handshake if needed, failover, redaction, metering and
