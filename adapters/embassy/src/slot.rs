@@ -8,6 +8,7 @@
 //! Does not own: any protocol or run rule; those are the core's `drive` and `harness`.
 
 use core::cell::Cell;
+use core::future::Future;
 
 use heapless::Vec;
 
@@ -286,8 +287,13 @@ impl<'a> EdgeSlot<'a> {
     }
 
     /// Best-effort DELETE of the slot's open sessions (end of run).
-    pub async fn close<N: Net, B: Buf>(&self, net: &N, bufs: &mut CallBuffers<'_, B>) {
-        self.driver(net).close(bufs).await
+    // The driver's future itself, not one around it (one state machine less).
+    pub fn close<'s, N: Net, B: Buf>(
+        &'s self,
+        net: &'s N,
+        bufs: &'s mut CallBuffers<'_, B>,
+    ) -> impl Future<Output = ()> {
+        self.driver(net).close(bufs)
     }
 
     /// The core's driver of this slot over `net`: one closure type for every op of the slot,
