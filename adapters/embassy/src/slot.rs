@@ -304,7 +304,7 @@ impl<'a> EdgeSlot<'a> {
         &'d self,
         net: &'d N,
     ) -> drive::Driver<'d, N, impl Fn(&mut dyn FnMut(&mut SlotState)) + Copy + 'd> {
-        drive::Driver::new(net, &self.config, move |f| self.state.with(f))
+        drive::Driver::new(net, &self.config, move |f| self.state.try_with(f))
     }
 
     pub(crate) fn sinks(&self) -> (SlotLedger<'_>, SlotTimeline<'_>) {
