@@ -81,6 +81,13 @@ pub trait Net {
     fn park(&self, ep: &Endpoint<'_>, conn: Self::Conn, tail: TailDrain) {
         let _ = (ep, conn, tail);
     }
+    /// False when [`park`](Self::park) only drops the connection (as the default does): the
+    /// driver then drops it itself and leaves the op's tail where it lies, no code for handing
+    /// it over. The default (true) has the driver call `park`, as an adapter that overrides it
+    /// needs.
+    fn parks(&self) -> bool {
+        true
+    }
     /// True when [`park`](Self::park) keeps the connection and finishes its framing before it
     /// carries another request (the end usually is in the socket by then): the driver then
     /// hands an answer back at once instead of reading the end of its reply first, which for
@@ -446,16 +453,18 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
                         }
                         continue 'pump;
                     }
-                    Action::Close => {
-                        *conn = None;
-                        continue 'pump;
-                    }
-                    Action::Park => {
+                    Action::Park if self.net.parks() => {
                         if let (Some(c), Some(ep), Some(tail)) =
                             (conn.take(), self.cfg.endpoint(op.target()), op.take_tail())
                         {
                             self.net.park(ep, c, tail);
                         }
+                        continue 'pump;
+                    }
+                    // Parking with an adapter that does not park would only drop it: a close
+                    // (the op's tail is then never taken, and nothing else reads it).
+                    Action::Close | Action::Park => {
+                        *conn = None;
                         continue 'pump;
                     }
                     Action::Sleep { slot } => {
@@ -550,8 +559,13 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
             let _ = bufs;
             self.with(&mut SlotState::forget_sessions);
         }
+        // `run`'s loop written out: one future less around the pump's.
         #[cfg(feature = "era-2025")]
-        self.run(&mut Op::<B, &[u8]>::close(self.cfg, bufs)).await;
+        {
+            let mut op = Op::<B, &[u8]>::close(self.cfg, bufs);
+            let mut conn = None;
+            while self.pump(&mut op, &mut conn).await != Action::Done {}
+        }
     }
 
     /// One tool call through the slot: handshake if needed, failover, redaction, metering and
@@ -641,13 +655,29 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
         Option<(Target, heapless::String<MAX_TASK_ID>)>,
     ) {
         let mut meter = Metering::call(self.cfg, tool, &mode.tasking(), sinks, self.net.now());
-        let settled = {
+        let mut settled = {
             let mut op = Op::tool_call(self.cfg, bufs, secrets, (tool, args), mode.tasking());
+            // Where the pump is shared with `run` (the handshake era's close and cancel), it
+            // stays out of line, and `metered`'s loop written out here is one future less
+            // around it (full -196 B); where it is not, it is inlined into `metered`, which is
+            // the smaller shape then (minimal 28 B less than the loop written out).
+            #[cfg(feature = "era-2025")]
+            {
+                let mut conn = None;
+                loop {
+                    meter.begin();
+                    let action = self.pump(&mut op, &mut conn).await;
+                    if settle_attempt(&mut op, &mut meter, action) {
+                        break;
+                    }
+                }
+            }
+            #[cfg(not(feature = "era-2025"))]
             self.metered(&mut op, &mut meter).await;
             // Inlined: an out-of-line copy of it cost more (full 40 B, minimal 8 B).
             meter.settle(&mut op)
         };
-        let out = self.conclude(&mut meter, &settled, secrets, bufs);
+        let out = self.conclude(&mut meter, &mut settled, secrets, bufs);
         // Settled, so nothing is open: its drop would do nothing. Forgotten (it holds only
         // borrows), its drop's code is only in the future's drop glue (a dropped call).
         core::mem::forget(meter);
@@ -662,7 +692,7 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
     fn conclude<'b, B: Buf, Sec: AsRef<[u8]>, L: Ledger, T: Timeline>(
         &self,
         meter: &mut Metering<'_, L, T>,
-        settled: &Settled,
+        settled: &mut Settled,
         secrets: &[Sec],
         bufs: &'b mut CallBuffers<'_, B>,
     ) -> (
@@ -672,10 +702,8 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
         self.with(&mut |s| meter.forward_slot(s));
         let keep = (secrets, self.cfg.keep_raw);
         let out = meter.finish(settled, keep, bufs, self.net.now());
-        let started = settled
-            .started()
-            .map(|(t, id)| (t, crate::buf::truncated(id)));
-        (out, started)
+        // Moved out of `settled`, where it lies (no second copy of the id).
+        (out, settled.take_started())
     }
 
     /// tools/list across pages, each name to `on_tool`. A primary failure is retried on the

@@ -9,6 +9,9 @@
 //! packet is sent; with the `tls` feature, `crate::tls::TlsNet` wraps it and speaks TLS 1.3.
 
 use core::cell::RefCell;
+use core::future::{Future, poll_fn};
+use core::pin::pin;
+use core::task::{Poll, ready};
 
 use embassy_net::dns::DnsQueryType;
 use embassy_net::tcp::{self, State, TcpSocket};
@@ -244,7 +247,7 @@ impl<'p, 's, const N: usize> Net for EdgeNet<'p, 's, N> {
         &self,
         ep: &Endpoint<'_>,
         fresh: bool,
-    ) -> impl core::future::Future<Output = Result<(Self::Conn, bool), ConnectError>> {
+    ) -> impl Future<Output = Result<(Self::Conn, bool), ConnectError>> {
         self.connect_tcp(ep, fresh, false)
     }
 
@@ -263,12 +266,17 @@ impl<'p, 's, const N: usize> Net for EdgeNet<'p, 's, N> {
         Instant::now().as_millis()
     }
 
-    fn sleep_until(&self, at: Millis) -> impl core::future::Future<Output = ()> {
+    fn sleep_until(&self, at: Millis) -> impl Future<Output = ()> {
         Timer::at(Instant::from_millis(at))
     }
 
     // No GET stream beside the calls (the default `listen`, which does nothing).
     fn listens(&self) -> bool {
+        false
+    }
+
+    // A connection whose reply did not end is dropped (the default `park`).
+    fn parks(&self) -> bool {
         false
     }
 
@@ -387,10 +395,12 @@ impl<const N: usize> embedded_io_async::ErrorType for EdgeConn<'_, '_, N> {
 }
 
 // The socket's own futures, not wrapped in another (each wrapper is a state machine more in
-// the caller's future).
+// the caller's future). Its read and write futures hold nothing between polls (one look at
+// the socket each), so a `poll_fn` makes one anew at each poll: no `async` state of our own.
 impl<const N: usize> embedded_io_async::Read for EdgeConn<'_, '_, N> {
-    async fn read(&mut self, buf: &mut [u8]) -> Result<usize, Self::Error> {
-        self.socket_mut().read(buf).await
+    fn read(&mut self, buf: &mut [u8]) -> impl Future<Output = Result<usize, Self::Error>> {
+        let socket = self.socket_mut();
+        poll_fn(move |cx| pin!(socket.read(buf)).poll(cx))
     }
 }
 
@@ -399,18 +409,21 @@ impl<const N: usize> embedded_io_async::Write for EdgeConn<'_, '_, N> {
         self.socket_mut().write(buf).await
     }
 
-    fn flush(&mut self) -> impl core::future::Future<Output = Result<(), Self::Error>> {
+    fn flush(&mut self) -> impl Future<Output = Result<(), Self::Error>> {
         self.socket_mut().flush()
     }
 
-    /// One loop of the socket's `write`: the socket waits for room itself and never reports
-    /// 0 bytes written for a non-empty buffer, so the default's `Ok(0)` panic has no case here.
-    async fn write_all(&mut self, mut buf: &[u8]) -> Result<(), Self::Error> {
+    /// One loop of the socket's `write` in one `poll_fn`: the socket waits for room itself
+    /// and never reports 0 bytes written for a non-empty buffer, so the default's `Ok(0)`
+    /// panic has no case here.
+    fn write_all(&mut self, mut buf: &[u8]) -> impl Future<Output = Result<(), Self::Error>> {
         let socket = self.socket_mut();
-        while !buf.is_empty() {
-            let n = socket.write(buf).await?;
-            buf = buf.get(n..).unwrap_or(&[]);
-        }
-        Ok(())
+        poll_fn(move |cx| {
+            while !buf.is_empty() {
+                let n = ready!(pin!(socket.write(buf)).poll(cx))?;
+                buf = buf.get(n..).unwrap_or(&[]);
+            }
+            Poll::Ready(Ok(()))
+        })
     }
 }

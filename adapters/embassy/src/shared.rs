@@ -29,4 +29,13 @@ impl<T> CellShared<T> {
     pub fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
         f(&mut self.value.borrow_mut())
     }
+
+    /// Runs `f` on the value, or not at all while it is in use (a re-entry; the driver never
+    /// holds it across an await): the driver takes a closure not run as the end of the op,
+    /// where `with` would panic. No panic path in the slot's code.
+    pub(crate) fn try_with(&self, f: impl FnOnce(&mut T)) {
+        if let Ok(mut value) = self.value.try_borrow_mut() {
+            f(&mut value);
+        }
+    }
 }

@@ -8,6 +8,7 @@
 //! Does not own: any protocol or run rule; those are the core's `drive` and `harness`.
 
 use core::cell::Cell;
+use core::future::Future;
 
 use heapless::Vec;
 
@@ -286,8 +287,13 @@ impl<'a> EdgeSlot<'a> {
     }
 
     /// Best-effort DELETE of the slot's open sessions (end of run).
-    pub async fn close<N: Net, B: Buf>(&self, net: &N, bufs: &mut CallBuffers<'_, B>) {
-        self.driver(net).close(bufs).await
+    // The driver's future itself, not one around it (one state machine less).
+    pub fn close<'s, N: Net, B: Buf>(
+        &'s self,
+        net: &'s N,
+        bufs: &'s mut CallBuffers<'_, B>,
+    ) -> impl Future<Output = ()> {
+        self.driver(net).close(bufs)
     }
 
     /// The core's driver of this slot over `net`: one closure type for every op of the slot,
@@ -298,7 +304,7 @@ impl<'a> EdgeSlot<'a> {
         &'d self,
         net: &'d N,
     ) -> drive::Driver<'d, N, impl Fn(&mut dyn FnMut(&mut SlotState)) + Copy + 'd> {
-        drive::Driver::new(net, &self.config, move |f| self.state.with(f))
+        drive::Driver::new(net, &self.config, move |f| self.state.try_with(f))
     }
 
     pub(crate) fn sinks(&self) -> (SlotLedger<'_>, SlotTimeline<'_>) {
@@ -349,6 +355,9 @@ fn put_capped(buf: &mut impl Buf, bytes: &[u8]) {
 pub(crate) struct SlotLedger<'x>(&'x Cell<Counters>);
 
 impl Ledger for SlotLedger<'_> {
+    // Not inlined: one copy of the counters' update for every place a record is made (the
+    // attempts, the result, a dropped call, a local failure).
+    #[inline(never)]
     fn record(&mut self, r: LedgerRecord) {
         let mut c = self.0.get();
         c.tool_calls = c.tool_calls.saturating_add(r.tool_calls);

@@ -322,6 +322,11 @@ impl<'e, 'p: 't, 's: 't, 't, R: CryptoRngCore, const N: usize, const K: usize> N
         false
     }
 
+    // A connection whose reply did not end is dropped (the default `park`).
+    fn parks(&self) -> bool {
+        false
+    }
+
     async fn respond(&self, ep: &Endpoint<'_>, answer: &[u8]) {
         let Ok((mut side, _)) = self.connect(ep, true).await else {
             return;

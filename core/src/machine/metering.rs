@@ -97,6 +97,17 @@ impl Settled {
         #[cfg(not(feature = "tasks"))]
         None
     }
+
+    /// Takes [`started`](Self::started) out, for the caller to keep: moved where it lies,
+    /// not copied again. `None` after the first take.
+    pub fn take_started(
+        &mut self,
+    ) -> Option<(Target, heapless::String<{ super::config::MAX_TASK_ID }>)> {
+        #[cfg(feature = "tasks")]
+        return self.started.take();
+        #[cfg(not(feature = "tasks"))]
+        None
+    }
 }
 
 /// One call's (or request's) ledger and timeline: what the events and the finished op say,
@@ -263,9 +274,15 @@ impl<'m, L: Ledger, T: Timeline> Metering<'m, L, T> {
         F: FnMut(Option<(Value<'_>, &[u8])>),
     {
         let attached = matches!(self.what, Metered::Call { attached: true });
+        // Looked up once (one call for every use below).
+        let task = op.task_id();
         // A detached call that became a task hands it back.
-        let detached = op.detached_task() && op.task_id().is_some();
-        if let Some(task) = op.task_id() {
+        let detached = op.detached_task() && task.is_some();
+        #[cfg(feature = "tasks")]
+        let started = task
+            .filter(|_| detached)
+            .map(|id| (op.target(), crate::buf::truncated(id)));
+        if let Some(task) = task {
             let start = (!attached && !self.start_told).then_some("working");
             let end = (!detached).then(|| op.task_end());
             for status in start.into_iter().chain(end) {
@@ -289,12 +306,7 @@ impl<'m, L: Ledger, T: Timeline> Metering<'m, L, T> {
             failure,
             answer,
             #[cfg(feature = "tasks")]
-            started: detached
-                .then(|| {
-                    op.task_id()
-                        .map(|id| (op.target(), crate::buf::truncated(id)))
-                })
-                .flatten(),
+            started,
         }
     }
 
