@@ -322,14 +322,10 @@ impl RetryAfter {
         if v.is_empty() {
             return None;
         }
-        if v.iter().all(u8::is_ascii_digit) {
-            let mut n: u64 = 0;
-            for &d in v {
-                n = n.saturating_mul(10).saturating_add(u64::from(d - b'0'));
-            }
-            return Some(RetryAfter::Seconds(n));
-        }
-        Some(RetryAfter::Date)
+        Some(match decimal(v) {
+            Some(n) => RetryAfter::Seconds(n),
+            None => RetryAfter::Date,
+        })
     }
 
     /// The delay in ms, when it is a number of seconds.
@@ -1361,10 +1357,27 @@ fn map_httparse(e: httparse::Error) -> HttpError {
 }
 
 fn parse_length(v: &[u8]) -> Result<u64, HttpError> {
-    if v.is_empty() || v.len() > 19 || !v.iter().all(u8::is_ascii_digit) {
-        return Err(HttpError::BadContentLength);
+    // At most 19 digits: never saturated.
+    decimal(v)
+        .filter(|_| v.len() <= 19)
+        .ok_or(HttpError::BadContentLength)
+}
+
+/// `v` as a decimal number (saturated), when it is one or more ASCII digits: one reader for
+/// `content-length` and `retry-after`.
+fn decimal(v: &[u8]) -> Option<u64> {
+    if v.is_empty() {
+        return None;
     }
-    Ok(v.iter().fold(0u64, |n, &d| n * 10 + u64::from(d - b'0')))
+    let mut n: u64 = 0;
+    for &b in v {
+        let d = b.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        n = n.saturating_mul(10).saturating_add(u64::from(d));
+    }
+    Some(n)
 }
 
 fn parse_session_id(v: &[u8]) -> Result<heapless::String<MAX_SESSION_ID>, HttpError> {
@@ -1380,11 +1393,7 @@ fn parse_session_id(v: &[u8]) -> Result<heapless::String<MAX_SESSION_ID>, HttpEr
 /// The value as text, cut to 64 bytes at a character boundary; invalid UTF-8 is cut before it.
 fn truncated(v: &[u8]) -> heapless::String<64> {
     // The first 64 bytes' valid prefix: a character cut at 64 ends it as an invalid byte would.
-    let v = v.get(..64).unwrap_or(v);
-    let text = match core::str::from_utf8(v) {
-        Ok(s) => s,
-        Err(e) => core::str::from_utf8(v.get(..e.valid_up_to()).unwrap_or(&[])).unwrap_or(""),
-    };
+    let text = crate::buf::utf8_prefix(v.get(..64).unwrap_or(v));
     let mut out = heapless::String::new();
     let _ = out.push_str(text);
     out
