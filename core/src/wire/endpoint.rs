@@ -6,7 +6,8 @@
 
 use core::fmt;
 
-use crate::buf::{Overflow, Sink, put_u64};
+use crate::buf::{Overflow, Sink};
+use crate::wire::json::JsonOut;
 
 /// The URL scheme: plain TCP or TLS.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -236,39 +237,53 @@ impl<'a> Endpoint<'a> {
     /// Writes the request target, e.g. `/api/mcp?x=1` (or `http://h:80/api/mcp?x=1` in
     /// absolute form).
     pub fn write_target(&self, out: &mut impl Sink) -> Result<(), Overflow> {
-        if self.absolute_form {
-            out.put(match self.scheme {
-                Scheme::Http => b"http://",
-                Scheme::Https => b"https://",
-            })?;
-            self.write_host_header(out)?;
-        }
-        if self.append_mcp {
-            out.put(trim_slashes(self.path).as_bytes())?;
-            out.put(b"/mcp")?;
-        } else if self.path.is_empty() {
-            out.put(b"/")?;
-        } else {
-            out.put(self.path.as_bytes())?;
-        }
-        if let Some(q) = self.query {
-            out.put(b"?")?;
-            out.put(q.as_bytes())?;
-        }
-        Ok(())
+        let mut w = JsonOut::new(out);
+        self.target_to(&mut w);
+        w.done()
     }
 
     /// Writes the `host` header value, always with the port: `h:8080`, `[::1]:80`.
     pub fn write_host_header(&self, out: &mut impl Sink) -> Result<(), Overflow> {
-        if self.ipv6 {
-            out.put(b"[")?;
-            out.put(self.host.as_bytes())?;
-            out.put(b"]")?;
-        } else {
-            out.put(self.host.as_bytes())?;
+        let mut w = JsonOut::new(out);
+        self.host_to(&mut w);
+        w.done()
+    }
+
+    /// [`Self::write_target`] through a writer that keeps the first overflow (a request
+    /// head's), without a check after each piece.
+    pub(crate) fn target_to<S: Sink>(&self, out: &mut JsonOut<S>) {
+        if self.absolute_form {
+            out.lit(match self.scheme {
+                Scheme::Http => b"http://",
+                Scheme::Https => b"https://",
+            });
+            self.host_to(out);
         }
-        out.put(b":")?;
-        put_u64(out, u64::from(self.port))
+        if self.append_mcp {
+            out.lit(trim_slashes(self.path).as_bytes());
+            out.lit(b"/mcp");
+        } else if self.path.is_empty() {
+            out.lit(b"/");
+        } else {
+            out.lit(self.path.as_bytes());
+        }
+        if let Some(q) = self.query {
+            out.lit(b"?");
+            out.lit(q.as_bytes());
+        }
+    }
+
+    /// [`Self::write_host_header`] through a writer that keeps the first overflow.
+    pub(crate) fn host_to<S: Sink>(&self, out: &mut JsonOut<S>) {
+        if self.ipv6 {
+            out.lit(b"[");
+            out.lit(self.host.as_bytes());
+            out.lit(b"]");
+        } else {
+            out.lit(self.host.as_bytes());
+        }
+        out.lit(b":");
+        out.num(u64::from(self.port));
     }
 }
 

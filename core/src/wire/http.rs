@@ -11,6 +11,7 @@ use core::fmt;
 
 use crate::buf::{Overflow, Sink, Words, put_u64};
 use crate::wire::endpoint::Endpoint;
+use crate::wire::json::JsonOut;
 
 /// The request methods an MCP client sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,12 +77,13 @@ pub struct McpHeaders<'a> {
 }
 
 impl McpHeaders<'_> {
-    fn write(&self, out: &mut impl Sink) -> Result<(), Overflow> {
-        put_line(out, b"mcp-method: ", self.method)?;
+    fn write_to<S: Sink>(&self, out: &mut JsonOut<S>) {
+        put_line(out, b"mcp-method: ", self.method);
         if let Some(name) = self.name {
-            out.put(b"mcp-name: ")?;
-            crate::wire::era::write_header_value(out, name.as_bytes())?;
-            out.put(b"\r\n")?;
+            out.lit(b"mcp-name: ");
+            // (The writer keeps the first overflow: its `Ok` says nothing.)
+            let _ = crate::wire::era::write_header_value(out, name.as_bytes());
+            out.lit(b"\r\n");
         }
         let mut parts = self.params.split(|&b| b == 0);
         while let (Some(argument), Some(header)) = (parts.next(), parts.next()) {
@@ -89,10 +91,9 @@ impl McpHeaders<'_> {
                 .args
                 .and_then(|args| crate::wire::era::param_at(args, argument));
             if let Some(value) = value {
-                crate::wire::era::param_line_to(out, header, value)?;
+                let _ = crate::wire::era::param_line_to(out, header, value);
             }
         }
-        Ok(())
     }
 }
 
@@ -144,32 +145,31 @@ fn valid_value(value: &str) -> bool {
 }
 
 /// `name` (with its `: `, lower case already) and `value`, one header line.
-fn put_line(out: &mut impl Sink, name: &[u8], value: &str) -> Result<(), Overflow> {
-    out.put(name)?;
-    out.put(value.as_bytes())?;
-    out.put(b"\r\n")
+fn put_line<S: Sink>(out: &mut JsonOut<S>, name: &[u8], value: &str) {
+    out.lit(name);
+    out.lit(value.as_bytes());
+    out.lit(b"\r\n");
 }
 
-fn put_header(out: &mut impl Sink, name: &str, value: &str) -> Result<(), Overflow> {
+fn put_header<S: Sink>(out: &mut JsonOut<S>, name: &str, value: &str) {
     // A name in lower case already (the usual `authorization`) goes as it is.
     if !name.bytes().any(|b| b.is_ascii_uppercase()) {
-        out.put(name.as_bytes())?;
-        out.put(b": ")?;
-        out.put(value.as_bytes())?;
-        return out.put(b"\r\n");
-    }
-    // Otherwise lower-case the name through a small stack buffer (names are short; long ones in pieces).
-    let mut lower = [0u8; 32];
-    for piece in name.as_bytes().chunks(lower.len()) {
-        let dst = lower.get_mut(..piece.len()).unwrap_or(&mut []);
-        for (d, s) in dst.iter_mut().zip(piece) {
-            *d = s.to_ascii_lowercase();
+        out.lit(name.as_bytes());
+    } else {
+        // Otherwise lower-case the name through a small stack buffer (names are short; long
+        // ones in pieces).
+        let mut lower = [0u8; 32];
+        for piece in name.as_bytes().chunks(lower.len()) {
+            let dst = lower.get_mut(..piece.len()).unwrap_or(&mut []);
+            for (d, s) in dst.iter_mut().zip(piece) {
+                *d = s.to_ascii_lowercase();
+            }
+            out.lit(dst);
         }
-        out.put(dst)?;
     }
-    out.put(b": ")?;
-    out.put(value.as_bytes())?;
-    out.put(b"\r\n")
+    out.lit(b": ");
+    out.lit(value.as_bytes());
+    out.lit(b"\r\n");
 }
 
 /// Writes the head (request line, host, user-agent `verifi-mcp/<crate version>`, headers, blank line).
@@ -177,6 +177,24 @@ fn put_header(out: &mut impl Sink, name: &str, value: &str) -> Result<(), Overfl
 ///
 /// Every header is checked before anything is written, so an invalid header writes nothing.
 pub fn write_request_head(head: &RequestHead<'_>, out: &mut impl Sink) -> Result<(), RequestError> {
+    // The edge: one copy of the head's writer, whatever the sink (the one a request's body
+    // is written through).
+    #[cfg(not(feature = "std"))]
+    let mut w = JsonOut::new(out as &mut dyn Sink);
+    #[cfg(feature = "std")]
+    let mut w = JsonOut::new(out);
+    request_head_to(head, &mut w)?;
+    Ok(w.done()?)
+}
+
+/// [`write_request_head`] through a writer that keeps the first overflow (what a request's
+/// writer holds already): the head's pieces are written without a check after each, and a
+/// piece after an overflow writes nothing, as a `?` after each would. `Err` only for an
+/// invalid header (nothing written then); the overflow is the writer's.
+fn request_head_to<S: Sink>(
+    head: &RequestHead<'_>,
+    out: &mut JsonOut<S>,
+) -> Result<(), RequestError> {
     let fixed_ok = head.session_id.is_none_or(valid_value)
         && head.protocol_version.is_none_or(valid_value)
         && head.last_event_id.is_none_or(valid_value);
@@ -187,40 +205,40 @@ pub fn write_request_head(head: &RequestHead<'_>, out: &mut impl Sink) -> Result
     if !fixed_ok || !extra_ok {
         return Err(RequestError::InvalidHeader);
     }
-    out.put(head.method.as_str().as_bytes())?;
-    out.put(b" ")?;
-    head.endpoint.write_target(out)?;
-    out.put(b" HTTP/1.1\r\nhost: ")?;
-    head.endpoint.write_host_header(out)?;
+    out.lit(head.method.as_str().as_bytes());
+    out.lit(b" ");
+    head.endpoint.target_to(out);
+    out.lit(b" HTTP/1.1\r\nhost: ");
+    head.endpoint.host_to(out);
     // The fixed lines in as few writes as they allow (each write checks the cap).
-    out.put(AGENT_LINE.as_bytes())?;
-    out.put(if head.accept_json_and_sse {
+    out.lit(AGENT_LINE.as_bytes());
+    out.lit(if head.accept_json_and_sse {
         b"application/json, text/event-stream\r\n"
     } else {
         &b"text/event-stream\r\n"[..]
-    })?;
+    });
     if let Some(n) = head.content_length {
-        out.put(b"content-type: application/json\r\ncontent-length: ")?;
-        put_u64(out, n as u64)?;
-        out.put(b"\r\n")?;
+        out.lit(b"content-type: application/json\r\ncontent-length: ");
+        out.num(n as u64);
+        out.lit(b"\r\n");
     }
     // These names are lower case already.
     if let Some(v) = head.session_id {
-        put_line(out, b"mcp-session-id: ", v)?;
+        put_line(out, b"mcp-session-id: ", v);
     }
     if let Some(v) = head.protocol_version {
-        put_line(out, b"mcp-protocol-version: ", v)?;
+        put_line(out, b"mcp-protocol-version: ", v);
     }
     if let Some(v) = head.last_event_id {
-        put_line(out, b"last-event-id: ", v)?;
+        put_line(out, b"last-event-id: ", v);
     }
     for (n, v) in head.extra_headers {
-        put_header(out, n, v)?;
+        put_header(out, n, v);
     }
     if let Some(mcp) = &head.mcp {
-        mcp.write(out)?;
+        mcp.write_to(out);
     }
-    out.put(b"\r\n")?;
+    out.lit(b"\r\n");
     Ok(())
 }
 
