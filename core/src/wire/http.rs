@@ -208,23 +208,23 @@ fn request_head_to<S: Sink>(
     out.lit(head.method.as_str().as_bytes());
     out.lit(b" ");
     head.endpoint.target_to(out);
-    out.lit(b" HTTP/1.1\r\nhost: ");
+    out.lit(VERSION_HOST);
     head.endpoint.host_to(out);
     // The fixed lines in as few writes as they allow (each write checks the cap).
     out.lit(AGENT_LINE.as_bytes());
     out.lit(if head.accept_json_and_sse {
-        b"application/json, text/event-stream\r\n"
+        ACCEPT_BOTH
     } else {
-        &b"text/event-stream\r\n"[..]
+        ACCEPT_SSE
     });
     if let Some(n) = head.content_length {
-        out.lit(b"content-type: application/json\r\ncontent-length: ");
+        out.lit(CONTENT_LINES);
         out.num(n as u64);
         out.lit(b"\r\n");
     }
     // These names are lower case already.
     if let Some(v) = head.session_id {
-        put_line(out, b"mcp-session-id: ", v);
+        put_line(out, SESSION_LINE, v);
     }
     if let Some(v) = head.protocol_version {
         put_line(out, b"mcp-protocol-version: ", v);
@@ -241,6 +241,40 @@ fn request_head_to<S: Sink>(
     out.lit(b"\r\n");
     Ok(())
 }
+
+/// The request head's fixed pieces. The names and media types the response reader matches are
+/// slices of them ([`part`]), so each text is in the binary once.
+const VERSION_HOST: &[u8] = b" HTTP/1.1\r\nhost: ";
+/// The `accept` value of a POST (its end alone is a GET's, [`ACCEPT_SSE`]).
+const ACCEPT_BOTH: &[u8] = b"application/json, text/event-stream\r\n";
+/// A body's two lines, but the length.
+const CONTENT_LINES: &[u8] = b"content-type: application/json\r\ncontent-length: ";
+/// The session's line, but the id.
+const SESSION_LINE: &[u8] = b"mcp-session-id: ";
+/// What a response with an unknown coding is refused with.
+const UNSUPPORTED_CODING: &str = "unsupported transfer-encoding";
+
+/// `len` bytes of `s` from `from` (at compile time: a range outside `s` does not build).
+const fn part(s: &'static [u8], from: usize, len: usize) -> &'static [u8] {
+    s.split_at(from).1.split_at(len).0
+}
+
+/// `text/event-stream` and its line end: a GET's `accept` value.
+const ACCEPT_SSE: &[u8] = part(ACCEPT_BOTH, 18, 19);
+/// `application/json`.
+const JSON: &[u8] = part(ACCEPT_BOTH, 0, 16);
+/// `text/event-stream`.
+const EVENT_STREAM: &[u8] = part(ACCEPT_BOTH, 18, 17);
+/// `content-type`.
+const CONTENT_TYPE: &[u8] = part(CONTENT_LINES, 0, 12);
+/// `content-length`.
+const CONTENT_LENGTH: &[u8] = part(CONTENT_LINES, 32, 14);
+/// `mcp-session-id`.
+const SESSION_ID: &[u8] = part(SESSION_LINE, 0, 14);
+/// `transfer-encoding`.
+const TRANSFER_ENCODING: &[u8] = part(UNSUPPORTED_CODING.as_bytes(), 12, 17);
+/// `HTTP/1.`, how a status line starts but its minor version.
+const HTTP_1: &[u8] = part(VERSION_HOST, 1, 7);
 
 /// The `user-agent` this crate sends.
 pub const USER_AGENT: &str = concat!("verifi-mcp/", env!("CARGO_PKG_VERSION"));
@@ -272,9 +306,9 @@ impl MediaType {
     pub fn parse(value: &[u8]) -> Self {
         let essence = value.split(|&b| b == b';').next().unwrap_or(&[]);
         let essence = essence.trim_ascii();
-        if essence.eq_ignore_ascii_case(b"application/json") {
+        if essence.eq_ignore_ascii_case(JSON) {
             MediaType::Json
-        } else if essence.eq_ignore_ascii_case(b"text/event-stream") {
+        } else if essence.eq_ignore_ascii_case(EVENT_STREAM) {
             MediaType::EventStream
         } else {
             MediaType::Other
@@ -1047,7 +1081,7 @@ fn find_head_end(input: &[u8], mut nl: u8) -> (usize, Result<(), u8>) {
 
 /// Parses a complete head. `Ok(None)` for an interim 1xx head, which is skipped.
 /// How every HTTP/1.x response starts.
-const STATUS_PREFIX: &[u8] = b"HTTP/";
+const STATUS_PREFIX: &[u8] = part(VERSION_HOST, 1, 5);
 
 /// Rejects a reply whose first bytes cannot start an HTTP response (a TLS record from an
 /// `https` port says so).
@@ -1187,7 +1221,7 @@ mod small {
         // `HTTP/1.` (as much of it as came), then the minor version.
         let version = bytes.get(p..).unwrap_or(&[]);
         let n = version.len().min(7);
-        if version.get(..n) != b"HTTP/1.".get(..n) {
+        if version.get(..n) != super::HTTP_1.get(..n) {
             return Err(Bad::Version);
         }
         let http11 = match version.get(7) {
@@ -1307,14 +1341,14 @@ fn head_of<'a>(
     let mut retry_after = None;
     for (name, value) in lines {
         let value = value.trim_ascii();
-        if name.eq_ignore_ascii_case(b"content-type") {
+        if name.eq_ignore_ascii_case(CONTENT_TYPE) {
             media_type = MediaType::parse(value);
             content_type = truncated(value);
         } else if name.eq_ignore_ascii_case(b"retry-after") {
             retry_after = RetryAfter::parse(value);
-        } else if cfg!(feature = "era-2025") && name.eq_ignore_ascii_case(b"mcp-session-id") {
+        } else if cfg!(feature = "era-2025") && name.eq_ignore_ascii_case(SESSION_ID) {
             session_id = Some(parse_session_id(value)?);
-        } else if name.eq_ignore_ascii_case(b"content-length") {
+        } else if name.eq_ignore_ascii_case(CONTENT_LENGTH) {
             let n = parse_length(value)?;
             if length.is_some_and(|m| m != n) {
                 return Err(HttpError::BadContentLength);
@@ -1322,7 +1356,7 @@ fn head_of<'a>(
             length = Some(n);
         } else {
             // Two comma lists, read by one loop.
-            let coding = name.eq_ignore_ascii_case(b"transfer-encoding");
+            let coding = name.eq_ignore_ascii_case(TRANSFER_ENCODING);
             if !coding && !name.eq_ignore_ascii_case(b"connection") {
                 continue;
             }
@@ -1333,7 +1367,7 @@ fn head_of<'a>(
                 } else if item.eq_ignore_ascii_case(b"chunked") && !chunked {
                     chunked = true;
                 } else if !item.is_empty() {
-                    return Err(HttpError::BadHead("unsupported transfer-encoding"));
+                    return Err(HttpError::BadHead(UNSUPPORTED_CODING));
                 }
             }
         }
