@@ -159,12 +159,16 @@ fn put_header<S: Sink>(out: &mut JsonOut<S>, name: &str, value: &str) {
         // Otherwise lower-case the name through a small stack buffer (names are short; long
         // ones in pieces).
         let mut lower = [0u8; 32];
-        for piece in name.as_bytes().chunks(lower.len()) {
-            let dst = lower.get_mut(..piece.len()).unwrap_or(&mut []);
-            for (d, s) in dst.iter_mut().zip(piece) {
-                *d = s.to_ascii_lowercase();
+        let last = name.len().saturating_sub(1);
+        for (i, b) in name.bytes().enumerate() {
+            let at = i % lower.len();
+            if let Some(d) = lower.get_mut(at) {
+                *d = b.to_ascii_lowercase();
             }
-            out.lit(dst);
+            // A piece ends when the buffer is full or the name ends.
+            if at == lower.len() - 1 || i == last {
+                out.lit(lower.get(..=at).unwrap_or(&[]));
+            }
         }
     }
     out.lit(b": ");
