@@ -199,9 +199,8 @@ fn request_head_to<S: Sink>(
     head: &RequestHead<'_>,
     out: &mut JsonOut<S>,
 ) -> Result<(), RequestError> {
-    let fixed_ok = head.session_id.is_none_or(valid_value)
-        && head.protocol_version.is_none_or(valid_value)
-        && head.last_event_id.is_none_or(valid_value);
+    let fixed = [head.session_id, head.protocol_version, head.last_event_id];
+    let fixed_ok = fixed.iter().flatten().all(|v| valid_value(v));
     let extra_ok = head
         .extra_headers
         .iter()
