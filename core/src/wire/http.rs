@@ -225,15 +225,29 @@ fn request_head_to<S: Sink>(
         out.num(n as u64);
         out.lit(b"\r\n");
     }
-    // These names are lower case already.
-    if let Some(v) = head.session_id {
-        put_line(out, SESSION_LINE, v);
+    // These names are lower case already. With the handshake era, one loop over the three
+    // (each may come); without it, plain lines (the edge then has a version alone, and the
+    // other two fold away).
+    #[cfg(feature = "era-2025")]
+    {
+        let names: [&[u8]; 3] = [SESSION_LINE, b"mcp-protocol-version: ", b"last-event-id: "];
+        for (name, value) in names.into_iter().zip(fixed) {
+            if let Some(v) = value {
+                put_line(out, name, v);
+            }
+        }
     }
-    if let Some(v) = head.protocol_version {
-        put_line(out, b"mcp-protocol-version: ", v);
-    }
-    if let Some(v) = head.last_event_id {
-        put_line(out, b"last-event-id: ", v);
+    #[cfg(not(feature = "era-2025"))]
+    {
+        if let Some(v) = head.session_id {
+            put_line(out, SESSION_LINE, v);
+        }
+        if let Some(v) = head.protocol_version {
+            put_line(out, b"mcp-protocol-version: ", v);
+        }
+        if let Some(v) = head.last_event_id {
+            put_line(out, b"last-event-id: ", v);
+        }
     }
     for (n, v) in head.extra_headers {
         put_header(out, n, v);
