@@ -126,7 +126,7 @@ impl<'a> Endpoint<'a> {
         let sep = crate::buf::find(s.as_bytes(), b"://")
             .filter(|&i| i > 0)
             .ok_or(MissingScheme)?;
-        let (scheme_str, rest) = (cut(s, 0, sep), cut(s, sep + 3, s.len()));
+        let (scheme_str, rest) = split(s, sep, 3);
         let scheme = if scheme_str.eq_ignore_ascii_case("http") {
             Scheme::Http
         } else if scheme_str.eq_ignore_ascii_case("https") {
@@ -142,7 +142,7 @@ impl<'a> Endpoint<'a> {
             .bytes()
             .position(|b| b == b'/' || b == b'?')
             .unwrap_or(rest.len());
-        let (authority, tail) = (cut(rest, 0, auth_end), cut(rest, auth_end, rest.len()));
+        let (authority, tail) = split(rest, auth_end, 0);
         if at(authority, b'@').is_some() {
             return Err(Userinfo);
         }
@@ -151,7 +151,10 @@ impl<'a> Endpoint<'a> {
             return Err(BadPath);
         }
         let (path, query) = match at(tail, b'?') {
-            Some(i) => (cut(tail, 0, i), Some(cut(tail, i + 1, tail.len()))),
+            Some(i) => {
+                let (path, query) = split(tail, i, 1);
+                (path, Some(query))
+            }
             None => (tail, None),
         };
         if authority.is_empty() {
@@ -159,7 +162,7 @@ impl<'a> Endpoint<'a> {
         }
         let (host, ipv6, port_str) = if let Some(inner) = authority.strip_prefix('[') {
             let close = at(inner, b']').ok_or(BadHost)?;
-            let (h, after) = (cut(inner, 0, close), cut(inner, close + 1, inner.len()));
+            let (h, after) = split(inner, close, 1);
             let ok = at(h, b':').is_some()
                 && h.bytes()
                     .all(|b| b.is_ascii_hexdigit() || b == b':' || b == b'.');
@@ -173,10 +176,10 @@ impl<'a> Endpoint<'a> {
             (h, true, port)
         } else {
             let (h, port) = match at(authority, b':') {
-                Some(i) => (
-                    cut(authority, 0, i),
-                    Some(cut(authority, i + 1, authority.len())),
-                ),
+                Some(i) => {
+                    let (h, port) = split(authority, i, 1);
+                    (h, Some(port))
+                }
                 None => (authority, None),
             };
             if h.is_empty() {
@@ -353,6 +356,12 @@ impl EndpointShape {
             absolute_form: self.absolute_form,
         })
     }
+}
+
+/// `s` before `at`, and after the `skip` delimiter bytes at `at` (the parser cuts at ASCII
+/// bytes; a cut that is not a slice of `s` is empty).
+fn split(s: &str, at: usize, skip: usize) -> (&str, &str) {
+    (cut(s, 0, at), cut(s, at + skip, s.len()))
 }
 
 /// `s[from..to]` (empty when that is not a slice of it; the parser cuts at ASCII bytes).
