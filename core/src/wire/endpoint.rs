@@ -6,7 +6,8 @@
 
 use core::fmt;
 
-use crate::buf::{Overflow, Sink, put_u64};
+use crate::buf::{Overflow, Sink};
+use crate::wire::json::JsonOut;
 
 /// The URL scheme: plain TCP or TLS.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -125,7 +126,7 @@ impl<'a> Endpoint<'a> {
         let sep = crate::buf::find(s.as_bytes(), b"://")
             .filter(|&i| i > 0)
             .ok_or(MissingScheme)?;
-        let (scheme_str, rest) = (cut(s, 0, sep), cut(s, sep + 3, s.len()));
+        let (scheme_str, rest) = split(s, sep, 3);
         let scheme = if scheme_str.eq_ignore_ascii_case("http") {
             Scheme::Http
         } else if scheme_str.eq_ignore_ascii_case("https") {
@@ -141,7 +142,7 @@ impl<'a> Endpoint<'a> {
             .bytes()
             .position(|b| b == b'/' || b == b'?')
             .unwrap_or(rest.len());
-        let (authority, tail) = (cut(rest, 0, auth_end), cut(rest, auth_end, rest.len()));
+        let (authority, tail) = split(rest, auth_end, 0);
         if at(authority, b'@').is_some() {
             return Err(Userinfo);
         }
@@ -150,7 +151,10 @@ impl<'a> Endpoint<'a> {
             return Err(BadPath);
         }
         let (path, query) = match at(tail, b'?') {
-            Some(i) => (cut(tail, 0, i), Some(cut(tail, i + 1, tail.len()))),
+            Some(i) => {
+                let (path, query) = split(tail, i, 1);
+                (path, Some(query))
+            }
             None => (tail, None),
         };
         if authority.is_empty() {
@@ -158,7 +162,7 @@ impl<'a> Endpoint<'a> {
         }
         let (host, ipv6, port_str) = if let Some(inner) = authority.strip_prefix('[') {
             let close = at(inner, b']').ok_or(BadHost)?;
-            let (h, after) = (cut(inner, 0, close), cut(inner, close + 1, inner.len()));
+            let (h, after) = split(inner, close, 1);
             let ok = at(h, b':').is_some()
                 && h.bytes()
                     .all(|b| b.is_ascii_hexdigit() || b == b':' || b == b'.');
@@ -172,10 +176,10 @@ impl<'a> Endpoint<'a> {
             (h, true, port)
         } else {
             let (h, port) = match at(authority, b':') {
-                Some(i) => (
-                    cut(authority, 0, i),
-                    Some(cut(authority, i + 1, authority.len())),
-                ),
+                Some(i) => {
+                    let (h, port) = split(authority, i, 1);
+                    (h, Some(port))
+                }
                 None => (authority, None),
             };
             if h.is_empty() {
@@ -236,39 +240,53 @@ impl<'a> Endpoint<'a> {
     /// Writes the request target, e.g. `/api/mcp?x=1` (or `http://h:80/api/mcp?x=1` in
     /// absolute form).
     pub fn write_target(&self, out: &mut impl Sink) -> Result<(), Overflow> {
-        if self.absolute_form {
-            out.put(match self.scheme {
-                Scheme::Http => b"http://",
-                Scheme::Https => b"https://",
-            })?;
-            self.write_host_header(out)?;
-        }
-        if self.append_mcp {
-            out.put(trim_slashes(self.path).as_bytes())?;
-            out.put(b"/mcp")?;
-        } else if self.path.is_empty() {
-            out.put(b"/")?;
-        } else {
-            out.put(self.path.as_bytes())?;
-        }
-        if let Some(q) = self.query {
-            out.put(b"?")?;
-            out.put(q.as_bytes())?;
-        }
-        Ok(())
+        let mut w = JsonOut::new(out);
+        self.target_to(&mut w);
+        w.done()
     }
 
     /// Writes the `host` header value, always with the port: `h:8080`, `[::1]:80`.
     pub fn write_host_header(&self, out: &mut impl Sink) -> Result<(), Overflow> {
-        if self.ipv6 {
-            out.put(b"[")?;
-            out.put(self.host.as_bytes())?;
-            out.put(b"]")?;
-        } else {
-            out.put(self.host.as_bytes())?;
+        let mut w = JsonOut::new(out);
+        self.host_to(&mut w);
+        w.done()
+    }
+
+    /// [`Self::write_target`] through a writer that keeps the first overflow (a request
+    /// head's), without a check after each piece.
+    pub(crate) fn target_to<S: Sink>(&self, out: &mut JsonOut<S>) {
+        if self.absolute_form {
+            out.lit(match self.scheme {
+                Scheme::Http => b"http://",
+                Scheme::Https => b"https://",
+            });
+            self.host_to(out);
         }
-        out.put(b":")?;
-        put_u64(out, u64::from(self.port))
+        if self.append_mcp {
+            out.lit(trim_slashes(self.path).as_bytes());
+            out.lit(b"/mcp");
+        } else if self.path.is_empty() {
+            out.lit(b"/");
+        } else {
+            out.lit(self.path.as_bytes());
+        }
+        if let Some(q) = self.query {
+            out.lit(b"?");
+            out.lit(q.as_bytes());
+        }
+    }
+
+    /// [`Self::write_host_header`] through a writer that keeps the first overflow.
+    pub(crate) fn host_to<S: Sink>(&self, out: &mut JsonOut<S>) {
+        if self.ipv6 {
+            out.lit(b"[");
+            out.lit(self.host.as_bytes());
+            out.lit(b"]");
+        } else {
+            out.lit(self.host.as_bytes());
+        }
+        out.lit(b":");
+        out.num(u64::from(self.port));
     }
 }
 
@@ -338,6 +356,12 @@ impl EndpointShape {
             absolute_form: self.absolute_form,
         })
     }
+}
+
+/// `s` before `at`, and after the `skip` delimiter bytes at `at` (the parser cuts at ASCII
+/// bytes; a cut that is not a slice of `s` is empty).
+fn split(s: &str, at: usize, skip: usize) -> (&str, &str) {
+    (cut(s, 0, at), cut(s, at + skip, s.len()))
 }
 
 /// `s[from..to]` (empty when that is not a slice of it; the parser cuts at ASCII bytes).

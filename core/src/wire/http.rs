@@ -11,6 +11,7 @@ use core::fmt;
 
 use crate::buf::{Overflow, Sink, Words, put_u64};
 use crate::wire::endpoint::Endpoint;
+use crate::wire::json::JsonOut;
 
 /// The request methods an MCP client sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,12 +77,13 @@ pub struct McpHeaders<'a> {
 }
 
 impl McpHeaders<'_> {
-    fn write(&self, out: &mut impl Sink) -> Result<(), Overflow> {
-        put_line(out, b"mcp-method: ", self.method)?;
+    fn write_to<S: Sink>(&self, out: &mut JsonOut<S>) {
+        put_line(out, b"mcp-method: ", self.method);
         if let Some(name) = self.name {
-            out.put(b"mcp-name: ")?;
-            crate::wire::era::write_header_value(out, name.as_bytes())?;
-            out.put(b"\r\n")?;
+            out.lit(b"mcp-name: ");
+            // (The writer keeps the first overflow: its `Ok` says nothing.)
+            let _ = crate::wire::era::write_header_value(out, name.as_bytes());
+            out.lit(b"\r\n");
         }
         let mut parts = self.params.split(|&b| b == 0);
         while let (Some(argument), Some(header)) = (parts.next(), parts.next()) {
@@ -89,10 +91,9 @@ impl McpHeaders<'_> {
                 .args
                 .and_then(|args| crate::wire::era::param_at(args, argument));
             if let Some(value) = value {
-                crate::wire::era::param_line_to(out, header, value)?;
+                let _ = crate::wire::era::param_line_to(out, header, value);
             }
         }
-        Ok(())
     }
 }
 
@@ -144,32 +145,35 @@ fn valid_value(value: &str) -> bool {
 }
 
 /// `name` (with its `: `, lower case already) and `value`, one header line.
-fn put_line(out: &mut impl Sink, name: &[u8], value: &str) -> Result<(), Overflow> {
-    out.put(name)?;
-    out.put(value.as_bytes())?;
-    out.put(b"\r\n")
+fn put_line<S: Sink>(out: &mut JsonOut<S>, name: &[u8], value: &str) {
+    out.lit(name);
+    out.lit(value.as_bytes());
+    out.lit(b"\r\n");
 }
 
-fn put_header(out: &mut impl Sink, name: &str, value: &str) -> Result<(), Overflow> {
+fn put_header<S: Sink>(out: &mut JsonOut<S>, name: &str, value: &str) {
     // A name in lower case already (the usual `authorization`) goes as it is.
     if !name.bytes().any(|b| b.is_ascii_uppercase()) {
-        out.put(name.as_bytes())?;
-        out.put(b": ")?;
-        out.put(value.as_bytes())?;
-        return out.put(b"\r\n");
-    }
-    // Otherwise lower-case the name through a small stack buffer (names are short; long ones in pieces).
-    let mut lower = [0u8; 32];
-    for piece in name.as_bytes().chunks(lower.len()) {
-        let dst = lower.get_mut(..piece.len()).unwrap_or(&mut []);
-        for (d, s) in dst.iter_mut().zip(piece) {
-            *d = s.to_ascii_lowercase();
+        out.lit(name.as_bytes());
+    } else {
+        // Otherwise lower-case the name through a small stack buffer (names are short; long
+        // ones in pieces).
+        let mut lower = [0u8; 32];
+        let last = name.len().saturating_sub(1);
+        for (i, b) in name.bytes().enumerate() {
+            let at = i % lower.len();
+            if let Some(d) = lower.get_mut(at) {
+                *d = b.to_ascii_lowercase();
+            }
+            // A piece ends when the buffer is full or the name ends.
+            if at == lower.len() - 1 || i == last {
+                out.lit(lower.get(..=at).unwrap_or(&[]));
+            }
         }
-        out.put(dst)?;
     }
-    out.put(b": ")?;
-    out.put(value.as_bytes())?;
-    out.put(b"\r\n")
+    out.lit(b": ");
+    out.lit(value.as_bytes());
+    out.lit(b"\r\n");
 }
 
 /// Writes the head (request line, host, user-agent `verifi-mcp/<crate version>`, headers, blank line).
@@ -177,9 +181,26 @@ fn put_header(out: &mut impl Sink, name: &str, value: &str) -> Result<(), Overfl
 ///
 /// Every header is checked before anything is written, so an invalid header writes nothing.
 pub fn write_request_head(head: &RequestHead<'_>, out: &mut impl Sink) -> Result<(), RequestError> {
-    let fixed_ok = head.session_id.is_none_or(valid_value)
-        && head.protocol_version.is_none_or(valid_value)
-        && head.last_event_id.is_none_or(valid_value);
+    // The edge: one copy of the head's writer, whatever the sink (the one a request's body
+    // is written through).
+    #[cfg(not(feature = "std"))]
+    let mut w = JsonOut::new(out as &mut dyn Sink);
+    #[cfg(feature = "std")]
+    let mut w = JsonOut::new(out);
+    request_head_to(head, &mut w)?;
+    Ok(w.done()?)
+}
+
+/// [`write_request_head`] through a writer that keeps the first overflow (what a request's
+/// writer holds already): the head's pieces are written without a check after each, and a
+/// piece after an overflow writes nothing, as a `?` after each would. `Err` only for an
+/// invalid header (nothing written then); the overflow is the writer's.
+fn request_head_to<S: Sink>(
+    head: &RequestHead<'_>,
+    out: &mut JsonOut<S>,
+) -> Result<(), RequestError> {
+    let fixed = [head.session_id, head.protocol_version, head.last_event_id];
+    let fixed_ok = fixed.iter().flatten().all(|v| valid_value(v));
     let extra_ok = head
         .extra_headers
         .iter()
@@ -187,42 +208,91 @@ pub fn write_request_head(head: &RequestHead<'_>, out: &mut impl Sink) -> Result
     if !fixed_ok || !extra_ok {
         return Err(RequestError::InvalidHeader);
     }
-    out.put(head.method.as_str().as_bytes())?;
-    out.put(b" ")?;
-    head.endpoint.write_target(out)?;
-    out.put(b" HTTP/1.1\r\nhost: ")?;
-    head.endpoint.write_host_header(out)?;
+    out.lit(head.method.as_str().as_bytes());
+    out.lit(b" ");
+    head.endpoint.target_to(out);
+    out.lit(VERSION_HOST);
+    head.endpoint.host_to(out);
     // The fixed lines in as few writes as they allow (each write checks the cap).
-    out.put(AGENT_LINE.as_bytes())?;
-    out.put(if head.accept_json_and_sse {
-        b"application/json, text/event-stream\r\n"
+    out.lit(AGENT_LINE.as_bytes());
+    out.lit(if head.accept_json_and_sse {
+        ACCEPT_BOTH
     } else {
-        &b"text/event-stream\r\n"[..]
-    })?;
+        ACCEPT_SSE
+    });
     if let Some(n) = head.content_length {
-        out.put(b"content-type: application/json\r\ncontent-length: ")?;
-        put_u64(out, n as u64)?;
-        out.put(b"\r\n")?;
+        out.lit(CONTENT_LINES);
+        out.num(n as u64);
+        out.lit(b"\r\n");
     }
-    // These names are lower case already.
-    if let Some(v) = head.session_id {
-        put_line(out, b"mcp-session-id: ", v)?;
+    // These names are lower case already. With the handshake era, one loop over the three
+    // (each may come); without it, plain lines (the edge then has a version alone, and the
+    // other two fold away).
+    #[cfg(feature = "era-2025")]
+    {
+        let names: [&[u8]; 3] = [SESSION_LINE, b"mcp-protocol-version: ", b"last-event-id: "];
+        for (name, value) in names.into_iter().zip(fixed) {
+            if let Some(v) = value {
+                put_line(out, name, v);
+            }
+        }
     }
-    if let Some(v) = head.protocol_version {
-        put_line(out, b"mcp-protocol-version: ", v)?;
-    }
-    if let Some(v) = head.last_event_id {
-        put_line(out, b"last-event-id: ", v)?;
+    #[cfg(not(feature = "era-2025"))]
+    {
+        if let Some(v) = head.session_id {
+            put_line(out, SESSION_LINE, v);
+        }
+        if let Some(v) = head.protocol_version {
+            put_line(out, b"mcp-protocol-version: ", v);
+        }
+        if let Some(v) = head.last_event_id {
+            put_line(out, b"last-event-id: ", v);
+        }
     }
     for (n, v) in head.extra_headers {
-        put_header(out, n, v)?;
+        put_header(out, n, v);
     }
     if let Some(mcp) = &head.mcp {
-        mcp.write(out)?;
+        mcp.write_to(out);
     }
-    out.put(b"\r\n")?;
+    out.lit(b"\r\n");
     Ok(())
 }
+
+/// The request head's fixed pieces. The names and media types the response reader matches are
+/// slices of them ([`part`]), so each text is in the binary once.
+const VERSION_HOST: &[u8] = b" HTTP/1.1\r\nhost: ";
+/// The `accept` value of a POST (its end alone is a GET's, [`ACCEPT_SSE`]).
+const ACCEPT_BOTH: &[u8] = b"application/json, text/event-stream\r\n";
+/// A body's two lines, but the length.
+const CONTENT_LINES: &[u8] = b"content-type: application/json\r\ncontent-length: ";
+/// The session's line, but the id.
+const SESSION_LINE: &[u8] = b"mcp-session-id: ";
+/// What a response with an unknown coding is refused with.
+const UNSUPPORTED_CODING: &str = "unsupported transfer-encoding";
+
+/// `len` bytes of `s` from `from` (at compile time: a range outside `s` does not build).
+const fn part(s: &'static [u8], from: usize, len: usize) -> &'static [u8] {
+    s.split_at(from).1.split_at(len).0
+}
+
+/// `text/event-stream` and its line end: a GET's `accept` value.
+const ACCEPT_SSE: &[u8] = part(ACCEPT_BOTH, 18, 19);
+/// `application/json`.
+const JSON: &[u8] = part(ACCEPT_BOTH, 0, 16);
+/// `text/event-stream`.
+const EVENT_STREAM: &[u8] = part(ACCEPT_BOTH, 18, 17);
+/// `content-type`.
+const CONTENT_TYPE: &[u8] = part(CONTENT_LINES, 0, 12);
+/// `content-length`.
+const CONTENT_LENGTH: &[u8] = part(CONTENT_LINES, 32, 14);
+/// `mcp-session-id`.
+const SESSION_ID: &[u8] = part(SESSION_LINE, 0, 14);
+/// `transfer-encoding`.
+const TRANSFER_ENCODING: &[u8] = part(UNSUPPORTED_CODING.as_bytes(), 12, 17);
+/// `HTTP/1.`, how a status line starts but its minor version (the edge's head reader's).
+#[cfg(any(test, not(feature = "std")))]
+const HTTP_1: &[u8] = part(VERSION_HOST, 1, 7);
 
 /// The `user-agent` this crate sends.
 pub const USER_AGENT: &str = concat!("verifi-mcp/", env!("CARGO_PKG_VERSION"));
@@ -254,9 +324,9 @@ impl MediaType {
     pub fn parse(value: &[u8]) -> Self {
         let essence = value.split(|&b| b == b';').next().unwrap_or(&[]);
         let essence = essence.trim_ascii();
-        if essence.eq_ignore_ascii_case(b"application/json") {
+        if essence.eq_ignore_ascii_case(JSON) {
             MediaType::Json
-        } else if essence.eq_ignore_ascii_case(b"text/event-stream") {
+        } else if essence.eq_ignore_ascii_case(EVENT_STREAM) {
             MediaType::EventStream
         } else {
             MediaType::Other
@@ -322,14 +392,10 @@ impl RetryAfter {
         if v.is_empty() {
             return None;
         }
-        if v.iter().all(u8::is_ascii_digit) {
-            let mut n: u64 = 0;
-            for &d in v {
-                n = n.saturating_mul(10).saturating_add(u64::from(d - b'0'));
-            }
-            return Some(RetryAfter::Seconds(n));
-        }
-        Some(RetryAfter::Date)
+        Some(match decimal(v) {
+            Some(n) => RetryAfter::Seconds(n),
+            None => RetryAfter::Date,
+        })
     }
 
     /// The delay in ms, when it is a number of seconds.
@@ -824,6 +890,13 @@ impl<'h> ResponseDecoder<'h> {
             }
             let src = rest.get(..n).unwrap_or(&[]);
             if let Some(dst) = self.storage.get_mut(len..total) {
+                // (Equal lengths.) The edge copies by a zip, which has no length check to
+                // fail and so no panic path (and its location) in the binary.
+                #[cfg(not(feature = "std"))]
+                for (d, s) in dst.iter_mut().zip(src) {
+                    *d = *s;
+                }
+                #[cfg(feature = "std")]
                 dst.copy_from_slice(src);
             }
             used += n;
@@ -1033,7 +1106,7 @@ fn find_head_end(input: &[u8], mut nl: u8) -> (usize, Result<(), u8>) {
 
 /// Parses a complete head. `Ok(None)` for an interim 1xx head, which is skipped.
 /// How every HTTP/1.x response starts.
-const STATUS_PREFIX: &[u8] = b"HTTP/";
+const STATUS_PREFIX: &[u8] = part(VERSION_HOST, 1, 5);
 
 /// Rejects a reply whose first bytes cannot start an HTTP response (a TLS record from an
 /// `https` port says so).
@@ -1173,7 +1246,7 @@ mod small {
         // `HTTP/1.` (as much of it as came), then the minor version.
         let version = bytes.get(p..).unwrap_or(&[]);
         let n = version.len().min(7);
-        if version.get(..n) != b"HTTP/1.".get(..n) {
+        if version.get(..n) != super::HTTP_1.get(..n) {
             return Err(Bad::Version);
         }
         let http11 = match version.get(7) {
@@ -1293,14 +1366,14 @@ fn head_of<'a>(
     let mut retry_after = None;
     for (name, value) in lines {
         let value = value.trim_ascii();
-        if name.eq_ignore_ascii_case(b"content-type") {
+        if name.eq_ignore_ascii_case(CONTENT_TYPE) {
             media_type = MediaType::parse(value);
             content_type = truncated(value);
         } else if name.eq_ignore_ascii_case(b"retry-after") {
             retry_after = RetryAfter::parse(value);
-        } else if cfg!(feature = "era-2025") && name.eq_ignore_ascii_case(b"mcp-session-id") {
+        } else if cfg!(feature = "era-2025") && name.eq_ignore_ascii_case(SESSION_ID) {
             session_id = Some(parse_session_id(value)?);
-        } else if name.eq_ignore_ascii_case(b"content-length") {
+        } else if name.eq_ignore_ascii_case(CONTENT_LENGTH) {
             let n = parse_length(value)?;
             if length.is_some_and(|m| m != n) {
                 return Err(HttpError::BadContentLength);
@@ -1308,7 +1381,7 @@ fn head_of<'a>(
             length = Some(n);
         } else {
             // Two comma lists, read by one loop.
-            let coding = name.eq_ignore_ascii_case(b"transfer-encoding");
+            let coding = name.eq_ignore_ascii_case(TRANSFER_ENCODING);
             if !coding && !name.eq_ignore_ascii_case(b"connection") {
                 continue;
             }
@@ -1319,7 +1392,7 @@ fn head_of<'a>(
                 } else if item.eq_ignore_ascii_case(b"chunked") && !chunked {
                     chunked = true;
                 } else if !item.is_empty() {
-                    return Err(HttpError::BadHead("unsupported transfer-encoding"));
+                    return Err(HttpError::BadHead(UNSUPPORTED_CODING));
                 }
             }
         }
@@ -1361,10 +1434,27 @@ fn map_httparse(e: httparse::Error) -> HttpError {
 }
 
 fn parse_length(v: &[u8]) -> Result<u64, HttpError> {
-    if v.is_empty() || v.len() > 19 || !v.iter().all(u8::is_ascii_digit) {
-        return Err(HttpError::BadContentLength);
+    // At most 19 digits: never saturated.
+    decimal(v)
+        .filter(|_| v.len() <= 19)
+        .ok_or(HttpError::BadContentLength)
+}
+
+/// `v` as a decimal number (saturated), when it is one or more ASCII digits: one reader for
+/// `content-length` and `retry-after`.
+fn decimal(v: &[u8]) -> Option<u64> {
+    if v.is_empty() {
+        return None;
     }
-    Ok(v.iter().fold(0u64, |n, &d| n * 10 + u64::from(d - b'0')))
+    let mut n: u64 = 0;
+    for &b in v {
+        let d = b.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        n = n.saturating_mul(10).saturating_add(u64::from(d));
+    }
+    Some(n)
 }
 
 fn parse_session_id(v: &[u8]) -> Result<heapless::String<MAX_SESSION_ID>, HttpError> {
@@ -1380,11 +1470,7 @@ fn parse_session_id(v: &[u8]) -> Result<heapless::String<MAX_SESSION_ID>, HttpEr
 /// The value as text, cut to 64 bytes at a character boundary; invalid UTF-8 is cut before it.
 fn truncated(v: &[u8]) -> heapless::String<64> {
     // The first 64 bytes' valid prefix: a character cut at 64 ends it as an invalid byte would.
-    let v = v.get(..64).unwrap_or(v);
-    let text = match core::str::from_utf8(v) {
-        Ok(s) => s,
-        Err(e) => core::str::from_utf8(v.get(..e.valid_up_to()).unwrap_or(&[])).unwrap_or(""),
-    };
+    let text = crate::buf::utf8_prefix(v.get(..64).unwrap_or(v));
     let mut out = heapless::String::new();
     let _ = out.push_str(text);
     out

@@ -444,14 +444,13 @@ impl<'x> Trip<'x> {
 
     /// [`write`](Self::write) in two passes through `dyn Sink` (one copy of every writer):
     /// the body counted, the head with its length written, then the body.
-    fn write_counted(&self, out: &mut dyn Sink, cfg: &SlotConfig<'_>) -> Result<(), Failure> {
+    fn write_counted(&self, mut out: &mut dyn Sink, cfg: &SlotConfig<'_>) -> Result<(), Failure> {
         self.built()?;
         let mut count = crate::buf::CountingSink::default();
         self.write_body(cfg, &mut JsonOut::new(&mut count as &mut dyn Sink));
+        // (The head's writer on the edge is the body's: through `dyn Sink`.)
+        write_request_head(&self.head(cfg, count.count), &mut out).map_err(Failure::Request)?;
         let mut w = JsonOut::new(out);
-        write_request_head(&self.head(cfg, count.count), &mut w).map_err(Failure::Request)?;
-        w.done()
-            .map_err(|o| Failure::Request(crate::wire::http::RequestError::Overflow(o)))?;
         self.write_body(cfg, &mut w);
         w.done()
             .map_err(|o| Failure::TooLarge(BufferName::Request, o))

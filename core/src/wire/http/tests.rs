@@ -927,3 +927,24 @@ proptest! {
         prop_assert_eq!(parse_head_small(&head), parse_head_httparse(&head));
     }
 }
+
+/// The texts the reader matches are slices of the head's pieces: each is the text it names.
+#[test]
+fn the_shared_texts_are_what_they_name() {
+    for (part, text) in [
+        (ACCEPT_SSE, &b"text/event-stream\r\n"[..]),
+        (JSON, b"application/json"),
+        (EVENT_STREAM, b"text/event-stream"),
+        (CONTENT_TYPE, b"content-type"),
+        (CONTENT_LENGTH, b"content-length"),
+        (SESSION_ID, b"mcp-session-id"),
+        (TRANSFER_ENCODING, b"transfer-encoding"),
+        (HTTP_1, b"HTTP/1."),
+        (STATUS_PREFIX, b"HTTP/"),
+    ] {
+        assert_eq!(
+            core::str::from_utf8(part).unwrap(),
+            core::str::from_utf8(text).unwrap()
+        );
+    }
+}
