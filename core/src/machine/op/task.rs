@@ -21,6 +21,7 @@ where
                     ..
                 })
             )
+            && error_of(self.reply.bytes()).0
             && self.deliver_error_body();
         let (failed, timed_out) = self.task_trip_failed(ok);
         let failed = failed && !answered;
