@@ -1091,7 +1091,8 @@ where
     }
 
     /// Another op runs the handshake `attempt`: wait for it; its failure is the op's too.
-    #[inline(never)]
+    // (Inlined into the op's step, its one caller: 16 B less in `full` than the call.)
+    #[inline(always)]
     fn waiting(&mut self, slot: &mut SlotState, now: Millis, attempt: u32) -> Option<Action> {
         let session = slot.session(self.target);
         let phase = session.map(|s| s.phase());
