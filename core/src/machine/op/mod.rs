@@ -956,44 +956,39 @@ where
                 self.timeout = self.deadline.at;
                 Some(Action::Sleep { slot: true })
             }
-            Stage::TaskSend(purpose) => {
-                // Every request has an id of its own (never the last poll's).
-                self.id = slot.next_id();
-                let id = self.id;
-                if let Job::Call { handler, .. } = &mut self.job {
-                    handler.renumber(id);
-                    // `tasks/update`'s empty answer is read as a poll's (no result in it).
-                    handler.polling = purpose == Purpose::TaskUpdate;
-                    handler.task_status = None;
-                }
-                self.start_trip(purpose, now);
-                None
+            // (A task poll is never set past the deadline: it is slept here before that check.)
+            Stage::RetryWait { at } | Stage::ResumeWait { at } | Stage::TaskWait { at }
+                if now < at =>
+            {
+                self.timeout = at;
+                Some(Action::Sleep { slot: false })
             }
             Stage::TaskWait { .. } if now >= self.deadline.at => {
                 self.task_timed_out();
                 None
             }
-            Stage::TaskWait { at } if now < at => {
-                self.timeout = at;
-                Some(Action::Sleep { slot: false })
-            }
-            Stage::TaskWait { .. } => {
+            // A `tasks/get` when its time came, or another task request.
+            Stage::TaskSend(_) | Stage::TaskWait { .. } => {
+                let purpose = match self.stage {
+                    Stage::TaskSend(purpose) => purpose,
+                    _ => Purpose::TaskGet,
+                };
+                // Every request has an id of its own (never the last poll's).
                 self.id = slot.next_id();
                 let id = self.id;
                 if let Job::Call { handler, task, .. } = &mut self.job {
                     handler.renumber(id);
-                    handler.polling = true;
+                    // `tasks/update`'s empty answer is read as a poll's (no result in it).
+                    handler.polling = matches!(purpose, Purpose::TaskGet | Purpose::TaskUpdate);
                     handler.task_status = None;
-                    task.polls += 1;
+                    if purpose == Purpose::TaskGet {
+                        task.polls += 1;
+                    }
                 }
-                self.start_trip(Purpose::TaskGet, now);
+                self.start_trip(purpose, now);
                 None
             }
             Stage::Trip { purpose, .. } => self.trip_step(slot, now, purpose),
-            Stage::RetryWait { at } | Stage::ResumeWait { at } if now < at => {
-                self.timeout = at;
-                Some(Action::Sleep { slot: false })
-            }
             Stage::RetryWait { .. } => {
                 self.stage = Stage::Ready;
                 None
