@@ -897,6 +897,9 @@ where
         matches!(self.job, Job::Call { .. })
     }
 
+    // Out of the driver's step closure (where `poll` is inlined) in a build with the 2025 era:
+    // 96 B less in `full` (12 B more in `minimal`).
+    #[cfg_attr(feature = "era-2025", inline(never))]
     fn step(&mut self, slot: &mut SlotState, now: Millis) -> Option<Action> {
         match self.stage {
             Stage::Start => {
