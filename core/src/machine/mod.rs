@@ -389,8 +389,14 @@ impl SlotState {
     /// Takes one `retry-after` retry from the slot's budget (one in
     /// [`RETRY_BUDGET_CALLS_PER_RETRY`] calls, and at least [`RETRY_BUDGET_FLOOR`]).
     fn take_retry(&mut self) -> bool {
-        let budget = (self.calls / RETRY_BUDGET_CALLS_PER_RETRY).max(RETRY_BUDGET_FLOOR);
-        let ok = self.retries < budget;
+        // (No 64-bit division: `retries < calls / N` is `(retries + 1) * N <= calls`, which
+        // cannot wrap: retries stay at most `calls / N` or the floor.)
+        let ok = self.retries < RETRY_BUDGET_FLOOR
+            || self
+                .retries
+                .wrapping_add(1)
+                .wrapping_mul(RETRY_BUDGET_CALLS_PER_RETRY)
+                <= self.calls;
         if ok {
             self.retries += 1;
         }

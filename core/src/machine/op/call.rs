@@ -215,12 +215,23 @@ where
         let deadline = self.deadline.at;
         let modern = self.modern();
         let status = self.failed_status(ok);
+        // An error status's body, parsed once for the checks below: whether it is a JSON-RPC
+        // error response, and its error's code.
+        let (is_error, code) = match status {
+            Some(_) => error_of(self.reply.bytes()),
+            None => (false, None),
+        };
         // An answer that says the server now speaks the other era (a 4xx ran nothing): its
-        // verdict is forgotten and it is probed once more, then the request goes again.
-        if let Some(code) = status
+        // verdict is forgotten and it is probed once more, then the request goes again. (A
+        // 2026-era answer is judged by its code, as `era::era_changed` does.)
+        if let Some(s) = status
             && self.cfg.era.effective() == EraSetting::Auto
             && !self.era_reprobed
-            && era::era_changed(modern, code, self.reply.bytes())
+            && if modern {
+                s == 400 && code.is_none_or(|c| (-32019..=-32000).contains(&c))
+            } else {
+                era::era_changed(false, s, self.reply.bytes())
+            }
         {
             self.era_reprobed = true;
             self.failure = None;
@@ -259,15 +270,14 @@ where
         }
         // -32020 (a header the server wanted is missing or wrong): list the tools again and
         // send the call once more, under a new id (a 400 ran nothing).
-        let header_mismatch = modern
-            && status == Some(400)
-            && error_code(self.reply.bytes()) == Some(era::HEADER_MISMATCH);
+        let header_mismatch = modern && status == Some(400) && code == Some(era::HEADER_MISMATCH);
         // In the 2026 era a JSON-RPC error comes with an HTTP error status (400, 404): it is
         // the server's answer (a refusal), not a transport failure.
         let mut ok = ok;
         if matches!(status, Some(400 | 404))
             && modern
             && !header_mismatch
+            && is_error
             && self.deliver_error_body()
         {
             self.failure = None;
@@ -507,14 +517,11 @@ where
         }
     }
 
-    /// Hands an error status's body to the request's handler when it is a JSON-RPC error
-    /// response; true when the handler took it as the answer.
+    /// Hands an error status's body (a JSON-RPC error response) to the request's handler;
+    /// true when the handler took it as the answer.
     #[inline(always)]
     pub(super) fn deliver_error_body(&mut self) -> bool {
         let body = self.reply.bytes();
-        if !error_of(body).0 {
-            return false;
-        }
         let handler: &mut dyn OnMessage = match &mut self.job {
             Job::Call { handler, .. } => handler,
             Job::List { handler, .. } => handler,

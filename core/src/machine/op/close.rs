@@ -31,13 +31,12 @@ where
         let failed = self.failure.is_some();
         let (outcome, next, fallback_used, no_healthy_tool) = match &self.job {
             Job::Call { handler, tool, .. } => {
-                if self.failure.as_ref().is_some_and(Failure::is_local) {
-                    // Says nothing about the servers: no failover.
+                let task = handler.task().is_some();
+                // A local failure says nothing about the servers, and a task lives on its
+                // server (never a second run on the fallback): no failover.
+                if self.failure.as_ref().is_some_and(Failure::is_local) || (task && failed) {
                     (AttemptOutcome::Unreachable, None, false, false)
-                } else if handler.task().is_some() && failed {
-                    // A task lives on its server: never a second run on the fallback.
-                    (AttemptOutcome::Unreachable, None, false, false)
-                } else if handler.task().is_some() && handler.answer.is_none() {
+                } else if task && handler.answer.is_none() {
                     // Detached as a task: the server took the call.
                     (AttemptOutcome::Answered, None, false, false)
                 } else {

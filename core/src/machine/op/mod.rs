@@ -897,6 +897,9 @@ where
         matches!(self.job, Job::Call { .. })
     }
 
+    // Out of the driver's step closure (where `poll` is inlined) in a build with the 2025 era:
+    // 96 B less in `full` (12 B more in `minimal`).
+    #[cfg_attr(feature = "era-2025", inline(never))]
     fn step(&mut self, slot: &mut SlotState, now: Millis) -> Option<Action> {
         match self.stage {
             Stage::Start => {
@@ -956,44 +959,39 @@ where
                 self.timeout = self.deadline.at;
                 Some(Action::Sleep { slot: true })
             }
-            Stage::TaskSend(purpose) => {
-                // Every request has an id of its own (never the last poll's).
-                self.id = slot.next_id();
-                let id = self.id;
-                if let Job::Call { handler, .. } = &mut self.job {
-                    handler.renumber(id);
-                    // `tasks/update`'s empty answer is read as a poll's (no result in it).
-                    handler.polling = purpose == Purpose::TaskUpdate;
-                    handler.task_status = None;
-                }
-                self.start_trip(purpose, now);
-                None
+            // (A task poll is never set past the deadline: it is slept here before that check.)
+            Stage::RetryWait { at } | Stage::ResumeWait { at } | Stage::TaskWait { at }
+                if now < at =>
+            {
+                self.timeout = at;
+                Some(Action::Sleep { slot: false })
             }
             Stage::TaskWait { .. } if now >= self.deadline.at => {
                 self.task_timed_out();
                 None
             }
-            Stage::TaskWait { at } if now < at => {
-                self.timeout = at;
-                Some(Action::Sleep { slot: false })
-            }
-            Stage::TaskWait { .. } => {
+            // A `tasks/get` when its time came, or another task request.
+            Stage::TaskSend(_) | Stage::TaskWait { .. } => {
+                let purpose = match self.stage {
+                    Stage::TaskSend(purpose) => purpose,
+                    _ => Purpose::TaskGet,
+                };
+                // Every request has an id of its own (never the last poll's).
                 self.id = slot.next_id();
                 let id = self.id;
                 if let Job::Call { handler, task, .. } = &mut self.job {
                     handler.renumber(id);
-                    handler.polling = true;
+                    // `tasks/update`'s empty answer is read as a poll's (no result in it).
+                    handler.polling = matches!(purpose, Purpose::TaskGet | Purpose::TaskUpdate);
                     handler.task_status = None;
-                    task.polls += 1;
+                    if purpose == Purpose::TaskGet {
+                        task.polls += 1;
+                    }
                 }
-                self.start_trip(Purpose::TaskGet, now);
+                self.start_trip(purpose, now);
                 None
             }
             Stage::Trip { purpose, .. } => self.trip_step(slot, now, purpose),
-            Stage::RetryWait { at } | Stage::ResumeWait { at } if now < at => {
-                self.timeout = at;
-                Some(Action::Sleep { slot: false })
-            }
             Stage::RetryWait { .. } => {
                 self.stage = Stage::Ready;
                 None
@@ -1015,6 +1013,8 @@ where
         }
     }
 
+    // Out of the op's step: inlined there it costs more than the call (36 B in `full`).
+    #[inline(never)]
     fn begin_attempt(&mut self, now: Millis) {
         self.attempts += 1;
         let restart = self.attempts > 1;
@@ -1089,7 +1089,8 @@ where
     }
 
     /// Another op runs the handshake `attempt`: wait for it; its failure is the op's too.
-    #[inline(never)]
+    // (Inlined into the op's step, its one caller: 16 B less in `full` than the call.)
+    #[inline(always)]
     fn waiting(&mut self, slot: &mut SlotState, now: Millis, attempt: u32) -> Option<Action> {
         let session = slot.session(self.target);
         let phase = session.map(|s| s.phase());
@@ -1120,9 +1121,10 @@ where
         self.start_trip(Purpose::Initialize { attempt }, now);
     }
 
-    // One caller without the probe (`ready`): inlined there (the probe's build keeps one copy).
+    // Inlined into its callers (`ready`, and with the probe `probe_done`): 16 B less in
+    // `full` than one copy.
     /// The server speaks the 2026-07-28 era: no handshake, no session.
-    #[cfg_attr(not(feature = "probe"), inline(always))]
+    #[inline(always)]
     fn modern_ready(&mut self, slot: &mut SlotState, attempt: u32, now: Millis) {
         self.snap = Some(Snapshot {
             session_id: None,

@@ -21,6 +21,7 @@ where
                     ..
                 })
             )
+            && error_of(self.reply.bytes()).0
             && self.deliver_error_body();
         let (failed, timed_out) = self.task_trip_failed(ok);
         let failed = failed && !answered;
@@ -176,6 +177,8 @@ where
 
     /// The deadline passed while the call was a task: one `tasks/cancel`, then the call fails
     /// naming the task.
+    // (Inlined into its callers: 24 B less in `full` than the call.)
+    #[inline(always)]
     pub(super) fn task_timed_out(&mut self) {
         self.task_failed(TaskEnd::TimedOut);
         self.stage = Stage::TaskSend(Purpose::TaskCancel);

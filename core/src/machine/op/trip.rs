@@ -529,6 +529,8 @@ where
     /// The connection ended before any reply byte: `Some(true)` to send once more on a fresh
     /// connection (a request safe to repeat on a pooled connection), `Some(false)` when a
     /// written `tools/call` may have run, `None` to read the end as any other.
+    // (Inlined into its two callers: 52 B less in `full` than the call.)
+    #[inline(always)]
     pub(super) fn ended_early(
         &self,
         exchange: &Exchange<'_>,
