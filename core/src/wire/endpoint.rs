@@ -119,91 +119,91 @@ impl<'a> Endpoint<'a> {
         Self::parse(s, false)
     }
 
-    // Byte by byte (every delimiter is ASCII, so every cut is at a character boundary): the
-    // checks in this order, each error the first that applies.
+    // Byte by byte, on offsets into `s` (every delimiter is ASCII, so every cut is at a
+    // character boundary; the parts are cut from `s` once, at the end): the checks in this
+    // order, each error the first that applies.
     fn parse(s: &'a str, append_mcp: bool) -> Result<Self, EndpointError> {
         use EndpointError::*;
-        let sep = crate::buf::find(s.as_bytes(), b"://")
+        let bytes = s.as_bytes();
+        let sep = crate::buf::find(bytes, b"://")
             .filter(|&i| i > 0)
             .ok_or(MissingScheme)?;
-        let (scheme_str, rest) = split(s, sep, 3);
-        let scheme = if scheme_str.eq_ignore_ascii_case("http") {
+        let scheme_str = bytes.get(..sep).unwrap_or(&[]);
+        let scheme = if scheme_str.eq_ignore_ascii_case(b"http") {
             Scheme::Http
-        } else if scheme_str.eq_ignore_ascii_case("https") {
+        } else if scheme_str.eq_ignore_ascii_case(b"https") {
             Scheme::Https
         } else {
             return Err(UnsupportedScheme);
         };
-        let at = |t: &str, c: u8| t.bytes().position(|b| b == c);
+        let at = |t: &[u8], c: u8| t.iter().position(|&b| b == c);
+        // The authority and what follows it start here.
+        let start = sep + 3;
+        let rest = bytes.get(start..).unwrap_or(&[]);
         if at(rest, b'#').is_some() {
             return Err(Fragment);
         }
-        let auth_end = rest
-            .bytes()
-            .position(|b| b == b'/' || b == b'?')
+        let auth_len = rest
+            .iter()
+            .position(|&b| b == b'/' || b == b'?')
             .unwrap_or(rest.len());
-        let (authority, tail) = split(rest, auth_end, 0);
+        let authority = rest.get(..auth_len).unwrap_or(&[]);
+        let tail = rest.get(auth_len..).unwrap_or(&[]);
         if at(authority, b'@').is_some() {
             return Err(Userinfo);
         }
         // The path and the query (after the first `?`) are checked at once: `?` is graphic.
-        if !tail.bytes().all(|b| b.is_ascii_graphic()) {
+        if !tail.iter().all(u8::is_ascii_graphic) {
             return Err(BadPath);
         }
-        let (path, query) = match at(tail, b'?') {
-            Some(i) => {
-                let (path, query) = split(tail, i, 1);
-                (path, Some(query))
-            }
-            None => (tail, None),
-        };
         if authority.is_empty() {
             return Err(EmptyHost);
         }
-        let (host, ipv6, port_str) = if let Some(inner) = authority.strip_prefix('[') {
-            let close = at(inner, b']').ok_or(BadHost)?;
-            let (h, after) = split(inner, close, 1);
+        // The host's span in `authority`, and the port's digits when a port is written.
+        let (host, ipv6, port_str) = if authority.first() == Some(&b'[') {
+            let close = at(authority, b']').ok_or(BadHost)?;
+            let h = authority.get(1..close).unwrap_or(&[]);
             let ok = at(h, b':').is_some()
-                && h.bytes()
-                    .all(|b| b.is_ascii_hexdigit() || b == b':' || b == b'.');
+                && h.iter()
+                    .all(|&b| b.is_ascii_hexdigit() || b == b':' || b == b'.');
             if !ok {
                 return Err(BadHost);
             }
-            let port = match after {
-                "" => None,
-                a => Some(a.strip_prefix(':').ok_or(BadHost)?),
+            let port = match authority.get(close + 1..).unwrap_or(&[]).split_first() {
+                None => None,
+                Some((b':', p)) => Some(p),
+                Some(_) => return Err(BadHost),
             };
-            (h, true, port)
+            ((1, close), true, port)
         } else {
-            let (h, port) = match at(authority, b':') {
-                Some(i) => {
-                    let (h, port) = split(authority, i, 1);
-                    (h, Some(port))
-                }
-                None => (authority, None),
-            };
+            let colon = at(authority, b':');
+            let end = colon.unwrap_or(authority.len());
+            let h = authority.get(..end).unwrap_or(&[]);
             if h.is_empty() {
                 return Err(EmptyHost);
             }
             let ok = h
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~'));
+                .iter()
+                .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~'));
             if !ok {
                 return Err(BadHost);
             }
-            (h, false, port)
+            let port = colon.map(|i| authority.get(i + 1..).unwrap_or(&[]));
+            ((0, end), false, port)
         };
         let port = match port_str {
             None => scheme.default_port(),
             Some(p) => parse_port(p)?,
         };
+        let tail_at = start + auth_len;
+        let query_at = at(tail, b'?');
         Ok(Endpoint {
             scheme,
-            host,
+            host: cut(s, start + host.0, start + host.1),
             ipv6,
             port,
-            path,
-            query,
+            path: cut(s, tail_at, tail_at + query_at.unwrap_or(tail.len())),
+            query: query_at.map(|i| cut(s, tail_at + i + 1, bytes.len())),
             append_mcp,
             absolute_form: false,
         })
@@ -358,12 +358,6 @@ impl EndpointShape {
     }
 }
 
-/// `s` before `at`, and after the `skip` delimiter bytes at `at` (the parser cuts at ASCII
-/// bytes; a cut that is not a slice of `s` is empty).
-fn split(s: &str, at: usize, skip: usize) -> (&str, &str) {
-    (cut(s, 0, at), cut(s, at + skip, s.len()))
-}
-
 /// `s[from..to]` (empty when that is not a slice of it; the parser cuts at ASCII bytes).
 fn cut(s: &str, from: usize, to: usize) -> &str {
     s.get(from..to).unwrap_or("")
@@ -379,9 +373,9 @@ fn trim_slashes(path: &str) -> &str {
 }
 
 /// A port: 1 to 5 decimal digits, 1..=65535.
-fn parse_port(p: &str) -> Result<u16, EndpointError> {
+fn parse_port(p: &[u8]) -> Result<u16, EndpointError> {
     let mut n: u32 = 0;
-    for b in p.bytes() {
+    for &b in p {
         if !b.is_ascii_digit() || p.len() > 5 {
             return Err(EndpointError::BadPort);
         }

@@ -475,33 +475,44 @@ pub fn header_params<'a>(
     input_schema: Value<'a>,
     mut each: impl FnMut(HeaderParam<'_, 'a>),
 ) -> Result<usize, HeaderAnnotationError> {
+    // First every annotation is checked, then (all valid) handed out.
+    header_params_to(input_schema, None)?;
+    header_params_to(input_schema, Some(&mut each))
+}
+
+/// [`header_params`] in one walk, for a caller that undoes what `each` did when an error is
+/// returned: each valid parameter goes to `each` as it is found, before the rest are checked.
+pub(crate) fn header_params_to<'a>(
+    input_schema: Value<'a>,
+    each: Option<&mut dyn FnMut(HeaderParam<'_, 'a>)>,
+) -> Result<usize, HeaderAnnotationError> {
     let mut headers = heapless::Vec::<&'a [u8], MAX_HEADER_PARAMS>::new();
     let mut path = heapless::Vec::<&'a [u8], MAX_HEADER_DEPTH>::new();
-    // First every annotation is checked, then (all valid) handed out.
-    walk_properties(input_schema, &mut path, &mut Walk::Check(&mut headers))?;
+    let mut walk = Walk {
+        headers: &mut headers,
+        each,
+    };
+    walk_properties(input_schema, &mut path, &mut walk)?;
     // Every annotation in the schema must be one of those: anything else is unreachable.
     let all = crate::buf::count(input_schema.raw(), b"\"x-mcp-header\"");
     if all != headers.len() {
         return Err(HeaderAnnotationError::Unreachable);
     }
-    path.clear();
-    walk_properties(input_schema, &mut path, &mut Walk::Each(&mut each))?;
     Ok(headers.len())
 }
 
-/// What [`walk_properties`] does with each annotated property.
-enum Walk<'w, 'a> {
-    /// Checks it (a header named once, case-insensitively) and keeps its header name.
-    Check(&'w mut heapless::Vec<&'a [u8], MAX_HEADER_PARAMS>),
-    /// Hands it out.
-    Each(&'w mut dyn FnMut(HeaderParam<'_, 'a>)),
+/// What [`walk_properties`] does with each annotated property: checks it (a header named
+/// once, case-insensitively), keeps its header name, and hands it out to `each` if given.
+struct Walk<'w, 'e, 'a> {
+    headers: &'w mut heapless::Vec<&'a [u8], MAX_HEADER_PARAMS>,
+    each: Option<&'e mut dyn FnMut(HeaderParam<'_, 'a>)>,
 }
 
 /// Visits the annotated properties under `schema.properties`, depth first, with their paths.
 fn walk_properties<'a>(
     schema: Value<'a>,
     path: &mut heapless::Vec<&'a [u8], MAX_HEADER_DEPTH>,
-    walk: &mut Walk<'_, 'a>,
+    walk: &mut Walk<'_, '_, 'a>,
 ) -> Result<(), HeaderAnnotationError> {
     let Some(props) = schema
         .get("properties")
@@ -523,19 +534,17 @@ fn walk_properties<'a>(
             if !primitive_type(prop) {
                 return Err(HeaderAnnotationError::NotPrimitive);
             }
-            match walk {
-                Walk::Check(headers) => {
-                    if headers.iter().any(|h| h.eq_ignore_ascii_case(header)) {
-                        return Err(HeaderAnnotationError::Duplicate);
-                    }
-                    headers
-                        .push(header)
-                        .map_err(|_| HeaderAnnotationError::TooMany)?;
-                }
-                Walk::Each(each) => each(HeaderParam {
+            if walk.headers.iter().any(|h| h.eq_ignore_ascii_case(header)) {
+                return Err(HeaderAnnotationError::Duplicate);
+            }
+            walk.headers
+                .push(header)
+                .map_err(|_| HeaderAnnotationError::TooMany)?;
+            if let Some(each) = walk.each.as_mut() {
+                each(HeaderParam {
                     path: path.as_slice(),
                     header,
-                }),
+                });
             }
         }
         walk_properties(prop, path, walk)?;

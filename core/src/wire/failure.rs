@@ -697,11 +697,7 @@ fn snippet_of(body: &[u8]) -> String<SNIPPET_BYTES> {
         }
         return line;
     }
-    let text = match core::str::from_utf8(body) {
-        Ok(s) => s,
-        Err(e) => core::str::from_utf8(body.get(..e.valid_up_to()).unwrap_or(&[])).unwrap_or(""),
-    };
-    one_line(text)
+    one_line(crate::buf::utf8_prefix(body))
 }
 
 fn one_line<const N: usize>(s: &str) -> String<N> {

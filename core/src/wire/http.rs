@@ -152,7 +152,13 @@ fn put_line<S: Sink>(out: &mut JsonOut<S>, name: &[u8], value: &str) {
 }
 
 fn put_header<S: Sink>(out: &mut JsonOut<S>, name: &str, value: &str) {
-    // A name in lower case already (the usual `authorization`) goes as it is.
+    // The edge: byte by byte, lower-cased (names are short; less code than a buffer).
+    #[cfg(not(feature = "std"))]
+    for b in name.bytes() {
+        out.lit(&[b.to_ascii_lowercase()]);
+    }
+    // The host: a name in lower case already (the usual `authorization`) goes as it is.
+    #[cfg(feature = "std")]
     if !name.bytes().any(|b| b.is_ascii_uppercase()) {
         out.lit(name.as_bytes());
     } else {
@@ -1368,9 +1374,11 @@ fn head_of<'a>(
         let value = value.trim_ascii();
         if name.eq_ignore_ascii_case(CONTENT_TYPE) {
             media_type = MediaType::parse(value);
-            content_type = truncated(value);
+            truncated_into(&mut content_type, value);
         } else if name.eq_ignore_ascii_case(b"retry-after") {
-            retry_after = RetryAfter::parse(value);
+            // (`value` is trimmed already: `RetryAfter::parse` without its own trim.)
+            retry_after = (!value.is_empty())
+                .then(|| decimal(value).map_or(RetryAfter::Date, RetryAfter::Seconds));
         } else if cfg!(feature = "era-2025") && name.eq_ignore_ascii_case(SESSION_ID) {
             session_id = Some(parse_session_id(value)?);
         } else if name.eq_ignore_ascii_case(CONTENT_LENGTH) {
@@ -1467,13 +1475,13 @@ fn parse_session_id(v: &[u8]) -> Result<heapless::String<MAX_SESSION_ID>, HttpEr
     Ok(out)
 }
 
-/// The value as text, cut to 64 bytes at a character boundary; invalid UTF-8 is cut before it.
-fn truncated(v: &[u8]) -> heapless::String<64> {
+/// The value as text into `out` (in place: the head's own string, not a copy of one), cut
+/// to 64 bytes at a character boundary; invalid UTF-8 is cut before it.
+fn truncated_into(out: &mut heapless::String<64>, v: &[u8]) {
     // The first 64 bytes' valid prefix: a character cut at 64 ends it as an invalid byte would.
     let text = crate::buf::utf8_prefix(v.get(..64).unwrap_or(v));
-    let mut out = heapless::String::new();
+    out.clear();
     let _ = out.push_str(text);
-    out
 }
 
 #[cfg(test)]

@@ -105,13 +105,13 @@ impl fmt::Display for ProtocolVersion {
     }
 }
 
-/// `{"jsonrpc":"2.0","id":N,"method":"M"`.
-pub(crate) fn put_request_head<S: Sink>(out: &mut JsonOut<S>, id: u64, method: &str) {
+/// `{"jsonrpc":"2.0","id":N,"method":"M"`. `method` is one of the client's own names (plain
+/// ASCII: its JSON literal is itself in quotes, written by one call).
+pub(crate) fn put_request_head<S: Sink>(out: &mut JsonOut<S>, id: u64, method: &'static str) {
     out.lit(b"{\"jsonrpc\":\"2.0\",\"id\":");
     out.num(id);
-    out.lit(b",\"method\":\"");
-    out.lit(method.as_bytes());
-    out.lit(b"\"");
+    out.lit(b",\"method\":");
+    out.str(method);
 }
 
 /// The end of a message whose `params` are open (`}}`) or that has none (`}`).

@@ -139,7 +139,8 @@ pub struct SseDecoder {
     /// The value of the current event/id/retry line (values are short; longer ones overflow).
     value: heapless::Vec<u8, VALUE_BYTES>,
     value_over: bool,
-    /// The current line's value had a NUL (an `id` with one is ignored, however long).
+    /// The current line's value had a NUL (an `id` with one is ignored, however long); on a
+    /// `retry` line: it had leading zeros (which are not kept).
     value_nul: bool,
     /// The current event: a data line was seen; data bytes written; its type.
     has_data: bool,
@@ -410,7 +411,7 @@ impl SseDecoder {
                 if field == Field::Id && !self.value_nul {
                     self.value_nul = crate::wire::json::memchr(0, seg).is_some();
                 }
-                let seg = if field == Field::Retry {
+                let seg = if field == Field::Retry && self.value.is_empty() {
                     self.retry_leading_zeros(seg)
                 } else {
                     seg
@@ -425,22 +426,13 @@ impl SseDecoder {
     }
 
     /// Leading zeros of a `retry` value do not count toward the value's cap: WHATWG reads
-    /// `retry: 000…0123` (any number of zeros) as 123. They collapse to one `0` that the first
-    /// other byte replaces, however the line is split.
+    /// `retry: 000…0123` (any number of zeros) as 123. Before the first other byte (the value
+    /// is empty) they are dropped, however the line is split, and only remembered: a value of
+    /// zeros alone is 0.
     fn retry_leading_zeros<'a>(&mut self, seg: &'a [u8]) -> &'a [u8] {
-        if !(self.value.is_empty() || self.value.as_slice() == b"0") {
-            return seg;
-        }
         let zeros = seg.iter().take_while(|&&b| b == b'0').count();
-        let rest = seg.get(zeros..).unwrap_or(&[]);
-        if zeros > 0 && self.value.is_empty() {
-            // Cannot fail: the value is empty and its capacity is not zero.
-            let _ = self.value.push(b'0');
-        }
-        if !rest.is_empty() && self.value.as_slice() == b"0" {
-            self.value.clear();
-        }
-        rest
+        self.value_nul |= zeros > 0;
+        seg.get(zeros..).unwrap_or(&[])
     }
 
     /// A line ended: apply its field.
@@ -456,6 +448,9 @@ impl SseDecoder {
             }
             Field::Id if self.value_nul => {}
             Field::Id if self.value_over => self.id_buffer = Id::Unusable,
+            // A build that keeps no id (`MAX_EVENT_ID` 0): any id is set but gives no text,
+            // as an empty one does, without the UTF-8 check.
+            Field::Id if MAX_EVENT_ID == 0 => self.id_buffer = Id::Unusable,
             Field::Id => {
                 self.id_buffer = core::str::from_utf8(value)
                     .ok()
@@ -463,9 +458,10 @@ impl SseDecoder {
                     .map_or(Id::Unusable, Id::Text);
             }
             // Digits only; a value past u32 is ignored like any unusable one.
+            // (Zeros alone left the value empty: 0.)
             Field::Retry
                 if !self.value_over
-                    && !value.is_empty()
+                    && (!value.is_empty() || self.value_nul)
                     && value.iter().all(u8::is_ascii_digit) =>
             {
                 let n = value.iter().try_fold(0u32, |n, &d| {

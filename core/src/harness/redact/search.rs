@@ -65,8 +65,9 @@ pub(super) struct Anchors {
     pairs: [[u8; 2]; HOST_PAIRS],
     /// Distinct pairs seen; over [`PAIRS`] the anchors are used instead.
     npairs: usize,
-    /// Bit `b % 64` of word `b / 64`: some pattern starts with byte `b`.
-    first: [u64; 4],
+    /// Bit `b % 32` of word `b / 32`: some pattern starts with byte `b` (32-bit words: no
+    /// 64-bit shift on the edge).
+    first: [u32; 8],
 }
 
 impl Anchors {
@@ -77,14 +78,14 @@ impl Anchors {
             count: 0,
             pairs: [[0; 2]; HOST_PAIRS],
             npairs: 0,
-            first: [0; 4],
+            first: [0; 8],
         }
     }
 
     fn add(&mut self, pattern: &[u8]) {
         if let [x, y, ..] = *pattern {
-            if let Some(w) = self.first.get_mut(usize::from(x >> 6)) {
-                *w |= 1 << (x & 63);
+            if let Some(w) = self.first.get_mut(usize::from(x >> 5)) {
+                *w |= 1 << (x & 31);
             }
             // The edge's one search looks at first bytes only (see [`Anchors::pair_at`]).
             if !HOST_SEARCH {
@@ -155,8 +156,8 @@ impl Anchors {
         };
         let starts = self
             .first
-            .get(usize::from(a >> 6))
-            .is_some_and(|w| w & (1 << (a & 63)) != 0);
+            .get(usize::from(a >> 5))
+            .is_some_and(|w| w & (1 << (a & 31)) != 0);
         if !starts {
             return false;
         }

@@ -44,7 +44,8 @@ impl<S: Sink> JsonOut<S> {
     /// A decimal number.
     #[cfg_attr(not(feature = "std"), inline(never))]
     pub(crate) fn num(&mut self, n: u64) {
-        self.run(|out| put_u64(out, n));
+        // Through `dyn Sink`: the one copy the failures' words use too.
+        self.run(|out| put_u64(out as &mut dyn Sink, n));
     }
 
     /// A JSON value, compactly ([`Value::write_compact`]).

@@ -526,17 +526,17 @@ pub(super) fn scan_number(input: &[u8], pos: usize) -> Result<usize, JsonError> 
     if leading_zero && matches!(input.get(p), Some(b'0'..=b'9')) {
         return Err(bad(p));
     }
-    if input.get(p) == Some(&b'.') {
-        let q = skip_digits(input, p + 1);
-        if q == p + 1 {
-            return Err(bad(q));
-        }
-        p = q;
-    }
-    if let Some(b'e' | b'E') = input.get(p) {
-        p += 1;
-        if let Some(b'+' | b'-') = input.get(p) {
-            p += 1;
+    // The fraction, then the exponent: each a marker and at least one digit.
+    for part in 0..2 {
+        match (part, input.get(p)) {
+            (0, Some(b'.')) => p += 1,
+            (1, Some(b'e' | b'E')) => {
+                p += 1;
+                if let Some(b'+' | b'-') = input.get(p) {
+                    p += 1;
+                }
+            }
+            _ => continue,
         }
         let q = skip_digits(input, p);
         if q == p {
@@ -621,20 +621,23 @@ pub(super) fn validate_with(
     strings: &mut impl Visitor,
 ) -> Result<usize, JsonError> {
     let mut stack = BitStack::new(limits.max_depth);
+    // A member's key comes before the value (one place scans keys).
+    let mut key = false;
     'value: loop {
         pos = skip_ws(input, pos);
+        if key {
+            pos = skip_ws(input, scan_key_colon(input, pos)?);
+            key = false;
+        }
         match input.get(pos).copied() {
             None => return Err(err(JsonErrorKind::UnexpectedEnd, pos)),
+            // An empty container is closed by the loop below, as any other.
             Some(b'{') => {
                 strings.open(stack.depth, pos);
                 stack.push(true, pos)?;
                 pos = skip_ws(input, pos + 1);
-                if input.get(pos) == Some(&b'}') {
-                    stack.pop();
-                    pos += 1;
-                    strings.close(stack.depth, pos);
-                } else {
-                    pos = scan_key_colon(input, pos)?;
+                if input.get(pos) != Some(&b'}') {
+                    key = true;
                     continue 'value;
                 }
             }
@@ -642,18 +645,19 @@ pub(super) fn validate_with(
                 strings.open(stack.depth, pos);
                 stack.push(false, pos)?;
                 pos = skip_ws(input, pos + 1);
-                if input.get(pos) == Some(&b']') {
-                    stack.pop();
-                    pos += 1;
-                    strings.close(stack.depth, pos);
-                } else {
+                if input.get(pos) != Some(&b']') {
                     continue 'value;
                 }
             }
             Some(b'"') => pos = strings.value_string(input, pos)?,
-            Some(b't') => pos = scan_literal(input, pos, b"true")?,
-            Some(b'f') => pos = scan_literal(input, pos, b"false")?,
-            Some(b'n') => pos = scan_literal(input, pos, b"null")?,
+            Some(first @ (b't' | b'f' | b'n')) => {
+                let lit: &[u8] = match first {
+                    b't' => b"true",
+                    b'f' => b"false",
+                    _ => b"null",
+                };
+                pos = scan_literal(input, pos, lit)?;
+            }
             Some(b'-' | b'0'..=b'9') => pos = scan_number(input, pos)?,
             Some(b) => return Err(err(JsonErrorKind::UnexpectedByte(b), pos)),
         }
@@ -666,17 +670,10 @@ pub(super) fn validate_with(
             match input.get(pos).copied() {
                 Some(b',') => {
                     pos += 1;
-                    if in_object {
-                        pos = scan_key_colon(input, skip_ws(input, pos))?;
-                    }
+                    key = in_object;
                     continue 'value;
                 }
-                Some(b'}') if in_object => {
-                    stack.pop();
-                    pos += 1;
-                    strings.close(stack.depth, pos);
-                }
-                Some(b']') if !in_object => {
+                Some(b) if b == if in_object { b'}' } else { b']' } => {
                     stack.pop();
                     pos += 1;
                     strings.close(stack.depth, pos);

@@ -600,20 +600,22 @@ pub(super) fn hex_digit(n: u16) -> u8 {
 
 /// Writes `c` escaped canonically (or raw when no escape is needed).
 pub(super) fn write_char(out: &mut impl Sink, c: char) -> Result<(), Overflow> {
-    match c {
-        '"' => out.put(b"\\\""),
-        '\\' => out.put(b"\\\\"),
-        '\u{8}' => out.put(b"\\b"),
-        '\u{c}' => out.put(b"\\f"),
-        '\n' => out.put(b"\\n"),
-        '\r' => out.put(b"\\r"),
-        '\t' => out.put(b"\\t"),
-        c if (c as u32) < 0x20 => write_u_escape(out, c as u16),
+    // The short escapes' letters: one put of two bytes for all of them.
+    let letter = match c {
+        '"' => b'"',
+        '\\' => b'\\',
+        '\u{8}' => b'b',
+        '\u{c}' => b'f',
+        '\n' => b'n',
+        '\r' => b'r',
+        '\t' => b't',
+        c if (c as u32) < 0x20 => return write_u_escape(out, c as u16),
         c => {
             let mut utf8 = [0u8; 4];
-            out.put(c.encode_utf8(&mut utf8).as_bytes())
+            return out.put(c.encode_utf8(&mut utf8).as_bytes());
         }
-    }
+    };
+    out.put(&[b'\\', letter])
 }
 
 pub(super) fn write_u_escape(out: &mut impl Sink, unit: u16) -> Result<(), Overflow> {
