@@ -376,28 +376,26 @@ impl TraceContext<'_> {
 
     /// The `traceparent` value of request `id`.
     pub fn traceparent(&self, id: u64) -> [u8; TRACEPARENT_LEN] {
-        /// `bytes` as lower-case hex at the start of `out`, two digits a byte.
-        fn hex(out: &mut [u8], bytes: &[u8]) {
-            const HEX: &[u8; 16] = b"0123456789abcdef";
-            let digit = |n: u8| HEX.get(usize::from(n)).copied().unwrap_or(b'0');
-            for (pair, &b) in out.chunks_exact_mut(2).zip(bytes) {
-                if let [hi, lo] = pair {
-                    (*hi, *lo) = (digit(b >> 4), digit(b & 15));
-                }
-            }
-        }
-        // Version `00`, then 32 + 16 + 2 hex digits, a `-` between the fields.
-        let mut out = [b'-'; TRACEPARENT_LEN];
         let span = self.span_id(id);
-        let fields: [(usize, &[u8]); 4] = [
-            (0, &[0]),
-            (3, &self.trace_id),
-            (36, &span),
-            (53, &[self.flags]),
-        ];
-        for (at, bytes) in fields {
-            if let Some(field) = out.get_mut(at..) {
-                hex(field, bytes);
+        // Version `00`, trace id, span id, flags: 26 bytes as 52 lower-case hex digits, a `-`
+        // before each field but the first (one loop: the fields are read by position).
+        let mut out = [b'-'; TRACEPARENT_LEN];
+        let mut at = 0;
+        for i in 0..26 {
+            let b = match i {
+                0 => 0,
+                1..=16 => self.trace_id.get(i - 1).copied().unwrap_or(0),
+                17..=24 => span.get(i - 17).copied().unwrap_or(0),
+                _ => self.flags,
+            };
+            if matches!(i, 1 | 17 | 25) {
+                at += 1;
+            }
+            for n in [b >> 4, b & 15] {
+                if let Some(o) = out.get_mut(at) {
+                    *o = if n < 10 { b'0' + n } else { b'a' - 10 + n };
+                }
+                at += 1;
             }
         }
         out
@@ -520,5 +518,35 @@ pub struct LogObserver<'a>(pub &'a (dyn Fn(&LogMessage<'_>) + Sync));
 impl core::fmt::Debug for LogObserver<'_> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.write_str("LogObserver")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A `traceparent` is exactly its fields in lower-case hex (W3C trace context).
+    #[test]
+    fn a_traceparent_is_its_fields_in_hex() {
+        let t = TraceContext {
+            trace_id: *b"0123456789abcdef",
+            flags: 0xaf,
+            span_seed: 0x1234,
+            state: "",
+        };
+        assert_eq!(
+            &t.traceparent(77)[..],
+            b"00-30313233343536373839616263646566-02a72fec12a0fe45-af"
+        );
+        let t = TraceContext {
+            trace_id: [0xfe; 16],
+            flags: 1,
+            span_seed: 0,
+            state: "",
+        };
+        assert_eq!(
+            &t.traceparent(1)[..],
+            b"00-fefefefefefefefefefefefefefefefe-e220a8397b1dcdaf-01"
+        );
     }
 }

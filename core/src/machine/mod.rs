@@ -433,6 +433,9 @@ impl SlotState {
         &self.failover
     }
 
+    // Out of line: inlined, its 64-bit step is copied into each caller (32 B more in
+    // `minimal`, 44 in `full`).
+    #[inline(never)]
     fn next_id(&mut self) -> u64 {
         let id = self.next_id;
         self.next_id = self.next_id.wrapping_add(1).max(1);

@@ -561,16 +561,23 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
                     // The pairs through the request writer: the first overflow is kept, and
                     // nothing is written after it.
                     let mut out = JsonOut::new(&mut *self.error as &mut dyn Sink);
-                    let found = crate::wire::era::header_params(schema, |p| {
-                        out.run(|o| p.write_path(o));
-                        out.lit(b"\0");
-                        out.lit(p.header);
-                        out.lit(b"\0");
-                    });
-                    out.done()?;
+                    // One walk: the pairs go as they are found, and are undone if the
+                    // annotations are invalid (whatever overflow they met is then moot).
+                    let found = crate::wire::era::header_params_to(
+                        schema,
+                        Some(&mut |p: crate::wire::era::HeaderParam<'_, '_>| {
+                            out.run(|o| p.write_path(o));
+                            out.lit(b"\0");
+                            out.lit(p.header);
+                            out.lit(b"\0");
+                        }),
+                    );
+                    let written = out.done();
                     if found.is_err() {
                         self.error.truncate(pairs);
                         invalid = true;
+                    } else {
+                        written?;
                     }
                 }
                 ToolRecord::write_tail(&mut *self.error, idempotent, task_required, invalid)

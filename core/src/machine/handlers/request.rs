@@ -12,6 +12,12 @@ use crate::wire::jsonrpc::{join, joined_len, plain};
 /// fold away. (A host build writes whatever trip it is given, as its tests do.)
 pub(crate) const ONE_ERA_EDGE: bool = !cfg!(feature = "era-2025") && !cfg!(feature = "std");
 
+/// Whether a `server/discover` is ever written: by the era probe (feature `probe`), and as the
+/// 2026 era's ping, which the edge's one-era build never sends (`Op::request`); there, with
+/// no probe, its writer folds away.
+const DISCOVER_BUILT: bool =
+    cfg!(feature = "era-2026") && (cfg!(feature = "probe") || !ONE_ERA_EDGE);
+
 /// What the build lists: the edge's one-era build lists tools alone (`Op::list` refuses any
 /// other list there), so a list read from a value is `Tools` and the others' names fold away.
 pub(crate) trait BuiltList {
@@ -135,7 +141,7 @@ impl<'x> Body<'x> {
                 jsonrpc::cancelled_open(out, id, reason)
             }
             // `_meta` is added by the modern writer, as to every 2026 request.
-            Body::Discover { id } if cfg!(feature = "era-2026") => {
+            Body::Discover { id } if DISCOVER_BUILT => {
                 jsonrpc::put_request_head(out, id, "server/discover");
                 jsonrpc::BARE_END
             }
@@ -194,7 +200,7 @@ impl<'x> Body<'x> {
             ),
             Body::ToolsCall { tool, .. } => ("tools/call", Some(tool)),
             Body::Cancelled { .. } if !ONE_ERA_EDGE => ("notifications/cancelled", None),
-            Body::Discover { .. } => ("server/discover", None),
+            Body::Discover { .. } if DISCOVER_BUILT => ("server/discover", None),
             Body::Task { method, task, .. } if !ONE_ERA_EDGE || cfg!(feature = "tasks") => {
                 (method, Some(task))
             }
@@ -237,19 +243,20 @@ fn write_meta_member(
     out: &mut impl Sink,
     modern: Option<ModernMeta<'_>>,
     progress: Option<u64>,
-    trace: Option<(&[u8], &str)>,
+    trace: Option<(&crate::machine::TraceContext<'_>, u64)>,
 ) -> Result<(), Overflow> {
     let mut w = JsonOut::new(out);
     meta_member_to(&mut w, modern, progress, trace);
     w.done()
 }
 
-/// [`write_meta_member`] through a request's writer.
+/// [`write_meta_member`] through a request's writer (the trace context's `traceparent` for
+/// request `id` made where it is written, never moved).
 fn meta_member_to<S: Sink>(
     out: &mut JsonOut<S>,
     modern: Option<ModernMeta<'_>>,
     progress: Option<u64>,
-    trace: Option<(&[u8], &str)>,
+    trace: Option<(&crate::machine::TraceContext<'_>, u64)>,
 ) {
     out.lit(b"\"_meta\":{");
     // The separator before the next member: none before the first.
@@ -259,12 +266,13 @@ fn meta_member_to<S: Sink>(
         out.num(token);
         sep = b",";
     }
-    if let Some((parent, state)) = trace {
+    if let Some((t, id)) = trace {
         out.lit(sep);
         // The value is hex digits and dashes: no escaping needed.
         out.lit(b"\"traceparent\":\"");
-        out.lit(parent);
+        out.lit(&t.traceparent(id));
         out.lit(b"\"");
+        let state = t.state;
         if !state.is_empty() {
             out.lit(b",\"tracestate\":");
             out.str(state);
@@ -356,12 +364,11 @@ impl<'x> Trip<'x> {
             Body::ToolsCall { progress, .. } => (progress, cfg.on_log.map(|_| cfg.log_level)),
             _ => (None, None),
         };
-        let parent = trace.map(|(t, id)| (t.traceparent(id), t.state));
         meta_member_to(
             out,
             modern.map(|v| (v, cfg.declared(), log_level)),
             progress,
-            parent.as_ref().map(|(p, state)| (&p[..], *state)),
+            trace,
         );
         out.lit(b"}}");
     }

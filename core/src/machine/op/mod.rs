@@ -186,6 +186,11 @@ impl Purpose {
     }
 }
 
+/// Some courtesy request is built ([`Purpose::is_courtesy`]): a task's cancel (`tasks`), the
+/// 2025 era's `DELETE` and cancels, a stdio server's cancel (`std`).
+const COURTESY_BUILT: bool =
+    cfg!(feature = "era-2025") || cfg!(feature = "tasks") || cfg!(feature = "std");
+
 /// Where an op is. Each state holds what it needs: a round trip holds its purpose, where it
 /// is on the wire, and (once the request is written) the exchange that reads its reply, which
 /// exists nowhere else.
@@ -855,7 +860,9 @@ where
     /// What to do next, given the slot's state and the time. Takes the slot only here: an
     /// adapter holds its lock for this call alone.
     pub fn poll(&mut self, slot: &mut SlotState, now: Millis) -> Action {
-        if let Job::Call { handler, .. } = &mut self.job
+        // (Only a 2025-era call hears that its server's tool list changed.)
+        if cfg!(feature = "era-2025")
+            && let Job::Call { handler, .. } = &mut self.job
             && core::mem::take(&mut handler.tools_list_changed)
         {
             slot.tools_list_changed = true;
@@ -885,7 +892,10 @@ where
     }
 
     fn active(&self) -> Deadline {
-        self.courtesy.unwrap_or(self.deadline)
+        // (A build without courtesy requests never has their deadline: the compiler sees it.)
+        self.courtesy
+            .filter(|_| COURTESY_BUILT)
+            .unwrap_or(self.deadline)
     }
 
     fn fail(&mut self, f: Failure) {
@@ -992,12 +1002,13 @@ where
                 None
             }
             Stage::Trip { purpose, .. } => self.trip_step(slot, now, purpose),
-            Stage::RetryWait { .. } => {
-                self.stage = Stage::Ready;
+            // (Only the 2025 era resumes a reply: without it that wait is never entered.)
+            Stage::ResumeWait { .. } if cfg!(feature = "era-2025") => {
+                self.start_trip(Purpose::Resume, now);
                 None
             }
-            Stage::ResumeWait { .. } => {
-                self.start_trip(Purpose::Resume, now);
+            Stage::RetryWait { .. } | Stage::ResumeWait { .. } => {
+                self.stage = Stage::Ready;
                 None
             }
             Stage::AttemptEnded => Some(self.attempt_ended(slot)),
@@ -1139,7 +1150,10 @@ where
     #[cfg_attr(not(feature = "era-2025"), inline(always))]
     fn handshake_done(&mut self, slot: &mut SlotState, attempt: u32, now: Millis) {
         if let (Some(session), Some(snap)) = (slot.session_mut(self.target), self.snap.as_ref()) {
-            session.handshake_succeeded(attempt, snap.id(), snap.version);
+            // (Only the 2025 era's handshake gives a session id: without it the compiler sees
+            // there is none to keep.)
+            let id = snap.id().filter(|_| cfg!(feature = "era-2025"));
+            session.handshake_succeeded(attempt, id, snap.version);
         }
         slot.changed = true;
         self.start_main(slot, now);
@@ -1280,6 +1294,15 @@ mod tests {
     /// the session snapshot (256-byte session id), the resume point (128-byte event id) and,
     /// since the 2026 era and tasks, the probe's state and a task id (64 bytes): 2 440 bytes;
     /// Since the deferred tail, the framing left of a late-ending stream (48 bytes): 2 592.
+    /// [`COURTESY_BUILT`] says whether any courtesy purpose is built.
+    #[test]
+    fn courtesy_built_matches_the_purposes() {
+        let any = [Purpose::Cancel, Purpose::Courtesy, Purpose::TaskCancel]
+            .into_iter()
+            .any(Purpose::is_courtesy);
+        assert_eq!(COURTESY_BUILT, any);
+    }
+
     #[test]
     fn an_op_stays_small() {
         let call = core::mem::size_of::<Op<'static, SliceBuf<'static>, &'static [u8]>>();

@@ -11,9 +11,16 @@ where
 {
     pub(super) fn start_trip(&mut self, purpose: Purpose, now: Millis) {
         if let Some(capability) = purpose.not_built() {
-            return self.fail(Failure::NotBuilt {
-                capability,
-                need: "the server asked for it",
+            // The edge's one-era build starts no trip it leaves out (no handshake, probe,
+            // resumption, courtesy or cancel there; a task's stages refuse before): never
+            // taken there, the guard needs no names (their table and texts: 176 B of its flash).
+            return self.fail(if crate::machine::handlers::ONE_ERA_EDGE {
+                Failure::NoResponse
+            } else {
+                Failure::NotBuilt {
+                    capability,
+                    need: "the server asked for it",
+                }
             });
         }
         // A trip's exchange never outlives it (each end gives it back), but its head storage
@@ -55,7 +62,7 @@ where
         let mut session = snap;
         let mut last_event_id = None;
         let body = match purpose {
-            Purpose::Probe { .. } => {
+            Purpose::Probe { .. } if cfg!(feature = "probe") => {
                 session = None;
                 Body::Discover { id: self.probe.id }
             }
@@ -423,8 +430,17 @@ where
                         Job::Call { handler, .. } => handler,
                         Job::List { handler, .. } => handler,
                         Job::Request(handler) if !crate::machine::handlers::ONE_ERA_EDGE => handler,
+                        // (Never taken in the edge's one-era build: a close or a dropped
+                        // call's cancel sends nothing there.)
+                        _ if crate::machine::handlers::ONE_ERA_EDGE => {
+                            return self.end_trip(Failure::NoResponse);
+                        }
                         _ => &mut accept,
                     },
+                    // (Never taken: a trip the build leaves out never starts.)
+                    _ if purpose.not_built().is_some() => {
+                        return self.end_trip(Failure::NoResponse);
+                    }
                     _ => &mut accept,
                 };
                 let step = if n == 0 {
