@@ -257,23 +257,22 @@ impl<'a> EdgeSlot<'a> {
         limit: usize,
         bufs: &'b mut CallBuffers<'_, B>,
     ) -> ToolResult<'b> {
-        let error = &mut bufs.error;
-        error.clear();
+        bufs.error.clear();
         let more = over.needed.saturating_sub(limit);
+        // Words and digits straight into the error buffer, cut at its cap.
+        let mut error = Capped(&mut bufs.error);
+        let out: &mut dyn Sink = &mut error;
         for (words, n) in [
-            ("the exec arguments buffer is too small: ", limit),
+            (TOO_SMALL, limit),
             (" bytes, needs at least ", over.needed),
             (" (", more),
         ] {
-            put_capped(error, words.as_bytes());
-            let mut digits = [0u8; 20];
-            let mut d = SliceBuf::new(&mut digits);
-            let _ = put_u64(&mut d as &mut dyn Sink, n as u64);
-            put_capped(error, d.bytes());
+            let _ = out.put(words.as_bytes());
+            let _ = put_u64(out, n as u64);
         }
-        put_capped(error, b" more)");
-        let error = core::str::from_utf8(bufs.error.bytes())
-            .unwrap_or("the exec arguments buffer is too small");
+        let _ = out.put(b" more)");
+        // ASCII only, so always UTF-8 (the fallback is never used).
+        let error = core::str::from_utf8(bufs.error.bytes()).unwrap_or(TOO_SMALL);
         // The core's one rule for a call that failed before sending: metered, a tool_error
         // event, no failover (the host adapter does the same).
         let (mut ledger, mut timeline) = self.sinks();
@@ -345,10 +344,19 @@ impl<'b> ExecResult<'b> {
     }
 }
 
-/// Appends as much of `bytes` as fits under `buf`'s cap (the text cut there; it is ASCII).
-fn put_capped(buf: &mut impl Buf, bytes: &[u8]) {
-    let room = buf.limit().saturating_sub(buf.len());
-    let _ = buf.put(bytes.get(..room).unwrap_or(bytes));
+/// The start of an `exec` whose arguments did not fit.
+const TOO_SMALL: &str = "the exec arguments buffer is too small: ";
+
+/// A sink over a buffer that appends as much of each write as fits under its cap (the text
+/// cut there; it is ASCII) and never fails.
+struct Capped<'x, B>(&'x mut B);
+
+impl<B: Buf> Sink for Capped<'_, B> {
+    fn put(&mut self, bytes: &[u8]) -> Result<(), Overflow> {
+        let room = self.0.limit().saturating_sub(self.0.len());
+        let _ = self.0.put(bytes.get(..room).unwrap_or(bytes));
+        Ok(())
+    }
 }
 
 /// The ledger of one slot: adds each record to the counters.
