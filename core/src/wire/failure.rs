@@ -67,6 +67,64 @@ impl ConnectError {
     }
 }
 
+impl ConnectError {
+    /// A connect error with one of the adapters' own details ([`ConnectWhy`]), the same words
+    /// as [`ConnectError::new`] with its text.
+    pub fn of(kind: ConnectErrorKind, why: ConnectWhy) -> Self {
+        // On the edge: the words are fragments of the failures' packed text, no literal of
+        // the adapter's own.
+        let fr = match why {
+            ConnectWhy::InvalidHostName => Fr::ConnInvalidName,
+            ConnectWhy::HostNameTooLong => Fr::ConnNameTooLong,
+            ConnectWhy::LookupFailed => Fr::ConnLookupFailed,
+            ConnectWhy::NoARecord => Fr::ConnNoARecord,
+            ConnectWhy::PoolInUse => Fr::ConnPoolInUse,
+            ConnectWhy::SynReset => Fr::ConnSynReset,
+            ConnectWhy::SynTimedOut => Fr::ConnSynTimedOut,
+            ConnectWhy::NoRoute => Fr::ConnNoRoute,
+            ConnectWhy::InvalidState => Fr::ConnInvalidState,
+            ConnectWhy::NoIpv6 => Fr::ConnNoIpv6,
+            ConnectWhy::BadIpv6Literal => Fr::ConnBadIpv6,
+            ConnectWhy::NoTls => Fr::ConnNoTls,
+        };
+        ConnectError {
+            kind,
+            detail: fr.detail(),
+        }
+    }
+}
+
+/// An adapter's detail of a [`ConnectError`] that the core holds the words of
+/// ([`ConnectError::of`]); the comment of each variant is its text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum ConnectWhy {
+    /// `invalid host name`
+    InvalidHostName,
+    /// `host name too long`
+    HostNameTooLong,
+    /// `lookup failed (no DNS server answered or no such name)`
+    LookupFailed,
+    /// `no A record`
+    NoARecord,
+    /// `every socket of the pool is in use`
+    PoolInUse,
+    /// `peer answered the SYN with RST`
+    SynReset,
+    /// `no answer to SYN (timed out)`
+    SynTimedOut,
+    /// `no route to host`
+    NoRoute,
+    /// `socket in an invalid state`
+    InvalidState,
+    /// `IPv6 is not enabled in this build (feature proto-ipv6)`
+    NoIpv6,
+    /// `bad IPv6 literal`
+    BadIpv6Literal,
+    /// `no TLS in this build (verifi-mcp-embassy's tls feature); use http://`
+    NoTls,
+}
+
 impl fmt::Display for ConnectError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt_words(self, f)
@@ -832,6 +890,36 @@ mod tests {
         // Exactly at the cap: no mark.
         let exact = "a".repeat(DETAIL_BYTES);
         assert_eq!(truncated::<DETAIL_BYTES>(&exact).as_str(), exact);
+    }
+
+    #[test]
+    fn connect_why_says_the_adapters_words() {
+        for (why, text) in [
+            (ConnectWhy::InvalidHostName, "invalid host name"),
+            (ConnectWhy::HostNameTooLong, "host name too long"),
+            (
+                ConnectWhy::LookupFailed,
+                "lookup failed (no DNS server answered or no such name)",
+            ),
+            (ConnectWhy::NoARecord, "no A record"),
+            (ConnectWhy::PoolInUse, "every socket of the pool is in use"),
+            (ConnectWhy::SynReset, "peer answered the SYN with RST"),
+            (ConnectWhy::SynTimedOut, "no answer to SYN (timed out)"),
+            (ConnectWhy::NoRoute, "no route to host"),
+            (ConnectWhy::InvalidState, "socket in an invalid state"),
+            (
+                ConnectWhy::NoIpv6,
+                "IPv6 is not enabled in this build (feature proto-ipv6)",
+            ),
+            (ConnectWhy::BadIpv6Literal, "bad IPv6 literal"),
+            (
+                ConnectWhy::NoTls,
+                "no TLS in this build (verifi-mcp-embassy's tls feature); use http://",
+            ),
+        ] {
+            let e = ConnectError::of(ConnectErrorKind::Io, why);
+            assert_eq!(e, ConnectError::new(ConnectErrorKind::Io, text));
+        }
     }
 
     #[test]

@@ -6,7 +6,9 @@
 //! A leaf of the wire: it needs nothing of the error types whose words it holds (they use it,
 //! and [`super::failure`] holds them all), so no module of the wire reaches itself through it.
 
-use crate::buf::{Overflow, Sink, Words, put_u64};
+#[cfg(not(feature = "std"))]
+use crate::buf::utf8_prefix;
+use crate::buf::{Detail, Overflow, Sink, Words, put_u64, truncated};
 
 impl Words for Overflow {
     fn words(&self, out: &mut dyn Sink) -> Result<(), Overflow> {
@@ -343,6 +345,18 @@ fragments! {
     NeedsAtLeast = "needs at least ",
     CommaOver = ", over",
     By = " by ",
+    ConnInvalidName = "invalid host name",
+    ConnNameTooLong = "host name too long",
+    ConnLookupFailed = "lookup failed (no DNS server answered or no such name)",
+    ConnNoARecord = "no A record",
+    ConnPoolInUse = "every socket of the pool is in use",
+    ConnSynReset = "peer answered the SYN with RST",
+    ConnSynTimedOut = "no answer to SYN (timed out)",
+    ConnNoRoute = "no route to host",
+    ConnInvalidState = "socket in an invalid state",
+    ConnNoIpv6 = "IPv6 is not enabled in this build (feature proto-ipv6)",
+    ConnBadIpv6 = "bad IPv6 literal",
+    ConnNoTls = "no TLS in this build (verifi-mcp-embassy's tls feature); use http://",
     ServerChose = "server chose protocol version '" if cfg!(feature = "era-2025"),
     NotSpoken = "', which this client does not speak (it speaks 2024-11-05, 2025-03-26, 2025-06-18 and 2025-11-25)" if cfg!(feature = "era-2025"),
     InitRefused = "server refused initialize: " if cfg!(feature = "era-2025"),
@@ -551,6 +565,19 @@ impl Fr {
         {
             let mut out = [0u8; packed::LONGEST];
             f.put(packed::text(self as usize, &mut out))
+        }
+    }
+
+    /// The fragment's text as a failure's detail (cut as [`truncated`] cuts).
+    pub(crate) fn detail(self) -> Detail {
+        #[cfg(feature = "std")]
+        {
+            truncated(core::str::from_utf8(self.bytes()).unwrap_or(""))
+        }
+        #[cfg(not(feature = "std"))]
+        {
+            let mut out = [0u8; packed::LONGEST];
+            truncated(utf8_prefix(packed::text(self as usize, &mut out)))
         }
     }
 
