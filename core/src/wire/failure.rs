@@ -963,7 +963,7 @@ mod tests {
             Failure::ClosedEarly(Stage::Head),
             Failure::ClosedEarly(Stage::Body),
             Failure::Http(HttpError::HeadTooLarge { limit: 16384 }),
-            Failure::Http(HttpError::BadHead("invalid token")),
+            Failure::Http(HttpError::BadHead(super::super::http::HeadFault::Token)),
             Failure::Http(HttpError::TooManyHeaders),
             Failure::Http(HttpError::BadContentLength),
             Failure::Http(HttpError::BadChunk),
