@@ -16,7 +16,7 @@ use super::json::JsonError;
 use super::jsonrpc::RpcDecodeError;
 use super::sse::SseError;
 pub use super::words::reason_phrase;
-use super::words::{Arg, Fr, Msg, reason, tell};
+use super::words::{Arg, Fr, Msg, detail_at, reason, tell};
 pub use crate::buf::{DETAIL_BYTES, Detail};
 use crate::buf::{Overflow, Sink, StrSink, Words, fmt_words, truncated};
 
@@ -72,32 +72,36 @@ impl ConnectError {
     /// as [`ConnectError::new`] with its text.
     pub fn of(kind: ConnectErrorKind, why: ConnectWhy) -> Self {
         // On the edge: the words are fragments of the failures' packed text, no literal of
-        // the adapter's own.
-        let fr = match why {
-            ConnectWhy::InvalidHostName => Fr::ConnInvalidName,
-            ConnectWhy::HostNameTooLong => Fr::ConnNameTooLong,
-            ConnectWhy::LookupFailed => Fr::ConnLookupFailed,
-            ConnectWhy::NoARecord => Fr::ConnNoARecord,
-            ConnectWhy::PoolInUse => Fr::ConnPoolInUse,
-            ConnectWhy::SynReset => Fr::ConnSynReset,
-            ConnectWhy::SynTimedOut => Fr::ConnSynTimedOut,
-            ConnectWhy::NoRoute => Fr::ConnNoRoute,
-            ConnectWhy::InvalidState => Fr::ConnInvalidState,
-            ConnectWhy::NoIpv6 => Fr::ConnNoIpv6,
-            ConnectWhy::BadIpv6Literal => Fr::ConnBadIpv6,
-            ConnectWhy::NoTls => Fr::ConnNoTls,
-        };
+        // the adapter's own; `ConnectWhy` runs in the fragments' order (checked at build
+        // time), so its fragment is an offset, not a table.
         ConnectError {
             kind,
-            detail: fr.detail(),
+            detail: detail_at(Fr::ConnInvalidName as usize + why as usize),
         }
     }
 }
+
+// `ConnectWhy`'s variants in the order of their fragments.
+const _: () = {
+    let first = Fr::ConnInvalidName as usize;
+    assert!(Fr::ConnNameTooLong as usize - first == ConnectWhy::HostNameTooLong as usize);
+    assert!(Fr::ConnLookupFailed as usize - first == ConnectWhy::LookupFailed as usize);
+    assert!(Fr::ConnNoARecord as usize - first == ConnectWhy::NoARecord as usize);
+    assert!(Fr::ConnPoolInUse as usize - first == ConnectWhy::PoolInUse as usize);
+    assert!(Fr::ConnSynReset as usize - first == ConnectWhy::SynReset as usize);
+    assert!(Fr::ConnSynTimedOut as usize - first == ConnectWhy::SynTimedOut as usize);
+    assert!(Fr::ConnNoRoute as usize - first == ConnectWhy::NoRoute as usize);
+    assert!(Fr::ConnInvalidState as usize - first == ConnectWhy::InvalidState as usize);
+    assert!(Fr::ConnNoIpv6 as usize - first == ConnectWhy::NoIpv6 as usize);
+    assert!(Fr::ConnBadIpv6 as usize - first == ConnectWhy::BadIpv6Literal as usize);
+    assert!(Fr::ConnNoTls as usize - first == ConnectWhy::NoTls as usize);
+};
 
 /// An adapter's detail of a [`ConnectError`] that the core holds the words of
 /// ([`ConnectError::of`]); the comment of each variant is its text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[repr(u8)]
 pub enum ConnectWhy {
     /// `invalid host name`
     InvalidHostName,

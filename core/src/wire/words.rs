@@ -356,6 +356,7 @@ fragments! {
     ConnInvalidState = "socket in an invalid state",
     ConnNoIpv6 = "IPv6 is not enabled in this build (feature proto-ipv6)",
     ConnBadIpv6 = "bad IPv6 literal",
+    ConnNoTls = "no TLS in this build (verifi-mcp-embassy's tls feature); use http://",
     HeadIncomplete = "incomplete ",
     Invalid = "invalid ",
     HeaderWord = "header ",
@@ -369,7 +370,6 @@ fragments! {
     UnsupportedCoding = "unsupported transfer-encoding",
     MissingStatus = "missing status code",
     Token = "token",
-    ConnNoTls = "no TLS in this build (verifi-mcp-embassy's tls feature); use http://",
     ServerChose = "server chose protocol version '" if cfg!(feature = "era-2025"),
     NotSpoken = "', which this client does not speak (it speaks 2024-11-05, 2025-03-26, 2025-06-18 and 2025-11-25)" if cfg!(feature = "era-2025"),
     InitRefused = "server refused initialize: " if cfg!(feature = "era-2025"),
@@ -583,7 +583,7 @@ impl Fr {
     fn put(self, f: &mut dyn Sink) -> Result<(), Overflow> {
         #[cfg(feature = "std")]
         {
-            f.put(self.bytes())
+            f.put(text_at(self as usize))
         }
         #[cfg(not(feature = "std"))]
         {
@@ -591,24 +591,27 @@ impl Fr {
             f.put(packed::text(self as usize, &mut out))
         }
     }
+}
 
-    /// The fragment's text as a failure's detail (cut as [`truncated`] cuts).
-    pub(crate) fn detail(self) -> Detail {
-        #[cfg(feature = "std")]
-        {
-            truncated(core::str::from_utf8(self.bytes()).unwrap_or(""))
-        }
-        #[cfg(not(feature = "std"))]
-        {
-            let mut out = [0u8; packed::LONGEST];
-            truncated(utf8_prefix(packed::text(self as usize, &mut out)))
-        }
-    }
-
-    /// The fragment's text (none for an argument).
+/// The text of the fragment numbered `index` (`Fr::X as usize`, or an offset from one in a
+/// run of fragments in the order of a public enum's) as a failure's detail, cut as
+/// [`truncated`] cuts.
+pub(crate) fn detail_at(index: usize) -> Detail {
     #[cfg(feature = "std")]
-    fn bytes(self) -> &'static [u8] {
-        let i = self as usize;
+    {
+        truncated(core::str::from_utf8(text_at(index)).unwrap_or(""))
+    }
+    #[cfg(not(feature = "std"))]
+    {
+        let mut out = [0u8; packed::LONGEST];
+        truncated(utf8_prefix(packed::text(index, &mut out)))
+    }
+}
+
+/// The text of the fragment numbered `i` (none for an argument).
+#[cfg(feature = "std")]
+fn text_at(i: usize) -> &'static [u8] {
+    {
         let start = i.checked_sub(1).and_then(|p| ENDS.get(p)).copied();
         let end = ENDS.get(i).copied().unwrap_or(0);
         TEXT.as_bytes()
