@@ -160,10 +160,8 @@ fn finish_line<Sec: AsRef<[u8]>, B: Buf>(
     out.clear();
     let mark = "…";
     let s = line.as_str();
-    let mut end = out.limit().saturating_sub(mark.len()).min(s.len());
-    while end > 0 && !s.is_char_boundary(end) {
-        end -= 1;
-    }
+    // The buffers' own cut to a character boundary (one copy).
+    let end = crate::buf::char_floor(s.as_bytes(), out.limit().saturating_sub(mark.len()));
     // Redact what fits; a secret cut in half by the end is gone with the cut.
     let _ = redact_into(secrets, s.get(..end).unwrap_or("").as_bytes(), out);
     let _ = out.put(mark.as_bytes());
