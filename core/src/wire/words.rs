@@ -678,18 +678,21 @@ mod packed {
 
     /// Pairs of symbols (bytes, or pairs before them) that the text is rewritten with before
     /// it is packed, in order: pair `i` becomes the one symbol `FIRST_PAIR + i` (a byte-pair
-    /// encoding). Found offline over every fragment, greedily, each the pair that saves the
-    /// most bits by its count and its halves' code lengths, less its table bytes (`th`, `er`,
-    /// ` the `, `HTTP`, `JSON`, `server`, `invalid `…); a pair no longer in the text costs
-    /// its two bytes here and changes nothing else. On the edge: the packed text about
-    /// 250 B smaller, for a few bytes of table and decoding.
-    const MERGES: [[u8; 2]; 104] = pairs(&[
-        b"therreor \x80edin\x84es t i\x88\x87 onno\x8d\x89v\x81\x86g\x85 \x81\x8falanenHT\x96T",
-        b"\x97P\x84\x8av\x93\x8a\x8ee ONJS\x9e\x9dy a\x88h\xa1, d s\x92chunqu\x83 : \x93lc\xab",
-        b"\x8d l\xa0p\xae\x82\xafw\xa1olou20\xb42i\x8cc\x8c\x82ssts\x89to\xbb\xb2\xb3tcte\xbe",
-        b"\x95t\x86\x9ame\xc2\xbd\xa8e\x84\x94eah\xc6i\xa4\xc1\xc8itil\xc6k\xb7n\xcd\xbf",
-        b"\xce\xb6ska\xd0t\xd1\xb8p\xd3\x8c\xd4s\x95d\x95\x89i\xc3i\x80w\xd9\xa2\xad\xc7didex",
-        b"p\xcc:/\xe0/p\x83\xe2t\xb55iz\xc4\xb9\xc4\xba",
+    /// encoding). Found offline over the fragments of the smallest build (the 2026 era
+    /// alone), greedily, each the pair that saves the most bits by its count and its halves'
+    /// code lengths, less its table bytes (`th`, `er`, ` the `, `HTTP`, `JSON`, `server`,
+    /// `invalid `…); a pair no longer in the text costs its two bytes here and changes
+    /// nothing else. On the edge: the packed text about 250 B smaller, for a few bytes of
+    /// table and decoding.
+    const MERGES: [[u8; 2]; 128] = pairs(&[
+        b"therreorined\x80es i\x87\x86 t \x85 o\x8an\x8conal\x84gHT\x91T\x92Penanv\x81v\x8fON",
+        b"JS\x99\x98a\x87h\x9b \x89y id\x97\x9f\x80\x88\x88\x8d\x81\x96e qu\x8flc\xa6, pl",
+        b"\xa9\x9e\x82\xaa\x83 ch: \x84\xa0ouadols\xa3uns\x8a\x82sst\xb0t\x94t\x94dcte\xbb",
+        b"c\x8eme\xa5ee\xb1h\xc0\xbe\xb8i\x8ew\x9bto\xc5\xb2no\xc7 \xb6p\xc9\x8e\xcasN\x8c",
+        b"\xbc\xc3\x81 \xbdn\xcf\xcd\x94\x8a; iliti\xc2i\x80w\xd6\x80\x95\xce\xd8\x95dodho",
+        b"\xdc\xb5ofp\x83\xdft:/\xe1/\xbf\xb7\xbf\xb5'\x87\x9d\xabg\xd9atna\xdd\xe9a\xd3ag",
+        b"\xc1\xcem\x8fPCR\xeff\xeb\xbdtar-\xf0\x9a\xf4ex\x90 \xa7 \xf8\xc4\x93 \x93/\xc6 a ",
+        b"\xa2\xfd\x9d\xfc",
     ]);
 
     /// The pairs of [`MERGES`] from lines of them (at build time: an odd line fails it).
