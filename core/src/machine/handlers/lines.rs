@@ -15,8 +15,9 @@ pub(crate) fn tell_progress<Sec: AsRef<[u8]>>(
     p: &jsonrpc::Progress<'_>,
     secrets: &[Sec],
 ) {
+    // A number's text is ASCII: the shared prefix reader, not a `from_utf8` of its own.
     fn number<'v>(v: &Value<'v>) -> &'v str {
-        core::str::from_utf8(v.raw()).unwrap_or("")
+        crate::buf::utf8_prefix(v.raw())
     }
     let total = p.total.as_ref().map(number);
     tell_update(
