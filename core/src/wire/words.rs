@@ -702,7 +702,7 @@ mod packed {
         let (mut n, mut l) = (0, 0);
         while l < lines.len() {
             let line = lines[l];
-            assert!(line.len() % 2 == 0);
+            assert!(line.len().is_multiple_of(2));
             let mut i = 0;
             while i < line.len() {
                 out[n] = [line[i], line[i + 1]];
