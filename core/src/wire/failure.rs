@@ -175,13 +175,15 @@ pub enum BufferName {
 }
 
 impl BufferName {
-    fn as_str(self) -> &'static str {
+    /// The message of this buffer's overflow: its name is a fragment of the failures' packed
+    /// text on the edge, not a literal.
+    fn too_large(self) -> Msg {
         match self {
-            BufferName::Request => "request",
-            BufferName::Reply => "reply",
-            BufferName::Text => "text",
-            BufferName::Raw => "raw reply",
-            BufferName::Cursor => "tools/list cursor",
+            BufferName::Request => Msg::TooLargeRequest,
+            BufferName::Reply => Msg::TooLargeReply,
+            BufferName::Text => Msg::TooLargeText,
+            BufferName::Raw => Msg::TooLargeRaw,
+            BufferName::Cursor => Msg::TooLargeCursor,
         }
     }
 }
@@ -691,7 +693,7 @@ impl Words for Failure {
             Failure::Json(e) => (Msg::NotJson, Says(e), NO),
             Failure::Rpc(e) => (Msg::NotRpc, Says(e), NO),
             Failure::NoResponse => (Msg::NoResponse, NO, NO),
-            Failure::TooLarge(which, o) => (Msg::TooLarge, Str(which.as_str()), Says(o)),
+            Failure::TooLarge(which, o) => (which.too_large(), Says(o), NO),
             Failure::Request(e) => (Msg::NotWritten, Says(e), NO),
             Failure::Handshake(e) => (Msg::Handshake, Says(e), NO),
             Failure::BadArguments => (Msg::BadArguments, NO, NO),
