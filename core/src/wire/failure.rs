@@ -666,12 +666,13 @@ impl Words for Failure {
             Failure::UnexpectedResultType(t) => (Msg::UnexpectedResultType, Str(t), NO),
             Failure::Task { id, end } => return task_words(f, id, *end),
             Failure::VersionRefused(theirs) => (
-                Msg::VersionRefused,
-                Str(if theirs.is_empty() {
-                    "none listed"
+                // An empty list is said by words of its own (a fragment, not a literal).
+                if theirs.is_empty() {
+                    Msg::VersionRefusedNone
                 } else {
-                    theirs
-                }),
+                    Msg::VersionRefused
+                },
+                Str(theirs),
                 // One version (the 2026 era has one so far) is said as it is.
                 match crate::wire::era::MODERN_VERSIONS {
                     [only] => Str(only),
