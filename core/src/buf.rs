@@ -26,7 +26,9 @@ impl fmt::Display for Overflow {
 mod text;
 pub(crate) use text::Piece::{I, S};
 pub use text::{DETAIL_BYTES, Detail, StrSink, Words, trim, truncated};
-pub(crate) use text::{count, find, fmt_words, is_white, say, split_once_str, utf8_prefix};
+pub(crate) use text::{
+    char_floor, count, find, fmt_words, is_white, say, split_once_str, utf8_prefix,
+};
 
 #[cfg(feature = "std")]
 mod vec_buf;

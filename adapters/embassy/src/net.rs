@@ -19,7 +19,7 @@ use embassy_net::{IpAddress, IpEndpoint, Stack};
 use embassy_time::{Duration, Instant, Timer};
 use verifi_mcp_core::drive::{Millis, Net};
 use verifi_mcp_core::wire::endpoint::{Endpoint, Scheme};
-use verifi_mcp_core::wire::failure::{ConnectError, ConnectErrorKind};
+use verifi_mcp_core::wire::failure::{ConnectError, ConnectErrorKind, ConnectWhy};
 
 /// Why [`EdgeNet`] refuses an `https://` endpoint (before any packet is sent).
 #[cfg(not(feature = "tls"))]
@@ -196,8 +196,9 @@ impl<'p, 's, const N: usize> EdgeNet<'p, 's, N> {
 }
 
 /// Why a connection could not be opened: its kind and words (one `ConnectError` is made of
-/// it, in one place).
-type Why = (ConnectErrorKind, &'static str);
+/// it, in one place). The words are the core's (`ConnectWhy`): on the edge, fragments of its
+/// packed text, no literal here.
+type Why = (ConnectErrorKind, ConnectWhy);
 
 /// The address of an IPv6 literal host (`Some` for a host with a `:`; without the
 /// `proto-ipv6` feature, an error); `None` for a name or an IPv4 literal, which the stack's
@@ -210,35 +211,27 @@ fn ipv6_literal(host: &str) -> Option<Result<IpAddress, Why>> {
     #[cfg(feature = "proto-ipv6")]
     let literal = match host.parse::<core::net::Ipv6Addr>() {
         Ok(a) => Ok(IpAddress::Ipv6(a)),
-        Err(_) => Err((ConnectErrorKind::Dns, "bad IPv6 literal")),
+        Err(_) => Err((ConnectErrorKind::Dns, ConnectWhy::BadIpv6Literal)),
     };
     #[cfg(not(feature = "proto-ipv6"))]
-    let literal = Err((
-        ConnectErrorKind::Unsupported,
-        "IPv6 is not enabled in this build (feature proto-ipv6)",
-    ));
+    let literal = Err((ConnectErrorKind::Unsupported, ConnectWhy::NoIpv6));
     Some(literal)
 }
 
-fn dns_error_text(e: embassy_net::dns::Error) -> &'static str {
+fn dns_error_text(e: embassy_net::dns::Error) -> ConnectWhy {
     match e {
-        embassy_net::dns::Error::InvalidName => "invalid host name",
-        embassy_net::dns::Error::NameTooLong => "host name too long",
-        embassy_net::dns::Error::Failed => "lookup failed (no DNS server answered or no such name)",
+        embassy_net::dns::Error::InvalidName => ConnectWhy::InvalidHostName,
+        embassy_net::dns::Error::NameTooLong => ConnectWhy::HostNameTooLong,
+        embassy_net::dns::Error::Failed => ConnectWhy::LookupFailed,
     }
 }
 
 fn connect_error(e: tcp::ConnectError) -> Why {
     match e {
-        tcp::ConnectError::ConnectionReset => {
-            (ConnectErrorKind::Refused, "peer answered the SYN with RST")
-        }
-        tcp::ConnectError::TimedOut => (
-            ConnectErrorKind::Unreachable,
-            "no answer to SYN (timed out)",
-        ),
-        tcp::ConnectError::NoRoute => (ConnectErrorKind::Unreachable, "no route to host"),
-        tcp::ConnectError::InvalidState => (ConnectErrorKind::Io, "socket in an invalid state"),
+        tcp::ConnectError::ConnectionReset => (ConnectErrorKind::Refused, ConnectWhy::SynReset),
+        tcp::ConnectError::TimedOut => (ConnectErrorKind::Unreachable, ConnectWhy::SynTimedOut),
+        tcp::ConnectError::NoRoute => (ConnectErrorKind::Unreachable, ConnectWhy::NoRoute),
+        tcp::ConnectError::InvalidState => (ConnectErrorKind::Io, ConnectWhy::InvalidState),
     }
 }
 
@@ -326,9 +319,13 @@ impl<'p, 's, const N: usize> EdgeNet<'p, 's, N> {
         fresh: bool,
         tls_above: bool,
     ) -> Result<(EdgeConn<'p, 's, N>, bool), ConnectError> {
-        let (kind, detail) = 'failed: {
+        let (kind, why) = 'failed: {
             if ep.scheme() == Scheme::Https && !tls_above {
-                break 'failed (ConnectErrorKind::Unsupported, NO_TLS);
+                // Without TLS: the same words as `NO_TLS`, the core's (a test says so).
+                #[cfg(not(feature = "tls"))]
+                break 'failed (ConnectErrorKind::Unsupported, ConnectWhy::NoTls);
+                #[cfg(feature = "tls")]
+                return Err(ConnectError::new(ConnectErrorKind::Unsupported, NO_TLS));
             }
             // Checked before a write (the driver never re-sends a written tools/call).
             if !fresh && let Some(socket) = self.pool.take_kept(ep) {
@@ -342,13 +339,13 @@ impl<'p, 's, const N: usize> EdgeNet<'p, 's, N> {
                 None => match self.pool.stack.dns_query(host, DnsQueryType::A).await {
                     Ok(addrs) => match addrs.first() {
                         Some(a) => *a,
-                        None => break 'failed (ConnectErrorKind::Dns, "no A record"),
+                        None => break 'failed (ConnectErrorKind::Dns, ConnectWhy::NoARecord),
                     },
                     Err(e) => break 'failed (ConnectErrorKind::Dns, dns_error_text(e)),
                 },
             };
             let Some(socket) = self.pool.take_any() else {
-                break 'failed (ConnectErrorKind::Io, "every socket of the pool is in use");
+                break 'failed (ConnectErrorKind::Io, ConnectWhy::PoolInUse);
             };
             // From here on the socket goes back to the pool whatever happens (EdgeConn's Drop).
             let mut conn = EdgeConn::new(self.pool, socket);
@@ -365,7 +362,7 @@ impl<'p, 's, const N: usize> EdgeNet<'p, 's, N> {
                 Err(e) => break 'failed connect_error(e),
             }
         };
-        Err(ConnectError::new(kind, detail))
+        Err(ConnectError::of(kind, why))
     }
 }
 
@@ -456,5 +453,17 @@ impl<const N: usize> embedded_io_async::Write for EdgeConn<'_, '_, N> {
             }
             Poll::Ready(Ok(()))
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[cfg(not(feature = "tls"))]
+    fn no_tls_is_the_cores_words() {
+        let e = ConnectError::of(ConnectErrorKind::Unsupported, ConnectWhy::NoTls);
+        assert_eq!(e.detail.as_str(), NO_TLS);
     }
 }

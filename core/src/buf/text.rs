@@ -40,7 +40,7 @@ fn fill_truncated(out: &mut StringView, s: &str) {
 }
 
 /// The largest character boundary of the UTF-8 `bytes` at or before `at`.
-fn char_floor(bytes: &[u8], at: usize) -> usize {
+pub(crate) fn char_floor(bytes: &[u8], at: usize) -> usize {
     let mut end = at.min(bytes.len());
     // A continuation byte (0b10xx_xxxx) is inside a character.
     while end > 0 && bytes.get(end).is_some_and(|&b| (b as i8) < -64) {

@@ -16,7 +16,7 @@ use super::json::JsonError;
 use super::jsonrpc::RpcDecodeError;
 use super::sse::SseError;
 pub use super::words::reason_phrase;
-use super::words::{Arg, Fr, Msg, reason, tell};
+use super::words::{Arg, Fr, Msg, detail_at, reason, tell};
 pub use crate::buf::{DETAIL_BYTES, Detail};
 use crate::buf::{Overflow, Sink, StrSink, Words, fmt_words, truncated};
 
@@ -67,6 +67,68 @@ impl ConnectError {
     }
 }
 
+impl ConnectError {
+    /// A connect error with one of the adapters' own details ([`ConnectWhy`]), the same words
+    /// as [`ConnectError::new`] with its text.
+    pub fn of(kind: ConnectErrorKind, why: ConnectWhy) -> Self {
+        // On the edge: the words are fragments of the failures' packed text, no literal of
+        // the adapter's own; `ConnectWhy` runs in the fragments' order (checked at build
+        // time), so its fragment is an offset, not a table.
+        ConnectError {
+            kind,
+            detail: detail_at(Fr::ConnInvalidName as usize + why as usize),
+        }
+    }
+}
+
+// `ConnectWhy`'s variants in the order of their fragments.
+const _: () = {
+    let first = Fr::ConnInvalidName as usize;
+    assert!(Fr::ConnNameTooLong as usize - first == ConnectWhy::HostNameTooLong as usize);
+    assert!(Fr::ConnLookupFailed as usize - first == ConnectWhy::LookupFailed as usize);
+    assert!(Fr::ConnNoARecord as usize - first == ConnectWhy::NoARecord as usize);
+    assert!(Fr::ConnPoolInUse as usize - first == ConnectWhy::PoolInUse as usize);
+    assert!(Fr::ConnSynReset as usize - first == ConnectWhy::SynReset as usize);
+    assert!(Fr::ConnSynTimedOut as usize - first == ConnectWhy::SynTimedOut as usize);
+    assert!(Fr::ConnNoRoute as usize - first == ConnectWhy::NoRoute as usize);
+    assert!(Fr::ConnInvalidState as usize - first == ConnectWhy::InvalidState as usize);
+    assert!(Fr::ConnNoIpv6 as usize - first == ConnectWhy::NoIpv6 as usize);
+    assert!(Fr::ConnBadIpv6 as usize - first == ConnectWhy::BadIpv6Literal as usize);
+    assert!(Fr::ConnNoTls as usize - first == ConnectWhy::NoTls as usize);
+};
+
+/// An adapter's detail of a [`ConnectError`] that the core holds the words of
+/// ([`ConnectError::of`]); the comment of each variant is its text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[repr(u8)]
+pub enum ConnectWhy {
+    /// `invalid host name`
+    InvalidHostName,
+    /// `host name too long`
+    HostNameTooLong,
+    /// `lookup failed (no DNS server answered or no such name)`
+    LookupFailed,
+    /// `no A record`
+    NoARecord,
+    /// `every socket of the pool is in use`
+    PoolInUse,
+    /// `peer answered the SYN with RST`
+    SynReset,
+    /// `no answer to SYN (timed out)`
+    SynTimedOut,
+    /// `no route to host`
+    NoRoute,
+    /// `socket in an invalid state`
+    InvalidState,
+    /// `IPv6 is not enabled in this build (feature proto-ipv6)`
+    NoIpv6,
+    /// `bad IPv6 literal`
+    BadIpv6Literal,
+    /// `no TLS in this build (verifi-mcp-embassy's tls feature); use http://`
+    NoTls,
+}
+
 impl fmt::Display for ConnectError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt_words(self, f)
@@ -113,13 +175,15 @@ pub enum BufferName {
 }
 
 impl BufferName {
-    fn as_str(self) -> &'static str {
+    /// The message of this buffer's overflow: its name is a fragment of the failures' packed
+    /// text on the edge, not a literal.
+    fn too_large(self) -> Msg {
         match self {
-            BufferName::Request => "request",
-            BufferName::Reply => "reply",
-            BufferName::Text => "text",
-            BufferName::Raw => "raw reply",
-            BufferName::Cursor => "tools/list cursor",
+            BufferName::Request => Msg::TooLargeRequest,
+            BufferName::Reply => Msg::TooLargeReply,
+            BufferName::Text => Msg::TooLargeText,
+            BufferName::Raw => Msg::TooLargeRaw,
+            BufferName::Cursor => Msg::TooLargeCursor,
         }
     }
 }
@@ -602,12 +666,13 @@ impl Words for Failure {
             Failure::UnexpectedResultType(t) => (Msg::UnexpectedResultType, Str(t), NO),
             Failure::Task { id, end } => return task_words(f, id, *end),
             Failure::VersionRefused(theirs) => (
-                Msg::VersionRefused,
-                Str(if theirs.is_empty() {
-                    "none listed"
+                // An empty list is said by words of its own (a fragment, not a literal).
+                if theirs.is_empty() {
+                    Msg::VersionRefusedNone
                 } else {
-                    theirs
-                }),
+                    Msg::VersionRefused
+                },
+                Str(theirs),
                 // One version (the 2026 era has one so far) is said as it is.
                 match crate::wire::era::MODERN_VERSIONS {
                     [only] => Str(only),
@@ -629,7 +694,7 @@ impl Words for Failure {
             Failure::Json(e) => (Msg::NotJson, Says(e), NO),
             Failure::Rpc(e) => (Msg::NotRpc, Says(e), NO),
             Failure::NoResponse => (Msg::NoResponse, NO, NO),
-            Failure::TooLarge(which, o) => (Msg::TooLarge, Str(which.as_str()), Says(o)),
+            Failure::TooLarge(which, o) => (which.too_large(), Says(o), NO),
             Failure::Request(e) => (Msg::NotWritten, Says(e), NO),
             Failure::Handshake(e) => (Msg::Handshake, Says(e), NO),
             Failure::BadArguments => (Msg::BadArguments, NO, NO),
@@ -835,6 +900,36 @@ mod tests {
     }
 
     #[test]
+    fn connect_why_says_the_adapters_words() {
+        for (why, text) in [
+            (ConnectWhy::InvalidHostName, "invalid host name"),
+            (ConnectWhy::HostNameTooLong, "host name too long"),
+            (
+                ConnectWhy::LookupFailed,
+                "lookup failed (no DNS server answered or no such name)",
+            ),
+            (ConnectWhy::NoARecord, "no A record"),
+            (ConnectWhy::PoolInUse, "every socket of the pool is in use"),
+            (ConnectWhy::SynReset, "peer answered the SYN with RST"),
+            (ConnectWhy::SynTimedOut, "no answer to SYN (timed out)"),
+            (ConnectWhy::NoRoute, "no route to host"),
+            (ConnectWhy::InvalidState, "socket in an invalid state"),
+            (
+                ConnectWhy::NoIpv6,
+                "IPv6 is not enabled in this build (feature proto-ipv6)",
+            ),
+            (ConnectWhy::BadIpv6Literal, "bad IPv6 literal"),
+            (
+                ConnectWhy::NoTls,
+                "no TLS in this build (verifi-mcp-embassy's tls feature); use http://",
+            ),
+        ] {
+            let e = ConnectError::of(ConnectErrorKind::Io, why);
+            assert_eq!(e, ConnectError::new(ConnectErrorKind::Io, text));
+        }
+    }
+
+    #[test]
     fn retry_after_is_read_as_seconds_or_kept_as_a_date() {
         assert_eq!(
             RetryAfter::parse(b" 3600 "),
@@ -875,7 +970,7 @@ mod tests {
             Failure::ClosedEarly(Stage::Head),
             Failure::ClosedEarly(Stage::Body),
             Failure::Http(HttpError::HeadTooLarge { limit: 16384 }),
-            Failure::Http(HttpError::BadHead("invalid token")),
+            Failure::Http(HttpError::BadHead(super::super::http::HeadFault::Token)),
             Failure::Http(HttpError::TooManyHeaders),
             Failure::Http(HttpError::BadContentLength),
             Failure::Http(HttpError::BadChunk),

@@ -274,8 +274,6 @@ const ACCEPT_BOTH: &[u8] = b"application/json, text/event-stream\r\n";
 const CONTENT_LINES: &[u8] = b"content-type: application/json\r\ncontent-length: ";
 /// The session's line, but the id.
 const SESSION_LINE: &[u8] = b"mcp-session-id: ";
-/// What a response with an unknown coding is refused with.
-const UNSUPPORTED_CODING: &str = "unsupported transfer-encoding";
 
 /// `len` bytes of `s` from `from` (at compile time: a range outside `s` does not build).
 const fn part(s: &'static [u8], from: usize, len: usize) -> &'static [u8] {
@@ -295,7 +293,7 @@ const CONTENT_LENGTH: &[u8] = part(CONTENT_LINES, 32, 14);
 /// `mcp-session-id`.
 const SESSION_ID: &[u8] = part(SESSION_LINE, 0, 14);
 /// `transfer-encoding`.
-const TRANSFER_ENCODING: &[u8] = part(UNSUPPORTED_CODING.as_bytes(), 12, 17);
+const TRANSFER_ENCODING: &[u8] = b"transfer-encoding";
 /// `HTTP/1.`, how a status line starts but its minor version (the edge's head reader's).
 #[cfg(any(test, not(feature = "std")))]
 const HTTP_1: &[u8] = part(VERSION_HOST, 1, 7);
@@ -503,8 +501,8 @@ pub enum HttpError {
         /// The cap in bytes.
         limit: usize,
     },
-    /// The head is not valid HTTP/1.x; the text says what was wrong.
-    BadHead(&'static str),
+    /// The head is not valid HTTP/1.x; the fault says what was wrong.
+    BadHead(HeadFault),
     /// More header lines than the decoder keeps room for.
     TooManyHeaders,
     /// `content-length` is not a number, or two differ.
@@ -536,6 +534,62 @@ pub enum HttpError {
     },
 }
 
+/// What is wrong with a malformed response head ([`HttpError::BadHead`]); the comment of
+/// each variant is its text (its `Display`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum HeadFault {
+    /// `incomplete head`
+    Incomplete,
+    /// `invalid header name`
+    HeaderName,
+    /// `invalid header value`
+    HeaderValue,
+    /// `invalid line ending`
+    NewLine,
+    /// `invalid status line`
+    StatusLine,
+    /// `not HTTP/1.0 or HTTP/1.1`
+    Version,
+    /// `status code outside 100..=599`
+    StatusRange,
+    /// `unexpected 101 Switching Protocols`
+    SwitchingProtocols,
+    /// `unsupported transfer-encoding`
+    UnsupportedCoding,
+    /// `missing status code`
+    MissingStatus,
+    /// `invalid token`
+    Token,
+}
+
+impl fmt::Display for HeadFault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        crate::buf::fmt_words(self, f)
+    }
+}
+
+impl Words for HeadFault {
+    fn words(&self, out: &mut dyn Sink) -> Result<(), Overflow> {
+        use crate::wire::words::{Arg, Msg};
+        // On the edge: fragments of the failures' packed text, not a literal each.
+        let message = match self {
+            HeadFault::Incomplete => Msg::HeadIncomplete,
+            HeadFault::HeaderName => Msg::HeadName,
+            HeadFault::HeaderValue => Msg::HeadValue,
+            HeadFault::NewLine => Msg::HeadNewLine,
+            HeadFault::StatusLine => Msg::HeadStatus,
+            HeadFault::Version => Msg::HeadVersion,
+            HeadFault::StatusRange => Msg::HeadStatusRange,
+            HeadFault::SwitchingProtocols => Msg::HeadSwitching,
+            HeadFault::UnsupportedCoding => Msg::HeadCoding,
+            HeadFault::MissingStatus => Msg::HeadNoStatus,
+            HeadFault::Token => Msg::HeadToken,
+        };
+        message.say(out, [Arg::None, Arg::None])
+    }
+}
+
 impl fmt::Display for HttpError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         crate::buf::fmt_words(self, f)
@@ -547,7 +601,7 @@ impl Words for HttpError {
         use crate::wire::words::{Arg, Msg};
         let (message, arg) = match self {
             HttpError::HeadTooLarge { limit } => (Msg::HeadTooLarge, Arg::Num(*limit as u64)),
-            HttpError::BadHead(what) => (Msg::BadHead, Arg::Str(what)),
+            HttpError::BadHead(what) => (Msg::BadHead, Arg::Says(what)),
             HttpError::TooManyHeaders => (Msg::TooManyHeaders, Arg::Num(MAX_HEADERS as u64)),
             HttpError::BadContentLength => (Msg::BadContentLength, Arg::None),
             HttpError::BadChunk => (Msg::BadChunk, Arg::None),
@@ -1153,7 +1207,9 @@ fn parse_head_httparse(bytes: &[u8]) -> Result<Option<ResponseHead>, HttpError> 
         Ok(httparse::Status::Partial) => return Err(INCOMPLETE),
         Err(e) => return Err(map_httparse(e)),
     }
-    let status = resp.code.ok_or(HttpError::BadHead("missing status code"))?;
+    let status = resp
+        .code
+        .ok_or(HttpError::BadHead(HeadFault::MissingStatus))?;
     let lines = resp.headers.iter().map(|h| (h.name.as_bytes(), h.value));
     head_of(status, resp.version == Some(1), lines)
 }
@@ -1192,12 +1248,12 @@ fn parse_head_small(bytes: &[u8]) -> Result<Option<ResponseHead>, HttpError> {
 }
 
 /// `httparse`'s verdicts, as texts.
-const INCOMPLETE: HttpError = HttpError::BadHead("incomplete head");
-const BAD_NAME: HttpError = HttpError::BadHead("invalid header name");
-const BAD_VALUE: HttpError = HttpError::BadHead("invalid header value");
-const BAD_NEWLINE: HttpError = HttpError::BadHead("invalid line ending");
-const BAD_STATUS: HttpError = HttpError::BadHead("invalid status line");
-const BAD_VERSION: HttpError = HttpError::BadHead("not HTTP/1.0 or HTTP/1.1");
+const INCOMPLETE: HttpError = HttpError::BadHead(HeadFault::Incomplete);
+const BAD_NAME: HttpError = HttpError::BadHead(HeadFault::HeaderName);
+const BAD_VALUE: HttpError = HttpError::BadHead(HeadFault::HeaderValue);
+const BAD_NEWLINE: HttpError = HttpError::BadHead(HeadFault::NewLine);
+const BAD_STATUS: HttpError = HttpError::BadHead(HeadFault::StatusLine);
+const BAD_VERSION: HttpError = HttpError::BadHead(HeadFault::Version);
 
 /// A response head read line by line as `httparse` reads it with its default configuration
 /// (no leading space, no space before a colon, no folded lines, no invalid line skipped):
@@ -1354,10 +1410,10 @@ fn head_of<'a>(
 ) -> Result<Option<ResponseHead>, HttpError> {
     // httparse takes any three digits; RFC 9110 §15: valid codes are 100..=599.
     if !(100..=599).contains(&status) {
-        return Err(HttpError::BadHead("status code outside 100..=599"));
+        return Err(HttpError::BadHead(HeadFault::StatusRange));
     }
     if status == 101 {
-        return Err(HttpError::BadHead("unexpected 101 Switching Protocols"));
+        return Err(HttpError::BadHead(HeadFault::SwitchingProtocols));
     }
     if (100..200).contains(&status) {
         return Ok(None);
@@ -1400,7 +1456,7 @@ fn head_of<'a>(
                 } else if item.eq_ignore_ascii_case(b"chunked") && !chunked {
                     chunked = true;
                 } else if !item.is_empty() {
-                    return Err(HttpError::BadHead(UNSUPPORTED_CODING));
+                    return Err(HttpError::BadHead(HeadFault::UnsupportedCoding));
                 }
             }
         }
@@ -1437,7 +1493,7 @@ fn map_httparse(e: httparse::Error) -> HttpError {
         httparse::Error::NewLine => BAD_NEWLINE,
         httparse::Error::Status => BAD_STATUS,
         httparse::Error::Version => BAD_VERSION,
-        httparse::Error::Token => HttpError::BadHead("invalid token"),
+        httparse::Error::Token => HttpError::BadHead(HeadFault::Token),
     }
 }
 

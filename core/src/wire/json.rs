@@ -147,7 +147,7 @@ impl crate::buf::Words for JsonErrorKind {
                     (Msg::JsonByteHex, 2)
                 };
                 let text = said.get(..len).unwrap_or(&[]);
-                (message, Arg::Str(core::str::from_utf8(text).unwrap_or("")))
+                (message, Arg::Str(crate::buf::utf8_prefix(text)))
             }
             JsonErrorKind::BadEscape => (Msg::JsonEscape, Arg::None),
             JsonErrorKind::BadUnicodeEscape => (Msg::JsonUnicodeEscape, Arg::None),

@@ -457,15 +457,15 @@ impl SseDecoder {
                     .and_then(|s| heapless::String::try_from(s).ok())
                     .map_or(Id::Unusable, Id::Text);
             }
-            // Digits only; a value past u32 is ignored like any unusable one.
+            // Digits only; a value past u32 is ignored like any unusable one, in the same pass.
             // (Zeros alone left the value empty: 0.)
-            Field::Retry
-                if !self.value_over
-                    && (!value.is_empty() || self.value_nul)
-                    && value.iter().all(u8::is_ascii_digit) =>
-            {
+            Field::Retry if !self.value_over && (!value.is_empty() || self.value_nul) => {
                 let n = value.iter().try_fold(0u32, |n, &d| {
-                    n.checked_mul(10)?.checked_add(u32::from(d - b'0'))
+                    let d = d.wrapping_sub(b'0');
+                    if d > 9 {
+                        return None;
+                    }
+                    n.checked_mul(10)?.checked_add(u32::from(d))
                 });
                 if n.is_some() {
                     self.retry = n;

@@ -6,7 +6,9 @@
 //! A leaf of the wire: it needs nothing of the error types whose words it holds (they use it,
 //! and [`super::failure`] holds them all), so no module of the wire reaches itself through it.
 
-use crate::buf::{Overflow, Sink, Words, put_u64};
+#[cfg(not(feature = "std"))]
+use crate::buf::utf8_prefix;
+use crate::buf::{Detail, Overflow, Sink, Words, put_u64, truncated};
 
 impl Words for Overflow {
     fn words(&self, out: &mut dyn Sink) -> Result<(), Overflow> {
@@ -343,6 +345,37 @@ fragments! {
     NeedsAtLeast = "needs at least ",
     CommaOver = ", over",
     By = " by ",
+    ConnInvalidName = "invalid host name",
+    ConnNameTooLong = "host name too long",
+    ConnLookupFailed = "lookup failed (no DNS server answered or no such name)",
+    ConnNoARecord = "no A record",
+    ConnPoolInUse = "every socket of the pool is in use",
+    ConnSynReset = "peer answered the SYN with RST",
+    ConnSynTimedOut = "no answer to SYN (timed out)",
+    ConnNoRoute = "no route to host",
+    ConnInvalidState = "socket in an invalid state",
+    ConnNoIpv6 = "IPv6 is not enabled in this build (feature proto-ipv6)",
+    ConnBadIpv6 = "bad IPv6 literal",
+    ConnNoTls = "no TLS in this build (verifi-mcp-embassy's tls feature); use http://",
+    BufRequest = "request",
+    BufReply = "reply",
+    BufText = "text",
+    BufRaw = "raw reply",
+    BufCursor = "tools/list cursor",
+    NoneListed = "none listed",
+    HeadIncomplete = "incomplete ",
+    Invalid = "invalid ",
+    HeaderWord = "header ",
+    NameWord = "name",
+    ValueWord = "value",
+    LineEnding = "line ending",
+    StatusLine = "status line",
+    NotHttp1 = "not HTTP/1.0 or HTTP/1.1",
+    StatusOutside = "status code outside 100..=599",
+    Unexpected101 = "unexpected 101 Switching Protocols",
+    UnsupportedCoding = "unsupported transfer-encoding",
+    MissingStatus = "missing status code",
+    Token = "token",
     ServerChose = "server chose protocol version '" if cfg!(feature = "era-2025"),
     NotSpoken = "', which this client does not speak (it speaks 2024-11-05, 2025-03-26, 2025-06-18 and 2025-11-25)" if cfg!(feature = "era-2025"),
     InitRefused = "server refused initialize: " if cfg!(feature = "era-2025"),
@@ -412,6 +445,7 @@ messages! {
     InputRequired = [TheServer, AskedForInput, A0, Close, NoInputHandler],
     UnexpectedResultType = [TheServer, AnsweredResultType, A0, NotAskedFor],
     VersionRefused = [TheServer, RefusedVersion, A0, ClientSpeaks, A1, CloseBracket],
+    VersionRefusedNone = [TheServer, RefusedVersion, NoneListed, ClientSpeaks, A1, CloseBracket],
     NotBuilt = [ThisBuild, A0, Support, Colon, A1],
     ToolDropped = [ToolDropped],
     RetryTooLate = [WithRetryAfter, A0, LongerThanWait],
@@ -420,7 +454,11 @@ messages! {
     NotJson = [NotJson, A0],
     NotRpc = [NotRpc, A0],
     NoResponse = [NoResponse],
-    TooLarge = [A0, BufferTooSmall, A1],
+    TooLargeRequest = [BufRequest, BufferTooSmall, A0],
+    TooLargeReply = [BufReply, BufferTooSmall, A0],
+    TooLargeText = [BufText, BufferTooSmall, A0],
+    TooLargeRaw = [BufRaw, BufferTooSmall, A0],
+    TooLargeCursor = [BufCursor, BufferTooSmall, A0],
     NotWritten = [NotWritten, A0],
     Handshake = [HandshakeFailed, Colon, A0],
     BadArguments = [BadArguments],
@@ -472,6 +510,17 @@ messages! {
     UrlFragment = [EndpointUrl, UrlFragment],
     BadPath = [EndpointUrl, BadPath],
     Overflow = [NeedsAtLeast, A0, Bytes, CommaOver, ItsCapOf, A1, By],
+    HeadIncomplete = [HeadIncomplete, Head],
+    HeadName = [Invalid, HeaderWord, NameWord],
+    HeadValue = [Invalid, HeaderWord, ValueWord],
+    HeadNewLine = [Invalid, LineEnding],
+    HeadStatus = [Invalid, StatusLine],
+    HeadVersion = [NotHttp1],
+    HeadStatusRange = [StatusOutside],
+    HeadSwitching = [Unexpected101],
+    HeadCoding = [UnsupportedCoding],
+    HeadNoStatus = [MissingStatus],
+    HeadToken = [Invalid, Token],
     UnsupportedVersion = [ServerChose, A0, NotSpoken] if cfg!(feature = "era-2025"),
     InitRefused = [InitRefused, JsonRpc, ErrorWord, A0, Colon, A1] if cfg!(feature = "era-2025"),
     InitRefusedMinus = [InitRefused, JsonRpc, ErrorWord, Minus, A0, Colon, A1] if cfg!(feature = "era-2025"),
@@ -545,7 +594,7 @@ impl Fr {
     fn put(self, f: &mut dyn Sink) -> Result<(), Overflow> {
         #[cfg(feature = "std")]
         {
-            f.put(self.bytes())
+            f.put(text_at(self as usize))
         }
         #[cfg(not(feature = "std"))]
         {
@@ -553,11 +602,27 @@ impl Fr {
             f.put(packed::text(self as usize, &mut out))
         }
     }
+}
 
-    /// The fragment's text (none for an argument).
+/// The text of the fragment numbered `index` (`Fr::X as usize`, or an offset from one in a
+/// run of fragments in the order of a public enum's) as a failure's detail, cut as
+/// [`truncated`] cuts.
+pub(crate) fn detail_at(index: usize) -> Detail {
     #[cfg(feature = "std")]
-    fn bytes(self) -> &'static [u8] {
-        let i = self as usize;
+    {
+        truncated(core::str::from_utf8(text_at(index)).unwrap_or(""))
+    }
+    #[cfg(not(feature = "std"))]
+    {
+        let mut out = [0u8; packed::LONGEST];
+        truncated(utf8_prefix(packed::text(index, &mut out)))
+    }
+}
+
+/// The text of the fragment numbered `i` (none for an argument).
+#[cfg(feature = "std")]
+fn text_at(i: usize) -> &'static [u8] {
+    {
         let start = i.checked_sub(1).and_then(|p| ENDS.get(p)).copied();
         let end = ENDS.get(i).copied().unwrap_or(0);
         TEXT.as_bytes()
@@ -618,8 +683,85 @@ mod packed {
     /// The end of a fragment in [`SPELLED`].
     const END: u8 = 0;
 
-    /// The code length of every byte value of [`SPELLED`] (0: not in the text).
-    const LENGTHS: [u8; 256] = lengths(SPELLED);
+    /// The first symbol that stands for a pair ([`MERGES`]); the text's bytes are below it
+    /// (ASCII: a build-time check).
+    const FIRST_PAIR: u8 = 0x80;
+
+    /// Pairs of symbols (bytes, or pairs before them) that the text is rewritten with before
+    /// it is packed, in order: pair `i` becomes the one symbol `FIRST_PAIR + i` (a byte-pair
+    /// encoding). Found offline over the fragments of the smallest build (the 2026 era
+    /// alone), greedily, each the pair that saves the most bits by its count and its halves'
+    /// code lengths, less its table bytes (`th`, `er`, ` the `, `HTTP`, `JSON`, `server`,
+    /// `invalid `…); a pair no longer in the text costs its two bytes here and changes
+    /// nothing else. On the edge: the packed text about 250 B smaller, for a few bytes of
+    /// table and decoding.
+    const MERGES: [[u8; 2]; 128] = pairs(&[
+        b"therreorined\x80es i\x87\x86 t \x85 o\x8an\x8conal\x84gHT\x91T\x92Penanv\x81v\x8fON",
+        b"JS\x99\x98a\x87h\x9b \x89y id\x97\x9f\x80\x88\x88\x8d\x81\x96e qu\x8flc\xa6, pl",
+        b"\xa9\x9e\x82\xaa\x83 ch: \x84\xa0ouadols\xa3uns\x8a\x82sst\xb0t\x94t\x94dcte\xbb",
+        b"c\x8eme\xa5ee\xb1h\xc0\xbe\xb8i\x8ew\x9bto\xc5\xb2no\xc7 \xb6p\xc9\x8e\xcasN\x8c",
+        b"\xbc\xc3\x81 \xbdn\xcf\xcd\x94\x8a; iliti\xc2i\x80w\xd6\x80\x95\xce\xd8\x95dodho",
+        b"\xdc\xb5ofp\x83\xdft:/\xe1/\xbf\xb7\xbf\xb5'\x87\x9d\xabg\xd9atna\xdd\xe9a\xd3ag",
+        b"\xc1\xcem\x8fPCR\xeff\xeb\xbdtar-\xf0\x9a\xf4ex\x90 \xa7 \xf8\xc4\x93 \x93/\xc6 a ",
+        b"\xa2\xfd\x9d\xfc",
+    ]);
+
+    /// The pairs of [`MERGES`] from lines of them (at build time: an odd line fails it).
+    #[allow(clippy::indexing_slicing)] // At build time: out of range fails the build.
+    const fn pairs<const N: usize>(lines: &[&[u8]]) -> [[u8; 2]; N] {
+        let mut out = [[0u8; 2]; N];
+        let (mut n, mut l) = (0, 0);
+        while l < lines.len() {
+            let line = lines[l];
+            assert!(line.len().is_multiple_of(2));
+            let mut i = 0;
+            while i < line.len() {
+                out[n] = [line[i], line[i + 1]];
+                n += 1;
+                i += 2;
+            }
+            l += 1;
+        }
+        assert!(n == N);
+        out
+    }
+
+    /// [`SPELLED`] rewritten with [`MERGES`], and its length (at build time).
+    #[allow(clippy::indexing_slicing)] // At build time: out of range fails the build.
+    const PAIRED: ([u8; SPELLED.len()], usize) = {
+        let mut text = [0u8; SPELLED.len()];
+        let mut len = 0;
+        while len < SPELLED.len() {
+            // A byte that would read as a pair, or a pair holding an end, fails the build.
+            assert!(SPELLED[len] < FIRST_PAIR);
+            text[len] = SPELLED[len];
+            len += 1;
+        }
+        assert!(MERGES.len() <= 256 - FIRST_PAIR as usize);
+        let mut m = 0;
+        while m < MERGES.len() {
+            let [a, b] = MERGES[m];
+            assert!(a != END && b != END && a < FIRST_PAIR + m as u8 && b < FIRST_PAIR + m as u8);
+            let (mut read, mut write) = (0, 0);
+            while read < len {
+                if read + 1 < len && text[read] == a && text[read + 1] == b {
+                    text[write] = FIRST_PAIR + m as u8;
+                    read += 2;
+                } else {
+                    text[write] = text[read];
+                    read += 1;
+                }
+                write += 1;
+            }
+            len = write;
+            m += 1;
+        }
+        (text, len)
+    };
+    /// The symbols that are packed: [`SPELLED`] with its pairs ([`PAIRED`]).
+    const SYMBOL_TEXT: &[u8] = PAIRED.0.split_at(PAIRED.1).0;
+    /// The code length of every symbol of [`SYMBOL_TEXT`] (0: not in the text).
+    const LENGTHS: [u8; 256] = lengths(SYMBOL_TEXT);
     /// The longest code.
     #[allow(clippy::indexing_slicing)] // At build time: out of range fails the build.
     const MAX_LENGTH: usize = {
@@ -683,14 +825,14 @@ mod packed {
     const BITS: usize = {
         let mut bits = 0;
         let mut i = 0;
-        while i < SPELLED.len() {
-            bits += LENGTHS[SPELLED[i] as usize] as usize;
+        while i < SYMBOL_TEXT.len() {
+            bits += LENGTHS[SYMBOL_TEXT[i] as usize] as usize;
             i += 1;
         }
         bits
     };
     /// The packed text: each symbol's code, first bit first, from each byte's low bit up.
-    static PACKED: [u8; BITS.div_ceil(8)] = pack(SPELLED);
+    static PACKED: [u8; BITS.div_ceil(8)] = pack(SYMBOL_TEXT);
     /// The longest fragment in bytes.
     #[allow(clippy::indexing_slicing)] // At build time: out of range fails the build.
     pub(super) const LONGEST: usize = {
@@ -831,11 +973,8 @@ mod packed {
                             break 'symbols;
                         }
                         seen += 1;
-                    } else if seen == index
-                        && let Some(o) = out.get_mut(n)
-                    {
-                        *o = symbol;
-                        n += 1;
+                    } else if seen == index {
+                        expand(symbol, out, &mut n);
                     }
                     continue 'symbols;
                 }
@@ -846,6 +985,24 @@ mod packed {
             break;
         }
         out.get(..n).unwrap_or(&[])
+    }
+
+    /// Writes the bytes `symbol` stands for at `out[*n..]`: a byte itself, a pair its two
+    /// halves (nested pairs are a few levels deep).
+    fn expand(symbol: u8, out: &mut [u8; LONGEST], n: &mut usize) {
+        // A byte (below `FIRST_PAIR`) wraps past every pair: no pair of its own.
+        match MERGES.get(usize::from(symbol.wrapping_sub(FIRST_PAIR))) {
+            Some(&[a, b]) => {
+                expand(a, out, n);
+                expand(b, out, n);
+            }
+            None => {
+                if let Some(o) = out.get_mut(*n) {
+                    *o = symbol;
+                    *n += 1;
+                }
+            }
+        }
     }
 
     #[cfg(test)]

@@ -15,8 +15,9 @@ pub(crate) fn tell_progress<Sec: AsRef<[u8]>>(
     p: &jsonrpc::Progress<'_>,
     secrets: &[Sec],
 ) {
+    // A number's text is ASCII: the shared prefix reader, not a `from_utf8` of its own.
     fn number<'v>(v: &Value<'v>) -> &'v str {
-        core::str::from_utf8(v.raw()).unwrap_or("")
+        crate::buf::utf8_prefix(v.raw())
     }
     let total = p.total.as_ref().map(number);
     tell_update(
@@ -160,10 +161,8 @@ fn finish_line<Sec: AsRef<[u8]>, B: Buf>(
     out.clear();
     let mark = "…";
     let s = line.as_str();
-    let mut end = out.limit().saturating_sub(mark.len()).min(s.len());
-    while end > 0 && !s.is_char_boundary(end) {
-        end -= 1;
-    }
+    // The buffers' own cut to a character boundary (one copy).
+    let end = crate::buf::char_floor(s.as_bytes(), out.limit().saturating_sub(mark.len()));
     // Redact what fits; a secret cut in half by the end is gone with the cut.
     let _ = redact_into(secrets, s.get(..end).unwrap_or("").as_bytes(), out);
     let _ = out.put(mark.as_bytes());

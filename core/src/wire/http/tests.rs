@@ -948,3 +948,33 @@ fn the_shared_texts_are_what_they_name() {
         );
     }
 }
+
+#[test]
+fn head_faults_say_their_texts() {
+    use std::string::ToString;
+    for (fault, text) in [
+        (HeadFault::Incomplete, "incomplete head"),
+        (HeadFault::HeaderName, "invalid header name"),
+        (HeadFault::HeaderValue, "invalid header value"),
+        (HeadFault::NewLine, "invalid line ending"),
+        (HeadFault::StatusLine, "invalid status line"),
+        (HeadFault::Version, "not HTTP/1.0 or HTTP/1.1"),
+        (HeadFault::StatusRange, "status code outside 100..=599"),
+        (
+            HeadFault::SwitchingProtocols,
+            "unexpected 101 Switching Protocols",
+        ),
+        (
+            HeadFault::UnsupportedCoding,
+            "unsupported transfer-encoding",
+        ),
+        (HeadFault::MissingStatus, "missing status code"),
+        (HeadFault::Token, "invalid token"),
+    ] {
+        assert_eq!(fault.to_string(), text);
+        assert_eq!(
+            HttpError::BadHead(fault).to_string(),
+            std::format!("HTTP response head is malformed: {text}")
+        );
+    }
+}
