@@ -69,10 +69,10 @@ where
                     },
                     None => AttemptOutcome::Unreachable,
                 };
-                let next = match self.tasking {
-                    // A task's request goes to the task's server alone.
-                    TaskMode::Attach => None,
-                    _ => slot.failover.after_list_attempt(self.target, outcome),
+                // A task's request goes to the task's server alone.
+                let next = match self.tasking.pinned() {
+                    true => None,
+                    false => slot.failover.after_list_attempt(self.target, outcome),
                 };
                 (outcome, next, false, false)
             }

@@ -409,6 +409,18 @@ enum TaskMode {
     Attach,
 }
 
+/// Whether an op can be [`TaskMode::Attach`]: with tasks, or where a task's request can be
+/// pinned to its server. The edge's one-era build without tasks has neither.
+const ATTACH_BUILT: bool = cfg!(feature = "tasks") || !crate::machine::handlers::ONE_ERA_EDGE;
+
+impl TaskMode {
+    /// The op is pinned to its target ([`TaskMode::Attach`]): never true where
+    /// [`ATTACH_BUILT`] is false, so the compiler drops what it guards.
+    fn pinned(self) -> bool {
+        ATTACH_BUILT && self == TaskMode::Attach
+    }
+}
+
 impl<'o, B: Buf, Sec: AsRef<[u8]>> Op<'o, B, Sec> {
     /// A `tools/call` of `tool` with `args` (a JSON object, or none). `secrets` are the run's
     /// redaction set (the slot's header values included).
@@ -453,6 +465,22 @@ impl<'o, B: Buf, Sec: AsRef<[u8]>> Op<'o, B, Sec> {
         task: &str,
     ) -> Self {
         let mut op = Op::call(cfg, bufs, secrets, tool, None);
+        // The edge's one-era build without tasks fails at once, as its attached call would
+        // when it got to the task (no server is asked): `TaskMode::Attach` is then never set
+        // and its branches fold away ([`TaskMode::pinned`]).
+        if !ATTACH_BUILT {
+            op.failure = Some(match cfg.endpoint(target) {
+                // (A slot without a fallback has no session there.)
+                None => Failure::NoResponse,
+                Some(_) => Failure::NotBuilt {
+                    capability: "tasks",
+                    need: "the tool requires a task",
+                },
+            });
+            op.target = target;
+            op.stage = Stage::Done;
+            return op;
+        }
         op.tasking = TaskMode::Attach;
         op.target = target;
         if let Job::Call { handler, .. } = &mut op.job {
@@ -471,7 +499,10 @@ impl<'o, B: Buf, Sec: AsRef<[u8]>> Op<'o, B, Sec> {
         req: jsonrpc::Request<'o>,
     ) -> Self {
         let mut op = Op::request(cfg, bufs, secrets, req);
-        op.tasking = TaskMode::Attach;
+        // (On the edge's one-era build the request is refused at once: never pinned.)
+        if ATTACH_BUILT {
+            op.tasking = TaskMode::Attach;
+        }
         op.target = target;
         op
     }
@@ -921,7 +952,7 @@ where
                             slot.calls = slot.calls.saturating_add(1);
                         }
                         // A task's server is the task's; the others start where failover says.
-                        if self.tasking != TaskMode::Attach {
+                        if !self.tasking.pinned() {
                             self.target = slot.failover.first_target();
                         }
                         self.stage = Stage::Attempt;
@@ -1189,7 +1220,7 @@ where
             // The tasks extension is declared (and a task taken) in the 2026 era only.
             handler.tasks = modern && self.cfg.capabilities.tasks_on();
         }
-        if self.tasking == TaskMode::Attach && self.is_call() {
+        if self.tasking.pinned() && self.is_call() {
             return self.attached(now);
         }
         if let Job::Call { handler, tool, .. } = &mut self.job
