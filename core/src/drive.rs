@@ -37,7 +37,7 @@ use crate::machine::handlers::redact_list_error;
 use crate::machine::{Action, Metering, Op, Settled, Tasking};
 use crate::wire::endpoint::Endpoint;
 pub use crate::wire::exchange::TailDrain;
-use crate::wire::failure::{ConnectError, ConnectErrorKind};
+use crate::wire::failure::ConnectError;
 use crate::wire::json::Value;
 use crate::wire::jsonrpc::{self, ListMethod};
 
@@ -418,10 +418,11 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
                 match action {
                     Action::Connect { target, fresh } => {
                         *conn = None;
+                        // Never taken: a trip is written (then connected) only to a server
+                        // with an endpoint (`write_request`); a timeout, not a made-up connect
+                        // error (its text, and its copy, are 40 B of the edge's flash).
                         let Some(ep) = self.cfg.endpoint(target) else {
-                            let e =
-                                ConnectError::new(ConnectErrorKind::Unreachable, "no such server");
-                            break 'io Io::ConnectFailed(e);
+                            break 'io Io::TimedOut;
                         };
                         match select(self.net.connect(ep, fresh), self.net.sleep_until(at)).await {
                             Either::First(Ok((c, reused))) => {
