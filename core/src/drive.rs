@@ -34,7 +34,7 @@ use crate::harness::failover::Target;
 use crate::harness::meter::{Ledger, LedgerRecord};
 use crate::harness::result::ToolResult;
 use crate::machine::handlers::redact_list_error;
-use crate::machine::{Action, Metering, Op, Settled, Tasking};
+use crate::machine::{Action, CallOp, Metering, Op, Settled, Tasking};
 use crate::wire::endpoint::Endpoint;
 pub use crate::wire::exchange::TailDrain;
 use crate::wire::failure::ConnectError;
@@ -263,8 +263,8 @@ fn each_item(item: Option<(Value<'_>, &[u8])>, on_item: &mut impl FnMut(ListItem
 
 /// After the pump came back with `action`: the attempt's meter is closed and the op's events
 /// forwarded to it. True when the op is done.
-fn settle_attempt<B, Sec, F, L, T>(
-    op: &mut Op<'_, B, Sec, F>,
+fn settle_attempt<B, Sec, F, L, T, const LISTS: bool>(
+    op: &mut Op<'_, B, Sec, F, LISTS>,
     meter: &mut Metering<'_, L, T>,
     action: Action,
 ) -> bool
@@ -303,7 +303,7 @@ enum Io {
 /// future (not inlined: a call from each await point's arm instead of the transitions' code
 /// in the future's poll).
 #[inline(never)]
-fn feed<B, Sec, F>(op: &mut Op<'_, B, Sec, F>, io: Io, now: Millis)
+fn feed<B, Sec, F, const LISTS: bool>(op: &mut Op<'_, B, Sec, F, LISTS>, io: Io, now: Millis)
 where
     B: Buf,
     Sec: AsRef<[u8]>,
@@ -380,7 +380,11 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
     /// ops sleeping on the slot when the transition changed it. `None` when the adapter did
     /// not run the closure. (The adapter's closure is called directly, not through `with`:
     /// about 550 B less flash on the edge.)
-    fn step<B, Sec, F>(&self, op: &mut Op<'_, B, Sec, F>, now: Millis) -> Option<(Action, u64)>
+    fn step<B, Sec, F, const LISTS: bool>(
+        &self,
+        op: &mut Op<'_, B, Sec, F, LISTS>,
+        now: Millis,
+    ) -> Option<(Action, u64)>
     where
         B: Buf,
         Sec: AsRef<[u8]>,
@@ -400,7 +404,11 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
     /// Does what `op` asks until it reports an attempt ([`Action::Report`]), becomes a task
     /// ([`Action::TaskStarted`]) or is done ([`Action::Done`]), which it returns. `conn` is
     /// the op's connection between calls.
-    async fn pump<B, Sec, F>(self, op: &mut Op<'_, B, Sec, F>, conn: &mut Option<N::Conn>) -> Action
+    async fn pump<B, Sec, F, const LISTS: bool>(
+        self,
+        op: &mut Op<'_, B, Sec, F, LISTS>,
+        conn: &mut Option<N::Conn>,
+    ) -> Action
     where
         B: Buf,
         Sec: AsRef<[u8]>,
@@ -533,9 +541,9 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
     }
 
     /// Runs `op` to its end with `meter` open while it runs, forwarding the op's events to it.
-    async fn metered<B, Sec, F, L, T>(
+    async fn metered<B, Sec, F, L, T, const LISTS: bool>(
         self,
-        op: &mut Op<'_, B, Sec, F>,
+        op: &mut Op<'_, B, Sec, F, LISTS>,
         meter: &mut Metering<'_, L, T>,
     ) where
         B: Buf,
@@ -555,7 +563,7 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
     }
 
     /// Runs `op` to its end (a list, a courtesy).
-    async fn run<B, Sec, F>(self, op: &mut Op<'_, B, Sec, F>)
+    async fn run<B, Sec, F, const LISTS: bool>(self, op: &mut Op<'_, B, Sec, F, LISTS>)
     where
         B: Buf,
         Sec: AsRef<[u8]>,
@@ -574,7 +582,7 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
         #[cfg(not(feature = "era-2025"))]
         let _ = (call, bufs);
         #[cfg(feature = "era-2025")]
-        self.run(&mut Op::<B, &[u8]>::cancel(self.cfg, bufs, call))
+        self.run(&mut CallOp::<B, &[u8]>::cancel_as(self.cfg, bufs, call))
             .await;
     }
 
@@ -591,7 +599,7 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
         // `run`'s loop written out: one future less around the pump's.
         #[cfg(feature = "era-2025")]
         {
-            let mut op = Op::<B, &[u8]>::close(self.cfg, bufs);
+            let mut op = CallOp::<B, &[u8]>::close_as(self.cfg, bufs);
             let mut conn = None;
             while self.pump(&mut op, &mut conn).await != Action::Done {}
         }
@@ -685,7 +693,9 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
     ) {
         let mut meter = Metering::call(self.cfg, tool, &mode.tasking(), sinks, self.net.now());
         let mut settled = {
-            let mut op = Op::tool_call(self.cfg, bufs, secrets, (tool, args), mode.tasking());
+            // Never a list: its op has no code for one.
+            let mut op =
+                CallOp::tool_call_as(self.cfg, bufs, secrets, (tool, args), mode.tasking());
             // `metered`'s loop written out: one future less around the pump's (full -196 B,
             // minimal -28 B and 40 B less of the call's future in RAM).
             {
@@ -699,7 +709,7 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
                 }
             }
             // Inlined: an out-of-line copy of it cost more (full 40 B, minimal 8 B).
-            meter.settle(&mut op)
+            meter.settle_as(&mut op)
         };
         let out = self.conclude(&mut meter, &mut settled, secrets, bufs);
         // Settled, so nothing is open: its drop would do nothing. Forgotten (it holds only
@@ -828,8 +838,8 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
         let mut meter = Metering::request(self.cfg, method, content, sinks, self.net.now());
         let outcome = {
             let mut op = match pin {
-                Some(target) => Op::pinned_request(self.cfg, bufs, secrets, target, req),
-                None => Op::request(self.cfg, bufs, secrets, req),
+                Some(target) => CallOp::pinned_request_as(self.cfg, bufs, secrets, target, req),
+                None => CallOp::request_as(self.cfg, bufs, secrets, req),
             };
             self.metered(&mut op, &mut meter).await;
             (op.list_outcome(), op.spoke_modern())

@@ -56,14 +56,29 @@ impl<'o, B: Buf, Sec: AsRef<[u8]>> Op<'o, B, Sec> {
         cfg: &'o SlotConfig<'o>,
         bufs: &'o mut CallBuffers<'_, B>,
         secrets: &'o [Sec],
+        call: (&'o str, Option<Value<'o>>),
+        tasking: Tasking<'o>,
+    ) -> Self {
+        Self::tool_call_as(cfg, bufs, secrets, call, tasking)
+    }
+}
+
+impl<'o, B: Buf, Sec: AsRef<[u8]>, const LISTS: bool>
+    Op<'o, B, Sec, fn(Option<(Value<'_>, &[u8])>), LISTS>
+{
+    /// [`Op::tool_call`], for an op of either `LISTS` (the driver's: false).
+    pub(crate) fn tool_call_as(
+        cfg: &'o SlotConfig<'o>,
+        bufs: &'o mut CallBuffers<'_, B>,
+        secrets: &'o [Sec],
         (tool, args): (&'o str, Option<Value<'o>>),
         tasking: Tasking<'o>,
     ) -> Self {
         match tasking {
-            Tasking::Wait => Op::call(cfg, bufs, secrets, tool, args),
-            Tasking::Detach => Op::call(cfg, bufs, secrets, tool, args).detached(),
+            Tasking::Wait => Self::call_as(cfg, bufs, secrets, tool, args),
+            Tasking::Detach => Self::call_as(cfg, bufs, secrets, tool, args).detached(),
             Tasking::Attach { target, task } => {
-                Op::attach(cfg, bufs, secrets, (target, tool), task)
+                Self::attach_as(cfg, bufs, secrets, (target, tool), task)
             }
         }
     }
@@ -268,6 +283,19 @@ impl<'m, L: Ledger, T: Timeline> Metering<'m, L, T> {
     /// task's start and end (once each: a detached call says only its start, the call that
     /// follows it only its end).
     pub fn settle<B, Sec, F>(&mut self, op: &mut Op<'_, B, Sec, F>) -> Settled
+    where
+        B: Buf,
+        Sec: AsRef<[u8]>,
+        F: FnMut(Option<(Value<'_>, &[u8])>),
+    {
+        self.settle_as(op)
+    }
+
+    /// [`settle`](Self::settle), for an op of either `LISTS` (the driver's calls: false).
+    pub(crate) fn settle_as<B, Sec, F, const LISTS: bool>(
+        &mut self,
+        op: &mut Op<'_, B, Sec, F, LISTS>,
+    ) -> Settled
     where
         B: Buf,
         Sec: AsRef<[u8]>,

@@ -113,6 +113,8 @@ pub use event::Event;
 pub use handlers::write_elicit_answer as answer_elicitation;
 pub use handlers::{Answered, ListError, ListItem, MethodError};
 pub use metering::{Metering, Settled, Tasking};
+#[cfg(feature = "drive")]
+pub(crate) use op::CallOp;
 pub use op::{Action, Answer, Op, Report};
 pub use waiters::MAX_WAITERS;
 use waiters::Waiters;

@@ -3,7 +3,7 @@
 
 use super::*;
 
-impl<'o, B, Sec, F> Op<'o, B, Sec, F>
+impl<'o, B, Sec, F, const LISTS: bool> Op<'o, B, Sec, F, LISTS>
 where
     B: Buf,
     Sec: AsRef<[u8]>,
@@ -392,7 +392,7 @@ where
                     pages,
                 },
                 Some(_),
-            ) => match &handler.answer {
+            ) if LISTS => match &handler.answer {
                 Some(Ok(())) if handler.has_next => {
                     *pages += 1;
                     let next = fnv1a(handler.cursor.bytes());
@@ -523,7 +523,7 @@ where
         let body = self.reply.bytes();
         let handler: &mut dyn OnMessage = match &mut self.job {
             Job::Call { handler, .. } => handler,
-            Job::List { handler, .. } => handler,
+            Job::List { handler, .. } if LISTS => handler,
             Job::Request(handler) if !crate::machine::handlers::ONE_ERA_EDGE => handler,
             _ => return false,
         };

@@ -2,7 +2,7 @@
 
 use super::*;
 
-impl<'o, B, Sec, F> Op<'o, B, Sec, F>
+impl<'o, B, Sec, F, const LISTS: bool> Op<'o, B, Sec, F, LISTS>
 where
     B: Buf,
     Sec: AsRef<[u8]>,
@@ -55,7 +55,7 @@ where
             }
             job => {
                 let answer = match job {
-                    Job::List { handler, .. } => handler.answer.as_ref(),
+                    Job::List { handler, .. } if LISTS => handler.answer.as_ref(),
                     Job::Request(handler) if !crate::machine::handlers::ONE_ERA_EDGE => {
                         handler.answer.as_ref()
                     }

@@ -311,10 +311,25 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 /// The list callback type of ops that are not lists.
 type NoItems = fn(Option<(Value<'_>, &[u8])>);
 
+/// A tool call's op that can never be a list ([`Op`] with `LISTS` false): what the driver
+/// runs, with no code for a list's pages.
+#[cfg_attr(not(feature = "drive"), allow(dead_code))]
+pub(crate) type CallOp<'o, B, Sec> = Op<'o, B, Sec, NoItems, false>;
+
 /// One operation of a slot, as a state machine over the caller's buffers (see the module
 /// docs). Its outcome, when [`Action::Done`] comes, is [`Op::outcome`] and what its handler
 /// wrote into the buffers.
-pub struct Op<'o, B: Buf, Sec: AsRef<[u8]>, F: FnMut(Option<(Value<'_>, &[u8])>) = NoItems> {
+///
+/// `LISTS` says whether the op can be a list: true for every op made here; the driver's tool
+/// calls are made with it false, so their code has none of a list's (its handler, pages and
+/// failover arms: about 1 KiB of the edge's flash).
+pub struct Op<
+    'o,
+    B: Buf,
+    Sec: AsRef<[u8]>,
+    F: FnMut(Option<(Value<'_>, &[u8])>) = NoItems,
+    const LISTS: bool = true,
+> {
     cfg: &'o SlotConfig<'o>,
     request: &'o mut B,
     read: &'o mut [u8],
@@ -421,10 +436,9 @@ impl TaskMode {
     }
 }
 
-impl<'o, B: Buf, Sec: AsRef<[u8]>> Op<'o, B, Sec> {
-    /// A `tools/call` of `tool` with `args` (a JSON object, or none). `secrets` are the run's
-    /// redaction set (the slot's header values included).
-    pub fn call(
+impl<'o, B: Buf, Sec: AsRef<[u8]>, const LISTS: bool> Op<'o, B, Sec, NoItems, LISTS> {
+    /// [`Op::call`], for an op of either `LISTS`.
+    pub(crate) fn call_as(
         cfg: &'o SlotConfig<'o>,
         bufs: &'o mut CallBuffers<'_, B>,
         secrets: &'o [Sec],
@@ -453,18 +467,15 @@ impl<'o, B: Buf, Sec: AsRef<[u8]>> Op<'o, B, Sec> {
         self
     }
 
-    /// Follows the task `task` on `target` (made by an earlier call of `tool`, e.g. a
-    /// [`detached`](Op::detached) one, maybe in another run) to its end, as a call does: the
-    /// result flattened and redacted, a deadline that cancels it. Sends no `tools/call`, never
-    /// fails over (a task lives on its server), and needs a 2026-07-28 server.
-    pub fn attach(
+    /// [`Op::attach`], for an op of either `LISTS`.
+    pub(crate) fn attach_as(
         cfg: &'o SlotConfig<'o>,
         bufs: &'o mut CallBuffers<'_, B>,
         secrets: &'o [Sec],
         (target, tool): (Target, &'o str),
         task: &str,
     ) -> Self {
-        let mut op = Op::call(cfg, bufs, secrets, tool, None);
+        let mut op = Self::call_as(cfg, bufs, secrets, tool, None);
         // The edge's one-era build without tasks fails at once, as its attached call would
         // when it got to the task (no server is asked): `TaskMode::Attach` is then never set
         // and its branches fold away ([`TaskMode::pinned`]).
@@ -489,16 +500,15 @@ impl<'o, B: Buf, Sec: AsRef<[u8]>> Op<'o, B, Sec> {
         op
     }
 
-    /// A request to `target` alone, with no failover: a task's (`tasks/get`, `tasks/cancel`),
-    /// which lives on its server.
-    pub fn pinned_request(
+    /// [`Op::pinned_request`], for an op of either `LISTS` (the driver's: false).
+    pub(crate) fn pinned_request_as(
         cfg: &'o SlotConfig<'o>,
         bufs: &'o mut CallBuffers<'_, B>,
         secrets: &'o [Sec],
         target: Target,
         req: jsonrpc::Request<'o>,
     ) -> Self {
-        let mut op = Op::request(cfg, bufs, secrets, req);
+        let mut op = Self::request_as(cfg, bufs, secrets, req);
         // (On the edge's one-era build the request is refused at once: never pinned.)
         if ATTACH_BUILT {
             op.tasking = TaskMode::Attach;
@@ -507,9 +517,8 @@ impl<'o, B: Buf, Sec: AsRef<[u8]>> Op<'o, B, Sec> {
         op
     }
 
-    /// A request other than `tools/call` and the lists (`resources/read`, `prompts/get`,
-    /// `ping`): its whole result, redacted, goes to `bufs.text`.
-    pub fn request(
+    /// [`Op::request`], for an op of either `LISTS` (the driver's: false).
+    pub(crate) fn request_as(
         cfg: &'o SlotConfig<'o>,
         bufs: &'o mut CallBuffers<'_, B>,
         secrets: &'o [Sec],
@@ -536,16 +545,14 @@ impl<'o, B: Buf, Sec: AsRef<[u8]>> Op<'o, B, Sec> {
         )
     }
 
-    /// The slot's close: `DELETE` for each open session (best effort), every session forgotten.
-    pub fn close(cfg: &'o SlotConfig<'o>, bufs: &'o mut CallBuffers<'_, B>) -> Self {
+    /// [`Op::close`], for an op of either `LISTS` (the driver's: false).
+    pub(crate) fn close_as(cfg: &'o SlotConfig<'o>, bufs: &'o mut CallBuffers<'_, B>) -> Self {
         let (wire, _, _, _) = split(bufs);
         Op::new(cfg, wire, Job::Close(Some(Target::Primary)))
     }
 
-    /// `notifications/cancelled` for the `tools/call` with `id` on `target` (its caller went
-    /// away), best effort, in the server's session; nothing when the server is dead or has no
-    /// session.
-    pub fn cancel(
+    /// [`Op::cancel`], for an op of either `LISTS` (the driver's: false).
+    pub(crate) fn cancel_as(
         cfg: &'o SlotConfig<'o>,
         bufs: &'o mut CallBuffers<'_, B>,
         (target, id): (Target, u64),
@@ -554,6 +561,73 @@ impl<'o, B: Buf, Sec: AsRef<[u8]>> Op<'o, B, Sec> {
         let mut op = Op::new(cfg, wire, Job::Cancel(id));
         op.target = target;
         op
+    }
+}
+
+impl<'o, B: Buf, Sec: AsRef<[u8]>> Op<'o, B, Sec> {
+    /// A `tools/call` of `tool` with `args` (a JSON object, or none). `secrets` are the run's
+    /// redaction set (the slot's header values included).
+    pub fn call(
+        cfg: &'o SlotConfig<'o>,
+        bufs: &'o mut CallBuffers<'_, B>,
+        secrets: &'o [Sec],
+        tool: &'o str,
+        args: Option<Value<'o>>,
+    ) -> Self {
+        Self::call_as(cfg, bufs, secrets, tool, args)
+    }
+
+    /// Follows the task `task` on `target` (made by an earlier call of `tool`, e.g. a
+    /// [`detached`](Op::detached) one, maybe in another run) to its end, as a call does: the
+    /// result flattened and redacted, a deadline that cancels it. Sends no `tools/call`, never
+    /// fails over (a task lives on its server), and needs a 2026-07-28 server.
+    pub fn attach(
+        cfg: &'o SlotConfig<'o>,
+        bufs: &'o mut CallBuffers<'_, B>,
+        secrets: &'o [Sec],
+        (target, tool): (Target, &'o str),
+        task: &str,
+    ) -> Self {
+        Self::attach_as(cfg, bufs, secrets, (target, tool), task)
+    }
+
+    /// A request to `target` alone, with no failover: a task's (`tasks/get`, `tasks/cancel`),
+    /// which lives on its server.
+    pub fn pinned_request(
+        cfg: &'o SlotConfig<'o>,
+        bufs: &'o mut CallBuffers<'_, B>,
+        secrets: &'o [Sec],
+        target: Target,
+        req: jsonrpc::Request<'o>,
+    ) -> Self {
+        Self::pinned_request_as(cfg, bufs, secrets, target, req)
+    }
+
+    /// A request other than `tools/call` and the lists (`resources/read`, `prompts/get`,
+    /// `ping`): its whole result, redacted, goes to `bufs.text`.
+    pub fn request(
+        cfg: &'o SlotConfig<'o>,
+        bufs: &'o mut CallBuffers<'_, B>,
+        secrets: &'o [Sec],
+        req: jsonrpc::Request<'o>,
+    ) -> Self {
+        Self::request_as(cfg, bufs, secrets, req)
+    }
+
+    /// The slot's close: `DELETE` for each open session (best effort), every session forgotten.
+    pub fn close(cfg: &'o SlotConfig<'o>, bufs: &'o mut CallBuffers<'_, B>) -> Self {
+        Self::close_as(cfg, bufs)
+    }
+
+    /// `notifications/cancelled` for the `tools/call` with `id` on `target` (its caller went
+    /// away), best effort, in the server's session; nothing when the server is dead or has no
+    /// session.
+    pub fn cancel(
+        cfg: &'o SlotConfig<'o>,
+        bufs: &'o mut CallBuffers<'_, B>,
+        call: (Target, u64),
+    ) -> Self {
+        Self::cancel_as(cfg, bufs, call)
     }
 }
 
@@ -598,7 +672,14 @@ where
         }
         op
     }
+}
 
+impl<'o, B, Sec, F, const LISTS: bool> Op<'o, B, Sec, F, LISTS>
+where
+    B: Buf,
+    Sec: AsRef<[u8]>,
+    F: FnMut(Option<(Value<'_>, &[u8])>),
+{
     fn new(cfg: &'o SlotConfig<'o>, wire: WireBufs<'o, B>, job: Job<'o, B, Sec, F>) -> Self {
         Op {
             cfg,
@@ -679,7 +760,7 @@ fn split<'o, B: Buf>(
 /// as doubles).
 const RESENT_ID_BIT: u64 = 1 << 52;
 
-impl<'o, B, Sec, F> Op<'o, B, Sec, F>
+impl<'o, B, Sec, F, const LISTS: bool> Op<'o, B, Sec, F, LISTS>
 where
     B: Buf,
     Sec: AsRef<[u8]>,
@@ -766,7 +847,7 @@ where
             return Err(super::ListError::Unreachable(f.clone()));
         }
         let answer = match &self.job {
-            Job::List { handler, .. } => handler.answer.clone(),
+            Job::List { handler, .. } if LISTS => handler.answer.clone(),
             Job::Request(handler) if !crate::machine::handlers::ONE_ERA_EDGE => {
                 handler.answer.clone()
             }
@@ -882,7 +963,7 @@ where
     pub fn text_len(&self) -> usize {
         match &self.job {
             Job::Call { handler, .. } => handler.text.len(),
-            Job::List { handler, .. } => handler.text.len(),
+            Job::List { handler, .. } if LISTS => handler.text.len(),
             Job::Request(handler) if !crate::machine::handlers::ONE_ERA_EDGE => handler.text.len(),
             _ => 0,
         }
@@ -898,7 +979,8 @@ where
         {
             slot.tools_list_changed = true;
         }
-        if let Job::List { handler, .. } = &mut self.job
+        if LISTS
+            && let Job::List { handler, .. } = &mut self.job
             && handler.list == ListMethod::Tools
             && let Some(ttl) = handler.ttl_ms.take()
         {
@@ -1077,7 +1159,7 @@ where
                 cursor,
                 previous,
                 pages,
-            } => {
+            } if LISTS => {
                 if restart {
                     (handler.on_item)(None);
                 }
@@ -1301,7 +1383,7 @@ where
                     w.set(self.target, id);
                 }
             }
-            Job::List { handler, .. } => handler.renumber(id),
+            Job::List { handler, .. } if LISTS => handler.renumber(id),
             Job::Request(handler) if !crate::machine::handlers::ONE_ERA_EDGE => {
                 handler.renumber(id)
             }

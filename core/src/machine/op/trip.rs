@@ -3,7 +3,7 @@
 
 use super::*;
 
-impl<'o, B, Sec, F> Op<'o, B, Sec, F>
+impl<'o, B, Sec, F, const LISTS: bool> Op<'o, B, Sec, F, LISTS>
 where
     B: Buf,
     Sec: AsRef<[u8]>,
@@ -133,7 +133,7 @@ where
                         b""
                     },
                 },
-                Job::List { handler, pages, .. } => Body::List {
+                Job::List { handler, pages, .. } if LISTS => Body::List {
                     id,
                     list: handler.list,
                     cursor: (*pages > 0)
@@ -196,7 +196,7 @@ where
     }
 }
 
-impl<'o, B, Sec, F> Op<'o, B, Sec, F>
+impl<'o, B, Sec, F, const LISTS: bool> Op<'o, B, Sec, F, LISTS>
 where
     B: Buf,
     Sec: AsRef<[u8]>,
@@ -428,7 +428,7 @@ where
                     | Purpose::TaskUpdate
                     | Purpose::TaskResult => match job {
                         Job::Call { handler, .. } => handler,
-                        Job::List { handler, .. } => handler,
+                        Job::List { handler, .. } if LISTS => handler,
                         Job::Request(handler) if !crate::machine::handlers::ONE_ERA_EDGE => handler,
                         // (Never taken in the edge's one-era build: a close or a dropped
                         // call's cancel sends nothing there.)
