@@ -34,7 +34,7 @@ use crate::harness::failover::Target;
 use crate::harness::meter::{Ledger, LedgerRecord};
 use crate::harness::result::ToolResult;
 use crate::machine::handlers::redact_list_error;
-use crate::machine::{Action, CallOp, Metering, Op, Settled, Tasking};
+use crate::machine::{Action, CallOp, Metering, Op, OtherOp, Settled, Tasking};
 use crate::wire::endpoint::Endpoint;
 pub use crate::wire::exchange::TailDrain;
 use crate::wire::failure::ConnectError;
@@ -263,8 +263,8 @@ fn each_item(item: Option<(Value<'_>, &[u8])>, on_item: &mut impl FnMut(ListItem
 
 /// After the pump came back with `action`: the attempt's meter is closed and the op's events
 /// forwarded to it. True when the op is done.
-fn settle_attempt<B, Sec, F, L, T, const LISTS: bool>(
-    op: &mut Op<'_, B, Sec, F, LISTS>,
+fn settle_attempt<B, Sec, F, L, T, const LISTS: bool, const OTHERS: bool>(
+    op: &mut Op<'_, B, Sec, F, LISTS, OTHERS>,
     meter: &mut Metering<'_, L, T>,
     action: Action,
 ) -> bool
@@ -303,8 +303,11 @@ enum Io {
 /// future (not inlined: a call from each await point's arm instead of the transitions' code
 /// in the future's poll).
 #[inline(never)]
-fn feed<B, Sec, F, const LISTS: bool>(op: &mut Op<'_, B, Sec, F, LISTS>, io: Io, now: Millis)
-where
+fn feed<B, Sec, F, const LISTS: bool, const OTHERS: bool>(
+    op: &mut Op<'_, B, Sec, F, LISTS, OTHERS>,
+    io: Io,
+    now: Millis,
+) where
     B: Buf,
     Sec: AsRef<[u8]>,
     F: FnMut(Option<(Value<'_>, &[u8])>),
@@ -380,9 +383,9 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
     /// ops sleeping on the slot when the transition changed it. `None` when the adapter did
     /// not run the closure. (The adapter's closure is called directly, not through `with`:
     /// about 550 B less flash on the edge.)
-    fn step<B, Sec, F, const LISTS: bool>(
+    fn step<B, Sec, F, const LISTS: bool, const OTHERS: bool>(
         &self,
-        op: &mut Op<'_, B, Sec, F, LISTS>,
+        op: &mut Op<'_, B, Sec, F, LISTS, OTHERS>,
         now: Millis,
     ) -> Option<(Action, u64)>
     where
@@ -404,9 +407,9 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
     /// Does what `op` asks until it reports an attempt ([`Action::Report`]), becomes a task
     /// ([`Action::TaskStarted`]) or is done ([`Action::Done`]), which it returns. `conn` is
     /// the op's connection between calls.
-    async fn pump<B, Sec, F, const LISTS: bool>(
+    async fn pump<B, Sec, F, const LISTS: bool, const OTHERS: bool>(
         self,
-        op: &mut Op<'_, B, Sec, F, LISTS>,
+        op: &mut Op<'_, B, Sec, F, LISTS, OTHERS>,
         conn: &mut Option<N::Conn>,
     ) -> Action
     where
@@ -541,9 +544,9 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
     }
 
     /// Runs `op` to its end with `meter` open while it runs, forwarding the op's events to it.
-    async fn metered<B, Sec, F, L, T, const LISTS: bool>(
+    async fn metered<B, Sec, F, L, T, const LISTS: bool, const OTHERS: bool>(
         self,
-        op: &mut Op<'_, B, Sec, F, LISTS>,
+        op: &mut Op<'_, B, Sec, F, LISTS, OTHERS>,
         meter: &mut Metering<'_, L, T>,
     ) where
         B: Buf,
@@ -563,8 +566,10 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
     }
 
     /// Runs `op` to its end (a list, a courtesy).
-    async fn run<B, Sec, F, const LISTS: bool>(self, op: &mut Op<'_, B, Sec, F, LISTS>)
-    where
+    async fn run<B, Sec, F, const LISTS: bool, const OTHERS: bool>(
+        self,
+        op: &mut Op<'_, B, Sec, F, LISTS, OTHERS>,
+    ) where
         B: Buf,
         Sec: AsRef<[u8]>,
         F: FnMut(Option<(Value<'_>, &[u8])>),
@@ -582,7 +587,7 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
         #[cfg(not(feature = "era-2025"))]
         let _ = (call, bufs);
         #[cfg(feature = "era-2025")]
-        self.run(&mut CallOp::<B, &[u8]>::cancel_as(self.cfg, bufs, call))
+        self.run(&mut OtherOp::<B, &[u8]>::cancel_as(self.cfg, bufs, call))
             .await;
     }
 
@@ -599,7 +604,7 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
         // `run`'s loop written out: one future less around the pump's.
         #[cfg(feature = "era-2025")]
         {
-            let mut op = CallOp::<B, &[u8]>::close_as(self.cfg, bufs);
+            let mut op = OtherOp::<B, &[u8]>::close_as(self.cfg, bufs);
             let mut conn = None;
             while self.pump(&mut op, &mut conn).await != Action::Done {}
         }
@@ -838,8 +843,8 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
         let mut meter = Metering::request(self.cfg, method, content, sinks, self.net.now());
         let outcome = {
             let mut op = match pin {
-                Some(target) => CallOp::pinned_request_as(self.cfg, bufs, secrets, target, req),
-                None => CallOp::request_as(self.cfg, bufs, secrets, req),
+                Some(target) => OtherOp::pinned_request_as(self.cfg, bufs, secrets, target, req),
+                None => OtherOp::request_as(self.cfg, bufs, secrets, req),
             };
             self.metered(&mut op, &mut meter).await;
             (op.list_outcome(), op.spoke_modern())

@@ -63,10 +63,10 @@ impl<'o, B: Buf, Sec: AsRef<[u8]>> Op<'o, B, Sec> {
     }
 }
 
-impl<'o, B: Buf, Sec: AsRef<[u8]>, const LISTS: bool>
-    Op<'o, B, Sec, fn(Option<(Value<'_>, &[u8])>), LISTS>
+impl<'o, B: Buf, Sec: AsRef<[u8]>, const LISTS: bool, const OTHERS: bool>
+    Op<'o, B, Sec, fn(Option<(Value<'_>, &[u8])>), LISTS, OTHERS>
 {
-    /// [`Op::tool_call`], for an op of either `LISTS` (the driver's: false).
+    /// [`Op::tool_call`], for an op of any `LISTS` and `OTHERS` (the driver's: false).
     pub(crate) fn tool_call_as(
         cfg: &'o SlotConfig<'o>,
         bufs: &'o mut CallBuffers<'_, B>,
@@ -291,10 +291,10 @@ impl<'m, L: Ledger, T: Timeline> Metering<'m, L, T> {
         self.settle_as(op)
     }
 
-    /// [`settle`](Self::settle), for an op of either `LISTS` (the driver's calls: false).
-    pub(crate) fn settle_as<B, Sec, F, const LISTS: bool>(
+    /// [`settle`](Self::settle), for an op of any `LISTS` and `OTHERS` (the driver's calls).
+    pub(crate) fn settle_as<B, Sec, F, const LISTS: bool, const OTHERS: bool>(
         &mut self,
-        op: &mut Op<'_, B, Sec, F, LISTS>,
+        op: &mut Op<'_, B, Sec, F, LISTS, OTHERS>,
     ) -> Settled
     where
         B: Buf,

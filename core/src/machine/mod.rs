@@ -113,9 +113,9 @@ pub use event::Event;
 pub use handlers::write_elicit_answer as answer_elicitation;
 pub use handlers::{Answered, ListError, ListItem, MethodError};
 pub use metering::{Metering, Settled, Tasking};
-#[cfg(feature = "drive")]
-pub(crate) use op::CallOp;
 pub use op::{Action, Answer, Op, Report};
+#[cfg(feature = "drive")]
+pub(crate) use op::{CallOp, OtherOp};
 pub use waiters::MAX_WAITERS;
 use waiters::Waiters;
 

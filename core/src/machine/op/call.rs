@@ -3,7 +3,7 @@
 
 use super::*;
 
-impl<'o, B, Sec, F, const LISTS: bool> Op<'o, B, Sec, F, LISTS>
+impl<'o, B, Sec, F, const LISTS: bool, const OTHERS: bool> Op<'o, B, Sec, F, LISTS, OTHERS>
 where
     B: Buf,
     Sec: AsRef<[u8]>,
@@ -62,7 +62,7 @@ where
             Purpose::Courtesy => {
                 self.courtesy = None;
                 match self.job {
-                    Job::Close(_) => self.close_next(slot, now),
+                    Job::Close(_) if OTHERS => self.close_next(slot, now),
                     _ => self.stage = Stage::Done,
                 }
             }

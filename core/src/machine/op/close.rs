@@ -2,7 +2,7 @@
 
 use super::*;
 
-impl<'o, B, Sec, F, const LISTS: bool> Op<'o, B, Sec, F, LISTS>
+impl<'o, B, Sec, F, const LISTS: bool, const OTHERS: bool> Op<'o, B, Sec, F, LISTS, OTHERS>
 where
     B: Buf,
     Sec: AsRef<[u8]>,
@@ -53,6 +53,8 @@ where
                     (outcome, d.next, d.fallback_used, d.no_healthy_tool)
                 }
             }
+            // (Never taken where the op can only be a call.)
+            _ if !LISTS && !OTHERS => (AttemptOutcome::Unreachable, None, false, false),
             job => {
                 let answer = match job {
                     Job::List { handler, .. } if LISTS => handler.answer.as_ref(),

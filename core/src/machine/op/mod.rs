@@ -311,24 +311,32 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 /// The list callback type of ops that are not lists.
 type NoItems = fn(Option<(Value<'_>, &[u8])>);
 
-/// A tool call's op that can never be a list ([`Op`] with `LISTS` false): what the driver
-/// runs, with no code for a list's pages.
+/// A tool call's op as the driver runs it: never a list, and in the edge's one-era build
+/// nothing but a call (there the driver runs no other op beside its calls), so it has no
+/// code for the other jobs.
 #[cfg_attr(not(feature = "drive"), allow(dead_code))]
-pub(crate) type CallOp<'o, B, Sec> = Op<'o, B, Sec, NoItems, false>;
+pub(crate) type CallOp<'o, B, Sec> =
+    Op<'o, B, Sec, NoItems, false, { !crate::machine::handlers::ONE_ERA_EDGE }>;
+
+/// A request's, a close's or a cancel's op as the driver runs it: never a list.
+#[cfg_attr(not(feature = "drive"), allow(dead_code))]
+pub(crate) type OtherOp<'o, B, Sec> = Op<'o, B, Sec, NoItems, false, true>;
 
 /// One operation of a slot, as a state machine over the caller's buffers (see the module
 /// docs). Its outcome, when [`Action::Done`] comes, is [`Op::outcome`] and what its handler
 /// wrote into the buffers.
 ///
-/// `LISTS` says whether the op can be a list: true for every op made here; the driver's tool
-/// calls are made with it false, so their code has none of a list's (its handler, pages and
-/// failover arms: about 1 KiB of the edge's flash).
+/// `LISTS` says whether the op can be a list, `OTHERS` whether it can be a request, a close
+/// or a cancel: both true for every op made here. The driver makes its ops with the kinds
+/// they never are left out, so their code has none of those kinds' arms (a list's handler,
+/// pages and failover: about 1 KiB of the edge's flash).
 pub struct Op<
     'o,
     B: Buf,
     Sec: AsRef<[u8]>,
     F: FnMut(Option<(Value<'_>, &[u8])>) = NoItems,
     const LISTS: bool = true,
+    const OTHERS: bool = true,
 > {
     cfg: &'o SlotConfig<'o>,
     request: &'o mut B,
@@ -436,8 +444,10 @@ impl TaskMode {
     }
 }
 
-impl<'o, B: Buf, Sec: AsRef<[u8]>, const LISTS: bool> Op<'o, B, Sec, NoItems, LISTS> {
-    /// [`Op::call`], for an op of either `LISTS`.
+impl<'o, B: Buf, Sec: AsRef<[u8]>, const LISTS: bool, const OTHERS: bool>
+    Op<'o, B, Sec, NoItems, LISTS, OTHERS>
+{
+    /// [`Op::call`], for an op of any `LISTS` and `OTHERS` (the driver's: false).
     pub(crate) fn call_as(
         cfg: &'o SlotConfig<'o>,
         bufs: &'o mut CallBuffers<'_, B>,
@@ -467,7 +477,7 @@ impl<'o, B: Buf, Sec: AsRef<[u8]>, const LISTS: bool> Op<'o, B, Sec, NoItems, LI
         self
     }
 
-    /// [`Op::attach`], for an op of either `LISTS`.
+    /// [`Op::attach`], for an op of any `LISTS` and `OTHERS` (the driver's: false).
     pub(crate) fn attach_as(
         cfg: &'o SlotConfig<'o>,
         bufs: &'o mut CallBuffers<'_, B>,
@@ -500,7 +510,7 @@ impl<'o, B: Buf, Sec: AsRef<[u8]>, const LISTS: bool> Op<'o, B, Sec, NoItems, LI
         op
     }
 
-    /// [`Op::pinned_request`], for an op of either `LISTS` (the driver's: false).
+    /// [`Op::pinned_request`], for an op of any `LISTS` (the driver's: false).
     pub(crate) fn pinned_request_as(
         cfg: &'o SlotConfig<'o>,
         bufs: &'o mut CallBuffers<'_, B>,
@@ -517,7 +527,7 @@ impl<'o, B: Buf, Sec: AsRef<[u8]>, const LISTS: bool> Op<'o, B, Sec, NoItems, LI
         op
     }
 
-    /// [`Op::request`], for an op of either `LISTS` (the driver's: false).
+    /// [`Op::request`], for an op of any `LISTS` (the driver's: false).
     pub(crate) fn request_as(
         cfg: &'o SlotConfig<'o>,
         bufs: &'o mut CallBuffers<'_, B>,
@@ -545,13 +555,13 @@ impl<'o, B: Buf, Sec: AsRef<[u8]>, const LISTS: bool> Op<'o, B, Sec, NoItems, LI
         )
     }
 
-    /// [`Op::close`], for an op of either `LISTS` (the driver's: false).
+    /// [`Op::close`], for an op of any `LISTS` (the driver's: false).
     pub(crate) fn close_as(cfg: &'o SlotConfig<'o>, bufs: &'o mut CallBuffers<'_, B>) -> Self {
         let (wire, _, _, _) = split(bufs);
         Op::new(cfg, wire, Job::Close(Some(Target::Primary)))
     }
 
-    /// [`Op::cancel`], for an op of either `LISTS` (the driver's: false).
+    /// [`Op::cancel`], for an op of any `LISTS` (the driver's: false).
     pub(crate) fn cancel_as(
         cfg: &'o SlotConfig<'o>,
         bufs: &'o mut CallBuffers<'_, B>,
@@ -674,7 +684,7 @@ where
     }
 }
 
-impl<'o, B, Sec, F, const LISTS: bool> Op<'o, B, Sec, F, LISTS>
+impl<'o, B, Sec, F, const LISTS: bool, const OTHERS: bool> Op<'o, B, Sec, F, LISTS, OTHERS>
 where
     B: Buf,
     Sec: AsRef<[u8]>,
@@ -760,7 +770,7 @@ fn split<'o, B: Buf>(
 /// as doubles).
 const RESENT_ID_BIT: u64 = 1 << 52;
 
-impl<'o, B, Sec, F, const LISTS: bool> Op<'o, B, Sec, F, LISTS>
+impl<'o, B, Sec, F, const LISTS: bool, const OTHERS: bool> Op<'o, B, Sec, F, LISTS, OTHERS>
 where
     B: Buf,
     Sec: AsRef<[u8]>,
@@ -1017,7 +1027,8 @@ where
     }
 
     fn is_call(&self) -> bool {
-        matches!(self.job, Job::Call { .. })
+        // (An op that can only be a call is one: the compiler sees it.)
+        (!LISTS && !OTHERS) || matches!(self.job, Job::Call { .. })
     }
 
     // Out of the driver's step closure (where `poll` is inlined) in a build with the 2025 era:
@@ -1027,8 +1038,8 @@ where
         match self.stage {
             Stage::Start => {
                 match self.job {
-                    Job::Close(_) => self.close_next(slot, now),
-                    Job::Cancel(id) => self.cancel_start(slot, now, id),
+                    Job::Close(_) if OTHERS => self.close_next(slot, now),
+                    Job::Cancel(id) if OTHERS => self.cancel_start(slot, now, id),
                     _ => {
                         if self.is_call() {
                             slot.calls = slot.calls.saturating_add(1);

@@ -3,7 +3,7 @@
 
 use super::*;
 
-impl<'o, B, Sec, F, const LISTS: bool> Op<'o, B, Sec, F, LISTS>
+impl<'o, B, Sec, F, const LISTS: bool, const OTHERS: bool> Op<'o, B, Sec, F, LISTS, OTHERS>
 where
     B: Buf,
     Sec: AsRef<[u8]>,
@@ -196,7 +196,7 @@ where
     }
 }
 
-impl<'o, B, Sec, F, const LISTS: bool> Op<'o, B, Sec, F, LISTS>
+impl<'o, B, Sec, F, const LISTS: bool, const OTHERS: bool> Op<'o, B, Sec, F, LISTS, OTHERS>
 where
     B: Buf,
     Sec: AsRef<[u8]>,
