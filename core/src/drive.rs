@@ -706,9 +706,14 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
             {
                 let mut conn = None;
                 loop {
-                    meter.begin();
+                    meter.begin_call();
                     let action = self.pump(&mut op, &mut conn).await;
-                    if settle_attempt(&mut op, &mut meter, action) {
+                    // `settle_attempt` for a call: its events forwarded as a call's.
+                    meter.end();
+                    while let Some(event) = op.poll_event() {
+                        meter.forward_call(event);
+                    }
+                    if action == Action::Done {
                         break;
                     }
                 }

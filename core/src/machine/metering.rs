@@ -202,6 +202,12 @@ impl<'m, L: Ledger, T: Timeline> Metering<'m, L, T> {
         self.open = !matches!(self.what, Metered::Request { content: false });
     }
 
+    /// [`begin`](Self::begin) for a tool call's metering (the driver's calls): a call's
+    /// attempt is always metered when dropped.
+    pub(crate) fn begin_call(&mut self) {
+        self.open = true;
+    }
+
     /// The op stopped (it reports an attempt, or is done): nothing is open.
     pub fn end(&mut self) {
         self.open = false;
@@ -209,7 +215,20 @@ impl<'m, L: Ledger, T: Timeline> Metering<'m, L, T> {
 
     /// Forwards one event of the op or the slot to the ledger and the timeline.
     pub fn forward(&mut self, event: Event<'_>) {
-        match (event, self.what) {
+        self.forward_as(event, self.what);
+    }
+
+    /// [`forward`](Self::forward) for a tool call's metering (the driver's calls): no code for
+    /// a request's ledger where only calls are metered.
+    pub(crate) fn forward_call(&mut self, event: Event<'_>) {
+        self.forward_as(event, Metered::Call { attached: false });
+    }
+
+    /// [`forward`](Self::forward) as `what` is metered (where it is known, the compiler sees
+    /// it).
+    #[inline(always)]
+    fn forward_as(&mut self, event: Event<'_>, what: Metered) {
+        match (event, what) {
             (Event::Attempt { report, text_len }, Metered::Call { .. }) => {
                 // Every attempt but the last is metered here; the last with the result.
                 if !report.last {
