@@ -730,9 +730,8 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
 
     /// The end of a tool call, after its op settled: the slot's news forwarded (each server's
     /// era, once per run, on the timeline of the call that found it), the result made and
-    /// metered. Not async: no state of the future holds its locals. Not inlined where no
-    /// task can be handed back (the smaller shape on the edge; with tasks, inlined is).
-    #[cfg_attr(not(feature = "tasks"), inline(never))]
+    /// metered. Not async: no state of the future holds its locals. (Inlined in every build:
+    /// since the call's op is a call alone, out of line costs the edge 84 B more.)
     fn conclude<'b, B: Buf, Sec: AsRef<[u8]>, L: Ledger, T: Timeline>(
         &self,
         meter: &mut Metering<'_, L, T>,
