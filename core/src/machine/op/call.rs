@@ -81,8 +81,8 @@ where
     /// ([`era::judge_probe`]): modern, old era (then `initialize` in the same attempt, its
     /// waiters still waiting), a re-probe at a common version, or no verdict (the call fails
     /// naming the answer; nothing is kept). `ok` as [`trip_done`](Self::trip_done) has it; a
-    /// failed probe's failure is read where it lies (it is large).
-    #[inline(never)]
+    /// failed probe's failure is read where it lies (it is large). (Inlined into its one
+    /// caller: full 52 B less than the call, since the driver's ops are not lists.)
     pub(super) fn probe_done(
         &mut self,
         slot: &mut SlotState,
@@ -141,7 +141,7 @@ where
     }
 
     /// A page of the 2026 `tools/list` read for annotations: the next page, or the call.
-    #[inline(never)]
+    /// (Inlined into its one caller: minimal 48 B less than the call.)
     pub(super) fn header_list_done(&mut self, slot: &mut SlotState, now: Millis, ok: Option<bool>) {
         let status = self.failed_status(ok);
         let Job::Call { handler, .. } = &mut self.job else {

@@ -385,7 +385,9 @@ where
     }
 
     /// `n` bytes were read into [`read_buf`](Self::read_buf); 0: the peer closed.
-    #[inline(never)]
+    // Out of the pump's `feed` with the old era (8 B less in `full`); inlined there without
+    // it (20 B less in `minimal`).
+    #[cfg_attr(feature = "era-2025", inline(never))]
     pub fn handle_read(&mut self, now: Millis, n: usize) {
         let Stage::Trip { purpose, .. } = self.stage else {
             return;
