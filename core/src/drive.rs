@@ -378,6 +378,14 @@ impl<'t> CallMode<'t> for Waits {
 }
 
 impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> {
+    /// The adapter's clock, read through one copy of its code where there is no old era (a
+    /// clock that converts ticks divides, and a call reads it in several places: minimal
+    /// 16 B less; with the old era, inlined is 24 B less).
+    #[cfg_attr(not(feature = "era-2025"), inline(never))]
+    fn now(&self) -> Millis {
+        self.net.now()
+    }
+
     /// One transition of `op` with the slot's state in hand: its action, and the slot's
     /// change counter read in the same hold, so a change after it is seen by a wait. Wakes the
     /// ops sleeping on the slot when the transition changed it. `None` when the adapter did
@@ -418,7 +426,7 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
         F: FnMut(Option<(Value<'_>, &[u8])>),
     {
         'pump: loop {
-            let now = self.net.now();
+            let now = self.now();
             let Some((action, generation)) = self.step(op, now) else {
                 return Action::Done;
             };
@@ -522,7 +530,7 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
                     Action::Respond { target } => {
                         // On the side, best effort: the call's own connection stays as it is.
                         if let Some(ep) = self.cfg.endpoint(target) {
-                            let until = self.net.now().saturating_add(ANSWER_MS).min(at);
+                            let until = self.now().saturating_add(ANSWER_MS).min(at);
                             let answer = self.net.respond(ep, op.transmit());
                             let _ = select(answer, self.net.sleep_until(until)).await;
                         }
@@ -539,7 +547,7 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
                     Action::Report | Action::Done | Action::TaskStarted => return action,
                 }
             };
-            feed(op, io, self.net.now());
+            feed(op, io, self.now());
         }
     }
 
@@ -696,7 +704,7 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
         ToolResult<'b>,
         Option<(Target, heapless::String<MAX_TASK_ID>)>,
     ) {
-        let mut meter = Metering::call(self.cfg, tool, &mode.tasking(), sinks, self.net.now());
+        let mut meter = Metering::call(self.cfg, tool, &mode.tasking(), sinks, self.now());
         let mut settled = {
             // Never a list: its op has no code for one.
             let mut op =
@@ -744,7 +752,7 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
     ) {
         self.with(&mut |s| meter.forward_slot(s));
         let keep = (secrets, self.cfg.keep_raw);
-        let out = meter.finish(settled, keep, bufs, self.net.now());
+        let out = meter.finish(settled, keep, bufs, self.now());
         // Moved out of `settled`, where it lies (no second copy of the id).
         (out, settled.take_started())
     }
@@ -844,7 +852,7 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
         bufs: &'b mut CallBuffers<'_, B>,
     ) -> Result<Answered<'b>, MethodError> {
         let (method, content) = (req.method(), req.bears_content());
-        let mut meter = Metering::request(self.cfg, method, content, sinks, self.net.now());
+        let mut meter = Metering::request(self.cfg, method, content, sinks, self.now());
         let outcome = {
             let mut op = match pin {
                 Some(target) => OtherOp::pinned_request_as(self.cfg, bufs, secrets, target, req),
@@ -853,6 +861,6 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
             self.metered(&mut op, &mut meter).await;
             (op.list_outcome(), op.spoke_modern())
         };
-        meter.finish_request(outcome, (method, secrets), bufs, self.net.now())
+        meter.finish_request(outcome, (method, secrets), bufs, self.now())
     }
 }
