@@ -34,10 +34,10 @@ use crate::harness::failover::Target;
 use crate::harness::meter::{Ledger, LedgerRecord};
 use crate::harness::result::ToolResult;
 use crate::machine::handlers::redact_list_error;
-use crate::machine::{Action, Metering, Op, Settled, Tasking};
+use crate::machine::{Action, CallOp, Metering, Op, OtherOp, Settled, Tasking};
 use crate::wire::endpoint::Endpoint;
 pub use crate::wire::exchange::TailDrain;
-use crate::wire::failure::{ConnectError, ConnectErrorKind};
+use crate::wire::failure::ConnectError;
 use crate::wire::json::Value;
 use crate::wire::jsonrpc::{self, ListMethod};
 
@@ -263,8 +263,8 @@ fn each_item(item: Option<(Value<'_>, &[u8])>, on_item: &mut impl FnMut(ListItem
 
 /// After the pump came back with `action`: the attempt's meter is closed and the op's events
 /// forwarded to it. True when the op is done.
-fn settle_attempt<B, Sec, F, L, T>(
-    op: &mut Op<'_, B, Sec, F>,
+fn settle_attempt<B, Sec, F, L, T, const LISTS: bool, const OTHERS: bool>(
+    op: &mut Op<'_, B, Sec, F, LISTS, OTHERS>,
     meter: &mut Metering<'_, L, T>,
     action: Action,
 ) -> bool
@@ -303,8 +303,11 @@ enum Io {
 /// future (not inlined: a call from each await point's arm instead of the transitions' code
 /// in the future's poll).
 #[inline(never)]
-fn feed<B, Sec, F>(op: &mut Op<'_, B, Sec, F>, io: Io, now: Millis)
-where
+fn feed<B, Sec, F, const LISTS: bool, const OTHERS: bool>(
+    op: &mut Op<'_, B, Sec, F, LISTS, OTHERS>,
+    io: Io,
+    now: Millis,
+) where
     B: Buf,
     Sec: AsRef<[u8]>,
     F: FnMut(Option<(Value<'_>, &[u8])>),
@@ -375,12 +378,24 @@ impl<'t> CallMode<'t> for Waits {
 }
 
 impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> {
+    /// The adapter's clock, read through one copy of its code where there is no old era (a
+    /// clock that converts ticks divides, and a call reads it in several places: minimal
+    /// 16 B less; with the old era, inlined is 24 B less).
+    #[cfg_attr(not(feature = "era-2025"), inline(never))]
+    fn now(&self) -> Millis {
+        self.net.now()
+    }
+
     /// One transition of `op` with the slot's state in hand: its action, and the slot's
     /// change counter read in the same hold, so a change after it is seen by a wait. Wakes the
     /// ops sleeping on the slot when the transition changed it. `None` when the adapter did
     /// not run the closure. (The adapter's closure is called directly, not through `with`:
     /// about 550 B less flash on the edge.)
-    fn step<B, Sec, F>(&self, op: &mut Op<'_, B, Sec, F>, now: Millis) -> Option<(Action, u64)>
+    fn step<B, Sec, F, const LISTS: bool, const OTHERS: bool>(
+        &self,
+        op: &mut Op<'_, B, Sec, F, LISTS, OTHERS>,
+        now: Millis,
+    ) -> Option<(Action, u64)>
     where
         B: Buf,
         Sec: AsRef<[u8]>,
@@ -400,14 +415,18 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
     /// Does what `op` asks until it reports an attempt ([`Action::Report`]), becomes a task
     /// ([`Action::TaskStarted`]) or is done ([`Action::Done`]), which it returns. `conn` is
     /// the op's connection between calls.
-    async fn pump<B, Sec, F>(self, op: &mut Op<'_, B, Sec, F>, conn: &mut Option<N::Conn>) -> Action
+    async fn pump<B, Sec, F, const LISTS: bool, const OTHERS: bool>(
+        self,
+        op: &mut Op<'_, B, Sec, F, LISTS, OTHERS>,
+        conn: &mut Option<N::Conn>,
+    ) -> Action
     where
         B: Buf,
         Sec: AsRef<[u8]>,
         F: FnMut(Option<(Value<'_>, &[u8])>),
     {
         'pump: loop {
-            let now = self.net.now();
+            let now = self.now();
             let Some((action, generation)) = self.step(op, now) else {
                 return Action::Done;
             };
@@ -418,10 +437,11 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
                 match action {
                     Action::Connect { target, fresh } => {
                         *conn = None;
+                        // Never taken: a trip is written (then connected) only to a server
+                        // with an endpoint (`write_request`); a timeout, not a made-up connect
+                        // error (its text, and its copy, are 40 B of the edge's flash).
                         let Some(ep) = self.cfg.endpoint(target) else {
-                            let e =
-                                ConnectError::new(ConnectErrorKind::Unreachable, "no such server");
-                            break 'io Io::ConnectFailed(e);
+                            break 'io Io::TimedOut;
                         };
                         match select(self.net.connect(ep, fresh), self.net.sleep_until(at)).await {
                             Either::First(Ok((c, reused))) => {
@@ -510,7 +530,7 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
                     Action::Respond { target } => {
                         // On the side, best effort: the call's own connection stays as it is.
                         if let Some(ep) = self.cfg.endpoint(target) {
-                            let until = self.net.now().saturating_add(ANSWER_MS).min(at);
+                            let until = self.now().saturating_add(ANSWER_MS).min(at);
                             let answer = self.net.respond(ep, op.transmit());
                             let _ = select(answer, self.net.sleep_until(until)).await;
                         }
@@ -527,14 +547,14 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
                     Action::Report | Action::Done | Action::TaskStarted => return action,
                 }
             };
-            feed(op, io, self.net.now());
+            feed(op, io, self.now());
         }
     }
 
     /// Runs `op` to its end with `meter` open while it runs, forwarding the op's events to it.
-    async fn metered<B, Sec, F, L, T>(
+    async fn metered<B, Sec, F, L, T, const LISTS: bool, const OTHERS: bool>(
         self,
-        op: &mut Op<'_, B, Sec, F>,
+        op: &mut Op<'_, B, Sec, F, LISTS, OTHERS>,
         meter: &mut Metering<'_, L, T>,
     ) where
         B: Buf,
@@ -554,8 +574,10 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
     }
 
     /// Runs `op` to its end (a list, a courtesy).
-    async fn run<B, Sec, F>(self, op: &mut Op<'_, B, Sec, F>)
-    where
+    async fn run<B, Sec, F, const LISTS: bool, const OTHERS: bool>(
+        self,
+        op: &mut Op<'_, B, Sec, F, LISTS, OTHERS>,
+    ) where
         B: Buf,
         Sec: AsRef<[u8]>,
         F: FnMut(Option<(Value<'_>, &[u8])>),
@@ -573,7 +595,7 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
         #[cfg(not(feature = "era-2025"))]
         let _ = (call, bufs);
         #[cfg(feature = "era-2025")]
-        self.run(&mut Op::<B, &[u8]>::cancel(self.cfg, bufs, call))
+        self.run(&mut OtherOp::<B, &[u8]>::cancel_as(self.cfg, bufs, call))
             .await;
     }
 
@@ -590,7 +612,7 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
         // `run`'s loop written out: one future less around the pump's.
         #[cfg(feature = "era-2025")]
         {
-            let mut op = Op::<B, &[u8]>::close(self.cfg, bufs);
+            let mut op = OtherOp::<B, &[u8]>::close_as(self.cfg, bufs);
             let mut conn = None;
             while self.pump(&mut op, &mut conn).await != Action::Done {}
         }
@@ -682,23 +704,30 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
         ToolResult<'b>,
         Option<(Target, heapless::String<MAX_TASK_ID>)>,
     ) {
-        let mut meter = Metering::call(self.cfg, tool, &mode.tasking(), sinks, self.net.now());
+        let mut meter = Metering::call(self.cfg, tool, &mode.tasking(), sinks, self.now());
         let mut settled = {
-            let mut op = Op::tool_call(self.cfg, bufs, secrets, (tool, args), mode.tasking());
+            // Never a list: its op has no code for one.
+            let mut op =
+                CallOp::tool_call_as(self.cfg, bufs, secrets, (tool, args), mode.tasking());
             // `metered`'s loop written out: one future less around the pump's (full -196 B,
             // minimal -28 B and 40 B less of the call's future in RAM).
             {
                 let mut conn = None;
                 loop {
-                    meter.begin();
+                    meter.begin_call();
                     let action = self.pump(&mut op, &mut conn).await;
-                    if settle_attempt(&mut op, &mut meter, action) {
+                    // `settle_attempt` for a call: its events forwarded as a call's.
+                    meter.end();
+                    while let Some(event) = op.poll_event() {
+                        meter.forward_call(event);
+                    }
+                    if action == Action::Done {
                         break;
                     }
                 }
             }
             // Inlined: an out-of-line copy of it cost more (full 40 B, minimal 8 B).
-            meter.settle(&mut op)
+            meter.settle_as(&mut op)
         };
         let out = self.conclude(&mut meter, &mut settled, secrets, bufs);
         // Settled, so nothing is open: its drop would do nothing. Forgotten (it holds only
@@ -709,9 +738,8 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
 
     /// The end of a tool call, after its op settled: the slot's news forwarded (each server's
     /// era, once per run, on the timeline of the call that found it), the result made and
-    /// metered. Not async: no state of the future holds its locals. Not inlined where no
-    /// task can be handed back (the smaller shape on the edge; with tasks, inlined is).
-    #[cfg_attr(not(feature = "tasks"), inline(never))]
+    /// metered. Not async: no state of the future holds its locals. (Inlined in every build:
+    /// since the call's op is a call alone, out of line costs the edge 84 B more.)
     fn conclude<'b, B: Buf, Sec: AsRef<[u8]>, L: Ledger, T: Timeline>(
         &self,
         meter: &mut Metering<'_, L, T>,
@@ -724,7 +752,7 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
     ) {
         self.with(&mut |s| meter.forward_slot(s));
         let keep = (secrets, self.cfg.keep_raw);
-        let out = meter.finish(settled, keep, bufs, self.net.now());
+        let out = meter.finish(settled, keep, bufs, self.now());
         // Moved out of `settled`, where it lies (no second copy of the id).
         (out, settled.take_started())
     }
@@ -824,15 +852,15 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
         bufs: &'b mut CallBuffers<'_, B>,
     ) -> Result<Answered<'b>, MethodError> {
         let (method, content) = (req.method(), req.bears_content());
-        let mut meter = Metering::request(self.cfg, method, content, sinks, self.net.now());
+        let mut meter = Metering::request(self.cfg, method, content, sinks, self.now());
         let outcome = {
             let mut op = match pin {
-                Some(target) => Op::pinned_request(self.cfg, bufs, secrets, target, req),
-                None => Op::request(self.cfg, bufs, secrets, req),
+                Some(target) => OtherOp::pinned_request_as(self.cfg, bufs, secrets, target, req),
+                None => OtherOp::request_as(self.cfg, bufs, secrets, req),
             };
             self.metered(&mut op, &mut meter).await;
             (op.list_outcome(), op.spoke_modern())
         };
-        meter.finish_request(outcome, (method, secrets), bufs, self.net.now())
+        meter.finish_request(outcome, (method, secrets), bufs, self.now())
     }
 }

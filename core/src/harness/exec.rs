@@ -18,10 +18,11 @@ pub const RUN_COMMAND: &str = "run_command";
 /// A harness's timeout in milliseconds as the tool's `timeout` in seconds: rounded up, then
 /// clamped to `1..=`[`MCP_CALL_CEILING_S`].
 pub fn clamp_timeout_s(timeout_ms: u64) -> u32 {
-    let s = timeout_ms
-        .div_ceil(1000)
-        .clamp(1, u64::from(MCP_CALL_CEILING_S));
-    u32::try_from(s).unwrap_or(MCP_CALL_CEILING_S)
+    // At or past the ceiling at once; below it in 32 bits (no 64-bit division on the edge).
+    match u32::try_from(timeout_ms) {
+        Ok(ms) if ms <= MCP_CALL_CEILING_S * 1000 => ms.div_ceil(1000).max(1),
+        _ => MCP_CALL_CEILING_S,
+    }
 }
 
 /// Writes the `run_command` arguments `{"command":…,"timeout":N,"workspace":…}`. The workspace

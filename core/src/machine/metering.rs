@@ -56,14 +56,29 @@ impl<'o, B: Buf, Sec: AsRef<[u8]>> Op<'o, B, Sec> {
         cfg: &'o SlotConfig<'o>,
         bufs: &'o mut CallBuffers<'_, B>,
         secrets: &'o [Sec],
+        call: (&'o str, Option<Value<'o>>),
+        tasking: Tasking<'o>,
+    ) -> Self {
+        Self::tool_call_as(cfg, bufs, secrets, call, tasking)
+    }
+}
+
+impl<'o, B: Buf, Sec: AsRef<[u8]>, const LISTS: bool, const OTHERS: bool>
+    Op<'o, B, Sec, fn(Option<(Value<'_>, &[u8])>), LISTS, OTHERS>
+{
+    /// [`Op::tool_call`], for an op of any `LISTS` and `OTHERS` (the driver's: false).
+    pub(crate) fn tool_call_as(
+        cfg: &'o SlotConfig<'o>,
+        bufs: &'o mut CallBuffers<'_, B>,
+        secrets: &'o [Sec],
         (tool, args): (&'o str, Option<Value<'o>>),
         tasking: Tasking<'o>,
     ) -> Self {
         match tasking {
-            Tasking::Wait => Op::call(cfg, bufs, secrets, tool, args),
-            Tasking::Detach => Op::call(cfg, bufs, secrets, tool, args).detached(),
+            Tasking::Wait => Self::call_as(cfg, bufs, secrets, tool, args),
+            Tasking::Detach => Self::call_as(cfg, bufs, secrets, tool, args).detached(),
             Tasking::Attach { target, task } => {
-                Op::attach(cfg, bufs, secrets, (target, tool), task)
+                Self::attach_as(cfg, bufs, secrets, (target, tool), task)
             }
         }
     }
@@ -187,6 +202,12 @@ impl<'m, L: Ledger, T: Timeline> Metering<'m, L, T> {
         self.open = !matches!(self.what, Metered::Request { content: false });
     }
 
+    /// [`begin`](Self::begin) for a tool call's metering (the driver's calls): a call's
+    /// attempt is always metered when dropped.
+    pub(crate) fn begin_call(&mut self) {
+        self.open = true;
+    }
+
     /// The op stopped (it reports an attempt, or is done): nothing is open.
     pub fn end(&mut self) {
         self.open = false;
@@ -194,7 +215,20 @@ impl<'m, L: Ledger, T: Timeline> Metering<'m, L, T> {
 
     /// Forwards one event of the op or the slot to the ledger and the timeline.
     pub fn forward(&mut self, event: Event<'_>) {
-        match (event, self.what) {
+        self.forward_as(event, self.what);
+    }
+
+    /// [`forward`](Self::forward) for a tool call's metering (the driver's calls): no code for
+    /// a request's ledger where only calls are metered.
+    pub(crate) fn forward_call(&mut self, event: Event<'_>) {
+        self.forward_as(event, Metered::Call { attached: false });
+    }
+
+    /// [`forward`](Self::forward) as `what` is metered (where it is known, the compiler sees
+    /// it).
+    #[inline(always)]
+    fn forward_as(&mut self, event: Event<'_>, what: Metered) {
+        match (event, what) {
             (Event::Attempt { report, text_len }, Metered::Call { .. }) => {
                 // Every attempt but the last is metered here; the last with the result.
                 if !report.last {
@@ -268,6 +302,19 @@ impl<'m, L: Ledger, T: Timeline> Metering<'m, L, T> {
     /// task's start and end (once each: a detached call says only its start, the call that
     /// follows it only its end).
     pub fn settle<B, Sec, F>(&mut self, op: &mut Op<'_, B, Sec, F>) -> Settled
+    where
+        B: Buf,
+        Sec: AsRef<[u8]>,
+        F: FnMut(Option<(Value<'_>, &[u8])>),
+    {
+        self.settle_as(op)
+    }
+
+    /// [`settle`](Self::settle), for an op of any `LISTS` and `OTHERS` (the driver's calls).
+    pub(crate) fn settle_as<B, Sec, F, const LISTS: bool, const OTHERS: bool>(
+        &mut self,
+        op: &mut Op<'_, B, Sec, F, LISTS, OTHERS>,
+    ) -> Settled
     where
         B: Buf,
         Sec: AsRef<[u8]>,

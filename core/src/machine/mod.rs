@@ -114,6 +114,8 @@ pub use handlers::write_elicit_answer as answer_elicitation;
 pub use handlers::{Answered, ListError, ListItem, MethodError};
 pub use metering::{Metering, Settled, Tasking};
 pub use op::{Action, Answer, Op, Report};
+#[cfg(feature = "drive")]
+pub(crate) use op::{CallOp, OtherOp};
 pub use waiters::MAX_WAITERS;
 use waiters::Waiters;
 

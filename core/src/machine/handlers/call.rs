@@ -802,8 +802,8 @@ impl<B: Buf, Sec: AsRef<[u8]>> CallHandler<'_, B, Sec> {
         self.handle_found(msg, find_in(value, self.id, last_chance)?, defer)
     }
 
-    /// [`handle_in`](Self::handle_in) of a message already looked up.
-    #[inline(always)]
+    /// [`handle_in`](Self::handle_in) of a message already looked up. (Left to the compiler:
+    /// minimal 16 B, full 8 B less than forced inline.)
     fn handle_found(
         &mut self,
         msg: &[u8],

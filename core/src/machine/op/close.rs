@@ -2,14 +2,14 @@
 
 use super::*;
 
-impl<'o, B, Sec, F> Op<'o, B, Sec, F>
+impl<'o, B, Sec, F, const LISTS: bool, const OTHERS: bool> Op<'o, B, Sec, F, LISTS, OTHERS>
 where
     B: Buf,
     Sec: AsRef<[u8]>,
     F: FnMut(Option<(Value<'_>, &[u8])>),
 {
-    /// The attempt ended: failover decides whether another server is tried.
-    #[inline(never)]
+    /// The attempt ended: failover decides whether another server is tried. (Inlined into
+    /// the op's step: minimal 48 B, full 108 B less than the call.)
     pub(super) fn attempt_ended(&mut self, slot: &mut SlotState) -> Action {
         self.clear_in_flight();
         // A call's deadline or idle timeout names its limit and whether the tool may still
@@ -53,9 +53,11 @@ where
                     (outcome, d.next, d.fallback_used, d.no_healthy_tool)
                 }
             }
+            // (Never taken where the op can only be a call.)
+            _ if !LISTS && !OTHERS => (AttemptOutcome::Unreachable, None, false, false),
             job => {
                 let answer = match job {
-                    Job::List { handler, .. } => handler.answer.as_ref(),
+                    Job::List { handler, .. } if LISTS => handler.answer.as_ref(),
                     Job::Request(handler) if !crate::machine::handlers::ONE_ERA_EDGE => {
                         handler.answer.as_ref()
                     }
@@ -69,10 +71,10 @@ where
                     },
                     None => AttemptOutcome::Unreachable,
                 };
-                let next = match self.tasking {
-                    // A task's request goes to the task's server alone.
-                    TaskMode::Attach => None,
-                    _ => slot.failover.after_list_attempt(self.target, outcome),
+                // A task's request goes to the task's server alone.
+                let next = match self.tasking.pinned() {
+                    true => None,
+                    false => slot.failover.after_list_attempt(self.target, outcome),
                 };
                 (outcome, next, false, false)
             }

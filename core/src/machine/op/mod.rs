@@ -311,10 +311,33 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 /// The list callback type of ops that are not lists.
 type NoItems = fn(Option<(Value<'_>, &[u8])>);
 
+/// A tool call's op as the driver runs it: never a list, and in the edge's one-era build
+/// nothing but a call (there the driver runs no other op beside its calls), so it has no
+/// code for the other jobs.
+#[cfg_attr(not(feature = "drive"), allow(dead_code))]
+pub(crate) type CallOp<'o, B, Sec> =
+    Op<'o, B, Sec, NoItems, false, { !crate::machine::handlers::ONE_ERA_EDGE }>;
+
+/// A request's, a close's or a cancel's op as the driver runs it: never a list.
+#[cfg_attr(not(feature = "drive"), allow(dead_code))]
+pub(crate) type OtherOp<'o, B, Sec> = Op<'o, B, Sec, NoItems, false, true>;
+
 /// One operation of a slot, as a state machine over the caller's buffers (see the module
 /// docs). Its outcome, when [`Action::Done`] comes, is [`Op::outcome`] and what its handler
 /// wrote into the buffers.
-pub struct Op<'o, B: Buf, Sec: AsRef<[u8]>, F: FnMut(Option<(Value<'_>, &[u8])>) = NoItems> {
+///
+/// `LISTS` says whether the op can be a list, `OTHERS` whether it can be a request, a close
+/// or a cancel: both true for every op made here. The driver makes its ops with the kinds
+/// they never are left out, so their code has none of those kinds' arms (a list's handler,
+/// pages and failover: about 1 KiB of the edge's flash).
+pub struct Op<
+    'o,
+    B: Buf,
+    Sec: AsRef<[u8]>,
+    F: FnMut(Option<(Value<'_>, &[u8])>) = NoItems,
+    const LISTS: bool = true,
+    const OTHERS: bool = true,
+> {
     cfg: &'o SlotConfig<'o>,
     request: &'o mut B,
     read: &'o mut [u8],
@@ -409,10 +432,23 @@ enum TaskMode {
     Attach,
 }
 
-impl<'o, B: Buf, Sec: AsRef<[u8]>> Op<'o, B, Sec> {
-    /// A `tools/call` of `tool` with `args` (a JSON object, or none). `secrets` are the run's
-    /// redaction set (the slot's header values included).
-    pub fn call(
+/// Whether an op can be [`TaskMode::Attach`]: with tasks, or where a task's request can be
+/// pinned to its server. The edge's one-era build without tasks has neither.
+const ATTACH_BUILT: bool = cfg!(feature = "tasks") || !crate::machine::handlers::ONE_ERA_EDGE;
+
+impl TaskMode {
+    /// The op is pinned to its target ([`TaskMode::Attach`]): never true where
+    /// [`ATTACH_BUILT`] is false, so the compiler drops what it guards.
+    fn pinned(self) -> bool {
+        ATTACH_BUILT && self == TaskMode::Attach
+    }
+}
+
+impl<'o, B: Buf, Sec: AsRef<[u8]>, const LISTS: bool, const OTHERS: bool>
+    Op<'o, B, Sec, NoItems, LISTS, OTHERS>
+{
+    /// [`Op::call`], for an op of any `LISTS` and `OTHERS` (the driver's: false).
+    pub(crate) fn call_as(
         cfg: &'o SlotConfig<'o>,
         bufs: &'o mut CallBuffers<'_, B>,
         secrets: &'o [Sec],
@@ -441,18 +477,31 @@ impl<'o, B: Buf, Sec: AsRef<[u8]>> Op<'o, B, Sec> {
         self
     }
 
-    /// Follows the task `task` on `target` (made by an earlier call of `tool`, e.g. a
-    /// [`detached`](Op::detached) one, maybe in another run) to its end, as a call does: the
-    /// result flattened and redacted, a deadline that cancels it. Sends no `tools/call`, never
-    /// fails over (a task lives on its server), and needs a 2026-07-28 server.
-    pub fn attach(
+    /// [`Op::attach`], for an op of any `LISTS` and `OTHERS` (the driver's: false).
+    pub(crate) fn attach_as(
         cfg: &'o SlotConfig<'o>,
         bufs: &'o mut CallBuffers<'_, B>,
         secrets: &'o [Sec],
         (target, tool): (Target, &'o str),
         task: &str,
     ) -> Self {
-        let mut op = Op::call(cfg, bufs, secrets, tool, None);
+        let mut op = Self::call_as(cfg, bufs, secrets, tool, None);
+        // The edge's one-era build without tasks fails at once, as its attached call would
+        // when it got to the task (no server is asked): `TaskMode::Attach` is then never set
+        // and its branches fold away ([`TaskMode::pinned`]).
+        if !ATTACH_BUILT {
+            op.failure = Some(match cfg.endpoint(target) {
+                // (A slot without a fallback has no session there.)
+                None => Failure::NoResponse,
+                Some(_) => Failure::NotBuilt {
+                    capability: "tasks",
+                    need: "the tool requires a task",
+                },
+            });
+            op.target = target;
+            op.stage = Stage::Done;
+            return op;
+        }
         op.tasking = TaskMode::Attach;
         op.target = target;
         if let Job::Call { handler, .. } = &mut op.job {
@@ -461,24 +510,25 @@ impl<'o, B: Buf, Sec: AsRef<[u8]>> Op<'o, B, Sec> {
         op
     }
 
-    /// A request to `target` alone, with no failover: a task's (`tasks/get`, `tasks/cancel`),
-    /// which lives on its server.
-    pub fn pinned_request(
+    /// [`Op::pinned_request`], for an op of any `LISTS` (the driver's: false).
+    pub(crate) fn pinned_request_as(
         cfg: &'o SlotConfig<'o>,
         bufs: &'o mut CallBuffers<'_, B>,
         secrets: &'o [Sec],
         target: Target,
         req: jsonrpc::Request<'o>,
     ) -> Self {
-        let mut op = Op::request(cfg, bufs, secrets, req);
-        op.tasking = TaskMode::Attach;
+        let mut op = Self::request_as(cfg, bufs, secrets, req);
+        // (On the edge's one-era build the request is refused at once: never pinned.)
+        if ATTACH_BUILT {
+            op.tasking = TaskMode::Attach;
+        }
         op.target = target;
         op
     }
 
-    /// A request other than `tools/call` and the lists (`resources/read`, `prompts/get`,
-    /// `ping`): its whole result, redacted, goes to `bufs.text`.
-    pub fn request(
+    /// [`Op::request`], for an op of any `LISTS` (the driver's: false).
+    pub(crate) fn request_as(
         cfg: &'o SlotConfig<'o>,
         bufs: &'o mut CallBuffers<'_, B>,
         secrets: &'o [Sec],
@@ -505,16 +555,14 @@ impl<'o, B: Buf, Sec: AsRef<[u8]>> Op<'o, B, Sec> {
         )
     }
 
-    /// The slot's close: `DELETE` for each open session (best effort), every session forgotten.
-    pub fn close(cfg: &'o SlotConfig<'o>, bufs: &'o mut CallBuffers<'_, B>) -> Self {
+    /// [`Op::close`], for an op of any `LISTS` (the driver's: false).
+    pub(crate) fn close_as(cfg: &'o SlotConfig<'o>, bufs: &'o mut CallBuffers<'_, B>) -> Self {
         let (wire, _, _, _) = split(bufs);
         Op::new(cfg, wire, Job::Close(Some(Target::Primary)))
     }
 
-    /// `notifications/cancelled` for the `tools/call` with `id` on `target` (its caller went
-    /// away), best effort, in the server's session; nothing when the server is dead or has no
-    /// session.
-    pub fn cancel(
+    /// [`Op::cancel`], for an op of any `LISTS` (the driver's: false).
+    pub(crate) fn cancel_as(
         cfg: &'o SlotConfig<'o>,
         bufs: &'o mut CallBuffers<'_, B>,
         (target, id): (Target, u64),
@@ -523,6 +571,73 @@ impl<'o, B: Buf, Sec: AsRef<[u8]>> Op<'o, B, Sec> {
         let mut op = Op::new(cfg, wire, Job::Cancel(id));
         op.target = target;
         op
+    }
+}
+
+impl<'o, B: Buf, Sec: AsRef<[u8]>> Op<'o, B, Sec> {
+    /// A `tools/call` of `tool` with `args` (a JSON object, or none). `secrets` are the run's
+    /// redaction set (the slot's header values included).
+    pub fn call(
+        cfg: &'o SlotConfig<'o>,
+        bufs: &'o mut CallBuffers<'_, B>,
+        secrets: &'o [Sec],
+        tool: &'o str,
+        args: Option<Value<'o>>,
+    ) -> Self {
+        Self::call_as(cfg, bufs, secrets, tool, args)
+    }
+
+    /// Follows the task `task` on `target` (made by an earlier call of `tool`, e.g. a
+    /// [`detached`](Op::detached) one, maybe in another run) to its end, as a call does: the
+    /// result flattened and redacted, a deadline that cancels it. Sends no `tools/call`, never
+    /// fails over (a task lives on its server), and needs a 2026-07-28 server.
+    pub fn attach(
+        cfg: &'o SlotConfig<'o>,
+        bufs: &'o mut CallBuffers<'_, B>,
+        secrets: &'o [Sec],
+        (target, tool): (Target, &'o str),
+        task: &str,
+    ) -> Self {
+        Self::attach_as(cfg, bufs, secrets, (target, tool), task)
+    }
+
+    /// A request to `target` alone, with no failover: a task's (`tasks/get`, `tasks/cancel`),
+    /// which lives on its server.
+    pub fn pinned_request(
+        cfg: &'o SlotConfig<'o>,
+        bufs: &'o mut CallBuffers<'_, B>,
+        secrets: &'o [Sec],
+        target: Target,
+        req: jsonrpc::Request<'o>,
+    ) -> Self {
+        Self::pinned_request_as(cfg, bufs, secrets, target, req)
+    }
+
+    /// A request other than `tools/call` and the lists (`resources/read`, `prompts/get`,
+    /// `ping`): its whole result, redacted, goes to `bufs.text`.
+    pub fn request(
+        cfg: &'o SlotConfig<'o>,
+        bufs: &'o mut CallBuffers<'_, B>,
+        secrets: &'o [Sec],
+        req: jsonrpc::Request<'o>,
+    ) -> Self {
+        Self::request_as(cfg, bufs, secrets, req)
+    }
+
+    /// The slot's close: `DELETE` for each open session (best effort), every session forgotten.
+    pub fn close(cfg: &'o SlotConfig<'o>, bufs: &'o mut CallBuffers<'_, B>) -> Self {
+        Self::close_as(cfg, bufs)
+    }
+
+    /// `notifications/cancelled` for the `tools/call` with `id` on `target` (its caller went
+    /// away), best effort, in the server's session; nothing when the server is dead or has no
+    /// session.
+    pub fn cancel(
+        cfg: &'o SlotConfig<'o>,
+        bufs: &'o mut CallBuffers<'_, B>,
+        call: (Target, u64),
+    ) -> Self {
+        Self::cancel_as(cfg, bufs, call)
     }
 }
 
@@ -567,7 +682,14 @@ where
         }
         op
     }
+}
 
+impl<'o, B, Sec, F, const LISTS: bool, const OTHERS: bool> Op<'o, B, Sec, F, LISTS, OTHERS>
+where
+    B: Buf,
+    Sec: AsRef<[u8]>,
+    F: FnMut(Option<(Value<'_>, &[u8])>),
+{
     fn new(cfg: &'o SlotConfig<'o>, wire: WireBufs<'o, B>, job: Job<'o, B, Sec, F>) -> Self {
         Op {
             cfg,
@@ -648,7 +770,7 @@ fn split<'o, B: Buf>(
 /// as doubles).
 const RESENT_ID_BIT: u64 = 1 << 52;
 
-impl<'o, B, Sec, F> Op<'o, B, Sec, F>
+impl<'o, B, Sec, F, const LISTS: bool, const OTHERS: bool> Op<'o, B, Sec, F, LISTS, OTHERS>
 where
     B: Buf,
     Sec: AsRef<[u8]>,
@@ -735,7 +857,7 @@ where
             return Err(super::ListError::Unreachable(f.clone()));
         }
         let answer = match &self.job {
-            Job::List { handler, .. } => handler.answer.clone(),
+            Job::List { handler, .. } if LISTS => handler.answer.clone(),
             Job::Request(handler) if !crate::machine::handlers::ONE_ERA_EDGE => {
                 handler.answer.clone()
             }
@@ -851,7 +973,7 @@ where
     pub fn text_len(&self) -> usize {
         match &self.job {
             Job::Call { handler, .. } => handler.text.len(),
-            Job::List { handler, .. } => handler.text.len(),
+            Job::List { handler, .. } if LISTS => handler.text.len(),
             Job::Request(handler) if !crate::machine::handlers::ONE_ERA_EDGE => handler.text.len(),
             _ => 0,
         }
@@ -867,7 +989,8 @@ where
         {
             slot.tools_list_changed = true;
         }
-        if let Job::List { handler, .. } = &mut self.job
+        if LISTS
+            && let Job::List { handler, .. } = &mut self.job
             && handler.list == ListMethod::Tools
             && let Some(ttl) = handler.ttl_ms.take()
         {
@@ -904,24 +1027,25 @@ where
     }
 
     fn is_call(&self) -> bool {
-        matches!(self.job, Job::Call { .. })
+        // (An op that can only be a call is one: the compiler sees it.)
+        (!LISTS && !OTHERS) || matches!(self.job, Job::Call { .. })
     }
 
-    // Out of the driver's step closure (where `poll` is inlined) in a build with the 2025 era:
-    // 96 B less in `full` (12 B more in `minimal`).
-    #[cfg_attr(feature = "era-2025", inline(never))]
+    // Out of the driver's step closure (where `poll` is inlined): 96 B less in `full`, and
+    // since the driver's ops are never lists, 12 B less in `minimal` too.
+    #[inline(never)]
     fn step(&mut self, slot: &mut SlotState, now: Millis) -> Option<Action> {
         match self.stage {
             Stage::Start => {
                 match self.job {
-                    Job::Close(_) => self.close_next(slot, now),
-                    Job::Cancel(id) => self.cancel_start(slot, now, id),
+                    Job::Close(_) if OTHERS => self.close_next(slot, now),
+                    Job::Cancel(id) if OTHERS => self.cancel_start(slot, now, id),
                     _ => {
                         if self.is_call() {
                             slot.calls = slot.calls.saturating_add(1);
                         }
                         // A task's server is the task's; the others start where failover says.
-                        if self.tasking != TaskMode::Attach {
+                        if !self.tasking.pinned() {
                             self.target = slot.failover.first_target();
                         }
                         self.stage = Stage::Attempt;
@@ -1046,7 +1170,7 @@ where
                 cursor,
                 previous,
                 pages,
-            } => {
+            } if LISTS => {
                 if restart {
                     (handler.on_item)(None);
                 }
@@ -1189,7 +1313,7 @@ where
             // The tasks extension is declared (and a task taken) in the 2026 era only.
             handler.tasks = modern && self.cfg.capabilities.tasks_on();
         }
-        if self.tasking == TaskMode::Attach && self.is_call() {
+        if self.tasking.pinned() && self.is_call() {
             return self.attached(now);
         }
         if let Job::Call { handler, tool, .. } = &mut self.job
@@ -1270,7 +1394,7 @@ where
                     w.set(self.target, id);
                 }
             }
-            Job::List { handler, .. } => handler.renumber(id),
+            Job::List { handler, .. } if LISTS => handler.renumber(id),
             Job::Request(handler) if !crate::machine::handlers::ONE_ERA_EDGE => {
                 handler.renumber(id)
             }
