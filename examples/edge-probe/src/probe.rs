@@ -101,6 +101,15 @@ pub async fn run(
 
     let mut done = 0u32;
     let mut good = 0u32;
+    // A measuring build (scripts/edge-size.sh): the tools listed once, so the figure shows
+    // what listing adds to a firmware that calls.
+    #[cfg(feature = "size-list")]
+    {
+        let mut bufs = call.buffers();
+        let mut tools = 0u32;
+        let listed = slot.list_tools(&net, &mut bufs, |_| tools += 1).await;
+        report!("tools: {} listed, ok {}", tools, listed.is_ok());
+    }
     loop {
         done += 1;
         let mut bufs = call.buffers();
