@@ -456,12 +456,12 @@ impl<const N: usize> embedded_io_async::Write for EdgeConn<'_, '_, N> {
     }
 }
 
-#[cfg(test)]
+// Without `tls` only: with it, `NO_TLS` is not built.
+#[cfg(all(test, not(feature = "tls")))]
 mod tests {
     use super::*;
 
     #[test]
-    #[cfg(not(feature = "tls"))]
     fn no_tls_is_the_cores_words() {
         let e = ConnectError::of(ConnectErrorKind::Unsupported, ConnectWhy::NoTls);
         assert_eq!(e.detail.as_str(), NO_TLS);
