@@ -204,6 +204,7 @@ impl<'m, L: Ledger, T: Timeline> Metering<'m, L, T> {
 
     /// [`begin`](Self::begin) for a tool call's metering (the driver's calls): a call's
     /// attempt is always metered when dropped.
+    #[cfg(feature = "drive")]
     pub(crate) fn begin_call(&mut self) {
         self.open = true;
     }
@@ -220,6 +221,7 @@ impl<'m, L: Ledger, T: Timeline> Metering<'m, L, T> {
 
     /// [`forward`](Self::forward) for a tool call's metering (the driver's calls): no code for
     /// a request's ledger where only calls are metered.
+    #[cfg(feature = "drive")]
     pub(crate) fn forward_call(&mut self, event: Event<'_>) {
         self.forward_as(event, Metered::Call { attached: false });
     }
