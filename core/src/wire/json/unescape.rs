@@ -301,65 +301,100 @@ pub(super) fn unescape_chunk_with<const CHECK: bool>(
     dst: &mut [u8],
 ) -> Option<(usize, usize)> {
     use safe_arch::{
-        cmp_eq_mask_i8_m128i, load_unaligned_m128i, max_u8_m128i, move_mask_i8_m128i,
-        set_splat_i8_m128i,
+        cmp_eq_mask_i8_m128i, load_unaligned_m128i, max_u8_m128i, min_u8_m128i, move_mask_i8_m128i,
+        set_splat_i8_m128i, store_unaligned_m128i,
     };
     let backslash = set_splat_i8_m128i(b'\\' as i8);
     let below = set_splat_i8_m128i(0x1F);
-    let (mut from, mut to) = (0, 0);
     // 64 bytes at a time while there is room for a block and a copy of 64 after any place
     // in it: the block is copied whole, and after an escape the rest of it is copied again
     // where it now goes (one copy, not a new look at the bytes): text with an escape every
-    // few dozen bytes costs one mask per 64 bytes and one copy per escape.
-    'blocks: while let (Some(window), true) = (raw.get(from..from + 128), dst.len() >= to + 128) {
-        let base = from;
-        let Ok(block) = <&[u8; 64]>::try_from(window.get(..64).unwrap_or(&[])) else {
+    // few dozen bytes costs one mask per 64 bytes and one copy per escape. Both sides are
+    // taken as 128-byte windows, so places in a block need (almost) no bounds checks, and
+    // what is left of both is kept as slices: a window is one length check, a step one more.
+    // A one-letter escape (nearly all of them in tool text) is one table load.
+    let size = dst.len();
+    let mut least = set_splat_i8_m128i(-1);
+    let (mut rest, mut room) = (raw, &mut *dst);
+    'blocks: while let (Some(src), true) = (rest.first_chunk::<128>(), room.len() >= 128) {
+        let Some(out) = room.first_chunk_mut::<128>() else {
             break;
         };
-        if !copy64(raw, from, dst, to) {
-            break;
+        let lanes = load64(src);
+        for (chunk, &v) in out.chunks_exact_mut(16).zip(&lanes) {
+            if let Ok(d) = <&mut [u8; 16]>::try_from(chunk) {
+                store_unaligned_m128i(d, v);
+            }
+        }
+        if CHECK {
+            // The least byte seen at each place, looked at once the blocks are done.
+            let [a, b, c, d] = lanes;
+            least = min_u8_m128i(least, min_u8_m128i(min_u8_m128i(a, b), min_u8_m128i(c, d)));
         }
         let mut hits = 0u64;
-        for (j, chunk) in block.chunks_exact(16).enumerate() {
-            let Ok(lanes) = <&[u8; 16]>::try_from(chunk) else {
-                continue;
-            };
-            let v = load_unaligned_m128i(lanes);
-            let mut stops = cmp_eq_mask_i8_m128i(v, backslash);
-            if CHECK {
-                // A control byte is one whose max with 0x1F is 0x1F.
-                stops |= cmp_eq_mask_i8_m128i(max_u8_m128i(v, below), below);
-            }
+        for (j, &v) in lanes.iter().enumerate() {
             // 16 meaningful bits; the cast keeps exactly them.
-            hits |= u64::from(move_mask_i8_m128i(stops) as u16) << (16 * j);
+            hits |= u64::from(move_mask_i8_m128i(cmp_eq_mask_i8_m128i(v, backslash)) as u16)
+                << (16 * j);
         }
-        loop {
-            if hits == 0 {
-                // The rest of the block is plain, and already copied where it goes.
-                to += base + 64 - from;
-                from = base + 64;
-                continue 'blocks;
+        // Places in the block's windows: `f` read, `t` written (`t <= f`: escapes shrink).
+        let (mut f, mut t) = (0usize, 0usize);
+        while hits != 0 {
+            let k = hits.trailing_zeros() as usize;
+            t += k - f;
+            let letter = src.get(k + 1).copied().unwrap_or(0);
+            let short = SHORT.get(usize::from(letter)).copied().unwrap_or(0);
+            if short != 0 {
+                // One check for the character and the copy after it.
+                let Some((c, d)) = out
+                    .get_mut(t..)
+                    .and_then(|d| d.first_chunk_mut::<65>())
+                    .and_then(|d| d.split_first_mut())
+                else {
+                    break 'blocks;
+                };
+                *c = short;
+                (f, t) = (k + 2, t + 1);
+                if f >= 64 {
+                    (rest, room) = step(rest, room, f, t);
+                    continue 'blocks;
+                }
+                // The output is shorter than the escape: the rest of the block again.
+                if let Some(s) = src.get(f..f + 64) {
+                    d.copy_from_slice(s);
+                }
+            } else {
+                // `\u` (surrogate pairs joined) and anything odd, within the windows (an
+                // escape is at most 12 bytes, its output shorter, and `k < 64`).
+                match unescape_one(src, k, out, t) {
+                    Ok(next) => (f, t) = next,
+                    // A malformed escape ends the string, as there.
+                    Err(_) => {
+                        let to = size - room.len() + t;
+                        return unescape_stop::<CHECK>(raw, (raw.len(), to));
+                    }
+                }
+                if f >= 64 {
+                    (rest, room) = step(rest, room, f, t);
+                    continue 'blocks;
+                }
+                let (Some(d), Some(s)) = (out.get_mut(t..t + 64), src.get(f..f + 64)) else {
+                    break 'blocks;
+                };
+                d.copy_from_slice(s);
             }
-            let k = base + hits.trailing_zeros() as usize;
-            to += k - from;
-            from = k;
-            if CHECK && raw.get(from) != Some(&b'\\') {
-                return None;
-            }
-            match unescape_one(raw, from, dst, to) {
-                Ok(next) => (from, to) = next,
-                Err(end) => return unescape_stop::<CHECK>(raw, end),
-            }
-            if from >= base + 64 {
-                continue 'blocks;
-            }
-            // The output is shorter than the escape: the rest of the block again.
-            if !copy64(raw, from, dst, to) {
-                break 'blocks;
-            }
-            hits &= u64::MAX.checked_shl((from - base) as u32).unwrap_or(0);
+            hits &= u64::MAX.checked_shl(f as u32).unwrap_or(0);
         }
+        // The rest of the block is plain, and already copied where it goes.
+        (rest, room) = step(rest, room, 64, t + 64 - f);
     }
+    // A control anywhere in the blocks: `None`, and the caller's exact check says where (a
+    // piece that stops early is not an error). A byte is a control exactly when its max
+    // with 0x1F is 0x1F.
+    if CHECK && move_mask_i8_m128i(cmp_eq_mask_i8_m128i(max_u8_m128i(least, below), below)) != 0 {
+        return None;
+    }
+    let (mut from, mut to) = (raw.len() - rest.len(), size - room.len());
     while let (Some(s), Some(d)) = (raw.get(from..from + 16), dst.get_mut(to..to + 16)) {
         let (Ok(s), Ok(d)) = (<&[u8; 16]>::try_from(s), <&mut [u8; 16]>::try_from(d)) else {
             break;
@@ -400,19 +435,58 @@ pub(super) fn unescape_chunk_with<const CHECK: bool>(
     Some((from + used, to + made))
 }
 
-/// Copies the 64 bytes of `raw` at `from` to `dst` at `to`; false when either is short.
+/// The first 64 bytes of `src` as four SSE2 registers.
 #[cfg(all(feature = "std", target_arch = "x86_64"))]
 #[inline(always)]
-pub(super) fn copy64(raw: &[u8], from: usize, dst: &mut [u8], to: usize) -> bool {
-    let (Some(s), Some(d)) = (raw.get(from..from + 64), dst.get_mut(to..to + 64)) else {
-        return false;
-    };
-    let (Ok(s), Ok(d)) = (<&[u8; 64]>::try_from(s), <&mut [u8; 64]>::try_from(d)) else {
-        return false;
-    };
-    *d = *s;
-    true
+fn load64(src: &[u8; 128]) -> [safe_arch::m128i; 4] {
+    let mut lanes = [safe_arch::m128i::default(); 4];
+    for (v, chunk) in lanes.iter_mut().zip(src.chunks_exact(16)) {
+        if let Ok(bytes) = <&[u8; 16]>::try_from(chunk) {
+            *v = safe_arch::load_unaligned_m128i(bytes);
+        }
+    }
+    lanes
 }
+
+/// `rest` and `room` past `used` and `made` bytes (both less than the 128 their windows
+/// hold).
+#[cfg(all(feature = "std", target_arch = "x86_64"))]
+#[inline(always)]
+fn step<'r, 'd>(
+    rest: &'r [u8],
+    room: &'d mut [u8],
+    used: usize,
+    made: usize,
+) -> (&'r [u8], &'d mut [u8]) {
+    (
+        rest.get(used..).unwrap_or(&[]),
+        room.get_mut(made..).unwrap_or(&mut []),
+    )
+}
+
+/// What each one-letter escape `\<b>` stands for, by `b` (0: not one; `\u` is handled
+/// apart): one load, not a jump through the letters, per escape on the host's block path.
+#[cfg(all(feature = "std", target_arch = "x86_64"))]
+#[allow(clippy::indexing_slicing)] // At build time: out of range fails the build.
+const SHORT: [u8; 256] = {
+    let mut table = [0u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        table[b] = match b as u8 {
+            b'n' => b'\n',
+            b'"' => b'"',
+            b'\\' => b'\\',
+            b't' => b'\t',
+            b'r' => b'\r',
+            b'/' => b'/',
+            b'b' => 0x08,
+            b'f' => 0x0c,
+            _ => 0,
+        };
+        b += 1;
+    }
+    table
+};
 
 /// Where [`unescape_one`] stopped: a malformed escape (it says the whole string is used) is
 /// `None` when checking.
