@@ -750,3 +750,75 @@ fn str_literal(out: &mut impl Sink, s: &str) -> Result<(), Overflow> {
     }
     out.put(b"\"")
 }
+
+#[cfg(all(test, feature = "std"))]
+mod tests {
+    use std::vec::Vec;
+
+    use super::*;
+
+    /// `raw` through [`unescape_chunk_checked`] in pieces of `piece` bytes, as the in-place
+    /// run takes a deferred string: `None` when a piece says the string is bad, else the text.
+    fn checked_in_chunks(raw: &[u8], piece: usize) -> Option<Vec<u8>> {
+        let mut out = Vec::new();
+        let mut dst = std::vec![0u8; piece];
+        let mut from = 0;
+        while from < raw.len() {
+            let (used, made) = unescape_chunk_checked(&raw[from..], &mut dst)?;
+            out.extend_from_slice(&dst[..made]);
+            assert!(used > 0, "no progress at {from}");
+            from += used;
+        }
+        Some(out)
+    }
+
+    /// What `parse` says of `raw` as a string, and its text when it is one.
+    fn reference(raw: &[u8]) -> Option<Vec<u8>> {
+        let mut src = std::vec![b'"'];
+        src.extend_from_slice(raw);
+        src.push(b'"');
+        let v = Value::parse(&src, JsonLimits::default()).ok()?;
+        let mut out = crate::buf::VecBuf::new(1 << 20);
+        v.as_str()?.unescape_into(&mut out).ok()?;
+        Some(crate::buf::Buf::bytes(&out).to_vec())
+    }
+
+    #[test]
+    fn checked_pieces_find_every_bad_byte_around_the_blocks() {
+        // Text with an escape every few bytes (so blocks go through the escape path), a bad
+        // thing (or a good one) at every offset around the 64- and 128-byte edges, pieces of
+        // several sizes: a piece says `None` exactly when `parse` refuses the string, and
+        // the text is `unescape_into`'s otherwise.
+        let text = "ab\\ncd\\\"e\\\\f é\\tg\\u00e9h\\ud83d\\ude00i\\/j".repeat(12);
+        let bad: [&[u8]; 9] = [
+            b"",
+            &[0x01],
+            &[0x1f],
+            b"\\x",
+            b"\\u12g4",
+            &[0xff],
+            &[0xe2, 0x82],
+            &[0xed, 0xa0, 0x80],
+            "😀".as_bytes(),
+        ];
+        for b in bad {
+            for at in 0..200 {
+                let mut raw = text.as_bytes()[..at].to_vec();
+                // Cut where a character of the text is not.
+                while core::str::from_utf8(&raw).is_err() {
+                    raw.pop();
+                }
+                raw.extend_from_slice(b);
+                raw.extend_from_slice(text.as_bytes());
+                let want = reference(&raw);
+                for piece in [8192, 300, 129, 64, 17] {
+                    assert_eq!(
+                        checked_in_chunks(&raw, piece),
+                        want,
+                        "{b:?} at {at}, pieces of {piece}"
+                    );
+                }
+            }
+        }
+    }
+}
