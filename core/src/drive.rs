@@ -34,7 +34,7 @@ use crate::harness::failover::Target;
 use crate::harness::meter::{Ledger, LedgerRecord};
 use crate::harness::result::ToolResult;
 use crate::machine::handlers::redact_list_error;
-use crate::machine::{Action, CallOp, Metering, Op, OtherOp, Settled, Tasking};
+use crate::machine::{Action, CallOp, ListOp, Metering, Op, OtherOp, Settled, Tasking};
 use crate::wire::endpoint::Endpoint;
 pub use crate::wire::exchange::TailDrain;
 use crate::wire::failure::ConnectError;
@@ -324,8 +324,8 @@ fn feed<B, Sec, F, const LISTS: bool, const OTHERS: bool>(
 
 /// What a finished list op says: which server's list it is, or its failure (redacted, with the
 /// method and the era it was spoken in).
-fn list_result<B, Sec, F>(
-    op: &Op<'_, B, Sec, F>,
+fn list_result<B, Sec, F, const LISTS: bool, const OTHERS: bool>(
+    op: &Op<'_, B, Sec, F, LISTS, OTHERS>,
     list: ListMethod,
     secrets: &[Sec],
 ) -> Result<Target, MethodError>
@@ -595,13 +595,24 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
         #[cfg(not(feature = "era-2025"))]
         let _ = (call, bufs);
         #[cfg(feature = "era-2025")]
-        self.run(&mut OtherOp::<B, &[u8]>::cancel_as(self.cfg, bufs, call))
+        self.run(&mut OtherOp::<B, &[u8], false>::cancel_as(self.cfg, bufs, call))
             .await;
     }
 
     /// Ends each open session with HTTP DELETE (best effort; 405 is fine) and forgets it.
     /// Nothing goes to a server the slot knows is dead: its session is only forgotten.
-    pub async fn close<B: Buf>(self, bufs: &mut CallBuffers<'_, B>) {
+    pub fn close<'s, B: Buf>(
+        self,
+        bufs: &'s mut CallBuffers<'_, B>,
+    ) -> impl Future<Output = ()> {
+        self.close_on::<false, B>(bufs)
+    }
+
+    /// [`close`](Self::close), its op of the type the driver's calls run on with the same
+    /// `LISTS` ([`tool_call_on`](Self::tool_call_on)): where the build has closes that send
+    /// (the old era), a firmware that lists as well as calls then closes on the one op type
+    /// its calls and lists share, not on one of its own.
+    pub async fn close_on<const LISTS: bool, B: Buf>(self, bufs: &mut CallBuffers<'_, B>) {
         // Without the handshake era no server has a session to `DELETE`: forgetting them is
         // the whole close, with no op to run.
         #[cfg(not(feature = "era-2025"))]
@@ -612,7 +623,7 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
         // `run`'s loop written out: one future less around the pump's.
         #[cfg(feature = "era-2025")]
         {
-            let mut op = OtherOp::<B, &[u8]>::close_as(self.cfg, bufs);
+            let mut op = OtherOp::<B, &[u8], LISTS>::close_as(self.cfg, bufs);
             let mut conn = None;
             while self.pump(&mut op, &mut conn).await != Action::Done {}
         }
@@ -686,9 +697,30 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
     /// code for the other cases): the result, and the running task a [`Tasking::Detach`]
     /// call became (its server and id; the result is then an empty answer). `args` are not
     /// sent with [`Tasking::Attach`].
-    pub async fn tool_call<
+    pub fn tool_call<'b, 't, M: CallMode<'t>, B: Buf, Sec: AsRef<[u8]>, L: Ledger, T: Timeline>(
+        self,
+        call: (&str, Option<Value<'_>>),
+        how: (M, &[Sec]),
+        sinks: (&mut L, &mut T),
+        bufs: &'b mut CallBuffers<'_, B>,
+    ) -> impl Future<
+        Output = (
+            ToolResult<'b>,
+            Option<(Target, heapless::String<MAX_TASK_ID>)>,
+        ),
+    > {
+        self.tool_call_on::<false, M, B, Sec, L, T>(call, how, sinks, bufs)
+    }
+
+    /// [`tool_call`](Self::tool_call), its op of the type the driver's lists run on when
+    /// `LISTS` (false: `tool_call` itself). For a firmware that lists as well as calls: its
+    /// calls and lists then share one copy of the op's code (and of the pump around it)
+    /// instead of one each, at the cost of the list's arms in every call's; a firmware that
+    /// only calls keeps `LISTS` false and has no list arms at all. Behaviour is the same.
+    pub async fn tool_call_on<
         'b,
         't,
+        const LISTS: bool,
         M: CallMode<'t>,
         B: Buf,
         Sec: AsRef<[u8]>,
@@ -706,9 +738,14 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
     ) {
         let mut meter = Metering::call(self.cfg, tool, &mode.tasking(), sinks, self.now());
         let mut settled = {
-            // Never a list: its op has no code for one.
-            let mut op =
-                CallOp::tool_call_as(self.cfg, bufs, secrets, (tool, args), mode.tasking());
+            // Never a list: unless `LISTS`, its op has no code for one.
+            let mut op = CallOp::<B, Sec, LISTS>::tool_call_as(
+                self.cfg,
+                bufs,
+                secrets,
+                (tool, args),
+                mode.tasking(),
+            );
             // `metered`'s loop written out: one future less around the pump's (full -196 B,
             // minimal -28 B and 40 B less of the call's future in RAM).
             {
@@ -779,8 +816,10 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
         bufs: &mut CallBuffers<'_, B>,
         mut on_tool: impl FnMut(&str, &[u8]),
     ) -> Result<(), ListError> {
-        let on_item = |item: Option<(Value<'_>, &[u8])>| each_tool(item, &mut on_tool);
-        let mut op = Op::list(self.cfg, bufs, secrets, ListMethod::Tools, on_item);
+        let mut on_item = |item: Option<(Value<'_>, &[u8])>| each_tool(item, &mut on_tool);
+        // The callback behind `dyn`: every list, whatever its entry point, is one op type,
+        // a call's that can be a list (`tool_call_on`).
+        let mut op = ListOp::list_as(self.cfg, bufs, secrets, ListMethod::Tools, &mut on_item);
         self.run(&mut op).await;
         op.list_outcome().map_err(|e| redact_list_error(secrets, e))
     }
@@ -798,8 +837,8 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
         bufs: &mut CallBuffers<'_, B>,
         mut on_item: impl FnMut(ListItem<'_>),
     ) -> Result<Target, MethodError> {
-        let each = |item: Option<(Value<'_>, &[u8])>| each_item(item, &mut on_item);
-        let mut op = Op::list(self.cfg, bufs, secrets, list, each);
+        let mut each = |item: Option<(Value<'_>, &[u8])>| each_item(item, &mut on_item);
+        let mut op = ListOp::list_as(self.cfg, bufs, secrets, list, &mut each);
         self.run(&mut op).await;
         list_result(&op, list, secrets)
     }
@@ -855,8 +894,10 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
         let mut meter = Metering::request(self.cfg, method, content, sinks, self.now());
         let outcome = {
             let mut op = match pin {
-                Some(target) => OtherOp::pinned_request_as(self.cfg, bufs, secrets, target, req),
-                None => OtherOp::request_as(self.cfg, bufs, secrets, req),
+                Some(target) => {
+                    OtherOp::<B, Sec, false>::pinned_request_as(self.cfg, bufs, secrets, target, req)
+                }
+                None => OtherOp::<B, Sec, false>::request_as(self.cfg, bufs, secrets, req),
             };
             self.metered(&mut op, &mut meter).await;
             (op.list_outcome(), op.spoke_modern())

@@ -61,7 +61,12 @@ impl core::fmt::Display for TooManySecrets {
 pub type OnEvent<'a> = &'a dyn Fn(&TimelineEvent<'_>);
 
 /// One slot of the run: primary and optional fallback endpoint, session, failover, counters.
-pub struct EdgeSlot<'a> {
+///
+/// `LISTS` says whether the firmware lists the slot's tools as well as calling them: then
+/// its calls run on the op type of its lists, so the two share one copy of the core's op
+/// and pump ([`EdgeSlot::listing`]); a slot that only calls (the default) carries no list
+/// arms in its calls. Either can do both; only the flash differs.
+pub struct EdgeSlot<'a, const LISTS: bool = false> {
     config: SlotConfig<'a>,
     state: CellShared<SlotState>,
     run_id: &'a str,
@@ -122,6 +127,23 @@ impl<'a> EdgeSlot<'a> {
         })
     }
 
+    /// This slot for a firmware that lists its tools as well as calling them: its calls
+    /// then run on the op type of its lists, one copy of the core's op and pump for both
+    /// (a few KiB less flash than two), at the cost of the list's arms in each call's code.
+    /// A firmware that only calls keeps the slot `new` made: it has no list arms at all.
+    pub fn listing(self) -> EdgeSlot<'a, true> {
+        EdgeSlot {
+            config: self.config,
+            state: self.state,
+            run_id: self.run_id,
+            secrets: self.secrets,
+            counters: self.counters,
+            on_event: self.on_event,
+        }
+    }
+}
+
+impl<'a, const LISTS: bool> EdgeSlot<'a, LISTS> {
     /// Calls `f` with every timeline event of this slot (after defmt logging, when enabled).
     pub fn with_timeline(mut self, f: OnEvent<'a>) -> Self {
         self.on_event = Some(f);
@@ -151,7 +173,7 @@ impl<'a> EdgeSlot<'a> {
         let (mut ledger, mut timeline) = self.sinks();
         let result = self
             .driver(net)
-            .tool_call(
+            .tool_call_on::<LISTS, _, _, _, _, _>(
                 (tool, args),
                 (drive::Waits, &self.secrets[..]),
                 (&mut ledger, &mut timeline),
@@ -201,7 +223,7 @@ impl<'a> EdgeSlot<'a> {
             Ok((value, bufs)) => {
                 let (mut ledger, mut timeline) = self.sinks();
                 self.driver(net)
-                    .tool_call(
+                    .tool_call_on::<LISTS, _, _, _, _, _>(
                         (exec::RUN_COMMAND, Some(value)),
                         (drive::Waits, &self.secrets[..]),
                         (&mut ledger, &mut timeline),
@@ -292,7 +314,7 @@ impl<'a> EdgeSlot<'a> {
         net: &'s N,
         bufs: &'s mut CallBuffers<'_, B>,
     ) -> impl Future<Output = ()> {
-        self.driver(net).close(bufs)
+        self.driver(net).close_on::<LISTS, B>(bufs)
     }
 
     /// The core's driver of this slot over `net`: one closure type for every op of the slot,

@@ -311,16 +311,33 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 /// The list callback type of ops that are not lists.
 type NoItems = fn(Option<(Value<'_>, &[u8])>);
 
-/// A tool call's op as the driver runs it: never a list, and in the edge's one-era build
-/// nothing but a call (there the driver runs no other op beside its calls), so it has no
-/// code for the other jobs.
+/// The list callback type of the driver's ops: one type for every list it runs (each entry
+/// point's callback behind it), so they share one copy of the op's code, and the calls of a
+/// firmware that lists too can share it as well ([`CallOp`]).
 #[cfg_attr(not(feature = "drive"), allow(dead_code))]
-pub(crate) type CallOp<'o, B, Sec> =
-    Op<'o, B, Sec, NoItems, false, { !crate::machine::handlers::ONE_ERA_EDGE }>;
+pub(crate) type Items<'o> = &'o mut (dyn FnMut(Option<(Value<'_>, &[u8])>) + 'o);
 
-/// A request's, a close's or a cancel's op as the driver runs it: never a list.
+/// Whether the driver's calls can be another job than a call or a list: not in the edge's
+/// one-era build (there the driver runs no request, close or cancel beside its calls).
+const CALL_OTHERS: bool = !crate::machine::handlers::ONE_ERA_EDGE;
+
+/// A tool call's op as the driver runs it: a list only when `LISTS` (a firmware that lists
+/// as well as calls: then its calls and lists are one op type, one copy of the op's code),
+/// and in the edge's one-era build nothing but a call or a list, so it has no code for the
+/// other jobs.
 #[cfg_attr(not(feature = "drive"), allow(dead_code))]
-pub(crate) type OtherOp<'o, B, Sec> = Op<'o, B, Sec, NoItems, false, true>;
+pub(crate) type CallOp<'o, B, Sec, const LISTS: bool> =
+    Op<'o, B, Sec, Items<'o>, LISTS, CALL_OTHERS>;
+
+/// A list's op as the driver runs it: a call's that can be a list ([`CallOp`]), never a
+/// request, a close or a cancel on the edge.
+#[cfg_attr(not(feature = "drive"), allow(dead_code))]
+pub(crate) type ListOp<'o, B, Sec> = CallOp<'o, B, Sec, true>;
+
+/// A request's, a close's or a cancel's op as the driver runs it: a list only when `LISTS`
+/// (as its calls', whose type it is where the build has those jobs).
+#[cfg_attr(not(feature = "drive"), allow(dead_code))]
+pub(crate) type OtherOp<'o, B, Sec, const LISTS: bool> = Op<'o, B, Sec, Items<'o>, LISTS, true>;
 
 /// One operation of a slot, as a state machine over the caller's buffers (see the module
 /// docs). Its outcome, when [`Action::Done`] comes, is [`Op::outcome`] and what its handler
@@ -444,8 +461,11 @@ impl TaskMode {
     }
 }
 
-impl<'o, B: Buf, Sec: AsRef<[u8]>, const LISTS: bool, const OTHERS: bool>
-    Op<'o, B, Sec, NoItems, LISTS, OTHERS>
+impl<'o, B, Sec, F, const LISTS: bool, const OTHERS: bool> Op<'o, B, Sec, F, LISTS, OTHERS>
+where
+    B: Buf,
+    Sec: AsRef<[u8]>,
+    F: FnMut(Option<(Value<'_>, &[u8])>),
 {
     /// [`Op::call`], for an op of any `LISTS` and `OTHERS` (the driver's: false).
     pub(crate) fn call_as(
@@ -651,6 +671,25 @@ where
     /// JSON to `on_item`, and `None` when a failed server's items must be forgotten (the list
     /// starts again on the fallback).
     pub fn list(
+        cfg: &'o SlotConfig<'o>,
+        bufs: &'o mut CallBuffers<'_, B>,
+        secrets: &'o [Sec],
+        list: ListMethod,
+        on_item: F,
+    ) -> Self {
+        Self::list_as(cfg, bufs, secrets, list, on_item)
+    }
+}
+
+impl<'o, B, Sec, F, const LISTS: bool, const OTHERS: bool> Op<'o, B, Sec, F, LISTS, OTHERS>
+where
+    B: Buf,
+    Sec: AsRef<[u8]>,
+    F: FnMut(Option<(Value<'_>, &[u8])>),
+{
+    /// [`Op::list`], for an op of any `OTHERS` (the driver's: as its calls'). Only an op
+    /// that `LISTS` is made one.
+    pub(crate) fn list_as(
         cfg: &'o SlotConfig<'o>,
         bufs: &'o mut CallBuffers<'_, B>,
         secrets: &'o [Sec],
