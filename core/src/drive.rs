@@ -325,7 +325,7 @@ fn feed<B, Sec, F, const LISTS: bool, const OTHERS: bool>(
 /// What a finished list op says: which server's list it is, or its failure (redacted, with the
 /// method and the era it was spoken in).
 fn list_result<B, Sec, F, const LISTS: bool, const OTHERS: bool>(
-    op: &Op<'_, B, Sec, F, LISTS, OTHERS>,
+    op: &mut Op<'_, B, Sec, F, LISTS, OTHERS>,
     list: ListMethod,
     secrets: &[Sec],
 ) -> Result<Target, MethodError>
@@ -335,7 +335,7 @@ where
     F: FnMut(Option<(Value<'_>, &[u8])>),
 {
     let (modern, target) = (op.spoke_modern(), op.target());
-    op.list_outcome().map(|()| target).map_err(|e| MethodError {
+    op.take_list_outcome().map(|()| target).map_err(|e| MethodError {
         method: list.method(),
         error: redact_list_error(secrets, e),
         modern,
@@ -797,14 +797,14 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
     /// tools/list across pages, each name to `on_tool`. A primary failure is retried on the
     /// fallback; a fallback failure is returned (see `docs/design.md`, the list rule). Listing
     /// is not a tool call: it is not metered and emits no timeline event.
-    pub async fn list_tools<B: Buf, Sec: AsRef<[u8]>>(
+    pub fn list_tools<B: Buf, Sec: AsRef<[u8]>>(
         self,
         secrets: &[Sec],
         bufs: &mut CallBuffers<'_, B>,
         mut on_tool: impl FnMut(&str),
-    ) -> Result<(), ListError> {
-        self.list_tools_described(secrets, bufs, |name, _| on_tool(name))
-            .await
+    ) -> impl Future<Output = Result<(), ListError>> {
+        // `list_tools_described`'s future itself, not one around it (one state machine less).
+        self.list_tools_described(secrets, bufs, move |name, _| on_tool(name))
     }
 
     /// [`list_tools`](Self::list_tools), also handing over each tool's whole description (its
@@ -820,8 +820,11 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
         // The callback behind `dyn`: every list, whatever its entry point, is one op type,
         // a call's that can be a list (`tool_call_on`).
         let mut op = ListOp::list_as(self.cfg, bufs, secrets, ListMethod::Tools, &mut on_item);
-        self.run(&mut op).await;
-        op.list_outcome().map_err(|e| redact_list_error(secrets, e))
+        // `run`'s loop written out: one future less around the pump's.
+        let mut conn = None;
+        while self.pump(&mut op, &mut conn).await != Action::Done {}
+        op.take_list_outcome()
+            .map_err(|e| redact_list_error(secrets, e))
     }
 
     /// Any list (`resources/list`, `resources/templates/list`, `prompts/list`, or
@@ -840,7 +843,7 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
         let mut each = |item: Option<(Value<'_>, &[u8])>| each_item(item, &mut on_item);
         let mut op = ListOp::list_as(self.cfg, bufs, secrets, list, &mut each);
         self.run(&mut op).await;
-        list_result(&op, list, secrets)
+        list_result(&mut op, list, secrets)
     }
 
     /// One request that is not a tool call (`resources/read`, `prompts/get`, `ping`) through
@@ -900,7 +903,7 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
                 None => OtherOp::<B, Sec, false>::request_as(self.cfg, bufs, secrets, req),
             };
             self.metered(&mut op, &mut meter).await;
-            (op.list_outcome(), op.spoke_modern())
+            (op.take_list_outcome(), op.spoke_modern())
         };
         meter.finish_request(outcome, (method, secrets), bufs, self.now())
     }

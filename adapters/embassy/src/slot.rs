@@ -194,15 +194,14 @@ impl<'a, const LISTS: bool> EdgeSlot<'a, LISTS> {
 
     /// Lists the tools of the slot (every page, failing over on a primary failure); each
     /// name goes to `on_tool`.
-    pub async fn list_tools<N: Net, B: Buf + Send>(
-        &self,
-        net: &N,
-        bufs: &mut CallBuffers<'_, B>,
-        on_tool: impl FnMut(&str) + Send,
-    ) -> Result<(), ListError> {
-        self.driver(net)
-            .list_tools(&self.secrets, bufs, on_tool)
-            .await
+    // The driver's future itself, not one around it (one state machine less).
+    pub fn list_tools<'s, N: Net, B: Buf + Send>(
+        &'s self,
+        net: &'s N,
+        bufs: &'s mut CallBuffers<'_, B>,
+        on_tool: impl FnMut(&str) + Send + 's,
+    ) -> impl Future<Output = Result<(), ListError>> {
+        self.driver(net).list_tools(&self.secrets, bufs, on_tool)
     }
 
     /// Runs `command` on the slot's `run_command` tool: `timeout_ms` becomes the tool's

@@ -905,6 +905,23 @@ where
         answer.unwrap_or(Err(super::ListError::Unreachable(Failure::NoResponse)))
     }
 
+    /// [`list_outcome`](Self::list_outcome) of an op that is done with: the failure and the
+    /// answer taken out of it, not copied (no `Failure` copy in the code of a list).
+    #[cfg_attr(not(feature = "drive"), allow(dead_code))]
+    pub(crate) fn take_list_outcome(&mut self) -> Result<(), super::ListError> {
+        if let Some(f) = self.failure.take() {
+            return Err(super::ListError::Unreachable(f));
+        }
+        let answer = match &mut self.job {
+            Job::List { handler, .. } if LISTS => handler.answer.take(),
+            Job::Request(handler) if !crate::machine::handlers::ONE_ERA_EDGE => {
+                handler.answer.take()
+            }
+            _ => Some(Ok(())),
+        };
+        answer.unwrap_or(Err(super::ListError::Unreachable(Failure::NoResponse)))
+    }
+
     /// After [`Action::Park`]: the framing left of the reply stream, to feed what the
     /// connection still sends.
     pub fn take_tail(&mut self) -> Option<crate::wire::exchange::TailDrain> {
