@@ -335,11 +335,13 @@ where
     F: FnMut(Option<(Value<'_>, &[u8])>),
 {
     let (modern, target) = (op.spoke_modern(), op.target());
-    op.take_list_outcome().map(|()| target).map_err(|e| MethodError {
-        method: list.method(),
-        error: redact_list_error(secrets, e),
-        modern,
-    })
+    op.take_list_outcome()
+        .map(|()| target)
+        .map_err(|e| MethodError {
+            method: list.method(),
+            error: redact_list_error(secrets, e),
+            modern,
+        })
 }
 
 /// Nothing to meter or tell (a task's request).
@@ -595,16 +597,15 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
         #[cfg(not(feature = "era-2025"))]
         let _ = (call, bufs);
         #[cfg(feature = "era-2025")]
-        self.run(&mut OtherOp::<B, &[u8], false>::cancel_as(self.cfg, bufs, call))
-            .await;
+        self.run(&mut OtherOp::<B, &[u8], false>::cancel_as(
+            self.cfg, bufs, call,
+        ))
+        .await;
     }
 
     /// Ends each open session with HTTP DELETE (best effort; 405 is fine) and forgets it.
     /// Nothing goes to a server the slot knows is dead: its session is only forgotten.
-    pub fn close<'s, B: Buf>(
-        self,
-        bufs: &'s mut CallBuffers<'_, B>,
-    ) -> impl Future<Output = ()> {
+    pub fn close<'s, B: Buf>(self, bufs: &'s mut CallBuffers<'_, B>) -> impl Future<Output = ()> {
         self.close_on::<false, B>(bufs)
     }
 
@@ -897,9 +898,9 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
         let mut meter = Metering::request(self.cfg, method, content, sinks, self.now());
         let outcome = {
             let mut op = match pin {
-                Some(target) => {
-                    OtherOp::<B, Sec, false>::pinned_request_as(self.cfg, bufs, secrets, target, req)
-                }
+                Some(target) => OtherOp::<B, Sec, false>::pinned_request_as(
+                    self.cfg, bufs, secrets, target, req,
+                ),
                 None => OtherOp::<B, Sec, false>::request_as(self.cfg, bufs, secrets, req),
             };
             self.metered(&mut op, &mut meter).await;

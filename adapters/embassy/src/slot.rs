@@ -64,8 +64,8 @@ pub type OnEvent<'a> = &'a dyn Fn(&TimelineEvent<'_>);
 ///
 /// `LISTS` says whether the firmware lists the slot's tools as well as calling them: then
 /// its calls run on the op type of its lists, so the two share one copy of the core's op
-/// and pump ([`EdgeSlot::listing`]); a slot that only calls (the default) carries no list
-/// arms in its calls. Either can do both; only the flash differs.
+/// and pump ([`EdgeSlot::listing`]); a slot that only calls ([`EdgeSlot::new`]) carries no
+/// list arms in its calls. Either can do both; only the flash differs.
 pub struct EdgeSlot<'a, const LISTS: bool = false> {
     config: SlotConfig<'a>,
     state: CellShared<SlotState>,
@@ -81,8 +81,34 @@ impl<'a> EdgeSlot<'a> {
     /// credential of an `authorization: Bearer …` value on its own): every
     /// occurrence becomes `[REDACTED]` before anything is metered, logged or returned.
     /// More than [`MAX_SECRETS`] in all is an error, not a secret silently left out.
-    #[inline(never)]
     pub fn new(
+        config: SlotConfig<'a>,
+        run_id: &'a str,
+        secrets: &'a [&'a [u8]],
+    ) -> Result<Self, TooManySecrets> {
+        Self::made(config, run_id, secrets)
+    }
+}
+
+impl<'a> EdgeSlot<'a, true> {
+    /// [`new`](EdgeSlot::new), for a firmware that lists the slot's tools as well as calling
+    /// them: its calls then run on the op type of its lists, one copy of the core's op and
+    /// pump for both (a few KiB less flash than two), at the cost of the list's arms in each
+    /// call's code. A firmware that only calls keeps `new`'s slot: no list arms at all.
+    pub fn listing(
+        config: SlotConfig<'a>,
+        run_id: &'a str,
+        secrets: &'a [&'a [u8]],
+    ) -> Result<Self, TooManySecrets> {
+        Self::made(config, run_id, secrets)
+    }
+}
+
+impl<'a, const LISTS: bool> EdgeSlot<'a, LISTS> {
+    /// [`new`](EdgeSlot::new)'s body, for either kind of slot (not inlined: made once, the
+    /// slot written where its caller keeps it).
+    #[inline(never)]
+    fn made(
         config: SlotConfig<'a>,
         run_id: &'a str,
         secrets: &'a [&'a [u8]],
@@ -127,23 +153,6 @@ impl<'a> EdgeSlot<'a> {
         })
     }
 
-    /// This slot for a firmware that lists its tools as well as calling them: its calls
-    /// then run on the op type of its lists, one copy of the core's op and pump for both
-    /// (a few KiB less flash than two), at the cost of the list's arms in each call's code.
-    /// A firmware that only calls keeps the slot `new` made: it has no list arms at all.
-    pub fn listing(self) -> EdgeSlot<'a, true> {
-        EdgeSlot {
-            config: self.config,
-            state: self.state,
-            run_id: self.run_id,
-            secrets: self.secrets,
-            counters: self.counters,
-            on_event: self.on_event,
-        }
-    }
-}
-
-impl<'a, const LISTS: bool> EdgeSlot<'a, LISTS> {
     /// Calls `f` with every timeline event of this slot (after defmt logging, when enabled).
     pub fn with_timeline(mut self, f: OnEvent<'a>) -> Self {
         self.on_event = Some(f);

@@ -197,9 +197,10 @@ fn slot_of(cfg: &'static ProbeConfig) -> Result<ProbeSlot, &'static str> {
     }
     config.headers = cfg.headers;
     config.timeout_ms = 60_000;
-    let slot = EdgeSlot::new(config, cfg.run_id, cfg.secrets);
     #[cfg(feature = "size-list")]
-    let slot = slot.map(EdgeSlot::listing);
+    let slot = EdgeSlot::listing(config, cfg.run_id, cfg.secrets);
+    #[cfg(not(feature = "size-list"))]
+    let slot = EdgeSlot::new(config, cfg.run_id, cfg.secrets);
     slot.map_err(|_| "too many secrets for one slot")
 }
 
