@@ -107,7 +107,9 @@ pub async fn run(
     {
         let mut bufs = call.buffers();
         let mut tools = 0u32;
-        let listed = slot.list_tools(&net, &mut bufs, |_| tools += 1).await;
+        let listed = slot.list_tools(&net, &mut bufs, |_| tools += 1);
+        // Its own poll function, as the exec's below.
+        let listed = Apart(core::pin::pin!(core::mem::ManuallyDrop::new(listed))).await;
         report!("tools: {} listed, ok {}", tools, listed.is_ok());
     }
     loop {
