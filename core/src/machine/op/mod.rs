@@ -303,10 +303,14 @@ const MAX_TASK_POLL_FAILURES: u32 = 3;
 
 /// FNV-1a, 64 bits: a list remembers its last cursors by hash, not by copy.
 fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+    bytes.iter().fold(NO_CURSOR, |h, &b| {
         (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
     })
 }
+
+/// [`fnv1a`] of no bytes (its offset basis): the hash of the first page's empty cursor, a
+/// constant where a list starts (not a call of the hash).
+const NO_CURSOR: u64 = 0xcbf2_9ce4_8422_2325;
 
 /// The list callback type of ops that are not lists.
 type NoItems = fn(Option<(Value<'_>, &[u8])>);
@@ -707,8 +711,8 @@ where
             wire,
             Job::List {
                 handler: ListHandler::new(list, on_item, text, cursor, secrets),
-                cursor: fnv1a(b""),
-                previous: fnv1a(b""),
+                cursor: NO_CURSOR,
+                previous: NO_CURSOR,
                 pages: 0,
             },
         );
@@ -1232,8 +1236,8 @@ where
                 }
                 handler.answer = None;
                 handler.cursor.clear();
-                *cursor = fnv1a(b"");
-                *previous = fnv1a(b"");
+                *cursor = NO_CURSOR;
+                *previous = NO_CURSOR;
                 *pages = 0;
             }
             Job::Request(handler) if !crate::machine::handlers::ONE_ERA_EDGE => {
