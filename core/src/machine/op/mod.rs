@@ -691,8 +691,8 @@ where
     Sec: AsRef<[u8]>,
     F: FnMut(Option<(Value<'_>, &[u8])>),
 {
-    /// [`Op::list`], for an op of any `OTHERS` (the driver's: as its calls'). Only an op
-    /// that `LISTS` is made one.
+    /// [`Op::list`], for an op of any `OTHERS` (the driver's: as its calls', a [`ListOp`]).
+    /// Made only for an op that `LISTS`: one that does not has no code for a list.
     pub(crate) fn list_as(
         cfg: &'o SlotConfig<'o>,
         bufs: &'o mut CallBuffers<'_, B>,
