@@ -605,7 +605,7 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
 
     /// Ends each open session with HTTP DELETE (best effort; 405 is fine) and forgets it.
     /// Nothing goes to a server the slot knows is dead: its session is only forgotten.
-    pub fn close<'s, B: Buf>(self, bufs: &'s mut CallBuffers<'_, B>) -> impl Future<Output = ()> {
+    pub fn close<B: Buf>(self, bufs: &mut CallBuffers<'_, B>) -> impl Future<Output = ()> {
         self.close_on::<false, B>(bufs)
     }
 
