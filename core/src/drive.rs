@@ -909,3 +909,215 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
         meter.finish_request(outcome, (method, secrets), bufs, self.now())
     }
 }
+
+#[cfg(all(test, feature = "era-2026"))]
+mod tests {
+    //! The driver's op types are a matter of flash only: a slot whose calls run on its lists'
+    //! op type (`LISTS` true) says and sends exactly what one whose calls cannot list does.
+    use core::cell::{Cell, RefCell};
+    use std::rc::Rc;
+    use std::vec::Vec;
+
+    use super::*;
+    use crate::buf::SliceBuf;
+    use crate::wire::era::EraSetting;
+    use crate::wire::json::JsonLimits;
+
+    /// A 2026-era server in memory: each request is answered by its method, each connection
+    /// is new. Every request it is sent is kept.
+    struct Script {
+        seen: Rc<RefCell<Vec<Vec<u8>>>>,
+        clock: Cell<Millis>,
+    }
+
+    struct Conn {
+        seen: Rc<RefCell<Vec<Vec<u8>>>>,
+        out: Vec<u8>,
+        reply: Vec<u8>,
+        at: usize,
+    }
+
+    fn framed(body: &str) -> Vec<u8> {
+        std::format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .into_bytes()
+    }
+
+    impl Conn {
+        fn answer(&self, request: &[u8]) -> Vec<u8> {
+            self.seen.borrow_mut().push(request.to_vec());
+            let at = request.windows(4).position(|w| w == b"\r\n\r\n");
+            let body = at.and_then(|i| request.get(i + 4..)).unwrap_or(&[]);
+            let v = Value::parse(body, JsonLimits::default()).ok();
+            let id = v.and_then(|v| v.get("id")).and_then(|i| i.as_u64());
+            let method = v.and_then(|v| v.get_str("method"));
+            let is = |m: &str| method.is_some_and(|s| s.eq_str(m));
+            let id = id.unwrap_or(0);
+            if is("tools/list") {
+                framed(&std::format!(
+                    r#"{{"jsonrpc":"2.0","id":{id},"result":{{"tools":[{{"name":"echo","inputSchema":{{"type":"object"}}}},{{"name":"t\u0041","inputSchema":{{"type":"object"}}}}],"resultType":"complete"}}}}"#
+                ))
+            } else if is("tools/call") {
+                framed(&std::format!(
+                    r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":"hello, key hunter2"}}],"isError":false,"resultType":"complete"}}}}"#
+                ))
+            } else {
+                b"HTTP/1.1 405 No\r\ncontent-length: 0\r\n\r\n".to_vec()
+            }
+        }
+    }
+
+    impl embedded_io_async::ErrorType for Conn {
+        type Error = embedded_io_async::ErrorKind;
+    }
+
+    impl embedded_io_async::Write for Conn {
+        async fn write(&mut self, buf: &[u8]) -> Result<usize, Self::Error> {
+            self.out.extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        async fn flush(&mut self) -> Result<(), Self::Error> {
+            Ok(())
+        }
+    }
+
+    impl embedded_io_async::Read for Conn {
+        async fn read(&mut self, buf: &mut [u8]) -> Result<usize, Self::Error> {
+            if self.at == self.reply.len() && !self.out.is_empty() {
+                let out = core::mem::take(&mut self.out);
+                self.reply = self.answer(&out);
+                self.at = 0;
+            }
+            let rest = self.reply.get(self.at..).unwrap_or(&[]);
+            let n = rest.len().min(buf.len());
+            buf[..n].copy_from_slice(&rest[..n]);
+            self.at += n;
+            Ok(n)
+        }
+    }
+
+    impl Net for Script {
+        type Conn = Conn;
+        async fn connect(
+            &self,
+            _: &Endpoint<'_>,
+            _: bool,
+        ) -> Result<(Self::Conn, bool), ConnectError> {
+            let conn = Conn {
+                seen: self.seen.clone(),
+                out: Vec::new(),
+                reply: Vec::new(),
+                at: 0,
+            };
+            Ok((conn, false))
+        }
+        fn recycle(&self, _: &Endpoint<'_>, _: Self::Conn) {}
+        fn now(&self) -> Millis {
+            self.clock.get()
+        }
+        async fn sleep_until(&self, at: Millis) {
+            self.clock.set(self.clock.get().max(at));
+        }
+        async fn respond(&self, _: &Endpoint<'_>, _: &[u8]) {}
+    }
+
+    /// What one slot's list, call and close came to: the names listed, the call's result
+    /// (ok, text, error), the ledger's records, the timeline's events and the bytes sent.
+    type Seen = (
+        Vec<std::string::String>,
+        (bool, std::string::String, Option<std::string::String>),
+        Vec<LedgerRecord>,
+        usize,
+        Vec<Vec<u8>>,
+    );
+
+    struct Records(Vec<LedgerRecord>);
+    impl Ledger for Records {
+        fn record(&mut self, r: LedgerRecord) {
+            self.0.push(r);
+        }
+    }
+    struct Events(usize);
+    impl Timeline for Events {
+        fn emit(&mut self, _: &TimelineEvent<'_>) {
+            self.0 += 1;
+        }
+    }
+
+    /// Lists, calls `echo` and closes through a fresh slot, its calls on the op type `LISTS`
+    /// says.
+    fn run<const LISTS: bool>() -> Seen {
+        let script = Script {
+            seen: Rc::new(RefCell::new(Vec::new())),
+            clock: Cell::new(1_000),
+        };
+        let Ok(primary) = Endpoint::parse_base("http://127.0.0.1:8000") else {
+            unreachable!("a valid endpoint")
+        };
+        let mut cfg = SlotConfig::new("s", primary, "box");
+        cfg.era = EraSetting::Modern;
+        let state = RefCell::new(SlotState::new(cfg.version, false));
+        let driver = Driver::new(&script, &cfg, |f: &mut dyn FnMut(&mut SlotState)| {
+            f(&mut state.borrow_mut())
+        });
+        let (mut head, mut read) = ([0u8; 2048], [0u8; 512]);
+        let mut storage = [[0u8; 4096]; 5];
+        let [request, reply, text, error, raw] = &mut storage;
+        let mut bufs = CallBuffers {
+            request: SliceBuf::new(request),
+            head: &mut head,
+            read: &mut read,
+            reply: SliceBuf::new(reply),
+            text: SliceBuf::new(text),
+            error: SliceBuf::new(error),
+            raw: SliceBuf::new(raw),
+        };
+        let secrets = ["hunter2"];
+        let mut names = Vec::new();
+        let listed = embassy_futures::block_on(driver.list_tools(&secrets, &mut bufs, |n| {
+            names.push(std::string::String::from(n))
+        }));
+        assert!(listed.is_ok(), "{listed:?}");
+        let (mut ledger, mut timeline) = (Records(Vec::new()), Events(0));
+        let how = (Waits, &secrets[..]);
+        let (result, started) =
+            embassy_futures::block_on(driver.tool_call_on::<LISTS, _, _, _, _, _>(
+                ("echo", None),
+                how,
+                (&mut ledger, &mut timeline),
+                &mut bufs,
+            ));
+        assert!(started.is_none());
+        let result = (
+            result.ok(),
+            std::string::String::from(result.text),
+            result.error().map(std::string::String::from),
+        );
+        embassy_futures::block_on(driver.close_on::<LISTS, _>(&mut bufs));
+        let sent = script.seen.borrow().clone();
+        (names, result, ledger.0, timeline.0, sent)
+    }
+
+    #[test]
+    fn a_slot_whose_calls_run_on_its_lists_op_type_does_exactly_what_the_other_does() {
+        let calls_only = run::<false>();
+        let listing = run::<true>();
+        assert_eq!(calls_only.0, ["echo", "tA"]);
+        assert_eq!(calls_only.1, (true, "hello, key [REDACTED]".into(), None));
+        assert_eq!(calls_only.2.len(), 1, "{:?}", calls_only.2);
+        // The list, the call's own list of its tools' annotations, then the call.
+        let methods: Vec<bool> = calls_only
+            .4
+            .iter()
+            .map(|r| r.windows(10).any(|w| w == b"tools/call"))
+            .collect();
+        assert_eq!(methods, [false, false, true]);
+        assert_eq!(listing.0, calls_only.0);
+        assert_eq!(listing.1, calls_only.1);
+        assert_eq!(listing.2, calls_only.2);
+        assert_eq!(listing.3, calls_only.3);
+        assert_eq!(listing.4, calls_only.4);
+    }
+}
