@@ -798,14 +798,37 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
     /// tools/list across pages, each name to `on_tool`. A primary failure is retried on the
     /// fallback; a fallback failure is returned (see `docs/design.md`, the list rule). Listing
     /// is not a tool call: it is not metered and emits no timeline event.
-    pub fn list_tools<B: Buf, Sec: AsRef<[u8]>>(
+    pub async fn list_tools<B: Buf, Sec: AsRef<[u8]>>(
         self,
         secrets: &[Sec],
         bufs: &mut CallBuffers<'_, B>,
         mut on_tool: impl FnMut(&str),
-    ) -> impl Future<Output = Result<(), ListError>> {
-        // `list_tools_described`'s future itself, not one around it (one state machine less).
-        self.list_tools_described(secrets, bufs, move |name, _| on_tool(name))
+    ) -> Result<(), ListError> {
+        self.list_tools_described(secrets, bufs, |name, _| on_tool(name))
+            .await
+    }
+
+    /// [`list_tools`](Self::list_tools), its callback `Send`, on the op type the driver's
+    /// calls run on with `LISTS` ([`tool_call_on`](Self::tool_call_on)): a firmware that
+    /// lists as well as calls links one copy of the op and its pump for both, not one each.
+    /// The callback goes behind `dyn` (a `Send` one, so the op stays `Send` wherever a
+    /// call's is). Behaviour is `list_tools`'s.
+    pub async fn list_tools_shared<B: Buf, Sec: AsRef<[u8]>>(
+        self,
+        secrets: &[Sec],
+        bufs: &mut CallBuffers<'_, B>,
+        mut on_tool: impl FnMut(&str) + Send,
+    ) -> Result<(), ListError> {
+        let mut on_item = |item: Option<(Value<'_>, &[u8])>| {
+            each_tool(item, &mut |name: &str, _: &[u8]| on_tool(name))
+        };
+        let mut op = ListOp::list_as(self.cfg, bufs, secrets, ListMethod::Tools, &mut on_item);
+        // `run`'s loop written out: one future less around the pump's.
+        let mut conn = None;
+        while self.pump(&mut op, &mut conn).await != Action::Done {}
+        // Taken, not cloned: the op is done with (no `Failure` copy in a list's code).
+        op.take_list_outcome()
+            .map_err(|e| redact_list_error(secrets, e))
     }
 
     /// [`list_tools`](Self::list_tools), also handing over each tool's whole description (its
@@ -817,13 +840,9 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
         bufs: &mut CallBuffers<'_, B>,
         mut on_tool: impl FnMut(&str, &[u8]),
     ) -> Result<(), ListError> {
-        let mut on_item = |item: Option<(Value<'_>, &[u8])>| each_tool(item, &mut on_tool);
-        // The callback behind `dyn`: every list, whatever its entry point, is one op type,
-        // a call's that can be a list (`tool_call_on`).
-        let mut op = ListOp::list_as(self.cfg, bufs, secrets, ListMethod::Tools, &mut on_item);
-        // `run`'s loop written out: one future less around the pump's.
-        let mut conn = None;
-        while self.pump(&mut op, &mut conn).await != Action::Done {}
+        let on_item = |item: Option<(Value<'_>, &[u8])>| each_tool(item, &mut on_tool);
+        let mut op = Op::list(self.cfg, bufs, secrets, ListMethod::Tools, on_item);
+        self.run(&mut op).await;
         op.take_list_outcome()
             .map_err(|e| redact_list_error(secrets, e))
     }
@@ -841,8 +860,8 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
         bufs: &mut CallBuffers<'_, B>,
         mut on_item: impl FnMut(ListItem<'_>),
     ) -> Result<Target, MethodError> {
-        let mut each = |item: Option<(Value<'_>, &[u8])>| each_item(item, &mut on_item);
-        let mut op = ListOp::list_as(self.cfg, bufs, secrets, list, &mut each);
+        let each = |item: Option<(Value<'_>, &[u8])>| each_item(item, &mut on_item);
+        let mut op = Op::list(self.cfg, bufs, secrets, list, each);
         self.run(&mut op).await;
         list_result(&mut op, list, secrets)
     }
@@ -913,7 +932,8 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
 #[cfg(all(test, feature = "era-2026"))]
 mod tests {
     //! The driver's op types are a matter of flash only: a slot whose calls run on its lists'
-    //! op type (`LISTS` true) says and sends exactly what one whose calls cannot list does.
+    //! op type (`LISTS` true) says and sends exactly what one whose calls cannot list does,
+    //! and a list on that type (`list_tools_shared`) what `list_tools` does.
     use core::cell::{Cell, RefCell};
     use std::rc::Rc;
     use std::vec::Vec;
@@ -1076,10 +1096,22 @@ mod tests {
         };
         let secrets = ["hunter2"];
         let mut names = Vec::new();
+        let listed =
+            embassy_futures::block_on(driver.list_tools_shared(&secrets, &mut bufs, |n| {
+                names.push(std::string::String::from(n))
+            }));
+        assert!(listed.is_ok(), "{listed:?}");
+        // The generic list says the same, and asks the same.
+        let mut again = Vec::new();
         let listed = embassy_futures::block_on(driver.list_tools(&secrets, &mut bufs, |n| {
-            names.push(std::string::String::from(n))
+            again.push(std::string::String::from(n))
         }));
         assert!(listed.is_ok(), "{listed:?}");
+        assert_eq!(again, names);
+        let seen = script.seen.borrow().clone();
+        assert_eq!(seen.len(), 2);
+        assert_eq!(seen[0].len(), seen[1].len());
+        script.seen.borrow_mut().truncate(1);
         let (mut ledger, mut timeline) = (Records(Vec::new()), Events(0));
         let how = (Waits, &secrets[..]);
         let (result, started) =

@@ -210,7 +210,9 @@ impl<'a, const LISTS: bool> EdgeSlot<'a, LISTS> {
         bufs: &'s mut CallBuffers<'_, B>,
         on_tool: impl FnMut(&str) + Send + 's,
     ) -> impl Future<Output = Result<(), ListError>> {
-        self.driver(net).list_tools(&self.secrets, bufs, on_tool)
+        // On the op type of a listing slot's calls (one copy of the op for both).
+        self.driver(net)
+            .list_tools_shared(&self.secrets, bufs, on_tool)
     }
 
     /// Runs `command` on the slot's `run_command` tool: `timeout_ms` becomes the tool's

@@ -315,11 +315,11 @@ const NO_CURSOR: u64 = 0xcbf2_9ce4_8422_2325;
 /// The list callback type of ops that are not lists.
 type NoItems = fn(Option<(Value<'_>, &[u8])>);
 
-/// The list callback type of the driver's ops: one type for every list it runs (each entry
-/// point's callback behind it), so they share one copy of the op's code, and the calls of a
-/// firmware that lists too can share it as well ([`CallOp`]).
+/// The list callback type of the driver's ops: one type whatever the callback behind it, so
+/// the calls of a firmware that lists too share one copy of the op's code with its lists
+/// ([`CallOp`]). `Send`, so an op is `Send` where its buffers are (the host's futures are).
 #[cfg_attr(not(feature = "drive"), allow(dead_code))]
-pub(crate) type Items<'o> = &'o mut (dyn FnMut(Option<(Value<'_>, &[u8])>) + 'o);
+pub(crate) type Items<'o> = &'o mut (dyn FnMut(Option<(Value<'_>, &[u8])>) + Send + 'o);
 
 /// Whether the driver's calls can be another job than a call or a list: not in the edge's
 /// one-era build (there the driver runs no request, close or cancel beside its calls).
@@ -333,8 +333,8 @@ const CALL_OTHERS: bool = !crate::machine::handlers::ONE_ERA_EDGE;
 pub(crate) type CallOp<'o, B, Sec, const LISTS: bool> =
     Op<'o, B, Sec, Items<'o>, LISTS, CALL_OTHERS>;
 
-/// A list's op as the driver runs it: a call's that can be a list ([`CallOp`]), never a
-/// request, a close or a cancel on the edge.
+/// A list's op as the driver runs it for a firmware that lists as well as calls: a call's
+/// that can be a list ([`CallOp`]), never a request, a close or a cancel on the edge.
 #[cfg_attr(not(feature = "drive"), allow(dead_code))]
 pub(crate) type ListOp<'o, B, Sec> = CallOp<'o, B, Sec, true>;
 
