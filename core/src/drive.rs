@@ -34,7 +34,7 @@ use crate::harness::failover::Target;
 use crate::harness::meter::{Ledger, LedgerRecord};
 use crate::harness::result::ToolResult;
 use crate::machine::handlers::redact_list_error;
-use crate::machine::{Action, CallOp, Metering, Op, OtherOp, Settled, Tasking};
+use crate::machine::{Action, CallOp, ListOp, Metering, Op, OtherOp, Settled, Tasking};
 use crate::wire::endpoint::Endpoint;
 pub use crate::wire::exchange::TailDrain;
 use crate::wire::failure::ConnectError;
@@ -324,8 +324,8 @@ fn feed<B, Sec, F, const LISTS: bool, const OTHERS: bool>(
 
 /// What a finished list op says: which server's list it is, or its failure (redacted, with the
 /// method and the era it was spoken in).
-fn list_result<B, Sec, F>(
-    op: &Op<'_, B, Sec, F>,
+fn list_result<B, Sec, F, const LISTS: bool, const OTHERS: bool>(
+    op: &mut Op<'_, B, Sec, F, LISTS, OTHERS>,
     list: ListMethod,
     secrets: &[Sec],
 ) -> Result<Target, MethodError>
@@ -335,11 +335,13 @@ where
     F: FnMut(Option<(Value<'_>, &[u8])>),
 {
     let (modern, target) = (op.spoke_modern(), op.target());
-    op.list_outcome().map(|()| target).map_err(|e| MethodError {
-        method: list.method(),
-        error: redact_list_error(secrets, e),
-        modern,
-    })
+    op.take_list_outcome()
+        .map(|()| target)
+        .map_err(|e| MethodError {
+            method: list.method(),
+            error: redact_list_error(secrets, e),
+            modern,
+        })
 }
 
 /// Nothing to meter or tell (a task's request).
@@ -595,13 +597,23 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
         #[cfg(not(feature = "era-2025"))]
         let _ = (call, bufs);
         #[cfg(feature = "era-2025")]
-        self.run(&mut OtherOp::<B, &[u8]>::cancel_as(self.cfg, bufs, call))
-            .await;
+        self.run(&mut OtherOp::<B, &[u8], false>::cancel_as(
+            self.cfg, bufs, call,
+        ))
+        .await;
     }
 
     /// Ends each open session with HTTP DELETE (best effort; 405 is fine) and forgets it.
     /// Nothing goes to a server the slot knows is dead: its session is only forgotten.
-    pub async fn close<B: Buf>(self, bufs: &mut CallBuffers<'_, B>) {
+    pub fn close<B: Buf>(self, bufs: &mut CallBuffers<'_, B>) -> impl Future<Output = ()> {
+        self.close_on::<false, B>(bufs)
+    }
+
+    /// [`close`](Self::close), its op of the type the driver's calls run on with the same
+    /// `LISTS` ([`tool_call_on`](Self::tool_call_on)): where the build has closes that send
+    /// (the old era), a firmware that lists as well as calls then closes on the one op type
+    /// its calls and lists share, not on one of its own.
+    pub async fn close_on<const LISTS: bool, B: Buf>(self, bufs: &mut CallBuffers<'_, B>) {
         // Without the handshake era no server has a session to `DELETE`: forgetting them is
         // the whole close, with no op to run.
         #[cfg(not(feature = "era-2025"))]
@@ -612,7 +624,7 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
         // `run`'s loop written out: one future less around the pump's.
         #[cfg(feature = "era-2025")]
         {
-            let mut op = OtherOp::<B, &[u8]>::close_as(self.cfg, bufs);
+            let mut op = OtherOp::<B, &[u8], LISTS>::close_as(self.cfg, bufs);
             let mut conn = None;
             while self.pump(&mut op, &mut conn).await != Action::Done {}
         }
@@ -686,9 +698,30 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
     /// code for the other cases): the result, and the running task a [`Tasking::Detach`]
     /// call became (its server and id; the result is then an empty answer). `args` are not
     /// sent with [`Tasking::Attach`].
-    pub async fn tool_call<
+    pub fn tool_call<'b, 't, M: CallMode<'t>, B: Buf, Sec: AsRef<[u8]>, L: Ledger, T: Timeline>(
+        self,
+        call: (&str, Option<Value<'_>>),
+        how: (M, &[Sec]),
+        sinks: (&mut L, &mut T),
+        bufs: &'b mut CallBuffers<'_, B>,
+    ) -> impl Future<
+        Output = (
+            ToolResult<'b>,
+            Option<(Target, heapless::String<MAX_TASK_ID>)>,
+        ),
+    > {
+        self.tool_call_on::<false, M, B, Sec, L, T>(call, how, sinks, bufs)
+    }
+
+    /// [`tool_call`](Self::tool_call), its op of the type the driver's lists run on when
+    /// `LISTS` (false: `tool_call` itself). For a firmware that lists as well as calls: its
+    /// calls and lists then share one copy of the op's code (and of the pump around it)
+    /// instead of one each, at the cost of the list's arms in every call's; a firmware that
+    /// only calls keeps `LISTS` false and has no list arms at all. Behaviour is the same.
+    pub async fn tool_call_on<
         'b,
         't,
+        const LISTS: bool,
         M: CallMode<'t>,
         B: Buf,
         Sec: AsRef<[u8]>,
@@ -706,9 +739,14 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
     ) {
         let mut meter = Metering::call(self.cfg, tool, &mode.tasking(), sinks, self.now());
         let mut settled = {
-            // Never a list: its op has no code for one.
-            let mut op =
-                CallOp::tool_call_as(self.cfg, bufs, secrets, (tool, args), mode.tasking());
+            // Never a list: unless `LISTS`, its op has no code for one.
+            let mut op = CallOp::<B, Sec, LISTS>::tool_call_as(
+                self.cfg,
+                bufs,
+                secrets,
+                (tool, args),
+                mode.tasking(),
+            );
             // `metered`'s loop written out: one future less around the pump's (full -196 B,
             // minimal -28 B and 40 B less of the call's future in RAM).
             {
@@ -770,6 +808,29 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
             .await
     }
 
+    /// [`list_tools`](Self::list_tools), its callback `Send`, on the op type the driver's
+    /// calls run on with `LISTS` ([`tool_call_on`](Self::tool_call_on)): a firmware that
+    /// lists as well as calls links one copy of the op and its pump for both, not one each.
+    /// The callback goes behind `dyn` (a `Send` one, so the op stays `Send` wherever a
+    /// call's is). Behaviour is `list_tools`'s.
+    pub async fn list_tools_shared<B: Buf, Sec: AsRef<[u8]>>(
+        self,
+        secrets: &[Sec],
+        bufs: &mut CallBuffers<'_, B>,
+        mut on_tool: impl FnMut(&str) + Send,
+    ) -> Result<(), ListError> {
+        let mut on_item = |item: Option<(Value<'_>, &[u8])>| {
+            each_tool(item, &mut |name: &str, _: &[u8]| on_tool(name))
+        };
+        let mut op = ListOp::list_as(self.cfg, bufs, secrets, ListMethod::Tools, &mut on_item);
+        // `run`'s loop written out: one future less around the pump's.
+        let mut conn = None;
+        while self.pump(&mut op, &mut conn).await != Action::Done {}
+        // Taken, not cloned: the op is done with (no `Failure` copy in a list's code).
+        op.take_list_outcome()
+            .map_err(|e| redact_list_error(secrets, e))
+    }
+
     /// [`list_tools`](Self::list_tools), also handing over each tool's whole description (its
     /// JSON text as the server sent it, `description` and `inputSchema` included), redacted,
     /// via `bufs.text`.
@@ -782,7 +843,8 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
         let on_item = |item: Option<(Value<'_>, &[u8])>| each_tool(item, &mut on_tool);
         let mut op = Op::list(self.cfg, bufs, secrets, ListMethod::Tools, on_item);
         self.run(&mut op).await;
-        op.list_outcome().map_err(|e| redact_list_error(secrets, e))
+        op.take_list_outcome()
+            .map_err(|e| redact_list_error(secrets, e))
     }
 
     /// Any list (`resources/list`, `resources/templates/list`, `prompts/list`, or
@@ -801,7 +863,7 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
         let each = |item: Option<(Value<'_>, &[u8])>| each_item(item, &mut on_item);
         let mut op = Op::list(self.cfg, bufs, secrets, list, each);
         self.run(&mut op).await;
-        list_result(&op, list, secrets)
+        list_result(&mut op, list, secrets)
     }
 
     /// One request that is not a tool call (`resources/read`, `prompts/get`, `ping`) through
@@ -855,12 +917,239 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
         let mut meter = Metering::request(self.cfg, method, content, sinks, self.now());
         let outcome = {
             let mut op = match pin {
-                Some(target) => OtherOp::pinned_request_as(self.cfg, bufs, secrets, target, req),
-                None => OtherOp::request_as(self.cfg, bufs, secrets, req),
+                Some(target) => OtherOp::<B, Sec, false>::pinned_request_as(
+                    self.cfg, bufs, secrets, target, req,
+                ),
+                None => OtherOp::<B, Sec, false>::request_as(self.cfg, bufs, secrets, req),
             };
             self.metered(&mut op, &mut meter).await;
-            (op.list_outcome(), op.spoke_modern())
+            (op.take_list_outcome(), op.spoke_modern())
         };
         meter.finish_request(outcome, (method, secrets), bufs, self.now())
+    }
+}
+
+#[cfg(all(test, feature = "era-2026"))]
+mod tests {
+    //! The driver's op types are a matter of flash only: a slot whose calls run on its lists'
+    //! op type (`LISTS` true) says and sends exactly what one whose calls cannot list does,
+    //! and a list on that type (`list_tools_shared`) what `list_tools` does.
+    use core::cell::{Cell, RefCell};
+    use std::rc::Rc;
+    use std::vec::Vec;
+
+    use super::*;
+    use crate::buf::SliceBuf;
+    use crate::wire::era::EraSetting;
+    use crate::wire::json::JsonLimits;
+
+    /// A 2026-era server in memory: each request is answered by its method, each connection
+    /// is new. Every request it is sent is kept.
+    struct Script {
+        seen: Rc<RefCell<Vec<Vec<u8>>>>,
+        clock: Cell<Millis>,
+    }
+
+    struct Conn {
+        seen: Rc<RefCell<Vec<Vec<u8>>>>,
+        out: Vec<u8>,
+        reply: Vec<u8>,
+        at: usize,
+    }
+
+    fn framed(body: &str) -> Vec<u8> {
+        std::format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .into_bytes()
+    }
+
+    impl Conn {
+        fn answer(&self, request: &[u8]) -> Vec<u8> {
+            self.seen.borrow_mut().push(request.to_vec());
+            let at = request.windows(4).position(|w| w == b"\r\n\r\n");
+            let body = at.and_then(|i| request.get(i + 4..)).unwrap_or(&[]);
+            let v = Value::parse(body, JsonLimits::default()).ok();
+            let id = v.and_then(|v| v.get("id")).and_then(|i| i.as_u64());
+            let method = v.and_then(|v| v.get_str("method"));
+            let is = |m: &str| method.is_some_and(|s| s.eq_str(m));
+            let id = id.unwrap_or(0);
+            if is("tools/list") {
+                framed(&std::format!(
+                    r#"{{"jsonrpc":"2.0","id":{id},"result":{{"tools":[{{"name":"echo","inputSchema":{{"type":"object"}}}},{{"name":"t\u0041","inputSchema":{{"type":"object"}}}}],"resultType":"complete"}}}}"#
+                ))
+            } else if is("tools/call") {
+                framed(&std::format!(
+                    r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":"hello, key hunter2"}}],"isError":false,"resultType":"complete"}}}}"#
+                ))
+            } else {
+                b"HTTP/1.1 405 No\r\ncontent-length: 0\r\n\r\n".to_vec()
+            }
+        }
+    }
+
+    impl embedded_io_async::ErrorType for Conn {
+        type Error = embedded_io_async::ErrorKind;
+    }
+
+    impl embedded_io_async::Write for Conn {
+        async fn write(&mut self, buf: &[u8]) -> Result<usize, Self::Error> {
+            self.out.extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        async fn flush(&mut self) -> Result<(), Self::Error> {
+            Ok(())
+        }
+    }
+
+    impl embedded_io_async::Read for Conn {
+        async fn read(&mut self, buf: &mut [u8]) -> Result<usize, Self::Error> {
+            if self.at == self.reply.len() && !self.out.is_empty() {
+                let out = core::mem::take(&mut self.out);
+                self.reply = self.answer(&out);
+                self.at = 0;
+            }
+            let rest = self.reply.get(self.at..).unwrap_or(&[]);
+            let n = rest.len().min(buf.len());
+            buf[..n].copy_from_slice(&rest[..n]);
+            self.at += n;
+            Ok(n)
+        }
+    }
+
+    impl Net for Script {
+        type Conn = Conn;
+        async fn connect(
+            &self,
+            _: &Endpoint<'_>,
+            _: bool,
+        ) -> Result<(Self::Conn, bool), ConnectError> {
+            let conn = Conn {
+                seen: self.seen.clone(),
+                out: Vec::new(),
+                reply: Vec::new(),
+                at: 0,
+            };
+            Ok((conn, false))
+        }
+        fn recycle(&self, _: &Endpoint<'_>, _: Self::Conn) {}
+        fn now(&self) -> Millis {
+            self.clock.get()
+        }
+        async fn sleep_until(&self, at: Millis) {
+            self.clock.set(self.clock.get().max(at));
+        }
+        async fn respond(&self, _: &Endpoint<'_>, _: &[u8]) {}
+    }
+
+    /// What one slot's list, call and close came to: the names listed, the call's result
+    /// (ok, text, error), the ledger's records, the timeline's events and the bytes sent.
+    type Seen = (
+        Vec<std::string::String>,
+        (bool, std::string::String, Option<std::string::String>),
+        Vec<LedgerRecord>,
+        usize,
+        Vec<Vec<u8>>,
+    );
+
+    struct Records(Vec<LedgerRecord>);
+    impl Ledger for Records {
+        fn record(&mut self, r: LedgerRecord) {
+            self.0.push(r);
+        }
+    }
+    struct Events(usize);
+    impl Timeline for Events {
+        fn emit(&mut self, _: &TimelineEvent<'_>) {
+            self.0 += 1;
+        }
+    }
+
+    /// Lists, calls `echo` and closes through a fresh slot, its calls on the op type `LISTS`
+    /// says.
+    fn run<const LISTS: bool>() -> Seen {
+        let script = Script {
+            seen: Rc::new(RefCell::new(Vec::new())),
+            clock: Cell::new(1_000),
+        };
+        let Ok(primary) = Endpoint::parse_base("http://127.0.0.1:8000") else {
+            unreachable!("a valid endpoint")
+        };
+        let mut cfg = SlotConfig::new("s", primary, "box");
+        cfg.era = EraSetting::Modern;
+        let state = RefCell::new(SlotState::new(cfg.version, false));
+        let driver = Driver::new(&script, &cfg, |f: &mut dyn FnMut(&mut SlotState)| {
+            f(&mut state.borrow_mut())
+        });
+        let (mut head, mut read) = ([0u8; 2048], [0u8; 512]);
+        let mut storage = [[0u8; 4096]; 5];
+        let [request, reply, text, error, raw] = &mut storage;
+        let mut bufs = CallBuffers {
+            request: SliceBuf::new(request),
+            head: &mut head,
+            read: &mut read,
+            reply: SliceBuf::new(reply),
+            text: SliceBuf::new(text),
+            error: SliceBuf::new(error),
+            raw: SliceBuf::new(raw),
+        };
+        let secrets = ["hunter2"];
+        let mut names = Vec::new();
+        let listed =
+            embassy_futures::block_on(driver.list_tools_shared(&secrets, &mut bufs, |n| {
+                names.push(std::string::String::from(n))
+            }));
+        assert!(listed.is_ok(), "{listed:?}");
+        // The generic list says the same, and asks the same.
+        let mut again = Vec::new();
+        let listed = embassy_futures::block_on(driver.list_tools(&secrets, &mut bufs, |n| {
+            again.push(std::string::String::from(n))
+        }));
+        assert!(listed.is_ok(), "{listed:?}");
+        assert_eq!(again, names);
+        let seen = script.seen.borrow().clone();
+        assert_eq!(seen.len(), 2);
+        assert_eq!(seen[0].len(), seen[1].len());
+        script.seen.borrow_mut().truncate(1);
+        let (mut ledger, mut timeline) = (Records(Vec::new()), Events(0));
+        let how = (Waits, &secrets[..]);
+        let (result, started) =
+            embassy_futures::block_on(driver.tool_call_on::<LISTS, _, _, _, _, _>(
+                ("echo", None),
+                how,
+                (&mut ledger, &mut timeline),
+                &mut bufs,
+            ));
+        assert!(started.is_none());
+        let result = (
+            result.ok(),
+            std::string::String::from(result.text),
+            result.error().map(std::string::String::from),
+        );
+        embassy_futures::block_on(driver.close_on::<LISTS, _>(&mut bufs));
+        let sent = script.seen.borrow().clone();
+        (names, result, ledger.0, timeline.0, sent)
+    }
+
+    #[test]
+    fn a_slot_whose_calls_run_on_its_lists_op_type_does_exactly_what_the_other_does() {
+        let calls_only = run::<false>();
+        let listing = run::<true>();
+        assert_eq!(calls_only.0, ["echo", "tA"]);
+        assert_eq!(calls_only.1, (true, "hello, key [REDACTED]".into(), None));
+        assert_eq!(calls_only.2.len(), 1, "{:?}", calls_only.2);
+        // The list, the call's own list of its tools' annotations, then the call.
+        let methods: Vec<bool> = calls_only
+            .4
+            .iter()
+            .map(|r| r.windows(10).any(|w| w == b"tools/call"))
+            .collect();
+        assert_eq!(methods, [false, false, true]);
+        assert_eq!(listing.0, calls_only.0);
+        assert_eq!(listing.1, calls_only.1);
+        assert_eq!(listing.2, calls_only.2);
+        assert_eq!(listing.3, calls_only.3);
+        assert_eq!(listing.4, calls_only.4);
     }
 }

@@ -14,6 +14,8 @@
 //! let pool = SocketPool::new(stack, [(&mut RX0[..], &mut TX0[..]), (&mut RX1[..], &mut TX1[..])]);
 //! let net = EdgeNet::new(&pool);
 //! let slot = EdgeSlot::new(config, RUN_ID, SECRETS);          // one per slot, kept for the run
+//! // (EdgeSlot::listing(...) instead where the firmware also lists the tools: its calls and
+//! // its list then share one copy of the core's op, a few KiB less flash than two.)
 //! // Each probe:
 //! let r = slot.exec(&net, "uname -a", 30, &mut args, &mut storage.buffers()).await;
 //! ```

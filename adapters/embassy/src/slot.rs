@@ -61,7 +61,12 @@ impl core::fmt::Display for TooManySecrets {
 pub type OnEvent<'a> = &'a dyn Fn(&TimelineEvent<'_>);
 
 /// One slot of the run: primary and optional fallback endpoint, session, failover, counters.
-pub struct EdgeSlot<'a> {
+///
+/// `LISTS` says whether the firmware lists the slot's tools as well as calling them: then
+/// its calls run on the op type of its lists, so the two share one copy of the core's op
+/// and pump ([`EdgeSlot::listing`]); a slot that only calls ([`EdgeSlot::new`]) carries no
+/// list arms in its calls. Either can do both; only the flash differs.
+pub struct EdgeSlot<'a, const LISTS: bool = false> {
     config: SlotConfig<'a>,
     state: CellShared<SlotState>,
     run_id: &'a str,
@@ -76,8 +81,34 @@ impl<'a> EdgeSlot<'a> {
     /// credential of an `authorization: Bearer …` value on its own): every
     /// occurrence becomes `[REDACTED]` before anything is metered, logged or returned.
     /// More than [`MAX_SECRETS`] in all is an error, not a secret silently left out.
-    #[inline(never)]
     pub fn new(
+        config: SlotConfig<'a>,
+        run_id: &'a str,
+        secrets: &'a [&'a [u8]],
+    ) -> Result<Self, TooManySecrets> {
+        Self::made(config, run_id, secrets)
+    }
+}
+
+impl<'a> EdgeSlot<'a, true> {
+    /// [`new`](EdgeSlot::new), for a firmware that lists the slot's tools as well as calling
+    /// them: its calls then run on the op type of its lists, one copy of the core's op and
+    /// pump for both (a few KiB less flash than two), at the cost of the list's arms in each
+    /// call's code. A firmware that only calls keeps `new`'s slot: no list arms at all.
+    pub fn listing(
+        config: SlotConfig<'a>,
+        run_id: &'a str,
+        secrets: &'a [&'a [u8]],
+    ) -> Result<Self, TooManySecrets> {
+        Self::made(config, run_id, secrets)
+    }
+}
+
+impl<'a, const LISTS: bool> EdgeSlot<'a, LISTS> {
+    /// [`new`](EdgeSlot::new)'s body, for either kind of slot (not inlined: made once, the
+    /// slot written where its caller keeps it).
+    #[inline(never)]
+    fn made(
         config: SlotConfig<'a>,
         run_id: &'a str,
         secrets: &'a [&'a [u8]],
@@ -151,7 +182,7 @@ impl<'a> EdgeSlot<'a> {
         let (mut ledger, mut timeline) = self.sinks();
         let result = self
             .driver(net)
-            .tool_call(
+            .tool_call_on::<LISTS, _, _, _, _, _>(
                 (tool, args),
                 (drive::Waits, &self.secrets[..]),
                 (&mut ledger, &mut timeline),
@@ -172,15 +203,16 @@ impl<'a> EdgeSlot<'a> {
 
     /// Lists the tools of the slot (every page, failing over on a primary failure); each
     /// name goes to `on_tool`.
-    pub async fn list_tools<N: Net, B: Buf + Send>(
-        &self,
-        net: &N,
-        bufs: &mut CallBuffers<'_, B>,
-        on_tool: impl FnMut(&str) + Send,
-    ) -> Result<(), ListError> {
+    // The driver's future itself, not one around it (one state machine less).
+    pub fn list_tools<'s, N: Net, B: Buf + Send>(
+        &'s self,
+        net: &'s N,
+        bufs: &'s mut CallBuffers<'_, B>,
+        on_tool: impl FnMut(&str) + Send + 's,
+    ) -> impl Future<Output = Result<(), ListError>> {
+        // On the op type of a listing slot's calls (one copy of the op for both).
         self.driver(net)
-            .list_tools(&self.secrets, bufs, on_tool)
-            .await
+            .list_tools_shared(&self.secrets, bufs, on_tool)
     }
 
     /// Runs `command` on the slot's `run_command` tool: `timeout_ms` becomes the tool's
@@ -201,7 +233,7 @@ impl<'a> EdgeSlot<'a> {
             Ok((value, bufs)) => {
                 let (mut ledger, mut timeline) = self.sinks();
                 self.driver(net)
-                    .tool_call(
+                    .tool_call_on::<LISTS, _, _, _, _, _>(
                         (exec::RUN_COMMAND, Some(value)),
                         (drive::Waits, &self.secrets[..]),
                         (&mut ledger, &mut timeline),
@@ -292,7 +324,7 @@ impl<'a> EdgeSlot<'a> {
         net: &'s N,
         bufs: &'s mut CallBuffers<'_, B>,
     ) -> impl Future<Output = ()> {
-        self.driver(net).close(bufs)
+        self.driver(net).close_on::<LISTS, B>(bufs)
     }
 
     /// The core's driver of this slot over `net`: one closure type for every op of the slot,

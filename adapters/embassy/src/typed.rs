@@ -79,7 +79,7 @@ pub fn structured<'r, T: Deserialize<'r>>(
         .map_err(TypedError::Structured)
 }
 
-impl<'a> EdgeSlot<'a> {
+impl<'a, const LISTS: bool> EdgeSlot<'a, LISTS> {
     /// [`call`](EdgeSlot::call) with any `Serialize` value as the arguments, written into
     /// `scratch` once (see the module docs). Arguments that do not fit or are not an object
     /// fail the call before anything is sent (metered, on the timeline, no failover).

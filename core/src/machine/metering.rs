@@ -63,8 +63,11 @@ impl<'o, B: Buf, Sec: AsRef<[u8]>> Op<'o, B, Sec> {
     }
 }
 
-impl<'o, B: Buf, Sec: AsRef<[u8]>, const LISTS: bool, const OTHERS: bool>
-    Op<'o, B, Sec, fn(Option<(Value<'_>, &[u8])>), LISTS, OTHERS>
+impl<'o, B, Sec, F, const LISTS: bool, const OTHERS: bool> Op<'o, B, Sec, F, LISTS, OTHERS>
+where
+    B: Buf,
+    Sec: AsRef<[u8]>,
+    F: FnMut(Option<(Value<'_>, &[u8])>),
 {
     /// [`Op::tool_call`], for an op of any `LISTS` and `OTHERS` (the driver's: false).
     pub(crate) fn tool_call_as(

@@ -115,7 +115,7 @@ pub use handlers::{Answered, ListError, ListItem, MethodError};
 pub use metering::{Metering, Settled, Tasking};
 pub use op::{Action, Answer, Op, Report};
 #[cfg(feature = "drive")]
-pub(crate) use op::{CallOp, OtherOp};
+pub(crate) use op::{CallOp, ListOp, OtherOp};
 pub use waiters::MAX_WAITERS;
 use waiters::Waiters;
 

@@ -107,7 +107,9 @@ pub async fn run(
     {
         let mut bufs = call.buffers();
         let mut tools = 0u32;
-        let listed = slot.list_tools(&net, &mut bufs, |_| tools += 1).await;
+        let listed = slot.list_tools(&net, &mut bufs, |_| tools += 1);
+        // Its own poll function, as the exec's below.
+        let listed = Apart(core::pin::pin!(core::mem::ManuallyDrop::new(listed))).await;
         report!("tools: {} listed, ok {}", tools, listed.is_ok());
     }
     loop {
@@ -177,9 +179,16 @@ impl<F: core::future::Future> core::future::Future for Apart<'_, core::mem::Manu
     }
 }
 
+/// The probe's slot: one that lists as well as calls in a build that lists (its calls and
+/// its list then share one copy of the client's op), else one that only calls.
+#[cfg(feature = "size-list")]
+type ProbeSlot = EdgeSlot<'static, true>;
+#[cfg(not(feature = "size-list"))]
+type ProbeSlot = EdgeSlot<'static>;
+
 /// The probe's slot, as `cfg` says (not inlined: made once, out of the probe's future).
 #[inline(never)]
-fn slot_of(cfg: &'static ProbeConfig) -> Result<EdgeSlot<'static>, &'static str> {
+fn slot_of(cfg: &'static ProbeConfig) -> Result<ProbeSlot, &'static str> {
     let primary =
         Endpoint::parse_base(cfg.primary).map_err(|_| "the primary endpoint does not parse")?;
     let mut config = SlotConfig::new(cfg.slot, primary, cfg.primary);
@@ -190,7 +199,11 @@ fn slot_of(cfg: &'static ProbeConfig) -> Result<EdgeSlot<'static>, &'static str>
     }
     config.headers = cfg.headers;
     config.timeout_ms = 60_000;
-    EdgeSlot::new(config, cfg.run_id, cfg.secrets).map_err(|_| "too many secrets for one slot")
+    #[cfg(feature = "size-list")]
+    let slot = EdgeSlot::listing(config, cfg.run_id, cfg.secrets);
+    #[cfg(not(feature = "size-list"))]
+    let slot = EdgeSlot::new(config, cfg.run_id, cfg.secrets);
+    slot.map_err(|_| "too many secrets for one slot")
 }
 
 fn first_line(s: &str) -> &str {

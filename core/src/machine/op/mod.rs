@@ -303,24 +303,45 @@ const MAX_TASK_POLL_FAILURES: u32 = 3;
 
 /// FNV-1a, 64 bits: a list remembers its last cursors by hash, not by copy.
 fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+    bytes.iter().fold(NO_CURSOR, |h, &b| {
         (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
     })
 }
 
+/// [`fnv1a`] of no bytes (its offset basis): the hash of the first page's empty cursor, a
+/// constant where a list starts (not a call of the hash).
+const NO_CURSOR: u64 = 0xcbf2_9ce4_8422_2325;
+
 /// The list callback type of ops that are not lists.
 type NoItems = fn(Option<(Value<'_>, &[u8])>);
 
-/// A tool call's op as the driver runs it: never a list, and in the edge's one-era build
-/// nothing but a call (there the driver runs no other op beside its calls), so it has no
-/// code for the other jobs.
+/// The list callback type of the driver's ops: one type whatever the callback behind it, so
+/// the calls of a firmware that lists too share one copy of the op's code with its lists
+/// ([`CallOp`]). `Send`, so an op is `Send` where its buffers are (the host's futures are).
 #[cfg_attr(not(feature = "drive"), allow(dead_code))]
-pub(crate) type CallOp<'o, B, Sec> =
-    Op<'o, B, Sec, NoItems, false, { !crate::machine::handlers::ONE_ERA_EDGE }>;
+pub(crate) type Items<'o> = &'o mut (dyn FnMut(Option<(Value<'_>, &[u8])>) + Send + 'o);
 
-/// A request's, a close's or a cancel's op as the driver runs it: never a list.
+/// Whether the driver's calls can be another job than a call or a list: not in the edge's
+/// one-era build (there the driver runs no request, close or cancel beside its calls).
+const CALL_OTHERS: bool = !crate::machine::handlers::ONE_ERA_EDGE;
+
+/// A tool call's op as the driver runs it: a list only when `LISTS` (a firmware that lists
+/// as well as calls: then its calls and lists are one op type, one copy of the op's code),
+/// and in the edge's one-era build nothing but a call or a list, so it has no code for the
+/// other jobs.
 #[cfg_attr(not(feature = "drive"), allow(dead_code))]
-pub(crate) type OtherOp<'o, B, Sec> = Op<'o, B, Sec, NoItems, false, true>;
+pub(crate) type CallOp<'o, B, Sec, const LISTS: bool> =
+    Op<'o, B, Sec, Items<'o>, LISTS, CALL_OTHERS>;
+
+/// A list's op as the driver runs it for a firmware that lists as well as calls: a call's
+/// that can be a list ([`CallOp`]), never a request, a close or a cancel on the edge.
+#[cfg_attr(not(feature = "drive"), allow(dead_code))]
+pub(crate) type ListOp<'o, B, Sec> = CallOp<'o, B, Sec, true>;
+
+/// A request's, a close's or a cancel's op as the driver runs it: a list only when `LISTS`
+/// (as its calls', whose type it is where the build has those jobs).
+#[cfg_attr(not(feature = "drive"), allow(dead_code))]
+pub(crate) type OtherOp<'o, B, Sec, const LISTS: bool> = Op<'o, B, Sec, Items<'o>, LISTS, true>;
 
 /// One operation of a slot, as a state machine over the caller's buffers (see the module
 /// docs). Its outcome, when [`Action::Done`] comes, is [`Op::outcome`] and what its handler
@@ -444,8 +465,11 @@ impl TaskMode {
     }
 }
 
-impl<'o, B: Buf, Sec: AsRef<[u8]>, const LISTS: bool, const OTHERS: bool>
-    Op<'o, B, Sec, NoItems, LISTS, OTHERS>
+impl<'o, B, Sec, F, const LISTS: bool, const OTHERS: bool> Op<'o, B, Sec, F, LISTS, OTHERS>
+where
+    B: Buf,
+    Sec: AsRef<[u8]>,
+    F: FnMut(Option<(Value<'_>, &[u8])>),
 {
     /// [`Op::call`], for an op of any `LISTS` and `OTHERS` (the driver's: false).
     pub(crate) fn call_as(
@@ -657,6 +681,25 @@ where
         list: ListMethod,
         on_item: F,
     ) -> Self {
+        Self::list_as(cfg, bufs, secrets, list, on_item)
+    }
+}
+
+impl<'o, B, Sec, F, const LISTS: bool, const OTHERS: bool> Op<'o, B, Sec, F, LISTS, OTHERS>
+where
+    B: Buf,
+    Sec: AsRef<[u8]>,
+    F: FnMut(Option<(Value<'_>, &[u8])>),
+{
+    /// [`Op::list`], for an op of any `OTHERS` (the driver's: as its calls', a [`ListOp`]).
+    /// Made only for an op that `LISTS`: one that does not has no code for a list.
+    pub(crate) fn list_as(
+        cfg: &'o SlotConfig<'o>,
+        bufs: &'o mut CallBuffers<'_, B>,
+        secrets: &'o [Sec],
+        list: ListMethod,
+        on_item: F,
+    ) -> Self {
         let (wire, text, cursor, _) = split(bufs);
         // The edge's one-era build lists tools alone (its adapter lists nothing else): any
         // other list is refused there before any server is asked, and the list is `Tools`
@@ -668,8 +711,8 @@ where
             wire,
             Job::List {
                 handler: ListHandler::new(list, on_item, text, cursor, secrets),
-                cursor: fnv1a(b""),
-                previous: fnv1a(b""),
+                cursor: NO_CURSOR,
+                previous: NO_CURSOR,
                 pages: 0,
             },
         );
@@ -860,6 +903,23 @@ where
             Job::List { handler, .. } if LISTS => handler.answer.clone(),
             Job::Request(handler) if !crate::machine::handlers::ONE_ERA_EDGE => {
                 handler.answer.clone()
+            }
+            _ => Some(Ok(())),
+        };
+        answer.unwrap_or(Err(super::ListError::Unreachable(Failure::NoResponse)))
+    }
+
+    /// [`list_outcome`](Self::list_outcome) of an op that is done with: the failure and the
+    /// answer taken out of it, not copied (no `Failure` copy in the code of a list).
+    #[cfg_attr(not(feature = "drive"), allow(dead_code))]
+    pub(crate) fn take_list_outcome(&mut self) -> Result<(), super::ListError> {
+        if let Some(f) = self.failure.take() {
+            return Err(super::ListError::Unreachable(f));
+        }
+        let answer = match &mut self.job {
+            Job::List { handler, .. } if LISTS => handler.answer.take(),
+            Job::Request(handler) if !crate::machine::handlers::ONE_ERA_EDGE => {
+                handler.answer.take()
             }
             _ => Some(Ok(())),
         };
@@ -1176,8 +1236,8 @@ where
                 }
                 handler.answer = None;
                 handler.cursor.clear();
-                *cursor = fnv1a(b"");
-                *previous = fnv1a(b"");
+                *cursor = NO_CURSOR;
+                *previous = NO_CURSOR;
                 *pages = 0;
             }
             Job::Request(handler) if !crate::machine::handlers::ONE_ERA_EDGE => {
