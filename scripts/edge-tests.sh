@@ -19,8 +19,8 @@
 #   probe     examples/edge-probe (its own workspace), the host build on a TAP device
 #             (`--release --target x86_64-unknown-linux-gnu`, as CI's step builds it) in both
 #             profiles (`minimal`, `full`), each run in a network namespace against the rmcp
-#             test server: one real `tools/call` (`run_command`) each, its exit code and first
-#             line checked.
+#             test server: one real `tools/list` (the tools counted) and one real `tools/call`
+#             (`run_command`) each, the call's exit code and first line checked.
 # Before each invocation runs, the features of that exact invocation are checked twice: with
 # `cargo tree -e features` and with the features cargo reports for the core's compiled units
 # (`--message-format=json`); `std` on the core fails the script.
@@ -180,9 +180,12 @@ run_probe() { # profile
   # probe's run id as the workspace, the call's timeout in seconds).
   grep -q '^probe 1: exit 7 in [0-9]* ms: workspace=edge-probe-host timeout=30$' "$work/probe.out" \
     || fail "edge-probe: no 'probe 1: exit 7 in N ms: workspace=edge-probe-host timeout=30' line"
+  # The tools, listed once before the probe (tools/list on the edge's code; not metered).
+  grep -Eq '^tools: [1-9][0-9]* listed, ok true$' "$work/probe.out" \
+    || fail "edge-probe: no 'tools: N listed, ok true' line (the tools/list before the call)"
   grep -q '^ledger: 1 tool calls, ' "$work/probe.out" || fail "edge-probe: the ledger does not count one tool call"
   grep -q '^edge-probe: done, 1 probes answered$' "$work/probe.out" || fail "edge-probe: not done with 1 probe answered"
-  counts+=("$(printf '%-44s %5s tools/call checked' "edge-probe host build, $profile (TAP)" 1)")
+  counts+=("$(printf '%-44s %5s tools/list and tools/call checked' "edge-probe host build, $profile (TAP)" 2)")
   eval "$cleanup"
   trap - EXIT
 }

@@ -101,9 +101,9 @@ pub async fn run(
 
     let mut done = 0u32;
     let mut good = 0u32;
-    // A measuring build (scripts/edge-size.sh): the tools listed once, so the figure shows
-    // what listing adds to a firmware that calls.
-    #[cfg(feature = "size-list")]
+    // The slot's tools, listed once before the probes (tools/list as well as tools/call, as
+    // the minimal profile is defined); not in the call-only measuring build.
+    #[cfg(not(feature = "size-call-only"))]
     {
         let mut bufs = call.buffers();
         let mut tools = 0u32;
@@ -179,11 +179,11 @@ impl<F: core::future::Future> core::future::Future for Apart<'_, core::mem::Manu
     }
 }
 
-/// The probe's slot: one that lists as well as calls in a build that lists (its calls and
-/// its list then share one copy of the client's op), else one that only calls.
-#[cfg(feature = "size-list")]
+/// The probe's slot: one that lists as well as calls (its calls and its list share one copy of
+/// the client's op), or in the call-only measuring build one that only calls.
+#[cfg(not(feature = "size-call-only"))]
 type ProbeSlot = EdgeSlot<'static, true>;
-#[cfg(not(feature = "size-list"))]
+#[cfg(feature = "size-call-only")]
 type ProbeSlot = EdgeSlot<'static>;
 
 /// The probe's slot, as `cfg` says (not inlined: made once, out of the probe's future).
@@ -199,9 +199,9 @@ fn slot_of(cfg: &'static ProbeConfig) -> Result<ProbeSlot, &'static str> {
     }
     config.headers = cfg.headers;
     config.timeout_ms = 60_000;
-    #[cfg(feature = "size-list")]
+    #[cfg(not(feature = "size-call-only"))]
     let slot = EdgeSlot::listing(config, cfg.run_id, cfg.secrets);
-    #[cfg(not(feature = "size-list"))]
+    #[cfg(feature = "size-call-only")]
     let slot = EdgeSlot::new(config, cfg.run_id, cfg.secrets);
     slot.map_err(|_| "too many secrets for one slot")
 }
