@@ -146,10 +146,18 @@ impl<'s, const N: usize> SocketPool<'s, N> {
     /// A socket for a new connection: an idle one, else a kept one (aborted).
     fn take_any(&self) -> Option<TcpSocket<'s>> {
         let mut places = self.places.borrow_mut();
-        let place = places
-            .iter_mut()
-            .filter(|p| p.socket.is_some())
-            .min_by_key(|p| p.kept)?;
+        // The first idle one, else the first kept one, in one walk.
+        let mut pick = None;
+        for place in places.iter_mut().filter(|p| p.socket.is_some()) {
+            let idle = !place.kept;
+            if pick.is_none() || idle {
+                pick = Some(place);
+            }
+            if idle {
+                break;
+            }
+        }
+        let place = pick?;
         place.kept = false;
         let mut socket = place.socket.take()?;
         // A no-op on a closed socket.

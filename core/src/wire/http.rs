@@ -1402,6 +1402,37 @@ mod small {
     }
 }
 
+/// The header names a response's head is read for, by their place: `content-type`,
+/// `retry-after`, `content-length`, `transfer-encoding`, `connection`, and (sessions are the
+/// handshake era's: a build without it reads the first five) `mcp-session-id`.
+#[allow(clippy::indexing_slicing)] // At build time: out of range fails the build.
+const READ_NAMES: [&[u8]; if cfg!(feature = "era-2025") { 6 } else { 5 }] = {
+    const ALL: [&[u8]; 6] = [
+        CONTENT_TYPE,
+        b"retry-after",
+        CONTENT_LENGTH,
+        TRANSFER_ENCODING,
+        b"connection",
+        SESSION_ID,
+    ];
+    let mut out = [ALL[0]; if cfg!(feature = "era-2025") { 6 } else { 5 }];
+    let mut i = 0;
+    while i < out.len() {
+        out[i] = ALL[i];
+        i += 1;
+    }
+    out
+};
+
+/// The place of `word` in `names`, compared case-insensitively (`names.len()` when it is
+/// none of them): one walk for every name and item a head is read for.
+fn name_at(word: &[u8], names: &[&[u8]]) -> usize {
+    names
+        .iter()
+        .position(|n| word.eq_ignore_ascii_case(n))
+        .unwrap_or(names.len())
+}
+
 /// The head of a response whose lines were read: its status and its headers' meaning.
 fn head_of<'a>(
     status: u16,
@@ -1428,37 +1459,41 @@ fn head_of<'a>(
     let mut retry_after = None;
     for (name, value) in lines {
         let value = value.trim_ascii();
-        if name.eq_ignore_ascii_case(CONTENT_TYPE) {
-            media_type = MediaType::parse(value);
-            truncated_into(&mut content_type, value);
-        } else if name.eq_ignore_ascii_case(b"retry-after") {
+        // One walk over the names read (one comparison's code, not one per name).
+        let which = name_at(name, &READ_NAMES);
+        match which {
+            0 => {
+                media_type = MediaType::parse(value);
+                truncated_into(&mut content_type, value);
+            }
             // (`value` is trimmed already: `RetryAfter::parse` without its own trim.)
-            retry_after = (!value.is_empty())
-                .then(|| decimal(value).map_or(RetryAfter::Date, RetryAfter::Seconds));
-        } else if cfg!(feature = "era-2025") && name.eq_ignore_ascii_case(SESSION_ID) {
-            session_id = Some(parse_session_id(value)?);
-        } else if name.eq_ignore_ascii_case(CONTENT_LENGTH) {
-            let n = parse_length(value)?;
-            if length.is_some_and(|m| m != n) {
-                return Err(HttpError::BadContentLength);
+            1 => {
+                retry_after = (!value.is_empty())
+                    .then(|| decimal(value).map_or(RetryAfter::Date, RetryAfter::Seconds));
             }
-            length = Some(n);
-        } else {
-            // Two comma lists, read by one loop.
-            let coding = name.eq_ignore_ascii_case(TRANSFER_ENCODING);
-            if !coding && !name.eq_ignore_ascii_case(b"connection") {
-                continue;
+            2 => {
+                let n = parse_length(value)?;
+                if length.is_some_and(|m| m != n) {
+                    return Err(HttpError::BadContentLength);
+                }
+                length = Some(n);
             }
-            for item in value.split(|&b| b == b',').map(<[u8]>::trim_ascii) {
-                if !coding {
-                    close |= item.eq_ignore_ascii_case(b"close");
-                    keep |= item.eq_ignore_ascii_case(b"keep-alive");
-                } else if item.eq_ignore_ascii_case(b"chunked") && !chunked {
-                    chunked = true;
-                } else if !item.is_empty() {
-                    return Err(HttpError::BadHead(HeadFault::UnsupportedCoding));
+            // `transfer-encoding` and `connection`: two comma lists, read by one loop.
+            3 | 4 => {
+                let coding = which == 3;
+                for item in value.split(|&b| b == b',').map(<[u8]>::trim_ascii) {
+                    if !coding {
+                        close |= item.eq_ignore_ascii_case(b"close");
+                        keep |= item.eq_ignore_ascii_case(b"keep-alive");
+                    } else if item.eq_ignore_ascii_case(b"chunked") && !chunked {
+                        chunked = true;
+                    } else if !item.is_empty() {
+                        return Err(HttpError::BadHead(HeadFault::UnsupportedCoding));
+                    }
                 }
             }
+            5 if cfg!(feature = "era-2025") => session_id = Some(parse_session_id(value)?),
+            _ => {}
         }
     }
     let framing = if status == 204 || status == 304 {

@@ -118,7 +118,8 @@ macro_rules! fragments {
         #[cfg(feature = "std")]
         const ENDS: [u16; Fr::A0 as usize] = ends([$($text.len()),*]);
         /// Whether the edge's text holds the fragment: one that only a capability the build
-        /// leaves out says (`if` its feature) is spelled empty there (never said).
+        /// leaves out says (`if` its feature), or only a build without one (`if !` its
+        /// feature: that it is missing), is spelled empty there (never said).
         #[cfg(any(test, not(feature = "std")))]
         const KEPT: [bool; Fr::A0 as usize] = [$(true $(&& $kept)?),*];
     };
@@ -241,9 +242,9 @@ fragments! {
     ThisBuild = "this build has no ",
     Support = " support",
     HandshakeFailed = "handshake failed",
-    Era2025 = "era-2025",
-    TaskFailed = "task failed",
-    Tasks = "tasks",
+    Era2025 = "era-2025" if !cfg!(feature = "era-2025"),
+    TaskFailed = "task failed" if !cfg!(feature = "tasks"),
+    Tasks = "tasks" if !cfg!(feature = "tasks"),
     ToolDropped = "the tool's x-mcp-header annotations are invalid, so its server's tool list drops it",
     ContentType = "reply has content-type '",
     Expected = "', expected application/json or text/event-stream",
@@ -408,7 +409,8 @@ macro_rules! messages {
         }
         /// Every message's fragments, one after the other, each message ended by [`Fr::End`]
         /// (a byte a message, not an offset table); a message that only a capability the
-        /// build leaves out says (`if` its feature) is empty (never said).
+        /// build leaves out says (`if` its feature), or only a build without one (`if !` its
+        /// feature), is empty (never said).
         const PROGRAMS: &[Fr] = &PROGRAM_BYTES;
         /// Every message's fragments, as written.
         const WRITTEN: &[&[Fr]] = &[$(&[$(Fr::$fr),*]),*];
@@ -419,8 +421,8 @@ macro_rules! messages {
 }
 
 messages! {
-    EraMissing = [HandshakeFailed, OpenParen, ThisBuild, Era2025, Support, Close],
-    TasksMissing = [TaskFailed, OpenParen, ThisBuild, Tasks, Support, Close],
+    EraMissing = [HandshakeFailed, OpenParen, ThisBuild, Era2025, Support, Close] if !cfg!(feature = "era-2025"),
+    TasksMissing = [TaskFailed, OpenParen, ThisBuild, Tasks, Support, Close] if !cfg!(feature = "tasks"),
     Endpoint = [BadEndpoint, A0],
     Connect = [CouldNotConnect, A0],
     TimedOut = [ToolCallTimedOut],
@@ -460,7 +462,7 @@ messages! {
     TooLargeRaw = [BufRaw, BufferTooSmall, A0],
     TooLargeCursor = [BufCursor, BufferTooSmall, A0],
     NotWritten = [NotWritten, A0],
-    Handshake = [HandshakeFailed, Colon, A0],
+    Handshake = [HandshakeFailed, Colon, A0] if cfg!(feature = "era-2025"),
     BadArguments = [BadArguments],
     EndlessPaging = [TheServer, EndlessPaging],
     HeadTooLarge = [HttpResponse, Head, IsLarger, ItsCapOf, A0, Bytes],
