@@ -734,6 +734,24 @@ where
     F: FnMut(Option<(Value<'_>, &[u8])>),
 {
     fn new(cfg: &'o SlotConfig<'o>, wire: WireBufs<'o, B>, job: Job<'o, B, Sec, F>) -> Self {
+        // An op type that lists makes its ops in more than one place (a firmware's calls and
+        // its list): one copy of the op's making for all of them, not one in each future.
+        if LISTS {
+            Self::new_apart(cfg, wire, job)
+        } else {
+            Self::new_here(cfg, wire, job)
+        }
+    }
+
+    /// [`new`](Self::new) out of line (an op type that lists).
+    #[inline(never)]
+    fn new_apart(cfg: &'o SlotConfig<'o>, wire: WireBufs<'o, B>, job: Job<'o, B, Sec, F>) -> Self {
+        Self::new_here(cfg, wire, job)
+    }
+
+    /// [`new`](Self::new)'s body.
+    #[inline(always)]
+    fn new_here(cfg: &'o SlotConfig<'o>, wire: WireBufs<'o, B>, job: Job<'o, B, Sec, F>) -> Self {
         Op {
             cfg,
             request: wire.request,
