@@ -1069,7 +1069,8 @@ where
         }
         if LISTS
             && let Job::List { handler, .. } = &mut self.job
-            && handler.list == ListMethod::Tools
+            // (Always tools/list in the edge's one-era build: its other lists are refused.)
+            && crate::machine::handlers::BuiltList::built(handler.list) == ListMethod::Tools
             && let Some(ttl) = handler.ttl_ms.take()
         {
             slot.tools_ttl_ms = Some(ttl);
