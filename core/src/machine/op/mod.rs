@@ -105,7 +105,6 @@ enum Job<'o, B: Buf, Sec: AsRef<[u8]>, F: FnMut(Option<(Value<'_>, &[u8])>)> {
         /// paging without end).
         cursor: u64,
         previous: u64,
-        pages: u32,
     },
     Request(RequestHandler<'o, B, Sec>),
     /// `DELETE` each open session; the next server to look at.
@@ -390,6 +389,8 @@ pub struct Op<
     probe: ProbeHandler,
     reprobed: bool,
     relisted: bool,
+    /// Pages read of the list: the header list's (a call's), or a list op's (one count for
+    /// both, so one writer of a page's request reads it).
     list_pages: u32,
     /// What a call does with a task: wait for its end, hand it back, or attach to one.
     tasking: TaskMode,
@@ -713,7 +714,6 @@ where
                 handler: ListHandler::new(list, on_item, text, cursor, secrets),
                 cursor: NO_CURSOR,
                 previous: NO_CURSOR,
-                pages: 0,
             },
         );
         if refused {
@@ -1248,7 +1248,6 @@ where
                 handler,
                 cursor,
                 previous,
-                pages,
             } if LISTS => {
                 if restart {
                     (handler.on_item)(None);
@@ -1257,7 +1256,7 @@ where
                 handler.cursor.clear();
                 *cursor = NO_CURSOR;
                 *previous = NO_CURSOR;
-                *pages = 0;
+                self.list_pages = 0;
             }
             Job::Request(handler) if !crate::machine::handlers::ONE_ERA_EDGE => {
                 handler.text.clear();

@@ -67,7 +67,7 @@ where
                 Body::Discover { id: self.probe.id }
             }
             // A page of a list: the header list's (a call's) or a list op's, one writer of
-            // its body for both.
+            // its body for both (one page count for both).
             Purpose::HeaderList | Purpose::Main
                 if let Some((pages, cursor, list)) = match (purpose, &self.job) {
                     (Purpose::HeaderList, Job::Call { handler, .. }) => {
@@ -75,8 +75,8 @@ where
                     }
                     // (Always tools/list in the edge's one-era build: its other lists are
                     // refused before any trip.)
-                    (Purpose::Main, Job::List { handler, pages, .. }) if LISTS => Some((
-                        *pages,
+                    (Purpose::Main, Job::List { handler, .. }) if LISTS => Some((
+                        self.list_pages,
                         &*handler.cursor,
                         crate::machine::handlers::BuiltList::built(handler.list),
                     )),
