@@ -375,7 +375,7 @@ impl<'m, L: Ledger, T: Timeline> Metering<'m, L, T> {
         let latency = now.saturating_sub(self.start);
         let (failure, answer) = (&settled.failure, settled.answer);
         match (failure, answer) {
-            (Some(f), _) => write_failure(secrets, f, &mut bufs.error),
+            (Some(f), _) => write_failure_apart(secrets, f, &mut bufs.error),
             (None, Some(Answer::Result { is_error: true })) => {
                 bufs.error.clear();
                 if write_tool_error(as_text(&bufs.text), &mut bufs.error).is_err() {
@@ -467,4 +467,10 @@ impl<L: Ledger, T: Timeline> Drop for Metering<'_, L, T> {
             self.timeline.emit_failure(&event, false);
         }
     }
+}
+
+/// [`write_failure`] out of the call's future (its words and numbers not in the future's poll).
+#[inline(never)]
+fn write_failure_apart<Sec: AsRef<[u8]>, B: Buf>(secrets: &[Sec], f: &Failure, out: &mut B) {
+    write_failure(secrets, f, out)
 }
