@@ -13,7 +13,7 @@ use super::{
 };
 use crate::buf::Buf;
 use crate::buf::truncated;
-use crate::harness::failover::{AttemptOutcome, Target};
+use crate::harness::failover::{AttemptOutcome, Target, fnv1a};
 use crate::wire::era::{self, EraSetting, Verdict as EraVerdict};
 use crate::wire::exchange::{Exchange, Expect, OnMessage, Step, Verdict};
 use crate::wire::failure::{Broken, ConnectError, Failure};
@@ -299,13 +299,6 @@ fn error_of(body: &[u8]) -> (bool, Option<i64>) {
 const TASK_POLL_FLOOR_MS: Millis = 20;
 /// `tasks/get` failures in a row after which the task's server is taken as lost.
 const MAX_TASK_POLL_FAILURES: u32 = 3;
-
-/// FNV-1a, 64 bits: a list remembers its last cursors by hash, not by copy.
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(NO_CURSOR, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
-}
 
 /// [`fnv1a`] of no bytes (its offset basis): the hash of the first page's empty cursor, a
 /// constant where a list starts (not a call of the hash).
