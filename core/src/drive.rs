@@ -33,7 +33,7 @@ use crate::harness::events::{Timeline, TimelineEvent};
 use crate::harness::failover::Target;
 use crate::harness::meter::{Ledger, LedgerRecord};
 use crate::harness::result::ToolResult;
-use crate::machine::handlers::redact_list_error;
+use crate::machine::handlers::{redact_list_error, redact_list_error_in};
 use crate::machine::{Action, CallOp, ListOp, Metering, Op, OtherOp, Settled, Tasking};
 use crate::wire::endpoint::Endpoint;
 pub use crate::wire::exchange::TailDrain;
@@ -826,9 +826,13 @@ impl<'d, N: Net, S: Fn(&mut dyn FnMut(&mut SlotState)) + Copy> Driver<'d, N, S> 
         // `run`'s loop written out: one future less around the pump's.
         let mut conn = None;
         while self.pump(&mut op, &mut conn).await != Action::Done {}
-        // Taken, not cloned: the op is done with (no `Failure` copy in a list's code).
-        op.take_list_outcome()
-            .map_err(|e| redact_list_error(secrets, e))
+        // Taken, not cloned: the op is done with (no `Failure` copy in a list's code); its
+        // refusal redacted where it lies.
+        let mut out = op.take_list_outcome();
+        if let Err(e) = &mut out {
+            redact_list_error_in(secrets, e);
+        }
+        out
     }
 
     /// [`list_tools`](Self::list_tools), also handing over each tool's whole description (its

@@ -83,8 +83,10 @@ pub struct FailoverState {
     reported: heapless::Vec<u32, MAX_REPORTED_TOOLS>,
 }
 
-fn fnv1a(s: &str) -> u64 {
-    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+/// FNV-1a, 64 bits: the failover's memory of reported tools, and a list's of its last
+/// cursors (by hash, not by copy).
+pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
         (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
     })
 }
@@ -157,7 +159,7 @@ impl FailoverState {
 
     /// True the first time `tool` is reported (or when the memory is full).
     fn first_report(&mut self, tool: &str) -> bool {
-        let h = fnv1a(tool);
+        let h = fnv1a(tool.as_bytes());
         let h = (h ^ (h >> 32)) as u32;
         if self.reported.contains(&h) {
             return false;

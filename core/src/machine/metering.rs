@@ -374,16 +374,7 @@ impl<'m, L: Ledger, T: Timeline> Metering<'m, L, T> {
     ) -> ToolResult<'b> {
         let latency = now.saturating_sub(self.start);
         let (failure, answer) = (&settled.failure, settled.answer);
-        match (failure, answer) {
-            (Some(f), _) => write_failure(secrets, f, &mut bufs.error),
-            (None, Some(Answer::Result { is_error: true })) => {
-                bufs.error.clear();
-                if write_tool_error(as_text(&bufs.text), &mut bufs.error).is_err() {
-                    bufs.error.clear();
-                }
-            }
-            _ => {}
-        }
+        error_text_apart(secrets, failure, answer, bufs);
         let bufs: &'b CallBuffers<'_, B> = bufs;
         let raw = (keep_raw && !bufs.raw.is_empty()).then(|| bufs.raw.bytes());
         // Each text read once, for every shape.
@@ -466,5 +457,26 @@ impl<L: Ledger, T: Timeline> Drop for Metering<'_, L, T> {
             };
             self.timeline.emit_failure(&event, false);
         }
+    }
+}
+
+/// A call's `error` text, as its failure or tool error says, out of the call's future (its
+/// words and numbers not in the future's poll).
+#[inline(never)]
+fn error_text_apart<Sec: AsRef<[u8]>, B: Buf>(
+    secrets: &[Sec],
+    failure: &Option<Failure>,
+    answer: Option<Answer>,
+    bufs: &mut CallBuffers<'_, B>,
+) {
+    match (failure, answer) {
+        (Some(f), _) => write_failure(secrets, f, &mut bufs.error),
+        (None, Some(Answer::Result { is_error: true })) => {
+            bufs.error.clear();
+            if write_tool_error(as_text(&bufs.text), &mut bufs.error).is_err() {
+                bufs.error.clear();
+            }
+        }
+        _ => {}
     }
 }

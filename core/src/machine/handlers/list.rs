@@ -95,17 +95,19 @@ impl<F: FnMut(Option<(Value<'_>, &[u8])>), B: Buf, Sec: AsRef<[u8]>> OnMessage
 
 // Used by the async pump (`drive`) to write results.
 #[cfg_attr(not(feature = "drive"), allow(dead_code))]
-pub(crate) fn redact_list_error<Sec: AsRef<[u8]>>(secrets: &[Sec], e: ListError) -> ListError {
-    match e {
-        ListError::Refused { code, message } => {
-            let mut out = StrSink::<DETAIL_BYTES>::default();
-            let _ = redact_into(secrets, message.as_bytes(), &mut out);
-            ListError::Refused {
-                code,
-                message: truncated(out.as_str()),
-            }
-        }
-        other => other,
+pub(crate) fn redact_list_error<Sec: AsRef<[u8]>>(secrets: &[Sec], mut e: ListError) -> ListError {
+    redact_list_error_in(secrets, &mut e);
+    e
+}
+
+/// [`redact_list_error`] where the error lies (no copy of it in and out: a list's future
+/// holds it).
+#[cfg_attr(not(feature = "drive"), allow(dead_code))]
+pub(crate) fn redact_list_error_in<Sec: AsRef<[u8]>>(secrets: &[Sec], e: &mut ListError) {
+    if let ListError::Refused { message, .. } = e {
+        let mut out = StrSink::<DETAIL_BYTES>::default();
+        let _ = redact_into(secrets, message.as_bytes(), &mut out);
+        *message = truncated(out.as_str());
     }
 }
 

@@ -389,14 +389,14 @@ where
                     handler,
                     cursor,
                     previous,
-                    pages,
                 },
                 Some(_),
             ) if LISTS => match &handler.answer {
                 Some(Ok(())) if handler.has_next => {
-                    *pages += 1;
+                    self.list_pages += 1;
+                    let pages = self.list_pages;
                     let next = fnv1a(handler.cursor.bytes());
-                    if *pages >= MAX_PAGES || (next == *cursor && *pages > 1) || next == *previous {
+                    if pages >= MAX_PAGES || (next == *cursor && pages > 1) || next == *previous {
                         self.failure = Some(Failure::EndlessPaging);
                         Then::Fail
                     } else {

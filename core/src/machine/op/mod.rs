@@ -13,7 +13,7 @@ use super::{
 };
 use crate::buf::Buf;
 use crate::buf::truncated;
-use crate::harness::failover::{AttemptOutcome, Target};
+use crate::harness::failover::{AttemptOutcome, Target, fnv1a};
 use crate::wire::era::{self, EraSetting, Verdict as EraVerdict};
 use crate::wire::exchange::{Exchange, Expect, OnMessage, Step, Verdict};
 use crate::wire::failure::{Broken, ConnectError, Failure};
@@ -105,7 +105,6 @@ enum Job<'o, B: Buf, Sec: AsRef<[u8]>, F: FnMut(Option<(Value<'_>, &[u8])>)> {
         /// paging without end).
         cursor: u64,
         previous: u64,
-        pages: u32,
     },
     Request(RequestHandler<'o, B, Sec>),
     /// `DELETE` each open session; the next server to look at.
@@ -301,13 +300,6 @@ const TASK_POLL_FLOOR_MS: Millis = 20;
 /// `tasks/get` failures in a row after which the task's server is taken as lost.
 const MAX_TASK_POLL_FAILURES: u32 = 3;
 
-/// FNV-1a, 64 bits: a list remembers its last cursors by hash, not by copy.
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(NO_CURSOR, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
-}
-
 /// [`fnv1a`] of no bytes (its offset basis): the hash of the first page's empty cursor, a
 /// constant where a list starts (not a call of the hash).
 const NO_CURSOR: u64 = 0xcbf2_9ce4_8422_2325;
@@ -390,6 +382,8 @@ pub struct Op<
     probe: ProbeHandler,
     reprobed: bool,
     relisted: bool,
+    /// Pages read of the list: the header list's (a call's), or a list op's (one count for
+    /// both, so one writer of a page's request reads it).
     list_pages: u32,
     /// What a call does with a task: wait for its end, hand it back, or attach to one.
     tasking: TaskMode,
@@ -713,7 +707,6 @@ where
                 handler: ListHandler::new(list, on_item, text, cursor, secrets),
                 cursor: NO_CURSOR,
                 previous: NO_CURSOR,
-                pages: 0,
             },
         );
         if refused {
@@ -734,6 +727,24 @@ where
     F: FnMut(Option<(Value<'_>, &[u8])>),
 {
     fn new(cfg: &'o SlotConfig<'o>, wire: WireBufs<'o, B>, job: Job<'o, B, Sec, F>) -> Self {
+        // An op type that lists makes its ops in more than one place (a firmware's calls and
+        // its list): one copy of the op's making for all of them, not one in each future.
+        if LISTS {
+            Self::new_apart(cfg, wire, job)
+        } else {
+            Self::new_here(cfg, wire, job)
+        }
+    }
+
+    /// [`new`](Self::new) out of line (an op type that lists).
+    #[inline(never)]
+    fn new_apart(cfg: &'o SlotConfig<'o>, wire: WireBufs<'o, B>, job: Job<'o, B, Sec, F>) -> Self {
+        Self::new_here(cfg, wire, job)
+    }
+
+    /// [`new`](Self::new)'s body.
+    #[inline(always)]
+    fn new_here(cfg: &'o SlotConfig<'o>, wire: WireBufs<'o, B>, job: Job<'o, B, Sec, F>) -> Self {
         Op {
             cfg,
             request: wire.request,
@@ -1051,7 +1062,8 @@ where
         }
         if LISTS
             && let Job::List { handler, .. } = &mut self.job
-            && handler.list == ListMethod::Tools
+            // (Always tools/list in the edge's one-era build: its other lists are refused.)
+            && crate::machine::handlers::BuiltList::built(handler.list) == ListMethod::Tools
             && let Some(ttl) = handler.ttl_ms.take()
         {
             slot.tools_ttl_ms = Some(ttl);
@@ -1229,7 +1241,6 @@ where
                 handler,
                 cursor,
                 previous,
-                pages,
             } if LISTS => {
                 if restart {
                     (handler.on_item)(None);
@@ -1238,7 +1249,7 @@ where
                 handler.cursor.clear();
                 *cursor = NO_CURSOR;
                 *previous = NO_CURSOR;
-                *pages = 0;
+                self.list_pages = 0;
             }
             Job::Request(handler) if !crate::machine::handlers::ONE_ERA_EDGE => {
                 handler.text.clear();

@@ -66,15 +66,30 @@ where
                 session = None;
                 Body::Discover { id: self.probe.id }
             }
-            Purpose::HeaderList => match &self.job {
-                Job::Call { handler, .. } => Body::List {
+            // A page of a list: the header list's (a call's) or a list op's, one writer of
+            // its body for both (one page count for both).
+            Purpose::HeaderList | Purpose::Main
+                if let Some((pages, cursor, list)) = match (purpose, &self.job) {
+                    (Purpose::HeaderList, Job::Call { handler, .. }) => {
+                        Some((self.list_pages, &*handler.text, ListMethod::Tools))
+                    }
+                    // (Always tools/list in the edge's one-era build: its other lists are
+                    // refused before any trip.)
+                    (Purpose::Main, Job::List { handler, .. }) if LISTS => Some((
+                        self.list_pages,
+                        &*handler.cursor,
+                        crate::machine::handlers::BuiltList::built(handler.list),
+                    )),
+                    _ => None,
+                } =>
+            {
+                Body::List {
                     id,
-                    list: ListMethod::Tools,
-                    cursor: (self.list_pages > 0)
-                        .then(|| crate::machine::handlers::as_text(&*handler.text)),
-                },
-                _ => Body::None,
-            },
+                    list,
+                    cursor: (pages > 0).then(|| crate::machine::handlers::as_text(cursor)),
+                }
+            }
+            Purpose::HeaderList => Body::None,
             Purpose::TaskGet | Purpose::TaskCancel | Purpose::TaskUpdate | Purpose::TaskResult => {
                 match &self.job {
                     Job::Call { handler, .. }
@@ -132,12 +147,6 @@ where
                     } else {
                         b""
                     },
-                },
-                Job::List { handler, pages, .. } if LISTS => Body::List {
-                    id,
-                    list: handler.list,
-                    cursor: (*pages > 0)
-                        .then(|| crate::machine::handlers::as_text(&*handler.cursor)),
                 },
                 // The 2026 era has no `ping`: `server/discover` is its liveness check.
                 Job::Request(handler)
