@@ -33,15 +33,17 @@
 # Prints, besides the table, exactly one line per profile:
 #   edge profile minimal: flash N B, static RAM M B
 #   edge profile full: flash N B, static RAM M B
-# and exits 1 when a figure is over its budget (minimal: 32 768 B flash, 4 096 B static RAM;
-# full: 65 536 B and 6 144 B). EDGE_SIZE_GATE=0 prints the same and says by how much a budget
+# then where each profile's flash goes, part by part (scripts/edge-parts.awk), and exits 1
+# when a figure is over its budget (minimal: 32 768 B flash, 4 096 B static RAM; full:
+# 65 536 B and 6 144 B). EDGE_SIZE_GATE=0 prints the same and says by how much a budget
 # is over, without failing ("budget not enforced"); a figure over its ceiling (below: the
 # budget where it is met, else the last landing's figure plus about 1.5 KiB) fails in either
 # case.
 #
-# Needs: the thumbv7em-none-eabihf target and a Berkeley-format size tool: llvm-size, else
-# arm-none-eabi-size, else binutils' own `size` (it reads the ARM ELF the same); installs
-# whichever is missing where it can (rustup target, apt-get llvm).
+# Needs: the thumbv7em-none-eabihf target, a Berkeley-format size tool (llvm-size, else
+# arm-none-eabi-size, else binutils' own `size`: it reads the ARM ELF the same) and a symbol
+# lister (llvm-nm, else nm) for the breakdown; installs whichever is missing where it can
+# (rustup target, apt-get llvm).
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -71,12 +73,22 @@ find_size() {
   done
   return 1
 }
-if ! SIZE="$(find_size)"; then
+# The symbol lister for the breakdown of where the flash goes (the same places).
+find_nm() {
+  local sysroot
+  sysroot="$(rustc --print sysroot)"
+  for c in llvm-nm "$sysroot"/lib/rustlib/*/bin/llvm-nm llvm-nm-19 llvm-nm-18 llvm-nm-17 llvm-nm-16 arm-none-eabi-nm nm; do
+    if command -v "$c" >/dev/null 2>&1; then command -v "$c"; return 0; fi
+  done
+  return 1
+}
+if ! SIZE="$(find_size)" || ! NM="$(find_nm)"; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    echo "edge-size: installing llvm (for llvm-size)" >&2
+    echo "edge-size: installing llvm (for llvm-size and llvm-nm)" >&2
     (apt-get install -y -q llvm >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q llvm >/dev/null; }) || true
   fi
   SIZE="$(find_size)" || { echo "edge-size: no llvm-size or arm-none-eabi-size; install llvm or binutils-arm-none-eabi" >&2; exit 1; }
+  NM="$(find_nm)" || { echo "edge-size: no llvm-nm or nm; install llvm or binutils" >&2; exit 1; }
 fi
 
 mkdir -p "$out"
@@ -138,6 +150,31 @@ echo "edge profile full: flash $cf B, static RAM $cr B"
 lmf=$(( (lmt + lmd) - (bt + bd) )); lmr=$(( (lmd + lmb) - (bd + bb) ))
 lff=$(( (lft + lfd) - (bt + bd) )); lfr=$(( (lfd + lfb) - (bd + bb) ))
 echo "(calling only, not gated: minimal flash $lmf B ($((lmf - mf))), static RAM $lmr B; full flash $lff B ($((lff - cf))), static RAM $lfr B)"
+
+# Where each profile's flash goes: code and named read-only data by symbol (scripts/
+# edge-parts.awk names the parts), beyond the baseline firmware's; what has no symbol (string
+# literals, tables, alignment) is the rest of the profile's figure.
+parts() { "$NM" -S -C "$1" | awk -f "$root/scripts/edge-parts.awk"; }
+{
+  parts "$out/baseline.elf" | sed 's/^/b\t/'
+  parts "$out/minimal.elf" | sed 's/^/m\t/'
+  parts "$out/full.elf" | sed 's/^/f\t/'
+} | awk -F'\t' -v mf="$mf" -v cf="$cf" '
+  { label[$2] = $3; v[$1, $2] = $4 }
+  END {
+    printf "\nwhere the flash goes, beyond the baseline firmware (B; by symbol):\n"
+    printf "  %-52s %9s %9s\n", "part", "minimal", "full"
+    for (j = 1; j <= 100; j++) {
+      if (!(j in label)) continue
+      m = v["m", j] - v["b", j]; f = v["f", j] - v["b", j]
+      if (m == 0 && f == 0) continue
+      printf "  %-52s %9d %9d\n", label[j], m, f
+      sm += m; sf += f
+    }
+    printf "  %-52s %9d %9d\n", "literals, tables, alignment (no symbol)", mf - sm, cf - sf
+    printf "  %-52s %9d %9d\n", "total: the profile'"'"'s flash", mf, cf
+    printf "  (a negative part: the baseline'"'"'s own raw-socket loop, inlined in its task, is gone)\n"
+  }'
 
 grew=0
 ceiling() { # profile, what, figure, ceiling
