@@ -39,7 +39,7 @@ export CARGO_TERM_COLOR=never
 # (examples/edge-probe's `minimal` and `full`). `drive` (the edge adapter's) is tested by the
 # edge invocation below, which selects the core too (with every capability: the adapter's
 # default).
-core_sets=("era-2026" "era-2025,era-2026,probe,tasks,input")
+core_sets=("era-2026" "era-2025,era-2026,probe,tasks,input,observe,trace")
 profiles=(minimal full)
 
 fail() {

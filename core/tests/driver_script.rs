@@ -1136,6 +1136,7 @@ fn the_call_future_stays_small() {
     assert!(r.ok(), "the measured future also runs: {:?}", r.error());
 }
 
+#[cfg(feature = "observe")]
 #[test]
 fn progress_notifications_reach_the_observer_redacted() {
     use std::sync::Mutex;

@@ -2192,7 +2192,7 @@ fn a_detached_call_hands_back_its_task_without_polling() {
 
 /// Attaching to a task polls it to its end with no `tools/call`, on the task's server alone,
 /// and the server's `statusMessage` reaches the progress observer, redacted.
-#[cfg(all(feature = "probe", feature = "tasks"))]
+#[cfg(all(feature = "probe", feature = "tasks", feature = "observe"))]
 #[test]
 fn an_attached_call_polls_the_task_to_its_result_and_tells_its_status() {
     use std::sync::Mutex;
@@ -3037,5 +3037,95 @@ fn refused_as_not_built(
         ));
     } else {
         assert!(!matches!(first, Action::Done), "{first:?}");
+    }
+}
+
+/// A 2026 call's stream carries a progress notification and a server log line before its
+/// result. Every build reads past both and takes the result, and progress still counts (the
+/// call asks for it with a progress token whenever progress extends it). Only a build with
+/// the `observe` feature hands them to the slot's observers (redacted) and asks for log lines
+/// at the observer's level (the `logLevel` `_meta` key); without it neither is asked for nor
+/// told, and its `SlotConfig` has no observer to set.
+#[cfg(feature = "era-2026")]
+#[test]
+fn progress_and_log_lines_reach_observers_only_in_a_build_that_observes() {
+    use std::sync::Mutex;
+    let mut c = cfg(false);
+    c.era = EraSetting::Modern;
+    c.progress_extends_to_ms = Some(60_000);
+    // The slot's config is `'static` here: so are its observers and what they keep.
+    let logs: &'static Mutex<Vec<String>> = Box::leak(Box::default());
+    let progress: &'static Mutex<Vec<String>> = Box::leak(Box::default());
+    let keep_log: &'static _ = Box::leak(Box::new(
+        move |m: &verifi_mcp_core::machine::LogMessage<'_>| {
+            logs.lock()
+                .unwrap()
+                .push(format!("{}: {}", m.level.as_str(), m.data));
+        },
+    ));
+    let keep_progress: &'static _ = Box::leak(Box::new(
+        move |p: &verifi_mcp_core::machine::ProgressUpdate<'_>| {
+            progress
+                .lock()
+                .unwrap()
+                .push(format!("{} {:?}", p.progress, p.message));
+        },
+    ));
+    #[cfg(feature = "observe")]
+    {
+        c.on_log = Some(verifi_mcp_core::machine::LogObserver(keep_log));
+        c.log_level = verifi_mcp_core::machine::LogLevel::Info;
+        c.on_progress = Some(verifi_mcp_core::machine::ProgressObserver(keep_progress));
+    }
+    let _ = (keep_log, keep_progress);
+    let mut slot = SlotState::new(c.version, false);
+    let mut call_request = String::new();
+    let called = call_with(
+        &c,
+        &mut slot,
+        &["s3cret"],
+        "echo",
+        args(r#"{"text":"hi"}"#),
+        modern_server(|req, id| {
+            call_request = req.to_string();
+            let events = [
+                format!(
+                    r#"{{"jsonrpc":"2.0","method":"notifications/progress","params":{{"progressToken":{id},"progress":1,"total":2,"message":"half of s3cret"}}}}"#
+                ),
+                r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"warning","logger":"disk","data":"s3cret almost full"}}"#.to_string(),
+                format!(
+                    r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":"done"}}],"isError":false,"resultType":"complete"}}}}"#
+                ),
+            ];
+            let mut reply = String::from(
+                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n",
+            );
+            for e in events {
+                reply.push_str(&format!("data: {e}\n\n"));
+            }
+            Reply::Bytes(reply.into_bytes())
+        }),
+    );
+    assert!(called.failure.is_none(), "{:?}", called.failure);
+    assert_eq!(called.text, b"done");
+    assert!(
+        call_request.contains(r#""progressToken":"#),
+        "progress extends the call, so it is asked for: {call_request}"
+    );
+    let observes = cfg!(feature = "observe");
+    assert_eq!(
+        call_request.contains(r#""io.modelcontextprotocol/logLevel":"info""#),
+        observes,
+        "{call_request}"
+    );
+    let (logs, progress) = (
+        logs.lock().unwrap().clone(),
+        progress.lock().unwrap().clone(),
+    );
+    if observes {
+        assert_eq!(logs, ["warning: [REDACTED] almost full"]);
+        assert_eq!(progress, [r#"1 Some("half of [REDACTED]")"#]);
+    } else {
+        assert!(logs.is_empty() && progress.is_empty());
     }
 }

@@ -39,6 +39,8 @@ pub struct SlotConfig<'a> {
     /// Keep the redacted JSON-RPC reply as `raw`.
     pub keep_raw: bool,
     /// Told of each progress notification for a call (a progress token is sent when set).
+    /// Feature `observe`.
+    #[cfg(feature = "observe")]
     pub on_progress: Option<ProgressObserver<'a>>,
     /// A reply that sends no byte for this long fails with `server stalled` (progress
     /// notifications and SSE comments are bytes); `None` (the default): only the deadline
@@ -68,14 +70,18 @@ pub struct SlotConfig<'a> {
     /// it these flags are not read.
     pub stdio: [bool; 2],
     /// W3C trace context for every request (SEP-414, `_meta.traceparent`), in both eras;
-    /// `None` (the default): none sent.
+    /// `None` (the default): none sent. Feature `trace`.
+    #[cfg(feature = "trace")]
     pub trace: Option<TraceContext<'a>>,
     /// Told of each log message (`notifications/message`) a server sends on a call's stream at
     /// or above [`SlotConfig::log_level`]; in the 2026 era, set, it asks for them (the
     /// `io.modelcontextprotocol/logLevel` `_meta` key). `None` (the default): none kept.
+    /// Feature `observe`.
+    #[cfg(feature = "observe")]
     pub on_log: Option<LogObserver<'a>>,
     /// The lowest level of a server log message handed to [`SlotConfig::on_log`] (default
-    /// `warning`).
+    /// `warning`). Feature `observe`.
+    #[cfg(feature = "observe")]
     pub log_level: LogLevel,
 }
 
@@ -268,6 +274,7 @@ impl<'a> SlotConfig<'a> {
             progress_extends_to_ms: None,
             limits: ReplyLimits::default(),
             keep_raw: false,
+            #[cfg(feature = "observe")]
             on_progress: None,
             idle_timeout_ms: None,
             in_flight: None,
@@ -281,10 +288,39 @@ impl<'a> SlotConfig<'a> {
             stdio: [false; 2],
             elicitation: None,
             elicit_with: None,
+            #[cfg(feature = "trace")]
             trace: None,
+            #[cfg(feature = "observe")]
             on_log: None,
+            #[cfg(feature = "observe")]
             log_level: LogLevel::Warning,
         }
+    }
+
+    /// [`SlotConfig::on_progress`]; always `None` without the `observe` feature (the
+    /// notification's progress still counts, and still extends a call, without it).
+    pub(crate) fn progress_observer(&self) -> Option<ProgressObserver<'a>> {
+        #[cfg(feature = "observe")]
+        return self.on_progress;
+        #[cfg(not(feature = "observe"))]
+        None
+    }
+
+    /// [`SlotConfig::on_log`] and [`SlotConfig::log_level`]; always `None` without the
+    /// `observe` feature (a server's log lines are then read past, and none are asked for).
+    pub(crate) fn log_observer(&self) -> Option<(LogObserver<'a>, LogLevel)> {
+        #[cfg(feature = "observe")]
+        return self.on_log.map(|o| (o, self.log_level));
+        #[cfg(not(feature = "observe"))]
+        None
+    }
+
+    /// [`SlotConfig::trace`]; always `None` without the `trace` feature.
+    pub(crate) fn trace_context(&self) -> Option<&TraceContext<'a>> {
+        #[cfg(feature = "trace")]
+        return self.trace.as_ref();
+        #[cfg(not(feature = "trace"))]
+        None
     }
 
     /// The capabilities declared: [`SlotConfig::capabilities`], with `elicitation` exactly

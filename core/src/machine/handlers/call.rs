@@ -314,7 +314,8 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
             answer: None,
             progress: 0,
             cfg,
-            progress_token: cfg.progress_extends_to_ms.is_some() || cfg.on_progress.is_some(),
+            progress_token: cfg.progress_extends_to_ms.is_some()
+                || cfg.progress_observer().is_some(),
             listing: false,
             list_page: None,
             tasks: cfg.capabilities.tasks_on(),
@@ -479,7 +480,10 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
         }
         // The task's own words on how it goes (`statusMessage`) go to whoever watches
         // progress, redacted, as a progress update without a number.
-        if let (Some(observer), Some(m)) = (self.cfg.on_progress, result.get_str("statusMessage")) {
+        if let (Some(observer), Some(m)) = (
+            self.cfg.progress_observer(),
+            result.get_str("statusMessage"),
+        ) {
             tell_status(observer, &m, self.secrets);
         }
         let inner = result.get("result");
@@ -956,15 +960,15 @@ impl<B: Buf, Sec: AsRef<[u8]>> CallHandler<'_, B, Sec> {
                 && p.token.as_u64() == Some(self.id)
             {
                 self.progress = self.progress.wrapping_add(1);
-                if let Some(observer) = self.cfg.on_progress {
+                if let Some(observer) = self.cfg.progress_observer() {
                     tell_progress(observer, &p, self.secrets);
                 }
             }
-        } else if let Some(observer) = self.cfg.on_log
+        } else if let Some((observer, lowest)) = self.cfg.log_observer()
             && method.eq_str(jsonrpc::LOG_MESSAGE)
             && let Some(note) = jsonrpc::log_in(params)
         {
-            tell_log(observer, self.cfg.log_level, &note, self.secrets);
+            tell_log(observer, lowest, &note, self.secrets);
         }
     }
 }
