@@ -1400,7 +1400,6 @@ where
                 self.list_pages = 0;
                 self.id = slot.next_id();
                 handler.renumber(self.id);
-                handler.listing = true;
                 handler.list_page = None;
                 handler.error.clear();
                 // The list's cursor goes to `text`: a round's answers there are lost, and the
@@ -1410,7 +1409,6 @@ where
                 self.start_trip(Purpose::HeaderList, now);
                 return;
             }
-            handler.listing = false;
             handler.error.clear();
             if !handler.input_ready {
                 handler.text.clear();

@@ -438,7 +438,12 @@ where
                     | Purpose::TaskGet
                     | Purpose::TaskUpdate
                     | Purpose::TaskResult => match job {
-                        Job::Call { handler, .. } => handler,
+                        // A call's handler reads a header list's pages while that trip runs
+                        // (said here, where the trip's purpose is known, not kept beside it).
+                        Job::Call { handler, .. } => {
+                            handler.listing = purpose == Purpose::HeaderList;
+                            handler
+                        }
                         Job::List { handler, .. } if LISTS => handler,
                         Job::Request(handler) if !crate::machine::handlers::ONE_ERA_EDGE => handler,
                         // (Never taken in the edge's one-era build: a close or a dropped
@@ -556,9 +561,9 @@ where
     /// The connection ended before any reply byte: `Some(true)` to send once more on a fresh
     /// connection (a request safe to repeat on a pooled connection), `Some(false)` when a
     /// written `tools/call` may have run, `None` to read the end as any other.
-    // (Inlined into its two callers with the old era: 64 B less in `full` than the call; left
-    // to the compiler without it, 84 B less in `minimal`.)
-    #[cfg_attr(feature = "era-2025", inline(always))]
+    // (Inlined into its two callers: with the old era 64 B less in `full` than the call;
+    // without it the compiler, left to itself, now makes it a call: minimal-call 24 B more.)
+    #[inline(always)]
     pub(super) fn ended_early(
         &self,
         exchange: &Exchange<'_>,
