@@ -611,7 +611,6 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
         }
         self.input_ready = false;
         self.session_task = false;
-        self.polling = false;
         self.task_status = None;
         self.text.clear();
         self.error.clear();

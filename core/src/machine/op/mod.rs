@@ -1187,8 +1187,6 @@ where
                 let id = self.id;
                 if let Job::Call { handler, task, .. } = &mut self.job {
                     handler.renumber(id);
-                    // `tasks/update`'s empty answer is read as a poll's (no result in it).
-                    handler.polling = matches!(purpose, Purpose::TaskGet | Purpose::TaskUpdate);
                     handler.task_status = None;
                     if purpose == Purpose::TaskGet {
                         task.polls += 1;

@@ -442,6 +442,12 @@ where
                         // (said here, where the trip's purpose is known, not kept beside it).
                         Job::Call { handler, .. } => {
                             handler.listing = purpose == Purpose::HeaderList;
+                            // (Likewise a task's poll: `tasks/update`'s empty answer is read as
+                            // a poll's, with no result in it.)
+                            if cfg!(feature = "tasks") {
+                                handler.polling =
+                                    matches!(purpose, Purpose::TaskGet | Purpose::TaskUpdate);
+                            }
                             handler
                         }
                         Job::List { handler, .. } if LISTS => handler,
