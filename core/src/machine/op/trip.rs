@@ -23,11 +23,9 @@ where
                 }
             });
         }
-        // A trip's exchange never outlives it (each end gives it back), but its head storage
-        // must not be lost if one ever did.
-        if let Some(x) = self.take_exchange() {
-            self.head = Some(x.into_head_storage());
-        }
+        // No exchange is here to give back: one lives from the request's write to the trip's
+        // end, and every end (`finish_trip`, `end_trip`, `retry_on_fresh`) takes it back into
+        // `head` before any trip can start (a lost one would fail the next trip, never panic).
         self.stage = Stage::Trip {
             purpose,
             wire: Wire::Idle,
