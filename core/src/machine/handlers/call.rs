@@ -606,10 +606,11 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
 
     /// A new attempt: nothing of the last one is kept.
     pub(crate) fn begin_attempt(&mut self) {
-        if !self.attached {
+        // (Each of these only in a build that can set it: the others never read it either;
+        // a task is read through `task`, only with tasks.)
+        if cfg!(feature = "tasks") && !self.attached {
             self.task = None;
         }
-        // (Each flag only in a build that can set it: the others never read it either.)
         if cfg!(feature = "input") {
             self.input_ready = false;
         }

@@ -32,7 +32,10 @@ where
             exchange: None,
         };
         self.trip = None;
-        self.courtesy = purpose.is_courtesy().then(|| Deadline::courtesy(now));
+        // (A build without courtesy requests never has their deadline, nor reads it.)
+        if COURTESY_BUILT {
+            self.courtesy = purpose.is_courtesy().then(|| Deadline::courtesy(now));
+        }
         match self.write_request(purpose) {
             Ok(()) => self.set_wire(Wire::Connect { fresh: false }),
             Err(f) => {
