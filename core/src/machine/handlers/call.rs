@@ -610,13 +610,20 @@ impl<'x, B: Buf, Sec: AsRef<[u8]>> CallHandler<'x, B, Sec> {
 
     /// A new attempt: nothing of the last one is kept.
     pub(crate) fn begin_attempt(&mut self) {
-        if !self.attached {
+        // (Each of these only in a build that can set it: the others never read it either;
+        // a task is read through `task`, only with tasks.)
+        if cfg!(feature = "tasks") && !self.attached {
             self.task = None;
         }
-        self.input_ready = false;
-        self.session_task = false;
-        self.polling = false;
-        self.task_status = None;
+        if cfg!(feature = "input") {
+            self.input_ready = false;
+        }
+        if cfg!(feature = "era-2025") {
+            self.session_task = false;
+        }
+        if cfg!(feature = "tasks") {
+            self.task_status = None;
+        }
         self.text.clear();
         self.error.clear();
         if let Some(raw) = self.raw.as_deref_mut() {
@@ -826,9 +833,14 @@ impl<B: Buf, Sec: AsRef<[u8]>> CallHandler<'_, B, Sec> {
             Lookup::Ours(outcome) => {
                 // The round's answers were sent with the request this answers, and a server
                 // that answered no longer waits for a request's answer (`text` is the result's
-                // from here).
-                self.input_ready = false;
-                self.server_request = None;
+                // from here). (Only a build with input rounds has answers, only one with the
+                // old era a server's request.)
+                if cfg!(feature = "input") {
+                    self.input_ready = false;
+                }
+                if cfg!(feature = "era-2025") {
+                    self.server_request = None;
+                }
                 outcome
             }
             Lookup::OtherResponse => return Ok(Verdict::Hold),

@@ -16,7 +16,9 @@ pub(crate) struct ListHandler<'x, F: FnMut(Option<(Value<'_>, &[u8])>), B: Buf, 
     pub(crate) cursor: &'x mut B,
     pub(crate) has_next: bool,
     pub(crate) answer: Option<Result<(), ListError>>,
-    /// The least `ttlMs` of the pages read (2026 era: how long the list may be kept).
+    /// The page's `ttlMs` (2026 era: how long the list may be kept), until the op's next poll
+    /// hands it to the slot: one page is read between two polls, so it is the page's own (no
+    /// least of several to keep).
     pub(crate) ttl_ms: Option<u64>,
 }
 
@@ -60,7 +62,7 @@ impl<F: FnMut(Option<(Value<'_>, &[u8])>), B: Buf, Sec: AsRef<[u8]>> OnMessage
             Outcome::Result(result) => {
                 let page = jsonrpc::parse_page(result, self.list.built())?;
                 if let Some(ttl) = result.get("ttlMs").and_then(|t| t.as_u64()) {
-                    self.ttl_ms = Some(self.ttl_ms.map_or(ttl, |t| t.min(ttl)));
+                    self.ttl_ms = Some(ttl);
                 }
                 for item in page.items {
                     // Everything of an item is returned, so it is redacted.

@@ -148,7 +148,6 @@ where
             return self.fail(Failure::NoResponse);
         };
         if ok.is_none() {
-            handler.listing = false;
             slot.set_listing(self.target, 0);
             // The failure (or the refusal that replaces it) is the attempt's.
             return match self.version_refused(status) {
@@ -163,7 +162,6 @@ where
             handler.list_page = None;
             return self.start_trip(Purpose::HeaderList, now);
         }
-        handler.listing = false;
         slot.set_annotations(self.target, handler.error.bytes());
         slot.set_listing(self.target, 0);
         self.start_main(slot, now);

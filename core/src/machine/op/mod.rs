@@ -1187,8 +1187,6 @@ where
                 let id = self.id;
                 if let Job::Call { handler, task, .. } = &mut self.job {
                     handler.renumber(id);
-                    // `tasks/update`'s empty answer is read as a poll's (no result in it).
-                    handler.polling = matches!(purpose, Purpose::TaskGet | Purpose::TaskUpdate);
                     handler.task_status = None;
                     if purpose == Purpose::TaskGet {
                         task.polls += 1;
@@ -1380,8 +1378,11 @@ where
                 .snap
                 .as_ref()
                 .is_some_and(|s| s.version == ProtocolVersion::V2025_11_25);
-        if let Job::Call { handler, .. } = &mut self.job {
-            // The tasks extension is declared (and a task taken) in the 2026 era only.
+        // The tasks extension is declared (and a task taken) in the 2026 era only (a build
+        // without it never reads the flag, so never writes it).
+        if cfg!(feature = "tasks")
+            && let Job::Call { handler, .. } = &mut self.job
+        {
             handler.tasks = modern && self.cfg.capabilities.tasks_on();
         }
         if self.tasking.pinned() && self.is_call() {
@@ -1400,19 +1401,19 @@ where
                 self.list_pages = 0;
                 self.id = slot.next_id();
                 handler.renumber(self.id);
-                handler.listing = true;
                 handler.list_page = None;
                 handler.error.clear();
                 // The list's cursor goes to `text`: a round's answers there are lost, and the
-                // server asks again.
-                handler.input_ready = false;
+                // server asks again. (Only a build with input rounds has them.)
+                if cfg!(feature = "input") {
+                    handler.input_ready = false;
+                }
                 handler.text.clear();
                 self.start_trip(Purpose::HeaderList, now);
                 return;
             }
-            handler.listing = false;
             handler.error.clear();
-            if !handler.input_ready {
+            if !(cfg!(feature = "input") && handler.input_ready) {
                 handler.text.clear();
             }
             if !modern {
@@ -1444,12 +1445,15 @@ where
     }
 
     fn start_request(&mut self, slot: &mut SlotState, now: Millis) {
-        self.resumes = 0;
-        // A 2025-era call in an HTTP session: the session's GET stream should be open.
-        self.listen_news = self.is_call()
-            && !self.modern()
-            && !self.cfg.is_stdio(self.target)
-            && self.snap.as_ref().is_some_and(|s| s.session_id.is_some());
+        // A 2025-era call in an HTTP session: the session's GET stream should be open. (Only
+        // that era resumes or listens: without it these are never read, so never written.)
+        if cfg!(feature = "era-2025") {
+            self.resumes = 0;
+            self.listen_news = self.is_call()
+                && !self.modern()
+                && !self.cfg.is_stdio(self.target)
+                && self.snap.as_ref().is_some_and(|s| s.session_id.is_some());
+        }
         self.set_id(slot.next_id(), true);
         self.start_trip(Purpose::Main, now);
     }

@@ -28,7 +28,6 @@ where
         let Job::Call { handler, task, .. } = &mut self.job else {
             return self.fail(Failure::NoResponse);
         };
-        handler.polling = false;
         let interval = handler.task().map_or(1_000, |t| t.interval_ms);
         if timed_out && now >= self.deadline.at {
             return self.task_timed_out();
@@ -112,7 +111,6 @@ where
     pub(super) fn task_updated(&mut self, now: Millis, ok: Option<bool>) {
         let timed_out = self.task_trip_failed(ok).1;
         if let Job::Call { handler, .. } = &mut self.job {
-            handler.polling = false;
             handler.input_ready = false;
             handler.task_status = None;
             handler.answer = None;

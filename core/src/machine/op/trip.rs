@@ -23,18 +23,19 @@ where
                 }
             });
         }
-        // A trip's exchange never outlives it (each end gives it back), but its head storage
-        // must not be lost if one ever did.
-        if let Some(x) = self.take_exchange() {
-            self.head = Some(x.into_head_storage());
-        }
+        // No exchange is here to give back: one lives from the request's write to the trip's
+        // end, and every end (`finish_trip`, `end_trip`, `retry_on_fresh`) takes it back into
+        // `head` before any trip can start (a lost one would fail the next trip, never panic).
         self.stage = Stage::Trip {
             purpose,
             wire: Wire::Idle,
             exchange: None,
         };
         self.trip = None;
-        self.courtesy = purpose.is_courtesy().then(|| Deadline::courtesy(now));
+        // (A build without courtesy requests never has their deadline, nor reads it.)
+        if COURTESY_BUILT {
+            self.courtesy = purpose.is_courtesy().then(|| Deadline::courtesy(now));
+        }
         match self.write_request(purpose) {
             Ok(()) => self.set_wire(Wire::Connect { fresh: false }),
             Err(f) => {
@@ -438,7 +439,18 @@ where
                     | Purpose::TaskGet
                     | Purpose::TaskUpdate
                     | Purpose::TaskResult => match job {
-                        Job::Call { handler, .. } => handler,
+                        // A call's handler reads a header list's pages while that trip runs
+                        // (said here, where the trip's purpose is known, not kept beside it).
+                        Job::Call { handler, .. } => {
+                            handler.listing = purpose == Purpose::HeaderList;
+                            // (Likewise a task's poll: `tasks/update`'s empty answer is read as
+                            // a poll's, with no result in it.)
+                            if cfg!(feature = "tasks") {
+                                handler.polling =
+                                    matches!(purpose, Purpose::TaskGet | Purpose::TaskUpdate);
+                            }
+                            handler
+                        }
                         Job::List { handler, .. } if LISTS => handler,
                         Job::Request(handler) if !crate::machine::handlers::ONE_ERA_EDGE => handler,
                         // (Never taken in the edge's one-era build: a close or a dropped
@@ -556,9 +568,9 @@ where
     /// The connection ended before any reply byte: `Some(true)` to send once more on a fresh
     /// connection (a request safe to repeat on a pooled connection), `Some(false)` when a
     /// written `tools/call` may have run, `None` to read the end as any other.
-    // (Inlined into its two callers with the old era: 64 B less in `full` than the call; left
-    // to the compiler without it, 84 B less in `minimal`.)
-    #[cfg_attr(feature = "era-2025", inline(always))]
+    // (Inlined into its two callers: with the old era 64 B less in `full` than the call;
+    // without it the compiler, left to itself, now makes it a call: minimal-call 24 B more.)
+    #[inline(always)]
     pub(super) fn ended_early(
         &self,
         exchange: &Exchange<'_>,
