@@ -3129,3 +3129,47 @@ fn progress_and_log_lines_reach_observers_only_in_a_build_that_observes() {
         assert!(logs.is_empty() && progress.is_empty());
     }
 }
+
+/// A 2026 tools/list of two pages keeps the list as long as the least `ttlMs` of its pages
+/// (the whole list is fresh only while every page is), handed to the slot once, when the list
+/// is read to its end; a list that fails hands none.
+#[cfg(feature = "era-2026")]
+#[test]
+fn a_paged_lists_ttl_is_the_least_of_its_pages() {
+    let mut c = cfg(false);
+    c.era = EraSetting::Modern;
+    let secrets: [&str; 0] = [];
+    for (ttls, second_fails, expect) in [
+        ((5_000, 60_000), false, Some(5_000)),
+        ((60_000, 5_000), false, Some(5_000)),
+        ((5_000, 60_000), true, None),
+    ] {
+        let mut slot = SlotState::new(c.version, false);
+        let mut store = Store::new();
+        let mut bufs = store.bufs();
+        let mut items = 0;
+        let mut op = Op::list(&c, &mut bufs, &secrets, ListMethod::Tools, |_| items += 1);
+        run(&mut op, &mut slot, 0, |req| {
+            let id = id_of(req);
+            let (page, ttl) = if req.contains(r#""cursor":"p2""#) {
+                if second_fails {
+                    return status(500, "");
+                }
+                (r#"{"name":"b","inputSchema":{"type":"object"}}], "#, ttls.1)
+            } else {
+                (
+                    r#"{"name":"a","inputSchema":{"type":"object"}}], "nextCursor":"p2", "#,
+                    ttls.0,
+                )
+            };
+            json(&format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"result":{{"tools":[{page}"ttlMs":{ttl},"resultType":"complete"}}}}"#
+            ))
+        });
+        let ok = op.list_outcome().is_ok();
+        drop(op);
+        assert_eq!(ok, !second_fails);
+        assert_eq!(items, if second_fails { 1 } else { 2 });
+        assert_eq!(slot.take_tools_ttl_ms(), expect, "pages' ttlMs {ttls:?}");
+    }
+}

@@ -183,7 +183,8 @@ pub struct SlotState {
     /// A server said `notifications/tools/list_changed` on a call's stream since the adapter
     /// last looked.
     tools_list_changed: bool,
-    /// The `ttlMs` of the last `tools/list` read (2026 era), until the adapter takes it.
+    /// The least `ttlMs` of the pages of the last `tools/list` read to its end (2026 era),
+    /// until the adapter takes it.
     tools_ttl_ms: Option<u64>,
     /// The change counter and the wakers of ops sleeping on the slot.
     waiters: Waiters,
@@ -382,8 +383,8 @@ impl SlotState {
         core::mem::take(&mut self.tools_list_changed)
     }
 
-    /// The `ttlMs` of the last `tools/list` read (2026 era: how long its list may be kept),
-    /// once; `None` when it gave none.
+    /// How long the last `tools/list` read to its end may be kept (2026 era): the least
+    /// `ttlMs` of its pages, once; `None` when no page gave one.
     pub fn take_tools_ttl_ms(&mut self) -> Option<u64> {
         self.tools_ttl_ms.take()
     }

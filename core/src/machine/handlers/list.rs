@@ -16,9 +16,8 @@ pub(crate) struct ListHandler<'x, F: FnMut(Option<(Value<'_>, &[u8])>), B: Buf, 
     pub(crate) cursor: &'x mut B,
     pub(crate) has_next: bool,
     pub(crate) answer: Option<Result<(), ListError>>,
-    /// The page's `ttlMs` (2026 era: how long the list may be kept), until the op's next poll
-    /// hands it to the slot: one page is read between two polls, so it is the page's own (no
-    /// least of several to keep).
+    /// The least `ttlMs` of the pages read in this attempt (2026 era: the whole list is fresh
+    /// only while each of its pages is), handed to the slot when the last page is read.
     pub(crate) ttl_ms: Option<u64>,
 }
 
@@ -62,7 +61,7 @@ impl<F: FnMut(Option<(Value<'_>, &[u8])>), B: Buf, Sec: AsRef<[u8]>> OnMessage
             Outcome::Result(result) => {
                 let page = jsonrpc::parse_page(result, self.list.built())?;
                 if let Some(ttl) = result.get("ttlMs").and_then(|t| t.as_u64()) {
-                    self.ttl_ms = Some(ttl);
+                    self.ttl_ms = Some(self.ttl_ms.map_or(ttl, |t| t.min(ttl)));
                 }
                 for item in page.items {
                     // Everything of an item is returned, so it is redacted.

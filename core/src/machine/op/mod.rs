@@ -1064,6 +1064,9 @@ where
             && let Job::List { handler, .. } = &mut self.job
             // (Always tools/list in the edge's one-era build: its other lists are refused.)
             && crate::machine::handlers::BuiltList::built(handler.list) == ListMethod::Tools
+            // Once, when its last page is read: not a list that failed on a later page.
+            && matches!(handler.answer, Some(Ok(())))
+            && !handler.has_next
             && let Some(ttl) = handler.ttl_ms.take()
         {
             slot.tools_ttl_ms = Some(ttl);
@@ -1244,6 +1247,7 @@ where
                     (handler.on_item)(None);
                 }
                 handler.answer = None;
+                handler.ttl_ms = None;
                 handler.cursor.clear();
                 *cursor = NO_CURSOR;
                 *previous = NO_CURSOR;
