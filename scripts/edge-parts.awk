@@ -11,7 +11,7 @@ BEGIN {
     "verifi_mcp_core::machine::op::|machine: the op (steps, outcomes);" \
     "verifi_mcp_core::machine::handlers::call::|replies: a call's;" \
     "verifi_mcp_core::machine::handlers::list::|replies: a tools/list page;" \
-    "verifi_mcp_core::machine::handlers::init::|replies: handshake, era probe;" \
+    "verifi_mcp_core::machine::handlers::init::|replies: handshake, probe (a shared key search);" \
     "verifi_mcp_core::machine::handlers::|replies: other (requests, errors);" \
     "verifi_mcp_core::machine::|machine: metering, config, waits;" \
     "verifi_mcp_core::drive::|drive: the async pump;" \

@@ -59,7 +59,7 @@ full_flash=65536 full_ram=6144
 # ceiling is the budget (full, and both static RAM figures). Minimal's flash, until its budget
 # is met: the last landing's figure plus about 1.5 KiB (toolchain noise), rounded up to 256 B;
 # lower it with each landing that shrinks it.
-minimal_ceiling_flash=50432 minimal_ceiling_ram=4096
+minimal_ceiling_flash=48640 minimal_ceiling_ram=4096
 full_ceiling_flash=65536 full_ceiling_ram=6144
 target=thumbv7em-none-eabihf
 
