@@ -65,30 +65,24 @@ target=thumbv7em-none-eabihf
 
 rustup target list --installed 2>/dev/null | grep -qx "$target" || rustup target add "$target"
 
-find_size() {
-  local sysroot
+# An LLVM binary tool (`size`, `nm`): the LLVM one on the PATH, the toolchain's, a versioned
+# one, else binutils' (the ARM one, then the host's, which read the ARM ELF the same).
+find_tool() {
+  local t=$1 sysroot
   sysroot="$(rustc --print sysroot)"
-  for c in llvm-size "$sysroot"/lib/rustlib/*/bin/llvm-size llvm-size-19 llvm-size-18 llvm-size-17 llvm-size-16 arm-none-eabi-size size; do
+  for c in "llvm-$t" "$sysroot"/lib/rustlib/*/bin/"llvm-$t" "llvm-$t-19" "llvm-$t-18" "llvm-$t-17" "llvm-$t-16" "arm-none-eabi-$t" "$t"; do
     if command -v "$c" >/dev/null 2>&1; then command -v "$c"; return 0; fi
   done
   return 1
 }
-# The symbol lister for the breakdown of where the flash goes (the same places).
-find_nm() {
-  local sysroot
-  sysroot="$(rustc --print sysroot)"
-  for c in llvm-nm "$sysroot"/lib/rustlib/*/bin/llvm-nm llvm-nm-19 llvm-nm-18 llvm-nm-17 llvm-nm-16 arm-none-eabi-nm nm; do
-    if command -v "$c" >/dev/null 2>&1; then command -v "$c"; return 0; fi
-  done
-  return 1
-}
-if ! SIZE="$(find_size)" || ! NM="$(find_nm)"; then
+# `size` for the figures; `nm` for the breakdown of where the flash goes.
+if ! SIZE="$(find_tool size)" || ! NM="$(find_tool nm)"; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     echo "edge-size: installing llvm (for llvm-size and llvm-nm)" >&2
     (apt-get install -y -q llvm >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q llvm >/dev/null; }) || true
   fi
-  SIZE="$(find_size)" || { echo "edge-size: no llvm-size or arm-none-eabi-size; install llvm or binutils-arm-none-eabi" >&2; exit 1; }
-  NM="$(find_nm)" || { echo "edge-size: no llvm-nm or nm; install llvm or binutils" >&2; exit 1; }
+  SIZE="$(find_tool size)" || { echo "edge-size: no llvm-size or arm-none-eabi-size; install llvm or binutils-arm-none-eabi" >&2; exit 1; }
+  NM="$(find_tool nm)" || { echo "edge-size: no llvm-nm or nm; install llvm or binutils" >&2; exit 1; }
 fi
 
 mkdir -p "$out"
