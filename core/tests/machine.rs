@@ -3131,8 +3131,9 @@ fn progress_and_log_lines_reach_observers_only_in_a_build_that_observes() {
 }
 
 /// A 2026 tools/list of two pages keeps the list as long as the least `ttlMs` of its pages
-/// (the whole list is fresh only while every page is), handed to the slot once, when the list
-/// is read to its end; a list that fails hands none.
+/// (the whole list is fresh only while every page is), a page without one counting 0 (the
+/// spec's default), handed to the slot once, when the list is read to its end; a list that
+/// fails hands none.
 #[cfg(feature = "era-2026")]
 #[test]
 fn a_paged_lists_ttl_is_the_least_of_its_pages() {
@@ -3140,9 +3141,11 @@ fn a_paged_lists_ttl_is_the_least_of_its_pages() {
     c.era = EraSetting::Modern;
     let secrets: [&str; 0] = [];
     for (ttls, second_fails, expect) in [
-        ((5_000, 60_000), false, Some(5_000)),
-        ((60_000, 5_000), false, Some(5_000)),
-        ((5_000, 60_000), true, None),
+        ((Some(5_000), Some(60_000)), false, Some(5_000)),
+        ((Some(60_000), Some(5_000)), false, Some(5_000)),
+        ((Some(5_000), None), false, Some(0)),
+        ((None, None), false, Some(0)),
+        ((Some(5_000), Some(60_000)), true, None),
     ] {
         let mut slot = SlotState::new(c.version, false);
         let mut store = Store::new();
@@ -3162,8 +3165,9 @@ fn a_paged_lists_ttl_is_the_least_of_its_pages() {
                     ttls.0,
                 )
             };
+            let ttl = ttl.map_or(String::new(), |t| format!(r#""ttlMs":{t},"#));
             json(&format!(
-                r#"{{"jsonrpc":"2.0","id":{id},"result":{{"tools":[{page}"ttlMs":{ttl},"resultType":"complete"}}}}"#
+                r#"{{"jsonrpc":"2.0","id":{id},"result":{{"tools":[{page}{ttl}"resultType":"complete"}}}}"#
             ))
         });
         let ok = op.list_outcome().is_ok();
@@ -3171,5 +3175,33 @@ fn a_paged_lists_ttl_is_the_least_of_its_pages() {
         assert_eq!(ok, !second_fails);
         assert_eq!(items, if second_fails { 1 } else { 2 });
         assert_eq!(slot.take_tools_ttl_ms(), expect, "pages' ttlMs {ttls:?}");
+    }
+}
+
+/// A 2025-era tools/list has no lifetime, whatever its result carries: the slot is handed
+/// none, and the list is kept until its server says it changed.
+#[cfg(feature = "era-2025")]
+#[test]
+fn a_2025_list_hands_no_ttl() {
+    let c = cfg(false);
+    let secrets: [&str; 0] = [];
+    for page in [r#""tools":[]"#, r#""tools":[],"ttlMs":5000"#] {
+        let mut slot = SlotState::new(c.version, false);
+        let mut store = Store::new();
+        let mut bufs = store.bufs();
+        let mut op = Op::list(&c, &mut bufs, &secrets, ListMethod::Tools, |_| {});
+        run(
+            &mut op,
+            &mut slot,
+            0,
+            with_handshake(|_, id| {
+                json(&format!(
+                    r#"{{"jsonrpc":"2.0","id":{id},"result":{{{page}}}}}"#
+                ))
+            }),
+        );
+        assert!(op.list_outcome().is_ok(), "{:?}", op.failure());
+        drop(op);
+        assert_eq!(slot.take_tools_ttl_ms(), None, "{page}");
     }
 }

@@ -384,7 +384,8 @@ impl SlotState {
     }
 
     /// How long the last `tools/list` read to its end may be kept (2026 era): the least
-    /// `ttlMs` of its pages, once; `None` when no page gave one.
+    /// `ttlMs` of its pages, a page without one counting 0 (the spec's default: stale at
+    /// once), handed once; `None` after a 2025-era list (its server says when it changed).
     pub fn take_tools_ttl_ms(&mut self) -> Option<u64> {
         self.tools_ttl_ms.take()
     }

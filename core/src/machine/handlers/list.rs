@@ -16,8 +16,9 @@ pub(crate) struct ListHandler<'x, F: FnMut(Option<(Value<'_>, &[u8])>), B: Buf, 
     pub(crate) cursor: &'x mut B,
     pub(crate) has_next: bool,
     pub(crate) answer: Option<Result<(), ListError>>,
-    /// The least `ttlMs` of the pages read in this attempt (2026 era: the whole list is fresh
-    /// only while each of its pages is), handed to the slot when the last page is read.
+    /// The least `ttlMs` of the pages read in this attempt, an absent one 0 (2026 era: the
+    /// whole list is fresh only while each of its pages is), handed to the slot when the last
+    /// page of a 2026-era list is read.
     pub(crate) ttl_ms: Option<u64>,
 }
 
@@ -60,9 +61,10 @@ impl<F: FnMut(Option<(Value<'_>, &[u8])>), B: Buf, Sec: AsRef<[u8]>> OnMessage
         match outcome {
             Outcome::Result(result) => {
                 let page = jsonrpc::parse_page(result, self.list.built())?;
-                if let Some(ttl) = result.get("ttlMs").and_then(|t| t.as_u64()) {
-                    self.ttl_ms = Some(self.ttl_ms.map_or(ttl, |t| t.min(ttl)));
-                }
+                // A page without a `ttlMs` (or with one that is not a count) is stale at once:
+                // the 2026 spec's default of 0. (A 2025-era list has none; the op hands none.)
+                let ttl = result.get("ttlMs").and_then(|t| t.as_u64()).unwrap_or(0);
+                self.ttl_ms = Some(self.ttl_ms.map_or(ttl, |t| t.min(ttl)));
                 for item in page.items {
                     // Everything of an item is returned, so it is redacted.
                     self.text.clear();

@@ -1060,6 +1060,8 @@ where
         {
             slot.tools_list_changed = true;
         }
+        // A 2025-era list has no lifetime (its server says when it changed instead).
+        let modern = self.modern();
         if LISTS
             && let Job::List { handler, .. } = &mut self.job
             // (Always tools/list in the edge's one-era build: its other lists are refused.)
@@ -1068,6 +1070,7 @@ where
             && matches!(handler.answer, Some(Ok(())))
             && !handler.has_next
             && let Some(ttl) = handler.ttl_ms.take()
+            && modern
         {
             slot.tools_ttl_ms = Some(ttl);
         }
