@@ -3131,8 +3131,8 @@ fn progress_and_log_lines_reach_observers_only_in_a_build_that_observes() {
 }
 
 /// A 2026 tools/list of two pages keeps the list as long as the least `ttlMs` of its pages
-/// (the whole list is fresh only while every page is), a page without one counting 0 (the
-/// spec's default), handed to the slot once, when the list is read to its end; a list that
+/// (the whole list is fresh only while every page is), a page without one, or with a negative
+/// one, counting 0 (the spec's default), handed to the slot once, when the list is read to its end; a list that
 /// fails hands none.
 #[cfg(feature = "era-2026")]
 #[test]
@@ -3141,11 +3141,13 @@ fn a_paged_lists_ttl_is_the_least_of_its_pages() {
     c.era = EraSetting::Modern;
     let secrets: [&str; 0] = [];
     for (ttls, second_fails, expect) in [
-        ((Some(5_000), Some(60_000)), false, Some(5_000)),
-        ((Some(60_000), Some(5_000)), false, Some(5_000)),
-        ((Some(5_000), None), false, Some(0)),
+        ((Some("5000"), Some("60000")), false, Some(5_000)),
+        ((Some("60000"), Some("5000")), false, Some(5_000)),
+        ((Some("5000"), None), false, Some(0)),
         ((None, None), false, Some(0)),
-        ((Some(5_000), Some(60_000)), true, None),
+        // A negative one is read as 0 (the spec: ignored, treated as 0).
+        ((Some("5000"), Some("-1")), false, Some(0)),
+        ((Some("5000"), Some("60000")), true, None),
     ] {
         let mut slot = SlotState::new(c.version, false);
         let mut store = Store::new();
